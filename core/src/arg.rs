@@ -1,0 +1,76 @@
+//! Untyped arguments, as they arrive from a dynamically typed caller.
+//!
+//! Bindings map each native value to an [`Arg`] without judging it (a Python `bool` is
+//! [`Arg::Bool`], never an integer; a JS number with a fraction is [`Arg::Float`]); the core then
+//! applies every type and range rule once, so Python, JavaScript and Rust reject the same inputs
+//! with the same field codes. Rust callers pass plain values through the `From` impls.
+
+/// One argument value before validation. `Null` stands for both "absent" and "null/None":
+/// optional arguments then take their default, required ones are rejected.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arg<'a> {
+    /// Absent, `None`, `null` or `undefined`.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// An integer that fits in `i64`.
+    Int(i64),
+    /// An integer too large for `i64` (Python's unbounded `int`).
+    BigInt,
+    /// A number with a fraction, or not finite.
+    Float(f64),
+    /// A string.
+    Str(&'a str),
+    /// Anything else; carries the caller's name for its type (`list`, `Date`, `object`).
+    Other(&'a str),
+}
+
+impl Arg<'_> {
+    /// How the value is described in messages: `a string`, `a float`, `a bool`, ...
+    pub fn kind(&self) -> String {
+        match self {
+            Self::Null => "null".into(),
+            Self::Bool(_) => "a bool".into(),
+            Self::Int(_) | Self::BigInt => "an integer".into(),
+            Self::Float(_) => "a float".into(),
+            Self::Str(_) => "a string".into(),
+            Self::Other(name) => format!("{name}"),
+        }
+    }
+}
+
+impl<'a> From<&'a str> for Arg<'a> {
+    fn from(value: &'a str) -> Self {
+        Self::Str(value)
+    }
+}
+
+impl<'a> From<&'a String> for Arg<'a> {
+    fn from(value: &'a String) -> Self {
+        Self::Str(value)
+    }
+}
+
+impl From<i64> for Arg<'_> {
+    fn from(value: i64) -> Self {
+        Self::Int(value)
+    }
+}
+
+impl From<u32> for Arg<'_> {
+    fn from(value: u32) -> Self {
+        Self::Int(value.into())
+    }
+}
+
+impl From<bool> for Arg<'_> {
+    fn from(value: bool) -> Self {
+        Self::Bool(value)
+    }
+}
+
+impl<'a, T: Into<Arg<'a>>> From<Option<T>> for Arg<'a> {
+    fn from(value: Option<T>) -> Self {
+        value.map_or(Self::Null, Into::into)
+    }
+}

@@ -1,0 +1,107 @@
+//! The one error type, with stable codes that every binding exposes unchanged.
+
+use crate::message::{Id, Status};
+
+/// The stable, machine-readable error codes: part of the public API of every binding.
+pub const CODES: [&str; 4] = ["validation_failed", "not_found", "conflict", "store"];
+
+/// One rejected argument: which field, a stable snake_case code, and a message for humans.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FieldError {
+    /// The argument's name in the core's terms (`queue`, `payload`, `max_retries`, `lease_ms`, ...).
+    pub field: &'static str,
+    /// `type`, `empty`, `too_long`, `too_large`, `out_of_range` or `invalid`.
+    pub code: &'static str,
+    /// What was wrong, for humans; not stable.
+    pub message: String,
+}
+
+/// Why a transition was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Conflict {
+    /// The operation is not allowed from the message's current status.
+    WrongStatus {
+        /// The message.
+        id: Id,
+        /// Its current status.
+        status: Status,
+        /// The refused operation (`claim`, `succeed`, `fail`, `replay`).
+        operation: &'static str,
+    },
+    /// The lease token shown is not the message's current one: the lease expired and the message
+    /// may now be with another worker.
+    LeaseLost {
+        /// The message.
+        id: Id,
+    },
+}
+
+impl std::fmt::Display for Conflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::WrongStatus { id, status, operation } => {
+                write!(f, "cannot {operation} message {id}: it is {status}")
+            }
+            Self::LeaseLost { id } => write!(
+                f,
+                "lease lost on message {id}: the token is not the current one (the lease expired \
+                 and the message may be with another worker)"
+            ),
+        }
+    }
+}
+
+/// Everything that can go wrong. A call that returns an error has changed nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// One or more arguments were rejected; see [`FieldError`].
+    #[error("validation failed: {}", describe(.0))]
+    Validation(Vec<FieldError>),
+    /// No message with this id in this queue (ids of other queues are invisible).
+    #[error("message {id} not found in queue {queue:?}")]
+    NotFound {
+        /// The queue searched.
+        queue: String,
+        /// The id asked for.
+        id: Id,
+    },
+    /// The transition is not allowed now: wrong status, or a lost lease.
+    #[error("{0}")]
+    Conflict(Conflict),
+    /// The store failed: I/O, corruption, locked past its timeout, quota.
+    #[error("store error: {0}")]
+    Store(String),
+}
+
+impl Error {
+    /// The stable code: one of [`CODES`].
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Validation(_) => CODES[0],
+            Self::NotFound { .. } => CODES[1],
+            Self::Conflict(_) => CODES[2],
+            Self::Store(_) => CODES[3],
+        }
+    }
+
+    /// The rejected fields of a validation error; empty for the other kinds.
+    pub fn field_errors(&self) -> &[FieldError] {
+        match self {
+            Self::Validation(errors) => errors,
+            _ => &[],
+        }
+    }
+
+    /// A store error from anything displayable (a driver's error).
+    pub fn store(err: impl std::fmt::Display) -> Self {
+        Self::Store(err.to_string())
+    }
+}
+
+fn describe(errors: &[FieldError]) -> String {
+    let parts: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
+    parts.join("; ")
+}
+
+/// The core's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

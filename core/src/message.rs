@@ -1,0 +1,116 @@
+//! The message record and its status.
+
+use serde::{Deserialize, Serialize};
+
+/// A UTC instant in whole milliseconds since the Unix epoch. The core never reads a clock:
+/// every operation takes `now` from its caller.
+pub type Millis = i64;
+
+/// A message id: assigned by the store on enqueue, strictly increasing, starting at 1.
+pub type Id = i64;
+
+/// Where a message is in its lifecycle.
+///
+/// `pending` -> (claim) -> `processing` -> (succeed) -> `succeeded`;
+/// `processing` -> (fail, retries left) -> `pending` with a backoff;
+/// `processing` -> (fail, retries used up or not retryable) -> `dead`; `dead` -> (replay) -> `pending`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Waiting to be claimed, immediately or once `retry_after` has passed.
+    Pending,
+    /// Claimed by a worker that holds the lease.
+    Processing,
+    /// Acknowledged by a worker; final.
+    Succeeded,
+    /// Failed permanently or ran out of retries; kept with its last error until replayed.
+    Dead,
+}
+
+impl Status {
+    /// Every status, in lifecycle order.
+    pub const ALL: [Status; 4] = [Self::Pending, Self::Processing, Self::Succeeded, Self::Dead];
+
+    /// The status as stored and shown to users: `pending`, `processing`, `succeeded` or `dead`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Processing => "processing",
+            Self::Succeeded => "succeeded",
+            Self::Dead => "dead",
+        }
+    }
+
+    /// Parses the string form; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|status| status.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One message with everything the queue knows about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// Assigned by the store, strictly increasing.
+    pub id: Id,
+    /// The queue it belongs to; ids of other queues are invisible here.
+    pub queue: String,
+    /// The user's payload, byte-exact and never parsed.
+    pub payload: String,
+    /// Lifecycle state.
+    pub status: Status,
+    /// Failed attempts since enqueue or the last replay (an expired lease counts as one).
+    pub retry_count: u32,
+    /// Attempts allowed before the message is dead (1..=10).
+    pub max_retries: u32,
+    /// For a `pending` message after a failure: not claimable before this instant.
+    pub retry_after: Option<Millis>,
+    /// The error of the last failed attempt (truncated past 64 KiB).
+    pub last_error: Option<String>,
+    /// When it was enqueued.
+    pub created_at: Millis,
+    /// When it last changed.
+    pub updated_at: Millis,
+    /// While `processing`: the token the worker must show to ack or fail.
+    pub lease_token: Option<String>,
+    /// While `processing`: when the lease (visibility timeout) runs out.
+    pub lease_expires_at: Option<Millis>,
+}
+
+/// A message about to be inserted: everything but the id, which the store assigns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMessage {
+    /// See [`Message::queue`].
+    pub queue: String,
+    /// See [`Message::payload`].
+    pub payload: String,
+    /// See [`Message::max_retries`].
+    pub max_retries: u32,
+    /// Enqueue instant; becomes both `created_at` and `updated_at`.
+    pub now: Millis,
+}
+
+impl NewMessage {
+    /// The stored message once the store has chosen its id.
+    pub fn with_id(self, id: Id) -> Message {
+        Message {
+            id,
+            queue: self.queue,
+            payload: self.payload,
+            status: Status::Pending,
+            retry_count: 0,
+            max_retries: self.max_retries,
+            retry_after: None,
+            last_error: None,
+            created_at: self.now,
+            updated_at: self.now,
+            lease_token: None,
+            lease_expires_at: None,
+        }
+    }
+}

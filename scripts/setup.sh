@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs everything `make demo` and `make test` need, idempotently: each step runs only when its
+# result is missing. Usage: scripts/setup.sh [python|wasm|browser|all]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what="${1:-all}"
+WASM_BINDGEN_VERSION=0.2.129   # must equal the wasm-bindgen crate pinned in Cargo.toml
+
+python_env() {
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  .venv/bin/python -c 'import maturin, pytest, mypy' 2>/dev/null ||
+    .venv/bin/pip install --quiet --disable-pip-version-check -r bindings-python/requirements-dev.txt
+}
+
+npm_env() {
+  [ -d node_modules/@octokit/webhooks-examples ] && [ -d node_modules/fake-indexeddb ] ||
+    npm ci --no-audit --no-fund --loglevel=error
+}
+
+wasm_env() {
+  rustup target list --installed | grep -qx wasm32-unknown-unknown ||
+    rustup target add wasm32-unknown-unknown
+  if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION\$"; then
+    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --locked
+  fi
+}
+
+browser_env() {
+  if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver
+  fi
+}
+
+case "$what" in
+  python) python_env; npm_env ;;
+  wasm) npm_env; wasm_env ;;
+  browser) browser_env ;;
+  all) python_env; npm_env; wasm_env; browser_env ;;
+  *) echo "usage: $0 [python|wasm|browser|all]" >&2; exit 2 ;;
+esac
