@@ -38,12 +38,24 @@ pub fn load(dir: &Path) -> Vec<Case> {
     files.sort();
     let mut cases = Vec::new();
     for path in files {
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let file: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let file_name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
-        for body in file["cases"].as_array().unwrap_or_else(|| panic!("{file_name}: no \"cases\" array")) {
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let file: Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let file_name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        for body in file["cases"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{file_name}: no \"cases\" array"))
+        {
             let name = format!("{file_name}: {}", body["name"].as_str().unwrap_or("?"));
-            cases.push(Case { name, body: body.clone() });
+            cases.push(Case {
+                name,
+                body: body.clone(),
+            });
         }
     }
     cases
@@ -52,7 +64,10 @@ pub fn load(dir: &Path) -> Vec<Case> {
 /// The open-time limits a case asks for.
 pub fn limits(case: &Case) -> Result<Limits, Error> {
     let options = &case.body["options"];
-    Limits::new(&arg(&options["lease_ms"]), &arg(&options["max_payload_bytes"]))
+    Limits::new(
+        &arg(&options["lease_ms"]),
+        &arg(&options["max_payload_bytes"]),
+    )
 }
 
 /// Runs one case on the engine (fresh and empty, opened with [`limits`]); `Err` says which step
@@ -71,16 +86,32 @@ pub async fn run<S: Store>(case: &Case, engine: &Engine<S>) -> Result<(), String
         let token = format!("token-{}", tokens.len());
         let op = step["op"].as_str().unwrap_or_default();
         let outcome: Result<Value, Error> = match op {
-            "enqueue" => engine.enqueue(a("queue"), a("payload"), a("max_retries"), now).await.map(to_json),
-            "claim" => engine.claim(a("queue"), a("lease_ms"), token, now).await.map(|m| {
-                if let Some(m) = &m {
-                    tokens.push(m.lease_token.clone().unwrap_or_default());
-                }
-                m.map_or(Value::Null, to_json)
-            }),
-            "succeed" => engine.succeed(a("queue"), a("id"), a("lease_token"), now).await.map(to_json),
+            "enqueue" => engine
+                .enqueue(a("queue"), a("payload"), a("max_retries"), now)
+                .await
+                .map(to_json),
+            "claim" => engine
+                .claim(a("queue"), a("lease_ms"), token, now)
+                .await
+                .map(|m| {
+                    if let Some(m) = &m {
+                        tokens.push(m.lease_token.clone().unwrap_or_default());
+                    }
+                    m.map_or(Value::Null, to_json)
+                }),
+            "succeed" => engine
+                .succeed(a("queue"), a("id"), a("lease_token"), now)
+                .await
+                .map(to_json),
             "fail" => engine
-                .fail(a("queue"), a("id"), a("error"), a("lease_token"), a("retryable"), now)
+                .fail(
+                    a("queue"),
+                    a("id"),
+                    a("error"),
+                    a("lease_token"),
+                    a("retryable"),
+                    now,
+                )
                 .await
                 .map(to_json),
             "replay" => engine.replay(a("queue"), a("id"), now).await.map(to_json),
@@ -100,7 +131,12 @@ pub async fn run<S: Store>(case: &Case, engine: &Engine<S>) -> Result<(), String
 /// A message as the cases write it: snake_case fields, timestamps relative to [`BASE`].
 pub fn to_json(message: Message) -> Value {
     let mut value = serde_json::to_value(message).expect("a message serializes");
-    for field in ["retry_after", "created_at", "updated_at", "lease_expires_at"] {
+    for field in [
+        "retry_after",
+        "created_at",
+        "updated_at",
+        "lease_expires_at",
+    ] {
         if let Some(ms) = value[field].as_i64() {
             value[field] = json!(ms - BASE);
         }
@@ -121,13 +157,25 @@ pub fn check(expect: &Value, outcome: Result<Value, Error>) -> Result<(), String
                         .as_array()
                         .into_iter()
                         .flatten()
-                        .map(|f| (f["field"].as_str().unwrap_or_default().into(), f["code"].as_str().unwrap_or_default().into()))
+                        .map(|f| {
+                            (
+                                f["field"].as_str().unwrap_or_default().into(),
+                                f["code"].as_str().unwrap_or_default().into(),
+                            )
+                        })
                         .collect();
-                    let mut got: Vec<(String, String)> =
-                        err.field_errors().iter().map(|f| (f.field.into(), f.code.into())).collect();
+                    let mut got: Vec<(String, String)> = err
+                        .field_errors()
+                        .iter()
+                        .map(|f| (f.field.into(), f.code.into()))
+                        .collect();
                     want.sort();
                     got.sort();
-                    if want == got { Ok(()) } else { Err(format!("expected fields {want:?}, got {got:?}: {err}")) }
+                    if want == got {
+                        Ok(())
+                    } else {
+                        Err(format!("expected fields {want:?}, got {got:?}: {err}"))
+                    }
                 }
                 None => Ok(()),
             }
@@ -138,10 +186,17 @@ pub fn check(expect: &Value, outcome: Result<Value, Error>) -> Result<(), String
             if let Some(want) = expect.get("message") {
                 matches(want, &value)
             } else if let Some(want) = expect.get("messages") {
-                let (want, got) = (want.as_array().ok_or("`messages` must be a list")?, value.as_array());
+                let (want, got) = (
+                    want.as_array().ok_or("`messages` must be a list")?,
+                    value.as_array(),
+                );
                 let got = got.ok_or_else(|| format!("expected a list, got {value}"))?;
                 if want.len() != got.len() {
-                    return Err(format!("expected {} messages, got {}: {value}", want.len(), got.len()));
+                    return Err(format!(
+                        "expected {} messages, got {}: {value}",
+                        want.len(),
+                        got.len()
+                    ));
                 }
                 want.iter().zip(got).try_for_each(|(w, g)| matches(w, g))
             } else {
@@ -159,7 +214,10 @@ fn matches(want: &Value, got: &Value) -> Result<(), String> {
             }
             for (field, value) in fields {
                 if &got[field] != value {
-                    return Err(format!("{field}: expected {value}, got {} (message {got})", got[field]));
+                    return Err(format!(
+                        "{field}: expected {value}, got {} (message {got})",
+                        got[field]
+                    ));
                 }
             }
             Ok(())
@@ -173,20 +231,38 @@ fn matches(want: &Value, got: &Value) -> Result<(), String> {
 pub fn resolve(value: &Value, tokens: &[String]) -> Result<Value, String> {
     Ok(match value {
         Value::Object(map) if map.contains_key("$token") => {
-            let k = map["$token"].as_u64().and_then(|k| usize::try_from(k).ok()).ok_or("bad $token")?;
-            Value::String(tokens.get(k).ok_or_else(|| format!("no claim #{k} yet"))?.clone())
+            let k = map["$token"]
+                .as_u64()
+                .and_then(|k| usize::try_from(k).ok())
+                .ok_or("bad $token")?;
+            Value::String(
+                tokens
+                    .get(k)
+                    .ok_or_else(|| format!("no claim #{k} yet"))?
+                    .clone(),
+            )
         }
         Value::Object(map) if map.contains_key("$repeat") => {
             let (s, n) = (&map["$repeat"][0], &map["$repeat"][1]);
-            let n = n.as_u64().and_then(|n| usize::try_from(n).ok()).ok_or("bad $repeat count")?;
+            let n = n
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or("bad $repeat count")?;
             Value::String(s.as_str().ok_or("bad $repeat string")?.repeat(n))
         }
         Value::Object(map) => {
-            let resolved: Result<Map<String, Value>, String> =
-                map.iter().map(|(k, v)| Ok((k.clone(), resolve(v, tokens)?))).collect();
+            let resolved: Result<Map<String, Value>, String> = map
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), resolve(v, tokens)?)))
+                .collect();
             Value::Object(resolved?)
         }
-        Value::Array(items) => Value::Array(items.iter().map(|v| resolve(v, tokens)).collect::<Result<_, _>>()?),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| resolve(v, tokens))
+                .collect::<Result<_, _>>()?,
+        ),
         other => other.clone(),
     })
 }

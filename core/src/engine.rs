@@ -40,18 +40,31 @@ impl<S: Store> Engine<S> {
     /// Adds a `pending` message. `queue`: non-empty string, at most 255 characters; `payload`: a
     /// string of at most `max_payload_bytes` bytes, stored verbatim; `max_retries`: integer 1..=10,
     /// default 3.
-    pub async fn enqueue(&self, queue: Arg<'_>, payload: Arg<'_>, max_retries: Arg<'_>, now: Millis) -> Result<Message> {
+    pub async fn enqueue(
+        &self,
+        queue: Arg<'_>,
+        payload: Arg<'_>,
+        max_retries: Arg<'_>,
+        now: Millis,
+    ) -> Result<Message> {
         let mut check = Check::default();
         let queue = check.queue(&queue);
         let payload = check.string("payload", &payload);
         if let Some(p) = payload.filter(|p| p.len() > self.limits.max_payload_bytes) {
             check.reject_too_large(p.len(), self.limits.max_payload_bytes);
         }
-        let max_retries = check.int("max_retries", &max_retries, MAX_RETRIES_RANGE, Some(DEFAULT_MAX_RETRIES));
+        let max_retries = check.int(
+            "max_retries",
+            &max_retries,
+            MAX_RETRIES_RANGE,
+            Some(DEFAULT_MAX_RETRIES),
+        );
         let message = check.finish(|| NewMessage {
             queue: queue.unwrap_or_default().to_owned(),
             payload: payload.unwrap_or_default().to_owned(),
-            max_retries: max_retries.and_then(|n| u32::try_from(n).ok()).unwrap_or_default(),
+            max_retries: max_retries
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or_default(),
             now,
         })?;
         self.store.insert(message).await
@@ -61,18 +74,33 @@ impl<S: Store> Engine<S> {
     /// caller for `lease_ms` (1..=12 h; default: the open-time lease) under `lease_token`, which the
     /// binding draws at random. Expired leases of the queue are first counted as failed attempts.
     /// `None` when nothing is due.
-    pub async fn claim(&self, queue: Arg<'_>, lease_ms: Arg<'_>, lease_token: String, now: Millis) -> Result<Option<Message>> {
+    pub async fn claim(
+        &self,
+        queue: Arg<'_>,
+        lease_ms: Arg<'_>,
+        lease_token: String,
+        now: Millis,
+    ) -> Result<Option<Message>> {
         let mut check = Check::default();
         let queue = check.queue(&queue);
-        let lease = check.int("lease_ms", &lease_ms, (1, MAX_LEASE_MS), Some(self.limits.default_lease_ms));
-        let (queue, lease) = check.finish(|| (queue.unwrap_or_default(), lease.unwrap_or_default()))?;
+        let lease = check.int(
+            "lease_ms",
+            &lease_ms,
+            (1, MAX_LEASE_MS),
+            Some(self.limits.default_lease_ms),
+        );
+        let (queue, lease) =
+            check.finish(|| (queue.unwrap_or_default(), lease.unwrap_or_default()))?;
         self.store
             .claim(
                 queue,
                 now,
                 |message| machine::expire_lease(message, now),
                 |message| {
-                    debug_assert!(machine::is_due(&message, now), "store picked a message that is not due");
+                    debug_assert!(
+                        machine::is_due(&message, now),
+                        "store picked a message that is not due"
+                    );
                     machine::claim(message, now, lease, lease_token)
                 },
             )
@@ -81,12 +109,20 @@ impl<S: Store> Engine<S> {
 
     /// Acks a `processing` message: -> `succeeded`. `lease_token`, when given, must be the current
     /// one (else `conflict`: the lease was lost).
-    pub async fn succeed(&self, queue: Arg<'_>, id: Arg<'_>, lease_token: Arg<'_>, now: Millis) -> Result<Message> {
+    pub async fn succeed(
+        &self,
+        queue: Arg<'_>,
+        id: Arg<'_>,
+        lease_token: Arg<'_>,
+        now: Millis,
+    ) -> Result<Message> {
         let mut check = Check::default();
         let (queue, id) = (check.queue(&queue), check.id(&id));
         let token = check.opt_string("lease_token", &lease_token);
         let (queue, id) = check.finish(|| (queue.unwrap_or_default(), id.unwrap_or_default()))?;
-        self.store.update(queue, id, |m| machine::succeed(m, token, now)).await
+        self.store
+            .update(queue, id, |m| machine::succeed(m, token, now))
+            .await
     }
 
     /// Records a failed attempt of a `processing` message: back to `pending` after the backoff, or
@@ -106,9 +142,18 @@ impl<S: Store> Engine<S> {
         let error = check.string("error", &error);
         let token = check.opt_string("lease_token", &lease_token);
         let retryable = check.bool("retryable", &retryable, true);
-        let (queue, id, error) =
-            check.finish(|| (queue.unwrap_or_default(), id.unwrap_or_default(), error.unwrap_or_default()))?;
-        self.store.update(queue, id, |m| machine::fail(m, error, token, retryable, now)).await
+        let (queue, id, error) = check.finish(|| {
+            (
+                queue.unwrap_or_default(),
+                id.unwrap_or_default(),
+                error.unwrap_or_default(),
+            )
+        })?;
+        self.store
+            .update(queue, id, |m| {
+                machine::fail(m, error, token, retryable, now)
+            })
+            .await
     }
 
     /// Sends a `dead` message back (redrive): -> `pending` with `retry_count` 0.
@@ -116,7 +161,9 @@ impl<S: Store> Engine<S> {
         let mut check = Check::default();
         let (queue, id) = (check.queue(&queue), check.id(&id));
         let (queue, id) = check.finish(|| (queue.unwrap_or_default(), id.unwrap_or_default()))?;
-        self.store.update(queue, id, |m| machine::replay(m, now)).await
+        self.store
+            .update(queue, id, |m| machine::replay(m, now))
+            .await
     }
 
     /// One message; `not_found` when `queue` has no message `id`.
@@ -125,12 +172,21 @@ impl<S: Store> Engine<S> {
         let (queue, id) = (check.queue(&queue), check.id(&id));
         let (queue, id) = check.finish(|| (queue.unwrap_or_default(), id.unwrap_or_default()))?;
         let found = self.store.get(queue, id).await?;
-        found.ok_or_else(|| Error::NotFound { queue: queue.to_owned(), id })
+        found.ok_or_else(|| Error::NotFound {
+            queue: queue.to_owned(),
+            id,
+        })
     }
 
     /// Messages of `queue` ordered by id: only `status` when given (`pending`, `processing`,
     /// `succeeded`, `dead`), at most `limit` (1..=1000, default 100), ids above `after_id`.
-    pub async fn list(&self, queue: Arg<'_>, status: Arg<'_>, limit: Arg<'_>, after_id: Arg<'_>) -> Result<Vec<Message>> {
+    pub async fn list(
+        &self,
+        queue: Arg<'_>,
+        status: Arg<'_>,
+        limit: Arg<'_>,
+        after_id: Arg<'_>,
+    ) -> Result<Vec<Message>> {
         let mut check = Check::default();
         let queue = check.queue(&queue);
         let status = check.status(&status);
@@ -142,7 +198,9 @@ impl<S: Store> Engine<S> {
         let query = check.finish(|| ListQuery {
             queue: queue.unwrap_or_default(),
             status,
-            limit: limit.and_then(|n| usize::try_from(n).ok()).unwrap_or_default(),
+            limit: limit
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or_default(),
             after_id,
         })?;
         self.store.list(&query).await

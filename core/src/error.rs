@@ -39,7 +39,11 @@ pub enum Conflict {
 impl std::fmt::Display for Conflict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::WrongStatus { id, status, operation } => {
+            Self::WrongStatus {
+                id,
+                status,
+                operation,
+            } => {
                 write!(f, "cannot {operation} message {id}: it is {status}")
             }
             Self::LeaseLost { id } => write!(
@@ -99,7 +103,10 @@ impl Error {
 }
 
 fn describe(errors: &[FieldError]) -> String {
-    let parts: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
+    let parts: Vec<String> = errors
+        .iter()
+        .map(|e| format!("{}: {}", e.field, e.message))
+        .collect();
     parts.join("; ")
 }
 

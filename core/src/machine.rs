@@ -15,7 +15,11 @@ pub const LEASE_EXPIRED: &str = "lease expired";
 /// seconds, in milliseconds. Defined for every count (no shift overflow: `2^12 s` already exceeds
 /// the cap).
 pub fn backoff_ms(retry_count: u32) -> Millis {
-    if retry_count >= 12 { MAX_BACKOFF_MS } else { (1_000 << retry_count).min(MAX_BACKOFF_MS) }
+    if retry_count >= 12 {
+        MAX_BACKOFF_MS
+    } else {
+        (1_000 << retry_count).min(MAX_BACKOFF_MS)
+    }
 }
 
 /// Whether a `pending` message may be claimed at `now`.
@@ -46,7 +50,11 @@ fn require(message: &Message, status: Status, operation: &'static str) -> Result
     if message.status == status {
         Ok(())
     } else {
-        Err(Error::Conflict(Conflict::WrongStatus { id: message.id, status: message.status, operation }))
+        Err(Error::Conflict(Conflict::WrongStatus {
+            id: message.id,
+            status: message.status,
+            operation,
+        }))
     }
 }
 
@@ -60,7 +68,12 @@ fn check_lease(message: &Message, lease_token: Option<&str>) -> Result<()> {
 }
 
 /// `pending` (and due) -> `processing`, holding `lease_token` until `now + lease_ms`.
-pub fn claim(mut message: Message, now: Millis, lease_ms: Millis, lease_token: String) -> Result<Message> {
+pub fn claim(
+    mut message: Message,
+    now: Millis,
+    lease_ms: Millis,
+    lease_token: String,
+) -> Result<Message> {
     require(&message, Status::Pending, "claim")?;
     message.status = Status::Processing;
     message.lease_token = Some(lease_token);

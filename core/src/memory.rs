@@ -28,7 +28,9 @@ impl MemoryStore {
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, State>> {
-        self.state.lock().map_err(|_| Error::Store("memory store poisoned by a panic".into()))
+        self.state
+            .lock()
+            .map_err(|_| Error::Store("memory store poisoned by a panic".into()))
     }
 }
 
@@ -42,13 +44,30 @@ impl Store for MemoryStore {
     }
 
     async fn get(&self, queue: &str, id: Id) -> Result<Option<Message>> {
-        Ok(self.lock()?.messages.get(&id).filter(|m| m.queue == queue).cloned())
+        Ok(self
+            .lock()?
+            .messages
+            .get(&id)
+            .filter(|m| m.queue == queue)
+            .cloned())
     }
 
-    async fn update(&self, queue: &str, id: Id, step: impl FnOnce(Message) -> Result<Message>) -> Result<Message> {
+    async fn update(
+        &self,
+        queue: &str,
+        id: Id,
+        step: impl FnOnce(Message) -> Result<Message>,
+    ) -> Result<Message> {
         let mut state = self.lock()?;
-        let current = state.messages.get(&id).filter(|m| m.queue == queue).cloned();
-        let next = step(current.ok_or_else(|| Error::NotFound { queue: queue.to_owned(), id })?)?;
+        let current = state
+            .messages
+            .get(&id)
+            .filter(|m| m.queue == queue)
+            .cloned();
+        let next = step(current.ok_or_else(|| Error::NotFound {
+            queue: queue.to_owned(),
+            id,
+        })?)?;
         state.messages.insert(id, next.clone());
         Ok(next)
     }

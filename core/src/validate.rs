@@ -31,16 +31,28 @@ pub(crate) struct Check {
 
 impl Check {
     fn reject(&mut self, field: &'static str, code: &'static str, message: String) {
-        self.errors.push(FieldError { field, code, message });
+        self.errors.push(FieldError {
+            field,
+            code,
+            message,
+        });
     }
 
     fn wrong_type(&mut self, field: &'static str, expected: &str, got: &Arg<'_>) {
-        self.reject(field, "type", format!("must be {expected}, got {}", got.kind()));
+        self.reject(
+            field,
+            "type",
+            format!("must be {expected}, got {}", got.kind()),
+        );
     }
 
     /// A payload over the open-time limit.
     pub(crate) fn reject_too_large(&mut self, len: usize, max: usize) {
-        self.reject("payload", "too_large", format!("is {len} bytes; the limit is {max}"));
+        self.reject(
+            "payload",
+            "too_large",
+            format!("is {len} bytes; the limit is {max}"),
+        );
     }
 
     /// A required string.
@@ -103,7 +115,11 @@ impl Check {
         if name.is_empty() {
             self.reject("queue", "empty", "must not be empty".into());
         } else if name.chars().count() > MAX_QUEUE_CHARS {
-            self.reject("queue", "too_long", format!("must be at most {MAX_QUEUE_CHARS} characters"));
+            self.reject(
+                "queue",
+                "too_long",
+                format!("must be at most {MAX_QUEUE_CHARS} characters"),
+            );
         } else {
             return Some(name);
         }
@@ -120,7 +136,8 @@ impl Check {
         let name = self.opt_string("status", arg)?;
         let status = Status::parse(name);
         if status.is_none() {
-            let message = format!("must be one of pending, processing, succeeded, dead; got {name:?}");
+            let message =
+                format!("must be one of pending, processing, succeeded, dead; got {name:?}");
             self.reject("status", "invalid", message);
         }
         status
@@ -128,7 +145,11 @@ impl Check {
 
     /// `Ok(value)` when no field was rejected, else the validation error with every field.
     pub(crate) fn finish<T>(self, value: impl FnOnce() -> T) -> Result<T> {
-        if self.errors.is_empty() { Ok(value()) } else { Err(Error::Validation(self.errors)) }
+        if self.errors.is_empty() {
+            Ok(value())
+        } else {
+            Err(Error::Validation(self.errors))
+        }
     }
 }
 
@@ -143,7 +164,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { default_lease_ms: DEFAULT_LEASE_MS, max_payload_bytes: 1 << 20 }
+        Self {
+            default_lease_ms: DEFAULT_LEASE_MS,
+            max_payload_bytes: 1 << 20,
+        }
     }
 }
 
@@ -152,7 +176,12 @@ impl Limits {
     /// in 1..=64 MiB (default 1 MiB).
     pub fn new(lease_ms: &Arg<'_>, max_payload_bytes: &Arg<'_>) -> Result<Self> {
         let mut check = Check::default();
-        let lease = check.int("lease_ms", lease_ms, (1, MAX_LEASE_MS), Some(DEFAULT_LEASE_MS));
+        let lease = check.int(
+            "lease_ms",
+            lease_ms,
+            (1, MAX_LEASE_MS),
+            Some(DEFAULT_LEASE_MS),
+        );
         let max = check.int(
             "max_payload_bytes",
             max_payload_bytes,

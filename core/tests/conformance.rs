@@ -12,9 +12,20 @@ fn every_case_passes_on_the_memory_store() {
         .iter()
         .filter_map(|case| {
             let engine = Engine::new(MemoryStore::new(), limits(case).expect("valid options"));
-            pollster::block_on(run(case, &engine)).err().map(|why| format!("{}: {why}", case.name))
+            pollster::block_on(run(case, &engine))
+                .err()
+                .map(|why| format!("{}: {why}", case.name))
         })
         .collect();
-    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
-    println!("{} conformance cases passed on the memory store", cases.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    println!(
+        "{} conformance cases passed on the memory store",
+        cases.len()
+    );
 }
