@@ -120,6 +120,7 @@ pub async fn run<S: Store>(case: &Case, engine: &Engine<S>) -> Result<(), String
                 .list(a("queue"), a("status"), a("limit"), a("after_id"))
                 .await
                 .map(|ms| Value::Array(ms.into_iter().map(to_json).collect())),
+            "backoff" => crate::backoff(&a("retry_count")).map(|ms| json!({ "delay_ms": ms })),
             other => return Err(format!("step {index}: unknown op {other:?}")),
         };
         let expect = resolve(&step["expect"], &tokens)?;
@@ -199,6 +200,8 @@ pub fn check(expect: &Value, outcome: Result<Value, Error>) -> Result<(), String
                     ));
                 }
                 want.iter().zip(got).try_for_each(|(w, g)| matches(w, g))
+            } else if let Some(want) = expect.get("delay_ms") {
+                matches(&json!({ "delay_ms": want }), &value)
             } else {
                 Ok(())
             }

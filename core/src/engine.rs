@@ -11,6 +11,21 @@ use crate::validate::{
     MAX_RETRIES_RANGE,
 };
 
+/// The delay before the next attempt after the `retry_count`-th failure, in milliseconds:
+/// `min(2^retry_count, 3600)` seconds (see [`machine::backoff_ms`]). `retry_count`: integer >= 0,
+/// any size up to `i64::MAX`. Bindings expose it so users can show or plan the schedule.
+pub fn backoff(retry_count: &Arg<'_>) -> Result<Millis> {
+    let mut check = Check::default();
+    let count = check.int("retry_count", retry_count, (0, i64::MAX), None);
+    check.finish(|| {
+        machine::backoff_ms(
+            count
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(u32::MAX),
+        )
+    })
+}
+
 /// A queue database: the rules of deadletter applied over a [`Store`].
 ///
 /// Every method takes `now` (UTC milliseconds) from the caller and returns an error without

@@ -54,7 +54,7 @@ pub mod validate;
 pub mod conformance;
 
 pub use arg::Arg;
-pub use engine::Engine;
+pub use engine::{Engine, backoff};
 pub use error::{CODES, Conflict, Error, FieldError, Result};
 pub use memory::MemoryStore;
 pub use message::{Id, Message, Millis, NewMessage, Status};

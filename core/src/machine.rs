@@ -136,3 +136,36 @@ pub fn replay(mut message: Message, now: Millis) -> Result<Message> {
     message.updated_at = now;
     Ok(message)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_then_caps_at_an_hour_for_any_count() {
+        let secs: Vec<Millis> = (0..=13).map(|n| backoff_ms(n) / 1000).collect();
+        assert_eq!(
+            secs,
+            [
+                1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 3600, 3600
+            ]
+        );
+        for huge in [63, 64, 65, 1000, u32::MAX] {
+            assert_eq!(backoff_ms(huge), MAX_BACKOFF_MS, "count {huge}");
+        }
+    }
+
+    #[test]
+    fn truncation_keeps_64_kib_at_a_char_boundary_and_says_how_much_was_cut() {
+        assert_eq!(
+            truncate_error(&"x".repeat(MAX_ERROR_BYTES)),
+            "x".repeat(MAX_ERROR_BYTES)
+        );
+        let long = format!("{}é{}", "x".repeat(MAX_ERROR_BYTES - 1), "y".repeat(10));
+        let cut = truncate_error(&long);
+        assert_eq!(
+            cut,
+            format!("{}…[truncated 12 bytes]", "x".repeat(MAX_ERROR_BYTES - 1))
+        );
+    }
+}
