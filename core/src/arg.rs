@@ -34,7 +34,7 @@ impl Arg<'_> {
             Self::Int(_) | Self::BigInt => "an integer".into(),
             Self::Float(_) => "a float".into(),
             Self::Str(_) => "a string".into(),
-            Self::Other(name) => format!("{name}"),
+            Self::Other(name) => (*name).to_owned(),
         }
     }
 }

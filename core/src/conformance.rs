@@ -130,6 +130,9 @@ pub async fn run<S: Store>(case: &Case, engine: &Engine<S>) -> Result<(), String
 }
 
 /// A message as the cases write it: snake_case fields, timestamps relative to [`BASE`].
+///
+/// # Panics
+/// Never: a [`Message`] always serializes.
 pub fn to_json(message: Message) -> Value {
     let mut value = serde_json::to_value(message).expect("a message serializes");
     for field in [
