@@ -1,1 +1,121 @@
-//! stub
+//! # deadletter-py
+//!
+//! The Python binding of [`deadletter`] (native module `deadletter._deadletter`, wrapped by the
+//! pure-Python package in `python/deadletter/`) and its store, [`sqlite::SqliteStore`].
+//!
+//! The binding maps Python values to [`deadletter::Arg`] without judging them ([`convert`]),
+//! reads the clock and draws lease tokens (uuid v4) with the GIL held, then releases the GIL and
+//! runs one engine call on SQLite, driving its ready-at-once future with `pollster::block_on`.
+//! Errors become `deadletter` exceptions in one place ([`errors`]). It holds no queue rule: every
+//! rule is in the core.
+//!
+//! ```python
+//! import deadletter
+//! with deadletter.open("jobs.db") as db:
+//!     q = db.queue("emails")
+//!     q.enqueue('{"to":"alice@example.com"}', max_retries=5)
+//!     m = q.claim()
+//!     q.succeed(m.id, lease_token=m.lease_token)
+//! ```
+
+pub mod convert;
+pub mod database;
+pub mod errors;
+pub mod message;
+pub mod sqlite;
+
+use std::path::PathBuf;
+
+use deadletter::{Engine, Error, FieldError, Limits};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::convert::Value;
+use crate::database::{Database, Queue, Shared};
+use crate::errors::to_py_err;
+use crate::message::PyMessage;
+use crate::sqlite::SqliteStore;
+
+/// Opens (creating if needed) a queue database.
+///
+/// `path`: a file path (str or os.PathLike), or `":memory:"` for a private in-memory database.
+/// File databases use SQLite's WAL mode and may be shared by processes; a write waits up to 30 s
+/// for another process's lock. `clock`: a zero-argument callable returning an aware `datetime`
+/// (called once per operation; a naive datetime raises `ValidationError`); default: the system
+/// clock in UTC. `lease`: the default lease of `Queue.claim`, in seconds (int or float,
+/// 0.001..=43200) or a `datetime.timedelta`. `max_payload_bytes`: the largest accepted payload,
+/// in bytes of UTF-8 (1..=67108864).
+///
+/// Raises `ValidationError` for a rejected option, `StoreError` when the file cannot be opened,
+/// is not a deadletter database, or was written by a newer deadletter (schema version).
+#[pyfunction]
+#[pyo3(
+    signature = (path = None, *, clock = None, lease = None, max_payload_bytes = None),
+    text_signature = "(path=':memory:', *, clock=None, lease=30.0, max_payload_bytes=1048576)"
+)]
+fn open(
+    py: Python<'_>,
+    path: Option<PathBuf>,
+    clock: Option<Bound<'_, PyAny>>,
+    lease: Option<&Bound<'_, PyAny>>,
+    max_payload_bytes: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Database> {
+    let lease = Value::lease(lease);
+    let max_payload_bytes = Value::from_py(max_payload_bytes);
+    let limits = Limits::new(&lease.arg(), &max_payload_bytes.arg());
+    let clock = clock.filter(|clock| !clock.is_none());
+    let clock_error = clock
+        .as_ref()
+        .filter(|c| !c.is_callable())
+        .map(|_| FieldError {
+            field: "clock",
+            code: "type",
+            message: "must be a zero-argument callable returning an aware datetime".into(),
+        });
+    let limits = match (limits, clock_error) {
+        (Ok(limits), None) => limits,
+        (Ok(_), Some(clock)) => return Err(to_py_err(py, &Error::Validation(vec![clock]))),
+        (Err(Error::Validation(mut fields)), Some(clock)) => {
+            fields.push(clock);
+            return Err(to_py_err(py, &Error::Validation(fields)));
+        }
+        (Err(err), _) => return Err(to_py_err(py, &err)),
+    };
+    let path = path.unwrap_or_else(|| PathBuf::from(":memory:"));
+    let store = py
+        .detach(|| SqliteStore::open(&path))
+        .map_err(|err| to_py_err(py, &err))?;
+    Ok(Database::new(Shared {
+        engine: Engine::new(store, limits),
+        clock: clock.map(Bound::unbind),
+    }))
+}
+
+/// The delay before the next attempt after the `retry_count`-th failure, as a
+/// `datetime.timedelta`: `min(2**retry_count, 3600)` seconds, the backoff of the project's
+/// contract (the same function the core applies in `Queue.fail` and when a lease expires).
+/// `retry_count`: an int >= 0, of any size. Raises `ValidationError` (field `retry_count`) for a
+/// negative count or a value that is not an int (a bool, a float or a str is rejected).
+#[pyfunction]
+fn backoff<'py>(
+    py: Python<'py>,
+    retry_count: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, pyo3::types::PyDelta>> {
+    let retry_count = Value::from_py(Some(retry_count));
+    let ms = deadletter::backoff(&retry_count.arg()).map_err(|err| to_py_err(py, &err))?;
+    convert::to_timedelta(py, ms)
+}
+
+/// The native part of the `deadletter` package; import `deadletter` instead.
+#[pymodule]
+#[pyo3(name = "_deadletter")]
+fn deadletter_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(backoff, m)?)?;
+    m.add_class::<Database>()?;
+    m.add_class::<Queue>()?;
+    m.add_class::<PyMessage>()?;
+    m.add("CODES", PyTuple::new(m.py(), deadletter::CODES)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -89,6 +89,10 @@ impl<S: Store> Engine<S> {
     /// caller for `lease_ms` (1..=12 h; default: the open-time lease) under `lease_token`, which the
     /// binding draws at random. Expired leases of the queue are first counted as failed attempts.
     /// `None` when nothing is due.
+    ///
+    /// Leases are reaped lazily, by this call (as SQS makes a message visible again only when it is
+    /// received): until the next `claim` on its queue, a message whose lease ran out still reads as
+    /// `processing`, and its worker may still ack or fail it with its token.
     pub async fn claim(
         &self,
         queue: Arg<'_>,

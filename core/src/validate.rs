@@ -153,6 +153,14 @@ impl Check {
     }
 }
 
+/// Checks a queue name alone (non-empty string, at most 255 characters), for bindings that make a
+/// queue handle before any operation.
+pub fn queue_name<'a>(arg: &Arg<'a>) -> Result<&'a str> {
+    let mut check = Check::default();
+    let name = check.queue(arg);
+    check.finish(|| name.unwrap_or_default())
+}
+
 /// Settings fixed when a database is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {

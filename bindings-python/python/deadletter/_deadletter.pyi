@@ -1,0 +1,134 @@
+"""Type stub of the native module ``deadletter._deadletter`` (hand-written; checked by
+``python -m mypy.stubtest deadletter`` in ``tests/test_typing.py``).
+
+Units: leases are seconds (``int`` or ``float``) or a ``datetime.timedelta``; every timestamp is an
+aware ``datetime`` in UTC. Exceptions come from ``deadletter._errors``.
+"""
+
+import os
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import Callable, Literal, Optional, Union, final
+
+from ._errors import ErrorCode
+
+__all__ = ["CODES", "Database", "Message", "Queue", "__version__", "backoff", "open"]
+
+__version__: str
+
+CODES: tuple[ErrorCode, ...]
+"""The core's stable error codes: ``validation_failed``, ``not_found``, ``conflict``, ``store``."""
+
+_Status = Literal["pending", "processing", "succeeded", "dead"]
+_Seconds = Union[int, float, timedelta]
+
+def open(
+    path: Union[str, os.PathLike[str]] = ":memory:",
+    *,
+    clock: Optional[Callable[[], datetime]] = None,
+    lease: _Seconds = 30.0,
+    max_payload_bytes: int = 1048576,
+) -> Database:
+    """Opens (creating if needed) a queue database: a file path, or ``":memory:"``.
+
+    ``clock`` returns an aware datetime (naive -> `ValidationError`); default: the system clock.
+    ``lease``: default lease of `Queue.claim`, in seconds (0.001..=43200) or a timedelta.
+    ``max_payload_bytes``: largest payload in bytes of UTF-8 (1..=67108864).
+    Raises `ValidationError` for a rejected option, `StoreError` when the file cannot be opened or
+    has a newer schema version.
+    """
+
+def backoff(retry_count: int) -> timedelta:
+    """The delay after the ``retry_count``-th failure: ``min(2**retry_count, 3600)`` seconds (the
+    project's backoff contract). `ValidationError` for a negative count or a non-int."""
+
+@final
+class Database:
+    """A queue database on one SQLite connection; thread-safe; a context manager that closes it."""
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called."""
+    def queue(self, name: str) -> Queue:
+        """The queue ``name`` (non-empty, at most 255 characters; else `ValidationError`)."""
+    def close(self) -> None:
+        """Closes the database; later calls raise `StoreError`. Idempotent."""
+    def __enter__(self) -> Database: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc_value: Optional[BaseException],
+        traceback: Optional[TracebackType],
+        /,
+    ) -> bool: ...
+
+@final
+class Queue:
+    """One named queue. Methods raise `ValidationError`, `NotFoundError`, `ConflictError` or
+    `StoreError`; a call that raises has changed nothing."""
+
+    @property
+    def name(self) -> str:
+        """The queue's name."""
+    def enqueue(self, payload: str, *, max_retries: int = 3) -> Message:
+        """Adds a pending message. ``max_retries``: 1..=10 attempts before it is dead."""
+    def claim(self, *, lease: Optional[_Seconds] = None) -> Optional[Message]:
+        """Leases the next due message (FIFO) for ``lease`` seconds (default: the database's);
+        ``None`` when nothing is due. Expired leases count as failed attempts first."""
+    def succeed(self, id: int, *, lease_token: Optional[str] = None) -> Message:
+        """processing -> succeeded. A ``lease_token`` that is not current: `ConflictError`."""
+    def fail(
+        self,
+        id: int,
+        error: str,
+        *,
+        lease_token: Optional[str] = None,
+        retryable: bool = True,
+    ) -> Message:
+        """processing -> pending after ``min(2**retry_count, 3600)`` s, or dead once retries are
+        used up or when ``retryable`` is false."""
+    def replay(self, id: int) -> Message:
+        """dead -> pending with ``retry_count`` 0."""
+    def get(self, id: int) -> Message:
+        """The message ``id`` of this queue; `NotFoundError` when there is none."""
+    def list(
+        self,
+        *,
+        status: Optional[_Status] = None,
+        limit: int = 100,
+        after_id: Optional[int] = None,
+    ) -> list[Message]:
+        """Messages ordered by id, optionally of one status, at most ``limit`` (1..=1000), with
+        ids above ``after_id``."""
+
+@final
+class Message:
+    """An immutable snapshot of one message; timestamps are aware UTC datetimes."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def queue(self) -> str: ...
+    @property
+    def payload(self) -> str: ...
+    @property
+    def status(self) -> _Status: ...
+    @property
+    def retry_count(self) -> int: ...
+    @property
+    def max_retries(self) -> int: ...
+    @property
+    def retry_after(self) -> Optional[datetime]: ...
+    @property
+    def last_error(self) -> Optional[str]: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def updated_at(self) -> datetime: ...
+    @property
+    def lease_token(self) -> Optional[str]: ...
+    @property
+    def lease_expires_at(self) -> Optional[datetime]: ...
+    def to_dict(self) -> dict[str, object]:
+        """Every attribute in a new dict."""
+    def __eq__(self, other: object, /) -> bool: ...

@@ -1,0 +1,103 @@
+"""The exceptions of deadletter: one base class, each subclass with a stable ``code``.
+
+The codes are part of the public API and equal the core's (``deadletter::CODES`` in Rust,
+``deadletter.CODES`` here): ``validation_failed``, ``not_found``, ``conflict``, ``store``.
+The native module raises these classes; a call that raises has changed nothing.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal, Optional, TypedDict
+
+__all__ = [
+    "CODES",
+    "ConflictError",
+    "Error",
+    "ErrorCode",
+    "FieldError",
+    "NotFoundError",
+    "StoreError",
+    "ValidationError",
+]
+
+ErrorCode = Literal["validation_failed", "not_found", "conflict", "store"]
+"""A stable error code."""
+
+CODES: tuple[ErrorCode, ...] = ("validation_failed", "not_found", "conflict", "store")
+"""Every error code, in the core's order."""
+
+
+class FieldError(TypedDict):
+    """One rejected argument of a `ValidationError`."""
+
+    field: str
+    """The argument's name in Python (``queue``, ``payload``, ``max_retries``, ``lease``, ...)."""
+    code: str
+    """``type``, ``empty``, ``too_long``, ``too_large``, ``out_of_range`` or ``invalid``."""
+    message: str
+    """What was wrong, for humans; not stable."""
+
+
+class Error(Exception):
+    """Base class of every deadletter exception; ``code`` tells which kind it is."""
+
+    code: ClassVar[ErrorCode]
+
+
+class ValidationError(Error, ValueError):
+    """One or more arguments were rejected (also a `ValueError`).
+
+    ``errors`` lists every rejected argument of the call, each a `FieldError` dict with
+    ``field``, ``code`` and ``message``.
+    """
+
+    code: ClassVar[ErrorCode] = "validation_failed"
+
+    def __init__(self, message: str, errors: list[FieldError]) -> None:
+        super().__init__(message)
+        self.errors: list[FieldError] = errors
+
+
+class NotFoundError(Error, LookupError):
+    """The queue has no message with this id (ids of other queues are invisible); a `LookupError`.
+
+    ``queue`` and ``id`` say what was looked for.
+    """
+
+    code: ClassVar[ErrorCode] = "not_found"
+
+    def __init__(self, message: str, queue: str, id: int) -> None:
+        super().__init__(message)
+        self.queue: str = queue
+        self.id: int = id
+
+
+class ConflictError(Error):
+    """The transition is not allowed now.
+
+    ``reason`` is ``"wrong_status"`` (the message's ``status`` does not allow the operation, e.g.
+    ``succeed`` on a pending message) or ``"lease_lost"`` (the lease token shown is not the
+    current one: the lease expired and the message may be with another worker; ``status`` is then
+    ``None``). ``id`` is the message's id.
+    """
+
+    code: ClassVar[ErrorCode] = "conflict"
+
+    def __init__(
+        self,
+        message: str,
+        id: int,
+        reason: Literal["wrong_status", "lease_lost"],
+        status: Optional[str],
+    ) -> None:
+        super().__init__(message)
+        self.id: int = id
+        self.reason: Literal["wrong_status", "lease_lost"] = reason
+        self.status: Optional[str] = status
+
+
+class StoreError(Error):
+    """SQLite failed (I/O, corruption, a lock held past the 30 s busy timeout, a schema written by
+    a newer deadletter), or the database is closed."""
+
+    code: ClassVar[ErrorCode] = "store"

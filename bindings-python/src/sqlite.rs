@@ -1,0 +1,355 @@
+//! [`SqliteStore`]: the [`deadletter::Store`] of the Python binding, on one SQLite connection.
+//!
+//! It selects and persists; it never decides a next state. Every write is the result of a step
+//! function the engine hands in, run inside one `BEGIN IMMEDIATE` transaction, so a step that
+//! fails (or a driver error) leaves nothing written. Its futures are ready at once: the binding
+//! drives them with `pollster::block_on`.
+//!
+//! Concurrency: the connection sits behind a mutex (one `Database` may be shared by threads); other
+//! processes on the same file are serialized by SQLite's write lock, waited for up to
+//! [`BUSY_TIMEOUT`] so that no "database is locked" reaches a caller under normal contention.
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use deadletter::{Error, Id, ListQuery, Message, Millis, NewMessage, Result, Status, Store};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+
+/// The schema version this build writes and reads (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// How long a call waits for another connection's write lock before failing with a store error.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The schema of version 1. Timestamps are UTC milliseconds since the Unix epoch.
+const SCHEMA: &str = "
+CREATE TABLE messages (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue            TEXT    NOT NULL,
+    payload          TEXT    NOT NULL,
+    status           TEXT    NOT NULL,
+    retry_count      INTEGER NOT NULL,
+    max_retries      INTEGER NOT NULL,
+    retry_after      INTEGER,
+    last_error       TEXT,
+    created_at       INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    lease_token      TEXT,
+    lease_expires_at INTEGER
+) STRICT;
+-- claim, step 2: the first due pending message, in FIFO order; retry_after is carried in the
+-- index so that pending messages still in backoff are skipped without reading their rows
+CREATE INDEX messages_by_queue_status_created ON messages (queue, status, created_at, id, retry_after);
+-- claim, step 1: processing messages whose lease ran out
+CREATE INDEX messages_by_queue_status_lease ON messages (queue, status, lease_expires_at);
+-- list with a status filter, by id
+CREATE INDEX messages_by_queue_status_id ON messages (queue, status, id);
+-- list without a status filter, by id
+CREATE INDEX messages_by_queue_id ON messages (queue, id);
+";
+
+/// `SELECT` every column of [`Message`] (in the order [`read_message`] reads them)
+/// `FROM messages`, followed by `$rest`.
+macro_rules! select {
+    ($rest:literal) => {
+        concat!(
+            "SELECT id, queue, payload, status, retry_count, max_retries, retry_after, ",
+            "last_error, created_at, updated_at, lease_token, lease_expires_at FROM messages ",
+            $rest
+        )
+    };
+}
+
+/// Claim, step 1: the `processing` messages of queue `?1` whose lease ran out at `?2`, through the
+/// index `(queue, status, lease_expires_at)`.
+pub const EXPIRED_SQL: &str =
+    select!("WHERE queue = ?1 AND status = 'processing' AND lease_expires_at <= ?2");
+
+/// Claim, step 2: the first `pending` message of queue `?1` due at `?2`, FIFO by `created_at`
+/// then id, through the index `(queue, status, created_at, id)`: no sort, no table scan.
+pub const CLAIM_SQL: &str = select!(
+    "WHERE queue = ?1 AND status = 'pending' AND (retry_after IS NULL OR retry_after <= ?2) \
+     ORDER BY created_at, id LIMIT 1"
+);
+
+const GET_SQL: &str = select!("WHERE id = ?1 AND queue = ?2");
+
+const LIST_SQL: &str = select!("WHERE queue = ?1 AND id > ?2 ORDER BY id LIMIT ?3");
+
+const LIST_STATUS_SQL: &str =
+    select!("WHERE queue = ?1 AND status = ?2 AND id > ?3 ORDER BY id LIMIT ?4");
+
+const INSERT_SQL: &str = "INSERT INTO messages (queue, payload, status, retry_count, max_retries, \
+    retry_after, last_error, created_at, updated_at, lease_token, lease_expires_at) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+
+const WRITE_SQL: &str = "UPDATE messages SET queue = ?2, payload = ?3, status = ?4, \
+    retry_count = ?5, max_retries = ?6, retry_after = ?7, last_error = ?8, created_at = ?9, \
+    updated_at = ?10, lease_token = ?11, lease_expires_at = ?12 WHERE id = ?1";
+
+/// A [`Store`] on one SQLite connection (a file, or `:memory:`).
+#[derive(Debug)]
+pub struct SqliteStore {
+    /// `None` once closed.
+    conn: Mutex<Option<Connection>>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path`; `":memory:"` is a private in-memory
+    /// database. File databases use WAL journaling. A file whose schema version is newer than
+    /// [`SCHEMA_VERSION`] is refused with a store error.
+    pub fn open(path: &Path) -> Result<Self> {
+        let conn = if path == Path::new(":memory:") {
+            Connection::open_in_memory()
+        } else {
+            Connection::open(path)
+        }
+        .map_err(Error::store)?;
+        Self::from_connection(conn)
+    }
+
+    /// Sets the connection up (busy timeout, WAL, schema) and wraps it.
+    pub fn from_connection(mut conn: Connection) -> Result<Self> {
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(Error::store)?;
+        // Returns the mode in force: `wal` for files, `memory` for in-memory databases.
+        let _mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(Error::store)?;
+        migrate(&mut conn)?;
+        Ok(Self {
+            conn: Mutex::new(Some(conn)),
+        })
+    }
+
+    /// Closes the connection; every later call fails with a store error. Closing twice is fine.
+    pub fn close(&self) -> Result<()> {
+        let conn = self.lock()?.take();
+        match conn {
+            Some(conn) => conn.close().map_err(|(_, err)| Error::store(err)),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether [`SqliteStore::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.conn.lock().map_or(true, |conn| conn.is_none())
+    }
+
+    /// Runs `f` on the open connection.
+    pub fn with_connection<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+        let mut guard = self.lock()?;
+        let conn = guard
+            .as_mut()
+            .ok_or_else(|| Error::Store("the database is closed".into()))?;
+        f(conn)
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Option<Connection>>> {
+        self.conn
+            .lock()
+            .map_err(|_| Error::Store("the connection was poisoned by a panic".into()))
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction, committed only when `f` succeeds.
+    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        self.with_connection(|conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(Error::store)?;
+            let value = f(&tx)?;
+            tx.commit().map_err(Error::store)?;
+            Ok(value)
+        })
+    }
+}
+
+/// Creates the schema in a new database (version 0 -> 1) and refuses unknown newer versions.
+fn migrate(conn: &mut Connection) -> Result<()> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(Error::store)?;
+    let version: i64 = tx
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(Error::store)?;
+    match version {
+        0 => {
+            tx.execute_batch(SCHEMA).map_err(Error::store)?;
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(Error::store)?;
+        }
+        SCHEMA_VERSION => {}
+        newer => {
+            return Err(Error::Store(format!(
+                "the database has schema version {newer}; this deadletter reads version \
+                 {SCHEMA_VERSION} (upgrade deadletter to open it)"
+            )));
+        }
+    }
+    tx.commit().map_err(Error::store)
+}
+
+/// Reads one row selected by a query built with `select!`.
+fn read_message(row: &Row<'_>) -> rusqlite::Result<Message> {
+    let status: String = row.get(3)?;
+    let status = Status::parse(&status).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            3,
+            rusqlite::types::Type::Text,
+            format!("unknown status {status:?}").into(),
+        )
+    })?;
+    Ok(Message {
+        id: row.get(0)?,
+        queue: row.get(1)?,
+        payload: row.get(2)?,
+        status,
+        retry_count: row.get(4)?,
+        max_retries: row.get(5)?,
+        retry_after: row.get(6)?,
+        last_error: row.get(7)?,
+        created_at: row.get(8)?,
+        updated_at: row.get(9)?,
+        lease_token: row.get(10)?,
+        lease_expires_at: row.get(11)?,
+    })
+}
+
+/// Persists `message` (the result of a step) over the row with its id.
+fn write_message(tx: &Transaction<'_>, message: &Message) -> Result<()> {
+    let mut statement = tx.prepare_cached(WRITE_SQL).map_err(Error::store)?;
+    statement
+        .execute(params![
+            message.id,
+            message.queue,
+            message.payload,
+            message.status.as_str(),
+            message.retry_count,
+            message.max_retries,
+            message.retry_after,
+            message.last_error,
+            message.created_at,
+            message.updated_at,
+            message.lease_token,
+            message.lease_expires_at,
+        ])
+        .map_err(Error::store)?;
+    Ok(())
+}
+
+fn get_in(conn: &Connection, queue: &str, id: Id) -> Result<Option<Message>> {
+    let mut statement = conn.prepare_cached(GET_SQL).map_err(Error::store)?;
+    statement
+        .query_row(params![id, queue], read_message)
+        .optional()
+        .map_err(Error::store)
+}
+
+impl Store for SqliteStore {
+    async fn insert(&self, message: NewMessage) -> Result<Message> {
+        self.write(|tx| {
+            let mut statement = tx.prepare_cached(INSERT_SQL).map_err(Error::store)?;
+            // The store only assigns the id; every other field is the core's `with_id`.
+            let template = message.with_id(0);
+            statement
+                .execute(params![
+                    template.queue,
+                    template.payload,
+                    template.status.as_str(),
+                    template.retry_count,
+                    template.max_retries,
+                    template.retry_after,
+                    template.last_error,
+                    template.created_at,
+                    template.updated_at,
+                    template.lease_token,
+                    template.lease_expires_at,
+                ])
+                .map_err(Error::store)?;
+            Ok(Message {
+                id: tx.last_insert_rowid(),
+                ..template
+            })
+        })
+    }
+
+    async fn get(&self, queue: &str, id: Id) -> Result<Option<Message>> {
+        self.with_connection(|conn| get_in(conn, queue, id))
+    }
+
+    async fn update(
+        &self,
+        queue: &str,
+        id: Id,
+        step: impl FnOnce(Message) -> Result<Message>,
+    ) -> Result<Message> {
+        self.write(|tx| {
+            let current = get_in(tx, queue, id)?.ok_or_else(|| Error::NotFound {
+                queue: queue.to_owned(),
+                id,
+            })?;
+            let next = step(current)?;
+            write_message(tx, &next)?;
+            Ok(next)
+        })
+    }
+
+    async fn claim(
+        &self,
+        queue: &str,
+        now: Millis,
+        expire: impl Fn(Message) -> Result<Message>,
+        take: impl FnOnce(Message) -> Result<Message>,
+    ) -> Result<Option<Message>> {
+        self.write(|tx| {
+            let expired: Vec<Message> = {
+                let mut statement = tx.prepare_cached(EXPIRED_SQL).map_err(Error::store)?;
+                let rows = statement
+                    .query_map(params![queue, now], read_message)
+                    .map_err(Error::store)?;
+                rows.map(|row| row.map_err(Error::store).and_then(&expire))
+                    .collect::<Result<_>>()?
+            };
+            // The candidate is chosen among the messages as they were before step 1, like the
+            // reference store: a message whose lease just expired is not taken in the same call.
+            let next = {
+                let mut statement = tx.prepare_cached(CLAIM_SQL).map_err(Error::store)?;
+                statement
+                    .query_row(params![queue, now], read_message)
+                    .optional()
+                    .map_err(Error::store)?
+            };
+            let taken = next.map(take).transpose()?;
+            for message in expired.iter().chain(&taken) {
+                write_message(tx, message)?;
+            }
+            Ok(taken)
+        })
+    }
+
+    async fn list(&self, query: &ListQuery<'_>) -> Result<Vec<Message>> {
+        let after = query.after_id.unwrap_or(0);
+        let limit = i64::try_from(query.limit).map_err(Error::store)?;
+        self.with_connection(|conn| {
+            let rows = match query.status {
+                None => {
+                    let mut statement = conn.prepare_cached(LIST_SQL).map_err(Error::store)?;
+                    statement
+                        .query_map(params![query.queue, after, limit], read_message)
+                        .and_then(Iterator::collect)
+                }
+                Some(status) => {
+                    let mut statement =
+                        conn.prepare_cached(LIST_STATUS_SQL).map_err(Error::store)?;
+                    statement
+                        .query_map(
+                            params![query.queue, status.as_str(), after, limit],
+                            read_message,
+                        )
+                        .and_then(Iterator::collect)
+                }
+            };
+            rows.map_err(Error::store)
+        })
+    }
+}

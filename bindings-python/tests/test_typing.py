@@ -1,0 +1,90 @@
+"""The typed surface: the hand-written stub matches the runtime (mypy.stubtest), and the error
+codes of the core, the stub and the Python exceptions agree."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+from typing import get_args
+
+import deadletter
+from deadletter import _deadletter, _errors
+
+PACKAGE = Path(deadletter.__file__).resolve().parent
+ALLOWLIST = str(Path(__file__).with_name("stubtest-allowlist.txt"))
+
+
+def test_stub_matches_the_runtime() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "deadletter", "--concise", "--allowlist", ALLOWLIST],
+        capture_output=True,
+        text=True,
+        cwd=PACKAGE.parent,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_package_is_typed() -> None:
+    assert (PACKAGE / "py.typed").is_file()
+    assert (PACKAGE / "_deadletter.pyi").is_file()
+
+
+def test_error_codes_agree_with_the_core() -> None:
+    core = list(_deadletter.CODES)  # deadletter::CODES, from the native module
+    assert core == ["validation_failed", "not_found", "conflict", "store"]
+    assert list(deadletter.CODES) == core
+    assert list(_errors.CODES) == core
+    assert list(get_args(_errors.ErrorCode)) == core
+    classes: list[type[deadletter.Error]] = [
+        deadletter.ValidationError,
+        deadletter.NotFoundError,
+        deadletter.ConflictError,
+        deadletter.StoreError,
+    ]
+    assert [cls.code for cls in classes] == core
+
+
+def test_error_codes_agree_with_the_stub_source() -> None:
+    """The `ErrorCode` literal as written in _errors.py (which the stub imports)."""
+    tree = ast.parse((PACKAGE / "_errors.py").read_text(encoding="utf-8"))
+    literal = next(
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "ErrorCode" for t in node.targets)
+    )
+    assert isinstance(literal, ast.Subscript)
+    codes = [elt.value for elt in ast.walk(literal.slice) if isinstance(elt, ast.Constant)]
+    assert codes == list(_deadletter.CODES)
+    stub = (PACKAGE / "_deadletter.pyi").read_text(encoding="utf-8")
+    assert "from ._errors import ErrorCode" in stub
+
+
+def test_mypy_accepts_typed_usage(tmp_path: Path) -> None:
+    example = tmp_path / "usage.py"
+    example.write_text(
+        "from datetime import datetime, timedelta, timezone\n"
+        "import deadletter\n"
+        "with deadletter.open(':memory:', clock=lambda: datetime.now(timezone.utc)) as db:\n"
+        "    q: deadletter.Queue = db.queue('emails')\n"
+        "    m: deadletter.Message = q.enqueue('x', max_retries=5)\n"
+        "    c = q.claim(lease=timedelta(seconds=5))\n"
+        "    if c is not None:\n"
+        "        done = q.fail(c.id, 'boom', lease_token=c.lease_token, retryable=False)\n"
+        "        when: datetime | None = done.retry_after\n"
+        "    page: list[deadletter.Message] = q.list(status='dead', limit=10)\n"
+        "    delay: timedelta = deadletter.backoff(3)\n"
+        "try:\n"
+        "    pass\n"
+        "except deadletter.ValidationError as err:\n"
+        "    fields = [e['field'] for e in err.errors]\n",
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(example)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
