@@ -106,29 +106,41 @@ class Message:
     """An immutable snapshot of one message; timestamps are aware UTC datetimes."""
 
     @property
-    def id(self) -> int: ...
+    def id(self) -> int:
+        """Assigned on enqueue; strictly increasing, from 1."""
     @property
-    def queue(self) -> str: ...
+    def queue(self) -> str:
+        """The queue it belongs to."""
     @property
-    def payload(self) -> str: ...
+    def payload(self) -> str:
+        """The payload exactly as enqueued (never parsed)."""
     @property
-    def status(self) -> _Status: ...
+    def status(self) -> _Status:
+        """``"pending"``, ``"processing"``, ``"succeeded"`` or ``"dead"``."""
     @property
-    def retry_count(self) -> int: ...
+    def retry_count(self) -> int:
+        """Failed attempts since enqueue or the last replay; an expired lease counts as one."""
     @property
-    def max_retries(self) -> int: ...
+    def max_retries(self) -> int:
+        """Attempts allowed before the message is dead (1..=10)."""
     @property
-    def retry_after(self) -> Optional[datetime]: ...
+    def retry_after(self) -> Optional[datetime]:
+        """Pending after a failure: not claimable before this instant (aware UTC); else None."""
     @property
-    def last_error(self) -> Optional[str]: ...
+    def last_error(self) -> Optional[str]:
+        """The error of the last failed attempt (truncated past 64 KiB with a marker), or None."""
     @property
-    def created_at(self) -> datetime: ...
+    def created_at(self) -> datetime:
+        """When it was enqueued (aware UTC, millisecond precision)."""
     @property
-    def updated_at(self) -> datetime: ...
+    def updated_at(self) -> datetime:
+        """When it last changed (aware UTC, millisecond precision)."""
     @property
-    def lease_token(self) -> Optional[str]: ...
+    def lease_token(self) -> Optional[str]:
+        """While processing: the token that `Queue.succeed`/`Queue.fail` check; else None."""
     @property
-    def lease_expires_at(self) -> Optional[datetime]: ...
+    def lease_expires_at(self) -> Optional[datetime]:
+        """While processing: when the lease (visibility timeout) runs out; else None."""
     def to_dict(self) -> dict[str, object]:
         """Every attribute in a new dict."""
     def __eq__(self, other: object, /) -> bool: ...
