@@ -8,7 +8,7 @@ PYLIB := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("L
 export LD_LIBRARY_PATH := $(PYLIB):$(LD_LIBRARY_PATH)
 export PYO3_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: demo test setup python test-rust test-python lint
+.PHONY: demo test setup python test-rust test-python lint js test-js test-wasm-browser test-browser browser-demo bench-js
 
 setup:
 	scripts/setup.sh all
@@ -22,14 +22,51 @@ python:
 demo: python
 	$(PY) examples/webhook_relay.py
 
-test: lint test-rust test-python
+test: lint test-rust test-python test-js test-wasm-browser test-browser
 
 lint:
+	scripts/setup.sh wasm
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --all-features -- -D warnings
+	cargo clippy --target wasm32-unknown-unknown -p deadletter-wasm --all-targets -- -D warnings
 
 test-rust: python
 	cargo test --workspace --all-features
 
 test-python: python
 	$(PY) -m pytest -q bindings-python/tests
+
+## The npm package `deadletter` in build/pkg: release wasm + wasm-bindgen glue + js/, d.ts, package.json.
+js:
+	scripts/setup.sh wasm
+	bindings-wasm/build.sh
+
+## The JS package in Node (fake-indexeddb): the Rust wasm tests (transaction discipline), every shared
+## conformance case and the API tests through the package, and `tsc --noEmit` on the TS example.
+test-js: js
+	NODE_ARGS=--require=fake-indexeddb/auto cargo test --target wasm32-unknown-unknown -p deadletter-wasm
+	node --require fake-indexeddb/auto --test bindings-wasm/js/test/
+	npx --no-install tsc -p bindings-wasm/examples
+
+## The same Rust wasm tests on Chromium's real IndexedDB.
+test-wasm-browser:
+	scripts/setup.sh wasm
+	scripts/setup.sh browser
+	WASM_BINDGEN_USE_BROWSER=1 CHROMEDRIVER=/usr/bin/chromedriver \
+		WASM_BINDGEN_TEST_WEBDRIVER_JSON=$(CURDIR)/bindings-wasm/tests/webdriver.json \
+		cargo test --target wasm32-unknown-unknown -p deadletter-wasm --test transaction
+
+## Browser side of the npm package (bindings-wasm/tests/browser/): headless Debian Chromium driven by
+## playwright-core, pages served by examples/browser/server.mjs on 127.0.0.1.
+test-browser: js
+	scripts/setup.sh browser
+	node bindings-wasm/tests/browser/run.mjs
+
+## Serves the browser demo (examples/browser/) and prints its URL; Ctrl-C stops it.
+browser-demo: js
+	node examples/browser/server.mjs
+
+## Benchmark, not a test: deadletter cycles against plain IndexedDB transactions in Chromium.
+bench-js: js
+	scripts/setup.sh browser
+	node bindings-wasm/tests/browser/bench.mjs 300

@@ -13,7 +13,8 @@ python_env() {
 }
 
 npm_env() {
-  [ -d node_modules/@octokit/webhooks-examples ] && [ -d node_modules/fake-indexeddb ] ||
+  [ -d node_modules/@octokit/webhooks-examples ] && [ -d node_modules/fake-indexeddb ] &&
+    [ -d node_modules/playwright-core ] && [ -d node_modules/typescript ] ||
     npm ci --no-audit --no-fund --loglevel=error
 }
 
@@ -35,7 +36,7 @@ browser_env() {
 case "$what" in
   python) python_env; npm_env ;;
   wasm) npm_env; wasm_env ;;
-  browser) browser_env ;;
+  browser) npm_env; browser_env ;;
   all) python_env; npm_env; wasm_env; browser_env ;;
   *) echo "usage: $0 [python|wasm|browser|all]" >&2; exit 2 ;;
 esac

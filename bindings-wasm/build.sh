@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds the npm package `deadletter` into build/pkg (git-ignored): the release wasm, its
+# wasm-bindgen glue (--target web), and the hand-written entry, types and package.json.
+# Usage: bindings-wasm/build.sh   (from anywhere; needs scripts/setup.sh wasm)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+out="$root/build/pkg"
+cd "$root"
+cargo build --release --target wasm32-unknown-unknown -p deadletter-wasm
+rm -rf "$out"
+wasm-bindgen --target web --weak-refs --no-typescript --out-dir "$out" \
+  target/wasm32-unknown-unknown/release/deadletter_wasm.wasm
+cp bindings-wasm/js/index.js bindings-wasm/js/errors.js bindings-wasm/js/index.d.ts \
+  bindings-wasm/js/conformance.mjs bindings-wasm/package.json bindings-wasm/README.md "$out/"
+raw=$(wc -c <"$out/deadletter_wasm_bg.wasm")
+gz=$(gzip -9 -c "$out/deadletter_wasm_bg.wasm" | wc -c)
+echo "built $out: deadletter_wasm_bg.wasm $raw bytes, $gz gzipped"

@@ -1,0 +1,98 @@
+//! JavaScript values as core [`Arg`]s, mapped without judging: the core applies every rule.
+
+use deadletter::Arg;
+use js_sys::{Array, Date, Number};
+use wasm_bindgen::{JsCast, JsValue};
+
+/// An [`Arg`] that owns its string, so it can move into a future.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OwnedArg {
+    /// `undefined` or `null`.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// A number that is a safe integer.
+    Int(i64),
+    /// Any other number (fraction, NaN, infinite, beyond 2^53).
+    Float(f64),
+    /// A string.
+    Str(String),
+    /// Anything else, by its name for messages (`a Date`, `an object`, `a bigint`...).
+    Other(&'static str),
+}
+
+impl OwnedArg {
+    /// Maps `value`: undefined/null -> Null, boolean -> Bool, safe integer -> Int, other numbers
+    /// -> Float, string -> Str, anything else -> Other. Nothing is converted (a `Date`, a boxed
+    /// number or an object is never turned into a string or a number).
+    pub fn from_js(value: &JsValue) -> Self {
+        if value.is_undefined() || value.is_null() {
+            Self::Null
+        } else if let Some(b) = value.as_bool() {
+            Self::Bool(b)
+        } else if let Some(n) = value.as_f64() {
+            if Number::is_safe_integer(value) {
+                // A safe integer: the cast is exact.
+                #[allow(clippy::cast_possible_truncation)]
+                Self::Int(n as i64)
+            } else {
+                Self::Float(n)
+            }
+        } else if let Some(s) = value.as_string() {
+            Self::Str(s)
+        } else {
+            Self::Other(kind(value))
+        }
+    }
+
+    /// The borrowed [`Arg`] for the core.
+    pub fn arg(&self) -> Arg<'_> {
+        match self {
+            Self::Null => Arg::Null,
+            Self::Bool(b) => Arg::Bool(*b),
+            Self::Int(n) => Arg::Int(*n),
+            Self::Float(f) => Arg::Float(*f),
+            Self::Str(s) => Arg::Str(s),
+            Self::Other(name) => Arg::Other(name),
+        }
+    }
+}
+
+/// How a non-primitive (or bigint/symbol) value is named in messages.
+pub fn kind(value: &JsValue) -> &'static str {
+    if value.is_bigint() {
+        "a bigint"
+    } else if value.is_symbol() {
+        "a symbol"
+    } else if value.is_function() {
+        "a function"
+    } else if value.is_instance_of::<Date>() {
+        "a Date"
+    } else if Array::is_array(value) {
+        "an array"
+    } else if value.is_null() || value.is_undefined() {
+        "null"
+    } else if value.as_bool().is_some() {
+        "a bool"
+    } else if value.as_f64().is_some() {
+        "a number"
+    } else if value.is_string() {
+        "a string"
+    } else {
+        "an object"
+    }
+}
+
+/// Reads the value of a JavaScript object's property; `undefined` when `object` is not an object.
+pub fn prop(object: &JsValue, key: &str) -> JsValue {
+    if object.is_object() || object.is_function() {
+        js_sys::Reflect::get(object, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+    } else {
+        JsValue::UNDEFINED
+    }
+}
+
+/// `value` as a function when it is one.
+pub fn function(value: &JsValue) -> Option<js_sys::Function> {
+    value.dyn_ref::<js_sys::Function>().cloned()
+}

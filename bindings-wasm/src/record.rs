@@ -1,0 +1,141 @@
+//! Messages as IndexedDB records and as the plain objects the JavaScript API returns.
+//!
+//! Both use the JavaScript field names (`retryCount`, `leaseExpiresAt`, ...). A record keeps
+//! timestamps as numbers of milliseconds (null stays null, which keeps a message out of the
+//! indexes that name that field); the API object turns them into `Date`s.
+
+use deadletter::{Error, Message, Millis, Result, Status};
+use js_sys::{Date, Object, Reflect};
+use wasm_bindgen::JsValue;
+
+fn set(object: &Object, key: &str, value: &JsValue) {
+    // Defining a property on a fresh plain object cannot fail.
+    let _ = Reflect::set(object, &JsValue::from_str(key), value);
+}
+
+fn opt_str(value: Option<&str>) -> JsValue {
+    value.map_or(JsValue::NULL, JsValue::from_str)
+}
+
+#[allow(clippy::cast_precision_loss)] // ids and millisecond timestamps are far below 2^53
+fn number(n: i64) -> JsValue {
+    JsValue::from_f64(n as f64)
+}
+
+fn build(message: &Message, with_id: bool, time: impl Fn(Millis) -> JsValue) -> Object {
+    let object = Object::new();
+    let opt_time = |t: Option<Millis>| t.map_or(JsValue::NULL, &time);
+    if with_id {
+        set(&object, "id", &number(message.id));
+    }
+    set(&object, "queue", &JsValue::from_str(&message.queue));
+    set(&object, "payload", &JsValue::from_str(&message.payload));
+    set(
+        &object,
+        "status",
+        &JsValue::from_str(message.status.as_str()),
+    );
+    set(&object, "retryCount", &message.retry_count.into());
+    set(&object, "maxRetries", &message.max_retries.into());
+    set(&object, "retryAfter", &opt_time(message.retry_after));
+    set(
+        &object,
+        "lastError",
+        &opt_str(message.last_error.as_deref()),
+    );
+    set(&object, "createdAt", &time(message.created_at));
+    set(&object, "updatedAt", &time(message.updated_at));
+    set(
+        &object,
+        "leaseToken",
+        &opt_str(message.lease_token.as_deref()),
+    );
+    set(
+        &object,
+        "leaseExpiresAt",
+        &opt_time(message.lease_expires_at),
+    );
+    object
+}
+
+/// The record stored for `message`; without `id` for a new message (the store assigns it).
+pub fn to_record(message: &Message, with_id: bool) -> Object {
+    build(message, with_id, number)
+}
+
+/// The object the JavaScript API returns: timestamps as `Date`s.
+pub fn to_js(message: &Message) -> JsValue {
+    #[allow(clippy::cast_precision_loss)]
+    let date = |ms: Millis| JsValue::from(Date::new(&JsValue::from_f64(ms as f64)));
+    build(message, true, date).into()
+}
+
+fn corrupt(field: &str, value: &JsValue) -> Error {
+    Error::Store(format!(
+        "corrupt record in IndexedDB: field {field} is {value:?}"
+    ))
+}
+
+fn field(record: &JsValue, name: &str) -> Result<JsValue> {
+    Reflect::get(record, &JsValue::from_str(name)).map_err(|e| corrupt(name, &e))
+}
+
+fn int(record: &JsValue, name: &str) -> Result<i64> {
+    let value = field(record, name)?;
+    match value.as_f64() {
+        // A whole number within ±2^53: the cast is exact.
+        #[allow(clippy::cast_possible_truncation)]
+        Some(n) if n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_991.0 => Ok(n as i64),
+        _ => Err(corrupt(name, &value)),
+    }
+}
+
+fn opt_int(record: &JsValue, name: &str) -> Result<Option<i64>> {
+    if field(record, name)?.is_null() {
+        Ok(None)
+    } else {
+        int(record, name).map(Some)
+    }
+}
+
+fn count(record: &JsValue, name: &str) -> Result<u32> {
+    let n = int(record, name)?;
+    u32::try_from(n).map_err(|_| corrupt(name, &number(n)))
+}
+
+fn string(record: &JsValue, name: &str) -> Result<String> {
+    let value = field(record, name)?;
+    value.as_string().ok_or_else(|| corrupt(name, &value))
+}
+
+fn opt_string(record: &JsValue, name: &str) -> Result<Option<String>> {
+    let value = field(record, name)?;
+    if value.is_null() {
+        Ok(None)
+    } else {
+        value
+            .as_string()
+            .map(Some)
+            .ok_or_else(|| corrupt(name, &value))
+    }
+}
+
+/// Reads a stored record back; a `store` error when it is not one this binding wrote.
+pub fn from_record(record: &JsValue) -> Result<Message> {
+    let status = string(record, "status")?;
+    Ok(Message {
+        id: int(record, "id")?,
+        queue: string(record, "queue")?,
+        payload: string(record, "payload")?,
+        status: Status::parse(&status)
+            .ok_or_else(|| corrupt("status", &JsValue::from_str(&status)))?,
+        retry_count: count(record, "retryCount")?,
+        max_retries: count(record, "maxRetries")?,
+        retry_after: opt_int(record, "retryAfter")?,
+        last_error: opt_string(record, "lastError")?,
+        created_at: int(record, "createdAt")?,
+        updated_at: int(record, "updatedAt")?,
+        lease_token: opt_string(record, "leaseToken")?,
+        lease_expires_at: opt_int(record, "leaseExpiresAt")?,
+    })
+}

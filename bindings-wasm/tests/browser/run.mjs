@@ -1,0 +1,200 @@
+// The browser tests of the npm package `deadletter`, in headless Chromium with its real IndexedDB:
+//
+// 1. conformance: every case of tests/conformance/*.json, each on a fresh database, through
+//    bindings-wasm/js/conformance.mjs (the same runner as the Node tests, served from the built
+//    package, which holds a copy of it);
+// 2. two workers: two dedicated module workers claim from one database of 500 messages until it
+//    is empty; every message must be claimed exactly once, and both workers must claim some;
+// 3. demo: examples/browser/ relays the webhook examples, drains, is fixed, replays the dead
+//    messages and ends with every message succeeded; screenshots go to
+//    build/browser-demo-drained.png (after the first drain) and build/browser-demo.png (the end).
+//
+// Usage: node bindings-wasm/tests/browser/run.mjs [--pkg DIR] [--only conformance,workers,demo]
+// (`make test-browser` builds the package first). Prints "N passed, M failed" last and exits
+// non-zero on any failure.
+
+import { mkdir, stat } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { DEFAULT_PKG_DIR, ROOT, startServer } from "../../../examples/browser/server.mjs";
+import { launchChromium, newPage } from "./chromium.mjs";
+
+/**
+ * Conformance cases that cannot pass in Chromium, "file::case name" -> reason. A listed case that
+ * fails counts as passed (an expected failure, printed with its reason); a listed case that passes
+ * fails the run, so the list stays true. None so far.
+ */
+const EXPECTED_FAILURES = new Map([]);
+
+const WORKER_MESSAGES = 500;
+const CASE_TIMEOUT_MS = 30_000;
+const WORKERS_TIMEOUT_MS = 120_000;
+const DEMO_DRAIN_TIMEOUT_MS = 90_000;
+const SCREENSHOT = join(ROOT, "build", "browser-demo.png");
+const SCREENSHOT_DRAINED = join(ROOT, "build", "browser-demo-drained.png");
+
+const args = process.argv.slice(2);
+const arg = (name) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const pkgDir = resolve(arg("--pkg") ?? process.env.DEADLETTER_PKG ?? DEFAULT_PKG_DIR);
+const only = new Set((arg("--only") ?? "conformance,workers,demo").split(","));
+
+/** `promise`, or a rejection naming `what` after `ms`: a hung page must not hang the run. */
+function within(ms, what, promise) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no result after ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+let passed = 0;
+let failed = 0;
+function report(ok, name, detail = "") {
+  if (ok) passed += 1;
+  else failed += 1;
+  console.log(`${ok ? "ok  " : "FAIL"} ${name}${detail ? ` — ${detail}` : ""}`);
+}
+
+async function openSuitesPage(browser, url, label) {
+  const page = await newPage(browser, label);
+  await page.goto(`${url}/bindings-wasm/tests/browser/page.html`);
+  await page.waitForFunction(() => window.suites !== undefined, null, { timeout: 30_000 });
+  return page;
+}
+
+async function conformance(browser, url) {
+  const page = await openSuitesPage(browser, url, "conformance");
+  const cases = await page.evaluate(() => window.suites.listCases());
+  let ok = 0;
+  let bad = 0;
+  for (const { file, name } of cases) {
+    const key = `${file}::${name}`;
+    const result = await within(CASE_TIMEOUT_MS, key, page.evaluate(([f, n]) => window.suites.runCase(f, n), [file, name]))
+      .catch((err) => ({ ok: false, error: err.message }));
+    const reason = EXPECTED_FAILURES.get(key);
+    let good = result.ok;
+    let detail = result.error ?? "";
+    if (reason !== undefined) {
+      good = !result.ok;
+      detail = result.ok ? `listed as failing in Chromium (${reason}) but passed: update the list` : `expected failure: ${reason}`;
+    }
+    report(good, `conformance ${key}`, detail);
+    if (good) ok += 1;
+    else bad += 1;
+  }
+  const unknown = [...EXPECTED_FAILURES.keys()].filter((k) => !cases.some((c) => `${c.file}::${c.name}` === k));
+  for (const key of unknown) {
+    report(false, `conformance ${key}`, "listed in EXPECTED_FAILURES but no such case");
+    bad += 1;
+  }
+  console.log(`conformance: ${ok} passed, ${bad} failed (Chromium IndexedDB, ${cases.length} cases)`);
+  await page.context().close();
+}
+
+async function twoWorkers(browser, url) {
+  const page = await openSuitesPage(browser, url, "workers");
+  const r = await within(WORKERS_TIMEOUT_MS, "two workers", page.evaluate((n) => window.suites.twoWorkers(n), WORKER_MESSAGES));
+  await page.context().close();
+  const problems = [];
+  for (const w of r.workers) if (w.error) problems.push(`${w.name}: ${w.error}`);
+  const all = r.workers.flatMap((w) => w.ids);
+  const counts = new Map();
+  for (const id of all) counts.set(id, (counts.get(id) ?? 0) + 1);
+  const twice = [...counts].filter(([, n]) => n > 1).map(([id]) => id);
+  const never = r.enqueued.filter((id) => !counts.has(id));
+  if (r.enqueued.length !== WORKER_MESSAGES) problems.push(`enqueued ${r.enqueued.length}`);
+  if (twice.length) problems.push(`claimed more than once: ${twice.slice(0, 10).join(", ")}`);
+  if (never.length) problems.push(`never claimed: ${never.slice(0, 10).join(", ")}`);
+  for (const w of r.workers) if (w.ids.length === 0) problems.push(`${w.name} claimed nothing`);
+  if (r.statuses.succeeded !== WORKER_MESSAGES) problems.push(`statuses afterwards: ${JSON.stringify(r.statuses)}`);
+  const split = r.workers.map((w) => `${w.name} ${w.ids.length}`).join(", ");
+  report(
+    problems.length === 0,
+    `two workers claim ${WORKER_MESSAGES} messages exactly once`,
+    problems.length ? problems.join("; ") : `${split} (${all.length} claims in ${(r.ms / 1000).toFixed(2)} s)`,
+  );
+}
+
+async function demo(browser, url, server) {
+  const page = await newPage(browser, "demo", { viewport: { width: 1280, height: 1000 } });
+  const count = async (status) => Number(await page.textContent(`#count-${status}`));
+  const phase = (name, timeout = DEMO_DRAIN_TIMEOUT_MS) =>
+    page.waitForFunction((p) => ["error", p].includes(document.body.dataset.phase), name, { timeout })
+      .then(async () => {
+        const now = await page.evaluate(() => document.body.dataset.phase);
+        if (now !== name) throw new Error(`demo page: ${await page.textContent("#phase")}`);
+      });
+  const problems = [];
+  try {
+    await page.goto(`${url}/examples/browser/`);
+    await phase("ready", 30_000);
+    const started = Date.now();
+    await page.click("#start");
+    await phase("drained");
+    const first = { succeeded: await count("succeeded"), dead: await count("dead") };
+    const firstSeconds = (Date.now() - started) / 1000;
+    if (first.dead === 0) problems.push("the first drain left no dead letters");
+    const deadRows = await page.locator("#dead tbody tr").count();
+    const sampleError = await page.textContent("#dead tbody tr td:last-child");
+    await mkdir(join(ROOT, "build"), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT_DRAINED, fullPage: true });
+    await page.check("#fix");
+    await page.waitForFunction(() => document.querySelector("#log").textContent.includes("fixed /gone"));
+    await page.click("#replay");
+    await phase("all-succeeded");
+    const total = await count("succeeded");
+    for (const status of ["pending", "processing", "dead"]) {
+      if ((await count(status)) !== 0) problems.push(`${await count(status)} ${status} at the end`);
+    }
+    if (total !== first.succeeded + first.dead) problems.push(`succeeded ${total} of ${first.succeeded + first.dead}`);
+    const state = server.subscribers.state();
+    if (state.overlaps.length) problems.push(`${state.overlaps.length} overlapping deliveries`);
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    report(
+      problems.length === 0,
+      "browser demo relays, drains, replays the dead and ends all succeeded",
+      problems.join("; ")
+        || `first drain ${firstSeconds.toFixed(1)} s: ${first.succeeded} succeeded, ${first.dead} dead `
+          + `(${deadRows} rows, e.g. "${sampleError}"); after replay ${total} succeeded; `
+          + `${state.total} requests; screenshots ${SCREENSHOT_DRAINED}, ${SCREENSHOT}`,
+    );
+  } catch (err) {
+    await mkdir(join(ROOT, "build"), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true }).catch(() => {});
+    report(false, "browser demo", `${err.message.split("\n")[0]} (screenshot ${SCREENSHOT})`);
+  } finally {
+    await page.context().close();
+  }
+}
+
+async function main() {
+  try {
+    await stat(join(pkgDir, "package.json"));
+  } catch {
+    console.error(`test-browser: no built package in ${pkgDir}; build it with \`make js\``);
+    process.exit(2);
+  }
+  const server = await startServer({ pkgDir });
+  const browser = await launchChromium();
+  console.log(`Chromium ${browser.version()}; pages from ${server.url}; package ${pkgDir}`);
+  const suites = { conformance, workers: twoWorkers, demo };
+  try {
+    for (const [name, suite] of Object.entries(suites)) {
+      if (!only.has(name)) continue;
+      try {
+        await suite(browser, server.url, server);
+      } catch (err) {
+        report(false, `${name} suite`, err.stack ?? String(err));
+      }
+    }
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed === 0 && passed > 0 ? 0 : 1);
+}
+
+await main();

@@ -1,0 +1,186 @@
+// The browser side of the browser tests and of the benchmark, loaded by page.html. It exposes
+// `window.suites`; bindings-wasm/tests/browser/run.mjs and bench.mjs call its functions through
+// headless Chromium and judge the results. Everything here runs on Chromium's real IndexedDB.
+
+import * as deadletter from "deadletter";
+
+const PKG_URL = new URL("/pkg/index.js", location.href).href;
+const CASES_URL = "/tests/conformance/";
+// bindings-wasm/js/conformance.mjs as bindings-wasm/build.sh copies it into the package (it imports
+// "./index.js", so it runs from there). Loaded on first use: the other suites do not need it.
+const CONFORMANCE_URL = "/pkg/conformance.mjs";
+
+let dbSerial = 0;
+/** A database name never used before in this page's profile. */
+const freshName = (prefix) => `${prefix}-${Date.now()}-${(dbSerial += 1)}`;
+
+function describe(err) {
+  if (err instanceof Error) return `${err.name}${err.code ? ` (${err.code})` : ""}: ${err.message}`;
+  return String(err);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conformance: every case of tests/conformance/*.json through bindings-wasm/js/conformance.mjs
+
+const files = new Map(); // file name -> parsed file
+
+async function loadFiles() {
+  if (files.size === 0) {
+    const names = await (await fetch(`${CASES_URL}index.json`)).json();
+    for (const name of names) files.set(name, await (await fetch(CASES_URL + name)).json());
+  }
+  return files;
+}
+
+/** [{file, name}] for every case of every file. */
+async function listCases() {
+  const out = [];
+  for (const [file, data] of await loadFiles()) {
+    for (const kase of data.cases) out.push({ file, name: kase.name });
+  }
+  return out;
+}
+
+/** Runs one case on a fresh database (the runner makes and deletes it) of the real IndexedDB. */
+async function runCase(file, name) {
+  const kase = (await loadFiles()).get(file).cases.find((c) => c.name === name);
+  try {
+    const conformance = await import(CONFORMANCE_URL);
+    await conformance.runCase(deadletter.open, kase, globalThis.indexedDB);
+    return { ok: true };
+  } catch (err) {
+    return { ok: false, error: describe(err) };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Two dedicated module workers claiming from one database
+
+/** Starts a claim worker; resolves to the worker once it has opened the database. */
+function startWorker(name, init) {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL("claim-worker.js", import.meta.url), { type: "module", name });
+    worker.onmessage = ({ data }) => {
+      if (data.ready) resolve(worker);
+      else reject(new Error(`${name}: ${data.error}`));
+    };
+    worker.onerror = (event) => reject(new Error(`${name}: worker error: ${event.message}`));
+    worker.postMessage({ ...init, name });
+  });
+}
+
+/** Tells a ready worker to go; resolves to what it claimed ({ name, ids, error? }). */
+function drainWorker(name, worker) {
+  return new Promise((resolve) => {
+    worker.onmessage = ({ data }) => {
+      worker.terminate();
+      resolve(data);
+    };
+    worker.onerror = (event) => {
+      worker.terminate();
+      resolve({ name, ids: [], error: `worker error: ${event.message}` });
+    };
+    worker.postMessage({ go: true });
+  });
+}
+
+/**
+ * Enqueues `count` messages, lets two workers claim and succeed them until the queue is empty,
+ * and returns what each worker claimed and what the database holds afterwards.
+ */
+async function twoWorkers(count) {
+  const dbName = freshName("two-workers");
+  const queueName = "jobs";
+  const db = await deadletter.open(dbName);
+  const queue = db.queue(queueName);
+  const enqueued = [];
+  for (let i = 0; i < count; i += 1) enqueued.push((await queue.enqueue(`job ${i}`)).id);
+  const names = ["worker-a", "worker-b"];
+  const workers = await Promise.all(names.map((name) => startWorker(name, { pkgUrl: PKG_URL, dbName, queueName })));
+  const started = performance.now(); // both are ready: neither gets a head start
+  const results = await Promise.all(names.map((name, i) => drainWorker(name, workers[i])));
+  const ms = performance.now() - started;
+  const remaining = {};
+  for (const status of ["pending", "processing", "succeeded", "dead"]) {
+    let n = 0;
+    let afterId;
+    for (;;) {
+      const page = await queue.list({ status, limit: 1000, afterId });
+      n += page.length;
+      if (page.length < 1000) break;
+      afterId = page[page.length - 1].id;
+    }
+    remaining[status] = n;
+  }
+  db.close();
+  return { enqueued, workers: results, ms, statuses: remaining };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Benchmark: deadletter cycles against plain IndexedDB transactions
+
+function request(req) {
+  return new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+
+function done(tx) {
+  return new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onerror = () => reject(tx.error);
+    tx.onabort = () => reject(tx.error ?? new Error("transaction aborted"));
+  });
+}
+
+async function openRaw(name) {
+  const req = indexedDB.open(name, 1);
+  req.onupgradeneeded = () => {
+    req.result.createObjectStore("messages", { keyPath: "id", autoIncrement: true });
+  };
+  return request(req);
+}
+
+/** One "cycle" of plain IndexedDB: put; get+put; get+put, each its own readwrite transaction. */
+async function rawCycle(idb, i) {
+  let tx = idb.transaction("messages", "readwrite");
+  const id = await request(tx.objectStore("messages").put({ queue: "bench", payload: `job ${i}`, status: "pending" }));
+  await done(tx);
+  for (const status of ["processing", "succeeded"]) {
+    tx = idb.transaction("messages", "readwrite");
+    const store = tx.objectStore("messages");
+    const message = await request(store.get(id));
+    message.status = status;
+    store.put(message);
+    await done(tx);
+  }
+}
+
+async function deadletterCycle(queue, i) {
+  await queue.enqueue(`job ${i}`);
+  const message = await queue.claim();
+  await queue.succeed(message.id, { leaseToken: message.leaseToken });
+}
+
+async function timeLoop(n, body) {
+  const started = performance.now();
+  for (let i = 0; i < n; i += 1) await body(i);
+  return performance.now() - started;
+}
+
+/** Times `n` cycles of each kind after `warmup` untimed ones; returns the totals in ms. */
+async function bench(n, warmup = 30) {
+  const db = await deadletter.open(freshName("bench-deadletter"));
+  const queue = db.queue("bench");
+  const idb = await openRaw(freshName("bench-raw"));
+  await timeLoop(warmup, (i) => deadletterCycle(queue, i));
+  await timeLoop(warmup, (i) => rawCycle(idb, i));
+  const deadletterMs = await timeLoop(n, (i) => deadletterCycle(queue, i + warmup));
+  const rawMs = await timeLoop(n, (i) => rawCycle(idb, i + warmup));
+  db.close();
+  idb.close();
+  return { n, warmup, deadletterMs, rawMs, userAgent: navigator.userAgent };
+}
+
+window.suites = { listCases, runCase, twoWorkers, bench };

@@ -1,0 +1,622 @@
+"""Webhook relay: the main demo of deadletter.
+
+Forwards every example payload of the npm package ``@octokit/webhooks-examples`` (real GitHub
+webhook deliveries, one per event type and action) to subscriber endpoints on a local HTTP server,
+through a deadletter queue stored in a SQLite file:
+
+- ``/ok`` answers 200.
+- ``/flaky`` answers 503 to the first two attempts of each delivery, then 200.
+- ``/gone`` answers 410 always: a partner endpoint that disappeared.
+- ``/strict`` answers 422 to the event types it does not understand (``STRICT_EVENTS`` below):
+  a contract that changed under us.
+
+Deliveries are routed round-robin by their index in the examples file, so each endpoint gets a
+quarter of them. Four worker threads claim messages, POST them and mark them succeeded or failed
+with the HTTP status as the error. With ``max_retries=3`` the real backoff applies: a retryable
+failure waits 2 s, then 4 s, and the third failure is dead; a worker that finds nothing due sleeps
+until the next retry (at most 0.2 s), and the workers stop when no message is pending or
+processing. A worker whose lease ran out (``ConflictError`` from succeed/fail) drops the message:
+the queue has counted a failed attempt and hands it out again. Then the demo "fixes" ``/gone`` and
+``/strict``, replays every dead message, drains again, and exits 0 only if every message ended
+``succeeded`` and the server never saw two deliveries of one message in progress at once.
+
+Retry policy: a subscriber that read the delivery and refused its content (400, 413, 415, 422)
+will refuse the same bytes again, so those failures are permanent (``retryable=False``) and the
+message is dead at once. Everything else is retried, 410 included: "gone" is as often a partner
+moving its endpoint as a partner leaving, and two short retries before the dead-letter queue cost
+little. Network errors and 5xx are retried too.
+
+Run it with ``make demo`` (which installs everything first), or after ``npm ci`` and building the
+binding: ``.venv/bin/python examples/webhook_relay.py``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Literal
+
+import deadletter
+
+EXAMPLES_PACKAGE = "@octokit/webhooks-examples"
+EXAMPLES_DIR = Path("node_modules", *EXAMPLES_PACKAGE.split("/"))
+EXAMPLES_FILE = EXAMPLES_DIR / "api.github.com" / "index.json"
+
+HOST = "127.0.0.1"
+ENDPOINTS = ("/ok", "/flaky", "/gone", "/strict")
+# The events /strict still understands; it answers 422 to every other event.
+STRICT_EVENTS = frozenset(
+    {
+        "check_run",
+        "check_suite",
+        "create",
+        "delete",
+        "issue_comment",
+        "issues",
+        "ping",
+        "pull_request",
+        "pull_request_review",
+        "pull_request_review_comment",
+        "push",
+        "release",
+        "status",
+        "workflow_job",
+        "workflow_run",
+    }
+)
+FLAKY_FAILURES = 2  # /flaky answers 503 to this many attempts of each delivery
+PERMANENT_STATUSES = frozenset({400, 413, 415, 422})
+
+QUEUE_NAME = "webhooks"
+MAX_RETRIES = 3
+WORKERS = 4
+IDLE_SLEEP_CAP = 0.2  # seconds a worker that found nothing due sleeps at most
+DRAIN_TIMEOUT = 60.0  # seconds; the whole demo takes about ten
+HTTP_TIMEOUT = 10.0
+SERVER_LATENCY = 0.002  # seconds each request spends "in progress" on the server
+PAGE_SIZE = 100
+Status = Literal["pending", "processing", "succeeded", "dead"]
+STATUSES: tuple[Status, ...] = ("pending", "processing", "succeeded", "dead")
+LIVE: tuple[Status, ...] = ("pending", "processing")
+MESSAGE_ID_HEADER = "X-Deadletter-Message-Id"
+DEAD_SAMPLES_PER_ERROR = 2
+
+
+class SetupError(Exception):
+    """Something the demo needs is missing; the message says how to get it."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Data: the webhook examples and the delivery envelope stored in the queue
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One webhook delivery: a GitHub event payload bound for one subscriber endpoint.
+
+    Its JSON text is the queue payload; the queue never looks inside it.
+    """
+
+    event: str
+    action: str | None
+    endpoint: str
+    body: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        """``event.action`` (or just ``event``), as GitHub names webhook triggers."""
+        return f"{self.event}.{self.action}" if self.action else self.event
+
+    def to_payload(self) -> str:
+        """The envelope as JSON text, ready to enqueue."""
+        envelope = {"event": self.event, "action": self.action, "endpoint": self.endpoint}
+        return json.dumps({**envelope, "body": self.body}, separators=(",", ":"))
+
+    @classmethod
+    def from_payload(cls, payload: str) -> Delivery:
+        """Parse an envelope written by :meth:`to_payload`."""
+        data = json.loads(payload)
+        return cls(data["event"], data["action"], data["endpoint"], data["body"])
+
+
+def find_repo_root(start: Path) -> Path:
+    """The nearest directory at or above ``start`` that holds the root ``package.json``."""
+    for directory in (start, *start.parents):
+        if (directory / "package.json").is_file() and (directory / "Cargo.toml").is_file():
+            return directory
+    raise SetupError(f"no repository root (package.json beside Cargo.toml) above {start}")
+
+
+def examples_file(root: Path) -> Path:
+    """The examples file of the npm package, with a clear error if it is not installed."""
+    path = root / EXAMPLES_FILE
+    if not path.is_file():
+        raise SetupError(
+            f"{path} is missing: install the demo data with `npm ci` in {root} "
+            "(`make demo` does it for you)"
+        )
+    return path
+
+
+def package_version(root: Path) -> str:
+    """The installed version of the examples package."""
+    manifest = json.loads((root / EXAMPLES_DIR / "package.json").read_text(encoding="utf-8"))
+    return str(manifest["version"])
+
+
+def load_deliveries(path: Path) -> list[Delivery]:
+    """Every example of every event type, routed round-robin to the endpoints by its index."""
+    definitions = json.loads(path.read_text(encoding="utf-8"))
+    examples = [(d["name"], body) for d in definitions for body in d["examples"]]
+    return [
+        Delivery(event, body.get("action"), ENDPOINTS[index % len(ENDPOINTS)], body)
+        for index, (event, body) in enumerate(examples)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# The subscribers: a local HTTP server that also checks deliveries never overlap
+
+
+@dataclass
+class Subscribers:
+    """The state of the simulated subscriber endpoints, shared by the server's handler threads."""
+
+    fixed: bool = False  # once True, /gone and /strict answer 200
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    attempts: Counter[str] = field(default_factory=Counter)  # per message id
+    in_flight: set[str] = field(default_factory=set)
+    overlaps: list[str] = field(default_factory=list)
+    requests: Counter[tuple[str, int]] = field(default_factory=Counter)  # (path, status)
+
+    def begin(self, message_id: str) -> int:
+        """Record that a delivery of ``message_id`` started; return its attempt number."""
+        with self.lock:
+            if message_id in self.in_flight:
+                self.overlaps.append(message_id)
+            self.in_flight.add(message_id)
+            self.attempts[message_id] += 1
+            return self.attempts[message_id]
+
+    def end(self, message_id: str) -> None:
+        """Record that the delivery of ``message_id`` is no longer in progress."""
+        with self.lock:
+            self.in_flight.discard(message_id)
+
+    def record(self, path: str, status: int) -> None:
+        """Count a request to ``path`` answered with ``status``."""
+        with self.lock:
+            self.requests[(path, status)] += 1
+
+    def fix(self) -> None:
+        """The partners repair /gone and /strict: from now on they answer 200."""
+        with self.lock:
+            self.fixed = True
+
+    def decide(self, path: str, event: str, attempt: int) -> HTTPStatus:
+        """The status an endpoint answers to the ``attempt``-th delivery of an ``event``."""
+        with self.lock:
+            fixed = self.fixed
+        if path == "/ok":
+            return HTTPStatus.OK
+        if path == "/flaky":
+            return HTTPStatus.SERVICE_UNAVAILABLE if attempt <= FLAKY_FAILURES else HTTPStatus.OK
+        if path == "/gone":
+            return HTTPStatus.OK if fixed else HTTPStatus.GONE
+        if path == "/strict":
+            understood = fixed or event in STRICT_EVENTS
+            return HTTPStatus.OK if understood else HTTPStatus.UNPROCESSABLE_ENTITY
+        return HTTPStatus.NOT_FOUND
+
+
+def is_json(body: bytes) -> bool:
+    """Whether ``body`` parses as JSON."""
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
+
+
+class SubscriberHandler(BaseHTTPRequestHandler):
+    """Answers POSTs according to the shared :class:`Subscribers` state of its server."""
+
+    server: SubscriberServer
+
+    def do_POST(self) -> None:  # noqa: N802 (the name http.server dispatches to)
+        """Receive one webhook delivery."""
+        state = self.server.subscribers
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        message_id = self.headers.get(MESSAGE_ID_HEADER, "")
+        attempt = state.begin(message_id)
+        try:
+            time.sleep(SERVER_LATENCY)
+            event = self.headers.get("X-GitHub-Event", "")
+            status = HTTPStatus.BAD_REQUEST
+            if is_json(body):
+                status = state.decide(self.path, event, attempt)
+        finally:
+            # Before answering: the client cannot start another delivery before it has the answer.
+            state.end(message_id)
+        state.record(self.path, status)
+        self._answer(status)
+
+    def _answer(self, status: HTTPStatus) -> None:
+        """Send ``status`` with its phrase as a plain-text body."""
+        text = f"{status.value} {status.phrase}\n".encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(text)))
+        self.end_headers()
+        self.wfile.write(text)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base signature)
+        """Keep the demo's output to its summaries."""
+
+
+class SubscriberServer(ThreadingHTTPServer):
+    """A threading HTTP server on 127.0.0.1 that carries the :class:`Subscribers` state."""
+
+    daemon_threads = True
+
+    def __init__(self, subscribers: Subscribers) -> None:
+        super().__init__((HOST, 0), SubscriberHandler)  # port 0: any free port
+        self.subscribers = subscribers
+
+    @property
+    def url(self) -> str:
+        """The base URL, with the port the system chose."""
+        return f"http://{HOST}:{self.server_address[1]}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The workers
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """The outcome of one HTTP delivery."""
+
+    ok: bool
+    error: str = ""
+    retryable: bool = True
+
+
+def is_retryable(status: int) -> bool:
+    """Whether a failed delivery may succeed later (see the retry policy in the module doc)."""
+    return status not in PERMANENT_STATUSES
+
+
+class Relay:
+    """POSTs queued deliveries to the subscriber server."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        # No proxies: the subscribers are on the loopback interface.
+        self.opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def deliver(self, message: deadletter.Message, delivery: Delivery) -> Attempt:
+        """POST one delivery of ``message``; never raises for HTTP or network failures."""
+        request = urllib.request.Request(
+            self.base_url + delivery.endpoint,
+            data=json.dumps(delivery.body).encode(),
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "User-Agent": "deadletter-webhook-relay",
+                "X-GitHub-Event": delivery.event,
+                MESSAGE_ID_HEADER: str(message.id),
+                "X-Deadletter-Attempt": str(message.retry_count + 1),
+            },
+        )
+        try:
+            with self.opener.open(request, timeout=HTTP_TIMEOUT) as response:
+                response.read()
+            return Attempt(ok=True)
+        except urllib.error.HTTPError as err:
+            return Attempt(False, f"HTTP {err.code} {err.reason}", is_retryable(err.code))
+        except OSError as err:  # URLError, timeouts, connection resets
+            return Attempt(False, f"network error: {err}", retryable=True)
+
+
+@dataclass
+class Drain:
+    """One drain of the queue, shared by the worker threads; it ends when no message is pending
+    or processing.
+
+    Claims and the end-of-drain check take one lock, and ``busy`` counts the messages a worker
+    holds: with the lock held and ``busy`` at 0, nothing in this process can change a message, so
+    two empty ``list`` calls (pending, processing) prove the queue is drained.
+    """
+
+    queue: deadletter.Queue
+    done: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    busy: int = 0
+    retries_due: list[float] = field(default_factory=list)  # heap of time.monotonic() values
+    attempts: Counter[str] = field(default_factory=Counter)  # per endpoint
+    lost_leases: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def claim(self) -> deadletter.Message | None:
+        """The next due message, or None; when none is pending or processing, end the drain."""
+        with self.lock:
+            message = self.queue.claim()
+            if message is not None:
+                self.busy += 1
+            elif self.busy == 0 and not self._live():
+                self.done.set()
+            return message
+
+    def _live(self) -> bool:
+        """Whether any message is pending or processing (the caller holds the lock)."""
+        return any(self.queue.list(status=s, limit=1) for s in LIVE)
+
+    def settle(self, endpoint: str, message: deadletter.Message | None) -> None:
+        """Account for one delivery: the message its succeed or fail call returned, or None when
+        the lease had run out (the queue gave the message to the next claim)."""
+        with self.lock:
+            self.busy -= 1
+            self.attempts[endpoint] += 1
+            if message is None:
+                self.lost_leases += 1
+            elif message.status == "pending" and message.retry_after is not None:
+                delay = (message.retry_after - datetime.now(timezone.utc)).total_seconds()
+                heapq.heappush(self.retries_due, time.monotonic() + delay)
+
+    def idle_delay(self) -> float:
+        """How long a worker that found nothing due sleeps: until the next retry, at most 0.2 s."""
+        now = time.monotonic()
+        with self.lock:
+            while self.retries_due and self.retries_due[0] <= now:
+                heapq.heappop(self.retries_due)
+            if not self.retries_due:
+                return IDLE_SLEEP_CAP
+            return min(IDLE_SLEEP_CAP, max(0.01, self.retries_due[0] - now))
+
+    def abort(self, reason: str) -> None:
+        """Stop the drain because something went wrong."""
+        with self.lock:
+            self.errors.append(reason)
+        self.done.set()
+
+
+def work_once(relay: Relay, drain: Drain) -> bool:
+    """Claim one due message and deliver it; return False if nothing was due."""
+    message = drain.claim()
+    if message is None:
+        return False
+    queue = drain.queue
+    delivery = Delivery.from_payload(message.payload)
+    attempt = relay.deliver(message, delivery)
+    settled: deadletter.Message | None
+    try:
+        if attempt.ok:
+            settled = queue.succeed(message.id, lease_token=message.lease_token)
+        else:
+            settled = queue.fail(
+                message.id,
+                attempt.error,
+                lease_token=message.lease_token,
+                retryable=attempt.retryable,
+            )
+    except deadletter.ConflictError:
+        settled = None  # the lease ran out: the queue counted a failed attempt and moved on
+    drain.settle(delivery.endpoint, settled)
+    return True
+
+
+def worker(relay: Relay, drain: Drain) -> None:
+    """Deliver messages until the drain is over; sleep briefly whenever nothing is due."""
+    try:
+        while not drain.done.is_set():
+            if not work_once(relay, drain):
+                drain.done.wait(drain.idle_delay())
+    except Exception as exc:  # noqa: BLE001 (reported, and the demo fails)
+        drain.abort(f"{threading.current_thread().name} crashed: {exc!r}")
+
+
+@dataclass(frozen=True)
+class DrainResult:
+    """What one drain did."""
+
+    seconds: float
+    attempts: Counter[str]
+    lost_leases: int
+    errors: list[str]
+
+
+def run_drain(queue: deadletter.Queue, relay: Relay) -> DrainResult:
+    """Run the worker threads until no message is pending or processing (or a timeout)."""
+    drain = Drain(queue)
+    threads = [
+        threading.Thread(target=worker, args=(relay, drain), name=f"worker-{n}")
+        for n in range(1, WORKERS + 1)
+    ]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    if not drain.done.wait(DRAIN_TIMEOUT):
+        drain.abort(f"the drain did not finish within {DRAIN_TIMEOUT:.0f} s")
+    for thread in threads:
+        thread.join()
+    seconds = time.monotonic() - started
+    return DrainResult(seconds, drain.attempts, drain.lost_leases, list(drain.errors))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the queue back
+
+
+def messages(queue: deadletter.Queue, status: Status) -> Iterator[deadletter.Message]:
+    """Every message with ``status``, page by page (keyset pagination on the id)."""
+    after_id: int | None = None
+    while True:
+        page = queue.list(status=status, limit=PAGE_SIZE, after_id=after_id)
+        yield from page
+        if len(page) < PAGE_SIZE:
+            return
+        after_id = page[-1].id
+
+
+def status_table(queue: deadletter.Queue) -> dict[Status, Counter[str]]:
+    """For each status, how many messages have it, per endpoint."""
+    table: dict[Status, Counter[str]] = {status: Counter() for status in STATUSES}
+    for status in STATUSES:
+        for message in messages(queue, status):
+            table[status][Delivery.from_payload(message.payload).endpoint] += 1
+    return table
+
+
+def replay_dead(queue: deadletter.Queue) -> int:
+    """Replay every dead message, paging through them; return how many were replayed.
+
+    Replaying turns a dead message pending, so the pages are read while they change; keyset
+    pagination (``after_id``) neither skips nor repeats a message when that happens.
+    """
+    replayed = 0
+    for message in messages(queue, "dead"):
+        queue.replay(message.id)
+        replayed += 1
+    return replayed
+
+
+# ---------------------------------------------------------------------------------------------
+# Printing
+
+
+def print_summary(title: str, queue: deadletter.Queue, result: DrainResult) -> Counter[str]:
+    """Print the statuses per endpoint and the throughput of a drain; return the status counts."""
+    table = status_table(queue)
+    totals: Counter[str] = Counter({s: sum(table[s].values()) for s in STATUSES})
+    print(f"\n== {title} ==")
+    print(f"{'endpoint':<10}" + "".join(f"{s:>12}" for s in STATUSES) + f"{'attempts':>12}")
+    for endpoint in ENDPOINTS:
+        cells = "".join(f"{table[s][endpoint]:>12}" for s in STATUSES)
+        print(f"{endpoint:<10}{cells}{result.attempts[endpoint]:>12}")
+    attempts = sum(result.attempts.values())
+    print(f"{'total':<10}" + "".join(f"{totals[s]:>12}" for s in STATUSES) + f"{attempts:>12}")
+    counts = " ".join(f"{s}={totals[s]}" for s in STATUSES)
+    print(f"statuses: {counts} total={sum(totals.values())}")
+    rate = attempts / result.seconds if result.seconds > 0 else 0.0
+    print(
+        f"throughput: {attempts} deliveries in {result.seconds:.2f} s = {rate:.1f} deliveries/s; "
+        f"leases that ran out: {result.lost_leases}"
+    )
+    return totals
+
+
+def print_dead_letters(queue: deadletter.Queue) -> None:
+    """Print how many messages died of each error, and the first few of each with their retries."""
+    by_error: dict[str, list[deadletter.Message]] = {}
+    for message in messages(queue, "dead"):
+        by_error.setdefault(message.last_error or "", []).append(message)
+    for error, dead in by_error.items():
+        print(f"dead letters with last_error={error!r}: {len(dead)}, for example")
+        for message in dead[:DEAD_SAMPLES_PER_ERROR]:
+            delivery = Delivery.from_payload(message.payload)
+            print(
+                f"  #{message.id:<4} {delivery.endpoint:<8} {delivery.kind:<40} "
+                f"retry_count={message.retry_count} max_retries={message.max_retries}"
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# The demo
+
+
+def verdict(
+    totals: Counter[str], expected: int, subscribers: Subscribers, errors: list[str]
+) -> list[str]:
+    """Every reason the demo failed; empty when it succeeded."""
+    reasons = list(errors)
+    if totals["succeeded"] != expected or sum(totals.values()) != expected:
+        counts = ", ".join(f"{totals[s]} {s}" for s in STATUSES)
+        reasons.append(f"expected all {expected} messages succeeded, found {counts}")
+    return reasons + overlap_reasons(subscribers)
+
+
+def overlap_reasons(subscribers: Subscribers) -> list[str]:
+    """A failure reason if the server saw two deliveries of one message in progress at once."""
+    if not subscribers.overlaps:
+        return []
+    ids = ", ".join(sorted(set(subscribers.overlaps), key=int)[:10])
+    return [f"{len(subscribers.overlaps)} overlapping deliveries (message ids {ids})"]
+
+
+def relay_all(
+    db: deadletter.Database, deliveries: list[Delivery], subscribers: Subscribers, url: str
+) -> list[str]:
+    """Enqueue, drain, fix, replay and drain again; return the reasons for failure, if any."""
+    queue = db.queue(QUEUE_NAME)
+    relay = Relay(url)
+    started = time.monotonic()
+    for delivery in deliveries:
+        queue.enqueue(delivery.to_payload(), max_retries=MAX_RETRIES)
+    print(f"enqueued {len(deliveries)} deliveries in {time.monotonic() - started:.2f} s")
+
+    first = run_drain(queue, relay)
+    print_summary("after the first drain", queue, first)
+    print_dead_letters(queue)
+    if first.errors:
+        return first.errors + overlap_reasons(subscribers)
+
+    subscribers.fix()
+    replayed = replay_dead(queue)
+    print(f"\nfixed /gone and /strict (they answer 200 now); replayed {replayed} dead messages")
+    second = run_drain(queue, relay)
+    totals = print_summary("final", queue, second)
+    return verdict(totals, len(deliveries), subscribers, second.errors)
+
+
+def main() -> int:
+    """Run the demo; return the process exit code."""
+    try:
+        root = find_repo_root(Path(__file__).resolve().parent)
+        path = examples_file(root)
+    except SetupError as err:
+        print(f"webhook_relay: {err}", file=sys.stderr)
+        return 2
+    deliveries = load_deliveries(path)
+    events = len({d.event for d in deliveries})
+    subscribers = Subscribers()
+    server = SubscriberServer(subscribers)
+    threading.Thread(target=server.serve_forever, name="subscribers", daemon=True).start()
+    print(
+        f"relaying {len(deliveries)} GitHub webhook examples ({events} event types, "
+        f"{EXAMPLES_PACKAGE} {package_version(root)}) to {', '.join(ENDPOINTS)} at {server.url}"
+    )
+    started = time.monotonic()
+    try:
+        with tempfile.TemporaryDirectory(prefix="deadletter-demo-") as tmp:
+            with deadletter.open(str(Path(tmp) / "jobs.db")) as db:
+                reasons = relay_all(db, deliveries, subscribers, server.url)
+    finally:
+        server.shutdown()
+        server.server_close()
+    requests = sum(subscribers.requests.values())
+    print(f"server: {requests} requests, {len(subscribers.overlaps)} overlapping deliveries")
+    print(f"demo took {time.monotonic() - started:.1f} s")
+    if reasons:
+        for reason in reasons:
+            print(f"FAILED: {reason}")
+        return 1
+    print(f"OK: all {len(deliveries)} messages succeeded; no delivery overlapped another")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
