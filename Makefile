@@ -34,7 +34,7 @@ test-rust: python
 	cargo test --workspace --all-features
 
 test-python: python
-	$(PY) -m pytest -q bindings-python/tests
+	$(PY) -m pytest -q bindings-python/tests examples
 
 ## The npm package `deadletter` in build/pkg: release wasm + wasm-bindgen glue + js/, d.ts, package.json.
 js:

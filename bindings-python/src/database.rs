@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use deadletter::{Arg, Engine, Error, Millis};
+use deadletter::{Arg, Engine, Millis};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 

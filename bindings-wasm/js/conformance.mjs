@@ -150,7 +150,7 @@ async function perform(q, op, args) {
 
 /**
  * Runs `testCase` on a fresh database (a unique IndexedDB name from `indexedDB`, deleted after);
- * `extraOptions` go to `open` too (e.g. `{ IDBKeyRange }` when `indexedDB` is not the global one).
+ * `extraOptions` go to `open` too.
  * Throws an Error naming the step and the difference; resolves to `{ steps, queueFirstSteps }`.
  */
 export async function runCase(open, testCase, indexedDB, extraOptions = {}) {

@@ -153,7 +153,7 @@ export function backoffMs(retryCount) {
 export function open(name, opts) {
   return call(async () => {
     const o = options(opts);
-    const handle = await openDatabase(name, o.indexedDB, o.leaseMs, o.maxPayloadBytes, o.clock, o.IDBKeyRange);
+    const handle = await openDatabase(name, o.indexedDB, o.leaseMs, o.maxPayloadBytes, o.clock);
     return new Database(handle);
   });
 }

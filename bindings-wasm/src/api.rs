@@ -7,6 +7,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use deadletter::{Arg, Engine, Error, FieldError, Limits, MemoryStore, Millis, Result};
+use idb::Factory;
 use js_sys::{Array, Date, Function, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
@@ -27,7 +28,8 @@ extern "C" {
 /// A fresh lease token: a version-4 UUID from `crypto.getRandomValues`.
 pub fn lease_token() -> Result<String> {
     let buffer = Uint8Array::new_with_length(16);
-    get_random_values(&buffer).map_err(|e| crate::idb::js_error("crypto.getRandomValues", &e))?;
+    get_random_values(&buffer)
+        .map_err(|e| crate::connection::js_error("crypto.getRandomValues", &e))?;
     let mut bytes = [0u8; 16];
     buffer.copy_to(&mut bytes);
     Ok(uuid_v4(bytes))
@@ -75,9 +77,8 @@ pub async fn open_database(
     lease_ms: JsValue,
     max_payload_bytes: JsValue,
     clock: JsValue,
-    key_range: JsValue,
 ) -> std::result::Result<Handle, JsValue> {
-    open(name, factory, lease_ms, max_payload_bytes, clock, key_range)
+    open(name, factory, lease_ms, max_payload_bytes, clock)
         .await
         .map_err(|e| errors::to_js(&e))
 }
@@ -88,7 +89,6 @@ async fn open(
     lease_ms: JsValue,
     max_payload_bytes: JsValue,
     clock: JsValue,
-    key_range: JsValue,
 ) -> Result<Handle> {
     let mut rejected = Vec::new();
     let limits = Limits::new(
@@ -110,35 +110,26 @@ async fn open(
         rejected.push(type_error("clock", "a function", &clock));
         None
     };
-    let mut from_environment = |option: JsValue, field: &'static str, expected: &str| {
-        if option.is_undefined() || option.is_null() {
-            let global = crate::args::prop(&js_sys::global(), field);
-            if global.is_object() || global.is_function() {
-                return Ok(Some(global));
-            }
-            return Err(Error::Store(format!(
-                "no {field} in this environment: pass options.{field} ({expected})"
-            )));
-        }
-        if option.is_object() || option.is_function() {
-            Ok(Some(option))
-        } else {
-            rejected.push(type_error(field, expected, &option));
-            Ok(None)
-        }
+    let factory = if factory.is_undefined() || factory.is_null() {
+        // idb finds `indexedDB` on window, worker and Node globals.
+        Some(Factory::new().map_err(|_| {
+            Error::Store(
+                "no indexedDB in this environment: pass options.indexedDB (an IDBFactory)".into(),
+            )
+        })?)
+    } else if factory.is_object() {
+        Some(Factory::from(factory.unchecked_into::<IdbFactory>()))
+    } else {
+        rejected.push(type_error("indexedDB", "an IDBFactory", &factory));
+        None
     };
-    let factory = from_environment(factory, "indexedDB", "an IDBFactory")?;
-    let key_range = from_environment(key_range, "IDBKeyRange", "the IDBKeyRange class")?;
     if !rejected.is_empty() {
         return Err(Error::Validation(rejected));
     }
-    let (Ok(limits), Some(db_name), Some(factory), Some(key_range)) =
-        (limits, db_name, factory, key_range)
-    else {
+    let (Ok(limits), Some(db_name), Some(factory)) = (limits, db_name, factory) else {
         return Err(Error::Store("unreachable: options checked above".into()));
     };
-    let factory: IdbFactory = factory.unchecked_into();
-    let store = IdbStore::open(&factory, key_range.unchecked_into(), &db_name).await?;
+    let store = IdbStore::open(&factory, &db_name).await?;
     Ok(Handle {
         engine: Rc::new(Engine::new(store, limits)),
         clock,
@@ -161,7 +152,7 @@ impl Handle {
         };
         let value = clock
             .call0(&JsValue::UNDEFINED)
-            .map_err(|e| crate::idb::js_error("clock", &e))?;
+            .map_err(|e| crate::connection::js_error("clock", &e))?;
         let ms = match value.dyn_ref::<Date>() {
             Some(date) => Some(date.get_time()),
             None => value.as_f64(),

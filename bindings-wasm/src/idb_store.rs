@@ -1,43 +1,42 @@
-//! [`IdbStore`]: the IndexedDB [`Store`], for browsers, workers and Node (with an `IDBFactory`
-//! such as fake-indexeddb's).
+//! [`IdbStore`]: the IndexedDB [`Store`], for browsers, workers and Node (with fake-indexeddb's
+//! globals), over the [`idb`] crate.
 //!
 //! One object store, `messages` (keyPath `id`, autoIncrement: ids from 1, strictly increasing),
-//! with four indexes: `claim` `[queue, status, createdAt]`, `expiry`
-//! `[queue, status, leaseExpiresAt]` (only `processing` messages have a lease, so only they are in
-//! it), `list` `[queue, status]` and `queue`. Within one index key, entries come in primary-key
-//! (= id) order, which gives the `created_at`-then-id claim order and id-ordered pages.
+//! with four indexes: `claim` `[queue, status, createdAt, id, dueAt]` (`dueAt` is a storage-only
+//! number: `retryAfter`, or 0 when null), `expiry` `[queue, status, leaseExpiresAt]` (only
+//! `processing` messages have a lease, so only they are in it), `list` `[queue, status]` and
+//! `queue`. Within one index key, entries come in primary-key (= id) order, which gives the
+//! `created_at`-then-id claim order and id-ordered pages.
 //!
 //! Each state change is one `readwrite` transaction that awaits only its own requests: the core's
-//! steps are synchronous closures, so read -> step -> write happens inside it (see [`crate::idb`]
+//! steps are synchronous closures, so read -> step -> write happens inside it (see [`crate::connection`]
 //! for why nothing else may be awaited there). In particular `claim` expires the queue's overdue
 //! leases and takes the first due message in the same transaction, so two tabs or workers can
-//! never take the same message. No operation scans the whole store or loads it into memory.
+//! never take the same message. It walks the `claim` index with a key cursor, so messages waiting
+//! for their backoff are skipped by their key alone: only the one taken is loaded. No operation
+//! scans the whole store or loads it into memory.
 
 use std::cell::Cell;
 use std::rc::Rc;
 
 use deadletter::{Error, Id, ListQuery, Message, Millis, NewMessage, Result, Store, machine};
+use idb::{Database, Factory, KeyRange, ObjectStore, Query, TransactionMode};
 use js_sys::Array;
-use wasm_bindgen::prelude::*;
-use wasm_bindgen::{JsCast, JsValue};
-use web_sys::{
-    IdbCursor, IdbCursorWithValue, IdbDatabase, IdbFactory, IdbObjectStore, IdbTransactionMode,
-};
+use wasm_bindgen::JsValue;
+use web_sys::IdbDatabase;
 
-use crate::idb::{self, BY_CREATED, BY_EXPIRY, BY_QUEUE, BY_STATUS, js_error, request};
+use crate::connection::{self, BY_CREATED, BY_EXPIRY, BY_QUEUE, BY_STATUS, store_error};
 use crate::record::{from_record, to_record};
 
 /// An open IndexedDB database holding messages.
 ///
 /// The connection closes itself when another connection asks for a version change (a newer
 /// schema in another tab); every later call then fails with a `store` error, as after
-/// [`IdbStore::close`].
+/// [`IdbStore::close`]. Dropping the store closes it too.
 #[derive(Debug)]
 pub struct IdbStore {
-    db: IdbDatabase,
-    ranges: KeyRanges,
+    db: Database,
     closed: Rc<Cell<bool>>,
-    _on_close: Closure<dyn FnMut()>,
 }
 
 #[allow(clippy::cast_precision_loss)] // ids and millisecond timestamps are far below 2^53
@@ -49,74 +48,50 @@ fn key(parts: &[JsValue]) -> JsValue {
     parts.iter().collect::<Array>().into()
 }
 
-#[wasm_bindgen]
-extern "C" {
-    /// The `IDBKeyRange` class of the IndexedDB implementation in use.
-    #[wasm_bindgen(js_name = IDBKeyRange)]
-    #[derive(Debug, Clone)]
-    pub type KeyRanges;
-    #[wasm_bindgen(method, catch)]
-    fn bound(
-        this: &KeyRanges,
-        lower: &JsValue,
-        upper: &JsValue,
-    ) -> std::result::Result<JsValue, JsValue>;
-    #[wasm_bindgen(method, catch)]
-    fn only(this: &KeyRanges, key: &JsValue) -> std::result::Result<JsValue, JsValue>;
+/// The keys of an index from `[..prefix, -inf]` to `[..prefix, upper]`, both included (a longer
+/// key under `[..prefix, upper]` is below it when its next part is).
+fn under(prefix: &[JsValue], upper: &JsValue) -> Result<Query> {
+    let lower = [prefix, &[JsValue::from_f64(f64::NEG_INFINITY)]].concat();
+    let upper = [prefix, std::slice::from_ref(upper)].concat();
+    KeyRange::bound(&key(&lower), &key(&upper), None, None)
+        .map(Query::from)
+        .map_err(store_error)
 }
 
-impl KeyRanges {
-    /// `IDBKeyRange.bound(lower, upper)`, both included.
-    fn between(&self, lower: &JsValue, upper: &JsValue) -> Result<JsValue> {
-        self.bound(lower, upper)
-            .map_err(|e| js_error("IDBKeyRange.bound", &e))
-    }
+/// Where `dueAt` is in a key of the claim index.
+const DUE_AT: u32 = 4;
 
-    /// `IDBKeyRange.only(key)`.
-    fn exactly(&self, key: &JsValue) -> Result<JsValue> {
-        self.only(key).map_err(|e| js_error("IDBKeyRange.only", &e))
+async fn get_record(store: &ObjectStore, queue: &str, id: Id) -> Result<Option<Message>> {
+    let found = store.get(number(id)).map_err(store_error)?.await;
+    match found.map_err(store_error)? {
+        Some(record) => Ok(Some(from_record(&record)?).filter(|m| m.queue == queue)),
+        None => Ok(None),
     }
 }
 
-async fn get_record(store: &IdbObjectStore, queue: &str, id: Id) -> Result<Option<Message>> {
-    let req = store.get(&number(id)).map_err(|e| js_error("get", &e))?;
-    let found = request(&req).await?;
-    if found.is_undefined() {
-        return Ok(None);
-    }
-    let message = from_record(&found)?;
-    Ok(Some(message).filter(|m| m.queue == queue))
-}
-
-async fn put(store: &IdbObjectStore, message: &Message) -> Result<()> {
+async fn put(store: &ObjectStore, message: &Message) -> Result<()> {
     let req = store
-        .put(&to_record(message, true))
-        .map_err(|e| js_error("put", &e))?;
-    request(&req).await.map(drop)
+        .put(&to_record(message, true), None)
+        .map_err(store_error)?;
+    req.await.map(drop).map_err(store_error)
 }
 
 impl IdbStore {
-    /// Opens (or creates) database `name` from `factory`, building key ranges with `key_ranges`
-    /// (the `IDBKeyRange` class of the same implementation: a range of one implementation is an
-    /// invalid key to another). See [`idb::open`] for the blocked case.
-    pub async fn open(factory: &IdbFactory, key_ranges: KeyRanges, name: &str) -> Result<Self> {
-        let db = idb::open(factory, name).await?;
+    /// Opens (or creates, or upgrades) database `name` from `factory`. See [`connection::open`] for the
+    /// blocked case.
+    pub async fn open(factory: &Factory, name: &str) -> Result<Self> {
+        let raw: IdbDatabase = connection::open(factory, name).await?.into();
+        let mut db = Database::from(raw.clone());
         let closed: Rc<Cell<bool>> = Rc::default();
-        let on_close = {
-            let (db, closed) = (db.clone(), closed.clone());
-            Closure::<dyn FnMut()>::new(move || {
+        let close = |raw: IdbDatabase, closed: Rc<Cell<bool>>| {
+            move |_| {
                 closed.set(true);
-                db.close();
-            })
+                raw.close();
+            }
         };
-        db.set_onversionchange(Some(on_close.as_ref().unchecked_ref()));
-        db.set_onclose(Some(on_close.as_ref().unchecked_ref()));
-        Ok(Self {
-            db,
-            ranges: key_ranges,
-            closed,
-            _on_close: on_close,
-        })
+        db.on_version_change(close(raw.clone(), closed.clone()));
+        db.on_close(close(raw, closed.clone()));
+        Ok(Self { db, closed })
     }
 
     /// Closes the connection (waits for running transactions); later calls fail with `store`.
@@ -131,7 +106,7 @@ impl IdbStore {
     }
 
     /// The underlying connection.
-    pub fn database(&self) -> Result<&IdbDatabase> {
+    pub fn database(&self) -> Result<&Database> {
         if self.closed.get() {
             Err(Error::Store("the database is closed".into()))
         } else {
@@ -142,20 +117,20 @@ impl IdbStore {
 
 impl Drop for IdbStore {
     fn drop(&mut self) {
-        self.db.set_onversionchange(None);
-        self.db.set_onclose(None);
+        // A closed connection gets no more events, so the dropped callbacks are never called.
+        self.close();
     }
 }
 
 impl Store for IdbStore {
     async fn insert(&self, message: NewMessage) -> Result<Message> {
         let record = to_record(&message.clone().with_id(0), false);
-        let id = idb::transaction(
+        let id = connection::transaction(
             self.database()?,
-            IdbTransactionMode::Readwrite,
+            TransactionMode::ReadWrite,
             async |store| {
-                let req = store.add(&record).map_err(|e| js_error("add", &e))?;
-                let key = request(&req).await?;
+                let key = store.add(&record, None).map_err(store_error)?.await;
+                let key = key.map_err(store_error)?;
                 key.as_f64()
                     .filter(|k| k.fract() == 0.0 && *k >= 1.0 && *k <= 9_007_199_254_740_991.0)
                     // A whole number within 1..2^53: the cast is exact.
@@ -172,11 +147,9 @@ impl Store for IdbStore {
     }
 
     async fn get(&self, queue: &str, id: Id) -> Result<Option<Message>> {
-        idb::transaction(
-            self.database()?,
-            IdbTransactionMode::Readonly,
-            async |store| get_record(store, queue, id).await,
-        )
+        connection::transaction(self.database()?, TransactionMode::ReadOnly, async |store| {
+            get_record(store, queue, id).await
+        })
         .await
     }
 
@@ -186,9 +159,9 @@ impl Store for IdbStore {
         id: Id,
         step: impl FnOnce(Message) -> Result<Message>,
     ) -> Result<Message> {
-        idb::transaction(
+        connection::transaction(
             self.database()?,
-            IdbTransactionMode::Readwrite,
+            TransactionMode::ReadWrite,
             async |store| {
                 let current =
                     get_record(store, queue, id)
@@ -213,29 +186,17 @@ impl Store for IdbStore {
         take: impl FnOnce(Message) -> Result<Message>,
     ) -> Result<Option<Message>> {
         let q = JsValue::from_str(queue);
-        let index = |store: &IdbObjectStore, name: &str| {
-            store.index(name).map_err(|e| js_error("index", &e))
-        };
-        idb::transaction(
+        connection::transaction(
             self.database()?,
-            IdbTransactionMode::Readwrite,
+            TransactionMode::ReadWrite,
             async |store| {
                 // 1. Overdue leases: [queue, 'processing', -inf ..= now] of the expiry index.
-                let processing = JsValue::from_str("processing");
-                let overdue = self.ranges.between(
-                    &key(&[
-                        q.clone(),
-                        processing.clone(),
-                        JsValue::from_f64(f64::NEG_INFINITY),
-                    ]),
-                    &key(&[q.clone(), processing, number(now)]),
-                )?;
-                let req = index(store, BY_EXPIRY)?
-                    .get_all_with_key(&overdue)
-                    .map_err(|e| js_error("getAll", &e))?;
-                let records: Array = request(&req).await?.unchecked_into();
-                let mut expired = Vec::with_capacity(records.length() as usize);
-                for record in records.iter() {
+                let overdue = under(&[q.clone(), "processing".into()], &number(now))?;
+                let index = store.index(BY_EXPIRY).map_err(store_error)?;
+                let records = index.get_all(Some(overdue), None).map_err(store_error)?;
+                let records = records.await.map_err(store_error)?;
+                let mut expired = Vec::with_capacity(records.len());
+                for record in records {
                     let message = from_record(&record)?;
                     if machine::lease_expired(&message, now) {
                         let next = expire(message)?;
@@ -243,32 +204,40 @@ impl Store for IdbStore {
                         expired.push(next.id);
                     }
                 }
-                // 2. The first due pending message, in [queue, 'pending', createdAt] (then id) order,
-                //    stepping over the ones still waiting for their backoff.
-                let pending = JsValue::from_str("pending");
-                let all_pending = self.ranges.between(
-                    &key(&[
-                        q.clone(),
-                        pending.clone(),
-                        JsValue::from_f64(f64::NEG_INFINITY),
-                    ]),
-                    &key(&[q.clone(), pending, JsValue::from_f64(f64::INFINITY)]),
+                // 2. The first due pending message in [queue, 'pending', createdAt, dueAt] (then id)
+                //    order. The key carries dueAt: the messages still waiting for their backoff are
+                //    skipped without being loaded; only the one found is read, by its id.
+                let all_pending = under(
+                    &[q.clone(), "pending".into()],
+                    &JsValue::from_f64(f64::INFINITY),
                 )?;
-                let req = index(store, BY_CREATED)?
-                    .open_cursor_with_range(&all_pending)
-                    .map_err(|e| js_error("openCursor", &e))?;
-                let mut current = request(&req).await?;
-                while !current.is_null() {
-                    let cursor: IdbCursorWithValue = current.unchecked_into();
-                    let message =
-                        from_record(&cursor.value().map_err(|e| js_error("cursor", &e))?)?;
-                    if machine::is_due(&message, now) && !expired.contains(&message.id) {
-                        let taken = take(message)?;
-                        put(store, &taken).await?;
-                        return Ok(Some(taken));
+                let index = store.index(BY_CREATED).map_err(store_error)?;
+                let cursor = index.open_key_cursor(Some(all_pending), None);
+                let cursor = cursor.map_err(store_error)?.await.map_err(store_error)?;
+                let mut cursor = cursor.map(idb::KeyCursor::into_managed);
+                while let Some(current) = cursor.as_mut() {
+                    let (Some(index_key), Some(id)) = (
+                        current.key().map_err(store_error)?,
+                        current.primary_key().map_err(store_error)?,
+                    ) else {
+                        break;
+                    };
+                    let due_at = js_sys::Reflect::get(&index_key, &DUE_AT.into())
+                        .ok()
+                        .and_then(|d| d.as_f64());
+                    #[allow(clippy::cast_precision_loss)]
+                    if due_at.is_some_and(|d| d <= now as f64) {
+                        let found = store.get(id).map_err(store_error)?.await;
+                        if let Some(record) = found.map_err(store_error)? {
+                            let message = from_record(&record)?;
+                            if machine::is_due(&message, now) && !expired.contains(&message.id) {
+                                let taken = take(message)?;
+                                put(store, &taken).await?;
+                                return Ok(Some(taken));
+                            }
+                        }
                     }
-                    cursor.continue_().map_err(|e| js_error("continue", &e))?;
-                    current = request(&req).await?;
+                    current.next(None).await.map_err(store_error)?;
                 }
                 Ok(None)
             },
@@ -283,44 +252,41 @@ impl Store for IdbStore {
             None => (BY_QUEUE, q),
         };
         let after = query.after_id.unwrap_or(0);
-        idb::transaction(
-            self.database()?,
-            IdbTransactionMode::Readonly,
-            async |store| {
-                let only = self.ranges.exactly(&key)?;
-                let req = store
-                    .index(index)
-                    .and_then(|i| i.open_cursor_with_range(&only))
-                    .map_err(|e| js_error("openCursor", &e))?;
-                let mut page = Vec::new();
-                let mut current = request(&req).await?;
-                while !current.is_null() && page.len() < query.limit {
-                    let cursor: IdbCursorWithValue = current.unchecked_into();
-                    let id = cursor
-                        .primary_key()
-                        .ok()
-                        .and_then(|k| k.as_f64())
-                        .ok_or_else(|| Error::Store("IndexedDB cursor without a key".into()))?;
-                    let moved = if id <= number(after).as_f64().unwrap_or(0.0) {
-                        // Keyset pagination: jump to the first id above `after` under this key.
-                        cursor
-                            .unchecked_ref::<IdbCursor>()
-                            .continue_primary_key(&key, &number(after.saturating_add(1)))
-                    } else {
-                        page.push(from_record(
-                            &cursor.value().map_err(|e| js_error("cursor", &e))?,
-                        )?);
-                        if page.len() == query.limit {
-                            break;
-                        }
-                        cursor.continue_()
-                    };
-                    moved.map_err(|e| js_error("continue", &e))?;
-                    current = request(&req).await?;
-                }
-                Ok(page)
-            },
-        )
+        connection::transaction(self.database()?, TransactionMode::ReadOnly, async |store| {
+            let only = KeyRange::only(&key).map_err(store_error)?;
+            let cursor = store
+                .index(index)
+                .and_then(|i| i.open_cursor(Some(only.into()), None))
+                .map_err(store_error)?;
+            let cursor = cursor.await.map_err(store_error)?;
+            let mut cursor = cursor.map(idb::Cursor::into_managed);
+            let mut page = Vec::new();
+            while let Some(current) = cursor.as_mut() {
+                let (Some(id), Some(record)) = (
+                    current.primary_key().map_err(store_error)?,
+                    current.value().map_err(store_error)?,
+                ) else {
+                    break;
+                };
+                let id = id
+                    .as_f64()
+                    .ok_or_else(|| Error::Store("IndexedDB cursor without a key".into()))?;
+                let moved = if id <= number(after).as_f64().unwrap_or(0.0) {
+                    // Keyset pagination: jump to the first id above `after` under this key.
+                    current
+                        .next_primary_key(&key, &number(after.saturating_add(1)))
+                        .await
+                } else {
+                    page.push(from_record(&record)?);
+                    if page.len() == query.limit {
+                        break;
+                    }
+                    current.next(None).await
+                };
+                moved.map_err(store_error)?;
+            }
+            Ok(page)
+        })
         .await
     }
 }

@@ -28,9 +28,9 @@ pub mod api;
 #[cfg(target_arch = "wasm32")]
 pub mod args;
 #[cfg(target_arch = "wasm32")]
-pub mod errors;
+pub mod connection;
 #[cfg(target_arch = "wasm32")]
-pub mod idb;
+pub mod errors;
 #[cfg(target_arch = "wasm32")]
 pub mod idb_store;
 #[cfg(target_arch = "wasm32")]

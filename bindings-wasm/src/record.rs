@@ -2,7 +2,8 @@
 //!
 //! Both use the JavaScript field names (`retryCount`, `leaseExpiresAt`, ...). A record keeps
 //! timestamps as numbers of milliseconds (null stays null, which keeps a message out of the
-//! indexes that name that field); the API object turns them into `Date`s.
+//! indexes that name that field); the API object turns them into `Date`s. A record also has
+//! `dueAt` (see [`to_record`]); reading ignores it.
 
 use deadletter::{Error, Message, Millis, Result, Status};
 use js_sys::{Date, Object, Reflect};
@@ -58,9 +59,13 @@ fn build(message: &Message, with_id: bool, time: impl Fn(Millis) -> JsValue) -> 
     object
 }
 
-/// The record stored for `message`; without `id` for a new message (the store assigns it).
+/// The record stored for `message`; without `id` for a new message (the store assigns it). It
+/// also holds `dueAt`, a storage-only number for the claim index: `retryAfter`, or 0 when null
+/// (a null would keep the message out of the index).
 pub fn to_record(message: &Message, with_id: bool) -> Object {
-    build(message, with_id, number)
+    let record = build(message, with_id, number);
+    set(&record, "dueAt", &number(message.retry_after.unwrap_or(0)));
+    record
 }
 
 /// The object the JavaScript API returns: timestamps as `Date`s.

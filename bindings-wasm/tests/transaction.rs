@@ -10,14 +10,14 @@
 #![cfg(target_arch = "wasm32")]
 
 use deadletter::{Error, Message, NewMessage, Status, Store};
-use deadletter_wasm::idb::{self, request};
-use deadletter_wasm::idb_store::{IdbStore, KeyRanges};
+use deadletter_wasm::connection::{self, store_error};
+use deadletter_wasm::idb_store::IdbStore;
 use deadletter_wasm::record::to_record;
+use idb::{Factory, KeyPath, ObjectStoreParams, TransactionMode};
 use js_sys::{Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::wasm_bindgen_test;
-use web_sys::{IdbFactory, IdbTransactionMode};
 
 #[wasm_bindgen]
 extern "C" {
@@ -33,20 +33,13 @@ async fn sleep(ms: i32) {
     JsFuture::from(timer).await.expect("timer");
 }
 
-fn global(name: &str) -> JsValue {
-    Reflect::get(&js_sys::global(), &name.into()).expect("global")
+fn unique(name: &str) -> String {
+    format!("{name}-{}", js_sys::Math::random())
 }
 
 async fn fresh(name: &str) -> IdbStore {
-    let factory: IdbFactory = global("indexedDB").unchecked_into();
-    let unique = format!("{name}-{}", js_sys::Math::random());
-    IdbStore::open(
-        &factory,
-        global("IDBKeyRange").unchecked_into::<KeyRanges>(),
-        &unique,
-    )
-    .await
-    .expect("open")
+    let factory = Factory::new().expect("indexedDB");
+    IdbStore::open(&factory, &unique(name)).await.expect("open")
 }
 
 fn message(id: i64) -> Message {
@@ -63,12 +56,12 @@ fn message(id: i64) -> Message {
 async fn awaiting_something_foreign_inside_a_transaction_is_a_store_error_and_writes_nothing() {
     let store = fresh("inactive").await;
     let db = store.database().expect("open");
-    let outcome = idb::transaction(db, IdbTransactionMode::Readwrite, async |objects| {
+    let outcome = connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
         sleep(20).await; // the transaction commits (empty) while we wait
         let req = objects
-            .put(&to_record(&message(1), true))
-            .map_err(|e| idb::js_error("put", &e))?;
-        request(&req).await
+            .put(&to_record(&message(1), true), None)
+            .map_err(store_error)?;
+        req.await.map_err(store_error)
     })
     .await;
     match outcome {
@@ -86,11 +79,11 @@ async fn a_failing_step_after_a_write_rolls_the_write_back() {
     let store = fresh("rollback").await;
     let db = store.database().expect("open");
     let outcome: Result<(), Error> =
-        idb::transaction(db, IdbTransactionMode::Readwrite, async |objects| {
+        connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
             let req = objects
-                .put(&to_record(&message(1), true))
-                .map_err(|e| idb::js_error("put", &e))?;
-            request(&req).await?;
+                .put(&to_record(&message(1), true), None)
+                .map_err(store_error)?;
+            req.await.map_err(store_error)?;
             Err(Error::Store("a later step failed".into()))
         })
         .await;
@@ -106,11 +99,11 @@ async fn a_failing_step_after_a_write_rolls_the_write_back() {
 async fn the_same_write_without_a_foreign_await_commits() {
     let store = fresh("active").await;
     let db = store.database().expect("open");
-    idb::transaction(db, IdbTransactionMode::Readwrite, async |objects| {
+    connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
         let req = objects
-            .put(&to_record(&message(1), true))
-            .map_err(|e| idb::js_error("put", &e))?;
-        request(&req).await
+            .put(&to_record(&message(1), true), None)
+            .map_err(store_error)?;
+        req.await.map_err(store_error)
     })
     .await
     .expect("committed");
@@ -167,4 +160,104 @@ async fn claim_expires_overdue_leases_and_takes_in_created_order() {
     );
     store.close();
     assert!(matches!(store.get("q", 1).await, Err(Error::Store(_))));
+}
+
+#[wasm_bindgen_test]
+async fn claim_skips_delayed_messages_by_their_key() {
+    let store = fresh("delayed").await;
+    let now = 1_767_225_600_000;
+    for (payload, retry_after) in [
+        ("delayed", Some(now + 1)),
+        ("due", Some(now)),
+        ("new", None),
+    ] {
+        let new = NewMessage {
+            queue: "q".into(),
+            payload: payload.into(),
+            max_retries: 3,
+            now: now - 10,
+        };
+        let inserted = store.insert(new).await.expect("insert");
+        store
+            .update("q", inserted.id, |m| Ok(Message { retry_after, ..m }))
+            .await
+            .expect("update");
+    }
+    let take = |m: Message| {
+        Ok(Message {
+            status: Status::Processing,
+            ..m
+        })
+    };
+    let mut taken = Vec::new();
+    while let Some(m) = store.claim("q", now, Ok, take).await.expect("claim") {
+        taken.push(m.payload);
+    }
+    assert_eq!(taken, ["due", "new"], "the delayed one waits");
+}
+
+/// A database of schema version 1 (`claim` on `[queue, status, createdAt]`, records without
+/// `dueAt`) is upgraded on open: the pending records are claimable, in order, delays respected.
+#[wasm_bindgen_test]
+async fn version_1_databases_are_upgraded() {
+    let name = unique("v1");
+    let factory = Factory::new().expect("indexedDB");
+    let mut open = factory.open(&name, Some(1)).expect("open v1");
+    open.on_upgrade_needed(|event| {
+        use idb::DatabaseEvent;
+        let db = event.database().expect("db");
+        let mut params = ObjectStoreParams::new();
+        params
+            .key_path(Some(KeyPath::new_single("id")))
+            .auto_increment(true);
+        let store = db.create_object_store("messages", params).expect("store");
+        for (name, path) in [
+            (
+                "claim",
+                KeyPath::new_array(["queue", "status", "createdAt"]),
+            ),
+            (
+                "expiry",
+                KeyPath::new_array(["queue", "status", "leaseExpiresAt"]),
+            ),
+            ("list", KeyPath::new_array(["queue", "status"])),
+            ("queue", KeyPath::new_single("queue")),
+        ] {
+            store.create_index(name, path, None).expect("index");
+        }
+    });
+    let v1 = open.await.expect("v1 opened");
+    let now = 1_767_225_600_000;
+    let tx = v1
+        .transaction(&["messages"], TransactionMode::ReadWrite)
+        .expect("tx");
+    let objects = tx.object_store("messages").expect("store");
+    for (id, retry_after) in [(1, Some(now + 1)), (2, None), (3, Some(now))] {
+        let record = to_record(
+            &Message {
+                retry_after,
+                ..message(id)
+            },
+            true,
+        );
+        Reflect::delete_property(&record, &"dueAt".into()).expect("delete");
+        objects.put(&record, None).expect("put").await.expect("put");
+    }
+    tx.await.expect("committed");
+    v1.close();
+
+    let store = IdbStore::open(&factory, &name).await.expect("upgraded");
+    let take = |m: Message| {
+        Ok(Message {
+            status: Status::Processing,
+            ..m
+        })
+    };
+    let mut taken = Vec::new();
+    while let Some(m) = store.claim("q", now, Ok, take).await.expect("claim") {
+        taken.push(m.id);
+    }
+    assert_eq!(taken, [2, 3], "1 is still delayed");
+    let later = store.claim("q", now + 1, Ok, take).await.expect("claim");
+    assert_eq!(later.map(|m| m.id), Some(1));
 }

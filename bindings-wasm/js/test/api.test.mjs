@@ -3,7 +3,6 @@
 import { test } from "node:test";
 import { readFileSync } from "node:fs";
 import assert from "node:assert/strict";
-import { IDBFactory as FakeFactory, IDBKeyRange as FakeKeyRange } from "fake-indexeddb";
 import { CODES, Database, DeadLetterError, Queue, backoffMs, open } from "../../../build/pkg/index.js";
 
 const BASE = Date.UTC(2026, 0, 1);
@@ -117,9 +116,12 @@ test("close: later calls reject with a store error", async () => {
 });
 
 test("an explicit indexedDB factory is used, not the global one", async () => {
-  const factory = new FakeFactory();
+  // A second factory of the implementation installed globally (fake-indexeddb/auto): a factory
+  // of another implementation (or another copy of fake-indexeddb) would not match the global
+  // IDBCursor, IDBKeyRange... classes that the store's cursors and key ranges come from.
+  const factory = new globalThis.IDBFactory();
   const name = fresh();
-  const mine = await open(name, { indexedDB: factory, IDBKeyRange: FakeKeyRange });
+  const mine = await open(name, { indexedDB: factory });
   await mine.queue("q").enqueue("only here");
   const global = await open(name);
   assert.deepEqual(await global.queue("q").list(), []);
@@ -168,16 +170,30 @@ test("a versionchange from elsewhere closes the connection instead of blocking i
 });
 
 test("a database of the same name that is not a deadletter one is a store error", async () => {
-  const name = fresh();
-  await new Promise((resolve) => {
-    const req = indexedDB.open(name, 1);
-    req.onupgradeneeded = () => req.result.createObjectStore("other");
+  const foreign = (version) => {
+    const name = fresh();
+    return new Promise((resolve) => {
+      const req = indexedDB.open(name, version);
+      req.onupgradeneeded = () => req.result.createObjectStore("other");
+      req.onsuccess = () => {
+        req.result.close();
+        resolve(name);
+      };
+    });
+  };
+  // Version 1 (below ours): the upgrade finds no `messages` store, aborts, and open rejects.
+  const old = await foreign(1);
+  await rejects(open(old), "store");
+  const still = await new Promise((resolve) => {
+    const req = indexedDB.open(old);
     req.onsuccess = () => {
+      resolve([req.result.version, [...req.result.objectStoreNames]]);
       req.result.close();
-      resolve();
     };
   });
-  const db = await open(name);
+  assert.deepEqual(still, [1, ["other"]], "the aborted upgrade left it as it was");
+  // Our version: no upgrade, the first transaction fails.
+  const db = await open(await foreign(2));
   await rejects(db.queue("q").enqueue("a"), "store");
   db.close();
 });

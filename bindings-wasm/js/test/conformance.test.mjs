@@ -1,8 +1,8 @@
-// Every shared conformance case, through the JS API on fake-indexeddb, each as its own subtest.
+// Every shared conformance case, through the JS API on fake-indexeddb (the globals that
+// fake-indexeddb/auto installs: one implementation throughout), each as its own subtest.
 // Run: node --require fake-indexeddb/auto --test bindings-wasm/js/test/  (after build.sh)
 import { test } from "node:test";
 import { readFileSync, readdirSync } from "node:fs";
-import { IDBKeyRange, indexedDB } from "fake-indexeddb";
 import { open } from "../../../build/pkg/index.js";
 import { runCase } from "../../../build/pkg/conformance.mjs";
 
@@ -16,7 +16,7 @@ for (const file of files) {
   for (const testCase of cases) {
     total += 1;
     test(`${file}: ${testCase.name}`, async () => {
-      queueFirst += (await runCase(open, testCase, indexedDB, { IDBKeyRange })).queueFirstSteps;
+      queueFirst += (await runCase(open, testCase, globalThis.indexedDB)).queueFirstSteps;
     });
   }
 }

@@ -1,6 +1,8 @@
 // Benchmark (not a test): in one headless Chromium page, N enqueue+claim+succeed cycles through
 // the package against N times three plain IndexedDB readwrite transactions (put; get+put;
-// get+put) on a separate database, the least any IndexedDB store needs for the same three steps.
+// get+put) on a separate database, the least any IndexedDB store needs for the same three steps;
+// then the time of one claim with 200 delayed 10 kB messages ahead of the due one (min(N, 100)
+// claims): it must stay close to a plain claim, since claim skips delayed messages by key alone.
 //
 // Usage: node bindings-wasm/tests/browser/bench.mjs [N] [--pkg DIR]   (`make bench-js`, N=300)
 
@@ -33,6 +35,11 @@ try {
   console.log(`deadletter enqueue+claim+succeed:          ${dl.toFixed(3)} ms/cycle (${r.deadletterMs.toFixed(0)} ms total)`);
   console.log(`plain IndexedDB put; get+put; get+put:     ${raw.toFixed(3)} ms/cycle (${r.rawMs.toFixed(0)} ms total)`);
   console.log(`ratio deadletter / plain IndexedDB:        ${(dl / raw).toFixed(2)}x`);
+  const d = await page.evaluate((count) => window.suites.benchDelayed(count), Math.min(n, 100));
+  console.log(
+    `claim with ${d.delayed} delayed ${d.payloadBytes / 1000} kB messages ahead: `
+      + `${(d.claimMs / d.n).toFixed(3)} ms/claim (${d.n} claims)`,
+  );
 } finally {
   await browser.close();
   await server.close();

@@ -183,4 +183,34 @@ async function bench(n, warmup = 30) {
   return { n, warmup, deadletterMs, rawMs, userAgent: navigator.userAgent };
 }
 
-window.suites = { listCases, runCase, twoWorkers, bench };
+/**
+ * Claim cost with delayed messages ahead: `delayed` messages of `payloadBytes` each are claimed
+ * and failed once (so they wait for their backoff, first in `createdAt` order), then `n` times:
+ * enqueue one due message, time its claim, succeed it. The clock stands still, so the delayed
+ * messages stay delayed. Returns the total claim time in ms.
+ */
+async function benchDelayed(n, delayed = 200, payloadBytes = 10_000, warmup = 10) {
+  const now = Date.UTC(2026, 0, 1);
+  const db = await deadletter.open(freshName("bench-delayed"), { clock: () => now });
+  const queue = db.queue("bench");
+  const payload = "x".repeat(payloadBytes);
+  for (let i = 0; i < delayed; i += 1) await queue.enqueue(payload);
+  for (let i = 0; i < delayed; i += 1) {
+    const m = await queue.claim();
+    await queue.fail(m.id, "later", { leaseToken: m.leaseToken });
+  }
+  let claimMs = 0;
+  for (let i = 0; i < warmup + n; i += 1) {
+    await queue.enqueue(`due ${i}`);
+    const started = performance.now();
+    const m = await queue.claim();
+    const ms = performance.now() - started;
+    if (m === null || m.payload !== `due ${i}`) throw new Error(`claim ${i} returned ${m && m.payload}`);
+    if (i >= warmup) claimMs += ms;
+    await queue.succeed(m.id, { leaseToken: m.leaseToken });
+  }
+  db.close();
+  return { n, delayed, payloadBytes, claimMs };
+}
+
+window.suites = { listCases, runCase, twoWorkers, bench, benchDelayed };

@@ -1,0 +1,245 @@
+//! What the store needs on top of the [`idb`] crate: one transaction run as a unit, opening the
+//! database (schema version 2, with the upgrade from 1) within a time limit, and errors as `store`.
+//!
+//! # Why the store's steps are synchronous
+//! An IndexedDB transaction commits by itself as soon as control returns to the event loop with
+//! none of its requests pending. Awaiting anything else inside it (a timer, `fetch`, the clock of
+//! another realm, a promise of another transaction) lets it commit half-way: the following request
+//! then throws `TransactionInactiveError`, or, worse with a careless store, the write lands in a
+//! second transaction and the read-decide-write is no longer atomic. So inside [`transaction`]
+//! the store awaits only that transaction's own requests (an `idb` request future resumes in a
+//! microtask of the request's `success` event, while the transaction is still active), and the
+//! decisions between them are the core's synchronous step closures; the clock is read, the lease
+//! token drawn and the arguments converted before the transaction opens. A request issued after
+//! the transaction went inactive fails, and [`transaction`] reports it as a `store` error: nothing
+//! is written silently (the `inactive_transaction` test shows it).
+
+use std::cell::Cell;
+use std::future::{Future, IntoFuture, poll_fn};
+use std::pin::pin;
+use std::rc::Rc;
+use std::task::Poll;
+
+use deadletter::{Error, Result};
+use idb::{
+    Database, DatabaseEvent, Event, Factory, KeyPath, ObjectStore, ObjectStoreParams, Request,
+    TransactionMode, TransactionResult, event::VersionChangeEvent,
+};
+use js_sys::{Function, Promise, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{DomException, IdbDatabase, IdbOpenDbRequest};
+
+type IdbResult<T> = std::result::Result<T, idb::Error>;
+
+/// The one object store.
+pub const STORE: &str = "messages";
+/// Schema version: 1 had `claim` on `[queue, status, createdAt]`; 2 adds `id` and `dueAt` to it.
+pub const VERSION: u32 = 2;
+/// Index `[queue, status, createdAt, id, dueAt]`: claim order (`id` before `dueAt`, so that ties
+/// of `createdAt` come out in id order whatever their `dueAt`); a key cursor over it sees when
+/// each message is due without loading it.
+pub const BY_CREATED: &str = "claim";
+/// Index `[queue, status, leaseExpiresAt]`: only `processing` messages have a non-null
+/// `leaseExpiresAt`, so only they are in it.
+pub const BY_EXPIRY: &str = "expiry";
+/// Index `[queue, status]`: `list` with a status (id order within a key).
+pub const BY_STATUS: &str = "list";
+/// Index `queue`: `list` without a status (id order within a key).
+pub const BY_QUEUE: &str = "queue";
+/// How long `open` waits, e.g. while other connections block it, in milliseconds.
+pub const OPEN_TIMEOUT_MS: i32 = 5_000;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_name = setTimeout)]
+    fn set_timeout(callback: &Function, ms: i32) -> JsValue;
+    #[wasm_bindgen(js_name = clearTimeout)]
+    fn clear_timeout(timer: &JsValue);
+}
+
+/// A `store` error from a thrown JavaScript value (a `DOMException` such as
+/// `TransactionInactiveError`, `QuotaExceededError`, `InvalidStateError`, or any `Error`).
+pub fn js_error(context: &str, value: &JsValue) -> Error {
+    // Read `name`/`message` structurally: a DOMException of fake-indexeddb or of another realm
+    // is not `instanceof` this realm's class.
+    let text = |key: &str| {
+        Reflect::get(value, &JsValue::from_str(key))
+            .ok()
+            .and_then(|v| v.as_string())
+    };
+    match (value.is_object(), text("name"), text("message")) {
+        (true, Some(name), Some(message)) => {
+            Error::Store(format!("IndexedDB {context}: {name}: {message}"))
+        }
+        _ => Error::Store(format!("IndexedDB {context}: {value:?}")),
+    }
+}
+
+/// A `store` error from an [`idb::Error`] (its text names the `DOMException`).
+#[allow(clippy::needless_pass_by_value)] // used as `map_err(store_error)`
+pub fn store_error(error: idb::Error) -> Error {
+    Error::Store(format!("IndexedDB: {error}"))
+}
+
+fn aborted(error: Option<DomException>) -> Error {
+    match error {
+        Some(dom) => js_error("transaction aborted", &dom.into()),
+        None => Error::Store("IndexedDB transaction aborted".into()),
+    }
+}
+
+/// Runs `body` inside one transaction on [`STORE`] and waits for it to commit.
+///
+/// `body` must await only requests of this transaction (see the module docs). On `Err` from
+/// `body` the transaction is aborted, so nothing it wrote stays; if the commit itself fails (quota,
+/// I/O, a request issued after the transaction went inactive) the result is a `store` error.
+pub async fn transaction<T>(
+    db: &Database,
+    mode: TransactionMode,
+    body: impl AsyncFnOnce(&ObjectStore) -> Result<T>,
+) -> Result<T> {
+    let tx = db.transaction(&[STORE], mode).map_err(store_error)?;
+    let store = tx.object_store(STORE).map_err(store_error)?;
+    // Listen for the outcome before the first await: `body` may let the transaction finish.
+    let done = tx.into_future();
+    let outcome = body(&store).await;
+    let tx = store.transaction();
+    match outcome {
+        // No explicit commit(): the transaction commits once its last request is done.
+        Ok(value) => match done.await {
+            Ok(TransactionResult::Committed) => Ok(value),
+            Ok(TransactionResult::Aborted) | Err(_) => Err(aborted(tx.error())),
+        },
+        Err(err) => {
+            // Already finished (committed by itself, or aborted) when abort() fails: fine.
+            let _ = tx.abort();
+            let _ = done.await;
+            Err(err)
+        }
+    }
+}
+
+fn create_indexes(store: &ObjectStore, claim_only: bool) -> IdbResult<()> {
+    let index = |name: &str, fields: &[&str]| {
+        let path = match fields {
+            [one] => KeyPath::new_single(one),
+            many => KeyPath::new_array(many.iter().copied()),
+        };
+        store.create_index(name, path, None)
+    };
+    index(BY_CREATED, &["queue", "status", "createdAt", "id", "dueAt"])?;
+    if !claim_only {
+        index(BY_EXPIRY, &["queue", "status", "leaseExpiresAt"])?;
+        index(BY_STATUS, &["queue", "status"])?;
+        index(BY_QUEUE, &["queue"])?;
+    }
+    Ok(())
+}
+
+/// Version 1 -> 2, in the upgrade transaction: recreate `claim` with `dueAt` and give every record
+/// its `dueAt` (`retryAfter`, or 0 when null), as `record::to_record` does.
+async fn upgrade_from_1(store: ObjectStore) -> IdbResult<()> {
+    store.delete_index(BY_CREATED)?;
+    create_indexes(&store, true)?;
+    let mut cursor = store
+        .open_cursor(None, None)?
+        .await?
+        .map(idb::Cursor::into_managed);
+    while let Some(current) = cursor.as_mut() {
+        let Some(record) = current.value()? else {
+            break;
+        };
+        let retry_after = Reflect::get(&record, &"retryAfter".into()).unwrap_or(JsValue::NULL);
+        let due_at = if retry_after.is_null() {
+            0.into()
+        } else {
+            retry_after
+        };
+        let _ = Reflect::set(&record, &"dueAt".into(), &due_at);
+        current.update(&record).await?;
+        current.next(None).await?;
+    }
+    Ok(())
+}
+
+/// Creates or upgrades the schema; on failure aborts the upgrade (so the open fails).
+fn upgrade(event: &VersionChangeEvent, failed: &Rc<Cell<bool>>) {
+    let request = event.target();
+    let (db, tx) = match (event.database(), request.map(|r| r.transaction())) {
+        (Ok(db), Ok(Some(tx))) => (db, tx),
+        _ => return failed.set(true),
+    };
+    let created = match event.old_version() {
+        Ok(0) => {
+            let mut params = ObjectStoreParams::new();
+            params
+                .key_path(Some(KeyPath::new_single("id")))
+                .auto_increment(true);
+            db.create_object_store(STORE, params)
+                .and_then(|store| create_indexes(&store, false))
+        }
+        Ok(1) => tx.object_store(STORE).map(|store| {
+            let (failed, tx) = (failed.clone(), store.transaction());
+            wasm_bindgen_futures::spawn_local(async move {
+                if upgrade_from_1(store).await.is_err() {
+                    failed.set(true);
+                    let _ = tx.abort();
+                }
+            });
+        }),
+        _ => Err(idb::Error::NumberConversionError),
+    };
+    if created.is_err() {
+        failed.set(true);
+        let _ = tx.abort();
+    }
+}
+
+/// Opens (creating at version [`VERSION`] when new, upgrading from 1) database `name` from
+/// `factory`.
+///
+/// An open that has not completed after [`OPEN_TIMEOUT_MS`] (blocked by another connection that
+/// does not close, or queued behind another tab's upgrade or delete) fails with a `store` error
+/// instead of hanging; should it go through later, that connection is closed at once.
+pub async fn open(factory: &Factory, name: &str) -> Result<Database> {
+    let mut req = factory.open(name, Some(VERSION)).map_err(store_error)?;
+    let raw = IdbOpenDbRequest::from(req);
+    req = raw.clone().into();
+    let upgrade_failed: Rc<Cell<bool>> = Rc::default();
+    let failed = upgrade_failed.clone();
+    req.on_upgrade_needed(move |event| upgrade(&event, &failed));
+    let mut timer = JsValue::UNDEFINED;
+    let expired = JsFuture::from(Promise::new(&mut |resolve, _| {
+        timer = set_timeout(&resolve, OPEN_TIMEOUT_MS);
+    }));
+    let (mut opened, mut expired) = (pin!(req.into_future()), pin!(expired));
+    let outcome = poll_fn(|cx| match opened.as_mut().poll(cx) {
+        Poll::Ready(result) => Poll::Ready(Some(result)),
+        Poll::Pending => expired.as_mut().poll(cx).map(|_| None),
+    })
+    .await;
+    clear_timeout(&timer);
+    match outcome {
+        Some(Ok(db)) => Ok(db),
+        Some(Err(_)) if upgrade_failed.get() => Err(Error::Store(format!(
+            "IndexedDB open of {name:?}: creating or upgrading the schema failed"
+        ))),
+        Some(Err(err)) => Err(store_error(err)),
+        None => {
+            // Should the open go through later, close that connection straight away.
+            let late = raw.clone();
+            let close_late = Closure::once_into_js(move || {
+                if let Ok(db) = late.result() {
+                    db.unchecked_into::<IdbDatabase>().close();
+                }
+            });
+            raw.set_onsuccess(Some(close_late.unchecked_ref()));
+            Err(Error::Store(format!(
+                "IndexedDB open of {name:?} timed out after {OPEN_TIMEOUT_MS} ms: blocked by \
+                 another connection (another tab?) that does not close, or queued behind its \
+                 upgrade or delete"
+            )))
+        }
+    }
+}
