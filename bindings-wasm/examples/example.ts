@@ -37,11 +37,10 @@ async function work(q: Queue, options: ClaimOptions): Promise<number> {
   return done;
 }
 
-export async function main(indexedDB: IDBFactory, keyRange: typeof IDBKeyRange): Promise<void> {
+export async function main(indexedDB: IDBFactory): Promise<void> {
   let now = Date.UTC(2026, 0, 1);
   const options: OpenOptions = {
     indexedDB,
-    IDBKeyRange: keyRange,
     clock: () => new Date(now),
     leaseMs: 30_000,
     maxPayloadBytes: 1_048_576,

@@ -15,7 +15,7 @@ export interface FieldError {
   /**
    * The argument's JavaScript name: `queue`, `payload`, `maxRetries`, `leaseMs`, `leaseToken`,
    * `id`, `error`, `retryable`, `status`, `limit`, `afterId`, `retryCount`, or an `open` option
-   * (`name`, `indexedDB`, `IDBKeyRange`, `clock`, `leaseMs`, `maxPayloadBytes`), or `options`
+   * (`name`, `indexedDB`, `clock`, `leaseMs`, `maxPayloadBytes`), or `options`
    * when an options argument is not an object.
    */
   readonly field: string;
@@ -67,14 +67,12 @@ export interface Message {
 }
 
 export interface OpenOptions {
-  /** The IndexedDB factory to use; default `globalThis.indexedDB`. */
-  indexedDB?: IDBFactory;
   /**
-   * The `IDBKeyRange` class of the same IndexedDB implementation as `indexedDB`; default
-   * `globalThis.IDBKeyRange`. Needed only when `indexedDB` is not the global one (e.g.
-   * fake-indexeddb's in Node without `fake-indexeddb/auto`).
+   * The IndexedDB factory to use; default `globalThis.indexedDB`. It must be of the IndexedDB
+   * implementation whose classes are the globals (`IDBKeyRange`, `IDBCursor`, ...), e.g. another
+   * `new IDBFactory()`: in Node, install fake-indexeddb's globals (`fake-indexeddb/auto`).
    */
-  IDBKeyRange?: typeof IDBKeyRange;
+  indexedDB?: IDBFactory;
   /** The current time as a `Date` or in milliseconds since the epoch; default `Date.now`. */
   clock?: () => Date | number;
   /** Default lease (visibility timeout) of `claim`, in milliseconds: 1..43200000 (12 h); default 30000. */

@@ -4,9 +4,8 @@
 
 use std::future::Future;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
 
-use deadletter::{Arg, Engine, Error, FieldError, Limits, MemoryStore, Millis, Result};
+use deadletter::{Engine, Error, FieldError, Limits, Millis, Result};
 use idb::Factory;
 use js_sys::{Array, Date, Function, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -40,19 +39,6 @@ fn type_error(field: &'static str, expected: &str, got: &JsValue) -> FieldError 
         field,
         code: "type",
         message: format!("must be {expected}, got {}", kind(got)),
-    }
-}
-
-/// Validates a queue name with the core's rule (the same check every operation applies), at once.
-fn check_queue(name: &Arg<'_>) -> Result<()> {
-    // The rule lives in the core's validation; an operation on an empty in-memory engine applies
-    // it and is ready on the first poll (no I/O).
-    let probe = Engine::new(MemoryStore::new(), Limits::default());
-    let outcome = std::pin::pin!(probe.list(name.clone(), Arg::Null, Arg::Null, Arg::Null))
-        .poll(&mut Context::from_waker(Waker::noop()));
-    match outcome {
-        Poll::Ready(result) => result.map(drop),
-        Poll::Pending => Ok(()),
     }
 }
 
@@ -206,7 +192,9 @@ impl Handle {
     /// Throws a `DeadLetterError` (`validation_failed`) unless `name` is a valid queue name.
     #[wasm_bindgen(js_name = checkQueue)]
     pub fn check_queue(&self, name: &JsValue) -> std::result::Result<(), JsValue> {
-        check_queue(&OwnedArg::from_js(name).arg()).map_err(|e| errors::to_js(&e))
+        deadletter::validate::queue_name(&OwnedArg::from_js(name).arg())
+            .map(drop)
+            .map_err(|e| errors::to_js(&e))
     }
 
     /// See `Queue.enqueue`.

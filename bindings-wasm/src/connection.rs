@@ -23,12 +23,12 @@ use std::task::Poll;
 use deadletter::{Error, Result};
 use idb::{
     Database, DatabaseEvent, Event, Factory, KeyPath, ObjectStore, ObjectStoreParams, Request,
-    TransactionMode, TransactionResult, event::VersionChangeEvent,
+    TransactionMode, event::VersionChangeEvent,
 };
 use js_sys::{Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{DomException, IdbDatabase, IdbOpenDbRequest};
+use web_sys::{DomException, IdbDatabase, IdbOpenDbRequest, IdbTransaction};
 
 type IdbResult<T> = std::result::Result<T, idb::Error>;
 
@@ -101,15 +101,21 @@ pub async fn transaction<T>(
 ) -> Result<T> {
     let tx = db.transaction(&[STORE], mode).map_err(store_error)?;
     let store = tx.object_store(STORE).map_err(store_error)?;
-    // Listen for the outcome before the first await: `body` may let the transaction finish.
-    let done = tx.into_future();
+    let tx = IdbTransaction::from(tx);
+    // Listen for the outcome before the first await: `body` may let the transaction finish. With
+    // the promise's own functions, not Rust closures (as idb's `TransactionFuture` has), so that
+    // no event that comes after this function returned (a second `error` bubbling up from a
+    // failed request, the `abort` after it) can call a dropped closure.
+    let done = JsFuture::from(Promise::new(&mut |resolve, reject| {
+        tx.set_oncomplete(Some(&resolve));
+        tx.set_onabort(Some(&reject));
+    }));
     let outcome = body(&store).await;
-    let tx = store.transaction();
     match outcome {
         // No explicit commit(): the transaction commits once its last request is done.
         Ok(value) => match done.await {
-            Ok(TransactionResult::Committed) => Ok(value),
-            Ok(TransactionResult::Aborted) | Err(_) => Err(aborted(tx.error())),
+            Ok(_) => Ok(value),
+            Err(_) => Err(aborted(tx.error())),
         },
         Err(err) => {
             // Already finished (committed by itself, or aborted) when abort() fails: fine.
@@ -165,10 +171,9 @@ async fn upgrade_from_1(store: ObjectStore) -> IdbResult<()> {
 
 /// Creates or upgrades the schema; on failure aborts the upgrade (so the open fails).
 fn upgrade(event: &VersionChangeEvent, failed: &Rc<Cell<bool>>) {
-    let request = event.target();
-    let (db, tx) = match (event.database(), request.map(|r| r.transaction())) {
-        (Ok(db), Ok(Some(tx))) => (db, tx),
-        _ => return failed.set(true),
+    let (Ok(db), Ok(Some(tx))) = (event.database(), event.target().map(|r| r.transaction())) else {
+        failed.set(true);
+        return;
     };
     let created = match event.old_version() {
         Ok(0) => {

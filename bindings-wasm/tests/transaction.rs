@@ -261,3 +261,40 @@ async fn version_1_databases_are_upgraded() {
     let later = store.claim("q", now + 1, Ok, take).await.expect("claim");
     assert_eq!(later.map(|m| m.id), Some(1));
 }
+
+#[wasm_bindgen_test]
+async fn a_failing_request_aborts_the_transaction_and_is_a_store_error() {
+    let store = fresh("constraint").await;
+    let db = store.database().expect("open");
+    connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+        let req = objects
+            .put(&to_record(&message(1), true), None)
+            .map_err(store_error)?;
+        req.await.map_err(store_error)
+    })
+    .await
+    .expect("committed");
+    let outcome = connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+        let req = objects
+            .put(&to_record(&message(2), true), None)
+            .map_err(store_error)?;
+        req.await.map_err(store_error)?;
+        // id 1 exists: add fails with ConstraintError.
+        let req = objects
+            .add(&to_record(&message(1), true), None)
+            .map_err(store_error)?;
+        req.await.map_err(store_error)
+    })
+    .await;
+    match outcome {
+        Err(Error::Store(why)) => assert!(why.contains("ConstraintError"), "{why}"),
+        other => panic!("expected a store error, got {other:?}"),
+    }
+    assert_eq!(
+        store.get("q", 2).await,
+        Ok(None),
+        "the put must be rolled back"
+    );
+    // Let the abort event be delivered before the test ends.
+    sleep(20).await;
+}
