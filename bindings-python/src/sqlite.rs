@@ -13,7 +13,9 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use deadletter::{Error, Id, ListQuery, Message, Millis, NewMessage, Result, Status, Store};
+use deadletter::{
+    Error, Id, ListQuery, Message, Millis, NewMessage, Result, Status, Store, apply_step,
+};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
@@ -284,11 +286,7 @@ impl Store for SqliteStore {
         step: impl FnOnce(Message) -> Result<Message>,
     ) -> Result<Message> {
         self.write(|tx| {
-            let current = get_in(tx, queue, id)?.ok_or_else(|| Error::NotFound {
-                queue: queue.to_owned(),
-                id,
-            })?;
-            let next = step(current)?;
+            let next = apply_step(get_in(tx, queue, id)?, queue, id, step)?;
             write_message(tx, &next)?;
             Ok(next)
         })

@@ -19,7 +19,9 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use deadletter::{Error, Id, ListQuery, Message, Millis, NewMessage, Result, Store, machine};
+use deadletter::{
+    Error, Id, ListQuery, Message, Millis, NewMessage, Result, Store, apply_step, machine,
+};
 use idb::{Database, Factory, KeyRange, ObjectStore, Query, TransactionMode};
 use js_sys::Array;
 use wasm_bindgen::JsValue;
@@ -163,14 +165,7 @@ impl Store for IdbStore {
             self.database()?,
             TransactionMode::ReadWrite,
             async |store| {
-                let current =
-                    get_record(store, queue, id)
-                        .await?
-                        .ok_or_else(|| Error::NotFound {
-                            queue: queue.to_owned(),
-                            id,
-                        })?;
-                let next = step(current)?;
+                let next = apply_step(get_record(store, queue, id).await?, queue, id, step)?;
                 put(store, &next).await?;
                 Ok(next)
             },

@@ -58,5 +58,5 @@ pub use engine::{Engine, backoff};
 pub use error::{CODES, Conflict, Error, FieldError, Result};
 pub use memory::MemoryStore;
 pub use message::{Id, Message, Millis, NewMessage, Status};
-pub use store::{ListQuery, Store};
+pub use store::{ListQuery, Store, apply_step};
 pub use validate::Limits;

@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard};
 use crate::error::{Error, Result};
 use crate::machine;
 use crate::message::{Id, Message, Millis, NewMessage};
-use crate::store::{ListQuery, Store};
+use crate::store::{ListQuery, Store, apply_step};
 
 /// An in-memory [`Store`]. Lost when dropped.
 #[derive(Debug, Default)]
@@ -64,10 +64,7 @@ impl Store for MemoryStore {
             .get(&id)
             .filter(|m| m.queue == queue)
             .cloned();
-        let next = step(current.ok_or_else(|| Error::NotFound {
-            queue: queue.to_owned(),
-            id,
-        })?)?;
+        let next = apply_step(current, queue, id, step)?;
         state.messages.insert(id, next.clone());
         Ok(next)
     }

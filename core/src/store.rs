@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::message::{Id, Message, Millis, NewMessage, Status};
 
 /// One page of `list`: messages of `queue` (optionally of one `status`) with `id > after_id`,
@@ -65,4 +65,18 @@ pub trait Store {
 
     /// One page of messages, see [`ListQuery`].
     fn list(&self, query: &ListQuery<'_>) -> impl Future<Output = Result<Vec<Message>>>;
+}
+
+/// What every store's [`Store::update`] does once it has read: `step(message)`, or `not_found`
+/// when the store found no message `id` in `queue`.
+pub fn apply_step(
+    found: Option<Message>,
+    queue: &str,
+    id: Id,
+    step: impl FnOnce(Message) -> Result<Message>,
+) -> Result<Message> {
+    step(found.ok_or_else(|| Error::NotFound {
+        queue: queue.to_owned(),
+        id,
+    })?)
 }
