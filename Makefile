@@ -24,8 +24,8 @@ demo: python
 
 test: lint test-rust test-python test-js test-wasm-browser test-browser
 
-lint:
-	scripts/setup.sh wasm
+# clippy builds the pyo3 crate, which needs the venv's interpreter: install everything first.
+lint: setup python
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --all-features -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown -p deadletter-wasm --all-targets -- -D warnings
