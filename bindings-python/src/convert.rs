@@ -162,10 +162,21 @@ pub fn to_millis(value: &Bound<'_, PyAny>, field: &'static str) -> PyResult<Mill
     }
     let since_epoch = value.sub(epoch(py)?)?;
     let delta = since_epoch.cast::<PyDelta>()?;
-    Ok(i64::from(delta.get_days()) * 86_400_000
+    let ms = i64::from(delta.get_days()) * 86_400_000
         + i64::from(delta.get_seconds()) * 1000
-        + i64::from(delta.get_microseconds()) / 1000)
+        + i64::from(delta.get_microseconds()) / 1000;
+    if ms > LATEST_NOW {
+        let message = "must be before 9999-12-30T00:00:00Z, so that every lease and retry instant \
+                       computed from it is a valid datetime"
+            .to_owned();
+        return Err(reject(py, field, "out_of_range", message));
+    }
+    Ok(ms)
 }
+
+/// 9999-12-30T00:00:00Z: a later `now` plus a lease (at most 12 h) or a backoff (at most 1 h)
+/// could pass `datetime.max`, and the stored message could not be read back.
+const LATEST_NOW: Millis = 253_402_128_000_000;
 
 fn reject(py: Python<'_>, field: &'static str, code: &'static str, message: String) -> PyErr {
     crate::errors::to_py_err(

@@ -74,7 +74,7 @@ impl Database {
         }
     }
 
-    /// Closes the database. Later calls on it or its queues raise `StoreError`; closing again
+    /// Closes the database. Later operations of its queues raise `StoreError`; closing again
     /// does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let store = self.shared.engine.store();
@@ -157,7 +157,8 @@ impl Queue {
     /// nothing is due. `lease`: seconds (int or float, 0.001..=43200) or a `datetime.timedelta`,
     /// rounded to the millisecond; `None` uses the database's lease (set at open, default 30 s).
     /// Messages of this queue whose lease ran out are first counted as failed attempts with the
-    /// error `"lease expired"` (the same backoff and dead-letter rules as `fail`).
+    /// error `"lease expired"` (the same backoff and dead-letter rules as `fail`). Leases are
+    /// reaped lazily, by this call: until then a message whose lease ran out reads as `processing`.
     #[pyo3(signature = (*, lease = None))]
     fn claim(
         &self,

@@ -41,10 +41,12 @@ use crate::sqlite::SqliteStore;
 /// `path`: a file path (str or os.PathLike), or `":memory:"` for a private in-memory database.
 /// File databases use SQLite's WAL mode and may be shared by processes; a write waits up to 30 s
 /// for another process's lock. `clock`: a zero-argument callable returning an aware `datetime`
-/// (called once per operation; a naive datetime raises `ValidationError`); default: the system
-/// clock in UTC. `lease`: the default lease of `Queue.claim`, in seconds (int or float,
-/// 0.001..=43200) or a `datetime.timedelta`. `max_payload_bytes`: the largest accepted payload,
-/// in bytes of UTF-8 (1..=67108864).
+/// (called once per operation, before any work; a naive datetime, or one after 9999-12-30, raises
+/// `ValidationError`; an exception it raises propagates unchanged); default: the system clock in
+/// UTC. `lease`: the default lease of `Queue.claim`, in seconds (int or float) or a
+/// `datetime.timedelta`, rounded to the millisecond, then 1 ms..=12 h. `max_payload_bytes`: the
+/// largest accepted payload, in bytes of UTF-8 (1..=67108864). `None` for an option means its
+/// default.
 ///
 /// Raises `ValidationError` for a rejected option, `StoreError` when the file cannot be opened,
 /// is not a deadletter database, or was written by a newer deadletter (schema version).
@@ -94,7 +96,7 @@ fn open(
 /// The delay before the next attempt after the `retry_count`-th failure, as a
 /// `datetime.timedelta`: `min(2**retry_count, 3600)` seconds, the backoff of the project's
 /// contract (the same function the core applies in `Queue.fail` and when a lease expires).
-/// `retry_count`: an int >= 0, of any size. Raises `ValidationError` (field `retry_count`) for a
+/// `retry_count`: an int from 0 to 2**63 - 1 (the cap applies from 12 on). Raises `ValidationError` (field `retry_count`) for a
 /// negative count or a value that is not an int (a bool, a float or a str is rejected).
 #[pyfunction]
 fn backoff<'py>(

@@ -166,7 +166,8 @@ impl SqliteStore {
     }
 }
 
-/// Creates the schema in a new database (version 0 -> 1) and refuses unknown newer versions.
+/// Creates the schema in a new, empty database (version 0 -> 1); refuses another application's
+/// database and unknown newer versions.
 fn migrate(conn: &mut Connection) -> Result<()> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -176,6 +177,15 @@ fn migrate(conn: &mut Connection) -> Result<()> {
         .map_err(Error::store)?;
     match version {
         0 => {
+            let tables: i64 = tx
+                .query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))
+                .map_err(Error::store)?;
+            if tables > 0 {
+                return Err(Error::Store(
+                    "not a deadletter database: it holds other tables and no deadletter schema"
+                        .into(),
+                ));
+            }
             tx.execute_batch(SCHEMA).map_err(Error::store)?;
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(Error::store)?;

@@ -3,6 +3,7 @@ threads, and the exception hierarchy."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -291,3 +292,26 @@ def test_list_pages_by_id() -> None:
     first = q.list(limit=2)
     second = q.list(limit=2, after_id=first[-1].id)
     assert [m.id for m in first + second] == [1, 2, 3, 4]
+
+
+def test_a_clock_past_9999_12_30_is_rejected_before_anything_is_written() -> None:
+    late = datetime(9999, 12, 30, 0, 0, 0, 1000, tzinfo=timezone.utc)
+    with deadletter.open(clock=lambda: late) as db:
+        with pytest.raises(deadletter.ValidationError) as caught:
+            db.queue("q").enqueue("x")
+        assert [(e["field"], e["code"]) for e in caught.value.errors] == [("clock", "out_of_range")]
+    with deadletter.open(clock=lambda: late - timedelta(milliseconds=1)) as db:
+        claimed = db.queue("q").enqueue("x") and db.queue("q").claim(lease=timedelta(hours=12))
+        assert claimed is not None
+        assert claimed.lease_expires_at == datetime(9999, 12, 30, 12, 0, tzinfo=timezone.utc)
+
+
+def test_another_applications_sqlite_file_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as other:
+        other.execute("CREATE TABLE foo (x)")
+    with pytest.raises(deadletter.StoreError, match="not a deadletter database"):
+        deadletter.open(path)
+    with sqlite3.connect(path) as other:
+        tables = [row[0] for row in other.execute("SELECT name FROM sqlite_schema")]
+    assert tables == ["foo"]

@@ -4,12 +4,18 @@
 export class DeadLetterError extends Error {
   /**
    * @param {string} message what went wrong, for humans (not stable)
-   * @param {{ code: string, errors?: Array<{ field: string, code: string, message: string }> }} details
+   * @param {{ code: string, errors?: Array<{ field: string, code: string, message: string }>,
+   *   reason?: "wrong_status" | "lease_lost", id?: number, status?: string, queue?: string }} details
+   *   `reason`, `id`, `status` and `queue` become properties only when given (see index.d.ts)
    */
-  constructor(message, { code, errors = [] }) {
+  constructor(message, { code, errors = [], reason, id, status, queue }) {
     super(message);
     this.name = "DeadLetterError";
     this.code = code;
     this.errors = errors;
+    if (reason !== undefined) this.reason = reason;
+    if (id !== undefined) this.id = id;
+    if (status !== undefined) this.status = status;
+    if (queue !== undefined) this.queue = queue;
   }
 }

@@ -84,10 +84,18 @@ async fn open(
     if let Err(err) = &limits {
         rejected.extend_from_slice(err.field_errors());
     }
-    let db_name = name.as_string();
-    if db_name.is_none() {
-        rejected.push(type_error("name", "a string", &name));
-    }
+    // Like every string argument, the name must convert exactly (no unpaired surrogate).
+    let db_name = match OwnedArg::from_js(&name) {
+        OwnedArg::Str(s) => Some(s),
+        other => {
+            rejected.push(FieldError {
+                field: "name",
+                code: "type",
+                message: format!("must be a string, got {}", other.arg().kind()),
+            });
+            None
+        }
+    };
     let clock = if clock.is_undefined() || clock.is_null() {
         None
     } else if let Some(f) = function(&clock) {

@@ -15,7 +15,7 @@ pub enum OwnedArg {
     Int(i64),
     /// Any other number (fraction, NaN, infinite, beyond 2^53).
     Float(f64),
-    /// A string.
+    /// A string that is well-formed UTF-16 (no unpaired surrogate).
     Str(String),
     /// Anything else, by its name for messages (`a Date`, `an object`, `a bigint`...).
     Other(&'static str),
@@ -23,8 +23,9 @@ pub enum OwnedArg {
 
 impl OwnedArg {
     /// Maps `value`: undefined/null -> Null, boolean -> Bool, safe integer -> Int, other numbers
-    /// -> Float, string -> Str, anything else -> Other. Nothing is converted (a `Date`, a boxed
-    /// number or an object is never turned into a string or a number).
+    /// -> Float, well-formed string -> Str, anything else -> Other. Nothing is converted (a
+    /// `Date`, a boxed number or an object is never turned into a string or a number), and a
+    /// string with an unpaired surrogate is `Other` (see [`js_string`]), never a lossy `Str`.
     pub fn from_js(value: &JsValue) -> Self {
         if value.is_undefined() || value.is_null() {
             Self::Null
@@ -38,8 +39,8 @@ impl OwnedArg {
             } else {
                 Self::Float(n)
             }
-        } else if let Some(s) = value.as_string() {
-            Self::Str(s)
+        } else if value.is_string() {
+            js_string(value).map_or(Self::Other(UNPAIRED_SURROGATE), Self::Str)
         } else {
             Self::Other(kind(value))
         }
@@ -55,6 +56,29 @@ impl OwnedArg {
             Self::Str(s) => Arg::Str(s),
             Self::Other(name) => Arg::Other(name),
         }
+    }
+}
+
+/// How a string that is not well-formed UTF-16 is named in messages (`must be a string, got a
+/// string with an unpaired surrogate`): the core rejects it with code `type`, as Python rejects a
+/// `str` with a lone surrogate.
+pub const UNPAIRED_SURROGATE: &str = "a string with an unpaired surrogate";
+
+/// `value` as a Rust string when it is a string that converts exactly; `None` when it is not a
+/// string or holds an unpaired surrogate (`"\ud800"`).
+///
+/// `JsValue::as_string` is lossy: the UTF-8 encoding replaces each unpaired surrogate with U+FFFD,
+/// so `"jobs-\ud800"` and `"jobs-\udfff"` would become the same queue. Such a replacement can
+/// only show up as a U+FFFD in the result; then (only then, so no second pass in the usual case)
+/// the result is turned back into a JavaScript string and compared with the original (`===`),
+/// which tells a genuine U+FFFD from a replaced surrogate in one native comparison, unlike
+/// `JsString::is_valid_utf16`, which crosses into JavaScript once per code unit.
+pub fn js_string(value: &JsValue) -> Option<String> {
+    let s = value.as_string()?;
+    if s.contains('\u{FFFD}') && JsValue::from_str(&s) != *value {
+        None
+    } else {
+        Some(s)
     }
 }
 

@@ -2,11 +2,12 @@
 //!
 //! The class itself is defined in `js/errors.js` and registered at start-up by `js/index.js`
 //! (`setErrorClass`), so that `instanceof` works with the very class the package exports. Before
-//! registration (Rust tests) a plain `Error` with the same `name`, `code` and `errors` is built.
+//! registration (Rust tests) a plain `Error` with the same `name`, `code`, `errors` and details
+//! (`reason`, `id`, `status`, `queue`) is built.
 
 use std::cell::RefCell;
 
-use deadletter::{Error, FieldError};
+use deadletter::{Conflict, Error, FieldError};
 use js_sys::{Array, Function, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
@@ -36,6 +37,11 @@ fn set(object: &Object, key: &str, value: &JsValue) {
     let _ = Reflect::set(object, &JsValue::from_str(key), value);
 }
 
+#[allow(clippy::cast_precision_loss)] // ids are far below 2^53
+fn number(n: i64) -> JsValue {
+    JsValue::from_f64(n as f64)
+}
+
 fn field_error(error: &FieldError) -> JsValue {
     let object = Object::new();
     set(&object, "field", &js_field(error.field).into());
@@ -45,8 +51,14 @@ fn field_error(error: &FieldError) -> JsValue {
 }
 
 /// The `DeadLetterError` for `error`: `code` is the core's stable code; for validation, `errors`
-/// lists `{ field, code, message }` with the JavaScript field names (else it is empty).
+/// lists `{ field, code, message }` with the JavaScript field names (else it is empty). The
+/// structured details of Python's `NotFoundError` and `ConflictError` are properties too, set only
+/// where they apply (absent otherwise):
+/// - `not_found`: `queue` (the queue searched) and `id`;
+/// - `conflict`: `reason` (`"wrong_status"` or `"lease_lost"`), `id`, and for `wrong_status`
+///   `status`, the message's current status.
 pub fn to_js(error: &Error) -> JsValue {
+    let details = Object::new();
     let (message, fields) = match error {
         Error::Validation(fields) => {
             let parts: Vec<String> = fields
@@ -58,12 +70,32 @@ pub fn to_js(error: &Error) -> JsValue {
                 fields.as_slice(),
             )
         }
-        Error::NotFound { .. } | Error::Conflict(_) | Error::Store(_) => {
+        Error::NotFound { queue, id } => {
+            set(&details, "queue", &queue.as_str().into());
+            set(&details, "id", &number(*id));
             (error.to_string(), &[][..])
         }
+        Error::Conflict(conflict) => {
+            match conflict {
+                Conflict::WrongStatus {
+                    id,
+                    status,
+                    operation: _,
+                } => {
+                    set(&details, "reason", &"wrong_status".into());
+                    set(&details, "id", &number(*id));
+                    set(&details, "status", &status.as_str().into());
+                }
+                Conflict::LeaseLost { id } => {
+                    set(&details, "reason", &"lease_lost".into());
+                    set(&details, "id", &number(*id));
+                }
+            }
+            (error.to_string(), &[][..])
+        }
+        Error::Store(_) => (error.to_string(), &[][..]),
     };
     let errors: Array = fields.iter().map(field_error).collect();
-    let details = Object::new();
     set(&details, "code", &error.code().into());
     set(&details, "errors", &errors);
     let class = ERROR_CLASS.with(|cell| cell.borrow().clone());
@@ -75,7 +107,7 @@ pub fn to_js(error: &Error) -> JsValue {
     }
     let fallback = js_sys::Error::new(&message);
     fallback.set_name("DeadLetterError");
-    set(&fallback, "code", &error.code().into());
-    set(&fallback, "errors", &errors);
+    // The same own properties as the registered class sets: `code`, `errors` and the details.
+    let _ = Object::assign(&fallback, &details);
     fallback.into()
 }

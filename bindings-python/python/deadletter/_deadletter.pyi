@@ -26,13 +26,15 @@ def open(
     path: Union[str, os.PathLike[str]] = ":memory:",
     *,
     clock: Optional[Callable[[], datetime]] = None,
-    lease: _Seconds = 30.0,
-    max_payload_bytes: int = 1048576,
+    lease: Optional[_Seconds] = 30.0,
+    max_payload_bytes: Optional[int] = 1048576,
 ) -> Database:
     """Opens (creating if needed) a queue database: a file path, or ``":memory:"``.
 
-    ``clock`` returns an aware datetime (naive -> `ValidationError`); default: the system clock.
-    ``lease``: default lease of `Queue.claim`, in seconds (0.001..=43200) or a timedelta.
+    ``clock`` returns an aware datetime (naive or after 9999-12-30 -> `ValidationError`, field
+    ``clock``); an exception it raises propagates unchanged; default: the system clock.
+    ``lease``: default lease of `Queue.claim`, in seconds or a timedelta, rounded to the
+    millisecond, then 1 ms..=12 h. ``None`` for any option means its default.
     ``max_payload_bytes``: largest payload in bytes of UTF-8 (1..=67108864).
     Raises `ValidationError` for a rejected option, `StoreError` when the file cannot be opened or
     has a newer schema version.
@@ -52,7 +54,7 @@ class Database:
     def queue(self, name: str) -> Queue:
         """The queue ``name`` (non-empty, at most 255 characters; else `ValidationError`)."""
     def close(self) -> None:
-        """Closes the database; later calls raise `StoreError`. Idempotent."""
+        """Closes the database; later operations of its queues raise `StoreError`. Idempotent."""
     def __enter__(self) -> Database: ...
     def __exit__(
         self,
@@ -70,11 +72,13 @@ class Queue:
     @property
     def name(self) -> str:
         """The queue's name."""
-    def enqueue(self, payload: str, *, max_retries: int = 3) -> Message:
+    def enqueue(self, payload: str, *, max_retries: Optional[int] = 3) -> Message:
         """Adds a pending message. ``max_retries``: 1..=10 attempts before it is dead."""
     def claim(self, *, lease: Optional[_Seconds] = None) -> Optional[Message]:
         """Leases the next due message (FIFO) for ``lease`` seconds (default: the database's);
-        ``None`` when nothing is due. Expired leases count as failed attempts first."""
+        ``None`` when nothing is due. Expired leases of this queue count as failed attempts
+        first (``"lease expired"``): leases are reaped lazily, by this call, so until then a
+        message whose lease ran out still reads as ``processing``."""
     def succeed(self, id: int, *, lease_token: Optional[str] = None) -> Message:
         """processing -> succeeded. A ``lease_token`` that is not current: `ConflictError`."""
     def fail(
@@ -83,7 +87,7 @@ class Queue:
         error: str,
         *,
         lease_token: Optional[str] = None,
-        retryable: bool = True,
+        retryable: Optional[bool] = True,
     ) -> Message:
         """processing -> pending after ``min(2**retry_count, 3600)`` s, or dead once retries are
         used up or when ``retryable`` is false."""
