@@ -46,15 +46,36 @@ function describe(value) {
   return value === null ? "null" : `a ${typeof value}`;
 }
 
-/** The options argument: undefined/null mean none; anything but an object is rejected. */
-function options(value) {
-  if (value === undefined || value === null) return {};
-  if (typeof value === "object" && !Array.isArray(value)) return value;
-  throw new DeadLetterError(`validation failed: options: must be an object, got ${describe(value)}`, {
-    code: "validation_failed",
-    errors: [{ field: "options", code: "type", message: `must be an object, got ${describe(value)}` }],
-  });
+function validationError(errors) {
+  const text = errors.map((e) => `${e.field}: ${e.message}`).join("; ");
+  return new DeadLetterError(`validation failed: ${text}`, { code: "validation_failed", errors });
 }
+
+/**
+ * The options argument: undefined/null mean none; anything but an object is rejected, and so is
+ * an object with an own enumerable key that is not one of `known` (a typo such as `leaseMS`
+ * would otherwise be ignored silently), before anything else is checked or done.
+ */
+function options(value, known) {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== "object" || Array.isArray(value)) {
+    throw validationError([{ field: "options", code: "type", message: `must be an object, got ${describe(value)}` }]);
+  }
+  const unknown = Object.keys(value).filter((key) => !known.includes(key));
+  if (unknown.length > 0) {
+    const message = `unknown option; expected one of ${known.join(", ")}`;
+    throw validationError(unknown.map((field) => ({ field, code: "unknown", message })));
+  }
+  return value;
+}
+
+// The keys each options object may have.
+const OPEN = ["indexedDB", "clock", "leaseMs", "maxPayloadBytes"];
+const ENQUEUE = ["maxRetries"];
+const CLAIM = ["leaseMs"];
+const SUCCEED = ["leaseToken"];
+const FAIL = ["leaseToken", "retryable"];
+const LIST = ["status", "limit", "afterId"];
 
 /** One named queue of a Database. Get it with `db.queue(name)`. */
 export class Queue {
@@ -74,22 +95,22 @@ export class Queue {
 
   enqueue(payload, opts) {
     return call(() => {
-      const o = options(opts);
+      const o = options(opts, ENQUEUE);
       return this.#handle.enqueue(this.#name, payload, o.maxRetries);
     });
   }
 
   claim(opts) {
-    return call(() => this.#handle.claim(this.#name, options(opts).leaseMs));
+    return call(() => this.#handle.claim(this.#name, options(opts, CLAIM).leaseMs));
   }
 
   succeed(id, opts) {
-    return call(() => this.#handle.succeed(this.#name, id, options(opts).leaseToken));
+    return call(() => this.#handle.succeed(this.#name, id, options(opts, SUCCEED).leaseToken));
   }
 
   fail(id, error, opts) {
     return call(() => {
-      const o = options(opts);
+      const o = options(opts, FAIL);
       return this.#handle.fail(this.#name, id, error, o.leaseToken, o.retryable);
     });
   }
@@ -104,7 +125,7 @@ export class Queue {
 
   list(opts) {
     return call(() => {
-      const o = options(opts);
+      const o = options(opts, LIST);
       return this.#handle.list(this.#name, o.status, o.limit, o.afterId);
     });
   }
@@ -152,7 +173,7 @@ export function backoffMs(retryCount) {
 /** Opens (creating when new) the queue database stored in IndexedDB database `name`. */
 export function open(name, opts) {
   return call(async () => {
-    const o = options(opts);
+    const o = options(opts, OPEN);
     const handle = await openDatabase(name, o.indexedDB, o.leaseMs, o.maxPayloadBytes, o.clock);
     return new Database(handle);
   });

@@ -30,6 +30,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{DomException, IdbDatabase, IdbOpenDbRequest, IdbTransaction};
 
+use crate::record::NOT_DELAYED;
+
 type IdbResult<T> = std::result::Result<T, idb::Error>;
 
 /// The one object store.
@@ -144,7 +146,7 @@ fn create_indexes(store: &ObjectStore, claim_only: bool) -> IdbResult<()> {
 }
 
 /// Version 1 -> 2, in the upgrade transaction: recreate `claim` with `dueAt` and give every record
-/// its `dueAt` (`retryAfter`, or 0 when null), as `record::to_record` does.
+/// its `dueAt` (`retryAfter`, or `-Infinity` when null), as `record::to_record` does.
 async fn upgrade_from_1(store: ObjectStore) -> IdbResult<()> {
     store.delete_index(BY_CREATED)?;
     create_indexes(&store, true)?;
@@ -158,7 +160,7 @@ async fn upgrade_from_1(store: ObjectStore) -> IdbResult<()> {
         };
         let retry_after = Reflect::get(&record, &"retryAfter".into()).unwrap_or(JsValue::NULL);
         let due_at = if retry_after.is_null() {
-            0.into()
+            JsValue::from_f64(NOT_DELAYED)
         } else {
             retry_after
         };

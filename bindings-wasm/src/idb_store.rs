@@ -3,7 +3,8 @@
 //!
 //! One object store, `messages` (keyPath `id`, autoIncrement: ids from 1, strictly increasing),
 //! with four indexes: `claim` `[queue, status, createdAt, id, dueAt]` (`dueAt` is a storage-only
-//! number: `retryAfter`, or 0 when null), `expiry` `[queue, status, leaseExpiresAt]` (only
+//! number: `retryAfter`, or `-Infinity` when null, so that a message without one is due at
+//! every instant, negative ones included), `expiry` `[queue, status, leaseExpiresAt]` (only
 //! `processing` messages have a lease, so only they are in it), `list` `[queue, status]` and
 //! `queue`. Within one index key, entries come in primary-key (= id) order, which gives the
 //! `created_at`-then-id claim order and id-ordered pages.

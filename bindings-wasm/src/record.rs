@@ -59,12 +59,22 @@ fn build(message: &Message, with_id: bool, time: impl Fn(Millis) -> JsValue) -> 
     object
 }
 
+/// What `dueAt` is for a message without `retryAfter`: `-Infinity`, a valid IndexedDB number key
+/// that is below every instant, so such a message is due whatever the clock says (also before
+/// 1970, when `now` is negative).
+pub const NOT_DELAYED: f64 = f64::NEG_INFINITY;
+
+/// The `dueAt` of a message whose `retryAfter` is `retry_after` (see [`to_record`]).
+fn due_at(retry_after: Option<Millis>) -> JsValue {
+    retry_after.map_or(JsValue::from_f64(NOT_DELAYED), number)
+}
+
 /// The record stored for `message`; without `id` for a new message (the store assigns it). It
-/// also holds `dueAt`, a storage-only number for the claim index: `retryAfter`, or 0 when null
-/// (a null would keep the message out of the index).
+/// also holds `dueAt`, a storage-only number for the claim index: `retryAfter`, or
+/// [`NOT_DELAYED`] (`-Infinity`) when null (a null would keep the message out of the index).
 pub fn to_record(message: &Message, with_id: bool) -> Object {
     let record = build(message, with_id, number);
-    set(&record, "dueAt", &number(message.retry_after.unwrap_or(0)));
+    set(&record, "dueAt", &due_at(message.retry_after));
     record
 }
 
