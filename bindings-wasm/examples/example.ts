@@ -3,6 +3,7 @@
 import {
   CODES,
   type ClaimOptions,
+  type ConflictReason,
   Database,
   DeadLetterError,
   type ErrorCode,
@@ -69,6 +70,20 @@ export async function main(indexedDB: IDBFactory): Promise<void> {
       const code: ErrorCode = err.code;
       const fields: readonly FieldError[] = err.errors;
       console.log(code, CODES.includes(code), fields.map((f) => `${f.field}: ${f.code}`).join(", "));
+    } else {
+      throw err;
+    }
+  }
+  try {
+    await q.succeed(queued.id);
+  } catch (err) {
+    if (err instanceof DeadLetterError && err.code === "conflict") {
+      const reason: ConflictReason | undefined = err.reason;
+      const current: Status | undefined = err.status;
+      console.log(`conflict on ${err.id ?? "?"}: ${reason ?? "?"}, status ${current ?? "n/a"}`);
+    } else if (err instanceof DeadLetterError && err.code === "not_found") {
+      const where: string | undefined = err.queue;
+      console.log(`no message ${err.id ?? "?"} in ${where ?? "?"}`);
     } else {
       throw err;
     }

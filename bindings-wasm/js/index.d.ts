@@ -16,30 +16,79 @@ export interface FieldError {
    * The argument's JavaScript name: `queue`, `payload`, `maxRetries`, `leaseMs`, `leaseToken`,
    * `id`, `error`, `retryable`, `status`, `limit`, `afterId`, `retryCount`, or an `open` option
    * (`name`, `indexedDB`, `clock`, `leaseMs`, `maxPayloadBytes`), or `options`
-   * when an options argument is not an object.
+   * when an options argument is not an object; for code `unknown`, the unknown option key.
    */
   readonly field: string;
-  /** `type`, `empty`, `too_long`, `too_large`, `out_of_range` or `invalid`. */
-  readonly code: "type" | "empty" | "too_long" | "too_large" | "out_of_range" | "invalid";
+  /**
+   * `type`, `empty`, `too_long`, `too_large`, `out_of_range` or `invalid` (the core's codes, the
+   * same as Python's), or `unknown`: an options object has a key that the method does not take
+   * (such as `leaseMS` for `leaseMs`). `unknown` is JavaScript-only: Python raises `TypeError`
+   * for an unknown keyword argument. Unknown keys are reported before any other check, and alone.
+   *
+   * `type` also covers a string with an unpaired UTF-16 surrogate (`"\ud800"`): it cannot be
+   * stored verbatim, so it is rejected (as Python rejects a `str` with a lone surrogate), never
+   * replaced with U+FFFD.
+   */
+  readonly code: "type" | "empty" | "too_long" | "too_large" | "out_of_range" | "invalid" | "unknown";
   /** What was wrong, for humans; not stable. */
   readonly message: string;
 }
 
 /**
  * The only error the package throws or rejects with. A call that fails has changed nothing.
- * - `validation_failed`: an argument was rejected; `errors` lists every rejected field.
- * - `not_found`: no message with this id in this queue (ids of other queues are invisible).
+ * - `validation_failed`: an argument was rejected; `errors` lists every rejected field (or every
+ *   unknown option key, see `FieldError.code`).
+ * - `not_found`: no message with this id in this queue (ids of other queues are invisible);
+ *   `queue` and `id` say which.
  * - `conflict`: the transition is not allowed now (wrong status, or the lease token is not the
- *   current one: the lease expired and the message may be with another worker).
+ *   current one: the lease expired and the message may be with another worker); `reason`, `id`
+ *   and, for `wrong_status`, `status` say which.
  * - `store`: IndexedDB failed (quota, abort, blocked open, closed database, I/O).
  */
 export declare class DeadLetterError extends Error {
-  constructor(message: string, details: { code: ErrorCode; errors?: FieldError[] });
+  /** `reason`, `id`, `status` and `queue` become properties only when given (not undefined). */
+  constructor(
+    message: string,
+    details: {
+      code: ErrorCode;
+      errors?: FieldError[];
+      reason?: ConflictReason;
+      id?: number;
+      status?: Status;
+      queue?: string;
+    },
+  );
   readonly name: "DeadLetterError";
   readonly code: ErrorCode;
   /** The rejected fields of a `validation_failed` error; empty for the other codes. */
   readonly errors: readonly FieldError[];
+  /**
+   * Only for `conflict` (absent otherwise): why the transition was refused, as Python's
+   * `ConflictError.reason`.
+   */
+  readonly reason?: ConflictReason;
+  /**
+   * Only for `not_found` and `conflict` (absent otherwise): the id of the message asked for
+   * (`NotFoundError.id` / `ConflictError.id` in Python).
+   */
+  readonly id?: number;
+  /**
+   * Only for a `conflict` with reason `wrong_status` (absent otherwise, including `lease_lost`,
+   * where Python's `ConflictError.status` is None): the message's current status.
+   */
+  readonly status?: Status;
+  /**
+   * Only for `not_found` (absent otherwise): the queue searched (`NotFoundError.queue` in Python).
+   */
+  readonly queue?: string;
 }
+
+/**
+ * Why a `conflict` happened: `wrong_status`, the operation is not allowed from the message's
+ * current status (`status` says which); `lease_lost`, the lease token shown is not the current
+ * one (the lease expired and the message may now be with another worker).
+ */
+export type ConflictReason = "wrong_status" | "lease_lost";
 
 /** A message, as every method returns it: a plain object. */
 export interface Message {
@@ -66,6 +115,12 @@ export interface Message {
   readonly leaseExpiresAt: Date | null;
 }
 
+/**
+ * Options objects (of `open`, `enqueue`, `claim`, `succeed`, `fail`, `list`) take only the keys of
+ * their interface: any other own enumerable key is rejected with a `validation_failed`
+ * `DeadLetterError` whose `errors` has `{ field: <the key>, code: "unknown" }`, before anything is
+ * done. `undefined` or `null` as a value means the default.
+ */
 export interface OpenOptions {
   /**
    * The IndexedDB factory to use; default `globalThis.indexedDB`. It must be of the IndexedDB
@@ -119,7 +174,8 @@ export declare class Queue {
   readonly name: string;
   /**
    * Adds a `pending` message. `payload`: a string of at most `maxPayloadBytes` bytes of UTF-8,
-   * stored verbatim (serialize objects yourself: a Date, an object or a number is rejected).
+   * stored verbatim (serialize objects yourself: a Date, an object or a number is rejected, and
+   * so is a string with an unpaired surrogate, which has no UTF-8 form).
    * Rejects with `validation_failed` or `store`.
    */
   enqueue(payload: string, options?: EnqueueOptions): Promise<Message>;

@@ -196,6 +196,42 @@ async fn claim_skips_delayed_messages_by_their_key() {
     assert_eq!(taken, ["due", "new"], "the delayed one waits");
 }
 
+/// A message without `retryAfter` is due at every instant, also before 1970: its `dueAt` key is
+/// `-Infinity`, not 0 (which a negative clock never reaches).
+#[wasm_bindgen_test]
+async fn claim_takes_messages_created_before_1970() {
+    let store = fresh("negative").await;
+    for now in [-1_000, -315_619_200_000] {
+        let new = NewMessage {
+            queue: "q".into(),
+            payload: format!("at {now}"),
+            max_retries: 3,
+            now,
+        };
+        let inserted = store.insert(new).await.expect("insert");
+        #[allow(clippy::cast_precision_loss)]
+        let id = JsValue::from_f64(inserted.id as f64);
+        let db = store.database().expect("open");
+        let record = connection::transaction(db, TransactionMode::ReadOnly, async |objects| {
+            let req = objects.get(id).map_err(store_error)?;
+            req.await.map_err(store_error)
+        })
+        .await
+        .expect("read")
+        .expect("stored");
+        let due_at = Reflect::get(&record, &"dueAt".into()).expect("dueAt");
+        assert_eq!(due_at.as_f64(), Some(f64::NEG_INFINITY));
+        let take = |m: Message| {
+            Ok(Message {
+                status: Status::Processing,
+                ..m
+            })
+        };
+        let taken = store.claim("q", now, Ok, take).await.expect("claim");
+        assert_eq!(taken.map(|m| m.id), Some(inserted.id), "claimable at {now}");
+    }
+}
+
 /// A database of schema version 1 (`claim` on `[queue, status, createdAt]`, records without
 /// `dueAt`) is upgraded on open: the pending records are claimable, in order, delays respected.
 #[wasm_bindgen_test]
@@ -247,6 +283,28 @@ async fn version_1_databases_are_upgraded() {
     v1.close();
 
     let store = IdbStore::open(&factory, &name).await.expect("upgraded");
+    let db = store.database().expect("open");
+    let due = connection::transaction(db, TransactionMode::ReadOnly, async |objects| {
+        let req = objects.get_all(None, None).map_err(store_error)?;
+        req.await.map_err(store_error)
+    })
+    .await
+    .expect("read");
+    let due: Vec<Option<f64>> = due
+        .iter()
+        .map(|r| {
+            Reflect::get(r, &"dueAt".into())
+                .ok()
+                .and_then(|d| d.as_f64())
+        })
+        .collect();
+    #[allow(clippy::cast_precision_loss)]
+    let expected = [
+        Some((now + 1) as f64),
+        Some(f64::NEG_INFINITY),
+        Some(now as f64),
+    ];
+    assert_eq!(due, expected, "dueAt is retryAfter, or -Infinity when null");
     let take = |m: Message| {
         Ok(Message {
             status: Status::Processing,

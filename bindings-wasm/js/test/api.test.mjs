@@ -219,3 +219,164 @@ test("the codes of the core, the .d.ts and DeadLetterError agree", () => {
   assert.deepEqual(declared, [...CODES]);
   assert.deepEqual([...CODES], ["validation_failed", "not_found", "conflict", "store"]);
 });
+
+test("strings with an unpaired surrogate are type errors, never replaced with U+FFFD", async () => {
+  const MESSAGE = "must be a string, got a string with an unpaired surrogate";
+  const typeError = (err, field) => assert.deepEqual(err.errors, [{ field, code: "type", message: MESSAGE }]);
+  const db = await open(fresh());
+  const q = db.queue("jobs");
+  for (const payload of ["\ud800", "a\udfff", "x\ud83d", "\ude00y", "\udfff\ud800"]) {
+    typeError(await rejects(q.enqueue(payload), "validation_failed"), "payload");
+  }
+  // Well-formed strings, a genuine U+FFFD and a surrogate pair included, are stored verbatim.
+  for (const payload of ["\ufffd", "a\ufffdb", "\ud83d\ude00", "é\u0000"]) {
+    assert.equal((await q.enqueue(payload)).payload, payload);
+  }
+  assert.deepEqual((await q.list()).map((m) => m.payload), ["\ufffd", "a\ufffdb", "\ud83d\ude00", "é\u0000"]);
+  // Queue names: "jobs-\ud800" and "jobs-\udfff" are rejected, not merged into "jobs-\ufffd".
+  for (const name of ["jobs-\ud800", "jobs-\udfff"]) {
+    assert.throws(() => db.queue(name), (e) => e instanceof DeadLetterError && e.code === "validation_failed"
+      && e.errors.length === 1 && e.errors[0].field === "queue" && e.errors[0].code === "type" && e.errors[0].message === MESSAGE);
+  }
+  assert.equal(db.queue("jobs-\ufffd").name, "jobs-\ufffd");
+  const m = await q.claim();
+  typeError(await rejects(q.fail(m.id, "timeout \ud800", { leaseToken: m.leaseToken }), "validation_failed"), "error");
+  typeError(await rejects(q.succeed(m.id, { leaseToken: `${m.leaseToken}\ud800` }), "validation_failed"), "leaseToken");
+  assert.equal((await q.get(m.id)).status, "processing", "nothing changed");
+  const failed = await q.fail(m.id, "bad byte \ufffd", { leaseToken: m.leaseToken });
+  assert.equal(failed.lastError, "bad byte \ufffd");
+  typeError(await rejects(open("db-\ud800"), "validation_failed"), "name");
+  const named = await open(`${fresh()}-\ufffd`);
+  assert.ok(named.name.endsWith("-\ufffd"));
+  named.close();
+  db.close();
+});
+
+test("unknown option keys are rejected with code unknown, and nothing is done", async () => {
+  const db = await open(fresh());
+  const q = db.queue("q");
+  const unknown = async (promise, fields, expected) => {
+    const err = await rejects(promise, "validation_failed");
+    const message = `unknown option; expected one of ${expected}`;
+    assert.deepEqual(err.errors, fields.map((field) => ({ field, code: "unknown", message })));
+    for (const field of fields) assert.match(err.message, new RegExp(`${field}: unknown option`));
+  };
+  await unknown(q.enqueue("a", { maxRetry: 5 }), ["maxRetry"], "maxRetries");
+  await unknown(q.enqueue("a", { maxRetries: 2, delay: 5, priority: 1 }), ["delay", "priority"], "maxRetries");
+  assert.deepEqual(await q.list(), [], "nothing was enqueued");
+  await q.enqueue("a");
+  await unknown(q.claim({ leaseMS: 1000 }), ["leaseMS"], "leaseMs");
+  assert.equal((await q.get(1)).status, "pending", "nothing was claimed");
+  const m = await q.claim({ leaseMs: 1000 });
+  await unknown(q.succeed(m.id, { token: m.leaseToken }), ["token"], "leaseToken");
+  await unknown(q.fail(m.id, "x", { leaseToken: m.leaseToken, retriable: false }), ["retriable"], "leaseToken, retryable");
+  assert.equal((await q.get(m.id)).status, "processing", "neither acked nor failed");
+  const dead = await q.fail(m.id, "x", { leaseToken: m.leaseToken, retryable: false });
+  assert.equal(dead.status, "dead");
+  await unknown(q.list({ state: "dead" }), ["state"], "status, limit, afterId");
+  await unknown(q.list({ limit: 5, after: 1 }), ["after"], "status, limit, afterId");
+  await unknown(open(fresh(), { leaseMS: 5 }), ["leaseMS"], "indexedDB, clock, leaseMs, maxPayloadBytes");
+  await unknown(open(fresh(), { now: () => 0, maxPayloadByte: 10 }), ["now", "maxPayloadByte"], "indexedDB, clock, leaseMs, maxPayloadBytes");
+  // Unknown keys are reported alone, before the other arguments are checked.
+  await unknown(q.enqueue(5, { maxRetries: 99, typo: 1 }), ["typo"], "maxRetries");
+  // Known keys with undefined or null still mean the default; inherited keys are not own keys.
+  assert.equal((await q.enqueue("b", { maxRetries: undefined })).maxRetries, 3);
+  assert.equal((await q.enqueue("c", Object.create({ inherited: 1 }))).maxRetries, 3);
+  assert.deepEqual((await q.list({ status: null, limit: null, afterId: null })).map((x) => x.id), [1, 2, 3]);
+  db.close();
+});
+
+test("a message enqueued before 1970 (negative clock) can be claimed", async () => {
+  let now = -1000;
+  const name = fresh();
+  const db = await open(name, { clock: () => now });
+  const q = db.queue("q");
+  const m = await q.enqueue("old");
+  assert.equal(m.createdAt.getTime(), -1000);
+  assert.equal(m.retryAfter, null);
+  const c = await q.claim({ leaseMs: 100 });
+  assert.equal(c?.id, m.id);
+  assert.equal(c.leaseExpiresAt.getTime(), -900);
+  // A failure backs off into a still negative retryAfter, respected to the millisecond.
+  const f = await q.fail(c.id, "x", { leaseToken: c.leaseToken });
+  assert.equal(f.retryAfter.getTime(), -1000 + backoffMs(1));
+  now = f.retryAfter.getTime() - 1;
+  assert.equal(await q.claim(), null);
+  now += 1;
+  const again = await q.claim();
+  assert.equal(again?.id, m.id);
+  await q.succeed(again.id, { leaseToken: again.leaseToken });
+  // Far before 1970, and across a reopen.
+  now = Date.UTC(1960, 0, 1);
+  await q.enqueue("older");
+  db.close();
+  const reopened = await open(name, { clock: () => now });
+  const older = await reopened.queue("q").claim();
+  assert.equal(older?.payload, "older");
+  reopened.close();
+});
+
+test("not_found and conflict errors carry queue, id, reason and status", async () => {
+  let now = BASE;
+  const db = await open(fresh(), { clock: () => now });
+  const q = db.queue("jobs");
+  const own = (err) => Object.keys(err).filter((k) => ["reason", "id", "status", "queue"].includes(k)).sort();
+
+  const missing = await rejects(q.get(42), "not_found");
+  assert.equal(missing.queue, "jobs");
+  assert.equal(missing.id, 42);
+  assert.deepEqual(own(missing), ["id", "queue"]);
+  assert.equal(missing.reason, undefined);
+  assert.equal(missing.status, undefined);
+  const m = await q.enqueue("a");
+  const elsewhere = await rejects(db.queue("other").replay(m.id), "not_found");
+  assert.deepEqual([elsewhere.queue, elsewhere.id], ["other", m.id]);
+
+  // succeed on a pending message, then on a succeeded one: wrong_status with the current status.
+  const pending = await rejects(q.succeed(m.id), "conflict");
+  assert.deepEqual([pending.reason, pending.id, pending.status], ["wrong_status", m.id, "pending"]);
+  assert.deepEqual(own(pending), ["id", "reason", "status"]);
+  const c = await q.claim({ leaseMs: 1000 });
+  await q.succeed(c.id, { leaseToken: c.leaseToken });
+  const succeeded = await rejects(q.succeed(c.id, { leaseToken: c.leaseToken }), "conflict");
+  assert.deepEqual([succeeded.reason, succeeded.id, succeeded.status], ["wrong_status", c.id, "succeeded"]);
+  const replay = await rejects(q.replay(c.id), "conflict");
+  assert.deepEqual([replay.reason, replay.status], ["wrong_status", "succeeded"]);
+
+  // A lease that ran out and was taken by another worker: lease_lost, no status.
+  const n = await q.enqueue("b");
+  const first = await q.claim({ leaseMs: 1000 });
+  now += 1000; // the lease runs out: the next claim counts it as a failure, with a backoff
+  assert.equal(await q.claim({ leaseMs: 1000 }), null);
+  const expired = await q.get(n.id);
+  assert.deepEqual([expired.status, expired.retryCount], ["pending", 1]);
+  now = expired.retryAfter.getTime();
+  const second = await q.claim({ leaseMs: 1000 });
+  assert.equal(second?.id, n.id);
+  for (const late of [q.succeed(n.id, { leaseToken: first.leaseToken }), q.fail(n.id, "x", { leaseToken: first.leaseToken })]) {
+    const lost = await rejects(late, "conflict");
+    assert.equal(lost.reason, "lease_lost");
+    assert.equal(lost.id, n.id);
+    assert.equal(lost.status, undefined);
+    assert.equal(lost.queue, undefined);
+    assert.deepEqual(own(lost), ["id", "reason"]);
+  }
+
+  // Validation and store errors have none of them.
+  const invalid = await rejects(q.get("1"), "validation_failed");
+  assert.deepEqual(own(invalid), []);
+  db.close();
+  const closed = await rejects(q.get(1), "store");
+  assert.deepEqual(own(closed), []);
+  // The class itself sets only the details it is given.
+  const made = new DeadLetterError("x", { code: "conflict", reason: "lease_lost", id: 3 });
+  assert.deepEqual([made.reason, made.id, "status" in made, "queue" in made], ["lease_lost", 3, false, false]);
+});
+
+test("the FieldError codes of the .d.ts include unknown", () => {
+  const dts = readFileSync(new URL("../index.d.ts", import.meta.url), "utf8");
+  const union = /readonly code: ("type"[^;]+);/.exec(dts)[1];
+  assert.deepEqual([...union.matchAll(/"([a-z_]+)"/g)].map((m) => m[1]), ["type", "empty", "too_long", "too_large", "out_of_range", "invalid", "unknown"]);
+  assert.match(dts, /readonly reason\?: ConflictReason;/);
+  assert.match(dts, /export type ConflictReason = "wrong_status" \| "lease_lost";/);
+});
