@@ -8,7 +8,7 @@ PYLIB := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("L
 export LD_LIBRARY_PATH := $(PYLIB):$(LD_LIBRARY_PATH)
 export PYO3_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: demo test setup python test-rust test-python lint js test-js test-wasm-browser test-browser browser-demo bench-js
+.PHONY: demo test setup python test-rust test-python lint js test-js test-wasm-browser test-browser browser-demo bench-js bench-python
 
 setup:
 	scripts/setup.sh all
@@ -70,3 +70,7 @@ browser-demo: js
 bench-js: js
 	scripts/setup.sh browser
 	node bindings-wasm/tests/browser/bench.mjs 300
+
+## Benchmark, not a test: claim+succeed cost on SQLite as finished and delayed messages pile up.
+bench-python: python
+	$(PY) bindings-python/benches/claim_cost.py

@@ -142,7 +142,7 @@ fn claim_searches_an_index_without_sorting() {
         );
     }
 
-    // And the query does what it says on this data: the first due message of "q" (row 18).
+    // And the query does what it says on this data: the first due message of "q" (id 19).
     let engine = Engine::new(store, limits_default());
     let taken =
         pollster::block_on(engine.claim("q".into(), deadletter::Arg::Null, "tok".into(), now))
