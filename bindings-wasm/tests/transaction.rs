@@ -52,16 +52,21 @@ fn message(id: i64) -> Message {
     .with_id(id)
 }
 
+/// Puts message `id` inside the caller's transaction.
+async fn put_message(objects: &idb::ObjectStore, id: i64) -> Result<(), Error> {
+    let request = objects
+        .put(&to_record(&message(id), true), None)
+        .map_err(store_error)?;
+    request.await.map(drop).map_err(store_error)
+}
+
 #[wasm_bindgen_test]
 async fn awaiting_something_foreign_inside_a_transaction_is_a_store_error_and_writes_nothing() {
     let store = fresh("inactive").await;
     let db = store.database().expect("open");
     let outcome = connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
         sleep(20).await; // the transaction commits (empty) while we wait
-        let req = objects
-            .put(&to_record(&message(1), true), None)
-            .map_err(store_error)?;
-        req.await.map_err(store_error)
+        put_message(objects, 1).await
     })
     .await;
     match outcome {
@@ -80,10 +85,7 @@ async fn a_failing_step_after_a_write_rolls_the_write_back() {
     let db = store.database().expect("open");
     let outcome: Result<(), Error> =
         connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
-            let req = objects
-                .put(&to_record(&message(1), true), None)
-                .map_err(store_error)?;
-            req.await.map_err(store_error)?;
+            put_message(objects, 1).await?;
             Err(Error::Store("a later step failed".into()))
         })
         .await;
@@ -100,10 +102,7 @@ async fn the_same_write_without_a_foreign_await_commits() {
     let store = fresh("active").await;
     let db = store.database().expect("open");
     connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
-        let req = objects
-            .put(&to_record(&message(1), true), None)
-            .map_err(store_error)?;
-        req.await.map_err(store_error)
+        put_message(objects, 1).await
     })
     .await
     .expect("committed");
@@ -325,18 +324,12 @@ async fn a_failing_request_aborts_the_transaction_and_is_a_store_error() {
     let store = fresh("constraint").await;
     let db = store.database().expect("open");
     connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
-        let req = objects
-            .put(&to_record(&message(1), true), None)
-            .map_err(store_error)?;
-        req.await.map_err(store_error)
+        put_message(objects, 1).await
     })
     .await
     .expect("committed");
     let outcome = connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
-        let req = objects
-            .put(&to_record(&message(2), true), None)
-            .map_err(store_error)?;
-        req.await.map_err(store_error)?;
+        put_message(objects, 2).await?;
         // id 1 exists: add fails with ConstraintError.
         let req = objects
             .add(&to_record(&message(1), true), None)
