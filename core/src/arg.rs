@@ -7,9 +7,10 @@
 
 /// One argument value before validation. `Null` stands for both "absent" and "null/None":
 /// optional arguments then take their default, required ones are rejected.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub enum Arg<'a> {
     /// Absent, `None`, `null` or `undefined`.
+    #[default]
     Null,
     /// A boolean.
     Bool(bool),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::{Arg, Engine, Error, Limits, Message, Millis, Store};
+use crate::{Arg, Backoff, Engine, Error, Item, Limits, Message, Millis, Moment, Stats, Store};
 
 /// The clock's origin for every case: 2026-01-01T00:00:00Z in milliseconds.
 pub const BASE: Millis = 1_767_225_600_000;
@@ -98,6 +98,43 @@ pub fn limits(case: &Case) -> Result<Limits, Error> {
     )
 }
 
+/// The backoff policy of a step: its own `args.backoff`, else the case's `options.backoff`, else
+/// the default; the object's keys are `initial_ms`, `multiplier`, `cap_ms`, `jitter`.
+pub fn policy(case: &Case, step: &Value) -> Result<Backoff, Error> {
+    let given = match &step["args"]["backoff"] {
+        Value::Null => &case.body["options"]["backoff"],
+        own => own,
+    };
+    Backoff::new(
+        &arg(&given["initial_ms"]),
+        &arg(&given["multiplier"]),
+        &arg(&given["cap_ms"]),
+        &arg(&given["jitter"]),
+    )
+}
+
+/// The jitter sample every call of the case draws: `options.jitter_sample`, default 0.
+pub fn jitter_sample(case: &Case) -> f64 {
+    case.body["options"]["jitter_sample"].as_f64().unwrap_or(0.0)
+}
+
+/// One item of an `enqueue_many` step (a bare string is a payload), or the arguments of an
+/// `enqueue` step.
+pub fn item(value: &Value) -> Item<'_> {
+    match value {
+        Value::Object(_) => Item {
+            payload: arg(&value["payload"]),
+            max_retries: arg(&value["max_retries"]),
+            idempotency_key: arg(&value["idempotency_key"]),
+            delay_ms: arg(&value["delay_ms"]),
+        },
+        other => Item {
+            payload: arg(other),
+            ..Item::default()
+        },
+    }
+}
+
 /// Runs one case on the engine (fresh and empty, opened with [`limits`]); `Err` says which step
 /// went wrong and how.
 pub async fn run<S: Store>(case: &Case, engine: &Engine<S>) -> Result<(), String> {
@@ -108,70 +145,225 @@ pub async fn run<S: Store>(case: &Case, engine: &Engine<S>) -> Result<(), String
         if let Some(next) = step.get("at") {
             at = next.as_i64().ok_or("`at` must be an integer")?;
         }
-        let now = BASE + at;
-        let args = resolve(&step["args"], &tokens)?;
-        let a = |name: &str| arg(&args[name]);
-        let token = format!("token-{}", tokens.len());
         let op = step["op"].as_str().unwrap_or_default();
-        let outcome: Result<Value, Error> = match op {
-            "enqueue" => engine
-                .enqueue(a("queue"), a("payload"), a("max_retries"), now)
+        let times = step.get("times").map_or(Some(1), Value::as_u64).ok_or("bad `times`")?;
+        for _ in 0..times {
+            run_step(case, engine, step, BASE + at, &mut tokens)
                 .await
-                .map(to_json),
-            "claim" => engine
-                .claim(a("queue"), a("lease_ms"), token, now)
-                .await
-                .map(|m| {
-                    if let Some(m) = &m {
-                        tokens.push(m.lease_token.clone().unwrap_or_default());
-                    }
-                    m.map_or(Value::Null, to_json)
-                }),
-            "succeed" => engine
+                .map_err(|why| format!("step {index} ({op}): {why}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs one step at `now` and checks its `expect` and `died`.
+async fn run_step<S: Store>(
+    case: &Case,
+    engine: &Engine<S>,
+    step: &Value,
+    now: Millis,
+    tokens: &mut Vec<String>,
+) -> Result<(), String> {
+    let args = resolve(&step["args"], tokens)?;
+    let op = step["op"].as_str().unwrap_or_default();
+    let mut died: Vec<Message> = Vec::new();
+    let drawn = tokens.len();
+    let mut fresh = 0;
+    let next_token = || {
+        fresh += 1;
+        format!("token-{}", drawn + fresh - 1)
+    };
+    let outcome = match policy(case, step) {
+        Err(err) => Err(err),
+        Ok(policy) => {
+            let moment = Moment {
+                policy: &policy,
+                sample: jitter_sample(case),
+                now,
+            };
+            match step_outcome(engine, op, &args, next_token, moment, &mut died).await {
+                Err(StepError::Unknown) => return Err(format!("unknown op {op:?}")),
+                Err(StepError::Core(err)) => Err(err),
+                Ok(value) => Ok(value),
+            }
+        }
+    };
+    if let (Ok(value), "claim" | "claim_many") = (&outcome, op) {
+        let claimed = value.as_array().cloned().unwrap_or_else(|| vec![value.clone()]);
+        for m in claimed.iter().filter(|m| !m.is_null()) {
+            tokens.push(m["lease_token"].as_str().unwrap_or_default().to_owned());
+        }
+    }
+    let expect = resolve(&step["expect"], tokens)?;
+    check(&expect, outcome)?;
+    if let Some(want) = step.get("died") {
+        let got = Value::Array(died.iter().map(|m| json!(m.id)).collect());
+        if want != &got {
+            return Err(format!("expected deaths {want}, got {got}"));
+        }
+    }
+    Ok(())
+}
+
+enum StepError {
+    Unknown,
+    Core(Error),
+}
+
+impl From<Error> for StepError {
+    fn from(err: Error) -> Self {
+        Self::Core(err)
+    }
+}
+
+/// Runs one step's operation; the messages it made dead go to `died`.
+async fn step_outcome<S: Store>(
+    engine: &Engine<S>,
+    op: &str,
+    args: &Value,
+    tokens: impl FnMut() -> String,
+    at: Moment<'_>,
+    died: &mut Vec<Message>,
+) -> Result<Value, StepError> {
+    let a = |name: &str| arg(&args[name]);
+    let now = at.now;
+    let messages = |ms: Vec<Message>| Value::Array(ms.into_iter().map(to_json).collect());
+    let value = match op {
+        "queue" => crate::validate::queue_name(&a("queue")).map(|_| Value::Null)?,
+        "enqueue" => to_json(engine.enqueue(a("queue"), &item(args), now).await?),
+        "enqueue_many" => {
+            let items: Vec<Item<'_>> = match &args["items"] {
+                Value::Array(items) => items.iter().map(item).collect(),
+                _ => return Err(StepError::Unknown),
+            };
+            messages(engine.enqueue_many(a("queue"), &items, now).await?)
+        }
+        "claim" => {
+            let out = engine.claim(a("queue"), a("lease_ms"), tokens, at).await?;
+            died.extend(out.dead);
+            out.value.map_or(Value::Null, to_json)
+        }
+        "claim_many" => {
+            let out = engine
+                .claim_many(a("queue"), a("n"), a("lease_ms"), tokens, at)
+                .await?;
+            died.extend(out.dead);
+            messages(out.value)
+        }
+        "reap" => {
+            let out = engine.reap(a("queue"), at).await?;
+            died.extend(out.dead);
+            json!({ "count": out.value })
+        }
+        "succeed" => to_json(
+            engine
                 .succeed(a("queue"), a("id"), a("lease_token"), now)
-                .await
-                .map(to_json),
-            "fail" => engine
+                .await?,
+        ),
+        "fail" => {
+            let out = engine
                 .fail(
                     a("queue"),
                     a("id"),
                     a("error"),
                     a("lease_token"),
                     a("retryable"),
+                    at,
+                )
+                .await?;
+            died.extend(out.dead);
+            to_json(out.value)
+        }
+        "extend" => to_json(
+            engine
+                .extend(a("queue"), a("id"), a("lease_token"), a("lease_ms"), now)
+                .await?,
+        ),
+        "replay" => to_json(engine.replay(a("queue"), a("id"), now).await?),
+        "replay_all" => {
+            let n = engine
+                .replay_all(
+                    a("queue"),
+                    a("error_contains"),
+                    relative(a("dead_before")),
+                    relative(a("dead_after")),
+                    a("limit"),
                     now,
                 )
-                .await
-                .map(to_json),
-            "replay" => engine.replay(a("queue"), a("id"), now).await.map(to_json),
-            "get" => engine.get(a("queue"), a("id")).await.map(to_json),
-            "list" => engine
+                .await?;
+            json!({ "count": n })
+        }
+        "purge" => {
+            let n = engine
+                .purge(a("queue"), a("status"), a("older_than_ms"), now)
+                .await?;
+            json!({ "count": n })
+        }
+        "delete" => to_json(engine.delete(a("queue"), a("id")).await?),
+        "stats" => stats_json(&engine.stats(a("queue"), now).await?),
+        "queues" => Value::Array(engine.queues(now).await?.iter().map(stats_json).collect()),
+        "get" => to_json(engine.get(a("queue"), a("id")).await?),
+        "list" => messages(
+            engine
                 .list(a("queue"), a("status"), a("limit"), a("after_id"))
-                .await
-                .map(|ms| Value::Array(ms.into_iter().map(to_json).collect())),
-            "backoff" => crate::backoff(&a("retry_count")).map(|ms| json!({ "delay_ms": ms })),
-            other => return Err(format!("step {index}: unknown op {other:?}")),
-        };
-        let expect = resolve(&step["expect"], &tokens)?;
-        check(&expect, outcome).map_err(|why| format!("step {index} ({op}): {why}"))?;
-    }
-    Ok(())
+                .await?,
+        ),
+        "backoff" => json!({ "delay_ms": crate::backoff(&a("retry_count"))? }),
+        _ => return Err(StepError::Unknown),
+    };
+    Ok(value)
 }
 
-/// A message as the cases write it: snake_case fields, timestamps relative to [`BASE`].
+/// An instant argument written relative to [`BASE`] (as every timestamp of the cases is), made
+/// absolute; other values pass unchanged.
+fn relative(value: Arg<'_>) -> Arg<'_> {
+    match value {
+        Arg::Int(ms) => ms.checked_add(BASE).map_or(Arg::BigInt, Arg::Int),
+        other => other,
+    }
+}
+
+/// The fields of a message that are instants (written relative to [`BASE`] in the cases).
+pub const INSTANTS: [&str; 7] = [
+    "retry_after",
+    "created_at",
+    "updated_at",
+    "lease_expires_at",
+    "first_failed_at",
+    "dead_at",
+    "replayed_at",
+];
+
+/// A message as the cases write it: snake_case fields, timestamps relative to [`BASE`] (also the
+/// `at` of each `errors` entry).
 ///
 /// # Panics
 /// Never: a [`Message`] always serializes.
 pub fn to_json(message: Message) -> Value {
     let mut value = serde_json::to_value(message).expect("a message serializes");
-    for field in [
-        "retry_after",
-        "created_at",
-        "updated_at",
-        "lease_expires_at",
-    ] {
+    for field in INSTANTS {
         if let Some(ms) = value[field].as_i64() {
             value[field] = json!(ms - BASE);
         }
+    }
+    if let Some(errors) = value["errors"].as_array_mut() {
+        for entry in errors {
+            if let Some(ms) = entry["at"].as_i64() {
+                entry["at"] = json!(ms - BASE);
+            }
+        }
+    }
+    value
+}
+
+/// Queue statistics as the cases write them (`next_due_at` relative to [`BASE`], ages in ms).
+///
+/// # Panics
+/// Never: [`Stats`] always serializes.
+pub fn stats_json(stats: &Stats) -> Value {
+    let mut value = serde_json::to_value(stats).expect("stats serialize");
+    if let Some(ms) = value["next_due_at"].as_i64() {
+        value["next_due_at"] = json!(ms - BASE);
     }
     value
 }
@@ -185,7 +377,7 @@ pub fn check(expect: &Value, outcome: Result<Value, Error>) -> Result<(), String
             }
             match expect.get("fields") {
                 Some(fields) => {
-                    let mut want: Vec<(String, String)> = fields
+                    let mut want: Vec<(String, String, Option<u64>)> = fields
                         .as_array()
                         .into_iter()
                         .flatten()
@@ -193,13 +385,20 @@ pub fn check(expect: &Value, outcome: Result<Value, Error>) -> Result<(), String
                             (
                                 f["field"].as_str().unwrap_or_default().into(),
                                 f["code"].as_str().unwrap_or_default().into(),
+                                f["index"].as_u64(),
                             )
                         })
                         .collect();
-                    let mut got: Vec<(String, String)> = err
+                    let mut got: Vec<(String, String, Option<u64>)> = err
                         .field_errors()
                         .iter()
-                        .map(|f| (f.field.into(), f.code.into()))
+                        .map(|f| {
+                            (
+                                f.field.into(),
+                                f.code.into(),
+                                f.index.and_then(|i| u64::try_from(i).ok()),
+                            )
+                        })
                         .collect();
                     want.sort();
                     got.sort();
@@ -233,6 +432,17 @@ pub fn check(expect: &Value, outcome: Result<Value, Error>) -> Result<(), String
                 want.iter().zip(got).try_for_each(|(w, g)| matches(w, g))
             } else if let Some(want) = expect.get("delay_ms") {
                 matches(&json!({ "delay_ms": want }), &value)
+            } else if let Some(want) = expect.get("count") {
+                matches(&json!({ "count": want }), &value)
+            } else if let Some(want) = expect.get("stats") {
+                matches(want, &value)
+            } else if let Some(want) = expect.get("queues") {
+                let (want, got) = (want.as_array().ok_or("`queues` must be a list")?, value.as_array());
+                let got = got.ok_or_else(|| format!("expected a list, got {value}"))?;
+                if want.len() != got.len() {
+                    return Err(format!("expected {} queues, got {}: {value}", want.len(), got.len()));
+                }
+                want.iter().zip(got).try_for_each(|(w, g)| matches(w, g))
             } else {
                 Ok(())
             }
@@ -261,7 +471,8 @@ fn matches(want: &Value, got: &Value) -> Result<(), String> {
     }
 }
 
-/// Replaces `{"$token": k}` and `{"$repeat": [s, n]}` by the strings they stand for.
+/// Replaces `{"$token": k}` and `{"$repeat": [s, n]}` by the strings they stand for, and
+/// `{"$list": [v, n]}` by a list of `n` copies of `v`.
 pub fn resolve(value: &Value, tokens: &[String]) -> Result<Value, String> {
     Ok(match value {
         Value::Object(map) if map.contains_key("$token") => {
@@ -275,6 +486,14 @@ pub fn resolve(value: &Value, tokens: &[String]) -> Result<Value, String> {
                     .ok_or_else(|| format!("no claim #{k} yet"))?
                     .clone(),
             )
+        }
+        Value::Object(map) if map.contains_key("$list") => {
+            let (item, n) = (&map["$list"][0], &map["$list"][1]);
+            let n = n
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or("bad $list count")?;
+            Value::Array(vec![resolve(item, tokens)?; n])
         }
         Value::Object(map) if map.contains_key("$repeat") => {
             let (s, n) = (&map["$repeat"][0], &map["$repeat"][1]);

@@ -10,10 +10,24 @@ pub const CODES: [&str; 4] = ["validation_failed", "not_found", "conflict", "sto
 pub struct FieldError {
     /// The argument's name in the core's terms (`queue`, `payload`, `max_retries`, `lease_ms`, ...).
     pub field: &'static str,
-    /// `type`, `empty`, `too_long`, `too_large`, `out_of_range` or `invalid`.
+    /// `type`, `empty`, `too_long`, `too_large`, `out_of_range`, `invalid` or `unknown`.
     pub code: &'static str,
     /// What was wrong, for humans; not stable.
     pub message: String,
+    /// For `enqueue_many`: the position of the rejected item in the batch (0-based).
+    pub index: Option<usize>,
+}
+
+impl FieldError {
+    /// A rejected argument that is not part of a batch item.
+    pub fn new(field: &'static str, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            field,
+            code,
+            message: message.into(),
+            index: None,
+        }
+    }
 }
 
 /// Why a transition was refused.
@@ -25,7 +39,7 @@ pub enum Conflict {
         id: Id,
         /// Its current status.
         status: Status,
-        /// The refused operation (`claim`, `succeed`, `fail`, `replay`).
+        /// The refused operation (`claim`, `succeed`, `fail`, `extend`, `replay`, `delete`).
         operation: &'static str,
     },
     /// The lease token shown is not the message's current one: the lease expired and the message
@@ -105,7 +119,10 @@ impl Error {
 fn describe(errors: &[FieldError]) -> String {
     let parts: Vec<String> = errors
         .iter()
-        .map(|e| format!("{}: {}", e.field, e.message))
+        .map(|e| match e.index {
+            Some(i) => format!("items[{i}].{}: {}", e.field, e.message),
+            None => format!("{}: {}", e.field, e.message),
+        })
         .collect();
     parts.join("; ")
 }

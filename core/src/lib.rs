@@ -22,26 +22,32 @@
 //!
 //! ## Example
 //! ```
-//! use deadletter::{Arg, Engine, Limits, MemoryStore, Status};
+//! use deadletter::{Arg, Backoff, Engine, Item, Limits, MemoryStore, Moment, Status};
 //!
 //! let db = Engine::new(MemoryStore::new(), Limits::default());
+//! let policy = Backoff::default(); // min(2^n, 3600) s after the n-th failure
 //! pollster::block_on(async {
 //!     let now = 1_767_225_600_000; // 2026-01-01T00:00:00Z in ms
-//!     let m = db.enqueue("emails".into(), r#"{"to":"alice"}"#.into(), Arg::Int(2), now).await?;
-//!     let c = db.claim("emails".into(), Arg::Null, "token-1".into(), now).await?.unwrap();
-//!     let f = db.fail("emails".into(), c.id.into(), "SMTP timeout".into(), "token-1".into(), Arg::Null, now).await?;
-//!     assert_eq!((f.status, f.retry_after), (Status::Pending, Some(now + 2_000)));
-//!     let c = db.claim("emails".into(), Arg::Null, "token-2".into(), now + 2_000).await?.unwrap();
-//!     let dead = db.fail("emails".into(), c.id.into(), "SMTP timeout".into(), Arg::Null, Arg::Null, now + 2_000).await?;
-//!     assert_eq!(dead.status, Status::Dead);
+//!     let at = |now| Moment { policy: &policy, sample: 0.0, now };
+//!     let job = Item { payload: r#"{"to":"alice"}"#.into(), max_retries: Arg::Int(2), ..Item::default() };
+//!     let m = db.enqueue("emails".into(), &job, now).await?;
+//!     let token = || "token-1".to_owned();
+//!     let c = db.claim("emails".into(), Arg::Null, token, at(now)).await?.value.unwrap();
+//!     let f = db.fail("emails".into(), c.id.into(), "SMTP timeout".into(), "token-1".into(), Arg::Null, at(now)).await?;
+//!     assert_eq!((f.value.status, f.value.retry_after), (Status::Pending, Some(now + 2_000)));
+//!     let c = db.claim("emails".into(), Arg::Null, || "token-2".into(), at(now + 2_000)).await?.value.unwrap();
+//!     let dead = db.fail("emails".into(), c.id.into(), "SMTP timeout".into(), Arg::Null, Arg::Null, at(now + 2_000)).await?;
+//!     assert_eq!(dead.value.status, Status::Dead);
+//!     assert_eq!(dead.dead.len(), 1); // what the dead-letter callbacks are told
 //!     let back = db.replay("emails".into(), m.id.into(), now + 3_000).await?;
-//!     assert_eq!((back.status, back.retry_count), (Status::Pending, 0));
+//!     assert_eq!((back.status, back.retry_count, back.errors.len()), (Status::Pending, 0, 2));
 //!     Ok::<_, deadletter::Error>(())
 //! })?;
 //! # Ok::<_, deadletter::Error>(())
 //! ```
 
 mod arg;
+pub mod backoff;
 mod engine;
 mod error;
 pub mod machine;
@@ -54,9 +60,11 @@ pub mod validate;
 pub mod conformance;
 
 pub use arg::Arg;
-pub use engine::{Engine, backoff};
+pub use backoff::{Backoff, Jitter};
+pub use engine::{BATCH, Engine, Item, Outcome, Stats, backoff};
 pub use error::{CODES, Conflict, Error, FieldError, Result};
 pub use memory::MemoryStore;
-pub use message::{Id, Message, Millis, NewMessage, Status};
-pub use store::{ListQuery, Store, apply_step};
+pub use machine::Moment;
+pub use message::{FailedAttempt, Id, Message, Millis, NewMessage, Status};
+pub use store::{Claimed, Counts, Filter, ListQuery, Store, apply_step, count};
 pub use validate::Limits;

@@ -1,30 +1,32 @@
 //! The message state machine: pure functions from (message, event, now) to the next message.
 //! Stores call them inside their atomic read-modify-write; nothing here does I/O or reads a clock.
 
+use crate::backoff::Backoff;
 use crate::error::{Conflict, Error, Result};
-use crate::message::{Message, Millis, Status};
+use crate::message::{FailedAttempt, Message, Millis, Status};
+use crate::validate::later;
 
-/// Longest backoff: one hour.
-pub const MAX_BACKOFF_MS: Millis = 3_600_000;
 /// Longest stored `last_error`, in bytes; the rest is replaced by a marker (see [`truncate_error`]).
 pub const MAX_ERROR_BYTES: usize = 64 * 1024;
 /// The error recorded when a lease runs out before the worker acked or failed.
 pub const LEASE_EXPIRED: &str = "lease expired";
+/// How many failed attempts a message's history ([`Message::errors`]) keeps: the most recent.
+pub const MAX_HISTORY: usize = 20;
 
-/// Delay before the next attempt after the `retry_count`-th failure: `min(2^retry_count, 3600)`
-/// seconds, in milliseconds. Defined for every count (no shift overflow: `2^12 s` already exceeds
-/// the cap).
+/// Delay before the next attempt after the `retry_count`-th failure under the default policy:
+/// `min(2^retry_count, 3600)` seconds, in milliseconds. Defined for every count.
 pub fn backoff_ms(retry_count: u32) -> Millis {
-    if retry_count >= 12 {
-        MAX_BACKOFF_MS
-    } else {
-        (1_000 << retry_count).min(MAX_BACKOFF_MS)
-    }
+    Backoff::default().delay_ms(retry_count, 0.0)
 }
 
 /// Whether a `pending` message may be claimed at `now`.
 pub fn is_due(message: &Message, now: Millis) -> bool {
     message.status == Status::Pending && message.retry_after.is_none_or(|at| at <= now)
+}
+
+/// Whether a `pending` message is still waiting for its backoff or enqueue delay at `now`.
+pub fn is_delayed(message: &Message, now: Millis) -> bool {
+    message.status == Status::Pending && message.retry_after.is_some_and(|at| at > now)
 }
 
 /// Whether a `processing` message's lease has run out at `now`.
@@ -46,8 +48,8 @@ pub fn truncate_error(error: &str) -> String {
     format!("{}…[truncated {} bytes]", &error[..end], error.len() - end)
 }
 
-fn require(message: &Message, status: Status, operation: &'static str) -> Result<()> {
-    if message.status == status {
+fn require(message: &Message, allowed: &[Status], operation: &'static str) -> Result<()> {
+    if allowed.contains(&message.status) {
         Ok(())
     } else {
         Err(Error::Conflict(Conflict::WrongStatus {
@@ -67,17 +69,19 @@ fn check_lease(message: &Message, lease_token: Option<&str>) -> Result<()> {
     }
 }
 
-/// `pending` (and due) -> `processing`, holding `lease_token` until `now + lease_ms`.
+/// `pending` (and due) -> `processing`, holding `lease_token` until `now + lease_ms`. Clears
+/// `retry_after`: the backoff is over.
 pub fn claim(
     mut message: Message,
     now: Millis,
     lease_ms: Millis,
     lease_token: String,
 ) -> Result<Message> {
-    require(&message, Status::Pending, "claim")?;
+    require(&message, &[Status::Pending], "claim")?;
+    message.lease_expires_at = Some(later(now, lease_ms)?);
     message.status = Status::Processing;
     message.lease_token = Some(lease_token);
-    message.lease_expires_at = Some(now + lease_ms);
+    message.retry_after = None;
     message.updated_at = now;
     Ok(message)
 }
@@ -85,7 +89,7 @@ pub fn claim(
 /// `processing` -> `succeeded` (the ack). A `lease_token` that is not the current one is a
 /// lost lease; `None` skips the check.
 pub fn succeed(mut message: Message, lease_token: Option<&str>, now: Millis) -> Result<Message> {
-    require(&message, Status::Processing, "succeed")?;
+    require(&message, &[Status::Processing], "succeed")?;
     check_lease(&message, lease_token)?;
     message.status = Status::Succeeded;
     message.lease_token = None;
@@ -94,47 +98,117 @@ pub fn succeed(mut message: Message, lease_token: Option<&str>, now: Millis) -> 
     Ok(message)
 }
 
-/// `processing` -> `pending` after [`backoff_ms`], or -> `dead` once `retry_count` reaches
-/// `max_retries` or when `retryable` is false (a permanent failure).
+/// The heartbeat: a `processing` message's lease now runs until `now + lease_ms`. The token must
+/// be the current one (else the lease was lost). A lease that ran out but was not reaped yet can
+/// still be extended, as it can still be acked.
+pub fn extend(mut message: Message, lease_token: &str, lease_ms: Millis, now: Millis) -> Result<Message> {
+    require(&message, &[Status::Processing], "extend")?;
+    check_lease(&message, Some(lease_token))?;
+    message.lease_expires_at = Some(later(now, lease_ms)?);
+    message.updated_at = now;
+    Ok(message)
+}
+
+/// The instant of an operation that may reschedule messages, with what a failure then needs:
+/// the queue's backoff policy and the jitter sample the binding drew.
+#[derive(Debug, Clone, Copy)]
+pub struct Moment<'a> {
+    /// The queue's backoff policy.
+    pub policy: &'a Backoff,
+    /// The jitter sample in `[0, 1)` (ignored by a policy without jitter).
+    pub sample: f64,
+    /// The instant, UTC milliseconds.
+    pub now: Millis,
+}
+
+impl Moment<'_> {
+    /// The same moment with the sample of the `index`-th message of a batch
+    /// (see [`Backoff::spread`]).
+    #[must_use]
+    pub fn nth(self, index: usize) -> Self {
+        Self {
+            sample: Backoff::spread(self.sample, index),
+            ..self
+        }
+    }
+}
+
+/// `processing` -> `pending` after the policy's backoff, or -> `dead` once `retry_count` reaches
+/// `max_retries` or when `retryable` is false (a permanent failure). Records the attempt in the
+/// history (at most [`MAX_HISTORY`] entries, the dropped ones counted) and the first failure time.
 pub fn fail(
     mut message: Message,
     error: &str,
     lease_token: Option<&str>,
     retryable: bool,
-    now: Millis,
+    at: Moment<'_>,
 ) -> Result<Message> {
-    require(&message, Status::Processing, "fail")?;
+    let Moment {
+        policy,
+        sample,
+        now,
+    } = at;
+    require(&message, &[Status::Processing], "fail")?;
     check_lease(&message, lease_token)?;
     message.retry_count = message.retry_count.saturating_add(1);
-    message.last_error = Some(truncate_error(error));
+    let dead = !retryable || message.retry_count >= message.max_retries;
+    message.retry_after = if dead {
+        None
+    } else {
+        Some(later(now, policy.delay_ms(message.retry_count, sample))?)
+    };
+    let error = truncate_error(error);
+    message.errors.push(FailedAttempt {
+        attempt: message.attempts_failed().saturating_add(1),
+        error: error.clone(),
+        at: now,
+    });
+    if message.errors.len() > MAX_HISTORY {
+        let excess = message.errors.len() - MAX_HISTORY;
+        message.errors.drain(..excess);
+        message.errors_dropped = message
+            .errors_dropped
+            .saturating_add(u32::try_from(excess).unwrap_or(u32::MAX));
+    }
+    message.first_failed_at.get_or_insert(now);
+    message.last_error = Some(error);
     message.lease_token = None;
     message.lease_expires_at = None;
     message.updated_at = now;
-    if !retryable || message.retry_count >= message.max_retries {
+    if dead {
         message.status = Status::Dead;
-        message.retry_after = None;
+        message.dead_at = Some(now);
     } else {
         message.status = Status::Pending;
-        message.retry_after = Some(now + backoff_ms(message.retry_count));
     }
     Ok(message)
 }
 
 /// A lease that ran out counts as a failed attempt with the error [`LEASE_EXPIRED`], under the
 /// same rules as [`fail`], so a worker that crashes every time cannot loop past `max_retries`.
-pub fn expire_lease(message: Message, now: Millis) -> Result<Message> {
-    fail(message, LEASE_EXPIRED, None, true, now)
+pub fn expire_lease(message: Message, at: Moment<'_>) -> Result<Message> {
+    fail(message, LEASE_EXPIRED, None, true, at)
 }
 
-/// `dead` -> `pending` (redrive): `retry_count` 0, no error, no backoff; `max_retries` kept.
+/// `dead` -> `pending` (redrive): `retry_count` 0, no last error, no backoff, claimable now;
+/// `max_retries` and the failure history are kept, `replay_count` grows.
 pub fn replay(mut message: Message, now: Millis) -> Result<Message> {
-    require(&message, Status::Dead, "replay")?;
+    require(&message, &[Status::Dead], "replay")?;
     message.status = Status::Pending;
     message.retry_count = 0;
     message.last_error = None;
     message.retry_after = None;
+    message.dead_at = None;
+    message.replay_count = message.replay_count.saturating_add(1);
+    message.replayed_at = Some(now);
     message.updated_at = now;
     Ok(message)
+}
+
+/// Whether `message` may be deleted: only finished messages (`succeeded` or `dead`); anything
+/// else is a `conflict` (a live message is never deleted from under its worker).
+pub fn deletable(message: &Message) -> Result<()> {
+    require(message, &[Status::Succeeded, Status::Dead], "delete")
 }
 
 #[cfg(test)]
@@ -151,7 +225,7 @@ mod tests {
             ]
         );
         for huge in [63, 64, 65, 1000, u32::MAX] {
-            assert_eq!(backoff_ms(huge), MAX_BACKOFF_MS, "count {huge}");
+            assert_eq!(backoff_ms(huge), 3_600_000, "count {huge}");
         }
     }
 

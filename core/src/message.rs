@@ -53,6 +53,18 @@ impl std::fmt::Display for Status {
     }
 }
 
+/// One failed attempt in a message's history ([`Message::errors`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedAttempt {
+    /// Which failed attempt this was, counting every failure of the message since it was
+    /// enqueued, across replays: 1 for the first.
+    pub attempt: u32,
+    /// The error reported (truncated past 64 KiB), or `lease expired`.
+    pub error: String,
+    /// When the failure was recorded.
+    pub at: Millis,
+}
+
 /// One message with everything the queue knows about it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
@@ -68,18 +80,46 @@ pub struct Message {
     pub retry_count: u32,
     /// Attempts allowed before the message is dead (1..=10).
     pub max_retries: u32,
-    /// For a `pending` message after a failure: not claimable before this instant.
+    /// Set exactly while the message is `pending` in backoff (after a failure, or enqueued with a
+    /// delay): not claimable before this instant. Cleared by claim and replay.
     pub retry_after: Option<Millis>,
-    /// The error of the last failed attempt (truncated past 64 KiB).
+    /// The error of the last failed attempt (truncated past 64 KiB); cleared by replay.
     pub last_error: Option<String>,
     /// When it was enqueued.
     pub created_at: Millis,
     /// When it last changed.
     pub updated_at: Millis,
-    /// While `processing`: the token the worker must show to ack or fail.
+    /// While `processing`: the token the worker must show to ack, fail or extend.
     pub lease_token: Option<String>,
     /// While `processing`: when the lease (visibility timeout) runs out.
     pub lease_expires_at: Option<Millis>,
+    /// The producer's idempotency key: within a queue, at most one stored message carries it.
+    pub idempotency_key: Option<String>,
+    /// When the first failed attempt was recorded; never changed afterwards (replay keeps it).
+    pub first_failed_at: Option<Millis>,
+    /// When it last became dead; `None` unless `dead`.
+    pub dead_at: Option<Millis>,
+    /// The failure history, oldest first: the last [`crate::machine::MAX_HISTORY`] failed
+    /// attempts. Replay keeps it.
+    pub errors: Vec<FailedAttempt>,
+    /// How many older entries were dropped from `errors` to keep it bounded.
+    pub errors_dropped: u32,
+    /// How many times it was replayed from the dead-letter queue.
+    pub replay_count: u32,
+    /// When it was last replayed.
+    pub replayed_at: Option<Millis>,
+    /// Not stored: on the result of an enqueue, `true` when a stored message already carried the
+    /// idempotency key and was returned instead of inserting a new one; `false` everywhere else.
+    #[serde(default)]
+    pub deduplicated: bool,
+}
+
+impl Message {
+    /// Every failed attempt so far, across replays: the entries kept plus those dropped.
+    pub fn attempts_failed(&self) -> u32 {
+        let kept = u32::try_from(self.errors.len()).unwrap_or(u32::MAX);
+        self.errors_dropped.saturating_add(kept)
+    }
 }
 
 /// A message about to be inserted: everything but the id, which the store assigns.
@@ -91,6 +131,10 @@ pub struct NewMessage {
     pub payload: String,
     /// See [`Message::max_retries`].
     pub max_retries: u32,
+    /// See [`Message::idempotency_key`].
+    pub idempotency_key: Option<String>,
+    /// Not claimable before this instant (an enqueue delay), when set.
+    pub retry_after: Option<Millis>,
     /// Enqueue instant; becomes both `created_at` and `updated_at`.
     pub now: Millis,
 }
@@ -105,12 +149,20 @@ impl NewMessage {
             status: Status::Pending,
             retry_count: 0,
             max_retries: self.max_retries,
-            retry_after: None,
+            retry_after: self.retry_after,
             last_error: None,
             created_at: self.now,
             updated_at: self.now,
             lease_token: None,
             lease_expires_at: None,
+            idempotency_key: self.idempotency_key,
+            first_failed_at: None,
+            dead_at: None,
+            errors: Vec::new(),
+            errors_dropped: 0,
+            replay_count: 0,
+            replayed_at: None,
+            deduplicated: false,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::arg::Arg;
 use crate::error::{Error, FieldError, Result};
-use crate::message::{Id, Status};
+use crate::message::{Id, Millis, Status};
 
 /// Longest queue name, in characters.
 pub const MAX_QUEUE_CHARS: usize = 255;
@@ -22,6 +22,21 @@ pub const MAX_PAYLOAD_LIMIT: i64 = 64 << 20;
 pub const LIST_LIMIT_RANGE: (i64, i64) = (1, 1000);
 /// Default `list` page size.
 pub const DEFAULT_LIST_LIMIT: i64 = 100;
+/// Longest idempotency key, in characters.
+pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 255;
+/// Longest enqueue delay and backoff: 30 days, in milliseconds.
+pub const MAX_DELAY_MS: i64 = 30 * 86_400_000;
+/// Most messages in one `enqueue_many`.
+pub const MAX_BATCH: usize = 1000;
+/// Most messages in one `claim_many`.
+pub const MAX_CLAIM_MANY: i64 = 100;
+/// The earliest instant a message can hold: 0001-01-01T00:00:00Z in UTC milliseconds (Python's
+/// `datetime.min`; JavaScript's `Date` reaches further).
+pub const MIN_TIME: Millis = -62_135_596_800_000;
+/// The latest instant a message can hold: 9999-12-31T23:59:59.999Z (Python's `datetime.max`,
+/// to the millisecond). Every stored timestamp, and so every `now` and every instant derived from
+/// it (`now + lease`, `now + backoff`, `now + delay`), is within [`MIN_TIME`]..=[`MAX_TIME`].
+pub const MAX_TIME: Millis = 253_402_300_799_999;
 
 /// Collects field errors while arguments are read.
 #[derive(Default)]
@@ -35,7 +50,97 @@ impl Check {
             field,
             code,
             message,
+            index: None,
         });
+    }
+
+    /// Marks every field error added from `from` on as belonging to batch item `index`.
+    pub(crate) fn tag_item(&mut self, from: usize, index: usize) {
+        for error in &mut self.errors[from..] {
+            error.index = Some(index);
+        }
+    }
+
+    /// How many field errors were collected so far.
+    pub(crate) fn len(&self) -> usize {
+        self.errors.len()
+    }
+
+    /// The clock's `now`: within [`MIN_TIME`]..=[`MAX_TIME`].
+    pub(crate) fn now(&mut self, now: Millis) {
+        if !(MIN_TIME..=MAX_TIME).contains(&now) {
+            self.reject("clock", "out_of_range", clock_message(now));
+        }
+    }
+
+    /// A number (integer or float) in `range`, or `default` when `Null`.
+    pub(crate) fn number(
+        &mut self,
+        field: &'static str,
+        arg: &Arg<'_>,
+        (min, max): (f64, f64),
+        default: f64,
+    ) -> f64 {
+        #[allow(clippy::cast_precision_loss)] // a range check: rounding is harmless
+        let value = match *arg {
+            Arg::Null => return default,
+            Arg::Int(n) => n as f64,
+            Arg::BigInt => f64::INFINITY,
+            Arg::Float(f) if !f.is_nan() => f,
+            ref other => {
+                self.wrong_type(field, "a number", other);
+                return default;
+            }
+        };
+        if (min..=max).contains(&value) {
+            value
+        } else {
+            self.reject(field, "out_of_range", format!("must be between {min} and {max}"));
+            default
+        }
+    }
+
+    /// A string naming one of `choices`, or `default` when `Null`; anything else is `invalid`.
+    pub(crate) fn one_of<T: Copy>(
+        &mut self,
+        field: &'static str,
+        arg: &Arg<'_>,
+        choices: &[(&str, T)],
+        default: T,
+    ) -> T {
+        let Some(name) = self.opt_string(field, arg) else {
+            return default;
+        };
+        if let Some((_, value)) = choices.iter().find(|(n, _)| *n == name) {
+            return *value;
+        }
+        let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+        let message = format!("must be one of {} or null; got {name:?}", names.join(", "));
+        self.reject(field, "invalid", message);
+        default
+    }
+
+    /// An optional instant (UTC ms) within [`MIN_TIME`]..=[`MAX_TIME`].
+    pub(crate) fn opt_instant(&mut self, field: &'static str, arg: &Arg<'_>) -> Option<Millis> {
+        match arg {
+            Arg::Null => None,
+            other => self.int(field, other, (MIN_TIME, MAX_TIME), None),
+        }
+    }
+
+    /// An optional idempotency key: a non-empty string of at most
+    /// [`MAX_IDEMPOTENCY_KEY_CHARS`] characters.
+    pub(crate) fn idempotency_key<'a>(&mut self, arg: &Arg<'a>) -> Option<&'a str> {
+        let key = self.opt_string("idempotency_key", arg)?;
+        if key.is_empty() {
+            self.reject("idempotency_key", "empty", "must not be empty".into());
+        } else if key.chars().count() > MAX_IDEMPOTENCY_KEY_CHARS {
+            let message = format!("must be at most {MAX_IDEMPOTENCY_KEY_CHARS} characters");
+            self.reject("idempotency_key", "too_long", message);
+        } else {
+            return Some(key);
+        }
+        None
     }
 
     fn wrong_type(&mut self, field: &'static str, expected: &str, got: &Arg<'_>) {
@@ -72,6 +177,20 @@ impl Check {
             Arg::Null => None,
             other => self.string(field, other),
         }
+    }
+
+    /// A batch over [`MAX_BATCH`] items.
+    pub(crate) fn reject_too_large_batch(&mut self, len: usize, max: usize) {
+        self.reject(
+            "items",
+            "too_large",
+            format!("has {len} items; the limit is {max}"),
+        );
+    }
+
+    /// Adds the field errors of `err` (a validation error from a helper such as [`later`]).
+    pub(crate) fn extend(&mut self, err: Error) {
+        self.errors.extend(err.field_errors().iter().cloned());
     }
 
     /// An integer in `range`, or `default` when `Null` (required when `default` is `None`).
@@ -143,6 +262,22 @@ impl Check {
         status
     }
 
+    /// The status `purge` removes: required, `succeeded` or `dead` (the finished statuses).
+    pub(crate) fn finished_status(&mut self, arg: &Arg<'_>) -> Option<Status> {
+        if matches!(arg, Arg::Null) {
+            self.wrong_type("status", "a string", arg);
+            return None;
+        }
+        let status = self.status(arg)?;
+        if matches!(status, Status::Succeeded | Status::Dead) {
+            Some(status)
+        } else {
+            let message = format!("must be succeeded or dead (only finished messages are purged); got {status:?}", status = status.as_str());
+            self.reject("status", "invalid", message);
+            None
+        }
+    }
+
     /// `Ok(value)` when no field was rejected, else the validation error with every field.
     pub(crate) fn finish<T>(self, value: impl FnOnce() -> T) -> Result<T> {
         if self.errors.is_empty() {
@@ -151,6 +286,48 @@ impl Check {
             Err(Error::Validation(self.errors))
         }
     }
+}
+
+fn clock_message(now: Millis) -> String {
+    format!(
+        "gave {now} ms since the epoch; every instant must be between 0001-01-01T00:00:00Z \
+         ({MIN_TIME}) and 9999-12-31T23:59:59.999Z ({MAX_TIME})"
+    )
+}
+
+/// `now + delta`, when it stays within [`MAX_TIME`]; else a validation error on `clock` (a clock
+/// so late that a lease or a retry would pass the last representable instant).
+pub fn later(now: Millis, delta: Millis) -> Result<Millis> {
+    match now.checked_add(delta) {
+        Some(at) if (MIN_TIME..=MAX_TIME).contains(&at) => Ok(at),
+        _ => Err(Error::Validation(vec![FieldError {
+            field: "clock",
+            code: "out_of_range",
+            message: format!(
+                "is too late: {now} + {delta} ms passes 9999-12-31T23:59:59.999Z ({MAX_TIME})"
+            ),
+            index: None,
+        }])),
+    }
+}
+
+/// A jitter sample drawn by the binding (or by the user's `random` function): a number in
+/// `[0, 1)`; anything else is a validation error on `random`.
+pub fn jitter_sample(arg: &Arg<'_>) -> Result<f64> {
+    let mut check = Check::default();
+    #[allow(clippy::cast_precision_loss)]
+    let sample = match *arg {
+        Arg::Int(n) => Some(n as f64),
+        Arg::Float(f) => Some(f),
+        ref other => {
+            check.wrong_type("random", "a function returning a number in [0, 1)", other);
+            None
+        }
+    };
+    if let Some(s) = sample.filter(|s| !(0.0..1.0).contains(s)) {
+        check.reject("random", "out_of_range", format!("must return a number in [0, 1); got {s}"));
+    }
+    check.finish(|| sample.unwrap_or_default())
 }
 
 /// Checks a queue name alone (non-empty string, at most 255 characters), for bindings that make a
