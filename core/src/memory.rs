@@ -40,9 +40,10 @@ impl Store for MemoryStore {
         let mut out = Vec::with_capacity(messages.len());
         for message in messages {
             let existing = message.idempotency_key.as_ref().and_then(|key| {
-                state.messages.values().find(|m| {
-                    m.queue == message.queue && m.idempotency_key.as_ref() == Some(key)
-                })
+                state
+                    .messages
+                    .values()
+                    .find(|m| m.queue == message.queue && m.idempotency_key.as_ref() == Some(key))
             });
             if let Some(existing) = existing {
                 out.push(Message {
@@ -85,11 +86,15 @@ impl Store for MemoryStore {
     ) -> Result<Claimed> {
         let mut state = self.lock()?;
         let in_queue = |m: &&Message| m.queue == queue;
-        let expired: Vec<Message> = state
+        let mut overdue: Vec<&Message> = state
             .messages
             .values()
             .filter(in_queue)
             .filter(|m| machine::lease_expired(m, now))
+            .collect();
+        overdue.sort_by_key(|m| (m.lease_expires_at, m.id));
+        let expired: Vec<Message> = overdue
+            .into_iter()
             .cloned()
             .map(expire)
             .collect::<Result<_>>()?;

@@ -123,7 +123,7 @@ pub trait Store {
 
     /// Atomically, in one transaction:
     /// 1. every `processing` message of `queue` whose `lease_expires_at <= now` is replaced by
-    ///    `expire(message)`;
+    ///    `expire(message)`, called in `(lease_expires_at, id)` order;
     /// 2. then up to `limit` `pending` messages of `queue` whose `retry_after` is null or
     ///    `<= now` (and that step 1 did not just write), ordered by `created_at` then `id`, are
     ///    each replaced by `take(message)`.
