@@ -189,6 +189,16 @@ impl Store for MemoryStore {
         ))
     }
 
+    async fn next_due_at(&self, queue: &str, now: Millis) -> Result<Option<Millis>> {
+        let state = self.lock()?;
+        Ok(state
+            .messages
+            .values()
+            .filter(|m| m.queue == queue && machine::is_delayed(m, now))
+            .filter_map(|m| m.retry_after)
+            .min())
+    }
+
     async fn queues(&self) -> Result<Vec<String>> {
         let state = self.lock()?;
         let names: BTreeSet<&str> = state.messages.values().map(|m| m.queue.as_str()).collect();

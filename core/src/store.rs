@@ -176,6 +176,12 @@ pub trait Store {
 
     /// The names of the queues that hold at least one message, in ascending (byte) order.
     fn queues(&self) -> impl Future<Output = Result<Vec<String>>>;
+
+    /// The earliest `retry_after` later than `now` among the `pending` messages of `queue` (when
+    /// the next delayed message becomes due), read from an index; `None` when none is delayed.
+    /// The same value as [`Counts::next_due_at`], without counting anything.
+    fn next_due_at(&self, queue: &str, now: Millis)
+    -> impl Future<Output = Result<Option<Millis>>>;
 }
 
 /// What every store's [`Store::update`] does once it has read: `step(message)`, or `not_found`
