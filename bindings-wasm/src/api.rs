@@ -5,6 +5,7 @@
 //! engine's [`deadletter::Outcome::dead`], which `js/index.js` hands to the `onDead` callbacks.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 
 use deadletter::{
@@ -253,6 +254,13 @@ fn promise<F>(prepared: Result<F>) -> Promise
 where
     F: Future<Output = Result<JsValue>> + 'static,
 {
+    // Boxed, so that the promise machinery exists once rather than once per method.
+    let call: Result<Pin<Box<dyn Future<Output = Result<JsValue>>>>> =
+        prepared.map(|call| Box::pin(call) as _);
+    settle(call)
+}
+
+fn settle(prepared: Result<Pin<Box<dyn Future<Output = Result<JsValue>>>>>) -> Promise {
     future_to_promise(async move {
         match prepared {
             Ok(call) => call.await,

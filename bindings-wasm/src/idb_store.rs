@@ -188,6 +188,128 @@ impl IdbStore {
     }
 }
 
+/// The transactions of the state changes, behind the [`Store`] methods, which pass their steps
+/// in as trait objects.
+impl IdbStore {
+    /// [`Store::update`], with its step as a trait object: the steps of the engine's operations
+    /// differ in type, and one copy of the transaction serves them all (a smaller `.wasm`).
+    async fn update_one(
+        &self,
+        queue: &str,
+        id: Id,
+        step: &mut dyn FnMut(Message) -> Result<Message>,
+    ) -> Result<Message> {
+        self.write(async |store| {
+            let next = apply_step(get_record(store, queue, id).await?, queue, id, step)?;
+            put(store, &next).await?;
+            Ok(next)
+        })
+        .await
+    }
+
+    /// [`Store::claim`], with its steps as trait objects.
+    async fn claim_due(
+        &self,
+        queue: &str,
+        now: Millis,
+        limit: usize,
+        expire: &mut dyn FnMut(Message) -> Result<Message>,
+        take: &mut dyn FnMut(Message) -> Result<Message>,
+    ) -> Result<Claimed> {
+        let q = JsValue::from_str(queue);
+        self.write(async |store| {
+            // 1. Overdue leases: [queue, 'processing', -inf ..= now] of the expiry index.
+            let expired = expire_leases(store, &q, now, expire).await?;
+            let mut taken = Vec::new();
+            if limit == 0 {
+                return Ok(Claimed { expired, taken });
+            }
+            // 2. The first due pending messages in [queue, 'pending', createdAt, id, dueAt]
+            //    order. The key carries dueAt: the messages still waiting for their backoff are
+            //    skipped without being loaded; only those taken are read, by their id.
+            let all_pending = between(&[q.clone(), "pending".into()], NEG_INF, false, INF)?;
+            let index = store.index(BY_CREATED).map_err(store_error)?;
+            let cursor = index.open_key_cursor(Some(all_pending), None);
+            let cursor = cursor.map_err(store_error)?.await.map_err(store_error)?;
+            let mut cursor = cursor.map(idb::KeyCursor::into_managed);
+            while let Some(current) = cursor.as_mut() {
+                let (Some(index_key), Some(id)) = (
+                    current.key().map_err(store_error)?,
+                    current.primary_key().map_err(store_error)?,
+                ) else {
+                    break;
+                };
+                #[allow(clippy::cast_precision_loss)]
+                if key_part(&index_key, DUE_AT).is_some_and(|d| d <= now as f64) {
+                    let found = store.get(id).map_err(store_error)?.await;
+                    if let Some(record) = found.map_err(store_error)? {
+                        let message = from_record(&record)?;
+                        let just_expired = expired.iter().any(|e| e.id == message.id);
+                        if machine::is_due(&message, now) && !just_expired {
+                            let next = take(message)?;
+                            put(store, &next).await?;
+                            taken.push(next);
+                            if taken.len() == limit {
+                                break;
+                            }
+                        }
+                    }
+                }
+                current.next(None).await.map_err(store_error)?;
+            }
+            Ok(Claimed { expired, taken })
+        })
+        .await
+    }
+
+    /// [`Store::update_many`], with its step as a trait object.
+    async fn update_each(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        step: &mut dyn FnMut(Message) -> Result<Option<Message>>,
+    ) -> Result<Vec<Message>> {
+        self.write(async |store| {
+            let mut written = Vec::new();
+            for &id in ids {
+                let Some(message) = get_record(store, queue, id).await? else {
+                    continue;
+                };
+                if let Some(next) = step(message)? {
+                    put(store, &next).await?;
+                    written.push(next);
+                }
+            }
+            Ok(written)
+        })
+        .await
+    }
+
+    /// [`Store::delete_many`], with its check as a trait object.
+    async fn delete_each(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        check: &mut dyn FnMut(&Message) -> Result<bool>,
+    ) -> Result<Vec<Message>> {
+        self.write(async |store| {
+            let mut deleted = Vec::new();
+            for &id in ids {
+                let Some(message) = get_record(store, queue, id).await? else {
+                    continue;
+                };
+                if check(&message)? {
+                    let request = store.delete(number(id)).map_err(store_error)?;
+                    request.await.map_err(store_error)?;
+                    deleted.push(message);
+                }
+            }
+            Ok(deleted)
+        })
+        .await
+    }
+}
+
 impl Drop for IdbStore {
     fn drop(&mut self) {
         // A closed connection gets no more events, so the dropped callbacks are never called.
@@ -215,7 +337,7 @@ async fn expire_leases(
     store: &ObjectStore,
     q: &JsValue,
     now: Millis,
-    mut expire: impl FnMut(Message) -> Result<Message>,
+    expire: &mut dyn FnMut(Message) -> Result<Message>,
 ) -> Result<Vec<Message>> {
     #[allow(clippy::cast_precision_loss)]
     let overdue = between(
@@ -288,12 +410,12 @@ impl Store for IdbStore {
         id: Id,
         step: impl FnOnce(Message) -> Result<Message>,
     ) -> Result<Message> {
-        self.write(async |store| {
-            let next = apply_step(get_record(store, queue, id).await?, queue, id, step)?;
-            put(store, &next).await?;
-            Ok(next)
-        })
-        .await
+        let mut step = Some(step);
+        let mut once = |message| match step.take() {
+            Some(step) => step(message),
+            None => Err(Error::Store("a step ran twice".into())),
+        };
+        self.update_one(queue, id, &mut once).await
     }
 
     async fn claim(
@@ -301,53 +423,11 @@ impl Store for IdbStore {
         queue: &str,
         now: Millis,
         limit: usize,
-        expire: impl FnMut(Message) -> Result<Message>,
+        mut expire: impl FnMut(Message) -> Result<Message>,
         mut take: impl FnMut(Message) -> Result<Message>,
     ) -> Result<Claimed> {
-        let q = JsValue::from_str(queue);
-        self.write(async |store| {
-            // 1. Overdue leases: [queue, 'processing', -inf ..= now] of the expiry index.
-            let expired = expire_leases(store, &q, now, expire).await?;
-            let mut taken = Vec::new();
-            if limit == 0 {
-                return Ok(Claimed { expired, taken });
-            }
-            // 2. The first due pending messages in [queue, 'pending', createdAt, id, dueAt]
-            //    order. The key carries dueAt: the messages still waiting for their backoff are
-            //    skipped without being loaded; only those taken are read, by their id.
-            let all_pending = between(&[q.clone(), "pending".into()], NEG_INF, false, INF)?;
-            let index = store.index(BY_CREATED).map_err(store_error)?;
-            let cursor = index.open_key_cursor(Some(all_pending), None);
-            let cursor = cursor.map_err(store_error)?.await.map_err(store_error)?;
-            let mut cursor = cursor.map(idb::KeyCursor::into_managed);
-            while let Some(current) = cursor.as_mut() {
-                let (Some(index_key), Some(id)) = (
-                    current.key().map_err(store_error)?,
-                    current.primary_key().map_err(store_error)?,
-                ) else {
-                    break;
-                };
-                #[allow(clippy::cast_precision_loss)]
-                if key_part(&index_key, DUE_AT).is_some_and(|d| d <= now as f64) {
-                    let found = store.get(id).map_err(store_error)?.await;
-                    if let Some(record) = found.map_err(store_error)? {
-                        let message = from_record(&record)?;
-                        let just_expired = expired.iter().any(|e| e.id == message.id);
-                        if machine::is_due(&message, now) && !just_expired {
-                            let next = take(message)?;
-                            put(store, &next).await?;
-                            taken.push(next);
-                            if taken.len() == limit {
-                                break;
-                            }
-                        }
-                    }
-                }
-                current.next(None).await.map_err(store_error)?;
-            }
-            Ok(Claimed { expired, taken })
-        })
-        .await
+        self.claim_due(queue, now, limit, &mut expire, &mut take)
+            .await
     }
 
     async fn list(&self, query: &ListQuery<'_>) -> Result<Vec<Message>> {
@@ -466,20 +546,7 @@ impl Store for IdbStore {
         ids: &[Id],
         mut step: impl FnMut(Message) -> Result<Option<Message>>,
     ) -> Result<Vec<Message>> {
-        self.write(async |store| {
-            let mut written = Vec::new();
-            for &id in ids {
-                let Some(message) = get_record(store, queue, id).await? else {
-                    continue;
-                };
-                if let Some(next) = step(message)? {
-                    put(store, &next).await?;
-                    written.push(next);
-                }
-            }
-            Ok(written)
-        })
-        .await
+        self.update_each(queue, ids, &mut step).await
     }
 
     async fn delete_many(
@@ -488,21 +555,7 @@ impl Store for IdbStore {
         ids: &[Id],
         mut check: impl FnMut(&Message) -> Result<bool>,
     ) -> Result<Vec<Message>> {
-        self.write(async |store| {
-            let mut deleted = Vec::new();
-            for &id in ids {
-                let Some(message) = get_record(store, queue, id).await? else {
-                    continue;
-                };
-                if check(&message)? {
-                    let request = store.delete(number(id)).map_err(store_error)?;
-                    request.await.map_err(store_error)?;
-                    deleted.push(message);
-                }
-            }
-            Ok(deleted)
-        })
-        .await
+        self.delete_each(queue, ids, &mut check).await
     }
 
     async fn counts(&self, queue: &str, now: Millis) -> Result<Counts> {

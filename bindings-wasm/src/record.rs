@@ -11,9 +11,60 @@ use deadletter::{Error, FailedAttempt, Message, Millis, Result, Stats, Status};
 use js_sys::{Array, Date, Object, Reflect};
 use wasm_bindgen::JsValue;
 
+/// Every property name this module reads or writes.
+const KEYS: [&str; 33] = [
+    "id",
+    "queue",
+    "payload",
+    "status",
+    "retryCount",
+    "maxRetries",
+    "retryAfter",
+    "lastError",
+    "createdAt",
+    "updatedAt",
+    "leaseToken",
+    "leaseExpiresAt",
+    "idempotencyKey",
+    "firstFailedAt",
+    "deadAt",
+    "errors",
+    "errorsDropped",
+    "replayCount",
+    "replayedAt",
+    "dueAt",
+    "deduplicated",
+    "attempt",
+    "error",
+    "at",
+    "pending",
+    "processing",
+    "succeeded",
+    "dead",
+    "expired",
+    "delayed",
+    "nextDueAt",
+    "oldestDueAgeMs",
+    "oldestDeadAgeMs",
+];
+
+thread_local! {
+    /// [`KEYS`] as JavaScript strings, made once: a record has about twenty properties, and
+    /// making each name anew for every property of every record costs a string conversion each.
+    static JS_KEYS: Vec<JsValue> = KEYS.iter().map(|k| JsValue::from_str(k)).collect();
+}
+
+/// Runs `f` with `key` as a JavaScript string (cached when it is one of [`KEYS`]).
+fn with_key<T>(key: &str, f: impl FnOnce(&JsValue) -> T) -> T {
+    match KEYS.iter().position(|k| *k == key) {
+        Some(at) => JS_KEYS.with(|keys| f(&keys[at])),
+        None => f(&JsValue::from_str(key)),
+    }
+}
+
 fn set(object: &Object, key: &str, value: &JsValue) {
     // Defining a property on a fresh plain object cannot fail.
-    let _ = Reflect::set(object, &JsValue::from_str(key), value);
+    let _ = with_key(key, |key| Reflect::set(object, key, value));
 }
 
 fn opt_str(value: Option<&str>) -> JsValue {
@@ -137,7 +188,7 @@ pub fn stats_to_js(stats: &Stats) -> JsValue {
 pub fn upgrade_record(record: &JsValue) -> Result<()> {
     let get = |name: &str| field(record, name);
     let put = |name: &str, value: &JsValue| {
-        Reflect::set(record, &JsValue::from_str(name), value)
+        with_key(name, |key| Reflect::set(record, key, value))
             .map(drop)
             .map_err(|e| corrupt(name, &e))
     };
@@ -176,7 +227,7 @@ fn corrupt(field: &str, value: &JsValue) -> Error {
 }
 
 fn field(record: &JsValue, name: &str) -> Result<JsValue> {
-    Reflect::get(record, &JsValue::from_str(name)).map_err(|e| corrupt(name, &e))
+    with_key(name, |key| Reflect::get(record, key)).map_err(|e| corrupt(name, &e))
 }
 
 fn int(record: &JsValue, name: &str) -> Result<i64> {
