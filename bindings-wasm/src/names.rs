@@ -3,7 +3,7 @@
 /// Core argument names and their JavaScript names, where they differ: the one table the
 /// binding's errors use. Every other name (`queue`, `payload`, `id`, `error`, `status`, `limit`,
 /// `retryable`, `n`, `items`, `multiplier`, `jitter`, `clock`, `random`) is the same in both.
-pub const JS_NAMES: [(&str, &str); 14] = [
+pub const JS_NAMES: [(&str, &str); 16] = [
     ("max_retries", "maxRetries"),
     ("lease_ms", "leaseMs"),
     ("lease_token", "leaseToken"),
@@ -18,6 +18,8 @@ pub const JS_NAMES: [(&str, &str); 14] = [
     ("error_contains", "errorContains"),
     ("dead_before", "deadBefore"),
     ("dead_after", "deadAfter"),
+    ("poll_interval_ms", "pollIntervalMs"),
+    ("shutdown_timeout_ms", "shutdownTimeoutMs"),
 ];
 
 /// The JavaScript name of a core argument name (see [`JS_NAMES`]): `max_retries` ->

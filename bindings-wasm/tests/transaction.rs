@@ -361,3 +361,35 @@ async fn a_failing_request_aborts_the_transaction_and_is_a_store_error() {
     // Let the abort event be delivered before the test ends.
     sleep(20).await;
 }
+
+/// The idempotency index is unique per queue: a second message with the same key in the same
+/// queue cannot be stored, even by a write that skipped the store's own lookup; in another
+/// queue, or without a key, it can.
+#[wasm_bindgen_test]
+async fn the_idempotency_index_is_unique_per_queue() {
+    let store = fresh("unique").await;
+    let keyed = |queue: &str, key: Option<&str>| NewMessage {
+        queue: queue.into(),
+        idempotency_key: key.map(str::to_owned),
+        ..new_message("p", 1_767_225_600_000)
+    };
+    let first = insert(&store, keyed("q", Some("k"))).await;
+    let again = insert(&store, keyed("q", Some("k"))).await;
+    assert_eq!((again.id, again.deduplicated), (first.id, true));
+    assert!(!insert(&store, keyed("other", Some("k"))).await.deduplicated);
+    for _ in 0..2 {
+        assert!(!insert(&store, keyed("q", None)).await.deduplicated);
+    }
+    let db = store.database().expect("open");
+    let outcome = connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+        let twin = to_record(&keyed("q", Some("k")).with_id(0), false);
+        let req = objects.add(&twin, None).map_err(store_error)?;
+        req.await.map_err(store_error)
+    })
+    .await;
+    match outcome {
+        Err(Error::Store(why)) => assert!(why.contains("ConstraintError"), "{why}"),
+        other => panic!("expected a store error, got {other:?}"),
+    }
+    sleep(20).await;
+}
