@@ -10,10 +10,14 @@ use r2d2::{ManageConnection, Pool, PooledConnection};
 use r2d2_postgres::PostgresConnectionManager;
 
 /// Settings of every session: a row lock is waited for at most `lock_timeout` (then the call
-/// fails with a store error and writes nothing); a session that sits in an open transaction (its
-/// process froze mid-call) is ended by the server, so its row locks do not outlive it.
-const SESSION_SETUP: &str =
-    "SET lock_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s'";
+/// fails with a store error and writes nothing); a session that sits in an open transaction for a
+/// minute (its process froze mid-call) is ended by the server, so its row locks do not outlive it.
+fn session_setup(lock_timeout: Duration) -> String {
+    format!(
+        "SET lock_timeout = {}; SET idle_in_transaction_session_timeout = '60s'",
+        lock_timeout.as_millis().max(1)
+    )
+}
 
 /// A driver error as a store error: the server's message and SQLSTATE when it sent one.
 pub fn db_error(err: postgres::Error) -> Error {
@@ -46,17 +50,20 @@ impl Conn {
     }
 }
 
-/// r2d2_postgres's manager, with [`SESSION_SETUP`] and a statement cache per session.
+/// r2d2_postgres's manager, with the session settings and a statement cache per session.
 #[derive(Debug)]
-pub struct Manager(PostgresConnectionManager<NoTls>);
+pub struct Manager {
+    inner: PostgresConnectionManager<NoTls>,
+    setup: String,
+}
 
 impl ManageConnection for Manager {
     type Connection = Conn;
     type Error = postgres::Error;
 
     fn connect(&self) -> Result<Conn, postgres::Error> {
-        let mut client = self.0.connect()?;
-        client.batch_execute(SESSION_SETUP)?;
+        let mut client = self.inner.connect()?;
+        client.batch_execute(&self.setup)?;
         Ok(Conn {
             client,
             statements: HashMap::new(),
@@ -64,17 +71,22 @@ impl ManageConnection for Manager {
     }
 
     fn is_valid(&self, conn: &mut Conn) -> Result<(), postgres::Error> {
-        self.0.is_valid(&mut conn.client)
+        self.inner.is_valid(&mut conn.client)
     }
 
     fn has_broken(&self, conn: &mut Conn) -> bool {
-        self.0.has_broken(&mut conn.client)
+        self.inner.has_broken(&mut conn.client)
     }
 }
 
 /// The pool of one store. Sessions are opened on demand (none is kept open before the first
 /// call) up to `max_size`; a caller waits `wait` at most for one.
-pub fn build(config: postgres::Config, max_size: u32, wait: Duration) -> Result<Pool<Manager>> {
+pub fn build(
+    config: postgres::Config,
+    max_size: u32,
+    wait: Duration,
+    lock_timeout: Duration,
+) -> Result<Pool<Manager>> {
     Ok(Pool::builder()
         .max_size(max_size)
         .min_idle(Some(0))
@@ -82,7 +94,10 @@ pub fn build(config: postgres::Config, max_size: u32, wait: Duration) -> Result<
         // A dead session is found when it is used (see `Sessions::write`), not by an extra round
         // trip before every call.
         .test_on_check_out(false)
-        .build_unchecked(Manager(PostgresConnectionManager::new(config, NoTls))))
+        .build_unchecked(Manager {
+            inner: PostgresConnectionManager::new(config, NoTls),
+            setup: session_setup(lock_timeout),
+        }))
 }
 
 /// How a store reaches the server: the pool, and the retry rule for sessions that died.

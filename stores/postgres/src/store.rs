@@ -25,6 +25,10 @@ pub struct Options {
     /// How long a call waits for a session (a free one, or a new connection) before failing
     /// with a store error. Default 10 s.
     pub connect_timeout: Duration,
+    /// How long a call waits for a message another call holds (a worker acking it while an
+    /// operator replays it) before failing with a store error. Claims never wait: they skip
+    /// messages being claimed. Default 30 s, as SQLite's busy timeout.
+    pub lock_timeout: Duration,
 }
 
 impl Default for Options {
@@ -33,6 +37,7 @@ impl Default for Options {
             schema: "deadletter".to_owned(),
             max_connections: 10,
             connect_timeout: Duration::from_secs(10),
+            lock_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -86,7 +91,12 @@ impl PostgresStore {
         if config.get_application_name().is_none() {
             config.application_name("deadletter");
         }
-        let pool = pool::build(config, options.max_connections, options.connect_timeout)?;
+        let pool = pool::build(
+            config,
+            options.max_connections,
+            options.connect_timeout,
+            options.lock_timeout,
+        )?;
         let sessions = Sessions::new(pool);
         sessions.read(|conn| schema::migrate(&mut conn.client, &options.schema, &quoted))?;
         Ok(Self {
