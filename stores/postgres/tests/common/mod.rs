@@ -1,6 +1,8 @@
 //! What the PostgreSQL tests share: the server's URL and fresh schemas, dropped afterwards.
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod workers;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use deadletter_postgres::{Options, PostgresStore};
