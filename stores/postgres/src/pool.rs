@@ -20,6 +20,7 @@ fn session_setup(lock_timeout: Duration) -> String {
 }
 
 /// A driver error as a store error: the server's message and SQLSTATE when it sent one.
+#[allow(clippy::needless_pass_by_value)] // so that it fits `map_err(db_error)`
 pub fn db_error(err: postgres::Error) -> Error {
     match err.as_db_error() {
         Some(db) => Error::Store(format!(
@@ -50,7 +51,7 @@ impl Conn {
     }
 }
 
-/// r2d2_postgres's manager, with the session settings and a statement cache per session.
+/// `r2d2_postgres`'s manager, with the session settings and a statement cache per session.
 #[derive(Debug)]
 pub struct Manager {
     inner: PostgresConnectionManager<NoTls>,
@@ -86,8 +87,8 @@ pub fn build(
     max_size: u32,
     wait: Duration,
     lock_timeout: Duration,
-) -> Result<Pool<Manager>> {
-    Ok(Pool::builder()
+) -> Pool<Manager> {
+    Pool::builder()
         .max_size(max_size)
         .min_idle(Some(0))
         .connection_timeout(wait)
@@ -97,7 +98,7 @@ pub fn build(
         .build_unchecked(Manager {
             inner: PostgresConnectionManager::new(config, NoTls),
             setup: session_setup(lock_timeout),
-        }))
+        })
 }
 
 /// How a store reaches the server: the pool, and the retry rule for sessions that died.

@@ -96,7 +96,7 @@ impl PostgresStore {
             options.max_connections,
             options.connect_timeout,
             options.lock_timeout,
-        )?;
+        );
         let sessions = Sessions::new(pool);
         sessions.read(|conn| schema::migrate(&mut conn.client, &options.schema, &quoted))?;
         Ok(Self {
@@ -132,7 +132,7 @@ impl PostgresStore {
         &self.sql
     }
 
-    fn one(&self, conn: &mut Conn, sql: &str, queue: &str, id: Id) -> Result<Option<Message>> {
+    fn one(conn: &mut Conn, sql: &str, queue: &str, id: Id) -> Result<Option<Message>> {
         let statement = conn.prepare(sql)?;
         let row = conn
             .client
@@ -188,15 +188,14 @@ impl Store for PostgresStore {
                         continue;
                     }
                 }
-                let inserted = match row::insert(conn, &self.sql.insert, &template)? {
-                    Some(id) => Message { id, ..template },
-                    // Another connection inserted the key since the look-up and committed.
-                    None => {
-                        let key = template.idempotency_key.as_deref().unwrap_or_default();
-                        self.by_key(conn, &template.queue, key)?.ok_or_else(|| {
-                            Error::Store("idempotency key conflict on a vanished message".into())
-                        })?
-                    }
+                let inserted = if let Some(id) = row::insert(conn, &self.sql.insert, &template)? {
+                    Message { id, ..template }
+                } else {
+                    // Another connection inserted the key since the look-up, and committed.
+                    let key = template.idempotency_key.as_deref().unwrap_or_default();
+                    self.by_key(conn, &template.queue, key)?.ok_or_else(|| {
+                        Error::Store("idempotency key conflict on a vanished message".into())
+                    })?
                 };
                 out.push(inserted);
             }
@@ -206,7 +205,7 @@ impl Store for PostgresStore {
 
     async fn get(&self, queue: &str, id: Id) -> Result<Option<Message>> {
         self.sessions
-            .read(|conn| self.one(conn, &self.sql.get, queue, id))
+            .read(|conn| Self::one(conn, &self.sql.get, queue, id))
     }
 
     async fn update(
@@ -216,7 +215,7 @@ impl Store for PostgresStore {
         step: impl FnOnce(Message) -> Result<Message>,
     ) -> Result<Message> {
         self.sessions.write(|conn| {
-            let before = self.one(conn, &self.sql.get_for_update, queue, id)?;
+            let before = Self::one(conn, &self.sql.get_for_update, queue, id)?;
             let after = apply_step(before.clone(), queue, id, step)?;
             if let Some(before) = &before {
                 row::write(conn, &self.sql.write, before, &after)?;

@@ -73,7 +73,7 @@ fn per_mille() -> u32 {
     u32::try_from(uuid::Uuid::new_v4().as_u128() % 1000).expect("< 1000")
 }
 
-/// Enqueues `total` messages (max_retries 10) in batches of 1000.
+/// Enqueues `total` messages (`max_retries` 10) in batches of 1000.
 pub fn enqueue(store: PostgresStore, queue: &str, total: usize) {
     let engine = Engine::new(store, Limits::default());
     let items: Vec<Item<'_>> = (0..1000)
