@@ -114,6 +114,70 @@ pub fn insert(conn: &mut Conn, sql: &str, message: &Message) -> Result<Option<i6
     row.map(|row| col(&row, 0)).transpose()
 }
 
+/// Inserts `messages` (none with an idempotency key; their ids are ignored) in one statement;
+/// their new ids, in order.
+pub fn insert_many(conn: &mut Conn, sql: &str, messages: &[Message]) -> Result<Vec<i64>> {
+    for message in messages {
+        storable(message)?;
+    }
+    let statement = conn.prepare(sql)?;
+    let queue: Vec<&str> = messages.iter().map(|m| m.queue.as_str()).collect();
+    let payload: Vec<&[u8]> = messages.iter().map(|m| m.payload.as_bytes()).collect();
+    let status: Vec<&str> = messages.iter().map(|m| m.status.as_str()).collect();
+    let retry_count = messages
+        .iter()
+        .map(|m| int(m.retry_count, "retry_count"))
+        .collect::<Result<Vec<i32>>>()?;
+    let max_retries = messages
+        .iter()
+        .map(|m| int(m.max_retries, "max_retries"))
+        .collect::<Result<Vec<i32>>>()?;
+    let opt = |f: fn(&Message) -> Option<i64>| messages.iter().map(f).collect::<Vec<_>>();
+    let text = |f: fn(&Message) -> Option<&str>| messages.iter().map(f).collect::<Vec<_>>();
+    let errors: Vec<Json<&Vec<FailedAttempt>>> = messages.iter().map(|m| Json(&m.errors)).collect();
+    let dropped: Vec<i64> = messages
+        .iter()
+        .map(|m| i64::from(m.errors_dropped))
+        .collect();
+    let replays: Vec<i64> = messages.iter().map(|m| i64::from(m.replay_count)).collect();
+    let created: Vec<i64> = messages.iter().map(|m| m.created_at).collect();
+    let updated: Vec<i64> = messages.iter().map(|m| m.updated_at).collect();
+    let params: [&(dyn ToSql + Sync); 18] = [
+        &queue,
+        &payload,
+        &status,
+        &retry_count,
+        &max_retries,
+        &opt(|m| m.retry_after),
+        &text(|m| m.last_error.as_deref()),
+        &created,
+        &updated,
+        &text(|m| m.lease_token.as_deref()),
+        &opt(|m| m.lease_expires_at),
+        &text(|m| m.idempotency_key.as_deref()),
+        &opt(|m| m.first_failed_at),
+        &opt(|m| m.dead_at),
+        &errors,
+        &dropped,
+        &replays,
+        &opt(|m| m.replayed_at),
+    ];
+    let rows = conn.client.query(&statement, &params).map_err(db_error)?;
+    let mut ids = rows
+        .iter()
+        .map(|row| col(row, 0))
+        .collect::<Result<Vec<i64>>>()?;
+    if ids.len() != messages.len() {
+        return Err(Error::Store(format!(
+            "inserted {} of {} messages",
+            ids.len(),
+            messages.len()
+        )));
+    }
+    ids.sort_unstable();
+    Ok(ids)
+}
+
 /// Persists `after` (a step's result) over the row of `before` (what was read), sending the
 /// payload and the failure history only when the step changed them.
 pub fn write(conn: &mut Conn, sql: &str, before: &Message, after: &Message) -> Result<()> {

@@ -6,6 +6,11 @@ pub const COLUMNS: &str = "id, queue, payload, status, retry_count, max_retries,
     last_error, created_at, updated_at, lease_token, lease_expires_at, idempotency_key, \
     first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at";
 
+/// The columns an insert writes: all but the id.
+const INSERTED: &str = "queue, payload, status, retry_count, max_retries, retry_after, \
+    last_error, created_at, updated_at, lease_token, lease_expires_at, idempotency_key, \
+    first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at";
+
 /// When a pending message became due, as the `messages_due` index stores it: its `retry_after`,
 /// or the smallest bigint when it has none (due from the start). The same text as in the index,
 /// so that the planner matches them.
@@ -23,6 +28,10 @@ pub struct Sql {
     /// Inserts one message (`$1`..`$18`: every column but the id) unless a message of its queue
     /// already carries its idempotency key; returns the new id, or no row on such a conflict.
     pub insert: String,
+    /// Inserts messages without idempotency keys given column by column as arrays (`$1`..`$18`,
+    /// in [`Sql::insert`]'s order), in array order; returns their ids (ascending in that order:
+    /// the identity is drawn row by row as they are inserted).
+    pub insert_many: String,
     /// Writes every column of message `$1` (`$2`..`$19`); a null `payload` (`$3`) or `errors`
     /// (`$16`) keeps the stored one, so that a transition does not rewrite a large payload.
     pub write: String,
@@ -65,14 +74,18 @@ impl Sql {
             get_for_update: select("WHERE id = $1 AND queue = $2 FOR UPDATE"),
             find_key: select("WHERE queue = $1 AND idempotency_key = $2"),
             insert: format!(
-                "INSERT INTO {m} (queue, payload, status, retry_count, max_retries, retry_after, \
-                 last_error, created_at, updated_at, lease_token, lease_expires_at, \
-                 idempotency_key, first_failed_at, dead_at, errors, errors_dropped, \
-                 replay_count, replayed_at) \
+                "INSERT INTO {m} ({INSERTED}) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
                  $17, $18) \
                  ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL \
                  DO NOTHING RETURNING id"
+            ),
+            insert_many: format!(
+                "INSERT INTO {m} ({INSERTED}) SELECT {INSERTED} FROM unnest($1::text[], \
+                 $2::bytea[], $3::text[], $4::int[], $5::int[], $6::bigint[], $7::text[], \
+                 $8::bigint[], $9::bigint[], $10::text[], $11::bigint[], $12::text[], \
+                 $13::bigint[], $14::bigint[], $15::jsonb[], $16::bigint[], $17::bigint[], \
+                 $18::bigint[]) WITH ORDINALITY AS v({INSERTED}, ord) ORDER BY ord RETURNING id"
             ),
             write: format!(
                 "UPDATE {m} SET queue = $2, payload = coalesce($3, payload), status = $4, \

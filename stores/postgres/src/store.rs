@@ -176,11 +176,19 @@ fn limit(n: usize) -> Result<i64> {
 
 impl Store for PostgresStore {
     async fn insert(&self, messages: Vec<NewMessage>) -> Result<Vec<Message>> {
+        // The store only assigns ids; every other field is the core's `with_id`.
+        let templates: Vec<Message> = messages.into_iter().map(|m| m.with_id(0)).collect();
         self.sessions.write(|conn| {
-            let mut out = Vec::with_capacity(messages.len());
-            for message in messages {
-                // The store only assigns the id; every other field is the core's `with_id`.
-                let template = message.with_id(0);
+            if templates.iter().all(|m| m.idempotency_key.is_none()) {
+                // One statement for the whole batch: no key to look up.
+                let ids = row::insert_many(conn, &self.sql.insert_many, &templates)?;
+                let inserted = templates.iter().zip(ids);
+                return Ok(inserted
+                    .map(|(m, id)| Message { id, ..m.clone() })
+                    .collect());
+            }
+            let mut out = Vec::with_capacity(templates.len());
+            for template in &templates {
                 if let Some(key) = &template.idempotency_key {
                     // Looked up first, so that a duplicate consumes no identity value.
                     if let Some(found) = self.by_key(conn, &template.queue, key)? {
@@ -188,8 +196,11 @@ impl Store for PostgresStore {
                         continue;
                     }
                 }
-                let inserted = if let Some(id) = row::insert(conn, &self.sql.insert, &template)? {
-                    Message { id, ..template }
+                let inserted = if let Some(id) = row::insert(conn, &self.sql.insert, template)? {
+                    Message {
+                        id,
+                        ..template.clone()
+                    }
                 } else {
                     // Another connection inserted the key since the look-up, and committed.
                     let key = template.idempotency_key.as_deref().unwrap_or_default();

@@ -337,3 +337,31 @@ fn racing_producers_with_the_same_idempotency_keys_store_each_key_once() {
         .get(0);
     assert_eq!(stored, 200);
 }
+
+#[test]
+fn racing_batches_get_ascending_ids_in_item_order_and_each_id_its_own_payload() {
+    let schemas = Schemas::new("batches");
+    let name = schemas.name();
+    open(&name).expect("create");
+    std::thread::scope(|scope| {
+        for producer in ["a", "b", "c"] {
+            let name = &name;
+            scope.spawn(move || {
+                let engine = Engine::new(open(name).expect("open"), Limits::default());
+                let payloads: Vec<String> = (0..1000).map(|i| format!("{producer}-{i}")).collect();
+                let items: Vec<Item<'_>> = payloads.iter().map(|p| item(p)).collect();
+                for _ in 0..5 {
+                    let batch = pollster::block_on(engine.enqueue_many("q".into(), &items, BASE))
+                        .expect("enqueue_many");
+                    assert!(batch.windows(2).all(|w| w[0].id < w[1].id), "ascending ids");
+                    for (m, p) in batch.iter().zip(&payloads) {
+                        assert_eq!(&m.payload, p);
+                        let stored =
+                            pollster::block_on(engine.get("q".into(), m.id.into())).expect("get");
+                        assert_eq!(&stored.payload, p, "message {}", m.id);
+                    }
+                }
+            });
+        }
+    });
+}
