@@ -2,6 +2,7 @@
 //! one place where driver and pool errors become [`Error::Store`].
 
 use std::collections::HashMap;
+use std::sync::RwLock;
 use std::time::Duration;
 
 use deadletter::{Error, Result};
@@ -103,20 +104,43 @@ pub fn build(
 
 /// How a store reaches the server: the pool, and the retry rule for sessions that died.
 pub struct Sessions {
-    pool: Pool<Manager>,
+    /// `None` once closed.
+    pool: RwLock<Option<Pool<Manager>>>,
+    max_size: u32,
 }
 
 impl Sessions {
     /// Sessions from `pool`.
     pub fn new(pool: Pool<Manager>) -> Self {
-        Self { pool }
+        Self {
+            max_size: pool.max_size(),
+            pool: RwLock::new(Some(pool)),
+        }
+    }
+
+    /// Closes every idle session and refuses new calls (store error); calls in flight finish
+    /// and their sessions close when they return. Closing twice is fine.
+    pub fn close(&self) {
+        let pool = self.pool.write().map(|mut pool| pool.take());
+        drop(pool);
+    }
+
+    /// Whether [`Sessions::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.pool.read().map_or(true, |pool| pool.is_none())
     }
 
     fn get(&self) -> Result<PooledConnection<Manager>> {
-        self.pool.get().map_err(|err| {
+        let pool = self
+            .pool
+            .read()
+            .map_err(|_| Error::Store("the pool was poisoned by a panic".into()))?
+            .clone()
+            .ok_or_else(|| Error::Store("the database is closed".into()))?;
+        pool.get().map_err(|err| {
             Error::Store(format!(
                 "PostgreSQL: no connection within {:?}: {err}",
-                self.pool.connection_timeout()
+                pool.connection_timeout()
             ))
         })
     }
@@ -125,7 +149,7 @@ impl Sessions {
     /// anything was sent on it (after a server restart every idle session is dead): one more
     /// than the pool can hold.
     fn attempts(&self) -> u32 {
-        self.pool.max_size() + 1
+        self.max_size + 1
     }
 
     /// Runs the read `f` on a session; when the session was closed (server restarted since it

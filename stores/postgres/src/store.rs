@@ -106,6 +106,17 @@ impl PostgresStore {
         })
     }
 
+    /// Closes the store: idle sessions now, busy ones when their call returns; every later call
+    /// fails with a store error. Closing twice is fine.
+    pub fn close(&self) {
+        self.sessions.close();
+    }
+
+    /// Whether [`PostgresStore::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.sessions.is_closed()
+    }
+
     /// The schema it was opened on.
     pub fn schema(&self) -> &str {
         &self.schema

@@ -365,3 +365,40 @@ fn racing_batches_get_ascending_ids_in_item_order_and_each_id_its_own_payload() 
         }
     });
 }
+
+#[test]
+fn a_closed_store_fails_with_a_store_error_and_ends_its_sessions() {
+    let schemas = Schemas::new("closed");
+    let name = schemas.name();
+    let engine = Engine::new(open(&name).expect("open"), Limits::default());
+    pollster::block_on(engine.enqueue("q".into(), &item("a"), BASE)).expect("enqueue");
+    let pid = backend_pid(engine.store());
+    engine.store().close();
+    engine.store().close();
+    assert!(engine.store().is_closed());
+    let err = pollster::block_on(engine.get("q".into(), 1_i64.into())).expect_err("closed");
+    assert_eq!(
+        (err.code(), err.to_string().contains("closed")),
+        ("store", true)
+    );
+    // The session is gone from the server (the backend exits once the socket closes).
+    let mut admin = admin();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let alive: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+                &[&pid],
+            )
+            .expect("count")
+            .get(0);
+        if alive == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "session {pid} still open"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
