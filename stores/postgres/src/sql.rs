@@ -1,7 +1,7 @@
 //! Every statement of the store, built once per store for its quoted schema. Queue names,
 //! payloads and every other value are bound parameters; only the quoted schema is spliced in.
 
-/// The columns of a message, in the order [`crate::row::read`] reads them.
+/// The columns of a message, in the order the store reads them.
 pub const COLUMNS: &str = "id, queue, payload, status, retry_count, max_retries, retry_after, \
     last_error, created_at, updated_at, lease_token, lease_expires_at, idempotency_key, \
     first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at";
