@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything `make demo` and `make test` need, idempotently: each step runs only when its
-# result is missing. Usage: scripts/setup.sh [python|wasm|browser|all]
+# result is missing. Usage: scripts/setup.sh [python|wasm|browser|postgres|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
@@ -33,10 +33,19 @@ browser_env() {
   fi
 }
 
+# PostgreSQL 15+ server binaries for scripts/pg.sh (Debian's package; its own cluster is not used).
+postgres_env() {
+  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql
+  fi
+}
+
 case "$what" in
   python) python_env; npm_env ;;
   wasm) npm_env; wasm_env ;;
   browser) npm_env; browser_env ;;
-  all) python_env; npm_env; wasm_env; browser_env ;;
-  *) echo "usage: $0 [python|wasm|browser|all]" >&2; exit 2 ;;
+  postgres) postgres_env ;;
+  all) python_env; npm_env; wasm_env; browser_env; postgres_env ;;
+  *) echo "usage: $0 [python|wasm|browser|postgres|all]" >&2; exit 2 ;;
 esac

@@ -1,0 +1,57 @@
+//! # deadletter-postgres
+//!
+//! The PostgreSQL [`deadletter::Store`]: the same queue, rules and conformance cases as the
+//! SQLite and IndexedDB stores, on a database that many worker processes on many machines share.
+//!
+//! It selects and persists; it decides nothing. Every write is a step function from
+//! `deadletter::machine` that the engine hands in, run inside one transaction, so a failing step,
+//! a lost connection, a lock timeout or a server restart leaves nothing half-written and reaches
+//! the caller as `Error::Store`. The next call takes another session (a new connection when the
+//! old one died).
+//!
+//! **Claim** is one transaction: `SELECT ... FOR UPDATE SKIP LOCKED` on the partial index of
+//! pending messages (FIFO by `created_at`, then id), after the same on the index of expired
+//! leases; workers skip the rows others are claiming instead of waiting for them, so N workers do
+//! not serialize on each other. Every other transition locks only its own row (`SELECT ... FOR
+//! UPDATE` by id). Timestamps are the core's UTC milliseconds (`bigint`); ids come from an
+//! identity column; the schema (default `deadletter`) is created and versioned by the store
+//! (table `deadletter_schema`), and a schema of another application or of a newer deadletter is
+//! refused. Queue names and payloads are only ever bound parameters. The DDL is in `schema.rs`,
+//! every statement in `sql.rs`.
+//!
+//! ## Client and pool
+//! The synchronous [`postgres`] crate (sfackler's `rust-postgres`, the maintained client that
+//! `tokio-postgres` powers), pooled by [`r2d2`] through `r2d2_postgres` (same author). The store
+//! trait's futures are then ready when polled, as the SQLite store's are, so the Python binding
+//! drives both with `pollster::block_on` and no async runtime is exposed to it; `deadpool-postgres`
+//! would have needed one. Each session keeps its prepared statements, so a call costs one round
+//! trip per statement. TLS is not built in yet: a URL that requires it fails to connect with a
+//! store error.
+//!
+//! What it does not do: decide any state (the core does), read a clock, or retry a write whose
+//! connection died mid-transaction (the caller gets `Error::Store`; the transaction either
+//! committed whole or not at all).
+//!
+//! ## Example
+//! ```no_run
+//! use deadletter::{Arg, Engine, Item, Limits};
+//! use deadletter_postgres::{Options, PostgresStore};
+//!
+//! let store = PostgresStore::open("postgresql://app:secret@db.internal:5432/app", &Options::default())?;
+//! let db = Engine::new(store, Limits::default());
+//! let now = 1_767_225_600_000; // the caller's clock, UTC ms
+//! let job = Item { payload: r#"{"to":"alice"}"#.into(), ..Item::default() };
+//! let m = pollster::block_on(db.enqueue("emails".into(), &job, now))?;
+//! assert_eq!(m.status.as_str(), "pending");
+//! # Ok::<_, deadletter::Error>(())
+//! ```
+
+mod pool;
+mod row;
+mod schema;
+mod sql;
+mod store;
+
+pub use schema::{MAX_SCHEMA_BYTES, SCHEMA_VERSION, ddl, quote_identifier};
+pub use sql::{COLUMNS, Sql};
+pub use store::{Options, PostgresStore};

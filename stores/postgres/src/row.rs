@@ -1,0 +1,211 @@
+//! A [`Message`] to and from a row of `messages` (columns in [`crate::sql::COLUMNS`] order).
+
+use deadletter::{Error, FailedAttempt, Message, Result, Status};
+use postgres::Row;
+use postgres::types::{FromSql, Json, ToSql};
+
+use crate::pool::{Conn, db_error};
+
+fn col<'a, T: FromSql<'a>>(row: &'a Row, index: usize) -> Result<T> {
+    row.try_get(index).map_err(db_error)
+}
+
+fn count(value: i64, field: &str) -> Result<u32> {
+    u32::try_from(value).map_err(|_| Error::Store(format!("stored {field} {value} out of range")))
+}
+
+/// Reads one row selected with [`crate::sql::COLUMNS`].
+pub fn read(row: &Row) -> Result<Message> {
+    let id: i64 = col(row, 0)?;
+    let status: &str = col(row, 3)?;
+    let payload: Vec<u8> = col(row, 2)?;
+    let Json(errors): Json<Vec<FailedAttempt>> = col(row, 15)?;
+    Ok(Message {
+        id,
+        queue: col(row, 1)?,
+        payload: String::from_utf8(payload)
+            .map_err(|_| Error::Store(format!("the payload of message {id} is not UTF-8")))?,
+        status: Status::parse(status).ok_or_else(|| {
+            Error::Store(format!("message {id} has an unknown status {status:?}"))
+        })?,
+        retry_count: count(col::<i32>(row, 4)?.into(), "retry_count")?,
+        max_retries: count(col::<i32>(row, 5)?.into(), "max_retries")?,
+        retry_after: col(row, 6)?,
+        last_error: col(row, 7)?,
+        created_at: col(row, 8)?,
+        updated_at: col(row, 9)?,
+        lease_token: col(row, 10)?,
+        lease_expires_at: col(row, 11)?,
+        idempotency_key: col(row, 12)?,
+        first_failed_at: col(row, 13)?,
+        dead_at: col(row, 14)?,
+        errors,
+        errors_dropped: count(col(row, 16)?, "errors_dropped")?,
+        replay_count: count(col(row, 17)?, "replay_count")?,
+        replayed_at: col(row, 18)?,
+        deduplicated: false,
+    })
+}
+
+/// Reads every row.
+pub fn read_all(rows: &[Row]) -> Result<Vec<Message>> {
+    rows.iter().map(read).collect()
+}
+
+fn int(value: u32, field: &str) -> Result<i32> {
+    i32::try_from(value).map_err(|_| Error::Store(format!("{field} {value} is too large to store")))
+}
+
+/// PostgreSQL `text` (and `jsonb`) cannot hold U+0000, which the core accepts in names, keys and
+/// error texts: such a value is refused with a clear store error before anything is sent. (The
+/// payload is `bytea` and takes anything.)
+fn storable(message: &Message) -> Result<()> {
+    let texts = [
+        ("queue", Some(message.queue.as_str())),
+        ("idempotency_key", message.idempotency_key.as_deref()),
+        ("lease_token", message.lease_token.as_deref()),
+        ("last_error", message.last_error.as_deref()),
+    ];
+    let errors = message
+        .errors
+        .iter()
+        .map(|e| ("errors", Some(e.error.as_str())));
+    for (field, text) in texts.into_iter().chain(errors) {
+        if text.is_some_and(|t| t.contains('\0')) {
+            return Err(Error::Store(format!(
+                "PostgreSQL text cannot hold the character U+0000 ({field} of message {})",
+                message.id
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Inserts `message` (its id is ignored); the new id, or `None` when a message of its queue
+/// already carries its idempotency key.
+pub fn insert(conn: &mut Conn, sql: &str, message: &Message) -> Result<Option<i64>> {
+    storable(message)?;
+    let statement = conn.prepare(sql)?;
+    let errors = Json(&message.errors);
+    let params: [&(dyn ToSql + Sync); 18] = [
+        &message.queue,
+        &message.payload.as_bytes(),
+        &message.status.as_str(),
+        &int(message.retry_count, "retry_count")?,
+        &int(message.max_retries, "max_retries")?,
+        &message.retry_after,
+        &message.last_error,
+        &message.created_at,
+        &message.updated_at,
+        &message.lease_token,
+        &message.lease_expires_at,
+        &message.idempotency_key,
+        &message.first_failed_at,
+        &message.dead_at,
+        &errors,
+        &i64::from(message.errors_dropped),
+        &i64::from(message.replay_count),
+        &message.replayed_at,
+    ];
+    let row = conn
+        .client
+        .query_opt(&statement, &params)
+        .map_err(db_error)?;
+    row.map(|row| col(&row, 0)).transpose()
+}
+
+/// Inserts `messages` (none with an idempotency key; their ids are ignored) in one statement;
+/// their new ids, in order.
+pub fn insert_many(conn: &mut Conn, sql: &str, messages: &[Message]) -> Result<Vec<i64>> {
+    for message in messages {
+        storable(message)?;
+    }
+    let statement = conn.prepare(sql)?;
+    let queue: Vec<&str> = messages.iter().map(|m| m.queue.as_str()).collect();
+    let payload: Vec<&[u8]> = messages.iter().map(|m| m.payload.as_bytes()).collect();
+    let status: Vec<&str> = messages.iter().map(|m| m.status.as_str()).collect();
+    let retry_count = messages
+        .iter()
+        .map(|m| int(m.retry_count, "retry_count"))
+        .collect::<Result<Vec<i32>>>()?;
+    let max_retries = messages
+        .iter()
+        .map(|m| int(m.max_retries, "max_retries"))
+        .collect::<Result<Vec<i32>>>()?;
+    let opt = |f: fn(&Message) -> Option<i64>| messages.iter().map(f).collect::<Vec<_>>();
+    let text = |f: fn(&Message) -> Option<&str>| messages.iter().map(f).collect::<Vec<_>>();
+    let errors: Vec<Json<&Vec<FailedAttempt>>> = messages.iter().map(|m| Json(&m.errors)).collect();
+    let dropped: Vec<i64> = messages
+        .iter()
+        .map(|m| i64::from(m.errors_dropped))
+        .collect();
+    let replays: Vec<i64> = messages.iter().map(|m| i64::from(m.replay_count)).collect();
+    let created: Vec<i64> = messages.iter().map(|m| m.created_at).collect();
+    let updated: Vec<i64> = messages.iter().map(|m| m.updated_at).collect();
+    let params: [&(dyn ToSql + Sync); 18] = [
+        &queue,
+        &payload,
+        &status,
+        &retry_count,
+        &max_retries,
+        &opt(|m| m.retry_after),
+        &text(|m| m.last_error.as_deref()),
+        &created,
+        &updated,
+        &text(|m| m.lease_token.as_deref()),
+        &opt(|m| m.lease_expires_at),
+        &text(|m| m.idempotency_key.as_deref()),
+        &opt(|m| m.first_failed_at),
+        &opt(|m| m.dead_at),
+        &errors,
+        &dropped,
+        &replays,
+        &opt(|m| m.replayed_at),
+    ];
+    let rows = conn.client.query(&statement, &params).map_err(db_error)?;
+    let mut ids = rows
+        .iter()
+        .map(|row| col(row, 0))
+        .collect::<Result<Vec<i64>>>()?;
+    if ids.len() != messages.len() {
+        return Err(Error::Store(format!(
+            "inserted {} of {} messages",
+            ids.len(),
+            messages.len()
+        )));
+    }
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// Persists `after` (a step's result) over the row of `before` (what was read), sending the
+/// payload and the failure history only when the step changed them.
+pub fn write(conn: &mut Conn, sql: &str, before: &Message, after: &Message) -> Result<()> {
+    storable(after)?;
+    let statement = conn.prepare(sql)?;
+    let payload = (after.payload != before.payload).then_some(after.payload.as_bytes());
+    let errors = (after.errors != before.errors).then_some(Json(&after.errors));
+    let params: [&(dyn ToSql + Sync); 19] = [
+        &before.id,
+        &after.queue,
+        &payload,
+        &after.status.as_str(),
+        &int(after.retry_count, "retry_count")?,
+        &int(after.max_retries, "max_retries")?,
+        &after.retry_after,
+        &after.last_error,
+        &after.created_at,
+        &after.updated_at,
+        &after.lease_token,
+        &after.lease_expires_at,
+        &after.idempotency_key,
+        &after.first_failed_at,
+        &after.dead_at,
+        &errors,
+        &i64::from(after.errors_dropped),
+        &i64::from(after.replay_count),
+        &after.replayed_at,
+    ];
+    conn.client.execute(&statement, &params).map_err(db_error)?;
+    Ok(())
+}

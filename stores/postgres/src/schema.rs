@@ -1,0 +1,171 @@
+//! The tables and indexes of one deadletter schema, and the migration that creates them.
+
+use deadletter::{Error, FieldError, Result};
+use postgres::Client;
+
+use crate::pool::db_error;
+
+/// The schema version this build creates and reads (the row of `deadletter_schema`).
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// Longest schema name PostgreSQL keeps (`NAMEDATALEN - 1` bytes); a longer one would be cut
+/// silently, so it is refused.
+pub const MAX_SCHEMA_BYTES: usize = 63;
+
+/// `schema` as a quoted SQL identifier (`"name"`, inner quotes doubled): any non-empty name of
+/// at most [`MAX_SCHEMA_BYTES`] bytes without NUL is safe to splice into a statement.
+pub fn quote_identifier(schema: &str) -> Result<String> {
+    let problem = if schema.is_empty() {
+        Some(("empty", "must not be empty".to_owned()))
+    } else if schema.len() > MAX_SCHEMA_BYTES {
+        Some((
+            "too_long",
+            format!("must be at most {MAX_SCHEMA_BYTES} bytes (PostgreSQL would cut it)"),
+        ))
+    } else if schema.contains('\0') {
+        Some(("invalid", "must not contain NUL".to_owned()))
+    } else {
+        None
+    };
+    match problem {
+        Some((code, message)) => Err(Error::Validation(vec![FieldError::new(
+            "schema", code, message,
+        )])),
+        None => Ok(format!("\"{}\"", schema.replace('"', "\"\""))),
+    }
+}
+
+/// The DDL of version 1, for the quoted schema `{s}`. Timestamps are the core's UTC
+/// milliseconds (`bigint`); the payload is `bytea` so that it round-trips byte for byte whatever
+/// the database encoding (and may hold U+0000, which `text` cannot); names compare by bytes
+/// (`COLLATE "C"`), so `queues()` is in byte order as in every store.
+pub fn ddl(s: &str) -> String {
+    format!(
+        r#"
+CREATE TABLE {s}.messages (
+    id               bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    queue            text    COLLATE "C" NOT NULL,
+    payload          bytea   NOT NULL,
+    status           text    NOT NULL
+                     CHECK (status IN ('pending', 'processing', 'succeeded', 'dead')),
+    retry_count      integer NOT NULL CHECK (retry_count >= 0),
+    max_retries      integer NOT NULL CHECK (max_retries >= 0),
+    retry_after      bigint,
+    last_error       text,
+    created_at       bigint  NOT NULL,
+    updated_at       bigint  NOT NULL,
+    lease_token      text,
+    lease_expires_at bigint,
+    idempotency_key  text    COLLATE "C",
+    first_failed_at  bigint,
+    dead_at          bigint,
+    errors           jsonb   NOT NULL,
+    errors_dropped   bigint  NOT NULL CHECK (errors_dropped >= 0),
+    replay_count     bigint  NOT NULL CHECK (replay_count >= 0),
+    replayed_at      bigint
+);
+-- claim, step 2: pending messages in FIFO order. The last key is when the message became due
+-- (the smallest bigint when it always was), so the scan skips messages still in backoff inside
+-- the index, without reading their rows.
+CREATE INDEX messages_due ON {s}.messages
+    (queue, created_at, id, (coalesce(retry_after, '-9223372036854775808'::bigint)))
+    WHERE status = 'pending';
+-- claim, step 1 (reap) and Counts::expired: leases in expiry order
+CREATE INDEX messages_leases ON {s}.messages (queue, lease_expires_at, id)
+    WHERE status = 'processing';
+-- next_due_at, Counts::delayed and Counts::next_due_at
+CREATE INDEX messages_delayed ON {s}.messages (queue, retry_after)
+    WHERE status = 'pending' AND retry_after IS NOT NULL;
+-- Counts::oldest_dead_at
+CREATE INDEX messages_dead ON {s}.messages (queue, dead_at) WHERE status = 'dead';
+-- list with a status, select (replay_all, purge), Counts::by_status
+CREATE INDEX messages_by_status ON {s}.messages (queue, status, id);
+-- list without a status, queues
+CREATE INDEX messages_by_queue ON {s}.messages (queue, id);
+-- at most one stored message per key and queue, also between racing connections
+CREATE UNIQUE INDEX messages_idempotency ON {s}.messages (queue, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE TABLE {s}.deadletter_schema (version integer NOT NULL);
+INSERT INTO {s}.deadletter_schema (version) VALUES ({SCHEMA_VERSION});
+"#
+    )
+}
+
+/// Creates the schema `name` (quoted: `quoted`) and its tables when it is missing or empty;
+/// accepts it at [`SCHEMA_VERSION`]; refuses a schema that holds other tables and no
+/// `deadletter_schema`, or a newer version. Serialized between processes by an advisory lock, so
+/// that workers starting together create it once.
+pub fn migrate(client: &mut Client, name: &str, quoted: &str) -> Result<()> {
+    let mut tx = client.transaction().map_err(db_error)?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended('deadletter schema ' || $1, 0))",
+        &[&name],
+    )
+    .map_err(db_error)?;
+    let tables: Vec<String> = tx
+        .query(
+            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY 1",
+            &[&name],
+        )
+        .map_err(db_error)?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    if tables.iter().any(|t| t == "deadletter_schema") {
+        let version: Option<i32> = tx
+            .query_opt(
+                &format!("SELECT max(version) FROM {quoted}.deadletter_schema"),
+                &[],
+            )
+            .map_err(db_error)?
+            .and_then(|row| row.get(0));
+        return match version {
+            Some(SCHEMA_VERSION) => tx.commit().map_err(db_error),
+            Some(newer) if newer > SCHEMA_VERSION => Err(Error::Store(format!(
+                "schema {name:?} has deadletter schema version {newer}; this deadletter reads \
+                 version {SCHEMA_VERSION} (upgrade deadletter to open it)"
+            ))),
+            other => Err(Error::Store(format!(
+                "schema {name:?} has an unknown deadletter schema version {other:?}"
+            ))),
+        };
+    }
+    if !tables.is_empty() {
+        return Err(Error::Store(format!(
+            "schema {name:?} is not a deadletter schema: it holds other tables ({}) and no \
+             deadletter_schema table; choose another schema",
+            tables.join(", ")
+        )));
+    }
+    tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {quoted}"))
+        .map_err(db_error)?;
+    tx.batch_execute(&ddl(quoted)).map_err(db_error)?;
+    tx.commit().map_err(db_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_quoted_and_bad_names_refused() {
+        assert_eq!(quote_identifier("deadletter").unwrap(), "\"deadletter\"");
+        assert_eq!(
+            quote_identifier("a\"; DROP TABLE x; --").unwrap(),
+            "\"a\"\"; DROP TABLE x; --\""
+        );
+        let codes = |name: &str| {
+            quote_identifier(name)
+                .unwrap_err()
+                .field_errors()
+                .iter()
+                .map(|f| (f.field, f.code))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(codes(""), [("schema", "empty")]);
+        assert_eq!(codes(&"x".repeat(64)), [("schema", "too_long")]);
+        assert_eq!(codes("a\0b"), [("schema", "invalid")]);
+        assert!(quote_identifier(&"é".repeat(31)).is_ok());
+    }
+}

@@ -1,0 +1,149 @@
+//! Every statement of the store, built once per store for its quoted schema. Queue names,
+//! payloads and every other value are bound parameters; only the quoted schema is spliced in.
+
+/// The columns of a message, in the order the store reads them.
+pub const COLUMNS: &str = "id, queue, payload, status, retry_count, max_retries, retry_after, \
+    last_error, created_at, updated_at, lease_token, lease_expires_at, idempotency_key, \
+    first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at";
+
+/// The columns an insert writes: all but the id.
+const INSERTED: &str = "queue, payload, status, retry_count, max_retries, retry_after, \
+    last_error, created_at, updated_at, lease_token, lease_expires_at, idempotency_key, \
+    first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at";
+
+/// When a pending message became due, as the `messages_due` index stores it: its `retry_after`,
+/// or the smallest bigint when it has none (due from the start). The same text as in the index,
+/// so that the planner matches them.
+const DUE_SINCE: &str = "coalesce(retry_after, '-9223372036854775808'::bigint)";
+
+/// The statements of one schema.
+#[derive(Debug, Clone)]
+pub struct Sql {
+    /// `$1` id, `$2` queue.
+    pub get: String,
+    /// [`Sql::get`] locking the row until the transaction ends.
+    pub get_for_update: String,
+    /// The message of queue `$1` with idempotency key `$2`.
+    pub find_key: String,
+    /// Inserts one message (`$1`..`$18`: every column but the id) unless a message of its queue
+    /// already carries its idempotency key; returns the new id, or no row on such a conflict.
+    pub insert: String,
+    /// Inserts messages without idempotency keys given column by column as arrays (`$1`..`$18`,
+    /// in [`Sql::insert`]'s order), in array order; returns their ids (ascending in that order:
+    /// the identity is drawn row by row as they are inserted).
+    pub insert_many: String,
+    /// Writes every column of message `$1` (`$2`..`$19`); a null `payload` (`$3`) or `errors`
+    /// (`$16`) keeps the stored one, so that a transition does not rewrite a large payload.
+    pub write: String,
+    /// Claim, step 1: the processing messages of queue `$1` whose lease ran out at `$2`, in
+    /// expiry order, locked; rows another transaction holds are skipped (it is acking or reaping
+    /// them).
+    pub expired: String,
+    /// Claim, step 2: at most `$3` pending messages of queue `$1` due at `$2`, FIFO, locked;
+    /// rows other workers are claiming are skipped instead of waited for.
+    pub due: String,
+    /// Queue `$1`, ids above `$2`, at most `$3`, by id.
+    pub list: String,
+    /// Queue `$1`, status `$2`, ids above `$3`, at most `$4`, by id.
+    pub list_status: String,
+    /// The ids a [`deadletter::Filter`] selects: queue `$1`, status `$2`, ids above `$3`, last
+    /// error containing `$4`, `$5 <= dead_at < $6`, `updated_at <= $7` (each when not null), at
+    /// most `$8`, by id.
+    pub select: String,
+    /// Messages of queue `$1` among ids `$2`, locked in id order.
+    pub many_for_update: String,
+    /// Deletes the messages with ids `$1`.
+    pub delete: String,
+    /// The counters of queue `$1` at `$2`: by status (4), expired, delayed, next due, oldest
+    /// due `created_at`, oldest `dead_at`.
+    pub counts: String,
+    /// The distinct queue names in byte order, one index probe per queue (a loose index scan).
+    pub queues: String,
+    /// The earliest `retry_after` after `$2` among the pending messages of queue `$1`.
+    pub next_due_at: String,
+}
+
+impl Sql {
+    /// The statements for the quoted schema `s`.
+    pub fn new(s: &str) -> Self {
+        let m = format!("{s}.messages");
+        let select = |rest: &str| format!("SELECT {COLUMNS} FROM {m} {rest}");
+        let count = |cond: &str| format!("(SELECT count(*) FROM {m} WHERE queue = $1 AND {cond})");
+        Self {
+            get: select("WHERE id = $1 AND queue = $2"),
+            get_for_update: select("WHERE id = $1 AND queue = $2 FOR UPDATE"),
+            find_key: select("WHERE queue = $1 AND idempotency_key = $2"),
+            insert: format!(
+                "INSERT INTO {m} ({INSERTED}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
+                 $17, $18) \
+                 ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL \
+                 DO NOTHING RETURNING id"
+            ),
+            insert_many: format!(
+                "INSERT INTO {m} ({INSERTED}) SELECT {INSERTED} FROM unnest($1::text[], \
+                 $2::bytea[], $3::text[], $4::int[], $5::int[], $6::bigint[], $7::text[], \
+                 $8::bigint[], $9::bigint[], $10::text[], $11::bigint[], $12::text[], \
+                 $13::bigint[], $14::bigint[], $15::jsonb[], $16::bigint[], $17::bigint[], \
+                 $18::bigint[]) WITH ORDINALITY AS v({INSERTED}, ord) ORDER BY ord RETURNING id"
+            ),
+            write: format!(
+                "UPDATE {m} SET queue = $2, payload = coalesce($3, payload), status = $4, \
+                 retry_count = $5, max_retries = $6, retry_after = $7, last_error = $8, \
+                 created_at = $9, updated_at = $10, lease_token = $11, lease_expires_at = $12, \
+                 idempotency_key = $13, first_failed_at = $14, dead_at = $15, \
+                 errors = coalesce($16, errors), errors_dropped = $17, replay_count = $18, \
+                 replayed_at = $19 WHERE id = $1"
+            ),
+            expired: select(
+                "WHERE queue = $1 AND status = 'processing' AND lease_expires_at <= $2 \
+                 ORDER BY lease_expires_at, id FOR UPDATE SKIP LOCKED",
+            ),
+            due: select(&format!(
+                "WHERE queue = $1 AND status = 'pending' AND {DUE_SINCE} <= $2 \
+                 ORDER BY created_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
+            )),
+            list: select("WHERE queue = $1 AND id > $2 ORDER BY id LIMIT $3"),
+            list_status: select(
+                "WHERE queue = $1 AND status = $2 AND id > $3 ORDER BY id LIMIT $4",
+            ),
+            select: format!(
+                "SELECT id FROM {m} WHERE queue = $1 AND status = $2 AND id > $3 \
+                 AND ($4::text IS NULL OR strpos(last_error, $4::text) > 0) \
+                 AND ($5::bigint IS NULL OR dead_at >= $5::bigint) \
+                 AND ($6::bigint IS NULL OR dead_at < $6::bigint) \
+                 AND ($7::bigint IS NULL OR updated_at <= $7::bigint) \
+                 ORDER BY id LIMIT $8"
+            ),
+            many_for_update: select("WHERE queue = $1 AND id = ANY($2) ORDER BY id FOR UPDATE"),
+            delete: format!("DELETE FROM {m} WHERE id = ANY($1)"),
+            counts: format!(
+                "SELECT {}, {}, {}, {}, {}, {}, \
+                 (SELECT min(retry_after) FROM {m} \
+                  WHERE queue = $1 AND status = 'pending' AND retry_after > $2), \
+                 (SELECT created_at FROM {m} \
+                  WHERE queue = $1 AND status = 'pending' AND {DUE_SINCE} <= $2 \
+                  ORDER BY created_at, id LIMIT 1), \
+                 (SELECT min(dead_at) FROM {m} WHERE queue = $1 AND status = 'dead')",
+                count("status = 'pending'"),
+                count("status = 'processing'"),
+                count("status = 'succeeded'"),
+                count("status = 'dead'"),
+                count("status = 'processing' AND lease_expires_at <= $2"),
+                count("status = 'pending' AND retry_after > $2"),
+            ),
+            queues: format!(
+                "WITH RECURSIVE q(queue) AS ( \
+                   (SELECT queue FROM {m} ORDER BY queue LIMIT 1) \
+                   UNION ALL \
+                   SELECT (SELECT queue FROM {m} WHERE queue > q.queue ORDER BY queue LIMIT 1) \
+                   FROM q WHERE q.queue IS NOT NULL \
+                 ) SELECT queue FROM q WHERE queue IS NOT NULL"
+            ),
+            next_due_at: format!(
+                "SELECT min(retry_after) FROM {m} \
+                 WHERE queue = $1 AND status = 'pending' AND retry_after > $2"
+            ),
+        }
+    }
+}
