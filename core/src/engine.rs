@@ -336,7 +336,7 @@ impl<S: Store> Engine<S> {
         let mut check = Check::default();
         check.now(at.now);
         let (queue, id) = (check.queue(&queue), check.id(&id));
-        let error = check.string("error", &error);
+        let error = check.text("error", &error);
         let token = check.opt_string("lease_token", &lease_token);
         let retryable = check.bool("retryable", &retryable, true);
         let (queue, id, error) = check.finish(|| {

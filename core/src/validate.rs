@@ -38,6 +38,10 @@ pub const MIN_TIME: Millis = -62_135_596_800_000;
 /// it (`now + lease`, `now + backoff`, `now + delay`), is within [`MIN_TIME`]..=[`MAX_TIME`].
 pub const MAX_TIME: Millis = 253_402_300_799_999;
 
+/// Why NUL is refused in names, keys and error texts: not every store can hold it (PostgreSQL's
+/// `text` cannot), and a message must mean the same in every store.
+const NUL: &str = "must not contain NUL (U+0000): not every store can hold it";
+
 /// Collects field errors while arguments are read.
 #[derive(Default)]
 pub(crate) struct Check {
@@ -138,6 +142,8 @@ impl Check {
         let key = self.opt_string("idempotency_key", arg)?;
         if key.is_empty() {
             self.reject("idempotency_key", "empty", "must not be empty".into());
+        } else if key.contains('\0') {
+            self.reject("idempotency_key", "invalid", NUL.into());
         } else if key.chars().count() > MAX_IDEMPOTENCY_KEY_CHARS {
             let message = format!("must be at most {MAX_IDEMPOTENCY_KEY_CHARS} characters");
             self.reject("idempotency_key", "too_long", message);
@@ -162,6 +168,16 @@ impl Check {
             "too_large",
             format!("is {len} bytes; the limit is {max}"),
         );
+    }
+
+    /// A required string without NUL (an error text).
+    pub(crate) fn text<'a>(&mut self, field: &'static str, arg: &Arg<'a>) -> Option<&'a str> {
+        let text = self.string(field, arg)?;
+        if text.contains('\0') {
+            self.reject(field, "invalid", NUL.into());
+            return None;
+        }
+        Some(text)
     }
 
     /// A required string.
@@ -234,11 +250,13 @@ impl Check {
         }
     }
 
-    /// A queue name: a non-empty string of at most [`MAX_QUEUE_CHARS`] characters.
+    /// A queue name: a non-empty string of at most [`MAX_QUEUE_CHARS`] characters, without NUL.
     pub(crate) fn queue<'a>(&mut self, arg: &Arg<'a>) -> Option<&'a str> {
         let name = self.string("queue", arg)?;
         if name.is_empty() {
             self.reject("queue", "empty", "must not be empty".into());
+        } else if name.contains('\0') {
+            self.reject("queue", "invalid", NUL.into());
         } else if name.chars().count() > MAX_QUEUE_CHARS {
             self.reject(
                 "queue",

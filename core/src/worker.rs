@@ -88,12 +88,14 @@ impl Plan {
 
 /// The `error` recorded when a handler raises: `"<kind>: <message>"`, or the kind alone when the
 /// message is empty (Python `ValueError: bad input`, JavaScript `TypeError: x is undefined`).
+/// A NUL, which `fail` refuses, becomes U+FFFD: the loop must always be able to record a failure.
 pub fn failure_text(kind: &str, message: &str) -> String {
-    if message.is_empty() {
+    let text = if message.is_empty() {
         kind.to_owned()
     } else {
         format!("{kind}: {message}")
-    }
+    };
+    text.replace('\0', "\u{FFFD}")
 }
 
 #[cfg(test)]
@@ -158,5 +160,6 @@ mod tests {
     fn failure_text_names_the_kind() {
         assert_eq!(failure_text("ValueError", "bad"), "ValueError: bad");
         assert_eq!(failure_text("TimeoutError", ""), "TimeoutError");
+        assert_eq!(failure_text("E", "a\0b"), "E: a\u{FFFD}b");
     }
 }
