@@ -95,7 +95,11 @@ impl Check {
         if (min..=max).contains(&value) {
             value
         } else {
-            self.reject(field, "out_of_range", format!("must be between {min} and {max}"));
+            self.reject(
+                field,
+                "out_of_range",
+                format!("must be between {min} and {max}"),
+            );
             default
         }
     }
@@ -190,7 +194,9 @@ impl Check {
 
     /// Adds the field errors of `err` (a validation error from a helper such as [`later`]).
     pub(crate) fn extend(&mut self, err: Error) {
-        self.errors.extend(err.field_errors().iter().cloned());
+        if let Error::Validation(errors) = err {
+            self.errors.extend(errors);
+        }
     }
 
     /// An integer in `range`, or `default` when `Null` (required when `default` is `None`).
@@ -272,7 +278,10 @@ impl Check {
         if matches!(status, Status::Succeeded | Status::Dead) {
             Some(status)
         } else {
-            let message = format!("must be succeeded or dead (only finished messages are purged); got {status:?}", status = status.as_str());
+            let message = format!(
+                "must be succeeded or dead (only finished messages are purged); got {status:?}",
+                status = status.as_str()
+            );
             self.reject("status", "invalid", message);
             None
         }
@@ -325,7 +334,11 @@ pub fn jitter_sample(arg: &Arg<'_>) -> Result<f64> {
         }
     };
     if let Some(s) = sample.filter(|s| !(0.0..1.0).contains(s)) {
-        check.reject("random", "out_of_range", format!("must return a number in [0, 1); got {s}"));
+        check.reject(
+            "random",
+            "out_of_range",
+            format!("must return a number in [0, 1); got {s}"),
+        );
     }
     check.finish(|| sample.unwrap_or_default())
 }
