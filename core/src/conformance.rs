@@ -115,7 +115,9 @@ pub fn policy(case: &Case, step: &Value) -> Result<Backoff, Error> {
 
 /// The jitter sample every call of the case draws: `options.jitter_sample`, default 0.
 pub fn jitter_sample(case: &Case) -> f64 {
-    case.body["options"]["jitter_sample"].as_f64().unwrap_or(0.0)
+    case.body["options"]["jitter_sample"]
+        .as_f64()
+        .unwrap_or(0.0)
 }
 
 /// One item of an `enqueue_many` step (a bare string is a payload), or the arguments of an
@@ -146,7 +148,10 @@ pub async fn run<S: Store>(case: &Case, engine: &Engine<S>) -> Result<(), String
             at = next.as_i64().ok_or("`at` must be an integer")?;
         }
         let op = step["op"].as_str().unwrap_or_default();
-        let times = step.get("times").map_or(Some(1), Value::as_u64).ok_or("bad `times`")?;
+        let times = step
+            .get("times")
+            .map_or(Some(1), Value::as_u64)
+            .ok_or("bad `times`")?;
         for _ in 0..times {
             run_step(case, engine, step, BASE + at, &mut tokens)
                 .await
@@ -189,7 +194,10 @@ async fn run_step<S: Store>(
         }
     };
     if let (Ok(value), "claim" | "claim_many") = (&outcome, op) {
-        let claimed = value.as_array().cloned().unwrap_or_else(|| vec![value.clone()]);
+        let claimed = value
+            .as_array()
+            .cloned()
+            .unwrap_or_else(|| vec![value.clone()]);
         for m in claimed.iter().filter(|m| !m.is_null()) {
             tokens.push(m["lease_token"].as_str().unwrap_or_default().to_owned());
         }
@@ -437,10 +445,17 @@ pub fn check(expect: &Value, outcome: Result<Value, Error>) -> Result<(), String
             } else if let Some(want) = expect.get("stats") {
                 matches(want, &value)
             } else if let Some(want) = expect.get("queues") {
-                let (want, got) = (want.as_array().ok_or("`queues` must be a list")?, value.as_array());
+                let (want, got) = (
+                    want.as_array().ok_or("`queues` must be a list")?,
+                    value.as_array(),
+                );
                 let got = got.ok_or_else(|| format!("expected a list, got {value}"))?;
                 if want.len() != got.len() {
-                    return Err(format!("expected {} queues, got {}: {value}", want.len(), got.len()));
+                    return Err(format!(
+                        "expected {} queues, got {}: {value}",
+                        want.len(),
+                        got.len()
+                    ));
                 }
                 want.iter().zip(got).try_for_each(|(w, g)| matches(w, g))
             } else {

@@ -219,7 +219,9 @@ impl<S: Store> Engine<S> {
         tokens: impl FnMut() -> String,
         at: Moment<'_>,
     ) -> Result<Outcome<Option<Message>>> {
-        let claimed = self.claim_many(queue, Arg::Int(1), lease_ms, tokens, at).await?;
+        let claimed = self
+            .claim_many(queue, Arg::Int(1), lease_ms, tokens, at)
+            .await?;
         Ok(Outcome {
             value: claimed.value.into_iter().next(),
             dead: claimed.dead,
@@ -348,7 +350,10 @@ impl<S: Store> Engine<S> {
             .store
             .update(queue, id, |m| machine::fail(m, error, token, retryable, at))
             .await?;
-        Ok(Outcome::new(message.clone(), std::slice::from_ref(&message)))
+        Ok(Outcome::new(
+            message.clone(),
+            std::slice::from_ref(&message),
+        ))
     }
 
     /// The heartbeat: moves the lease of a `processing` message to `now + lease_ms` (1..=12 h;
@@ -459,7 +464,12 @@ impl<S: Store> Engine<S> {
         check.now(now);
         let queue = check.queue(&queue);
         let status = check.finished_status(&status);
-        let older = check.int("older_than_ms", &older_than_ms, (0, MAX_TIME - MIN_TIME), None);
+        let older = check.int(
+            "older_than_ms",
+            &older_than_ms,
+            (0, MAX_TIME - MIN_TIME),
+            None,
+        );
         let filter = check.finish(|| Filter {
             queue: queue.unwrap_or_default(),
             status: status.unwrap_or(Status::Dead),
@@ -488,7 +498,9 @@ impl<S: Store> Engine<S> {
     ) -> Result<u64> {
         let (mut done, mut after) = (0u64, 0);
         while done < limit {
-            let room = usize::try_from(limit - done).unwrap_or(usize::MAX).min(BATCH);
+            let room = usize::try_from(limit - done)
+                .unwrap_or(usize::MAX)
+                .min(BATCH);
             let ids = self.store.select(filter, after, room).await?;
             let Some(&last) = ids.last() else { break };
             done += apply(&ids).await?;

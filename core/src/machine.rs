@@ -101,7 +101,12 @@ pub fn succeed(mut message: Message, lease_token: Option<&str>, now: Millis) -> 
 /// The heartbeat: a `processing` message's lease now runs until `now + lease_ms`. The token must
 /// be the current one (else the lease was lost). A lease that ran out but was not reaped yet can
 /// still be extended, as it can still be acked.
-pub fn extend(mut message: Message, lease_token: &str, lease_ms: Millis, now: Millis) -> Result<Message> {
+pub fn extend(
+    mut message: Message,
+    lease_token: &str,
+    lease_ms: Millis,
+    now: Millis,
+) -> Result<Message> {
     require(&message, &[Status::Processing], "extend")?;
     check_lease(&message, Some(lease_token))?;
     message.lease_expires_at = Some(later(now, lease_ms)?);

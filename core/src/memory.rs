@@ -40,9 +40,10 @@ impl Store for MemoryStore {
         let mut out = Vec::with_capacity(messages.len());
         for message in messages {
             let existing = message.idempotency_key.as_ref().and_then(|key| {
-                state.messages.values().find(|m| {
-                    m.queue == message.queue && m.idempotency_key.as_ref() == Some(key)
-                })
+                state
+                    .messages
+                    .values()
+                    .find(|m| m.queue == message.queue && m.idempotency_key.as_ref() == Some(key))
             });
             if let Some(existing) = existing {
                 out.push(Message {
