@@ -310,6 +310,10 @@ async fn step_outcome<S: Store>(
         "delete" => to_json(engine.delete(a("queue"), a("id")).await?),
         "stats" => stats_json(&engine.stats(a("queue"), now).await?),
         "queues" => Value::Array(engine.queues(now).await?.iter().map(stats_json).collect()),
+        "next_due_at" => {
+            let at = engine.next_due_at(a("queue"), now).await?;
+            json!({ "next_due_at": at.map(|ms| ms - BASE) })
+        }
         "get" => to_json(engine.get(a("queue"), a("id")).await?),
         "list" => messages(
             engine
@@ -440,6 +444,8 @@ pub fn check(expect: &Value, outcome: Result<Value, Error>) -> Result<(), String
                 want.iter().zip(got).try_for_each(|(w, g)| matches(w, g))
             } else if let Some(want) = expect.get("delay_ms") {
                 matches(&json!({ "delay_ms": want }), &value)
+            } else if let Some(want) = expect.get("next_due_at") {
+                matches(&json!({ "next_due_at": want }), &value)
             } else if let Some(want) = expect.get("count") {
                 matches(&json!({ "count": want }), &value)
             } else if let Some(want) = expect.get("stats") {

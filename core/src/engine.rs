@@ -564,6 +564,17 @@ impl<S: Store> Engine<S> {
         })
     }
 
+    /// When the next delayed message of `queue` becomes due: the earliest `retry_after` later than
+    /// `now` among its pending messages; `None` when none is delayed. Cheap (one index read): what
+    /// an idle worker waits for.
+    pub async fn next_due_at(&self, queue: Arg<'_>, now: Millis) -> Result<Option<Millis>> {
+        let mut check = Check::default();
+        check.now(now);
+        let queue = check.queue(&queue);
+        let queue = check.finish(|| queue.unwrap_or_default())?;
+        self.store.next_due_at(queue, now).await
+    }
+
     /// One message; `not_found` when `queue` has no message `id`.
     pub async fn get(&self, queue: Arg<'_>, id: Arg<'_>) -> Result<Message> {
         let mut check = Check::default();

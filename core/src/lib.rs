@@ -55,6 +55,7 @@ mod memory;
 mod message;
 mod store;
 pub mod validate;
+pub mod worker;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;

@@ -86,11 +86,15 @@ impl Store for MemoryStore {
     ) -> Result<Claimed> {
         let mut state = self.lock()?;
         let in_queue = |m: &&Message| m.queue == queue;
-        let expired: Vec<Message> = state
+        let mut overdue: Vec<&Message> = state
             .messages
             .values()
             .filter(in_queue)
             .filter(|m| machine::lease_expired(m, now))
+            .collect();
+        overdue.sort_by_key(|m| (m.lease_expires_at, m.id));
+        let expired: Vec<Message> = overdue
+            .into_iter()
             .cloned()
             .map(expire)
             .collect::<Result<_>>()?;
@@ -183,6 +187,16 @@ impl Store for MemoryStore {
             state.messages.values().filter(|m| m.queue == queue),
             now,
         ))
+    }
+
+    async fn next_due_at(&self, queue: &str, now: Millis) -> Result<Option<Millis>> {
+        let state = self.lock()?;
+        Ok(state
+            .messages
+            .values()
+            .filter(|m| m.queue == queue && machine::is_delayed(m, now))
+            .filter_map(|m| m.retry_after)
+            .min())
     }
 
     async fn queues(&self) -> Result<Vec<String>> {

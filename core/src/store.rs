@@ -123,7 +123,7 @@ pub trait Store {
 
     /// Atomically, in one transaction:
     /// 1. every `processing` message of `queue` whose `lease_expires_at <= now` is replaced by
-    ///    `expire(message)`;
+    ///    `expire(message)`, called in `(lease_expires_at, id)` order;
     /// 2. then up to `limit` `pending` messages of `queue` whose `retry_after` is null or
     ///    `<= now` (and that step 1 did not just write), ordered by `created_at` then `id`, are
     ///    each replaced by `take(message)`.
@@ -176,6 +176,12 @@ pub trait Store {
 
     /// The names of the queues that hold at least one message, in ascending (byte) order.
     fn queues(&self) -> impl Future<Output = Result<Vec<String>>>;
+
+    /// The earliest `retry_after` later than `now` among the `pending` messages of `queue` (when
+    /// the next delayed message becomes due), read from an index; `None` when none is delayed.
+    /// The same value as [`Counts::next_due_at`], without counting anything.
+    fn next_due_at(&self, queue: &str, now: Millis)
+    -> impl Future<Output = Result<Option<Millis>>>;
 }
 
 /// What every store's [`Store::update`] does once it has read: `step(message)`, or `not_found`

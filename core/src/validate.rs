@@ -194,8 +194,8 @@ impl Check {
 
     /// Adds the field errors of `err` (a validation error from a helper such as [`later`]).
     pub(crate) fn extend(&mut self, err: Error) {
-        if let Error::Validation(errors) = err {
-            self.errors.extend(errors);
+        if let Error::Validation(fields) = err {
+            self.errors.extend(fields);
         }
     }
 

@@ -1,0 +1,64 @@
+//! The representable range of instants, at its lower end (the shared cases cover the upper end;
+//! a clock before year 1 cannot be written as a Python `datetime`, so the bindings test it too).
+
+use deadletter::validate::{MAX_TIME, MIN_TIME};
+use deadletter::{Arg, Backoff, Engine, Error, Item, Limits, MemoryStore, Moment};
+
+fn item(payload: &str) -> Item<'_> {
+    Item {
+        payload: Arg::Str(payload),
+        ..Item::default()
+    }
+}
+
+fn fields(err: &Error) -> Vec<(&str, &str)> {
+    err.field_errors()
+        .iter()
+        .map(|f| (f.field, f.code))
+        .collect()
+}
+
+#[test]
+fn a_clock_before_year_1_is_rejected_by_every_operation_and_writes_nothing() {
+    let db = Engine::new(MemoryStore::new(), Limits::default());
+    let policy = Backoff::default();
+    pollster::block_on(async {
+        let too_early = MIN_TIME - 1;
+        let err = db
+            .enqueue("q".into(), &item("a"), too_early)
+            .await
+            .unwrap_err();
+        assert_eq!(fields(&err), [("clock", "out_of_range")]);
+        let at = Moment {
+            policy: &policy,
+            sample: 0.0,
+            now: too_early,
+        };
+        let err = db
+            .claim("q".into(), Arg::Null, String::new, at)
+            .await
+            .unwrap_err();
+        assert_eq!(fields(&err), [("clock", "out_of_range")]);
+        let err = db.stats("q".into(), too_early).await.unwrap_err();
+        assert_eq!(fields(&err), [("clock", "out_of_range")]);
+        assert!(
+            db.list("q".into(), Arg::Null, Arg::Null, Arg::Null)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+
+        let first = db.enqueue("q".into(), &item("a"), MIN_TIME).await.unwrap();
+        assert_eq!(first.created_at, MIN_TIME);
+        let err = db
+            .enqueue("q".into(), &item("b"), MAX_TIME + 1)
+            .await
+            .unwrap_err();
+        assert_eq!(fields(&err), [("clock", "out_of_range")]);
+        let err = db
+            .enqueue("q".into(), &item("b"), i64::MIN)
+            .await
+            .unwrap_err();
+        assert_eq!(fields(&err), [("clock", "out_of_range")]);
+    });
+}
