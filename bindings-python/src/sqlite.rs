@@ -86,12 +86,14 @@ DROP INDEX messages_by_queue_status_id;
 -- messages in backoff are skipped without reading their rows (also stats' oldest due message)
 CREATE INDEX messages_due ON messages (queue, created_at, id, retry_after)
     WHERE status = 'pending';
--- stats: delayed messages, the next due instant
+-- claim step 1 and reap: processing messages in the order their leases run out (then id: SQLite
+-- ends every index entry with the rowid); stats: expired
+CREATE INDEX messages_leased ON messages (queue, lease_expires_at) WHERE status = 'processing';
+-- stats and next_due_at: delayed messages, the next due instant
 CREATE INDEX messages_delayed ON messages (queue, retry_after)
     WHERE status = 'pending' AND retry_after IS NOT NULL;
--- list by status; stats: counts by status; claim step 1, reap and stats: processing messages in
--- id order with their lease's end; purge of succeeded messages (updated_at)
-CREATE INDEX messages_by_queue_status_id ON messages (queue, status, id, lease_expires_at, updated_at);
+-- list by status; stats: counts by status; purge of succeeded messages (updated_at)
+CREATE INDEX messages_by_queue_status_id ON messages (queue, status, id, updated_at);
 -- replay_all and purge of dead messages, by id, with every column their filters read
 CREATE INDEX messages_dead ON messages (queue, id, dead_at, updated_at, last_error)
     WHERE status = 'dead';
@@ -116,11 +118,13 @@ macro_rules! select {
     };
 }
 
-/// Claim, step 1: the `processing` messages of queue `?1` whose lease ran out at `?2`, in id
-/// order, through the index `messages_by_queue_status_id`, which holds `lease_expires_at`: only the
-/// expired messages' rows are read.
-pub const EXPIRED_SQL: &str =
-    select!("WHERE queue = ?1 AND status = 'processing' AND lease_expires_at <= ?2 ORDER BY id");
+/// Claim, step 1: the `processing` messages of queue `?1` whose lease ran out at `?2`, in the
+/// order the leases ran out (then id), through the index `messages_leased`: only the expired
+/// messages' rows are read.
+pub const EXPIRED_SQL: &str = select!(
+    "WHERE queue = ?1 AND status = 'processing' AND lease_expires_at <= ?2 \
+     ORDER BY lease_expires_at, id"
+);
 
 /// Claim, step 2: the first `?3` `pending` messages of queue `?1` due at `?2`, FIFO by
 /// `created_at` then id, through the index `messages_due`: no sort, no table scan.
@@ -170,14 +174,18 @@ pub const DELETE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
 pub const COUNT_BY_STATUS_SQL: &str =
     "SELECT status, count(*) FROM messages WHERE queue = ?1 GROUP BY status";
 
-/// Processing messages of queue `?1` whose lease ran out at `?2` (index
-/// `messages_by_queue_status_id`).
+/// Processing messages of queue `?1` whose lease ran out at `?2` (index `messages_leased`).
 pub const COUNT_EXPIRED_SQL: &str = "SELECT count(*) FROM messages \
     WHERE queue = ?1 AND status = 'processing' AND lease_expires_at <= ?2";
 
 /// Delayed messages of queue `?1` at `?2`, and the earliest instant one becomes due (index
 /// `messages_delayed`).
 pub const COUNT_DELAYED_SQL: &str = "SELECT count(*), min(retry_after) FROM messages \
+    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND retry_after > ?2";
+
+/// When the next delayed message of queue `?1` becomes due after `?2`: one seek in the index
+/// `messages_delayed`.
+pub const NEXT_DUE_SQL: &str = "SELECT min(retry_after) FROM messages \
     WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND retry_after > ?2";
 
 /// The enqueue time of the oldest message of queue `?1` due at `?2`: the one `claim` would take
@@ -666,6 +674,12 @@ impl Store for SqliteStore {
             counts.oldest_dead_at = one_row(&tx, OLDEST_DEAD_SQL, params![queue], |row| row.get(0))
                 .map_err(Error::store)?;
             Ok(counts)
+        })
+    }
+
+    async fn next_due_at(&self, queue: &str, now: Millis) -> Result<Option<Millis>> {
+        self.with_connection(|conn| {
+            one_row(conn, NEXT_DUE_SQL, params![queue, now], |row| row.get(0)).map_err(Error::store)
         })
     }
 

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use _deadletter::sqlite::{
     BY_KEY_SQL, CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL, DELETE_SQL,
-    EXPIRED_SQL, GET_SQL, INSERT_SQL, LIST_SQL, LIST_STATUS_SQL, OLDEST_DEAD_SQL, OLDEST_DUE_SQL,
-    QUEUES_SQL, SCHEMA_VERSION, SqliteStore, WRITE_SQL, select_sql,
+    EXPIRED_SQL, GET_SQL, INSERT_SQL, LIST_SQL, LIST_STATUS_SQL, NEXT_DUE_SQL, OLDEST_DEAD_SQL,
+    OLDEST_DUE_SQL, QUEUES_SQL, SCHEMA_VERSION, SqliteStore, WRITE_SQL, select_sql,
 };
 use deadletter::conformance::BASE;
 use deadletter::{
@@ -352,6 +352,7 @@ fn queries() -> Vec<(String, String, bool)> {
         ("count expired", COUNT_EXPIRED_SQL, true),
         ("count delayed", COUNT_DELAYED_SQL, true),
         ("oldest due", OLDEST_DUE_SQL, true),
+        ("next due", NEXT_DUE_SQL, true),
         ("oldest dead", OLDEST_DEAD_SQL, true),
         ("queues", QUEUES_SQL, true),
     ]

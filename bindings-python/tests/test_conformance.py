@@ -205,6 +205,9 @@ def call(
         return {"count": q.reap()}
     elif op == "stats":
         return stats_json(q.stats())
+    elif op == "next_due_at":
+        # Python exposes it as QueueStats.next_due_at (the core defines them as the same value).
+        return {"next_due_at": stats_json(q.stats())["next_due_at"]}
     elif op == "list":
         return [as_case_json(m) for m in q.list(**kwargs)]
     else:
@@ -255,6 +258,8 @@ def check(expect: dict[str, Any], outcome: Callable[[], Any], tokens: list[str])
         assert got == {"count": expect["count"]}
     elif "delay_ms" in expect:
         assert got == {"delay_ms": expect["delay_ms"]}
+    elif "next_due_at" in expect:
+        assert got == {"next_due_at": expect["next_due_at"]}
 
 
 def test_case(case: dict[str, Any]) -> None:
