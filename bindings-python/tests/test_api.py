@@ -9,24 +9,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from virtual_clock import T0, Clock
 
 import deadletter
-
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-
-class Clock:
-    """A virtual clock: an aware datetime that tests move by hand."""
-
-    def __init__(self, now: datetime = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
 
 def test_context_manager_closes_and_later_calls_raise_store_error() -> None:
     with deadletter.open() as db:
