@@ -244,12 +244,19 @@ impl Database {
         })
     }
 
-    /// Closes the database. Later operations of its queues raise `StoreError`; closing again
-    /// does nothing.
+    /// Closes the database and lets go of its dead-letter callbacks (nothing can die any more).
+    /// Later operations of its queues raise `StoreError`; closing again does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let store = self.shared.engine.store();
         py.detach(|| store.close())
-            .map_err(|err| to_py_err(py, &err))
+            .map_err(|err| to_py_err(py, &err))?;
+        let callbacks = self
+            .shared
+            .dead_letters
+            .lock()
+            .map(|mut list| std::mem::take(&mut *list));
+        drop(callbacks);
+        Ok(())
     }
 
     /// Whether `close` was called.
@@ -292,11 +299,15 @@ pub struct Unsubscribe {
 impl Unsubscribe {
     /// Unregisters the callback; calling again does nothing.
     fn __call__(&self) {
-        if let Some(shared) = self.shared.upgrade()
-            && let Ok(mut list) = shared.dead_letters.lock()
-        {
-            list.retain(|(id, _)| *id != self.id);
-        }
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        // The callback is dropped after the lock is released: dropping it may run Python code.
+        let removed = shared.dead_letters.lock().ok().and_then(|mut list| {
+            let at = list.iter().position(|(id, _)| *id == self.id)?;
+            Some(list.remove(at))
+        });
+        drop(removed);
     }
 }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from datetime import timedelta
 
 import pytest
@@ -204,3 +205,18 @@ def test_on_dead_needs_a_callable() -> None:
     with pytest.raises(deadletter.ValidationError) as info:
         db.on_dead("not callable")  # type: ignore[arg-type]
     assert [(e["field"], e["code"]) for e in info.value.errors] == [("callback", "type")]
+
+
+def test_closing_lets_go_of_the_callbacks() -> None:
+    class Pager:
+        def __call__(self, m: deadletter.Message) -> None:
+            pass
+
+    db = deadletter.open()
+    pager = Pager()
+    db.on_dead(pager)
+    alive = weakref.ref(pager)
+    del pager
+    assert alive() is not None
+    db.close()
+    assert alive() is None
