@@ -1,16 +1,21 @@
 // Uses every export of the package `deadletter`; `make test-js` type-checks it with
 // `tsc --noEmit -p bindings-wasm/examples` (strict) against the hand-written js/index.d.ts.
 import {
+  type BackoffOptions,
   CODES,
   type ClaimOptions,
   type ConflictReason,
   Database,
   DeadLetterError,
+  type EnqueueItem,
   type ErrorCode,
+  type FailedAttempt,
   type FieldError,
   type Message,
   type OpenOptions,
   Queue,
+  type QueueStats,
+  type ReplayAllOptions,
   type Status,
   backoffMs,
   open,
@@ -46,10 +51,18 @@ export async function main(indexedDB: IDBFactory): Promise<void> {
     leaseMs: 30_000,
     maxPayloadBytes: 1_048_576,
   };
-  const db: Database = await open("app-queue", options);
-  const q: Queue = db.queue("emails");
-  const queued: Message = await q.enqueue(JSON.stringify({ to: "alice" }), { maxRetries: 5 });
-  await q.enqueue(JSON.stringify({ to: "" }), { maxRetries: 1 });
+  const db: Database = await open("app-queue", { ...options, random: Math.random });
+  const unsubscribe: () => void = db.onDead((m: Message) => {
+    const last: FailedAttempt | undefined = m.errors[m.errors.length - 1];
+    console.log(`dead: ${m.id} at ${m.deadAt?.toISOString() ?? "?"}: ${last?.error ?? "?"} (attempt ${last?.attempt ?? 0})`);
+  });
+  const backoff: BackoffOptions = { initialMs: 500, multiplier: 3, capMs: 60_000, jitter: "full" };
+  const q: Queue = db.queue("emails", { backoff });
+  const queued: Message = await q.enqueue(JSON.stringify({ to: "alice" }), { maxRetries: 5, idempotencyKey: "welcome-alice" });
+  const again: Message = await q.enqueue(JSON.stringify({ to: "alice" }), { idempotencyKey: "welcome-alice" });
+  console.log(`deduplicated: ${again.deduplicated}, first id ${again.id}`);
+  const items: EnqueueItem[] = [JSON.stringify({ to: "" }), { payload: JSON.stringify({ to: "bob" }), delayMs: 1000, maxRetries: 1 }];
+  await q.enqueueMany(items);
   console.log(`${q.name}: enqueued ${queued.id} at ${queued.createdAt.toISOString()}`);
   console.log(`delivered ${await work(q, { leaseMs: 10_000 })}`);
   now += backoffMs(0);
@@ -60,8 +73,25 @@ export async function main(indexedDB: IDBFactory): Promise<void> {
     const replayed = await q.replay(m.id);
     console.log(`replayed ${replayed.id}: ${replayed.status}, ${replayed.lastError ?? "no error"}`);
   }
-  const again: Message = await q.get(queued.id);
-  console.log(`${again.id} is ${again.status}, lease ${again.leaseExpiresAt?.getTime() ?? "none"}`);
+  const current: Message = await q.get(queued.id);
+  console.log(`${current.id} is ${current.status}, lease ${current.leaseExpiresAt?.getTime() ?? "none"}`);
+
+  const batch: Message[] = await q.claimMany(10, { leaseMs: 5_000 });
+  for (const m of batch) {
+    if (m.leaseToken === null) continue;
+    const held: Message = await q.extend(m.id, { leaseToken: m.leaseToken, leaseMs: 10_000 });
+    await q.fail(held.id, "still broken", { leaseToken: m.leaseToken, retryable: false });
+  }
+  const filter: ReplayAllOptions = { errorContains: "broken", deadBefore: new Date(now + 1), deadAfter: 0, limit: 100 };
+  console.log(`replayed ${await q.replayAll(filter)}, reaped ${await q.reap()}`);
+  console.log(`purged ${await q.purge({ status: "succeeded", olderThanMs: 86_400_000 })}`);
+  const stats: QueueStats = await q.stats();
+  const next: Date | null = await q.nextDueAt();
+  console.log(`${stats.queue}: ${stats.pending} pending, ${stats.dead} dead, next due ${stats.nextDueAt?.toISOString() ?? next?.toISOString() ?? "never"}, oldest due ${stats.oldestDueAgeMs ?? 0} ms`);
+  for (const s of await db.queues()) console.log(s.queue, s.delayed, s.expired, s.oldestDeadAgeMs);
+  const finished: Message[] = await q.list({ status: "dead", limit: 1 });
+  if (finished[0]) console.log(`deleted ${(await q.delete(finished[0].id)).id}`);
+  unsubscribe();
 
   try {
     await q.enqueue(new Date().toISOString(), { maxRetries: 11 });
@@ -69,7 +99,7 @@ export async function main(indexedDB: IDBFactory): Promise<void> {
     if (err instanceof DeadLetterError) {
       const code: ErrorCode = err.code;
       const fields: readonly FieldError[] = err.errors;
-      console.log(code, CODES.includes(code), fields.map((f) => `${f.field}: ${f.code}`).join(", "));
+      console.log(code, CODES.includes(code), fields.map((f) => `${f.field}${f.index === undefined ? "" : `[${f.index}]`}: ${f.code}`).join(", "));
     } else {
       throw err;
     }

@@ -6,42 +6,39 @@
 //   import { runCase } from "./conformance.mjs";
 //   await runCase(open, caseObject, indexedDB);   // throws an Error saying what differed
 //
-// One rule of the JS API shapes how validation cases are checked: `db.queue(name)` validates the
-// queue name when the Queue is made, before an operation's other arguments exist. So when a step's
-// queue name is invalid, the error comes from `db.queue()` and only its `queue` field can be
-// reported; such a step is checked against the expected fields restricted to `queue` (and the
-// error code must still match). `queueFirstSteps` in the result counts these steps.
+// One rule of the JS API shapes how validation cases are checked: `db.queue(name, { backoff })`
+// validates the queue name and the backoff policy when the Queue is made, before an operation's
+// other arguments exist. So when a step's queue name or policy is invalid, the error comes from
+// `db.queue()` and only those fields can be reported; such a step is checked against the expected
+// fields restricted to them (and the error code must still match). `queueFirstSteps` in the result
+// counts the steps where this restriction left out an expected field.
 import { backoffMs } from "./index.js";
 
 /** The clock's origin for every case: 2026-01-01T00:00:00Z in milliseconds. */
 export const BASE = 1767225600000;
 
-const JS_NAMES = {
-  max_retries: "maxRetries",
-  lease_ms: "leaseMs",
-  lease_token: "leaseToken",
-  after_id: "afterId",
-  max_payload_bytes: "maxPayloadBytes",
-  retry_count: "retryCount",
-  retry_after: "retryAfter",
-  last_error: "lastError",
-  created_at: "createdAt",
-  updated_at: "updatedAt",
-  lease_expires_at: "leaseExpiresAt",
-};
-const TIMESTAMPS = new Set(["retry_after", "created_at", "updated_at", "lease_expires_at"]);
-
-/** The JavaScript name of a core field or argument name. */
+/** The JavaScript name of a core field or argument name: its camelCase (`max_retries` -> `maxRetries`). */
 export function jsName(name) {
-  return JS_NAMES[name] ?? name;
+  return name.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
 }
+
+/** Message fields that are instants, written relative to BASE in the cases. */
+const INSTANTS = new Set(["retry_after", "created_at", "updated_at", "lease_expires_at", "first_failed_at", "dead_at", "replayed_at"]);
+/** The fields `db.queue(name, { backoff })` checks (core names). */
+const QUEUE_FIELDS = new Set(["queue", "initial_ms", "multiplier", "cap_ms", "jitter"]);
+/** The largest |ms| a Date holds. */
+const DATE_LIMIT = 8.64e15;
 
 let counter = 0;
 
-/** `{"$token": k}` and `{"$repeat": [s, n]}` replaced by the strings they stand for. */
+function isObject(value) {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** `{"$token": k}`, `{"$repeat": [s, n]}` and `{"$list": [v, n]}` replaced by what they stand for. */
 function resolve(value, tokens) {
   if (Array.isArray(value)) return value.map((v) => resolve(v, tokens));
-  if (value === null || typeof value !== "object") return value;
+  if (!isObject(value)) return value;
   if ("$token" in value) {
     const k = value.$token;
     if (!(k < tokens.length)) throw new Error(`no claim #${k} yet`);
@@ -51,42 +48,86 @@ function resolve(value, tokens) {
     const [s, n] = value.$repeat;
     return s.repeat(n);
   }
+  if ("$list" in value) {
+    const [v, n] = value.$list;
+    return Array.from({ length: n }, () => resolve(v, tokens));
+  }
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolve(v, tokens)]));
 }
 
-/** An options object with only the arguments the step passes (absent stays absent). */
+/** An options object with only the arguments the step passes (absent stays absent), in JS names. */
 function pick(args, names) {
   const out = {};
   for (const name of names) if (name in args) out[jsName(name)] = args[name];
   return out;
 }
 
+/** An object with every key in JS names. */
+function camel(object) {
+  return Object.fromEntries(Object.entries(object).map(([k, v]) => [jsName(k), v]));
+}
+
+/**
+ * An instant argument written relative to BASE: an integer becomes BASE + it, as a Date (or as a
+ * number of milliseconds when past the range of Date, so that the core judges it); anything else
+ * is passed unchanged.
+ */
+function instant(value) {
+  if (!Number.isInteger(value)) return value;
+  const ms = BASE + value;
+  return Math.abs(ms) <= DATE_LIMIT ? new Date(ms) : ms;
+}
+
 function show(value) {
   return JSON.stringify(value, (_k, v) => (v instanceof Date ? `Date(${v.toISOString()})` : v));
 }
 
-/** Compares one message with an expected field subset (core names, timestamps relative to BASE). */
-function matchMessage(want, got) {
-  if (got === null || typeof got !== "object") {
-    throw new Error(`expected a message, got ${show(got)} (want ${show(want)})`);
-  }
+/** Whether `actual` is the instant `want` (relative to BASE, or null). */
+function sameInstant(want, actual) {
+  return want === null ? actual === null : actual instanceof Date && actual.getTime() - BASE === want;
+}
+
+function showInstant(actual) {
+  return actual instanceof Date ? `BASE+${actual.getTime() - BASE}` : show(actual);
+}
+
+function sameHistory(want, actual) {
+  return Array.isArray(want) && Array.isArray(actual) && want.length === actual.length
+    && want.every((w, i) => isObject(actual[i]) && Object.keys(w).every((k) => (k === "at" ? sameInstant(w.at, actual[i].at) : w[k] === actual[i][k])));
+}
+
+/** Compares a message (or stats) object with an expected field subset (core names, instants relative to BASE). */
+function matchFields(want, got, instants, what = "message") {
+  if (!isObject(got)) throw new Error(`expected a ${what}, got ${show(got)} (want ${show(want)})`);
   for (const [field, value] of Object.entries(want)) {
     const name = jsName(field);
-    if (!(name in got)) throw new Error(`message has no field ${name}: ${show(got)}`);
+    if (!(name in got)) throw new Error(`${what} has no field ${name}: ${show(got)}`);
     const actual = got[name];
-    if (TIMESTAMPS.has(field)) {
-      if (value === null ? actual !== null : !(actual instanceof Date && actual.getTime() - BASE === value)) {
-        const shown = actual instanceof Date ? `BASE+${actual.getTime() - BASE}` : show(actual);
-        throw new Error(`${name}: expected ${value === null ? "null" : `BASE+${value}`}, got ${shown} (message ${show(got)})`);
+    if (instants.has(field)) {
+      if (!sameInstant(value, actual)) {
+        throw new Error(`${name}: expected ${value === null ? "null" : `BASE+${value}`}, got ${showInstant(actual)} (${what} ${show(got)})`);
+      }
+    } else if (field === "errors") {
+      if (!sameHistory(value, actual)) {
+        throw new Error(`errors: expected ${show(value.map((e) => ({ ...e, at: `BASE+${e.at}` })))}, got ${show(actual)}`);
       }
     } else if (actual !== value) {
-      throw new Error(`${name}: expected ${show(value)}, got ${show(actual)} (message ${show(got)})`);
+      throw new Error(`${name}: expected ${show(value)}, got ${show(actual)} (${what} ${show(got)})`);
     }
   }
 }
 
+const matchMessage = (want, got) => matchFields(want, got, INSTANTS);
+const matchStats = (want, got) => matchFields(want, got, new Set(["next_due_at"]), "stats");
+
+function matchList(want, got, match, what) {
+  if (!Array.isArray(got)) throw new Error(`expected a list, got ${show(got)}`);
+  if (got.length !== want.length) throw new Error(`expected ${want.length} ${what}, got ${got.length}: ${show(got)}`);
+  want.forEach((w, i) => match(w, got[i]));
+}
+
 function pairs(fields) {
-  return fields.map((f) => `${f.field}:${f.code}`).sort();
+  return fields.map((f) => `${f.field}:${f.code}${f.index === undefined ? "" : `@${f.index}`}`).sort();
 }
 
 /** Compares an outcome ({ ok, value } or { ok: false, error, queueFirst }) with `expect`. */
@@ -97,8 +138,9 @@ function check(expect, outcome) {
     if (err?.name !== "DeadLetterError") throw new Error(`expected a DeadLetterError, got ${err}`);
     if (err.code !== expect.error) throw new Error(`expected error ${expect.error}, got ${err.code}: ${err.message}`);
     if (expect.fields) {
-      let want = expect.fields.map((f) => ({ field: jsName(f.field), code: f.code }));
-      if (outcome.queueFirst) want = want.filter((f) => f.field === "queue");
+      let want = expect.fields;
+      if (outcome.queueFirst) want = want.filter((f) => QUEUE_FIELDS.has(f.field));
+      want = want.map((f) => ({ field: jsName(f.field), code: f.code, index: f.index }));
       const [w, g] = [pairs(want), pairs(err.errors)];
       if (w.join() !== g.join()) throw new Error(`expected fields [${w}], got [${g}]: ${err.message}`);
     }
@@ -115,28 +157,64 @@ function check(expect, outcome) {
       matchMessage(expect.message, got);
     }
   } else if ("messages" in expect) {
-    if (!Array.isArray(got)) throw new Error(`expected a list, got ${show(got)}`);
-    if (got.length !== expect.messages.length) {
-      throw new Error(`expected ${expect.messages.length} messages, got ${got.length}: ${show(got)}`);
-    }
-    expect.messages.forEach((want, i) => matchMessage(want, got[i]));
+    matchList(expect.messages, got, matchMessage, "messages");
   } else if ("delay_ms" in expect) {
     if (got !== expect.delay_ms) throw new Error(`expected delay ${expect.delay_ms} ms, got ${show(got)}`);
+  } else if ("count" in expect) {
+    if (got !== expect.count) throw new Error(`expected count ${expect.count}, got ${show(got)}`);
+  } else if ("stats" in expect) {
+    matchStats(expect.stats, got);
+  } else if ("queues" in expect) {
+    matchList(expect.queues, got, matchStats, "queues");
+  } else if ("next_due_at" in expect) {
+    if (!sameInstant(expect.next_due_at, got)) {
+      throw new Error(`expected next due at ${expect.next_due_at === null ? "null" : `BASE+${expect.next_due_at}`}, got ${showInstant(got)}`);
+    }
   }
 }
 
-async function perform(q, op, args) {
+/** An item of `enqueue_many`: an object's keys in JS names; any other value as it is. */
+function item(value) {
+  return isObject(value) ? camel(value) : value;
+}
+
+async function perform(db, q, op, args) {
   switch (op) {
+    case "queue":
+      return null; // the handle was made: that was the whole step
     case "enqueue":
-      return q.enqueue(args.payload, pick(args, ["max_retries"]));
+      return q.enqueue(args.payload, pick(args, ["max_retries", "idempotency_key", "delay_ms"]));
+    case "enqueue_many":
+      return q.enqueueMany(Array.isArray(args.items) ? args.items.map(item) : args.items);
     case "claim":
       return q.claim(pick(args, ["lease_ms"]));
+    case "claim_many":
+      return q.claimMany(args.n, pick(args, ["lease_ms"]));
     case "succeed":
       return q.succeed(args.id, pick(args, ["lease_token"]));
     case "fail":
       return q.fail(args.id, args.error, pick(args, ["lease_token", "retryable"]));
+    case "extend":
+      return q.extend(args.id, pick(args, ["lease_token", "lease_ms"]));
     case "replay":
       return q.replay(args.id);
+    case "replay_all": {
+      const options = pick(args, ["error_contains", "dead_before", "dead_after", "limit"]);
+      for (const key of ["deadBefore", "deadAfter"]) if (key in options) options[key] = instant(options[key]);
+      return q.replayAll(options);
+    }
+    case "purge":
+      return q.purge(pick(args, ["status", "older_than_ms"]));
+    case "delete":
+      return q.delete(args.id);
+    case "reap":
+      return q.reap();
+    case "stats":
+      return q.stats();
+    case "next_due_at":
+      return q.nextDueAt();
+    case "queues":
+      return db.queues();
     case "get":
       return q.get(args.id);
     case "list":
@@ -148,6 +226,9 @@ async function perform(q, op, args) {
   }
 }
 
+/** Ops that name no queue, so make no queue handle. */
+const WITHOUT_QUEUE = new Set(["backoff", "queues"]);
+
 /**
  * Runs `testCase` on a fresh database (a unique IndexedDB name from `indexedDB`, deleted after);
  * `extraOptions` go to `open` too.
@@ -157,39 +238,59 @@ export async function runCase(open, testCase, indexedDB, extraOptions = {}) {
   const name = `deadletter-conformance-${Date.now()}-${++counter}-${Math.random().toString(36).slice(2)}`;
   let at = 0;
   const options = testCase.options ?? {};
+  const sample = options.jitter_sample ?? 0;
   const db = await open(name, {
     ...extraOptions,
     indexedDB,
     clock: () => BASE + at,
+    random: () => sample,
     ...pick(options, ["lease_ms", "max_payload_bytes"]),
   });
+  let died = [];
+  db.onDead((message) => died.push(message));
   const tokens = [];
   let queueFirstSteps = 0;
   try {
     for (const [index, step] of testCase.steps.entries()) {
       if ("at" in step) at = step.at;
-      const args = resolve(step.args ?? {}, tokens);
-      let outcome;
-      let q = null;
-      try {
-        if (step.op !== "backoff") q = db.queue(args.queue);
-      } catch (error) {
-        outcome = { ok: false, error, queueFirst: true };
-      }
-      if (!outcome) {
+      for (let run = 0; run < (step.times ?? 1); run += 1) {
+        const where = `${testCase.name}: step ${index} (${step.op})${step.times ? ` run ${run + 1} of ${step.times}` : ""}`;
+        const args = resolve(step.args ?? {}, tokens);
+        died = [];
+        let outcome;
+        let q = null;
         try {
-          const value = await perform(q, step.op, args);
-          outcome = { ok: true, value };
-          if (step.op === "claim" && value !== null) tokens.push(value.leaseToken);
+          if (!WITHOUT_QUEUE.has(step.op)) {
+            const backoff = args.backoff ?? options.backoff;
+            q = db.queue(args.queue, backoff === undefined ? undefined : { backoff: camel(backoff) });
+          }
         } catch (error) {
-          outcome = { ok: false, error, queueFirst: false };
+          outcome = { ok: false, error, queueFirst: true };
         }
-      }
-      if (outcome.queueFirst && step.expect?.fields?.length > 1) queueFirstSteps += 1;
-      try {
-        check(resolve(step.expect ?? {}, tokens), outcome);
-      } catch (why) {
-        throw new Error(`${testCase.name}: step ${index} (${step.op}): ${why.message}`);
+        if (!outcome) {
+          try {
+            const value = await perform(db, q, step.op, args);
+            outcome = { ok: true, value };
+            if (step.op === "claim" && value !== null) tokens.push(value.leaseToken);
+            if (step.op === "claim_many") tokens.push(...value.map((m) => m.leaseToken));
+          } catch (error) {
+            outcome = { ok: false, error, queueFirst: false };
+          }
+        }
+        const fields = step.expect?.fields ?? [];
+        if (outcome.queueFirst && fields.some((f) => !QUEUE_FIELDS.has(f.field))) queueFirstSteps += 1;
+        try {
+          check(resolve(step.expect ?? {}, tokens), outcome);
+          if ("died" in step) {
+            const got = died.map((m) => m.id);
+            if (show(got) !== show(step.died)) throw new Error(`expected deaths ${show(step.died)}, got ${show(got)}`);
+            for (const m of died) {
+              if (m.status !== "dead" || !(m.deadAt instanceof Date)) throw new Error(`onDead got a message that is not dead: ${show(m)}`);
+            }
+          }
+        } catch (why) {
+          throw new Error(`${where}: ${why.message}`);
+        }
       }
     }
   } finally {

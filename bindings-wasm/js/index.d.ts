@@ -13,10 +13,16 @@ export type Status = "pending" | "processing" | "succeeded" | "dead";
 /** One rejected argument of a `validation_failed` error. */
 export interface FieldError {
   /**
-   * The argument's JavaScript name: `queue`, `payload`, `maxRetries`, `leaseMs`, `leaseToken`,
-   * `id`, `error`, `retryable`, `status`, `limit`, `afterId`, `retryCount`, or an `open` option
-   * (`name`, `indexedDB`, `clock`, `leaseMs`, `maxPayloadBytes`), or `options`
-   * when an options argument is not an object; for code `unknown`, the unknown option key.
+   * The argument's JavaScript name: `queue`, `payload`, `maxRetries`, `idempotencyKey`,
+   * `delayMs`, `items`, `n`, `leaseMs`, `leaseToken`, `id`, `error`, `retryable`, `status`,
+   * `limit`, `afterId`, `errorContains`, `deadBefore`, `deadAfter`, `olderThanMs`, `retryCount`;
+   * a backoff option (`backoff` when it is not an object, `initialMs`, `multiplier`, `capMs`,
+   * `jitter`); an `open` option (`name`, `indexedDB`, `clock`, `random`, `leaseMs`,
+   * `maxPayloadBytes`): `clock` when the clock's time, or an instant derived from it (a lease, a
+   * backoff, a delay), is outside 0001-01-01T00:00:00Z..9999-12-31T23:59:59.999Z (code
+   * `out_of_range`), `random` when the random source returns anything but a number in [0, 1);
+   * `callback` for `onDead`; `options` when an options argument is not an object; for code
+   * `unknown`, the unknown option key.
    */
   readonly field: string;
   /**
@@ -32,6 +38,8 @@ export interface FieldError {
   readonly code: "type" | "empty" | "too_long" | "too_large" | "out_of_range" | "invalid" | "unknown";
   /** What was wrong, for humans; not stable. */
   readonly message: string;
+  /** Only for a field of an `enqueueMany` item (absent otherwise): the item's position, 0-based. */
+  readonly index?: number;
 }
 
 /**
@@ -90,9 +98,22 @@ export declare class DeadLetterError extends Error {
  */
 export type ConflictReason = "wrong_status" | "lease_lost";
 
-/** A message, as every method returns it: a plain object. */
+/** One failed attempt in a message's history (`Message.errors`). */
+export interface FailedAttempt {
+  /** Which failed attempt this was, counting every failure since enqueue, across replays: 1 for the first. */
+  readonly attempt: number;
+  /** The error reported (truncated past 64 KiB), or `"lease expired"` when the lease ran out. */
+  readonly error: string;
+  /** When the failure was recorded. */
+  readonly at: Date;
+}
+
+/**
+ * A message, as every method returns it: a plain object (structured-cloneable: `onDead` callbacks
+ * in other tabs and workers receive the same fields, Dates included).
+ */
 export interface Message {
-  /** Assigned on enqueue: 1, 2, 3... strictly increasing within a database. */
+  /** Assigned on enqueue: 1, 2, 3... strictly increasing within a database, never reused. */
   readonly id: number;
   /** The queue it belongs to. */
   readonly queue: string;
@@ -103,23 +124,68 @@ export interface Message {
   readonly retryCount: number;
   /** Failed attempts allowed before the message is dead (1..10). */
   readonly maxRetries: number;
-  /** For a `pending` message after a failure: not claimable before this instant; else null. */
+  /**
+   * Set exactly while the message is `pending` and waits for its backoff (after a failure) or
+   * its enqueue delay: not claimable before this instant. Else null (claim and replay clear it).
+   */
   readonly retryAfter: Date | null;
-  /** The error of the last failed attempt (truncated past 64 KiB); null before any failure. */
+  /** The error of the last failed attempt (truncated past 64 KiB); null before any failure and after a replay. */
   readonly lastError: string | null;
   readonly createdAt: Date;
   readonly updatedAt: Date;
-  /** While `processing`: the token to pass to `succeed` / `fail`; else null. */
+  /** While `processing`: the token to pass to `succeed`, `fail` and `extend`; else null. */
   readonly leaseToken: string | null;
   /** While `processing`: when the lease runs out; else null. */
   readonly leaseExpiresAt: Date | null;
+  /** The producer's idempotency key (at most one message of a queue carries it), or null. */
+  readonly idempotencyKey: string | null;
+  /** When the first failed attempt was recorded; never changed afterwards (replay keeps it). */
+  readonly firstFailedAt: Date | null;
+  /** When it last became dead; null unless `dead`. */
+  readonly deadAt: Date | null;
+  /** The failure history, oldest first: at most the last 20 failed attempts (replay keeps it). */
+  readonly errors: readonly FailedAttempt[];
+  /** How many older entries were dropped from `errors`. */
+  readonly errorsDropped: number;
+  /** How many times it was replayed from the dead-letter queue. */
+  readonly replayCount: number;
+  /** When it was last replayed, or null. */
+  readonly replayedAt: Date | null;
+  /**
+   * On the result of `enqueue` / `enqueueMany`: true when a message with that idempotency key
+   * already existed and was returned instead of adding one. False everywhere else.
+   */
+  readonly deduplicated: boolean;
+}
+
+/** The statistics of one queue at the clock's now (`Queue.stats`, `Database.queues`): a plain object. */
+export interface QueueStats {
+  readonly queue: string;
+  /** Messages waiting to be claimed (due, or delayed by a backoff or an enqueue delay). */
+  readonly pending: number;
+  /** Messages held by a worker (expired leases included until reaped). */
+  readonly processing: number;
+  readonly succeeded: number;
+  /** Messages in the dead-letter queue. */
+  readonly dead: number;
+  /** `processing` messages whose lease has already run out (reaped by the next claim or `reap`). */
+  readonly expired: number;
+  /** `pending` messages whose `retryAfter` is still in the future. */
+  readonly delayed: number;
+  /** When the next delayed message becomes due (the earliest future `retryAfter`), or null. */
+  readonly nextDueAt: Date | null;
+  /** How long the oldest due `pending` message has been in the queue, in milliseconds, or null. */
+  readonly oldestDueAgeMs: number | null;
+  /** How long the oldest dead message has been dead, in milliseconds, or null. */
+  readonly oldestDeadAgeMs: number | null;
 }
 
 /**
- * Options objects (of `open`, `enqueue`, `claim`, `succeed`, `fail`, `list`) take only the keys of
+ * Options objects (of `open`, `queue`, `backoff`, `enqueue`, the `enqueueMany` items, `claim`,
+ * `claimMany`, `extend`, `succeed`, `fail`, `replayAll`, `purge`, `list`) take only the keys of
  * their interface: any other own enumerable key is rejected with a `validation_failed`
- * `DeadLetterError` whose `errors` has `{ field: <the key>, code: "unknown" }`, before anything is
- * done. `undefined` or `null` as a value means the default.
+ * `DeadLetterError` whose `errors` has `{ field: <the key>, code: "unknown" }` (with `index` for
+ * an item), before anything is done. `undefined` or `null` as a value means the default.
  */
 export interface OpenOptions {
   /**
@@ -128,21 +194,74 @@ export interface OpenOptions {
    * `new IDBFactory()`: in Node, install fake-indexeddb's globals (`fake-indexeddb/auto`).
    */
   indexedDB?: IDBFactory;
-  /** The current time as a `Date` or in milliseconds since the epoch; default `Date.now`. */
+  /**
+   * The current time as a `Date` or in milliseconds since the epoch (floored); default
+   * `Date.now`. Called once per call, before anything is read or written. A time that is no time
+   * (NaN, an invalid Date, a string) rejects the call with a `type` error on `clock`; a time
+   * outside 0001-01-01T00:00:00Z..9999-12-31T23:59:59.999Z, or one from which a lease, backoff or
+   * delay would pass its end, with `out_of_range` on `clock`; nothing is written then.
+   */
   clock?: () => Date | number;
+  /**
+   * The jitter source: returns a number in [0, 1), called once per `claim`, `claimMany`, `reap`
+   * and `fail` (the messages one call reschedules get samples spread from it); default
+   * `Math.random`. Anything else rejects that call (`validation_failed`, field `random`). For tests.
+   */
+  random?: () => number;
   /** Default lease (visibility timeout) of `claim`, in milliseconds: 1..43200000 (12 h); default 30000. */
   leaseMs?: number;
   /** Largest payload, in bytes of UTF-8: 1..67108864 (64 MiB); default 1048576 (1 MiB). */
   maxPayloadBytes?: number;
 }
 
+/**
+ * A backoff policy: the delay after the n-th failure is `min(initialMs * multiplier^(n-1),
+ * capMs)` milliseconds (rounded), then spread by `jitter`. The default is `min(2^n, 3600)` s.
+ */
+export interface BackoffOptions {
+  /** Delay after the first failure, in milliseconds: integer 0..2592000000 (30 days); default 2000. */
+  initialMs?: number | null;
+  /** Growth factor per further failure: a number in 1..100; default 2. */
+  multiplier?: number | null;
+  /** Longest delay, in milliseconds: integer 0..2592000000 (30 days); default 3600000 (1 h). */
+  capMs?: number | null;
+  /**
+   * `"full"`: uniform in [0, delay); `"equal"`: uniform in [delay/2, delay) (AWS's definitions);
+   * null: none (default). Anything else is `invalid`.
+   */
+  jitter?: "full" | "equal" | null;
+}
+
+export interface QueueOptions {
+  /** How failed messages of this queue handle wait before their next attempt; default `min(2^n, 3600)` s. */
+  backoff?: BackoffOptions | null;
+}
+
 export interface EnqueueOptions {
   /** Failed attempts allowed before the message is dead: integer 1..10; default 3. */
   maxRetries?: number | null;
+  /**
+   * A non-empty string of at most 255 characters: when a message of this queue already carries
+   * it (whatever its status), that message is returned with `deduplicated: true` and nothing is
+   * added. Enforced by a unique index, also across tabs and workers.
+   */
+  idempotencyKey?: string | null;
+  /** Not claimable before now + `delayMs` milliseconds: integer 0..2592000000 (30 days); default 0. */
+  delayMs?: number | null;
 }
+
+/** An item of `enqueueMany`: a payload string, or an object with the payload and the `enqueue` options. */
+export type EnqueueItem = string | ({ payload: string } & EnqueueOptions);
 
 export interface ClaimOptions {
   /** The lease, in milliseconds: integer 1..43200000; default the database's `leaseMs`. */
+  leaseMs?: number | null;
+}
+
+export interface ExtendOptions {
+  /** The token `claim` returned: required, and it must be the current one (else `conflict`, `lease_lost`). */
+  leaseToken: string;
+  /** The new lease from now, in milliseconds: integer 1..43200000; default the database's `leaseMs`. */
   leaseMs?: number | null;
 }
 
@@ -167,6 +286,25 @@ export interface ListOptions {
   afterId?: number | null;
 }
 
+/** Which dead messages `replayAll` sends back; every filter is optional. */
+export interface ReplayAllOptions {
+  /** Only messages whose `lastError` contains this text (case-sensitive). */
+  errorContains?: string | null;
+  /** Only messages with `deadAt` before this instant (a `Date` or milliseconds since the epoch). */
+  deadBefore?: Date | number | null;
+  /** Only messages with `deadAt` at or after this instant (a `Date` or milliseconds since the epoch). */
+  deadAfter?: Date | number | null;
+  /** At most this many (integer >= 1); default all. */
+  limit?: number | null;
+}
+
+export interface PurgeOptions {
+  /** Which finished messages: `"succeeded"` or `"dead"` (any other status is `invalid`). */
+  status: "succeeded" | "dead";
+  /** Only those last updated at least this many milliseconds ago: integer >= 0 (0: all). */
+  olderThanMs: number;
+}
+
 /** One named queue of a database. Every method rejects only with a `DeadLetterError`. */
 export declare class Queue {
   private constructor();
@@ -175,33 +313,85 @@ export declare class Queue {
   /**
    * Adds a `pending` message. `payload`: a string of at most `maxPayloadBytes` bytes of UTF-8,
    * stored verbatim (serialize objects yourself: a Date, an object or a number is rejected, and
-   * so is a string with an unpaired surrogate, which has no UTF-8 form).
+   * so is a string with an unpaired surrogate, which has no UTF-8 form). With an
+   * `idempotencyKey` that a message of this queue already carries, resolves to that message
+   * (`deduplicated: true`) and adds nothing.
    * Rejects with `validation_failed` or `store`.
    */
   enqueue(payload: string, options?: EnqueueOptions): Promise<Message>;
   /**
+   * Adds every item (at most 1000) in one transaction, all or nothing, in order; resolves to one
+   * message per item. Idempotency keys count against stored messages and earlier items (the
+   * first occurrence wins). A rejected field of an item carries its `index`.
+   * Rejects with `validation_failed` or `store`.
+   */
+  enqueueMany(items: readonly EnqueueItem[]): Promise<Message[]>;
+  /**
    * Takes the next due message (oldest `createdAt` first, then lowest id) and leases it for
    * `leaseMs`; resolves to null when nothing is due. Leases of this queue that ran out are first
-   * counted as failed attempts. Rejects with `validation_failed` or `store`.
+   * counted as failed attempts (under this handle's backoff; those that die go to `onDead`).
+   * Rejects with `validation_failed` or `store`.
    */
   claim(options?: ClaimOptions): Promise<Message | null>;
+  /**
+   * Like `claim` for up to `n` (integer 1..100) due messages, in claim order, in one transaction,
+   * each with its own lease token; resolves to an empty array when nothing is due.
+   * Rejects with `validation_failed` or `store`.
+   */
+  claimMany(n: number, options?: ClaimOptions): Promise<Message[]>;
+  /**
+   * The heartbeat: the lease of a `processing` message now runs `leaseMs` from now.
+   * Rejects with `validation_failed`, `not_found`, `conflict` (not processing, or the lease was
+   * lost: expired and reaped, or with another worker) or `store`.
+   */
+  extend(id: number, options: ExtendOptions): Promise<Message>;
   /**
    * Acks a `processing` message: it becomes `succeeded`.
    * Rejects with `validation_failed`, `not_found`, `conflict` (not processing, or lease lost) or `store`.
    */
   succeed(id: number, options?: SucceedOptions): Promise<Message>;
   /**
-   * Records a failed attempt of a `processing` message: back to `pending` with a backoff of
-   * `min(2^retryCount, 3600)` s, or `dead` when retries are used up or `retryable` is false.
-   * `error`: a string, stored truncated past 64 KiB.
+   * Records a failed attempt of a `processing` message: back to `pending` after this handle's
+   * backoff (default `min(2^retryCount, 3600)` s), or `dead` when retries are used up or
+   * `retryable` is false (then the `onDead` callbacks get it). `error`: a string, stored
+   * truncated past 64 KiB, also in `errors`.
    * Rejects with `validation_failed`, `not_found`, `conflict` or `store`.
    */
   fail(id: number, error: string, options?: FailOptions): Promise<Message>;
   /**
-   * Sends a `dead` message back: `pending`, `retryCount` 0, claimable at once.
+   * Counts the expired leases of this queue as failed attempts now (what `claim` does first);
+   * resolves to how many. Those that die go to `onDead`. Rejects with `validation_failed` or `store`.
+   */
+  reap(): Promise<number>;
+  /**
+   * Sends a `dead` message back (redrive): `pending`, `retryCount` 0, claimable at once;
+   * `replayCount` grows, the history is kept.
    * Rejects with `validation_failed`, `not_found`, `conflict` (not dead) or `store`.
    */
   replay(id: number): Promise<Message>;
+  /**
+   * Replays every dead message of this queue that the filters select, in id order, in batches of
+   * 200 (each batch one transaction); resolves to how many. Rejects with `validation_failed` or `store`.
+   */
+  replayAll(options?: ReplayAllOptions): Promise<number>;
+  /**
+   * Deletes the `succeeded` or `dead` messages last updated at least `olderThanMs` ago, in
+   * batches; resolves to how many. Rejects with `validation_failed` or `store`.
+   */
+  purge(options: PurgeOptions): Promise<number>;
+  /**
+   * Deletes one finished (`succeeded` or `dead`) message and resolves to it.
+   * Rejects with `validation_failed`, `not_found`, `conflict` (not finished) or `store`.
+   */
+  delete(id: number): Promise<Message>;
+  /** The statistics of this queue, read from indexes. Rejects with `validation_failed` (clock) or `store`. */
+  stats(): Promise<QueueStats>;
+  /**
+   * When the next delayed message of this queue becomes due (the earliest `retryAfter` after
+   * now), or null when none waits: what an idle worker may sleep until.
+   * Rejects with `validation_failed` (clock) or `store`.
+   */
+  nextDueAt(): Promise<Date | null>;
   /** One message. Rejects with `validation_failed`, `not_found` or `store`. */
   get(id: number): Promise<Message>;
   /** One page of messages ordered by id. Rejects with `validation_failed` or `store`. */
@@ -214,28 +404,46 @@ export declare class Database {
   /** The IndexedDB database name. */
   readonly name: string;
   /**
-   * The queue `name`: a non-empty string of at most 255 characters.
-   * Throws (synchronously) a `validation_failed` `DeadLetterError` otherwise.
+   * The queue `name` (a non-empty string of at most 255 characters) with its backoff policy.
+   * Throws (synchronously) a `validation_failed` `DeadLetterError` listing every rejected field
+   * (the name and the backoff options) otherwise.
    */
-  queue(name: string): Queue;
+  queue(name: string, options?: QueueOptions): Queue;
   /**
-   * Closes the IndexedDB connection (running transactions finish first). Every later call
-   * rejects with a `store` `DeadLetterError`. The connection also closes by itself when another
-   * tab upgrades the database.
+   * The statistics of every queue that holds messages, by name.
+   * Rejects with `validation_failed` (clock) or `store`.
+   */
+  queues(): Promise<QueueStats[]>;
+  /**
+   * Calls `callback(message)` with every message that dies: after a call of this Database made
+   * it dead (committed), before that call resolves, in order; and, through a `BroadcastChannel`
+   * named `deadletter:<name>`, when a call of another `Database` on this database made it dead,
+   * in this page, another tab or a worker (structured clones: Dates survive). A callback that
+   * throws is reported with `console.error` and changes nothing. Returns the function that
+   * unsubscribes it (calling it again does nothing). Throws a `validation_failed`
+   * `DeadLetterError` (field `callback`) unless `callback` is a function.
+   */
+  onDead(callback: (message: Message) => void): () => void;
+  /**
+   * Closes the IndexedDB connection (running transactions finish first) and the dead-letter
+   * channel. Every later call rejects with a `store` `DeadLetterError`. The connection also
+   * closes by itself when another tab upgrades the database.
    */
   close(): void;
 }
 
 /**
- * Opens, creating it when new, the queue database stored in IndexedDB database `name`.
+ * Opens, creating it when new, the queue database stored in IndexedDB database `name`
+ * (upgrading one written by an older version).
  * Rejects with `validation_failed` (bad options) or `store` (no IndexedDB, open blocked by other
  * connections for more than 5 s, quota, a database of that name that is not a deadletter one, ...).
  */
 export declare function open(name: string, options?: OpenOptions): Promise<Database>;
 
 /**
- * The delay before the next attempt after the `retryCount`-th failure, in milliseconds:
- * `min(2^retryCount, 3600)` seconds. Throws a `validation_failed` `DeadLetterError` unless
- * `retryCount` is an integer >= 0.
+ * The delay before the next attempt after the `retryCount`-th failure under the default policy,
+ * in milliseconds: `min(2^retryCount, 3600)` seconds. `retryCount`: an integer >= 0 of any size
+ * up to 2^63 - 1 (as in Python). Throws a `validation_failed` `DeadLetterError` otherwise
+ * (`type` for a fraction or a non-number, `out_of_range` for a negative or larger one).
  */
 export declare function backoffMs(retryCount: number): number;

@@ -47,45 +47,64 @@ function describe(value) {
 }
 
 function validationError(errors) {
-  const text = errors.map((e) => `${e.field}: ${e.message}`).join("; ");
+  const where = (e) => (e.index === undefined ? e.field : `items[${e.index}].${e.field}`);
+  const text = errors.map((e) => `${where(e)}: ${e.message}`).join("; ");
   return new DeadLetterError(`validation failed: ${text}`, { code: "validation_failed", errors });
 }
 
+/** Whether `value` is an object with fields (not an array, a Date, a Map...). */
+function isRecord(value) {
+  return Object.prototype.toString.call(value) === "[object Object]";
+}
+
+/** The own enumerable keys of `value` that are not in `known`, as `unknown` field errors. */
+function unknownKeys(value, known, index) {
+  const message = `unknown option; expected one of ${known.join(", ")}`;
+  return Object.keys(value)
+    .filter((key) => !known.includes(key))
+    .map((field) => (index === undefined ? { field, code: "unknown", message } : { field, code: "unknown", message, index }));
+}
+
 /**
- * The options argument: undefined/null mean none; anything but an object is rejected, and so is
- * an object with an own enumerable key that is not one of `known` (a typo such as `leaseMS`
- * would otherwise be ignored silently), before anything else is checked or done.
+ * The options argument: undefined/null mean none; anything but an object is rejected (as field
+ * `name`), and so is an object with an own enumerable key that is not one of `known` (a typo such
+ * as `leaseMS` would otherwise be ignored silently), before anything else is checked or done.
  */
-function options(value, known) {
+function options(value, known, name = "options") {
   if (value === undefined || value === null) return {};
   if (typeof value !== "object" || Array.isArray(value)) {
-    throw validationError([{ field: "options", code: "type", message: `must be an object, got ${describe(value)}` }]);
+    throw validationError([{ field: name, code: "type", message: `must be an object, got ${describe(value)}` }]);
   }
-  const unknown = Object.keys(value).filter((key) => !known.includes(key));
-  if (unknown.length > 0) {
-    const message = `unknown option; expected one of ${known.join(", ")}`;
-    throw validationError(unknown.map((field) => ({ field, code: "unknown", message })));
-  }
+  const unknown = unknownKeys(value, known);
+  if (unknown.length > 0) throw validationError(unknown);
   return value;
 }
 
 // The keys each options object may have.
-const OPEN = ["indexedDB", "clock", "leaseMs", "maxPayloadBytes"];
-const ENQUEUE = ["maxRetries"];
+const OPEN = ["indexedDB", "clock", "leaseMs", "maxPayloadBytes", "random"];
+const QUEUE = ["backoff"];
+const BACKOFF = ["initialMs", "multiplier", "capMs", "jitter"];
+const ENQUEUE = ["maxRetries", "idempotencyKey", "delayMs"];
+const ITEM = ["payload", ...ENQUEUE];
 const CLAIM = ["leaseMs"];
 const SUCCEED = ["leaseToken"];
 const FAIL = ["leaseToken", "retryable"];
+const EXTEND = ["leaseToken", "leaseMs"];
 const LIST = ["status", "limit", "afterId"];
+const REPLAY_ALL = ["errorContains", "deadBefore", "deadAfter", "limit"];
+const PURGE = ["status", "olderThanMs"];
 
-/** One named queue of a Database. Get it with `db.queue(name)`. */
+/** One named queue of a Database, with its backoff policy. Get it with `db.queue(name, options)`. */
 export class Queue {
   #handle;
   #name;
+  #announce;
 
   /** @internal */
-  constructor(handle, name) {
+  constructor(handle, name, announce) {
     this.#handle = handle;
     this.#name = name;
+    this.#announce = announce;
   }
 
   /** The queue name. */
@@ -93,47 +112,127 @@ export class Queue {
     return this.#name;
   }
 
+  /** Runs a call that resolves to `{ value, dead }`: reports `dead`, resolves to `value`. */
+  async #killing(run) {
+    const { value, dead } = await call(run);
+    this.#announce(dead);
+    return value;
+  }
+
   enqueue(payload, opts) {
     return call(() => {
       const o = options(opts, ENQUEUE);
-      return this.#handle.enqueue(this.#name, payload, o.maxRetries);
+      return this.#handle.enqueue(payload, o.maxRetries, o.idempotencyKey, o.delayMs);
+    });
+  }
+
+  enqueueMany(items) {
+    return call(() => {
+      if (!Array.isArray(items)) {
+        throw validationError([{ field: "items", code: "type", message: `must be an array, got ${describe(items)}` }]);
+      }
+      const unknown = [];
+      const rows = items.map((item, index) => {
+        if (!isRecord(item)) return [item];
+        unknown.push(...unknownKeys(item, ITEM, index));
+        return [item.payload, item.maxRetries, item.idempotencyKey, item.delayMs];
+      });
+      if (unknown.length > 0) throw validationError(unknown);
+      return this.#handle.enqueueMany(rows);
     });
   }
 
   claim(opts) {
-    return call(() => this.#handle.claim(this.#name, options(opts, CLAIM).leaseMs));
+    return this.#killing(() => this.#handle.claim(options(opts, CLAIM).leaseMs));
   }
 
-  succeed(id, opts) {
-    return call(() => this.#handle.succeed(this.#name, id, options(opts, SUCCEED).leaseToken));
+  claimMany(n, opts) {
+    return this.#killing(() => this.#handle.claimMany(n, options(opts, CLAIM).leaseMs));
   }
 
-  fail(id, error, opts) {
+  extend(id, opts) {
     return call(() => {
-      const o = options(opts, FAIL);
-      return this.#handle.fail(this.#name, id, error, o.leaseToken, o.retryable);
+      const o = options(opts, EXTEND);
+      return this.#handle.extend(id, o.leaseToken, o.leaseMs);
     });
   }
 
+  succeed(id, opts) {
+    return call(() => this.#handle.succeed(id, options(opts, SUCCEED).leaseToken));
+  }
+
+  fail(id, error, opts) {
+    return this.#killing(() => {
+      const o = options(opts, FAIL);
+      return this.#handle.fail(id, error, o.leaseToken, o.retryable);
+    });
+  }
+
+  reap() {
+    return this.#killing(() => this.#handle.reap());
+  }
+
   replay(id) {
-    return call(() => this.#handle.replay(this.#name, id));
+    return call(() => this.#handle.replay(id));
+  }
+
+  replayAll(opts) {
+    return call(() => {
+      const o = options(opts, REPLAY_ALL);
+      return this.#handle.replayAll(o.errorContains, o.deadBefore, o.deadAfter, o.limit);
+    });
+  }
+
+  purge(opts) {
+    return call(() => {
+      const o = options(opts, PURGE);
+      return this.#handle.purge(o.status, o.olderThanMs);
+    });
+  }
+
+  delete(id) {
+    return call(() => this.#handle.delete(id));
+  }
+
+  stats() {
+    return call(() => this.#handle.stats());
+  }
+
+  nextDueAt() {
+    return call(() => this.#handle.nextDueAt());
   }
 
   get(id) {
-    return call(() => this.#handle.get(this.#name, id));
+    return call(() => this.#handle.get(id));
   }
 
   list(opts) {
     return call(() => {
       const o = options(opts, LIST);
-      return this.#handle.list(this.#name, o.status, o.limit, o.afterId);
+      return this.#handle.list(o.status, o.limit, o.afterId);
     });
+  }
+}
+
+/** Calls each callback with each message, in order; a callback that throws is reported only. */
+function notify(callbacks, messages) {
+  for (const message of messages) {
+    for (const callback of [...callbacks]) {
+      try {
+        callback(message);
+      } catch (err) {
+        console.error("deadletter: an onDead callback threw", err);
+      }
+    }
   }
 }
 
 /** An open queue database. Get it with `open(name, options)`. */
 export class Database {
   #handle;
+  #callbacks = [];
+  /** The BroadcastChannel `deadletter:<name>` (made on first use; null without BroadcastChannel). */
+  #channel;
 
   /** @internal */
   constructor(handle) {
@@ -145,19 +244,68 @@ export class Database {
     return this.#handle.name;
   }
 
-  /** The queue `name` (1..255 characters); throws a `validation_failed` DeadLetterError. */
-  queue(name) {
+  /** The queue `name` (1..255 characters) with `options.backoff`; throws a `validation_failed` DeadLetterError. */
+  queue(name, opts) {
     try {
-      this.#handle.checkQueue(name);
+      const b = options(options(opts, QUEUE).backoff, BACKOFF, "backoff");
+      const handle = this.#handle.queue(name, b.initialMs, b.multiplier, b.capMs, b.jitter);
+      return new Queue(handle, name, (dead) => this.#announce(dead));
     } catch (err) {
       throw asDeadLetterError(err);
     }
-    return new Queue(this.#handle, name);
+  }
+
+  /** The statistics of every queue that holds messages, by name. */
+  queues() {
+    return call(() => this.#handle.queues());
+  }
+
+  /** Calls `callback(message)` for each message that dies (here, or in another tab, worker or Database on this database). */
+  onDead(callback) {
+    if (typeof callback !== "function") {
+      throw validationError([{ field: "callback", code: "type", message: `must be a function, got ${describe(callback)}` }]);
+    }
+    const entry = (message) => callback(message);
+    this.#callbacks.push(entry);
+    this.#listen();
+    return () => {
+      const at = this.#callbacks.indexOf(entry);
+      if (at >= 0) this.#callbacks.splice(at, 1);
+      if (this.#callbacks.length === 0 && this.#channel) this.#channel.onmessage = null;
+    };
+  }
+
+  #broadcast() {
+    if (this.#channel === undefined) {
+      this.#channel = typeof BroadcastChannel === "function" ? new BroadcastChannel(`deadletter:${this.name}`) : null;
+      // Node: an open channel must not keep the process alive.
+      this.#channel?.unref?.();
+    }
+    return this.#channel;
+  }
+
+  #listen() {
+    const channel = this.#broadcast();
+    if (channel && channel.onmessage === null) {
+      channel.onmessage = ({ data }) => {
+        if (isRecord(data) && isRecord(data.dead)) notify(this.#callbacks, [data.dead]);
+      };
+    }
+  }
+
+  /** Reports messages this Database's calls made dead: to its callbacks, then to the channel. */
+  #announce(dead) {
+    if (dead.length === 0) return;
+    notify(this.#callbacks, dead);
+    const channel = this.#broadcast();
+    for (const message of dead) channel?.postMessage({ dead: message });
   }
 
   /** Closes the connection; every later call rejects with a `store` DeadLetterError. */
   close() {
     this.#handle.close();
+    this.#channel?.close();
+    this.#channel = null;
   }
 }
 
@@ -174,7 +322,7 @@ export function backoffMs(retryCount) {
 export function open(name, opts) {
   return call(async () => {
     const o = options(opts, OPEN);
-    const handle = await openDatabase(name, o.indexedDB, o.leaseMs, o.maxPayloadBytes, o.clock);
+    const handle = await openDatabase(name, o.indexedDB, o.leaseMs, o.maxPayloadBytes, o.clock, o.random);
     return new Database(handle);
   });
 }

@@ -1,7 +1,7 @@
 //! JavaScript values as core [`Arg`]s, mapped without judging: the core applies every rule.
 
-use deadletter::Arg;
-use js_sys::{Array, Date, Number};
+use deadletter::{Arg, Item};
+use js_sys::{Array, Date};
 use wasm_bindgen::{JsCast, JsValue};
 
 /// An [`Arg`] that owns its string, so it can move into a future.
@@ -11,9 +11,12 @@ pub enum OwnedArg {
     Null,
     /// A boolean.
     Bool(bool),
-    /// A number that is a safe integer.
+    /// A number that is an integer within the range of `i64` (beyond 2^53 too: `2**53` is an
+    /// integer to JavaScript, as it is to Python).
     Int(i64),
-    /// Any other number (fraction, NaN, infinite, beyond 2^53).
+    /// A number that is an integer beyond the range of `i64` (`2**64`), like Python's big ints.
+    BigInt,
+    /// Any other number: with a fraction, NaN or infinite.
     Float(f64),
     /// A string that is well-formed UTF-16 (no unpaired surrogate).
     Str(String),
@@ -22,27 +25,47 @@ pub enum OwnedArg {
 }
 
 impl OwnedArg {
-    /// Maps `value`: undefined/null -> Null, boolean -> Bool, safe integer -> Int, other numbers
-    /// -> Float, well-formed string -> Str, anything else -> Other. Nothing is converted (a
-    /// `Date`, a boxed number or an object is never turned into a string or a number), and a
-    /// string with an unpaired surrogate is `Other` (see [`js_string`]), never a lossy `Str`.
+    /// Maps `value`: undefined/null -> Null, boolean -> Bool, integer (`Number.isInteger`) ->
+    /// `Int` within the range of `i64`, `BigInt` beyond, other numbers -> `Float`, well-formed string
+    /// -> Str, anything else -> Other. Nothing is converted (a `Date`, a boxed number or an object
+    /// is never turned into a string or a number), and a string with an unpaired surrogate is
+    /// `Other` (see [`js_string`]), never a lossy `Str`.
     pub fn from_js(value: &JsValue) -> Self {
         if value.is_undefined() || value.is_null() {
             Self::Null
         } else if let Some(b) = value.as_bool() {
             Self::Bool(b)
         } else if let Some(n) = value.as_f64() {
-            if Number::is_safe_integer(value) {
-                // A safe integer: the cast is exact.
-                #[allow(clippy::cast_possible_truncation)]
-                Self::Int(n as i64)
-            } else {
-                Self::Float(n)
-            }
+            Self::number(n)
         } else if value.is_string() {
             js_string(value).map_or(Self::Other(UNPAIRED_SURROGATE), Self::Str)
         } else {
             Self::Other(kind(value))
+        }
+    }
+
+    /// A number: an integer within `i64` (-2^63..2^63, exclusive above) is `Int` (the cast is then
+    /// exact), a larger one `BigInt`, anything else (fraction, NaN, infinity) `Float`.
+    pub fn number(n: f64) -> Self {
+        const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+        // `Number.isInteger(n)`.
+        if !(n.is_finite() && n.fract() == 0.0) {
+            Self::Float(n)
+        } else if (-TWO_63..TWO_63).contains(&n) {
+            #[allow(clippy::cast_possible_truncation)]
+            Self::Int(n as i64)
+        } else {
+            Self::BigInt
+        }
+    }
+
+    /// An instant: a `Date` is its time in milliseconds since the epoch (an invalid `Date` is
+    /// NaN, so a type error), anything else maps as [`OwnedArg::from_js`] (a number of
+    /// milliseconds).
+    pub fn instant(value: &JsValue) -> Self {
+        match value.dyn_ref::<Date>() {
+            Some(date) => Self::number(date.get_time()),
+            None => Self::from_js(value),
         }
     }
 
@@ -52,6 +75,7 @@ impl OwnedArg {
             Self::Null => Arg::Null,
             Self::Bool(b) => Arg::Bool(*b),
             Self::Int(n) => Arg::Int(*n),
+            Self::BigInt => Arg::BigInt,
             Self::Float(f) => Arg::Float(*f),
             Self::Str(s) => Arg::Str(s),
             Self::Other(name) => Arg::Other(name),
@@ -119,4 +143,39 @@ pub fn prop(object: &JsValue, key: &str) -> JsValue {
 /// `value` as a function when it is one.
 pub fn function(value: &JsValue) -> Option<js_sys::Function> {
     value.dyn_ref::<js_sys::Function>().cloned()
+}
+
+/// The arguments of one message to enqueue (`payload`, `maxRetries`, `idempotencyKey`,
+/// `delayMs`), owned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnedItem([OwnedArg; 4]);
+
+impl OwnedItem {
+    /// From the four values, in that order.
+    pub fn from_js(values: [&JsValue; 4]) -> Self {
+        Self(values.map(OwnedArg::from_js))
+    }
+
+    /// From a row `[payload, maxRetries, idempotencyKey, delayMs]` (what `js/index.js` makes of
+    /// each item of `enqueueMany`); a value that is not an array is taken as a payload.
+    pub fn from_row(row: &JsValue) -> Self {
+        if Array::is_array(row) {
+            let row = Array::from(row);
+            Self::from_js([&row.get(0), &row.get(1), &row.get(2), &row.get(3)])
+        } else {
+            let none = JsValue::UNDEFINED;
+            Self::from_js([row, &none, &none, &none])
+        }
+    }
+
+    /// The core's [`Item`].
+    pub fn item(&self) -> Item<'_> {
+        let [payload, max_retries, idempotency_key, delay_ms] = &self.0;
+        Item {
+            payload: payload.arg(),
+            max_retries: max_retries.arg(),
+            idempotency_key: idempotency_key.arg(),
+            delay_ms: delay_ms.arg(),
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! What the store needs on top of the [`idb`] crate: one transaction run as a unit, opening the
-//! database (schema version 2, with the upgrade from 1) within a time limit, and errors as `store`.
+//! database (schema version 3, with the upgrades from 1 and 2) within a time limit, and errors as
+//! `store`.
 //!
 //! # Why the store's steps are synchronous
 //! An IndexedDB transaction commits by itself as soon as control returns to the event loop with
@@ -22,22 +23,24 @@ use std::task::Poll;
 
 use deadletter::{Error, Result};
 use idb::{
-    Database, DatabaseEvent, Event, Factory, KeyPath, ObjectStore, ObjectStoreParams, Request,
-    TransactionMode, event::VersionChangeEvent,
+    Database, DatabaseEvent, Event, Factory, IndexParams, KeyPath, ObjectStore, ObjectStoreParams,
+    Request, TransactionMode, event::VersionChangeEvent,
 };
 use js_sys::{Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{DomException, IdbDatabase, IdbOpenDbRequest, IdbTransaction};
 
-use crate::record::NOT_DELAYED;
+use crate::record::upgrade_record;
 
 type IdbResult<T> = std::result::Result<T, idb::Error>;
 
 /// The one object store.
 pub const STORE: &str = "messages";
-/// Schema version: 1 had `claim` on `[queue, status, createdAt]`; 2 adds `id` and `dueAt` to it.
-pub const VERSION: u32 = 2;
+/// Schema version: 1 had `claim` on `[queue, status, createdAt]`; 2 adds `id` and `dueAt` to it;
+/// 3 adds the failure history, dead-letter and idempotency fields to every record, the indexes
+/// `idempotency`, `delayed` and `dead`, and `id` and `updatedAt` to `list`.
+pub const VERSION: u32 = 3;
 /// Index `[queue, status, createdAt, id, dueAt]`: claim order (`id` before `dueAt`, so that ties
 /// of `createdAt` come out in id order whatever their `dueAt`); a key cursor over it sees when
 /// each message is due without loading it.
@@ -45,10 +48,21 @@ pub const BY_CREATED: &str = "claim";
 /// Index `[queue, status, leaseExpiresAt]`: only `processing` messages have a non-null
 /// `leaseExpiresAt`, so only they are in it.
 pub const BY_EXPIRY: &str = "expiry";
-/// Index `[queue, status]`: `list` with a status (id order within a key).
+/// Index `[queue, status, id, updatedAt]`: `list` with a status and the counts by status; its key
+/// cursor walks one status in id order and shows `updatedAt` (what `purge` selects on) without
+/// loading the message.
 pub const BY_STATUS: &str = "list";
-/// Index `queue`: `list` without a status (id order within a key).
+/// Index `queue`: `list` without a status (id order within a key), and the queue names.
 pub const BY_QUEUE: &str = "queue";
+/// Unique index `[queue, idempotencyKey]`: at most one message of a queue carries a key (a
+/// message without one, null, is not in it).
+pub const BY_KEY: &str = "idempotency";
+/// Index `[queue, status, retryAfter]`: the messages waiting for their backoff or enqueue delay
+/// (`retryAfter` is null otherwise), by when they are due: `stats().delayed` and `nextDueAt`.
+pub const BY_DELAY: &str = "delayed";
+/// Index `[queue, status, deadAt]`: the dead messages (`deadAt` is null otherwise) by when they
+/// died: `stats().oldestDeadAgeMs`.
+pub const BY_DEATH: &str = "dead";
 /// How long `open` waits, e.g. while other connections block it, in milliseconds.
 pub const OPEN_TIMEOUT_MS: i32 = 5_000;
 
@@ -128,45 +142,60 @@ pub async fn transaction<T>(
     }
 }
 
-fn create_indexes(store: &ObjectStore, claim_only: bool) -> IdbResult<()> {
-    let index = |name: &str, fields: &[&str]| {
-        let path = match fields {
-            [one] => KeyPath::new_single(one),
-            many => KeyPath::new_array(many.iter().copied()),
-        };
-        store.create_index(name, path, None)
+fn index(store: &ObjectStore, name: &str, fields: &[&str], unique: bool) -> IdbResult<()> {
+    let path = match fields {
+        [one] => KeyPath::new_single(one),
+        many => KeyPath::new_array(many.iter().copied()),
     };
-    index(BY_CREATED, &["queue", "status", "createdAt", "id", "dueAt"])?;
-    if !claim_only {
-        index(BY_EXPIRY, &["queue", "status", "leaseExpiresAt"])?;
-        index(BY_STATUS, &["queue", "status"])?;
-        index(BY_QUEUE, &["queue"])?;
-    }
-    Ok(())
+    let mut params = IndexParams::new();
+    params.unique(unique);
+    store.create_index(name, path, Some(params)).map(drop)
 }
 
-/// Version 1 -> 2, in the upgrade transaction: recreate `claim` with `dueAt` and give every record
-/// its `dueAt` (`retryAfter`, or `-Infinity` when null), as `record::to_record` does.
-async fn upgrade_from_1(store: ObjectStore) -> IdbResult<()> {
-    store.delete_index(BY_CREATED)?;
-    create_indexes(&store, true)?;
-    let mut cursor = store
-        .open_cursor(None, None)?
-        .await?
+/// The indexes a store of version `from` lacks (or has with an older key path) for [`VERSION`].
+fn create_indexes(store: &ObjectStore, from: u32) -> IdbResult<()> {
+    let claim = ["queue", "status", "createdAt", "id", "dueAt"];
+    let list = ["queue", "status", "id", "updatedAt"];
+    match from {
+        0 => {
+            index(
+                store,
+                BY_EXPIRY,
+                &["queue", "status", "leaseExpiresAt"],
+                false,
+            )?;
+            index(store, BY_QUEUE, &["queue"], false)?;
+        }
+        1 => store.delete_index(BY_CREATED)?,
+        _ => {}
+    }
+    if from < 2 {
+        index(store, BY_CREATED, &claim, false)?;
+    }
+    if from > 0 {
+        store.delete_index(BY_STATUS)?;
+    }
+    index(store, BY_STATUS, &list, false)?;
+    index(store, BY_KEY, &["queue", "idempotencyKey"], true)?;
+    index(store, BY_DELAY, &["queue", "status", "retryAfter"], false)?;
+    index(store, BY_DEATH, &["queue", "status", "deadAt"], false)
+}
+
+/// Version 1 or 2 -> 3, in the upgrade transaction: every record gets the fields of version 3
+/// (see [`upgrade_record`]), and so its place in the new indexes.
+async fn upgrade_records(store: ObjectStore) -> Result<()> {
+    let cursor = store.open_cursor(None, None).map_err(store_error)?;
+    let mut cursor = cursor
+        .await
+        .map_err(store_error)?
         .map(idb::Cursor::into_managed);
     while let Some(current) = cursor.as_mut() {
-        let Some(record) = current.value()? else {
+        let Some(record) = current.value().map_err(store_error)? else {
             break;
         };
-        let retry_after = Reflect::get(&record, &"retryAfter".into()).unwrap_or(JsValue::NULL);
-        let due_at = if retry_after.is_null() {
-            JsValue::from_f64(NOT_DELAYED)
-        } else {
-            retry_after
-        };
-        let _ = Reflect::set(&record, &"dueAt".into(), &due_at);
-        current.update(&record).await?;
-        current.next(None).await?;
+        upgrade_record(&record)?;
+        current.update(&record).await.map_err(store_error)?;
+        current.next(None).await.map_err(store_error)?;
     }
     Ok(())
 }
@@ -184,16 +213,18 @@ fn upgrade(event: &VersionChangeEvent, failed: &Rc<Cell<bool>>) {
                 .key_path(Some(KeyPath::new_single("id")))
                 .auto_increment(true);
             db.create_object_store(STORE, params)
-                .and_then(|store| create_indexes(&store, false))
+                .and_then(|store| create_indexes(&store, 0))
         }
-        Ok(1) => tx.object_store(STORE).map(|store| {
+        Ok(from @ (1 | 2)) => tx.object_store(STORE).and_then(|store| {
+            create_indexes(&store, from)?;
             let (failed, tx) = (failed.clone(), store.transaction());
             wasm_bindgen_futures::spawn_local(async move {
-                if upgrade_from_1(store).await.is_err() {
+                if upgrade_records(store).await.is_err() {
                     failed.set(true);
                     let _ = tx.abort();
                 }
             });
+            Ok(())
         }),
         _ => Err(idb::Error::NumberConversionError),
     };
@@ -203,7 +234,7 @@ fn upgrade(event: &VersionChangeEvent, failed: &Rc<Cell<bool>>) {
     }
 }
 
-/// Opens (creating at version [`VERSION`] when new, upgrading from 1) database `name` from
+/// Opens (creating at version [`VERSION`] when new, upgrading from 1 or 2) database `name` from
 /// `factory`.
 ///
 /// An open that has not completed after [`OPEN_TIMEOUT_MS`] (blocked by another connection that

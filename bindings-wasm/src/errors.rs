@@ -47,11 +47,16 @@ fn field_error(error: &FieldError) -> JsValue {
     set(&object, "field", &js_field(error.field).into());
     set(&object, "code", &error.code.into());
     set(&object, "message", &error.message.as_str().into());
+    if let Some(index) = error.index {
+        #[allow(clippy::cast_precision_loss)] // a batch index is small
+        set(&object, "index", &JsValue::from_f64(index as f64));
+    }
     object.into()
 }
 
 /// The `DeadLetterError` for `error`: `code` is the core's stable code; for validation, `errors`
-/// lists `{ field, code, message }` with the JavaScript field names (else it is empty). The
+/// lists `{ field, code, message }` with the JavaScript field names, and `index` for a field of
+/// an `enqueueMany` item (else it is empty). The
 /// structured details of Python's `NotFoundError` and `ConflictError` are properties too, set only
 /// where they apply (absent otherwise):
 /// - `not_found`: `queue` (the queue searched) and `id`;
@@ -63,7 +68,10 @@ pub fn to_js(error: &Error) -> JsValue {
         Error::Validation(fields) => {
             let parts: Vec<String> = fields
                 .iter()
-                .map(|f| format!("{}: {}", js_field(f.field), f.message))
+                .map(|f| match f.index {
+                    Some(i) => format!("items[{i}].{}: {}", js_field(f.field), f.message),
+                    None => format!("{}: {}", js_field(f.field), f.message),
+                })
                 .collect();
             (
                 format!("validation failed: {}", parts.join("; ")),

@@ -1,34 +1,39 @@
 //! [`IdbStore`]: the IndexedDB [`Store`], for browsers, workers and Node (with fake-indexeddb's
 //! globals), over the [`idb`] crate.
 //!
-//! One object store, `messages` (keyPath `id`, autoIncrement: ids from 1, strictly increasing),
-//! with four indexes: `claim` `[queue, status, createdAt, id, dueAt]` (`dueAt` is a storage-only
-//! number: `retryAfter`, or `-Infinity` when null, so that a message without one is due at
-//! every instant, negative ones included), `expiry` `[queue, status, leaseExpiresAt]` (only
-//! `processing` messages have a lease, so only they are in it), `list` `[queue, status]` and
-//! `queue`. Within one index key, entries come in primary-key (= id) order, which gives the
-//! `created_at`-then-id claim order and id-ordered pages.
+//! One object store, `messages` (keyPath `id`, autoIncrement: ids from 1, strictly increasing,
+//! never reused), with seven indexes (see [`crate::connection`] for their key paths): `claim`
+//! (claim order, with `dueAt`, a storage-only number: `retryAfter`, or `-Infinity` when null, so
+//! that a message without one is due at every instant, negative ones included), `expiry` (leases),
+//! `list` (one status in id order, with `updatedAt`), `queue`, the unique `idempotency`, `delayed`
+//! (`retryAfter`) and `dead` (`deadAt`). Within one index key, entries come in primary-key (= id)
+//! order, which gives the `created_at`-then-id claim order and id-ordered pages.
 //!
 //! Each state change is one `readwrite` transaction that awaits only its own requests: the core's
-//! steps are synchronous closures, so read -> step -> write happens inside it (see [`crate::connection`]
-//! for why nothing else may be awaited there). In particular `claim` expires the queue's overdue
-//! leases and takes the first due message in the same transaction, so two tabs or workers can
-//! never take the same message. It walks the `claim` index with a key cursor, so messages waiting
-//! for their backoff are skipped by their key alone: only the one taken is loaded. No operation
-//! scans the whole store or loads it into memory.
+//! steps are synchronous closures, so read -> step -> write happens inside it (see
+//! [`crate::connection`] for why nothing else may be awaited there). In particular `claim` expires
+//! the queue's overdue leases and takes the first due messages in the same transaction, so two
+//! tabs or workers can never take the same message. It walks the `claim` index with a key cursor,
+//! so messages waiting for their backoff are skipped by their key alone: only those taken are
+//! loaded. `counts` reads index counts and keys only, never a message; `select` walks keys and
+//! loads a message only when its filter needs `lastError` or `deadAt`. No operation scans the
+//! whole store or loads it into memory.
 
 use std::cell::Cell;
 use std::rc::Rc;
 
 use deadletter::{
-    Error, Id, ListQuery, Message, Millis, NewMessage, Result, Store, apply_step, machine,
+    Claimed, Counts, Error, Filter, Id, ListQuery, Message, Millis, NewMessage, Result, Status,
+    Store, apply_step, machine,
 };
-use idb::{Database, Factory, KeyRange, ObjectStore, Query, TransactionMode};
-use js_sys::Array;
+use idb::{CursorDirection, Database, Factory, KeyRange, ObjectStore, Query, TransactionMode};
+use js_sys::{Array, Reflect};
 use wasm_bindgen::JsValue;
 use web_sys::IdbDatabase;
 
-use crate::connection::{self, BY_CREATED, BY_EXPIRY, BY_QUEUE, BY_STATUS, store_error};
+use crate::connection::{
+    self, BY_CREATED, BY_DEATH, BY_DELAY, BY_EXPIRY, BY_KEY, BY_QUEUE, BY_STATUS, store_error,
+};
 use crate::record::{from_record, to_record};
 
 /// An open IndexedDB database holding messages.
@@ -51,18 +56,60 @@ fn key(parts: &[JsValue]) -> JsValue {
     parts.iter().collect::<Array>().into()
 }
 
-/// The keys of an index from `[..prefix, -inf]` to `[..prefix, upper]`, both included (a longer
-/// key under `[..prefix, upper]` is below it when its next part is).
-fn under(prefix: &[JsValue], upper: &JsValue) -> Result<Query> {
-    let lower = [prefix, &[JsValue::from_f64(f64::NEG_INFINITY)]].concat();
-    let upper = [prefix, std::slice::from_ref(upper)].concat();
-    KeyRange::bound(&key(&lower), &key(&upper), None, None)
+const NEG_INF: f64 = f64::NEG_INFINITY;
+const INF: f64 = f64::INFINITY;
+
+/// The keys of an index from `[..prefix, lower]` to `[..prefix, upper]` (a longer key under
+/// `[..prefix, x]` sorts with `x`'s part); `lower_open` excludes the keys whose next part is
+/// `lower`, `upper` is included.
+fn between(prefix: &[JsValue], lower: f64, lower_open: bool, upper: f64) -> Result<Query> {
+    let part = |x: f64| [prefix, &[JsValue::from_f64(x)]].concat();
+    let upper = match upper {
+        // Every longer key under [..prefix, u] is below [..prefix, u, +inf]... and no key part is
+        // above +inf among numbers, so [..prefix, +inf] bounds them all.
+        INF => key(&part(INF)),
+        u => key(&[part(u).as_slice(), &[JsValue::from_f64(INF)]].concat()),
+    };
+    let lower = if lower_open {
+        key(&[part(lower).as_slice(), &[JsValue::from_f64(INF)]].concat())
+    } else {
+        key(&part(lower))
+    };
+    KeyRange::bound(&lower, &upper, Some(lower_open), None)
         .map(Query::from)
         .map_err(store_error)
 }
 
-/// Where `dueAt` is in a key of the claim index.
-const DUE_AT: u32 = 4;
+/// Part `at` of an index key, as a number.
+fn key_part(index_key: &JsValue, at: u32) -> Option<f64> {
+    Reflect::get(index_key, &at.into())
+        .ok()
+        .and_then(|v| v.as_f64())
+}
+
+/// A number read from an index key as the whole number it was stored as.
+#[allow(clippy::cast_possible_truncation)] // only ids and timestamps are stored there: whole, < 2^53
+fn whole(n: f64) -> i64 {
+    n as i64
+}
+
+/// The first key (an array) of `range` in index `name`, or `None` when the range is empty.
+async fn first_key(store: &ObjectStore, name: &str, range: Query) -> Result<Option<JsValue>> {
+    let index = store.index(name).map_err(store_error)?;
+    let cursor = index
+        .open_key_cursor(Some(range), None)
+        .map_err(store_error)?;
+    match cursor.await.map_err(store_error)? {
+        Some(cursor) => cursor.key().map(Some).map_err(store_error),
+        None => Ok(None),
+    }
+}
+
+async fn count_in(store: &ObjectStore, name: &str, range: Query) -> Result<u64> {
+    let index = store.index(name).map_err(store_error)?;
+    let request = index.count(Some(range)).map_err(store_error)?;
+    request.await.map(u64::from).map_err(store_error)
+}
 
 async fn get_record(store: &ObjectStore, queue: &str, id: Id) -> Result<Option<Message>> {
     let found = store.get(number(id)).map_err(store_error)?.await;
@@ -78,6 +125,21 @@ async fn put(store: &ObjectStore, message: &Message) -> Result<()> {
         .map_err(store_error)?;
     req.await.map(drop).map_err(store_error)
 }
+
+/// The id IndexedDB's key generator assigned: a whole number within 1..2^53.
+fn assigned_id(key: &JsValue) -> Result<Id> {
+    key.as_f64()
+        .filter(|k| k.fract() == 0.0 && *k >= 1.0 && *k <= 9_007_199_254_740_991.0)
+        .map(whole)
+        .ok_or_else(|| Error::Store(format!("IndexedDB assigned a bad key {key:?}")))
+}
+
+/// Where `dueAt` is in a key of the claim index, and `createdAt`.
+const DUE_AT: u32 = 4;
+const CREATED_AT: u32 = 2;
+/// Where `id` and `updatedAt` are in a key of the list index.
+const LIST_ID: u32 = 2;
+const LIST_UPDATED_AT: u32 = 3;
 
 impl IdbStore {
     /// Opens (or creates, or upgrades) database `name` from `factory`. See [`connection::open`] for the
@@ -116,6 +178,136 @@ impl IdbStore {
             Ok(&self.db)
         }
     }
+
+    async fn write<T>(&self, body: impl AsyncFnOnce(&ObjectStore) -> Result<T>) -> Result<T> {
+        connection::transaction(self.database()?, TransactionMode::ReadWrite, body).await
+    }
+
+    async fn read<T>(&self, body: impl AsyncFnOnce(&ObjectStore) -> Result<T>) -> Result<T> {
+        connection::transaction(self.database()?, TransactionMode::ReadOnly, body).await
+    }
+}
+
+/// The transactions of the state changes, behind the [`Store`] methods, which pass their steps
+/// in as trait objects.
+impl IdbStore {
+    /// [`Store::update`], with its step as a trait object: the steps of the engine's operations
+    /// differ in type, and one copy of the transaction serves them all (a smaller `.wasm`).
+    async fn update_one(
+        &self,
+        queue: &str,
+        id: Id,
+        step: &mut dyn FnMut(Message) -> Result<Message>,
+    ) -> Result<Message> {
+        self.write(async |store| {
+            let next = apply_step(get_record(store, queue, id).await?, queue, id, step)?;
+            put(store, &next).await?;
+            Ok(next)
+        })
+        .await
+    }
+
+    /// [`Store::claim`], with its steps as trait objects.
+    async fn claim_due(
+        &self,
+        queue: &str,
+        now: Millis,
+        limit: usize,
+        expire: &mut dyn FnMut(Message) -> Result<Message>,
+        take: &mut dyn FnMut(Message) -> Result<Message>,
+    ) -> Result<Claimed> {
+        let q = JsValue::from_str(queue);
+        self.write(async |store| {
+            // 1. Overdue leases: [queue, 'processing', -inf ..= now] of the expiry index.
+            let expired = expire_leases(store, &q, now, expire).await?;
+            let mut taken = Vec::new();
+            if limit == 0 {
+                return Ok(Claimed { expired, taken });
+            }
+            // 2. The first due pending messages in [queue, 'pending', createdAt, id, dueAt]
+            //    order. The key carries dueAt: the messages still waiting for their backoff are
+            //    skipped without being loaded; only those taken are read, by their id.
+            let all_pending = between(&[q.clone(), "pending".into()], NEG_INF, false, INF)?;
+            let index = store.index(BY_CREATED).map_err(store_error)?;
+            let cursor = index.open_key_cursor(Some(all_pending), None);
+            let cursor = cursor.map_err(store_error)?.await.map_err(store_error)?;
+            let mut cursor = cursor.map(idb::KeyCursor::into_managed);
+            while let Some(current) = cursor.as_mut() {
+                let (Some(index_key), Some(id)) = (
+                    current.key().map_err(store_error)?,
+                    current.primary_key().map_err(store_error)?,
+                ) else {
+                    break;
+                };
+                #[allow(clippy::cast_precision_loss)]
+                if key_part(&index_key, DUE_AT).is_some_and(|d| d <= now as f64) {
+                    let found = store.get(id).map_err(store_error)?.await;
+                    if let Some(record) = found.map_err(store_error)? {
+                        let message = from_record(&record)?;
+                        let just_expired = expired.iter().any(|e| e.id == message.id);
+                        if machine::is_due(&message, now) && !just_expired {
+                            let next = take(message)?;
+                            put(store, &next).await?;
+                            taken.push(next);
+                            if taken.len() == limit {
+                                break;
+                            }
+                        }
+                    }
+                }
+                current.next(None).await.map_err(store_error)?;
+            }
+            Ok(Claimed { expired, taken })
+        })
+        .await
+    }
+
+    /// [`Store::update_many`], with its step as a trait object.
+    async fn update_each(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        step: &mut dyn FnMut(Message) -> Result<Option<Message>>,
+    ) -> Result<Vec<Message>> {
+        self.write(async |store| {
+            let mut written = Vec::new();
+            for &id in ids {
+                let Some(message) = get_record(store, queue, id).await? else {
+                    continue;
+                };
+                if let Some(next) = step(message)? {
+                    put(store, &next).await?;
+                    written.push(next);
+                }
+            }
+            Ok(written)
+        })
+        .await
+    }
+
+    /// [`Store::delete_many`], with its check as a trait object.
+    async fn delete_each(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        check: &mut dyn FnMut(&Message) -> Result<bool>,
+    ) -> Result<Vec<Message>> {
+        self.write(async |store| {
+            let mut deleted = Vec::new();
+            for &id in ids {
+                let Some(message) = get_record(store, queue, id).await? else {
+                    continue;
+                };
+                if check(&message)? {
+                    let request = store.delete(number(id)).map_err(store_error)?;
+                    request.await.map_err(store_error)?;
+                    deleted.push(message);
+                }
+            }
+            Ok(deleted)
+        })
+        .await
+    }
 }
 
 impl Drop for IdbStore {
@@ -125,35 +317,91 @@ impl Drop for IdbStore {
     }
 }
 
+/// The first key of `[queue, 'pending', retryAfter > now]` in the delayed index: when the next
+/// delayed message is due.
+async fn next_due(store: &ObjectStore, queue: &str, now: Millis) -> Result<Option<Millis>> {
+    #[allow(clippy::cast_precision_loss)]
+    let delayed = between(
+        &[queue.into(), Status::Pending.as_str().into()],
+        now as f64,
+        true,
+        INF,
+    )?;
+    let first = first_key(store, BY_DELAY, delayed).await?;
+    Ok(first.and_then(|k| key_part(&k, 2)).map(whole))
+}
+
+/// Step 1 of [`Store::claim`], inside its transaction: in `(leaseExpiresAt, id)` order, the order
+/// of the expiry index.
+async fn expire_leases(
+    store: &ObjectStore,
+    q: &JsValue,
+    now: Millis,
+    expire: &mut dyn FnMut(Message) -> Result<Message>,
+) -> Result<Vec<Message>> {
+    #[allow(clippy::cast_precision_loss)]
+    let overdue = between(
+        &[q.clone(), "processing".into()],
+        NEG_INF,
+        false,
+        now as f64,
+    )?;
+    let index = store.index(BY_EXPIRY).map_err(store_error)?;
+    let records = index.get_all(Some(overdue), None).map_err(store_error)?;
+    let records = records.await.map_err(store_error)?;
+    let mut expired = Vec::with_capacity(records.len());
+    for record in records {
+        let message = from_record(&record)?;
+        if machine::lease_expired(&message, now) {
+            let next = expire(message)?;
+            put(store, &next).await?;
+            expired.push(next);
+        }
+    }
+    Ok(expired)
+}
+
 impl Store for IdbStore {
-    async fn insert(&self, message: NewMessage) -> Result<Message> {
-        let record = to_record(&message.clone().with_id(0), false);
-        let id = connection::transaction(
-            self.database()?,
-            TransactionMode::ReadWrite,
-            async |store| {
-                let key = store.add(&record, None).map_err(store_error)?.await;
-                let key = key.map_err(store_error)?;
-                key.as_f64()
-                    .filter(|k| k.fract() == 0.0 && *k >= 1.0 && *k <= 9_007_199_254_740_991.0)
-                    // A whole number within 1..2^53: the cast is exact.
-                    .map(|k| {
-                        #[allow(clippy::cast_possible_truncation)]
-                        let id = k as i64;
-                        id
-                    })
-                    .ok_or_else(|| Error::Store(format!("IndexedDB assigned a bad key {key:?}")))
-            },
-        )
-        .await?;
-        Ok(message.with_id(id))
+    async fn insert(&self, messages: Vec<NewMessage>) -> Result<Vec<Message>> {
+        // Conversions before the transaction opens.
+        let prepared: Vec<(Message, JsValue, Option<JsValue>)> = messages
+            .into_iter()
+            .map(|new| {
+                let message = new.with_id(0);
+                let record = to_record(&message, false).into();
+                let unique = message
+                    .idempotency_key
+                    .as_deref()
+                    .map(|k| key(&[JsValue::from_str(&message.queue), JsValue::from_str(k)]));
+                (message, record, unique)
+            })
+            .collect();
+        self.write(async |store| {
+            let mut out = Vec::with_capacity(prepared.len());
+            for (message, record, unique) in prepared {
+                if let Some(unique) = unique {
+                    let index = store.index(BY_KEY).map_err(store_error)?;
+                    let found = index.get(unique).map_err(store_error)?.await;
+                    if let Some(existing) = found.map_err(store_error)? {
+                        out.push(Message {
+                            deduplicated: true,
+                            ..from_record(&existing)?
+                        });
+                        continue;
+                    }
+                }
+                let id = store.add(&record, None).map_err(store_error)?.await;
+                let id = assigned_id(&id.map_err(store_error)?)?;
+                out.push(Message { id, ..message });
+            }
+            Ok(out)
+        })
+        .await
     }
 
     async fn get(&self, queue: &str, id: Id) -> Result<Option<Message>> {
-        connection::transaction(self.database()?, TransactionMode::ReadOnly, async |store| {
-            get_record(store, queue, id).await
-        })
-        .await
+        self.read(async |store| get_record(store, queue, id).await)
+            .await
     }
 
     async fn update(
@@ -162,96 +410,47 @@ impl Store for IdbStore {
         id: Id,
         step: impl FnOnce(Message) -> Result<Message>,
     ) -> Result<Message> {
-        connection::transaction(
-            self.database()?,
-            TransactionMode::ReadWrite,
-            async |store| {
-                let next = apply_step(get_record(store, queue, id).await?, queue, id, step)?;
-                put(store, &next).await?;
-                Ok(next)
-            },
-        )
-        .await
+        let mut step = Some(step);
+        let mut once = |message| match step.take() {
+            Some(step) => step(message),
+            None => Err(Error::Store("a step ran twice".into())),
+        };
+        self.update_one(queue, id, &mut once).await
     }
 
     async fn claim(
         &self,
         queue: &str,
         now: Millis,
-        expire: impl Fn(Message) -> Result<Message>,
-        take: impl FnOnce(Message) -> Result<Message>,
-    ) -> Result<Option<Message>> {
-        let q = JsValue::from_str(queue);
-        connection::transaction(
-            self.database()?,
-            TransactionMode::ReadWrite,
-            async |store| {
-                // 1. Overdue leases: [queue, 'processing', -inf ..= now] of the expiry index.
-                let overdue = under(&[q.clone(), "processing".into()], &number(now))?;
-                let index = store.index(BY_EXPIRY).map_err(store_error)?;
-                let records = index.get_all(Some(overdue), None).map_err(store_error)?;
-                let records = records.await.map_err(store_error)?;
-                let mut expired = Vec::with_capacity(records.len());
-                for record in records {
-                    let message = from_record(&record)?;
-                    if machine::lease_expired(&message, now) {
-                        let next = expire(message)?;
-                        put(store, &next).await?;
-                        expired.push(next.id);
-                    }
-                }
-                // 2. The first due pending message in [queue, 'pending', createdAt, dueAt] (then id)
-                //    order. The key carries dueAt: the messages still waiting for their backoff are
-                //    skipped without being loaded; only the one found is read, by its id.
-                let all_pending = under(
-                    &[q.clone(), "pending".into()],
-                    &JsValue::from_f64(f64::INFINITY),
-                )?;
-                let index = store.index(BY_CREATED).map_err(store_error)?;
-                let cursor = index.open_key_cursor(Some(all_pending), None);
-                let cursor = cursor.map_err(store_error)?.await.map_err(store_error)?;
-                let mut cursor = cursor.map(idb::KeyCursor::into_managed);
-                while let Some(current) = cursor.as_mut() {
-                    let (Some(index_key), Some(id)) = (
-                        current.key().map_err(store_error)?,
-                        current.primary_key().map_err(store_error)?,
-                    ) else {
-                        break;
-                    };
-                    let due_at = js_sys::Reflect::get(&index_key, &DUE_AT.into())
-                        .ok()
-                        .and_then(|d| d.as_f64());
-                    #[allow(clippy::cast_precision_loss)]
-                    if due_at.is_some_and(|d| d <= now as f64) {
-                        let found = store.get(id).map_err(store_error)?.await;
-                        if let Some(record) = found.map_err(store_error)? {
-                            let message = from_record(&record)?;
-                            if machine::is_due(&message, now) && !expired.contains(&message.id) {
-                                let taken = take(message)?;
-                                put(store, &taken).await?;
-                                return Ok(Some(taken));
-                            }
-                        }
-                    }
-                    current.next(None).await.map_err(store_error)?;
-                }
-                Ok(None)
-            },
-        )
-        .await
+        limit: usize,
+        mut expire: impl FnMut(Message) -> Result<Message>,
+        mut take: impl FnMut(Message) -> Result<Message>,
+    ) -> Result<Claimed> {
+        self.claim_due(queue, now, limit, &mut expire, &mut take)
+            .await
     }
 
     async fn list(&self, query: &ListQuery<'_>) -> Result<Vec<Message>> {
         let q = JsValue::from_str(query.queue);
-        let (index, key) = match query.status {
-            Some(status) => (BY_STATUS, key(&[q, JsValue::from_str(status.as_str())])),
-            None => (BY_QUEUE, q),
-        };
         let after = query.after_id.unwrap_or(0);
-        connection::transaction(self.database()?, TransactionMode::ReadOnly, async |store| {
-            let only = KeyRange::only(&key).map_err(store_error)?;
+        let limit = u32::try_from(query.limit).unwrap_or(u32::MAX);
+        if let Some(status) = query.status {
+            // [queue, status, id > after, *]: one request, in id order.
+            #[allow(clippy::cast_precision_loss)]
+            let range = between(&[q, status.as_str().into()], after as f64, true, INF)?;
+            return self
+                .read(async |store| {
+                    let index = store.index(BY_STATUS).map_err(store_error)?;
+                    let records = index.get_all(Some(range), Some(limit));
+                    let records = records.map_err(store_error)?.await.map_err(store_error)?;
+                    records.iter().map(from_record).collect()
+                })
+                .await;
+        }
+        self.read(async |store| {
+            let only = KeyRange::only(&q).map_err(store_error)?;
             let cursor = store
-                .index(index)
+                .index(BY_QUEUE)
                 .and_then(|i| i.open_cursor(Some(only.into()), None))
                 .map_err(store_error)?;
             let cursor = cursor.await.map_err(store_error)?;
@@ -267,10 +466,11 @@ impl Store for IdbStore {
                 let id = id
                     .as_f64()
                     .ok_or_else(|| Error::Store("IndexedDB cursor without a key".into()))?;
-                let moved = if id <= number(after).as_f64().unwrap_or(0.0) {
+                #[allow(clippy::cast_precision_loss)]
+                let moved = if id <= after as f64 {
                     // Keyset pagination: jump to the first id above `after` under this key.
                     current
-                        .next_primary_key(&key, &number(after.saturating_add(1)))
+                        .next_primary_key(&q, &number(after.saturating_add(1)))
                         .await
                 } else {
                     page.push(from_record(&record)?);
@@ -284,5 +484,147 @@ impl Store for IdbStore {
             Ok(page)
         })
         .await
+    }
+
+    async fn select(&self, filter: &Filter<'_>, after_id: Id, limit: usize) -> Result<Vec<Id>> {
+        let q = JsValue::from_str(filter.queue);
+        // The list index shows id and updatedAt; the other criteria need the message itself.
+        let needs_message = filter.error_contains.is_some()
+            || filter.dead_after.is_some()
+            || filter.dead_before.is_some();
+        #[allow(clippy::cast_precision_loss)]
+        let range = between(
+            &[q, filter.status.as_str().into()],
+            after_id as f64,
+            true,
+            INF,
+        )?;
+        self.read(async |store| {
+            let index = store.index(BY_STATUS).map_err(store_error)?;
+            let cursor = index.open_key_cursor(Some(range), None);
+            let cursor = cursor.map_err(store_error)?.await.map_err(store_error)?;
+            let mut cursor = cursor.map(idb::KeyCursor::into_managed);
+            let mut ids = Vec::new();
+            while let Some(current) = cursor.as_mut() {
+                let Some(index_key) = current.key().map_err(store_error)? else {
+                    break;
+                };
+                let (Some(id), Some(updated_at)) = (
+                    key_part(&index_key, LIST_ID).map(whole),
+                    key_part(&index_key, LIST_UPDATED_AT).map(whole),
+                ) else {
+                    return Err(Error::Store(format!(
+                        "bad key in index list: {index_key:?}"
+                    )));
+                };
+                let recent = filter.updated_until.is_some_and(|until| updated_at > until);
+                let selected = if recent {
+                    false
+                } else if needs_message {
+                    get_record(store, filter.queue, id)
+                        .await?
+                        .is_some_and(|m| filter.matches(&m))
+                } else {
+                    true
+                };
+                if selected {
+                    ids.push(id);
+                    if ids.len() == limit {
+                        break;
+                    }
+                }
+                current.next(None).await.map_err(store_error)?;
+            }
+            Ok(ids)
+        })
+        .await
+    }
+
+    async fn update_many(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        mut step: impl FnMut(Message) -> Result<Option<Message>>,
+    ) -> Result<Vec<Message>> {
+        self.update_each(queue, ids, &mut step).await
+    }
+
+    async fn delete_many(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        mut check: impl FnMut(&Message) -> Result<bool>,
+    ) -> Result<Vec<Message>> {
+        self.delete_each(queue, ids, &mut check).await
+    }
+
+    async fn counts(&self, queue: &str, now: Millis) -> Result<Counts> {
+        let q = JsValue::from_str(queue);
+        let of = |status: Status| [q.clone(), status.as_str().into()];
+        #[allow(clippy::cast_precision_loss)]
+        let now_f = now as f64;
+        self.read(async |store| {
+            let mut counts = Counts::default();
+            for (slot, status) in counts.by_status.iter_mut().zip(Status::ALL) {
+                *slot =
+                    count_in(store, BY_STATUS, between(&of(status), NEG_INF, false, INF)?).await?;
+            }
+            let overdue = between(&of(Status::Processing), NEG_INF, false, now_f)?;
+            counts.expired = count_in(store, BY_EXPIRY, overdue).await?;
+            let delayed = between(&of(Status::Pending), now_f, true, INF)?;
+            counts.delayed = count_in(store, BY_DELAY, delayed).await?;
+            counts.next_due_at = next_due(store, queue, now).await?;
+            let dead = between(&of(Status::Dead), NEG_INF, false, INF)?;
+            let oldest = first_key(store, BY_DEATH, dead).await?;
+            counts.oldest_dead_at = oldest.and_then(|k| key_part(&k, 2)).map(whole);
+            // The first pending message in claim order that is due: delayed ones are skipped by key.
+            let pending = between(&of(Status::Pending), NEG_INF, false, INF)?;
+            let index = store.index(BY_CREATED).map_err(store_error)?;
+            let cursor = index.open_key_cursor(Some(pending), None);
+            let cursor = cursor.map_err(store_error)?.await.map_err(store_error)?;
+            let mut cursor = cursor.map(idb::KeyCursor::into_managed);
+            while let Some(current) = cursor.as_mut() {
+                let Some(index_key) = current.key().map_err(store_error)? else {
+                    break;
+                };
+                if key_part(&index_key, DUE_AT).is_some_and(|d| d <= now_f) {
+                    counts.oldest_due_created_at = key_part(&index_key, CREATED_AT).map(whole);
+                    break;
+                }
+                current.next(None).await.map_err(store_error)?;
+            }
+            Ok(counts)
+        })
+        .await
+    }
+
+    async fn next_due_at(&self, queue: &str, now: Millis) -> Result<Option<Millis>> {
+        self.read(async |store| next_due(store, queue, now).await)
+            .await
+    }
+
+    async fn queues(&self) -> Result<Vec<String>> {
+        let mut names = self
+            .read(async |store| {
+                let index = store.index(BY_QUEUE).map_err(store_error)?;
+                let cursor = index.open_key_cursor(None, Some(CursorDirection::NextUnique));
+                let cursor = cursor.map_err(store_error)?.await.map_err(store_error)?;
+                let mut cursor = cursor.map(idb::KeyCursor::into_managed);
+                let mut names = Vec::new();
+                while let Some(current) = cursor.as_mut() {
+                    let Some(name) = current.key().map_err(store_error)? else {
+                        break;
+                    };
+                    names.push(name.as_string().ok_or_else(|| {
+                        Error::Store(format!("bad key in index queue: {name:?}"))
+                    })?);
+                    current.next(None).await.map_err(store_error)?;
+                }
+                Ok(names)
+            })
+            .await?;
+        // IndexedDB orders strings by UTF-16 code unit; the trait promises byte order.
+        names.sort();
+        Ok(names)
     }
 }

@@ -1,19 +1,34 @@
 //! Pure helpers shared by the WebAssembly API (compiled and tested natively too).
 
-/// The JavaScript name of a core argument name: `max_retries` -> `maxRetries`, `lease_ms` ->
-/// `leaseMs`, `lease_token` -> `leaseToken`, `after_id` -> `afterId`, `max_payload_bytes` ->
-/// `maxPayloadBytes`, `retry_count` -> `retryCount`; every other name (`queue`, `payload`, `id`, `error`, `status`, `limit`,
-/// `retryable`) is the same in both.
+/// Core argument names and their JavaScript names, where they differ: the one table the
+/// binding's errors use. Every other name (`queue`, `payload`, `id`, `error`, `status`, `limit`,
+/// `retryable`, `n`, `items`, `multiplier`, `jitter`, `clock`, `random`) is the same in both.
+pub const JS_NAMES: [(&str, &str); 16] = [
+    ("max_retries", "maxRetries"),
+    ("lease_ms", "leaseMs"),
+    ("lease_token", "leaseToken"),
+    ("after_id", "afterId"),
+    ("max_payload_bytes", "maxPayloadBytes"),
+    ("retry_count", "retryCount"),
+    ("idempotency_key", "idempotencyKey"),
+    ("delay_ms", "delayMs"),
+    ("older_than_ms", "olderThanMs"),
+    ("initial_ms", "initialMs"),
+    ("cap_ms", "capMs"),
+    ("error_contains", "errorContains"),
+    ("dead_before", "deadBefore"),
+    ("dead_after", "deadAfter"),
+    ("poll_interval_ms", "pollIntervalMs"),
+    ("shutdown_timeout_ms", "shutdownTimeoutMs"),
+];
+
+/// The JavaScript name of a core argument name (see [`JS_NAMES`]): `max_retries` ->
+/// `maxRetries`, `queue` -> `queue`.
 pub fn js_field(core: &str) -> &str {
-    match core {
-        "max_retries" => "maxRetries",
-        "lease_ms" => "leaseMs",
-        "lease_token" => "leaseToken",
-        "after_id" => "afterId",
-        "max_payload_bytes" => "maxPayloadBytes",
-        "retry_count" => "retryCount",
-        other => other,
-    }
+    JS_NAMES
+        .iter()
+        .find(|(name, _)| *name == core)
+        .map_or(core, |(_, js)| js)
 }
 
 /// Formats 16 random bytes as a version-4 UUID (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`), the form
@@ -41,7 +56,23 @@ mod tests {
     fn js_names() {
         assert_eq!(js_field("max_retries"), "maxRetries");
         assert_eq!(js_field("max_payload_bytes"), "maxPayloadBytes");
+        assert_eq!(js_field("older_than_ms"), "olderThanMs");
         assert_eq!(js_field("queue"), "queue");
+        // The JavaScript names are the camelCase of the core names.
+        for (core, js) in JS_NAMES {
+            let camel: String = core
+                .split('_')
+                .enumerate()
+                .map(|(i, part)| {
+                    let mut chars = part.chars();
+                    match (i, chars.next()) {
+                        (0, _) | (_, None) => part.to_owned(),
+                        (_, Some(first)) => first.to_uppercase().chain(chars).collect(),
+                    }
+                })
+                .collect();
+            assert_eq!(camel, js);
+        }
     }
 
     #[test]

@@ -1,17 +1,70 @@
-//! Messages as IndexedDB records and as the plain objects the JavaScript API returns.
+//! Messages as IndexedDB records and as the plain objects the JavaScript API returns, and queue
+//! statistics as plain objects.
 //!
-//! Both use the JavaScript field names (`retryCount`, `leaseExpiresAt`, ...). A record keeps
-//! timestamps as numbers of milliseconds (null stays null, which keeps a message out of the
-//! indexes that name that field); the API object turns them into `Date`s. A record also has
-//! `dueAt` (see [`to_record`]); reading ignores it.
+//! Both message forms use the JavaScript field names (`retryCount`, `leaseExpiresAt`, ...). A
+//! record keeps timestamps as numbers of milliseconds (null stays null, which keeps a message out
+//! of the indexes that name that field); the API object turns them into `Date`s. A record also
+//! has `dueAt` (see [`to_record`]), which reading ignores, and never `deduplicated` (a property of
+//! an enqueue's result, not of the message).
 
-use deadletter::{Error, Message, Millis, Result, Status};
-use js_sys::{Date, Object, Reflect};
+use deadletter::{Error, FailedAttempt, Message, Millis, Result, Stats, Status};
+use js_sys::{Array, Date, Object, Reflect};
 use wasm_bindgen::JsValue;
+
+/// Every property name this module reads or writes.
+const KEYS: [&str; 33] = [
+    "id",
+    "queue",
+    "payload",
+    "status",
+    "retryCount",
+    "maxRetries",
+    "retryAfter",
+    "lastError",
+    "createdAt",
+    "updatedAt",
+    "leaseToken",
+    "leaseExpiresAt",
+    "idempotencyKey",
+    "firstFailedAt",
+    "deadAt",
+    "errors",
+    "errorsDropped",
+    "replayCount",
+    "replayedAt",
+    "dueAt",
+    "deduplicated",
+    "attempt",
+    "error",
+    "at",
+    "pending",
+    "processing",
+    "succeeded",
+    "dead",
+    "expired",
+    "delayed",
+    "nextDueAt",
+    "oldestDueAgeMs",
+    "oldestDeadAgeMs",
+];
+
+thread_local! {
+    /// [`KEYS`] as JavaScript strings, made once: a record has about twenty properties, and
+    /// making each name anew for every property of every record costs a string conversion each.
+    static JS_KEYS: Vec<JsValue> = KEYS.iter().map(|k| JsValue::from_str(k)).collect();
+}
+
+/// Runs `f` with `key` as a JavaScript string (cached when it is one of [`KEYS`]).
+fn with_key<T>(key: &str, f: impl FnOnce(&JsValue) -> T) -> T {
+    match KEYS.iter().position(|k| *k == key) {
+        Some(at) => JS_KEYS.with(|keys| f(&keys[at])),
+        None => f(&JsValue::from_str(key)),
+    }
+}
 
 fn set(object: &Object, key: &str, value: &JsValue) {
     // Defining a property on a fresh plain object cannot fail.
-    let _ = Reflect::set(object, &JsValue::from_str(key), value);
+    let _ = with_key(key, |key| Reflect::set(object, key, value));
 }
 
 fn opt_str(value: Option<&str>) -> JsValue {
@@ -23,39 +76,55 @@ fn number(n: i64) -> JsValue {
     JsValue::from_f64(n as f64)
 }
 
+#[allow(clippy::cast_precision_loss)]
+fn date(ms: Millis) -> JsValue {
+    Date::new(&JsValue::from_f64(ms as f64)).into()
+}
+
 fn build(message: &Message, with_id: bool, time: impl Fn(Millis) -> JsValue) -> Object {
     let object = Object::new();
     let opt_time = |t: Option<Millis>| t.map_or(JsValue::NULL, &time);
     if with_id {
         set(&object, "id", &number(message.id));
     }
-    set(&object, "queue", &JsValue::from_str(&message.queue));
-    set(&object, "payload", &JsValue::from_str(&message.payload));
-    set(
-        &object,
-        "status",
-        &JsValue::from_str(message.status.as_str()),
-    );
-    set(&object, "retryCount", &message.retry_count.into());
-    set(&object, "maxRetries", &message.max_retries.into());
-    set(&object, "retryAfter", &opt_time(message.retry_after));
-    set(
-        &object,
-        "lastError",
-        &opt_str(message.last_error.as_deref()),
-    );
-    set(&object, "createdAt", &time(message.created_at));
-    set(&object, "updatedAt", &time(message.updated_at));
-    set(
-        &object,
-        "leaseToken",
-        &opt_str(message.lease_token.as_deref()),
-    );
-    set(
-        &object,
-        "leaseExpiresAt",
-        &opt_time(message.lease_expires_at),
-    );
+    let status = message.status.as_str();
+    let errors: Array = message
+        .errors
+        .iter()
+        .map(|entry| {
+            let attempt = Object::new();
+            set(&attempt, "attempt", &entry.attempt.into());
+            set(&attempt, "error", &entry.error.as_str().into());
+            set(&attempt, "at", &time(entry.at));
+            JsValue::from(attempt)
+        })
+        .collect();
+    let fields: [(&str, JsValue); 18] = [
+        ("queue", message.queue.as_str().into()),
+        ("payload", message.payload.as_str().into()),
+        ("status", status.into()),
+        ("retryCount", message.retry_count.into()),
+        ("maxRetries", message.max_retries.into()),
+        ("retryAfter", opt_time(message.retry_after)),
+        ("lastError", opt_str(message.last_error.as_deref())),
+        ("createdAt", time(message.created_at)),
+        ("updatedAt", time(message.updated_at)),
+        ("leaseToken", opt_str(message.lease_token.as_deref())),
+        ("leaseExpiresAt", opt_time(message.lease_expires_at)),
+        (
+            "idempotencyKey",
+            opt_str(message.idempotency_key.as_deref()),
+        ),
+        ("firstFailedAt", opt_time(message.first_failed_at)),
+        ("deadAt", opt_time(message.dead_at)),
+        ("errors", errors.into()),
+        ("errorsDropped", message.errors_dropped.into()),
+        ("replayCount", message.replay_count.into()),
+        ("replayedAt", opt_time(message.replayed_at)),
+    ];
+    for (key, value) in &fields {
+        set(&object, key, value);
+    }
     object
 }
 
@@ -78,11 +147,77 @@ pub fn to_record(message: &Message, with_id: bool) -> Object {
     record
 }
 
-/// The object the JavaScript API returns: timestamps as `Date`s.
+/// The object the JavaScript API returns: timestamps (also each error's `at`) as `Date`s, and
+/// `deduplicated`.
 pub fn to_js(message: &Message) -> JsValue {
-    #[allow(clippy::cast_precision_loss)]
-    let date = |ms: Millis| JsValue::from(Date::new(&JsValue::from_f64(ms as f64)));
-    build(message, true, date).into()
+    let object = build(message, true, date);
+    set(&object, "deduplicated", &message.deduplicated.into());
+    object.into()
+}
+
+/// Queue statistics as the plain object the JavaScript API returns: counts as numbers,
+/// `nextDueAt` a `Date` or null, ages in milliseconds or null.
+pub fn stats_to_js(stats: &Stats) -> JsValue {
+    #[allow(clippy::cast_precision_loss)] // counts are far below 2^53
+    let count = |n: u64| JsValue::from_f64(n as f64);
+    let object = Object::new();
+    set(&object, "queue", &stats.queue.as_str().into());
+    set(&object, "pending", &count(stats.pending));
+    set(&object, "processing", &count(stats.processing));
+    set(&object, "succeeded", &count(stats.succeeded));
+    set(&object, "dead", &count(stats.dead));
+    set(&object, "expired", &count(stats.expired));
+    set(&object, "delayed", &count(stats.delayed));
+    set(
+        &object,
+        "nextDueAt",
+        &stats.next_due_at.map_or(JsValue::NULL, date),
+    );
+    let age = |ms: Option<Millis>| ms.map_or(JsValue::NULL, number);
+    set(&object, "oldestDueAgeMs", &age(stats.oldest_due_age_ms));
+    set(&object, "oldestDeadAgeMs", &age(stats.oldest_dead_age_ms));
+    object.into()
+}
+
+/// Brings a record written by schema version 1 or 2 (0.1.0) to version 3, in place: the fields
+/// added in 3 get what the message's past allows to know (`errors` empty, its `retryCount`
+/// failures counted in `errorsDropped`, `deadAt` = `updatedAt` for a dead message, zeros and
+/// nulls elsewhere); `retryAfter` is cleared unless the message is pending (0.1.0 left it on
+/// claimed messages; now it is set exactly while a message waits for its backoff), and `dueAt`
+/// follows it (version 1 had none).
+pub fn upgrade_record(record: &JsValue) -> Result<()> {
+    let get = |name: &str| field(record, name);
+    let put = |name: &str, value: &JsValue| {
+        with_key(name, |key| Reflect::set(record, key, value))
+            .map(drop)
+            .map_err(|e| corrupt(name, &e))
+    };
+    let status = get("status")?;
+    if status.as_string().as_deref() != Some(Status::Pending.as_str()) {
+        put("retryAfter", &JsValue::NULL)?;
+    }
+    let retry_after = get("retryAfter")?;
+    let due = if retry_after.is_null() || retry_after.is_undefined() {
+        JsValue::from_f64(NOT_DELAYED)
+    } else {
+        retry_after
+    };
+    put("dueAt", &due)?;
+    let dead = status.as_string().as_deref() == Some(Status::Dead.as_str());
+    put(
+        "deadAt",
+        &if dead {
+            get("updatedAt")?
+        } else {
+            JsValue::NULL
+        },
+    )?;
+    put("errors", &Array::new())?;
+    put("errorsDropped", &get("retryCount")?)?;
+    put("idempotencyKey", &JsValue::NULL)?;
+    put("firstFailedAt", &JsValue::NULL)?;
+    put("replayCount", &JsValue::from_f64(0.0))?;
+    put("replayedAt", &JsValue::NULL)
 }
 
 fn corrupt(field: &str, value: &JsValue) -> Error {
@@ -92,16 +227,20 @@ fn corrupt(field: &str, value: &JsValue) -> Error {
 }
 
 fn field(record: &JsValue, name: &str) -> Result<JsValue> {
-    Reflect::get(record, &JsValue::from_str(name)).map_err(|e| corrupt(name, &e))
+    with_key(name, |key| Reflect::get(record, key)).map_err(|e| corrupt(name, &e))
 }
 
 fn int(record: &JsValue, name: &str) -> Result<i64> {
     let value = field(record, name)?;
+    whole(&value).ok_or_else(|| corrupt(name, &value))
+}
+
+/// A whole number within ±2^53 (the cast is then exact).
+fn whole(value: &JsValue) -> Option<i64> {
     match value.as_f64() {
-        // A whole number within ±2^53: the cast is exact.
         #[allow(clippy::cast_possible_truncation)]
-        Some(n) if n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_991.0 => Ok(n as i64),
-        _ => Err(corrupt(name, &value)),
+        Some(n) if n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_991.0 => Some(n as i64),
+        _ => None,
     }
 }
 
@@ -135,6 +274,27 @@ fn opt_string(record: &JsValue, name: &str) -> Result<Option<String>> {
     }
 }
 
+fn history(record: &JsValue) -> Result<Vec<FailedAttempt>> {
+    let value = field(record, "errors")?;
+    if !Array::is_array(&value) {
+        return Err(corrupt("errors", &value));
+    }
+    Array::from(&value)
+        .iter()
+        .map(|entry| {
+            Ok(FailedAttempt {
+                attempt: count(&entry, "attempt")?,
+                error: string(&entry, "error")?,
+                at: int(&entry, "at")?,
+            })
+        })
+        .collect::<Result<_>>()
+        .map_err(|err| match err {
+            Error::Store(why) => Error::Store(format!("{why} (in errors)")),
+            other => other,
+        })
+}
+
 /// Reads a stored record back; a `store` error when it is not one this binding wrote.
 pub fn from_record(record: &JsValue) -> Result<Message> {
     let status = string(record, "status")?;
@@ -152,5 +312,13 @@ pub fn from_record(record: &JsValue) -> Result<Message> {
         updated_at: int(record, "updatedAt")?,
         lease_token: opt_string(record, "leaseToken")?,
         lease_expires_at: opt_int(record, "leaseExpiresAt")?,
+        idempotency_key: opt_string(record, "idempotencyKey")?,
+        first_failed_at: opt_int(record, "firstFailedAt")?,
+        dead_at: opt_int(record, "deadAt")?,
+        errors: history(record)?,
+        errors_dropped: count(record, "errorsDropped")?,
+        replay_count: count(record, "replayCount")?,
+        replayed_at: opt_int(record, "replayedAt")?,
+        deduplicated: false,
     })
 }

@@ -42,14 +42,36 @@ async fn fresh(name: &str) -> IdbStore {
     IdbStore::open(&factory, &unique(name)).await.expect("open")
 }
 
-fn message(id: i64) -> Message {
+fn new_message(payload: &str, now: i64) -> NewMessage {
     NewMessage {
         queue: "q".into(),
-        payload: "p".into(),
+        payload: payload.into(),
         max_retries: 3,
-        now: 1_767_225_600_000,
+        idempotency_key: None,
+        retry_after: None,
+        now,
     }
-    .with_id(id)
+}
+
+fn message(id: i64) -> Message {
+    new_message("p", 1_767_225_600_000).with_id(id)
+}
+
+/// Inserts one message; returns it as stored.
+async fn insert(store: &IdbStore, new: NewMessage) -> Message {
+    let mut inserted = store.insert(vec![new]).await.expect("insert");
+    inserted.pop().expect("one message")
+}
+
+/// Claims up to one message at `now` with the given steps; returns the one taken.
+async fn claim_one(
+    store: &IdbStore,
+    now: i64,
+    expire: impl FnMut(Message) -> Result<Message, Error>,
+    take: impl FnMut(Message) -> Result<Message, Error>,
+) -> Option<Message> {
+    let claimed = store.claim("q", now, 1, expire, take).await.expect("claim");
+    claimed.taken.into_iter().next()
 }
 
 /// Puts message `id` inside the caller's transaction.
@@ -115,13 +137,7 @@ async fn claim_expires_overdue_leases_and_takes_in_created_order() {
     let store = fresh("claim").await;
     let now = 1_767_225_600_000;
     for (payload, at) in [("late", now + 10), ("early", now)] {
-        let new = NewMessage {
-            queue: "q".into(),
-            payload: payload.into(),
-            max_retries: 3,
-            now: at,
-        };
-        store.insert(new).await.expect("insert");
+        insert(&store, new_message(payload, at)).await;
     }
     let take = |m: Message| {
         Ok(Message {
@@ -131,10 +147,8 @@ async fn claim_expires_overdue_leases_and_takes_in_created_order() {
             ..m
         })
     };
-    let first = store
-        .claim("q", now + 20, Ok, take)
+    let first = claim_one(&store, now + 20, Ok, take)
         .await
-        .expect("claim")
         .expect("a message");
     assert_eq!(first.payload, "early", "created_at order, not id order");
     let expired = |m: Message| {
@@ -145,10 +159,8 @@ async fn claim_expires_overdue_leases_and_takes_in_created_order() {
             ..m
         })
     };
-    let second = store
-        .claim("q", now + 20, expired, take)
+    let second = claim_one(&store, now + 20, expired, take)
         .await
-        .expect("claim")
         .expect("a message");
     assert_eq!(second.payload, "late");
     let first_now = store.get("q", first.id).await.expect("get").expect("there");
@@ -170,13 +182,7 @@ async fn claim_skips_delayed_messages_by_their_key() {
         ("due", Some(now)),
         ("new", None),
     ] {
-        let new = NewMessage {
-            queue: "q".into(),
-            payload: payload.into(),
-            max_retries: 3,
-            now: now - 10,
-        };
-        let inserted = store.insert(new).await.expect("insert");
+        let inserted = insert(&store, new_message(payload, now - 10)).await;
         store
             .update("q", inserted.id, |m| Ok(Message { retry_after, ..m }))
             .await
@@ -189,7 +195,7 @@ async fn claim_skips_delayed_messages_by_their_key() {
         })
     };
     let mut taken = Vec::new();
-    while let Some(m) = store.claim("q", now, Ok, take).await.expect("claim") {
+    while let Some(m) = claim_one(&store, now, Ok, take).await {
         taken.push(m.payload);
     }
     assert_eq!(taken, ["due", "new"], "the delayed one waits");
@@ -201,13 +207,7 @@ async fn claim_skips_delayed_messages_by_their_key() {
 async fn claim_takes_messages_created_before_1970() {
     let store = fresh("negative").await;
     for now in [-1_000, -315_619_200_000] {
-        let new = NewMessage {
-            queue: "q".into(),
-            payload: format!("at {now}"),
-            max_retries: 3,
-            now,
-        };
-        let inserted = store.insert(new).await.expect("insert");
+        let inserted = insert(&store, new_message(&format!("at {now}"), now)).await;
         #[allow(clippy::cast_precision_loss)]
         let id = JsValue::from_f64(inserted.id as f64);
         let db = store.database().expect("open");
@@ -226,7 +226,7 @@ async fn claim_takes_messages_created_before_1970() {
                 ..m
             })
         };
-        let taken = store.claim("q", now, Ok, take).await.expect("claim");
+        let taken = claim_one(&store, now, Ok, take).await;
         assert_eq!(taken.map(|m| m.id), Some(inserted.id), "claimable at {now}");
     }
 }
@@ -268,6 +268,7 @@ async fn version_1_databases_are_upgraded() {
         .expect("tx");
     let objects = tx.object_store("messages").expect("store");
     for (id, retry_after) in [(1, Some(now + 1)), (2, None), (3, Some(now))] {
+        // A record as version 1 wrote it: the fields of 0.1.0, no dueAt.
         let record = to_record(
             &Message {
                 retry_after,
@@ -275,7 +276,18 @@ async fn version_1_databases_are_upgraded() {
             },
             true,
         );
-        Reflect::delete_property(&record, &"dueAt".into()).expect("delete");
+        for added in [
+            "dueAt",
+            "idempotencyKey",
+            "firstFailedAt",
+            "deadAt",
+            "errors",
+            "errorsDropped",
+            "replayCount",
+            "replayedAt",
+        ] {
+            Reflect::delete_property(&record, &added.into()).expect("delete");
+        }
         objects.put(&record, None).expect("put").await.expect("put");
     }
     tx.await.expect("committed");
@@ -311,11 +323,11 @@ async fn version_1_databases_are_upgraded() {
         })
     };
     let mut taken = Vec::new();
-    while let Some(m) = store.claim("q", now, Ok, take).await.expect("claim") {
+    while let Some(m) = claim_one(&store, now, Ok, take).await {
         taken.push(m.id);
     }
     assert_eq!(taken, [2, 3], "1 is still delayed");
-    let later = store.claim("q", now + 1, Ok, take).await.expect("claim");
+    let later = claim_one(&store, now + 1, Ok, take).await;
     assert_eq!(later.map(|m| m.id), Some(1));
 }
 
@@ -347,5 +359,37 @@ async fn a_failing_request_aborts_the_transaction_and_is_a_store_error() {
         "the put must be rolled back"
     );
     // Let the abort event be delivered before the test ends.
+    sleep(20).await;
+}
+
+/// The idempotency index is unique per queue: a second message with the same key in the same
+/// queue cannot be stored, even by a write that skipped the store's own lookup; in another
+/// queue, or without a key, it can.
+#[wasm_bindgen_test]
+async fn the_idempotency_index_is_unique_per_queue() {
+    let store = fresh("unique").await;
+    let keyed = |queue: &str, key: Option<&str>| NewMessage {
+        queue: queue.into(),
+        idempotency_key: key.map(str::to_owned),
+        ..new_message("p", 1_767_225_600_000)
+    };
+    let first = insert(&store, keyed("q", Some("k"))).await;
+    let again = insert(&store, keyed("q", Some("k"))).await;
+    assert_eq!((again.id, again.deduplicated), (first.id, true));
+    assert!(!insert(&store, keyed("other", Some("k"))).await.deduplicated);
+    for _ in 0..2 {
+        assert!(!insert(&store, keyed("q", None)).await.deduplicated);
+    }
+    let db = store.database().expect("open");
+    let outcome = connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+        let twin = to_record(&keyed("q", Some("k")).with_id(0), false);
+        let req = objects.add(&twin, None).map_err(store_error)?;
+        req.await.map_err(store_error)
+    })
+    .await;
+    match outcome {
+        Err(Error::Store(why)) => assert!(why.contains("ConstraintError"), "{why}"),
+        other => panic!("expected a store error, got {other:?}"),
+    }
     sleep(20).await;
 }

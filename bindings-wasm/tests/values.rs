@@ -85,15 +85,46 @@ fn errors_carry_their_details_and_only_those_that_apply() {
     assert_eq!(get(&lost, "id"), 4.0);
     assert!(!has(&lost, "status") && !has(&lost, "queue"));
 
-    let invalid = errors::to_js(&Error::Validation(vec![FieldError {
-        field: "payload",
-        code: "type",
-        message: format!("must be a string, got {UNPAIRED_SURROGATE}"),
-    }]));
+    let invalid = errors::to_js(&Error::Validation(vec![FieldError::new(
+        "payload",
+        "type",
+        format!("must be a string, got {UNPAIRED_SURROGATE}"),
+    )]));
     let store = errors::to_js(&Error::Store("disk full".into()));
     for error in [invalid, store] {
         for key in ["reason", "id", "status", "queue"] {
             assert!(!has(&error, key), "{key}");
         }
     }
+}
+
+/// Integers are integers whatever their size, as in Python: within `i64` they are `Int` (also past
+/// 2^53), beyond it `BigInt`; fractions and non-finite numbers stay `Float`.
+#[wasm_bindgen_test]
+fn numbers_map_by_value_not_by_safety() {
+    let two_53 = 9_007_199_254_740_992.0;
+    let two_63 = 9_223_372_036_854_775_808.0;
+    for (n, expected) in [
+        (0.0, OwnedArg::Int(0)),
+        (-0.0, OwnedArg::Int(0)),
+        (two_53, OwnedArg::Int(1 << 53)),
+        (-two_63, OwnedArg::Int(i64::MIN)),
+        (two_63 - 1024.0, OwnedArg::Int(i64::MAX - 1023)),
+        (two_63, OwnedArg::BigInt),
+        (-two_63 * 2.0, OwnedArg::BigInt),
+        (1e300, OwnedArg::BigInt),
+        (1.5, OwnedArg::Float(1.5)),
+        (f64::INFINITY, OwnedArg::Float(f64::INFINITY)),
+    ] {
+        assert_eq!(OwnedArg::from_js(&JsValue::from_f64(n)), expected, "{n}");
+    }
+    assert!(
+        matches!(OwnedArg::from_js(&JsValue::from_f64(f64::NAN)), OwnedArg::Float(f) if f.is_nan())
+    );
+    // Instants: a Date is its milliseconds; an invalid one is NaN, a float.
+    let date = js_sys::Date::new(&JsValue::from_f64(-1500.0));
+    assert_eq!(OwnedArg::instant(&date.into()), OwnedArg::Int(-1500));
+    let invalid = js_sys::Date::new(&JsValue::from_str("not a date"));
+    assert!(matches!(OwnedArg::instant(&invalid.into()), OwnedArg::Float(f) if f.is_nan()));
+    assert_eq!(OwnedArg::instant(&JsValue::from_f64(7.0)), OwnedArg::Int(7));
 }

@@ -31,8 +31,9 @@ test("messages are plain objects with Date timestamps and number ids", async () 
   assert.equal(q.name, "emails");
   const m = await q.enqueue('{"to":"alice"}', { maxRetries: 5 });
   assert.deepEqual(Object.keys(m).sort(), [
-    "createdAt", "id", "lastError", "leaseExpiresAt", "leaseToken", "maxRetries", "payload",
-    "queue", "retryAfter", "retryCount", "status", "updatedAt",
+    "createdAt", "deadAt", "deduplicated", "errors", "errorsDropped", "firstFailedAt", "id",
+    "idempotencyKey", "lastError", "leaseExpiresAt", "leaseToken", "maxRetries", "payload",
+    "queue", "replayCount", "replayedAt", "retryAfter", "retryCount", "status", "updatedAt",
   ]);
   assert.equal(m.id, 1);
   assert.ok(m.createdAt instanceof Date);
@@ -192,8 +193,10 @@ test("a database of the same name that is not a deadletter one is a store error"
     };
   });
   assert.deepEqual(still, [1, ["other"]], "the aborted upgrade left it as it was");
+  // Version 2 (0.1.0's, below ours): the same.
+  await rejects(open(await foreign(2)), "store");
   // Our version: no upgrade, the first transaction fails.
-  const db = await open(await foreign(2));
+  const db = await open(await foreign(3));
   await rejects(db.queue("q").enqueue("a"), "store");
   db.close();
 });
@@ -261,8 +264,9 @@ test("unknown option keys are rejected with code unknown, and nothing is done", 
     assert.deepEqual(err.errors, fields.map((field) => ({ field, code: "unknown", message })));
     for (const field of fields) assert.match(err.message, new RegExp(`${field}: unknown option`));
   };
-  await unknown(q.enqueue("a", { maxRetry: 5 }), ["maxRetry"], "maxRetries");
-  await unknown(q.enqueue("a", { maxRetries: 2, delay: 5, priority: 1 }), ["delay", "priority"], "maxRetries");
+  const ENQUEUE = "maxRetries, idempotencyKey, delayMs";
+  await unknown(q.enqueue("a", { maxRetry: 5 }), ["maxRetry"], ENQUEUE);
+  await unknown(q.enqueue("a", { maxRetries: 2, delay: 5, priority: 1 }), ["delay", "priority"], ENQUEUE);
   assert.deepEqual(await q.list(), [], "nothing was enqueued");
   await q.enqueue("a");
   await unknown(q.claim({ leaseMS: 1000 }), ["leaseMS"], "leaseMs");
@@ -275,10 +279,11 @@ test("unknown option keys are rejected with code unknown, and nothing is done", 
   assert.equal(dead.status, "dead");
   await unknown(q.list({ state: "dead" }), ["state"], "status, limit, afterId");
   await unknown(q.list({ limit: 5, after: 1 }), ["after"], "status, limit, afterId");
-  await unknown(open(fresh(), { leaseMS: 5 }), ["leaseMS"], "indexedDB, clock, leaseMs, maxPayloadBytes");
-  await unknown(open(fresh(), { now: () => 0, maxPayloadByte: 10 }), ["now", "maxPayloadByte"], "indexedDB, clock, leaseMs, maxPayloadBytes");
+  const OPEN = "indexedDB, clock, leaseMs, maxPayloadBytes, random";
+  await unknown(open(fresh(), { leaseMS: 5 }), ["leaseMS"], OPEN);
+  await unknown(open(fresh(), { now: () => 0, maxPayloadByte: 10 }), ["now", "maxPayloadByte"], OPEN);
   // Unknown keys are reported alone, before the other arguments are checked.
-  await unknown(q.enqueue(5, { maxRetries: 99, typo: 1 }), ["typo"], "maxRetries");
+  await unknown(q.enqueue(5, { maxRetries: 99, typo: 1 }), ["typo"], ENQUEUE);
   // Known keys with undefined or null still mean the default; inherited keys are not own keys.
   assert.equal((await q.enqueue("b", { maxRetries: undefined })).maxRetries, 3);
   assert.equal((await q.enqueue("c", Object.create({ inherited: 1 }))).maxRetries, 3);

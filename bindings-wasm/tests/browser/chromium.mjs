@@ -32,7 +32,14 @@ export async function launchChromium() {
  * exceptions are printed, prefixed with `label`.
  */
 export async function newPage(browser, label, { viewport = { width: 1280, height: 900 } } = {}) {
-  const context = await browser.newContext({ viewport });
+  return pageIn(await browser.newContext({ viewport }), label);
+}
+
+/**
+ * A new page (a tab) in `context`, sharing its IndexedDB and BroadcastChannels with the
+ * context's other pages; its console errors and uncaught exceptions are printed as by `newPage`.
+ */
+export async function pageIn(context, label) {
   const page = await context.newPage();
   page.on("pageerror", (err) => console.error(`[${label}] uncaught: ${err.stack ?? err}`));
   page.on("console", (msg) => {

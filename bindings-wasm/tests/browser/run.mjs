@@ -5,18 +5,21 @@
 //    package, which holds a copy of it);
 // 2. two workers: two dedicated module workers claim from one database of 500 messages until it
 //    is empty; every message must be claimed exactly once, and both workers must claim some;
-// 3. demo: examples/browser/ relays the webhook examples, drains, is fixed, replays the dead
+// 3. dead letters across tabs: two tabs of one browser context watch one database with onDead; a
+//    message dies in a dedicated worker of the first tab, then one in the second tab; every
+//    callback of the other tab (and of the tab itself) must fire with that message, Dates intact;
+// 4. demo: examples/browser/ relays the webhook examples, drains, is fixed, replays the dead
 //    messages and ends with every message succeeded; screenshots go to
 //    build/browser-demo-drained.png (after the first drain) and build/browser-demo.png (the end).
 //
-// Usage: node bindings-wasm/tests/browser/run.mjs [--pkg DIR] [--only conformance,workers,demo]
+// Usage: node bindings-wasm/tests/browser/run.mjs [--pkg DIR] [--only conformance,workers,dead,demo]
 // (`make test-browser` builds the package first). Prints "N passed, M failed" last and exits
 // non-zero on any failure.
 
 import { mkdir, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { DEFAULT_PKG_DIR, ROOT, startServer } from "../../../examples/browser/server.mjs";
-import { launchChromium, newPage } from "./chromium.mjs";
+import { launchChromium, newPage, pageIn } from "./chromium.mjs";
 
 /**
  * Conformance cases that cannot pass in Chromium, "file::case name" -> reason. A listed case that
@@ -28,6 +31,7 @@ const EXPECTED_FAILURES = new Map([]);
 const WORKER_MESSAGES = 500;
 const CASE_TIMEOUT_MS = 30_000;
 const WORKERS_TIMEOUT_MS = 120_000;
+const DEAD_TIMEOUT_MS = 10_000;
 const DEMO_DRAIN_TIMEOUT_MS = 90_000;
 const SCREENSHOT = join(ROOT, "build", "browser-demo.png");
 const SCREENSHOT_DRAINED = join(ROOT, "build", "browser-demo-drained.png");
@@ -38,7 +42,7 @@ const arg = (name) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const pkgDir = resolve(arg("--pkg") ?? process.env.DEADLETTER_PKG ?? DEFAULT_PKG_DIR);
-const only = new Set((arg("--only") ?? "conformance,workers,demo").split(","));
+const only = new Set((arg("--only") ?? "conformance,workers,dead,demo").split(","));
 
 /** `promise`, or a rejection naming `what` after `ms`: a hung page must not hang the run. */
 function within(ms, what, promise) {
@@ -117,6 +121,54 @@ async function twoWorkers(browser, url) {
   );
 }
 
+/** Polls `page`'s `deadSeen()` until it holds `n` messages (or `DEAD_TIMEOUT_MS` passed). */
+async function seenBy(page, n) {
+  const started = Date.now();
+  for (;;) {
+    const seen = await page.evaluate(() => window.suites.deadSeen());
+    if (seen.length >= n || Date.now() - started > DEAD_TIMEOUT_MS) return seen;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function deadAcrossTabs(browser, url) {
+  const context = await browser.newContext();
+  const problems = [];
+  try {
+    const open = async (label) => {
+      const page = await pageIn(context, label);
+      await page.goto(`${url}/bindings-wasm/tests/browser/page.html`);
+      await page.waitForFunction(() => window.suites !== undefined, null, { timeout: 30_000 });
+      return page;
+    };
+    const [tabA, tabB] = [await open("dead-tab-a"), await open("dead-tab-b")];
+    const dbName = `dead-across-tabs-${Date.now()}`;
+    for (const tab of [tabA, tabB]) await tab.evaluate((name) => window.suites.watchDead(name), dbName);
+    const expect = (label, seen, want) => {
+      const got = seen.map((m) => `${m.id}/${m.status}/${m.lastError}/${m.deadAt}/${m.errorAtIsDate}`);
+      const wanted = want.map((m) => `${m.id}/dead/${m.lastError}/${m.deadAt}/true`);
+      if (got.join() !== wanted.join()) problems.push(`${label}: got [${got}], expected [${wanted}]`);
+    };
+    // 1. A dedicated worker of tab A kills a message: both tabs' callbacks fire.
+    const fromWorker = await tabA.evaluate(([name, error]) => window.suites.killInWorker(name, "jobs", error), [dbName, "boom in a worker"]);
+    const first = { id: fromWorker.id, lastError: "boom in a worker", deadAt: fromWorker.deadAt };
+    expect("tab A after the worker's death", await seenBy(tabA, 1), [first]);
+    expect("tab B after the worker's death", await seenBy(tabB, 1), [first]);
+    // 2. Tab B kills one itself: its own callback fires at once, tab A's through the channel.
+    const fromTab = await tabB.evaluate((error) => window.suites.killHere("jobs", error), "boom in tab B");
+    const second = { id: fromTab.id, lastError: "boom in tab B", deadAt: fromTab.deadAt };
+    expect("tab B after its own death", await seenBy(tabB, 2), [first, second]);
+    expect("tab A after tab B's death", await seenBy(tabA, 2), [first, second]);
+    report(
+      problems.length === 0,
+      "onDead: a message dies in a worker and in another tab, the callbacks of every tab fire",
+      problems.join("; ") || `messages ${first.id} (worker) and ${second.id} (tab B) seen by both tabs`,
+    );
+  } finally {
+    await context.close();
+  }
+}
+
 async function demo(browser, url, server) {
   const page = await newPage(browser, "demo", { viewport: { width: 1280, height: 1000 } });
   const count = async (status) => Number(await page.textContent(`#count-${status}`));
@@ -179,7 +231,7 @@ async function main() {
   const server = await startServer({ pkgDir });
   const browser = await launchChromium();
   console.log(`Chromium ${browser.version()}; pages from ${server.url}; package ${pkgDir}`);
-  const suites = { conformance, workers: twoWorkers, demo };
+  const suites = { conformance, workers: twoWorkers, dead: deadAcrossTabs, demo };
   try {
     for (const [name, suite] of Object.entries(suites)) {
       if (!only.has(name)) continue;

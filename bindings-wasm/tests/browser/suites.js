@@ -117,6 +117,57 @@ async function twoWorkers(count) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Dead letters across tabs and workers: onDead callbacks hear of deaths made elsewhere
+
+let watched = null; // { db, seen: [messages] } of this page
+
+/** Opens `dbName` and records every message its onDead callback receives. */
+async function watchDead(dbName) {
+  const db = await deadletter.open(dbName);
+  watched = { db, seen: [] };
+  db.onDead((message) => watched.seen.push(message));
+  return true;
+}
+
+/** What this page's callback received, for Node: Dates as ISO strings, and whether they were Dates. */
+function deadSeen() {
+  return watched.seen.map((m) => ({
+    id: m.id,
+    status: m.status,
+    lastError: m.lastError,
+    deadAt: m.deadAt instanceof Date ? m.deadAt.toISOString() : `not a Date: ${m.deadAt}`,
+    errorAtIsDate: m.errors.every((e) => e.at instanceof Date),
+    payload: m.payload,
+  }));
+}
+
+/** A dedicated worker kills one message of `dbName`; resolves to it as the worker saw it. */
+function killInWorker(dbName, queueName, error) {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL("dead-worker.js", import.meta.url), { type: "module", name: "dead-worker" });
+    worker.onmessage = ({ data }) => {
+      worker.terminate();
+      if (data.error) reject(new Error(`dead-worker: ${data.error}`));
+      else resolve(data.dead);
+    };
+    worker.onerror = (event) => {
+      worker.terminate();
+      reject(new Error(`dead-worker: worker error: ${event.message}`));
+    };
+    worker.postMessage({ pkgUrl: PKG_URL, dbName, queueName, error });
+  });
+}
+
+/** This page kills one message with the Database it watches with; resolves to it. */
+async function killHere(queueName, error) {
+  const queue = watched.db.queue(queueName);
+  const m = await queue.enqueue("poison from a tab", { maxRetries: 1 });
+  const claimed = await queue.claim();
+  const dead = await queue.fail(claimed.id, error, { leaseToken: claimed.leaseToken });
+  return { id: m.id, status: dead.status, deadAt: dead.deadAt.toISOString() };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Benchmark: deadletter cycles against plain IndexedDB transactions
 
 function request(req) {
@@ -213,4 +264,4 @@ async function benchDelayed(n, delayed = 200, payloadBytes = 10_000, warmup = 10
   return { n, delayed, payloadBytes, claimMs };
 }
 
-window.suites = { listCases, runCase, twoWorkers, bench, benchDelayed };
+window.suites = { listCases, runCase, twoWorkers, watchDead, deadSeen, killInWorker, killHere, bench, benchDelayed };

@@ -1,0 +1,173 @@
+// A database written by deadletter 0.1.0 (IndexedDB schema version 2) opens with this package:
+// tests/fixtures/v0.1.0-indexeddb.json (made by tests/fixtures/make_v1_indexeddb.mjs) is loaded
+// into a fresh fake-indexeddb database exactly as 0.1.0 left it (version, object store, indexes,
+// records), then opened: every message must read back with exact values, and the queue must work.
+// Run: node --require fake-indexeddb/auto --test bindings-wasm/js/test/  (after build.sh)
+import { test } from "node:test";
+import { readFileSync } from "node:fs";
+import assert from "node:assert/strict";
+import { open } from "../../../build/pkg/index.js";
+
+const BASE = Date.UTC(2026, 0, 1);
+const dump = JSON.parse(readFileSync(new URL("../../../tests/fixtures/v0.1.0-indexeddb.json", import.meta.url), "utf8"));
+
+function request(req) {
+  return new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+
+/** Writes the dump into a new database `name` at its version, as 0.1.0 made it. */
+async function load(name) {
+  const req = indexedDB.open(name, dump.version);
+  req.onupgradeneeded = () => {
+    const { name: storeName, keyPath, autoIncrement } = dump.objectStore;
+    const store = req.result.createObjectStore(storeName, { keyPath, autoIncrement });
+    for (const index of dump.indexes) {
+      store.createIndex(index.name, index.keyPath, { unique: index.unique, multiEntry: index.multiEntry });
+    }
+    // The dump writes -Infinity (not JSON) as a string.
+    for (const record of dump.records) {
+      store.put({ ...record, dueAt: record.dueAt === "-Infinity" ? -Infinity : record.dueAt });
+    }
+  };
+  (await request(req)).close();
+}
+
+/** Every record and the schema, read with plain IndexedDB. */
+async function raw(name) {
+  const db = await request(indexedDB.open(name));
+  const store = db.transaction("messages").objectStore("messages");
+  const records = await request(store.getAll());
+  const indexes = [...store.indexNames].sort().map((n) => [n, store.index(n).keyPath, store.index(n).unique]);
+  const version = db.version;
+  db.close();
+  return { version, indexes, records };
+}
+
+/** A message as the API returns it: every field, with the defaults of a 0.1.0 message. */
+function message(fields) {
+  const at = (ms) => (ms === null ? null : new Date(BASE + ms));
+  return {
+    id: fields.id,
+    queue: fields.queue ?? "emails",
+    payload: fields.payload,
+    status: fields.status,
+    retryCount: fields.retryCount ?? 0,
+    maxRetries: fields.maxRetries,
+    retryAfter: at(fields.retryAfter ?? null),
+    lastError: fields.lastError ?? null,
+    createdAt: at(0),
+    updatedAt: at(fields.updatedAt ?? 0),
+    leaseToken: fields.leaseToken ?? null,
+    leaseExpiresAt: at(fields.leaseExpiresAt ?? null),
+    idempotencyKey: null,
+    firstFailedAt: at(fields.firstFailedAt ?? null),
+    deadAt: at(fields.deadAt ?? null),
+    errors: fields.errors ?? [],
+    errorsDropped: fields.errorsDropped ?? 0,
+    replayCount: fields.replayCount ?? 0,
+    replayedAt: at(fields.replayedAt ?? null),
+    deduplicated: false,
+  };
+}
+
+test("the fixture is what 0.1.0 wrote: schema version 2, seven records", () => {
+  assert.equal(dump.version, 2);
+  assert.deepEqual(dump.indexes.map((i) => i.name), ["claim", "expiry", "list", "queue"]);
+  assert.equal(dump.records.length, 7);
+});
+
+test("a 0.1.0 database is upgraded to schema 3 on open and reads back exactly", async () => {
+  const name = `migration-${process.pid}`;
+  await load(name);
+  let now = BASE + 20_000;
+  const db = await open(name, { clock: () => now, random: () => 0 });
+  const emails = db.queue("emails");
+  const other = db.queue("other queue/ü");
+
+  const expected = [
+    // Failed once, then claimed again: 0.1.0 left retryAfter on it; now it is cleared.
+    message({
+      id: 1, payload: '{"to": "a@example.com"}', status: "processing", retryCount: 1, maxRetries: 3,
+      lastError: "boom", updatedAt: 10_000, leaseToken: "fd5f59b7-b451-4c88-916d-b177c08a8c3a",
+      leaseExpiresAt: 70_000, errorsDropped: 1,
+    }),
+    message({
+      id: 2, payload: "claimed", status: "processing", maxRetries: 5,
+      leaseToken: "9c03fde8-9c01-48f6-834e-27688bf45f26", leaseExpiresAt: 60_000,
+    }),
+    message({ id: 3, payload: "acked", status: "succeeded", maxRetries: 3, updatedAt: 10_000 }),
+    message({
+      id: 4, payload: "retried", status: "pending", retryCount: 1, maxRetries: 4, retryAfter: 12_000,
+      lastError: "HTTP 503", updatedAt: 10_000, errorsDropped: 1,
+    }),
+    // Dead: deadAt is when it last changed.
+    message({
+      id: 5, payload: "poison", status: "dead", retryCount: 1, maxRetries: 1, lastError: "malformed",
+      updatedAt: 10_000, deadAt: 10_000, errorsDropped: 1,
+    }),
+    // Replayed by 0.1.0: its failure and replay left no trace that 0.1.0 kept.
+    message({ id: 6, payload: "replayed", status: "pending", maxRetries: 1, updatedAt: 15_000 }),
+  ];
+  assert.deepEqual(await emails.list(), expected);
+  for (const m of expected) assert.deepEqual(await emails.get(m.id), m);
+  assert.deepEqual(await other.list(), [
+    message({ id: 7, queue: "other queue/ü", payload: "x".repeat(1000), status: "pending", maxRetries: 3 }),
+  ]);
+  assert.deepEqual((await emails.list({ status: "dead" })).map((m) => m.id), [5]);
+
+  // The stored records: version 3 fields and dueAt following retryAfter; the new indexes.
+  db.close();
+  const stored = await raw(name);
+  assert.equal(stored.version, 3);
+  assert.deepEqual(stored.indexes, [
+    ["claim", ["queue", "status", "createdAt", "id", "dueAt"], false],
+    ["dead", ["queue", "status", "deadAt"], false],
+    ["delayed", ["queue", "status", "retryAfter"], false],
+    ["expiry", ["queue", "status", "leaseExpiresAt"], false],
+    ["idempotency", ["queue", "idempotencyKey"], true],
+    ["list", ["queue", "status", "id", "updatedAt"], false],
+    ["queue", "queue", false],
+  ]);
+  assert.deepEqual(stored.records.map((r) => [r.id, r.dueAt === -Infinity ? "-Infinity" : r.dueAt - BASE]),
+    [[1, "-Infinity"], [2, "-Infinity"], [3, "-Infinity"], [4, 12_000], [5, "-Infinity"], [6, "-Infinity"], [7, "-Infinity"]]);
+
+  // Statistics come from the new indexes.
+  const again = await open(name, { clock: () => now, random: () => 0 });
+  const q = again.queue("emails");
+  assert.deepEqual(await q.stats(), {
+    queue: "emails", pending: 2, processing: 2, succeeded: 1, dead: 1, expired: 0, delayed: 0,
+    nextDueAt: null, oldestDueAgeMs: 20_000, oldestDeadAgeMs: 10_000,
+  });
+  assert.deepEqual((await again.queues()).map((s) => [s.queue, s.pending]), [["emails", 2], ["other queue/ü", 1]]);
+
+  // claim, fail, replay on the migrated messages.
+  const claimed = await q.claim();
+  assert.deepEqual([claimed.id, claimed.retryAfter], [4, null]);
+  const failed = await q.fail(4, "HTTP 503 again", { leaseToken: claimed.leaseToken });
+  assert.deepEqual(
+    [failed.status, failed.retryCount, failed.retryAfter.getTime() - BASE, failed.errorsDropped, failed.firstFailedAt.getTime() - BASE],
+    ["pending", 2, 24_000, 1, 20_000],
+  );
+  assert.deepEqual(failed.errors, [{ attempt: 2, error: "HTTP 503 again", at: new Date(now) }]);
+  const replayed = await q.replay(5);
+  assert.deepEqual(
+    [replayed.status, replayed.retryCount, replayed.deadAt, replayed.replayCount, replayed.replayedAt.getTime() - BASE, replayed.errorsDropped],
+    ["pending", 0, null, 1, 20_000, 1],
+  );
+  // The old leases run out: 2 (at +60 s) then 1 (at +70 s) count as failed attempts.
+  now = BASE + 70_000;
+  const died = [];
+  again.onDead((m) => died.push(m.id));
+  assert.deepEqual((await q.claimMany(10)).map((m) => m.id), [4, 5, 6]);
+  const [one, two] = [await q.get(1), await q.get(2)];
+  assert.deepEqual([one.status, one.retryCount, one.retryAfter.getTime() - BASE, one.errors], ["pending", 2, 74_000, [{ attempt: 2, error: "lease expired", at: new Date(now) }]]);
+  assert.deepEqual([two.status, two.retryCount, two.retryAfter.getTime() - BASE, two.errors.length], ["pending", 1, 72_000, 1]);
+  assert.deepEqual(died, []);
+  // New messages continue the ids, and idempotency keys work on the migrated store.
+  const added = await q.enqueue("new", { idempotencyKey: "k" });
+  assert.deepEqual([added.id, (await q.enqueue("dup", { idempotencyKey: "k" })).deduplicated], [8, true]);
+  again.close();
+});
