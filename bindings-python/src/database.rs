@@ -5,9 +5,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use deadletter::{
-    Arg, Backoff, Engine, Error, FieldError, Item, Jitter, Message, Millis, Moment, Outcome,
-};
+use deadletter::{Arg, Backoff, Engine, Error, FieldError, Item, Message, Millis, Moment, Outcome};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -60,14 +58,12 @@ impl Shared {
     }
 
     /// The instant and the jitter sample of an operation that may reschedule messages under
-    /// `policy`, read with the GIL held. The random source is only asked when the policy has
-    /// jitter.
+    /// `policy` (a policy without jitter ignores the sample), read with the GIL held.
     fn moment<'a>(&self, py: Python<'_>, policy: &'a Backoff) -> PyResult<Moment<'a>> {
         let now = self.now(py)?;
-        let sample = match (&self.random, policy.jitter) {
-            (_, Jitter::None) => 0.0,
-            (None, _) => fastrand::f64(),
-            (Some(random), _) => {
+        let sample = match &self.random {
+            None => fastrand::f64(),
+            Some(random) => {
                 let drawn = Value::from_py(Some(&random.bind(py).call0()?));
                 deadletter::validate::jitter_sample(&drawn.arg())
                     .map_err(|err| to_py_err(py, &err))?

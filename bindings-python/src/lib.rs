@@ -55,9 +55,10 @@ use crate::stats::PyQueueStats;
 /// default lease of `Queue.claim`, in seconds (int or float) or a `datetime.timedelta`, rounded
 /// to the millisecond, then 1 ms..=12 h. `max_payload_bytes`: the largest accepted payload, in
 /// bytes of UTF-8 (1..=67108864). `random`: a zero-argument callable returning a float in
-/// `[0, 1)`, the source of backoff jitter (called once per `claim`, `claim_many`, `reap` or `fail`
-/// on a queue whose backoff has jitter, before any work; another value raises `ValidationError`,
-/// field `random`); default: a fast non-cryptographic generator (`fastrand`). `None` for an
+/// `[0, 1)`, the source of backoff jitter (called once per `claim`, `claim_many`, `reap` and
+/// `fail`, before any work, as the JavaScript binding does; the messages one call reschedules get
+/// samples spread from it; another value raises `ValidationError`, field `random`); default: a
+/// fast non-cryptographic generator (`fastrand`). `None` for an
 /// option means its default.
 ///
 /// Raises `ValidationError` for a rejected option (every one), `StoreError` when the file cannot

@@ -67,8 +67,8 @@ def open(
     unchanged; default: the system clock. ``lease``: default lease of `Queue.claim`, in seconds
     or a timedelta, rounded to the millisecond, then 1 ms..=12 h. ``max_payload_bytes``: largest
     payload in bytes of UTF-8 (1..=67108864). ``random`` returns a float in ``[0, 1)``, the jitter
-    source of backoffs with jitter (else `ValidationError`, field ``random``); default:
-    ``fastrand``. ``None`` for any option means its default.
+    source, called once per ``claim``, ``claim_many``, ``reap`` and ``fail`` (else
+    `ValidationError`, field ``random``); default: ``fastrand``. ``None`` for any option means its default.
     Raises `ValidationError` for rejected options, `StoreError` when the file cannot be opened, is
     another application's, or has a newer schema version.
     """
