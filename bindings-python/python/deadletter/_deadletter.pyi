@@ -157,7 +157,9 @@ class Queue:
         """Adds a pending message. ``max_retries``: 1..=10 attempts before it is dead;
         ``idempotency_key``: returns the queue's message with that key (``deduplicated``) instead
         of inserting; ``delay``: not claimable before now + delay (0..=30 days)."""
-    def enqueue_many(self, items: Union[list[Union[str, _Item]], tuple[Union[str, _Item], ...]]) -> list[Message]:
+    def enqueue_many(
+        self, items: Union[list[Union[str, _Item]], tuple[Union[str, _Item], ...]]
+    ) -> list[Message]:
         """Adds up to 1000 items (payloads or dicts of `enqueue`'s arguments) in one transaction,
         all or nothing; field errors carry ``index``."""
     def claim(self, *, lease: Optional[_Seconds] = None) -> Optional[Message]:
