@@ -8,7 +8,7 @@ PYLIB := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("L
 export LD_LIBRARY_PATH := $(PYLIB):$(LD_LIBRARY_PATH)
 export PYO3_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: demo test setup python test-rust test-postgres test-python lint js test-js test-wasm-browser test-browser browser-demo bench-js bench-python bench-postgres
+.PHONY: demo test setup python test-rust test-postgres test-python lint js test-js test-wasm-browser test-browser browser-demo bench-js bench-python bench-postgres bench-dlq bench-produce
 
 setup:
 	scripts/setup.sh all
@@ -89,3 +89,13 @@ bench-python: python
 bench-postgres:
 	scripts/setup.sh postgres
 	scripts/pg.sh run --durable cargo bench -p deadletter-postgres --bench claim_throughput
+
+## Benchmark, not a test: stats, claim and replay_all on a SQLite file of 1,000,000 messages, and how
+## long replay_all keeps another process's writes waiting.
+bench-dlq: python
+	$(PY) bindings-python/benches/dlq.py
+
+## Benchmark, not a test: messages/s of single enqueues against enqueue_many, single claims against
+## claim_many, on a SQLite file.
+bench-produce: python
+	$(PY) bindings-python/benches/produce.py

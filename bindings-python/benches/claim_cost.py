@@ -24,16 +24,18 @@ def fill(path: Path, finished: int, delayed: int) -> None:
     now = int(datetime.now(timezone.utc).timestamp() * 1000)
     with sqlite3.connect(path) as conn:
         rows = [
-            ("q", "x" * 200, "succeeded" if i % 2 else "dead", 1, 3, None, "e", now - 10**6 + i, now, None, None)
+            ("q", "x" * 200, "succeeded" if i % 2 else "dead", 1, 3, None, "e", now - 10**6 + i, now,
+             None, None, None if i % 2 else now)
             for i in range(finished)
         ] + [
-            ("q", "x" * 200, "pending", 1, 3, now + 3_600_000, "e", now - 10**6 + i, now, None, None)
+            ("q", "x" * 200, "pending", 1, 3, now + 3_600_000, "e", now - 10**6 + i, now, None, None,
+             None)
             for i in range(delayed)
         ]
         conn.executemany(
             "INSERT INTO messages (queue, payload, status, retry_count, max_retries, retry_after, "
-            "last_error, created_at, updated_at, lease_token, lease_expires_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "last_error, created_at, updated_at, lease_token, lease_expires_at, dead_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
         conn.execute("ANALYZE")

@@ -7,14 +7,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use deadletter::{Arg, Error, FieldError, Millis};
 use pyo3::prelude::*;
-use pyo3::types::{
-    PyBool, PyDateTime, PyDelta, PyDeltaAccess, PyFloat, PyInt, PyString, PyTzInfo, PyTzInfoAccess,
-};
+use pyo3::types::{PyBool, PyDateTime, PyDelta, PyFloat, PyInt, PyString, PyTzInfo};
 
 /// An owned [`Arg`]: what a Python argument becomes before the GIL is released.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Value {
     /// `None` or an absent argument.
+    #[default]
     Null,
     /// A `bool` (checked before `int`, of which it is a subclass).
     Bool(bool),
@@ -54,23 +53,34 @@ impl Value {
         }
     }
 
-    /// A lease (visibility timeout) given in seconds (`int` or `float`) or as a
-    /// `datetime.timedelta`, as the core's integer `lease_ms`: milliseconds rounded to the nearest
-    /// one. Other values (`bool`, `str`, ...) are passed on unchanged for the core to reject.
-    pub fn lease(value: Option<&Bound<'_, PyAny>>) -> Self {
-        match (value, Self::from_py(value)) {
+    /// A duration (a lease, a delay, an age, a backoff) given in seconds (`int` or `float`) or as
+    /// a `datetime.timedelta`, as the core's integer milliseconds, rounded to the nearest one.
+    /// Other values (`bool`, `str`, ...) are passed on unchanged for the core to reject.
+    pub fn duration(value: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        Ok(match (value, Self::from_py(value)) {
             (_, Self::Int(seconds)) => seconds.checked_mul(1000).map_or(Self::BigInt, Self::Int),
             (_, Self::Float(seconds)) => from_float_ms(seconds * 1000.0),
-            (Some(value), Self::Other(kind)) => {
-                value.cast::<PyDelta>().map_or(Self::Other(kind), |delta| {
-                    let whole = i64::from(delta.get_days()) * 86_400_000
-                        + i64::from(delta.get_seconds()) * 1000;
-                    // Microseconds are 0..=999_999; round half up to the nearest millisecond.
-                    Self::Int(whole + (i64::from(delta.get_microseconds()) + 500) / 1000)
-                })
-            }
+            (Some(value), Self::Other(kind)) => match value.cast::<PyDelta>() {
+                // Round half up to the nearest millisecond.
+                Ok(delta) => Self::Int(millis((micros(delta.as_any())? + 500).div_euclid(1000))?),
+                Err(_) => Self::Other(kind),
+            },
             (_, other) => other,
-        }
+        })
+    }
+
+    /// An instant given as an aware `datetime`, as UTC milliseconds (microseconds floored).
+    /// Anything else, a naive `datetime` included, becomes [`Value::Other`] (or `Null` for
+    /// `None`), so the core rejects it as the wrong type: an `int` is never taken for an instant.
+    pub fn instant(value: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let Some(value) = value.filter(|v| !v.is_none()) else {
+            return Ok(Self::Null);
+        };
+        Ok(match read_instant(value)? {
+            Instant::Millis(ms) => Self::Int(ms),
+            Instant::Naive => Self::Other("a naive datetime (without tzinfo)".into()),
+            Instant::NotDatetime => Self::Other(describe_type(value)),
+        })
     }
 
     /// The borrowed form the core takes.
@@ -104,7 +114,7 @@ fn from_float_ms(ms: f64) -> Value {
 }
 
 /// `a list`, `an object`: how a value of an unexpected type is named in error messages.
-fn describe_type(value: &Bound<'_, PyAny>) -> String {
+pub fn describe_type(value: &Bound<'_, PyAny>) -> String {
     let name = value
         .get_type()
         .name()
@@ -145,47 +155,65 @@ pub fn to_opt_datetime(py: Python<'_>, ms: Option<Millis>) -> PyResult<Option<Bo
     ms.map(|ms| to_datetime(py, ms)).transpose()
 }
 
-/// An aware `datetime` -> UTC milliseconds (microseconds floored). A naive `datetime`, or a value
-/// that is not a `datetime`, is a validation error on `field`.
-pub fn to_millis(value: &Bound<'_, PyAny>, field: &'static str) -> PyResult<Millis> {
-    let py = value.py();
-    let Ok(datetime) = value.cast::<PyDateTime>() else {
-        let message = format!("must return a datetime, got {}", describe_type(value));
-        return Err(reject(py, field, "type", message));
-    };
-    let aware = datetime.get_tzinfo().is_some() && !value.call_method0("utcoffset")?.is_none();
-    if !aware {
-        let message = "must return an aware datetime (with a tzinfo, e.g. \
-                       datetime.now(timezone.utc)); got a naive one"
-            .to_owned();
-        return Err(reject(py, field, "invalid", message));
-    }
-    let since_epoch = value.sub(epoch(py)?)?;
-    let delta = since_epoch.cast::<PyDelta>()?;
-    let ms = i64::from(delta.get_days()) * 86_400_000
-        + i64::from(delta.get_seconds()) * 1000
-        + i64::from(delta.get_microseconds()) / 1000;
-    if ms > LATEST_NOW {
-        let message = "must be before 9999-12-30T00:00:00Z, so that every lease and retry instant \
-                       computed from it is a valid datetime"
-            .to_owned();
-        return Err(reject(py, field, "out_of_range", message));
-    }
-    Ok(ms)
+/// What a value given as an instant turned out to be.
+enum Instant {
+    /// An aware `datetime`, in UTC milliseconds (microseconds floored).
+    Millis(Millis),
+    /// A `datetime` without a UTC offset.
+    Naive,
+    /// Not a `datetime`.
+    NotDatetime,
 }
 
-/// 9999-12-30T00:00:00Z: a later `now` plus a lease (at most 12 h) or a backoff (at most 1 h)
-/// could pass `datetime.max`, and the stored message could not be read back.
-const LATEST_NOW: Millis = 253_402_128_000_000;
+fn read_instant(value: &Bound<'_, PyAny>) -> PyResult<Instant> {
+    if value.cast::<PyDateTime>().is_err() {
+        return Ok(Instant::NotDatetime);
+    }
+    if value.call_method0("utcoffset")?.is_none() {
+        return Ok(Instant::Naive);
+    }
+    let since_epoch = value.sub(epoch(value.py())?)?;
+    Ok(Instant::Millis(millis(
+        micros(&since_epoch)?.div_euclid(1000),
+    )?))
+}
+
+/// A `timedelta`'s length in microseconds, from its `days`, `seconds` and `microseconds`.
+fn micros(delta: &Bound<'_, PyAny>) -> PyResult<i128> {
+    let field =
+        |name: &str| -> PyResult<i128> { delta.getattr(name)?.extract::<i64>().map(i128::from) };
+    Ok((field("days")? * 86_400 + field("seconds")?) * 1_000_000 + field("microseconds")?)
+}
+
+/// Milliseconds that fit in 64 bits (every `timedelta` does).
+fn millis(ms: i128) -> PyResult<Millis> {
+    Millis::try_from(ms).map_err(|err| pyo3::exceptions::PyOverflowError::new_err(err.to_string()))
+}
+
+/// The clock's answer, an aware `datetime`, as UTC milliseconds (microseconds floored). A naive
+/// `datetime`, or a value that is not a `datetime`, is a validation error on `field`. The range
+/// is the core's to check (field `clock`, code `out_of_range`), with the instants derived from it.
+pub fn to_millis(value: &Bound<'_, PyAny>, field: &'static str) -> PyResult<Millis> {
+    let py = value.py();
+    match read_instant(value)? {
+        Instant::Millis(ms) => Ok(ms),
+        Instant::NotDatetime => {
+            let message = format!("must return a datetime, got {}", describe_type(value));
+            Err(reject(py, field, "type", message))
+        }
+        Instant::Naive => {
+            let message = "must return an aware datetime (with a tzinfo, e.g. \
+                           datetime.now(timezone.utc)); got a naive one"
+                .to_owned();
+            Err(reject(py, field, "invalid", message))
+        }
+    }
+}
 
 fn reject(py: Python<'_>, field: &'static str, code: &'static str, message: String) -> PyErr {
     crate::errors::to_py_err(
         py,
-        &Error::Validation(vec![FieldError {
-            field,
-            code,
-            message,
-        }]),
+        &Error::Validation(vec![FieldError::new(field, code, message)]),
     )
 }
 

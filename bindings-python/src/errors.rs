@@ -1,11 +1,28 @@
 //! The one mapping from [`deadletter::Error`] to the Python exceptions of `deadletter._errors`.
 
+use deadletter::validate::{MAX_DELAY_MS, MAX_LEASE_MS, MAX_TIME, MIN_TIME};
 use deadletter::{Conflict, Error, FieldError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 /// The Python module that defines the exception classes.
 const ERRORS_MODULE: &str = "deadletter._errors";
+
+/// One rejected argument as Python reports it (a `FieldError` dict): the core's field errors
+/// restated in Python's terms, and the few the binding finds itself (such as an unknown key of an
+/// `enqueue_many` item, whose name is the caller's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PyField {
+    /// The argument's Python name.
+    pub field: String,
+    /// The stable code: `type`, `empty`, `too_long`, `too_large`, `out_of_range`, `invalid`,
+    /// `unknown`.
+    pub code: &'static str,
+    /// For humans; not stable.
+    pub message: String,
+    /// The position of the `enqueue_many` item it belongs to.
+    pub index: Option<usize>,
+}
 
 /// Converts a core error into the matching `deadletter` exception (every variant, exhaustively):
 /// `Validation` -> `ValidationError` (`.errors`), `NotFound` -> `NotFoundError` (`.queue`, `.id`),
@@ -14,29 +31,46 @@ pub fn to_py_err(py: Python<'_>, err: &Error) -> PyErr {
     build(py, err).unwrap_or_else(|failure| failure)
 }
 
+/// A `ValidationError` listing `fields`.
+pub fn validation_error(py: Python<'_>, fields: &[PyField]) -> PyErr {
+    validation(py, fields).unwrap_or_else(|failure| failure)
+}
+
+fn validation(py: Python<'_>, fields: &[PyField]) -> PyResult<PyErr> {
+    let described: Vec<String> = fields
+        .iter()
+        .map(|f| match f.index {
+            Some(i) => format!("items[{i}].{}: {}", f.field, f.message),
+            None => format!("{}: {}", f.field, f.message),
+        })
+        .collect();
+    let errors = fields
+        .iter()
+        .map(|f| {
+            let dict = PyDict::new(py);
+            dict.set_item("field", &f.field)?;
+            dict.set_item("code", f.code)?;
+            dict.set_item("message", &f.message)?;
+            if let Some(index) = f.index {
+                dict.set_item("index", index)?;
+            }
+            Ok(dict)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let message = format!("validation failed: {}", described.join("; "));
+    let exception = py
+        .import(ERRORS_MODULE)?
+        .getattr("ValidationError")?
+        .call1((message, errors))?;
+    Ok(PyErr::from_value(exception))
+}
+
 fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
     let module = py.import(ERRORS_MODULE)?;
     let exception = match err {
         Error::Validation(fields) => {
-            let fields: Vec<(&str, &str, String)> = fields.iter().map(python_field).collect();
-            let described: Vec<String> = fields
-                .iter()
-                .map(|(field, _, message)| format!("{field}: {message}"))
-                .collect();
-            let errors = fields
-                .into_iter()
-                .map(|(field, code, message)| {
-                    let dict = PyDict::new(py);
-                    dict.set_item("field", field)?;
-                    dict.set_item("code", code)?;
-                    dict.set_item("message", message)?;
-                    Ok(dict)
-                })
-                .collect::<PyResult<Vec<_>>>()?;
-            let message = format!("validation failed: {}", described.join("; "));
-            module
-                .getattr("ValidationError")?
-                .call1((message, errors))?
+            let fields: Vec<PyField> = fields.iter().map(python_field).collect();
+            return validation(py, &fields);
         }
         Error::NotFound { queue, id } => {
             module
@@ -59,22 +93,92 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
     Ok(PyErr::from_value(exception))
 }
 
-/// A field error in Python's terms: the core's `lease_ms` (integer milliseconds) is the
-/// binding's `lease` (seconds or a `timedelta`), so its name and messages are restated.
-fn python_field(error: &FieldError) -> (&'static str, &'static str, String) {
-    match (error.field, error.code) {
-        ("lease_ms", "out_of_range") => (
-            "lease",
-            error.code,
-            "must be between 0.001 and 43200 seconds (12 hours)".to_owned(),
-        ),
-        ("lease_ms", _) => (
-            "lease",
-            error.code,
-            error
+/// The core's fields in milliseconds and their Python names, which take seconds or a
+/// `datetime.timedelta`, with the range (in milliseconds) that out-of-range messages restate.
+const DURATIONS: [(&str, &str, (i64, i64)); 5] = [
+    ("lease_ms", "lease", (1, MAX_LEASE_MS)),
+    ("delay_ms", "delay", (0, MAX_DELAY_MS)),
+    ("older_than_ms", "older_than", (0, MAX_TIME - MIN_TIME)),
+    ("initial_ms", "initial", (0, MAX_DELAY_MS)),
+    ("cap_ms", "cap", (0, MAX_DELAY_MS)),
+];
+
+/// The core's instant fields: Python passes aware `datetime`s.
+const INSTANTS: [&str; 2] = ["dead_before", "dead_after"];
+
+/// A field error in Python's terms: the one table of renamed fields and restated messages.
+/// Durations in milliseconds (`lease_ms`, ...) are seconds or a `timedelta` in Python
+/// (`lease`, ...); instants are aware `datetime`s.
+fn python_field(error: &FieldError) -> PyField {
+    let (field, message) = if let Some((_, name, (min, max))) =
+        DURATIONS.iter().find(|(core, ..)| *core == error.field)
+    {
+        let message = match error.code {
+            "out_of_range" => format!(
+                "must be between {} and {} seconds",
+                seconds(*min),
+                seconds(*max)
+            ),
+            _ => error
                 .message
                 .replace("an integer", "a number of seconds or a datetime.timedelta"),
-        ),
-        (field, code) => (field, code, error.message.clone()),
+        };
+        ((*name).to_owned(), message)
+    } else if INSTANTS.contains(&error.field) {
+        let message = match error.code {
+            "out_of_range" => {
+                "must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z".to_owned()
+            }
+            _ => error.message.replace("an integer", "an aware datetime"),
+        };
+        (error.field.to_owned(), message)
+    } else {
+        (error.field.to_owned(), error.message.clone())
+    };
+    PyField {
+        field,
+        code: error.code,
+        message,
+        index: error.index,
+    }
+}
+
+/// Milliseconds as seconds, without trailing zeros: `1` -> `0.001`, `43200000` -> `43200`.
+fn seconds(ms: i64) -> String {
+    let (whole, frac) = (ms / 1000, ms % 1000);
+    if frac == 0 {
+        whole.to_string()
+    } else {
+        format!("{whole}.{frac:03}")
+            .trim_end_matches('0')
+            .to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_restated_in_seconds() {
+        let lease = python_field(&FieldError::new("lease_ms", "out_of_range", "x"));
+        assert_eq!(
+            (lease.field.as_str(), lease.message.as_str()),
+            ("lease", "must be between 0.001 and 43200 seconds")
+        );
+        let delay = python_field(&FieldError::new(
+            "delay_ms",
+            "type",
+            "must be an integer, got a str",
+        ));
+        assert_eq!(
+            (delay.field.as_str(), delay.message.as_str()),
+            (
+                "delay",
+                "must be a number of seconds or a datetime.timedelta, got a str"
+            )
+        );
+        assert_eq!(seconds(MAX_TIME - MIN_TIME), "315537897599.999");
+        assert_eq!(seconds(MAX_DELAY_MS), "2592000");
     }
 }

@@ -4,10 +4,12 @@
 //! pure-Python package in `python/deadletter/`) and its store, [`sqlite::SqliteStore`].
 //!
 //! The binding maps Python values to [`deadletter::Arg`] without judging them ([`convert`]),
-//! reads the clock and draws lease tokens (uuid v4) with the GIL held, then releases the GIL and
-//! runs one engine call on SQLite, driving its ready-at-once future with `pollster::block_on`.
-//! Errors become `deadletter` exceptions in one place ([`errors`]). It holds no queue rule: every
-//! rule is in the core.
+//! reads the clock and the jitter sample with the GIL held, then releases the GIL and runs one
+//! engine call on SQLite (lease tokens, uuid v4, are drawn inside it), driving its ready-at-once
+//! future with `pollster::block_on`. Messages the call made dead (the engine's
+//! [`deadletter::Outcome::dead`]) then go to the dead-letter callbacks, with the GIL. Errors
+//! become `deadletter` exceptions in one place ([`errors`]). It holds no queue rule: every rule is
+//! in the core.
 //!
 //! ```python
 //! import deadletter
@@ -22,7 +24,9 @@ pub mod convert;
 pub mod database;
 pub mod errors;
 pub mod message;
+pub mod policy;
 pub mod sqlite;
+pub mod stats;
 
 use std::path::PathBuf;
 
@@ -34,26 +38,36 @@ use crate::convert::Value;
 use crate::database::{Database, Queue, Shared};
 use crate::errors::to_py_err;
 use crate::message::PyMessage;
+use crate::policy::PyBackoff;
 use crate::sqlite::SqliteStore;
+use crate::stats::PyQueueStats;
 
 /// Opens (creating if needed) a queue database.
 ///
 /// `path`: a file path (str or os.PathLike), or `":memory:"` for a private in-memory database.
 /// File databases use SQLite's WAL mode and may be shared by processes; a write waits up to 30 s
-/// for another process's lock. `clock`: a zero-argument callable returning an aware `datetime`
-/// (called once per operation, before any work; a naive datetime, or one after 9999-12-30, raises
-/// `ValidationError`; an exception it raises propagates unchanged); default: the system clock in
-/// UTC. `lease`: the default lease of `Queue.claim`, in seconds (int or float) or a
-/// `datetime.timedelta`, rounded to the millisecond, then 1 ms..=12 h. `max_payload_bytes`: the
-/// largest accepted payload, in bytes of UTF-8 (1..=67108864). `None` for an option means its
-/// default.
+/// for another process's lock. A file written by deadletter 0.1.0 (schema version 1) is upgraded
+/// in place, in one transaction. `clock`: a zero-argument callable returning an aware `datetime`
+/// (called once per operation, before any work; a naive datetime or another value raises
+/// `ValidationError`, field `clock`, as does an instant from 0001-01-01T00:00:00Z to
+/// 9999-12-31T23:59:59.999Z that a lease, delay or backoff would push out of that range; an
+/// exception it raises propagates unchanged); default: the system clock in UTC. `lease`: the
+/// default lease of `Queue.claim`, in seconds (int or float) or a `datetime.timedelta`, rounded
+/// to the millisecond, then 1 ms..=12 h. `max_payload_bytes`: the largest accepted payload, in
+/// bytes of UTF-8 (1..=67108864). `random`: a zero-argument callable returning a float in
+/// `[0, 1)`, the source of backoff jitter (called once per `claim`, `claim_many`, `reap` and
+/// `fail`, before any work, as the JavaScript binding does; the messages one call reschedules get
+/// samples spread from it; another value raises `ValidationError`, field `random`); default: a
+/// fast non-cryptographic generator (`fastrand`). `None` for an
+/// option means its default.
 ///
-/// Raises `ValidationError` for a rejected option, `StoreError` when the file cannot be opened,
-/// is not a deadletter database, or was written by a newer deadletter (schema version).
+/// Raises `ValidationError` for a rejected option (every one), `StoreError` when the file cannot
+/// be opened, is not a deadletter database, or was written by a newer deadletter (schema
+/// version).
 #[pyfunction]
 #[pyo3(
-    signature = (path = None, *, clock = None, lease = None, max_payload_bytes = None),
-    text_signature = "(path=':memory:', *, clock=None, lease=30.0, max_payload_bytes=1048576)"
+    signature = (path = None, *, clock = None, lease = None, max_payload_bytes = None, random = None),
+    text_signature = "(path=':memory:', *, clock=None, lease=30.0, max_payload_bytes=1048576, random=None)"
 )]
 fn open(
     py: Python<'_>,
@@ -61,36 +75,44 @@ fn open(
     clock: Option<Bound<'_, PyAny>>,
     lease: Option<&Bound<'_, PyAny>>,
     max_payload_bytes: Option<&Bound<'_, PyAny>>,
+    random: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Database> {
-    let lease = Value::lease(lease);
+    let lease = Value::duration(lease)?;
     let max_payload_bytes = Value::from_py(max_payload_bytes);
     let limits = Limits::new(&lease.arg(), &max_payload_bytes.arg());
-    let clock = clock.filter(|clock| !clock.is_none());
-    let clock_error = clock
+    let (clock, random) = (callable(clock), callable(random));
+    let mut fields = limits
         .as_ref()
-        .filter(|c| !c.is_callable())
-        .map(|_| FieldError {
-            field: "clock",
-            code: "type",
-            message: "must be a zero-argument callable returning an aware datetime".into(),
-        });
-    let limits = match (limits, clock_error) {
-        (Ok(limits), None) => limits,
-        (Ok(_), Some(clock)) => return Err(to_py_err(py, &Error::Validation(vec![clock]))),
-        (Err(Error::Validation(mut fields)), Some(clock)) => {
-            fields.push(clock);
-            return Err(to_py_err(py, &Error::Validation(fields)));
+        .err()
+        .map(|err| err.field_errors().to_vec())
+        .unwrap_or_default();
+    for (field, given, returning) in [
+        ("clock", &clock, "an aware datetime"),
+        ("random", &random, "a float in [0, 1)"),
+    ] {
+        if given.as_ref().is_some_and(|f| !f.is_callable()) {
+            let message = format!("must be a zero-argument callable returning {returning}");
+            fields.push(FieldError::new(field, "type", message));
         }
-        (Err(err), _) => return Err(to_py_err(py, &err)),
-    };
+    }
+    if !fields.is_empty() {
+        return Err(to_py_err(py, &Error::Validation(fields)));
+    }
+    let limits = limits.map_err(|err| to_py_err(py, &err))?;
     let path = path.unwrap_or_else(|| PathBuf::from(":memory:"));
     let store = py
         .detach(|| SqliteStore::open(&path))
         .map_err(|err| to_py_err(py, &err))?;
-    Ok(Database::new(Shared {
-        engine: Engine::new(store, limits),
-        clock: clock.map(Bound::unbind),
-    }))
+    Ok(Database::new(Shared::new(
+        Engine::new(store, limits),
+        clock.map(Bound::unbind),
+        random.map(Bound::unbind),
+    )))
+}
+
+/// An optional callable argument: `None` when omitted or `None`.
+fn callable(value: Option<Bound<'_, PyAny>>) -> Option<Bound<'_, PyAny>> {
+    value.filter(|v| !v.is_none())
 }
 
 /// The delay before the next attempt after the `retry_count`-th failure, as a
@@ -117,6 +139,8 @@ fn deadletter_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Database>()?;
     m.add_class::<Queue>()?;
     m.add_class::<PyMessage>()?;
+    m.add_class::<PyQueueStats>()?;
+    m.add_class::<PyBackoff>()?;
     m.add("CODES", PyTuple::new(m.py(), deadletter::CODES)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

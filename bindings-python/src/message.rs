@@ -1,7 +1,7 @@
 //! `deadletter.Message`: an immutable snapshot of one message.
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 
 use crate::convert::{to_datetime, to_opt_datetime};
 
@@ -14,8 +14,14 @@ use crate::convert::{to_datetime, to_opt_datetime};
 /// `max_retries` (attempts allowed before the message is dead), `retry_after` (datetime | None:
 /// a pending message is not claimable before it), `last_error` (str | None), `created_at`,
 /// `updated_at` (datetime), `lease_token` (str | None: while processing, the token to show to
-/// `succeed`/`fail`), `lease_expires_at` (datetime | None: while processing, when the lease runs
-/// out). Two messages are equal when every attribute is.
+/// `succeed`/`fail`/`extend`), `lease_expires_at` (datetime | None: while processing, when the
+/// lease runs out), `idempotency_key` (str | None), `deduplicated` (bool: on the result of an
+/// enqueue, true when a stored message with that idempotency key was returned instead of
+/// inserting), `first_failed_at` (datetime | None), `dead_at` (datetime | None: when it last became
+/// dead, while dead), `errors` (the failure history, a new list of dicts `{"attempt": int,
+/// "error": str, "at": datetime}`, oldest first, at most the last 20), `errors_dropped` (int: older
+/// entries dropped from `errors`), `replay_count` (int), `replayed_at` (datetime | None).
+/// Two messages are equal when every attribute is.
 #[pyclass(frozen, eq, module = "deadletter", name = "Message")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PyMessage(pub deadletter::Message);
@@ -58,8 +64,9 @@ impl PyMessage {
         self.0.max_retries
     }
 
-    /// For a pending message after a failure: not claimable before this aware UTC datetime
-    /// (the failure time plus `min(2**retry_count, 3600)` seconds); otherwise `None`.
+    /// Set exactly while the message is pending in backoff (after a failure: the failure time
+    /// plus the queue's backoff; or enqueued with a delay): not claimable before this aware UTC
+    /// datetime. `None` otherwise (cleared by claim and replay).
     #[getter]
     fn retry_after<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         to_opt_datetime(py, self.0.retry_after)
@@ -83,7 +90,7 @@ impl PyMessage {
         to_datetime(py, self.0.updated_at)
     }
 
-    /// While processing: the token to pass to `succeed`/`fail`; otherwise `None`.
+    /// While processing: the token to pass to `succeed`/`fail`/`extend`; otherwise `None`.
     #[getter]
     fn lease_token(&self) -> Option<&str> {
         self.0.lease_token.as_deref()
@@ -95,7 +102,75 @@ impl PyMessage {
         to_opt_datetime(py, self.0.lease_expires_at)
     }
 
-    /// Every attribute in a new dict (timestamps as aware UTC datetimes or `None`).
+    /// The producer's idempotency key (a str), or `None`.
+    #[getter]
+    fn idempotency_key(&self) -> Option<&str> {
+        self.0.idempotency_key.as_deref()
+    }
+
+    /// On the result of `enqueue`/`enqueue_many`: `True` when a message of the queue already
+    /// carried the idempotency key and was returned (as it is now) instead of inserting a new
+    /// one. `False` everywhere else.
+    #[getter]
+    fn deduplicated(&self) -> bool {
+        self.0.deduplicated
+    }
+
+    /// When the first failed attempt was recorded (an aware UTC datetime; never changed
+    /// afterwards, replays included), or `None`.
+    #[getter]
+    fn first_failed_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        to_opt_datetime(py, self.0.first_failed_at)
+    }
+
+    /// While dead: when it last became dead (an aware UTC datetime); otherwise `None`.
+    #[getter]
+    fn dead_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        to_opt_datetime(py, self.0.dead_at)
+    }
+
+    /// The failure history, oldest first, at most the last 20 failed attempts: a new list of
+    /// dicts `{"attempt": int, "error": str, "at": datetime}` on each access. `attempt` counts
+    /// every failure since enqueue, across replays (1 for the first); an expired lease is an
+    /// entry with the error `"lease expired"`.
+    #[getter]
+    fn errors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let entries = self
+            .0
+            .errors
+            .iter()
+            .map(|entry| {
+                let dict = PyDict::new(py);
+                dict.set_item("attempt", entry.attempt)?;
+                dict.set_item("error", &entry.error)?;
+                dict.set_item("at", to_datetime(py, entry.at)?)?;
+                Ok(dict)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, entries)
+    }
+
+    /// How many older entries were dropped from `errors` to keep it at 20 (for a message
+    /// written by deadletter 0.1.0: its failures before the upgrade, whose details were not kept).
+    #[getter]
+    fn errors_dropped(&self) -> u32 {
+        self.0.errors_dropped
+    }
+
+    /// How many times it was replayed from the dead-letter queue.
+    #[getter]
+    fn replay_count(&self) -> u32 {
+        self.0.replay_count
+    }
+
+    /// When it was last replayed (an aware UTC datetime), or `None`.
+    #[getter]
+    fn replayed_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        to_opt_datetime(py, self.0.replayed_at)
+    }
+
+    /// Every attribute in a new dict (timestamps as aware UTC datetimes or `None`; `errors` as
+    /// a new list of dicts).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let m = &self.0;
         let dict = PyDict::new(py);
@@ -111,6 +186,14 @@ impl PyMessage {
         dict.set_item("updated_at", to_datetime(py, m.updated_at)?)?;
         dict.set_item("lease_token", &m.lease_token)?;
         dict.set_item("lease_expires_at", to_opt_datetime(py, m.lease_expires_at)?)?;
+        dict.set_item("idempotency_key", &m.idempotency_key)?;
+        dict.set_item("deduplicated", m.deduplicated)?;
+        dict.set_item("first_failed_at", self.first_failed_at(py)?)?;
+        dict.set_item("dead_at", self.dead_at(py)?)?;
+        dict.set_item("errors", self.errors(py)?)?;
+        dict.set_item("errors_dropped", m.errors_dropped)?;
+        dict.set_item("replay_count", m.replay_count)?;
+        dict.set_item("replayed_at", self.replayed_at(py)?)?;
         Ok(dict)
     }
 
@@ -136,6 +219,18 @@ impl PyMessage {
         }
         if let Some(at) = to_opt_datetime(py, m.lease_expires_at)? {
             parts.push(format!("lease_expires_at={}", at.str()?));
+        }
+        if let Some(at) = to_opt_datetime(py, m.dead_at)? {
+            parts.push(format!("dead_at={}", at.str()?));
+        }
+        if let Some(key) = &m.idempotency_key {
+            parts.push(format!("idempotency_key={}", text(key)?));
+        }
+        if m.replay_count > 0 {
+            parts.push(format!("replay_count={}", m.replay_count));
+        }
+        if m.deduplicated {
+            parts.push("deduplicated=True".to_owned());
         }
         Ok(format!("<deadletter.Message {}>", parts.join(" ")))
     }

@@ -2,8 +2,13 @@
 //!
 //! It selects and persists; it never decides a next state. Every write is the result of a step
 //! function the engine hands in, run inside one `BEGIN IMMEDIATE` transaction, so a step that
-//! fails (or a driver error) leaves nothing written. Its futures are ready at once: the binding
+//! fails (or a driver error) leaves nothing written. Reads that only select (`get`, `list`,
+//! `select`, `counts`, `queues`) take no write lock. Its futures are ready at once: the binding
 //! drives them with `pollster::block_on`.
+//!
+//! Every query finds its rows through an index, without a full scan or a temporary sort (the
+//! Rust tests assert the plans), and the queries of `select`, `counts` and `queues` read indexes
+//! only, never a row with its payload.
 //!
 //! Concurrency: the connection sits behind a mutex (one `Database` may be shared by threads); other
 //! processes on the same file are serialized by SQLite's write lock, waited for up to
@@ -14,18 +19,24 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use deadletter::{
-    Error, Id, ListQuery, Message, Millis, NewMessage, Result, Status, Store, apply_step,
+    Claimed, Counts, Error, Filter, Id, ListQuery, Message, Millis, NewMessage, Result, Status,
+    Store, apply_step,
 };
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use rusqlite::types::Type;
+use rusqlite::{
+    Connection, OptionalExtension, Params, Row, Transaction, TransactionBehavior, params,
+};
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How long a call waits for another connection's write lock before failing with a store error.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The schema of version 1. Timestamps are UTC milliseconds since the Unix epoch.
-const SCHEMA: &str = "
+/// The schema of version 1, exactly as deadletter 0.1.0 created it. A new database is created at
+/// version 1 and upgraded by [`UPGRADE_V2`], so new and upgraded files have the same schema.
+/// Timestamps are UTC milliseconds since the Unix epoch.
+const SCHEMA_V1: &str = "
 CREATE TABLE messages (
     id               INTEGER PRIMARY KEY AUTOINCREMENT,
     queue            TEXT    NOT NULL,
@@ -40,15 +51,57 @@ CREATE TABLE messages (
     lease_token      TEXT,
     lease_expires_at INTEGER
 ) STRICT;
--- claim, step 2: the first due pending message, in FIFO order; retry_after is carried in the
--- index so that pending messages still in backoff are skipped without reading their rows
 CREATE INDEX messages_by_queue_status_created ON messages (queue, status, created_at, id, retry_after);
--- claim, step 1: processing messages whose lease ran out
 CREATE INDEX messages_by_queue_status_lease ON messages (queue, status, lease_expires_at);
--- list with a status filter, by id
 CREATE INDEX messages_by_queue_status_id ON messages (queue, status, id);
--- list without a status filter, by id
 CREATE INDEX messages_by_queue_id ON messages (queue, id);
+";
+
+/// Version 1 -> 2: the failure history, dead letters' age, replays and idempotency keys, and the
+/// indexes of the new operations.
+///
+/// Existing rows get what 0.1.0 knew: `dead_at` is `updated_at` for dead messages (exact: in
+/// 0.1.0 a dead message changed only by replay, which made it pending); the history is empty with
+/// every failure counted as dropped (`errors_dropped = retry_count`: their number is known, their
+/// entries are not); `retry_after` is kept only while pending (0.1.0 left it on claimed messages;
+/// the invariant is now: set exactly while pending in backoff).
+const UPGRADE_V2: &str = "
+ALTER TABLE messages ADD COLUMN idempotency_key TEXT;
+ALTER TABLE messages ADD COLUMN first_failed_at INTEGER;
+ALTER TABLE messages ADD COLUMN dead_at INTEGER;
+-- the failure history: a JSON array of {attempt, error, at}, oldest first
+ALTER TABLE messages ADD COLUMN errors TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE messages ADD COLUMN errors_dropped INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN replay_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN replayed_at INTEGER;
+UPDATE messages SET
+    errors_dropped = retry_count,
+    dead_at = CASE WHEN status = 'dead' THEN updated_at END,
+    retry_after = CASE WHEN status = 'pending' THEN retry_after END;
+-- replaced by the partial indexes below, which hold only the messages their queries look for
+DROP INDEX messages_by_queue_status_created;
+DROP INDEX messages_by_queue_status_lease;
+DROP INDEX messages_by_queue_status_id;
+-- claim, step 2: due pending messages in FIFO order; retry_after is carried in the index so that
+-- messages in backoff are skipped without reading their rows (also stats' oldest due message)
+CREATE INDEX messages_due ON messages (queue, created_at, id, retry_after)
+    WHERE status = 'pending';
+-- claim step 1 and reap: processing messages in the order their leases run out (then id: SQLite
+-- ends every index entry with the rowid); stats: expired
+CREATE INDEX messages_leased ON messages (queue, lease_expires_at) WHERE status = 'processing';
+-- stats and next_due_at: delayed messages, the next due instant
+CREATE INDEX messages_delayed ON messages (queue, retry_after)
+    WHERE status = 'pending' AND retry_after IS NOT NULL;
+-- list by status; stats: counts by status; purge of succeeded messages (updated_at)
+CREATE INDEX messages_by_queue_status_id ON messages (queue, status, id, updated_at);
+-- replay_all and purge of dead messages, by id, with every column their filters read
+CREATE INDEX messages_dead ON messages (queue, id, dead_at, updated_at, last_error)
+    WHERE status = 'dead';
+-- stats: the oldest dead message
+CREATE INDEX messages_dead_at ON messages (queue, dead_at) WHERE status = 'dead';
+-- enqueue: at most one message per idempotency key and queue, enforced by SQLite itself
+CREATE UNIQUE INDEX messages_idempotency ON messages (queue, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
 ";
 
 /// `SELECT` every column of [`Message`] (in the order [`read_message`] reads them)
@@ -57,38 +110,130 @@ macro_rules! select {
     ($rest:literal) => {
         concat!(
             "SELECT id, queue, payload, status, retry_count, max_retries, retry_after, ",
-            "last_error, created_at, updated_at, lease_token, lease_expires_at FROM messages ",
+            "last_error, created_at, updated_at, lease_token, lease_expires_at, idempotency_key, ",
+            "first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at ",
+            "FROM messages ",
             $rest
         )
     };
 }
 
-/// Claim, step 1: the `processing` messages of queue `?1` whose lease ran out at `?2`, through the
-/// index `(queue, status, lease_expires_at)`.
-pub const EXPIRED_SQL: &str =
-    select!("WHERE queue = ?1 AND status = 'processing' AND lease_expires_at <= ?2");
-
-/// Claim, step 2: the first `pending` message of queue `?1` due at `?2`, FIFO by `created_at`
-/// then id, through the index `(queue, status, created_at, id)`: no sort, no table scan.
-pub const CLAIM_SQL: &str = select!(
-    "WHERE queue = ?1 AND status = 'pending' AND (retry_after IS NULL OR retry_after <= ?2) \
-     ORDER BY created_at, id LIMIT 1"
+/// Claim, step 1: the `processing` messages of queue `?1` whose lease ran out at `?2`, in the
+/// order the leases ran out (then id), through the index `messages_leased`: only the expired
+/// messages' rows are read.
+pub const EXPIRED_SQL: &str = select!(
+    "WHERE queue = ?1 AND status = 'processing' AND lease_expires_at <= ?2 \
+     ORDER BY lease_expires_at, id"
 );
 
-const GET_SQL: &str = select!("WHERE id = ?1 AND queue = ?2");
+/// Claim, step 2: the first `?3` `pending` messages of queue `?1` due at `?2`, FIFO by
+/// `created_at` then id, through the index `messages_due`: no sort, no table scan.
+pub const CLAIM_SQL: &str = select!(
+    "WHERE queue = ?1 AND status = 'pending' AND (retry_after IS NULL OR retry_after <= ?2) \
+     ORDER BY created_at, id LIMIT ?3"
+);
 
-const LIST_SQL: &str = select!("WHERE queue = ?1 AND id > ?2 ORDER BY id LIMIT ?3");
+/// Message `?1` of queue `?2` (by primary key).
+pub const GET_SQL: &str = select!("WHERE id = ?1 AND queue = ?2");
 
-const LIST_STATUS_SQL: &str =
+/// The message of queue `?1` that carries idempotency key `?2`.
+pub const BY_KEY_SQL: &str = select!("WHERE queue = ?1 AND idempotency_key = ?2");
+
+/// A page of queue `?1`: ids above `?2`, at most `?3` (index `messages_by_queue_id`).
+pub const LIST_SQL: &str = select!("WHERE queue = ?1 AND id > ?2 ORDER BY id LIMIT ?3");
+
+/// A page of queue `?1` in status `?2`: ids above `?3`, at most `?4` (index
+/// `messages_by_queue_status_id`).
+pub const LIST_STATUS_SQL: &str =
     select!("WHERE queue = ?1 AND status = ?2 AND id > ?3 ORDER BY id LIMIT ?4");
 
-const INSERT_SQL: &str = "INSERT INTO messages (queue, payload, status, retry_count, max_retries, \
-    retry_after, last_error, created_at, updated_at, lease_token, lease_expires_at) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+/// Inserts one new message unless its queue already holds one with its idempotency key. The
+/// unique index `messages_idempotency` is what guarantees one message per key (`ON CONFLICT`);
+/// the `NOT EXISTS` only keeps a duplicate from consuming an id (an `INSERT ... VALUES` that
+/// conflicts still advances `AUTOINCREMENT`), so ids stay those of the reference store.
+pub const INSERT_SQL: &str = "INSERT INTO messages (queue, payload, status, retry_count, \
+    max_retries, retry_after, last_error, created_at, updated_at, lease_token, lease_expires_at, \
+    idempotency_key, first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at) \
+    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18 \
+    WHERE ?12 IS NULL \
+       OR NOT EXISTS (SELECT 1 FROM messages WHERE queue = ?1 AND idempotency_key = ?12) \
+    ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING";
 
-const WRITE_SQL: &str = "UPDATE messages SET queue = ?2, payload = ?3, status = ?4, \
-    retry_count = ?5, max_retries = ?6, retry_after = ?7, last_error = ?8, created_at = ?9, \
-    updated_at = ?10, lease_token = ?11, lease_expires_at = ?12 WHERE id = ?1";
+/// Writes the columns a step may change. `queue`, `payload`, `max_retries`, `created_at` and
+/// `idempotency_key` are fixed at insert (no step of the core changes them), so the indexes that
+/// hold only those are never rewritten by an update.
+pub const WRITE_SQL: &str = "UPDATE messages SET status = ?2, retry_count = ?3, retry_after = ?4, \
+    last_error = ?5, updated_at = ?6, lease_token = ?7, lease_expires_at = ?8, \
+    first_failed_at = ?9, dead_at = ?10, errors = ?11, errors_dropped = ?12, replay_count = ?13, \
+    replayed_at = ?14 WHERE id = ?1";
+
+/// Removes message `?1` (by primary key).
+pub const DELETE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
+
+/// Counts of queue `?1` by status, from the index `messages_by_queue_status_id`.
+pub const COUNT_BY_STATUS_SQL: &str =
+    "SELECT status, count(*) FROM messages WHERE queue = ?1 GROUP BY status";
+
+/// Processing messages of queue `?1` whose lease ran out at `?2` (index `messages_leased`).
+pub const COUNT_EXPIRED_SQL: &str = "SELECT count(*) FROM messages \
+    WHERE queue = ?1 AND status = 'processing' AND lease_expires_at <= ?2";
+
+/// Delayed messages of queue `?1` at `?2`, and the earliest instant one becomes due (index
+/// `messages_delayed`).
+pub const COUNT_DELAYED_SQL: &str = "SELECT count(*), min(retry_after) FROM messages \
+    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND retry_after > ?2";
+
+/// When the next delayed message of queue `?1` becomes due after `?2`: one seek in the index
+/// `messages_delayed`.
+pub const NEXT_DUE_SQL: &str = "SELECT min(retry_after) FROM messages \
+    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND retry_after > ?2";
+
+/// The enqueue time of the oldest message of queue `?1` due at `?2`: the one `claim` would take
+/// (index `messages_due`).
+pub const OLDEST_DUE_SQL: &str = "SELECT created_at FROM messages \
+    WHERE queue = ?1 AND status = 'pending' AND (retry_after IS NULL OR retry_after <= ?2) \
+    ORDER BY created_at, id LIMIT 1";
+
+/// When the oldest dead message of queue `?1` died (index `messages_dead_at`).
+pub const OLDEST_DEAD_SQL: &str =
+    "SELECT min(dead_at) FROM messages WHERE queue = ?1 AND status = 'dead'";
+
+/// The names of the queues that hold messages, ascending: a skip-scan of the index
+/// `messages_by_queue_id` that seeks once per queue instead of reading every message.
+pub const QUEUES_SQL: &str = "WITH RECURSIVE names (queue) AS ( \
+        SELECT min(queue) FROM messages \
+        UNION ALL \
+        SELECT (SELECT min(queue) FROM messages WHERE queue > names.queue) \
+        FROM names WHERE names.queue IS NOT NULL \
+    ) SELECT queue FROM names WHERE queue IS NOT NULL";
+
+/// The query of [`Store::select`] for `filter`: ids ascending above `:after`, at most `:limit`,
+/// with a term for each filter that is set (parameters `:queue`, `:error`, `:dead_after`,
+/// `:dead_before`, `:until`). The status is written as a literal so that SQLite can use the
+/// partial index of dead messages (`messages_dead`, which holds every column these filters read);
+/// other statuses read `messages_by_queue_status_id`. The unary `+` on `dead_at` keeps SQLite
+/// from walking `messages_dead_at` by date instead: that would sort every selected message again
+/// for each batch, where walking by id resumes where the last batch stopped.
+pub fn select_sql(filter: &Filter<'_>) -> String {
+    let mut sql = format!(
+        "SELECT id FROM messages WHERE queue = :queue AND status = '{}' AND id > :after",
+        filter.status.as_str()
+    );
+    if filter.error_contains.is_some() {
+        sql.push_str(" AND instr(last_error, :error) > 0");
+    }
+    if filter.dead_after.is_some() {
+        sql.push_str(" AND +dead_at >= :dead_after");
+    }
+    if filter.dead_before.is_some() {
+        sql.push_str(" AND +dead_at < :dead_before");
+    }
+    if filter.updated_until.is_some() {
+        sql.push_str(" AND updated_at <= :until");
+    }
+    sql.push_str(" ORDER BY id LIMIT :limit");
+    sql
+}
 
 /// A [`Store`] on one SQLite connection (a file, or `:memory:`).
 #[derive(Debug)]
@@ -99,8 +244,9 @@ pub struct SqliteStore {
 
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`; `":memory:"` is a private in-memory
-    /// database. File databases use WAL journaling. A file whose schema version is newer than
-    /// [`SCHEMA_VERSION`] is refused with a store error.
+    /// database. File databases use WAL journaling. A file of schema version 1 (deadletter 0.1.0)
+    /// is upgraded; a file whose schema version is newer than [`SCHEMA_VERSION`] is refused with
+    /// a store error.
     pub fn open(path: &Path) -> Result<Self> {
         let conn = if path == Path::new(":memory:") {
             Connection::open_in_memory()
@@ -166,8 +312,9 @@ impl SqliteStore {
     }
 }
 
-/// Creates the schema in a new, empty database (version 0 -> 1); refuses another application's
-/// database and unknown newer versions.
+/// Creates the schema in a new, empty database (version 0 -> 1 -> 2) or upgrades a version 1
+/// database, in the transaction that read the version; refuses another application's database
+/// and unknown newer versions.
 fn migrate(conn: &mut Connection) -> Result<()> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -186,7 +333,13 @@ fn migrate(conn: &mut Connection) -> Result<()> {
                         .into(),
                 ));
             }
-            tx.execute_batch(SCHEMA).map_err(Error::store)?;
+            tx.execute_batch(SCHEMA_V1).map_err(Error::store)?;
+            tx.execute_batch(UPGRADE_V2).map_err(Error::store)?;
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(Error::store)?;
+        }
+        1 => {
+            tx.execute_batch(UPGRADE_V2).map_err(Error::store)?;
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(Error::store)?;
         }
@@ -201,16 +354,19 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     tx.commit().map_err(Error::store)
 }
 
+/// A column that holds something this build cannot read.
+fn corrupt(column: usize, kind: Type, why: String) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(column, kind, why.into())
+}
+
 /// Reads one row selected by a query built with `select!`.
 fn read_message(row: &Row<'_>) -> rusqlite::Result<Message> {
     let status: String = row.get(3)?;
-    let status = Status::parse(&status).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            3,
-            rusqlite::types::Type::Text,
-            format!("unknown status {status:?}").into(),
-        )
-    })?;
+    let status = Status::parse(&status)
+        .ok_or_else(|| corrupt(3, Type::Text, format!("unknown status {status:?}")))?;
+    let errors: String = row.get(15)?;
+    let errors = serde_json::from_str(&errors)
+        .map_err(|err| corrupt(15, Type::Text, format!("bad failure history: {err}")))?;
     Ok(Message {
         id: row.get(0)?,
         queue: row.get(1)?,
@@ -224,7 +380,29 @@ fn read_message(row: &Row<'_>) -> rusqlite::Result<Message> {
         updated_at: row.get(9)?,
         lease_token: row.get(10)?,
         lease_expires_at: row.get(11)?,
+        idempotency_key: row.get(12)?,
+        first_failed_at: row.get(13)?,
+        dead_at: row.get(14)?,
+        errors,
+        errors_dropped: row.get(16)?,
+        replay_count: row.get(17)?,
+        replayed_at: row.get(18)?,
+        deduplicated: false,
     })
+}
+
+/// The failure history as stored: a JSON array.
+fn errors_json(message: &Message) -> Result<String> {
+    serde_json::to_string(&message.errors).map_err(Error::store)
+}
+
+/// Every message a query built with `select!` returns.
+fn read_all(conn: &Connection, sql: &str, params: impl Params) -> Result<Vec<Message>> {
+    let mut statement = conn.prepare_cached(sql).map_err(Error::store)?;
+    let rows = statement
+        .query_map(params, read_message)
+        .map_err(Error::store)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(Error::store)
 }
 
 /// Persists `message` (the result of a step) over the row with its id.
@@ -233,17 +411,19 @@ fn write_message(tx: &Transaction<'_>, message: &Message) -> Result<()> {
     statement
         .execute(params![
             message.id,
-            message.queue,
-            message.payload,
             message.status.as_str(),
             message.retry_count,
-            message.max_retries,
             message.retry_after,
             message.last_error,
-            message.created_at,
             message.updated_at,
             message.lease_token,
             message.lease_expires_at,
+            message.first_failed_at,
+            message.dead_at,
+            errors_json(message)?,
+            message.errors_dropped,
+            message.replay_count,
+            message.replayed_at,
         ])
         .map_err(Error::store)?;
     Ok(())
@@ -257,31 +437,81 @@ fn get_in(conn: &Connection, queue: &str, id: Id) -> Result<Option<Message>> {
         .map_err(Error::store)
 }
 
+/// Inserts one message, or returns the stored one that carries its idempotency key
+/// (`deduplicated`).
+fn insert_one(tx: &Transaction<'_>, message: NewMessage) -> Result<Message> {
+    // The store only assigns the id; every other field is the core's `with_id`.
+    let template = message.with_id(0);
+    let inserted = {
+        let mut statement = tx.prepare_cached(INSERT_SQL).map_err(Error::store)?;
+        statement
+            .execute(params![
+                template.queue,
+                template.payload,
+                template.status.as_str(),
+                template.retry_count,
+                template.max_retries,
+                template.retry_after,
+                template.last_error,
+                template.created_at,
+                template.updated_at,
+                template.lease_token,
+                template.lease_expires_at,
+                template.idempotency_key,
+                template.first_failed_at,
+                template.dead_at,
+                errors_json(&template)?,
+                template.errors_dropped,
+                template.replay_count,
+                template.replayed_at,
+            ])
+            .map_err(Error::store)?
+    };
+    if inserted == 1 {
+        return Ok(Message {
+            id: tx.last_insert_rowid(),
+            ..template
+        });
+    }
+    let mut statement = tx.prepare_cached(BY_KEY_SQL).map_err(Error::store)?;
+    let existing = statement
+        .query_row(
+            params![template.queue, template.idempotency_key],
+            read_message,
+        )
+        .optional()
+        .map_err(Error::store)?;
+    let existing = existing.ok_or_else(|| {
+        Error::Store("a message was neither inserted nor found by its idempotency key".into())
+    })?;
+    Ok(Message {
+        deduplicated: true,
+        ..existing
+    })
+}
+
+/// The one row `sql` returns.
+fn one_row<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+    read: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    conn.prepare_cached(sql)?.query_row(params, read)
+}
+
+/// Converts a row count or size for SQLite.
+fn sql_int(n: usize) -> Result<i64> {
+    i64::try_from(n).map_err(Error::store)
+}
+
 impl Store for SqliteStore {
-    async fn insert(&self, message: NewMessage) -> Result<Message> {
+    async fn insert(&self, messages: Vec<NewMessage>) -> Result<Vec<Message>> {
         self.write(|tx| {
-            let mut statement = tx.prepare_cached(INSERT_SQL).map_err(Error::store)?;
-            // The store only assigns the id; every other field is the core's `with_id`.
-            let template = message.with_id(0);
-            statement
-                .execute(params![
-                    template.queue,
-                    template.payload,
-                    template.status.as_str(),
-                    template.retry_count,
-                    template.max_retries,
-                    template.retry_after,
-                    template.last_error,
-                    template.created_at,
-                    template.updated_at,
-                    template.lease_token,
-                    template.lease_expires_at,
-                ])
-                .map_err(Error::store)?;
-            Ok(Message {
-                id: tx.last_insert_rowid(),
-                ..template
-            })
+            messages
+                .into_iter()
+                .map(|message| insert_one(tx, message))
+                .collect()
         })
     }
 
@@ -306,58 +536,160 @@ impl Store for SqliteStore {
         &self,
         queue: &str,
         now: Millis,
-        expire: impl Fn(Message) -> Result<Message>,
-        take: impl FnOnce(Message) -> Result<Message>,
-    ) -> Result<Option<Message>> {
+        limit: usize,
+        expire: impl FnMut(Message) -> Result<Message>,
+        take: impl FnMut(Message) -> Result<Message>,
+    ) -> Result<Claimed> {
         self.write(|tx| {
-            let expired: Vec<Message> = {
-                let mut statement = tx.prepare_cached(EXPIRED_SQL).map_err(Error::store)?;
-                let rows = statement
-                    .query_map(params![queue, now], read_message)
-                    .map_err(Error::store)?;
-                rows.map(|row| row.map_err(Error::store).and_then(&expire))
-                    .collect::<Result<_>>()?
+            // Both sets are read before anything is written, like the reference store: a message
+            // whose lease just expired is not taken in the same call.
+            let expired = read_all(tx, EXPIRED_SQL, params![queue, now])?;
+            let due = if limit == 0 {
+                Vec::new()
+            } else {
+                read_all(tx, CLAIM_SQL, params![queue, now, sql_int(limit)?])?
             };
-            // The candidate is chosen among the messages as they were before step 1, like the
-            // reference store: a message whose lease just expired is not taken in the same call.
-            let next = {
-                let mut statement = tx.prepare_cached(CLAIM_SQL).map_err(Error::store)?;
-                statement
-                    .query_row(params![queue, now], read_message)
-                    .optional()
-                    .map_err(Error::store)?
+            let claimed = Claimed {
+                expired: expired.into_iter().map(expire).collect::<Result<_>>()?,
+                taken: due.into_iter().map(take).collect::<Result<_>>()?,
             };
-            let taken = next.map(take).transpose()?;
-            for message in expired.iter().chain(&taken) {
+            for message in claimed.expired.iter().chain(&claimed.taken) {
                 write_message(tx, message)?;
             }
-            Ok(taken)
+            Ok(claimed)
         })
     }
 
     async fn list(&self, query: &ListQuery<'_>) -> Result<Vec<Message>> {
         let after = query.after_id.unwrap_or(0);
-        let limit = i64::try_from(query.limit).map_err(Error::store)?;
+        let limit = sql_int(query.limit)?;
+        self.with_connection(|conn| match query.status {
+            None => read_all(conn, LIST_SQL, params![query.queue, after, limit]),
+            Some(status) => read_all(
+                conn,
+                LIST_STATUS_SQL,
+                params![query.queue, status.as_str(), after, limit],
+            ),
+        })
+    }
+
+    async fn select(&self, filter: &Filter<'_>, after_id: Id, limit: usize) -> Result<Vec<Id>> {
+        let sql = select_sql(filter);
+        let limit = sql_int(limit)?;
         self.with_connection(|conn| {
-            let rows = match query.status {
-                None => {
-                    let mut statement = conn.prepare_cached(LIST_SQL).map_err(Error::store)?;
-                    statement
-                        .query_map(params![query.queue, after, limit], read_message)
-                        .and_then(Iterator::collect)
+            let mut statement = conn.prepare_cached(&sql).map_err(Error::store)?;
+            let mut bound = vec![
+                (":queue", &filter.queue as &dyn rusqlite::ToSql),
+                (":after", &after_id),
+                (":limit", &limit),
+            ];
+            let optional: [(&str, Option<&dyn rusqlite::ToSql>); 4] = [
+                (":error", filter.error_contains.as_ref().map(|e| e as _)),
+                (":dead_after", filter.dead_after.as_ref().map(|t| t as _)),
+                (":dead_before", filter.dead_before.as_ref().map(|t| t as _)),
+                (":until", filter.updated_until.as_ref().map(|t| t as _)),
+            ];
+            bound.extend(optional.into_iter().filter_map(|(n, v)| Some((n, v?))));
+            let rows = statement
+                .query_map(bound.as_slice(), |row| row.get(0))
+                .map_err(Error::store)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(Error::store)
+        })
+    }
+
+    async fn update_many(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        mut step: impl FnMut(Message) -> Result<Option<Message>>,
+    ) -> Result<Vec<Message>> {
+        self.write(|tx| {
+            let mut written = Vec::new();
+            for id in ids {
+                if let Some(current) = get_in(tx, queue, *id)?
+                    && let Some(next) = step(current)?
+                {
+                    write_message(tx, &next)?;
+                    written.push(next);
                 }
-                Some(status) => {
-                    let mut statement =
-                        conn.prepare_cached(LIST_STATUS_SQL).map_err(Error::store)?;
-                    statement
-                        .query_map(
-                            params![query.queue, status.as_str(), after, limit],
-                            read_message,
-                        )
-                        .and_then(Iterator::collect)
+            }
+            Ok(written)
+        })
+    }
+
+    async fn delete_many(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        mut check: impl FnMut(&Message) -> Result<bool>,
+    ) -> Result<Vec<Message>> {
+        self.write(|tx| {
+            let mut deleted = Vec::new();
+            let mut statement = tx.prepare_cached(DELETE_SQL).map_err(Error::store)?;
+            for id in ids {
+                if let Some(current) = get_in(tx, queue, *id)?
+                    && check(&current)?
+                {
+                    statement.execute(params![id]).map_err(Error::store)?;
+                    deleted.push(current);
                 }
-            };
-            rows.map_err(Error::store)
+            }
+            Ok(deleted)
+        })
+    }
+
+    async fn counts(&self, queue: &str, now: Millis) -> Result<Counts> {
+        self.with_connection(|conn| {
+            // One read transaction: every number comes from the same snapshot.
+            let tx = conn.transaction().map_err(Error::store)?;
+            let mut counts = Counts::default();
+            {
+                let mut statement = tx
+                    .prepare_cached(COUNT_BY_STATUS_SQL)
+                    .map_err(Error::store)?;
+                let rows = statement
+                    .query_map(params![queue], |row| {
+                        Ok((row.get::<_, String>(0)?, row.get::<_, u64>(1)?))
+                    })
+                    .map_err(Error::store)?;
+                for row in rows {
+                    let (status, n) = row.map_err(Error::store)?;
+                    let slot = Status::ALL
+                        .iter()
+                        .position(|s| s.as_str() == status)
+                        .ok_or_else(|| Error::Store(format!("unknown status {status:?}")))?;
+                    counts.by_status[slot] = n;
+                }
+            }
+            let now_in = params![queue, now];
+            counts.expired =
+                one_row(&tx, COUNT_EXPIRED_SQL, now_in, |row| row.get(0)).map_err(Error::store)?;
+            (counts.delayed, counts.next_due_at) = one_row(&tx, COUNT_DELAYED_SQL, now_in, |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .map_err(Error::store)?;
+            counts.oldest_due_created_at = one_row(&tx, OLDEST_DUE_SQL, now_in, |row| row.get(0))
+                .optional()
+                .map_err(Error::store)?;
+            counts.oldest_dead_at = one_row(&tx, OLDEST_DEAD_SQL, params![queue], |row| row.get(0))
+                .map_err(Error::store)?;
+            Ok(counts)
+        })
+    }
+
+    async fn next_due_at(&self, queue: &str, now: Millis) -> Result<Option<Millis>> {
+        self.with_connection(|conn| {
+            one_row(conn, NEXT_DUE_SQL, params![queue, now], |row| row.get(0)).map_err(Error::store)
+        })
+    }
+
+    async fn queues(&self) -> Result<Vec<String>> {
+        self.with_connection(|conn| {
+            let mut statement = conn.prepare_cached(QUEUES_SQL).map_err(Error::store)?;
+            let rows = statement
+                .query_map([], |row| row.get(0))
+                .map_err(Error::store)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(Error::store)
         })
     }
 }

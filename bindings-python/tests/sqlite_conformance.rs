@@ -1,13 +1,20 @@
-//! The SQLite store against the shared conformance cases (in memory and on a file), and the query
-//! plans that keep `claim` cheap however many succeeded, dead or delayed messages there are.
+//! The SQLite store against the shared conformance cases (in memory and on a file), the upgrade
+//! of a file written by deadletter 0.1.0, and the query plans that keep every operation on
+//! indexes however many succeeded, dead or delayed messages there are.
 
 use std::cell::RefCell;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use _deadletter::sqlite::{CLAIM_SQL, EXPIRED_SQL, SqliteStore};
+use _deadletter::sqlite::{
+    BY_KEY_SQL, CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL, DELETE_SQL,
+    EXPIRED_SQL, GET_SQL, INSERT_SQL, LIST_SQL, LIST_STATUS_SQL, NEXT_DUE_SQL, OLDEST_DEAD_SQL,
+    OLDEST_DUE_SQL, QUEUES_SQL, SCHEMA_VERSION, SqliteStore, WRITE_SQL, select_sql,
+};
 use deadletter::conformance::BASE;
-use deadletter::{Engine, Error};
+use deadletter::{
+    Arg, Backoff, Engine, Error, FailedAttempt, Filter, Item, Limits, Message, Moment, Status,
+};
 use rusqlite::params;
 
 /// A fresh path in the system's temporary directory, removed (with its WAL files) on drop.
@@ -61,98 +68,400 @@ fn every_case_passes_on_a_file() {
     println!("{n} conformance cases passed on SQLite files");
 }
 
+fn engine(path: &Path) -> Engine<SqliteStore> {
+    Engine::new(SqliteStore::open(path).expect("open"), Limits::default())
+}
+
+fn item(payload: &str) -> Item<'_> {
+    Item {
+        payload: payload.into(),
+        ..Item::default()
+    }
+}
+
+fn user_version(store: &SqliteStore) -> i64 {
+    store
+        .with_connection(|conn| {
+            conn.query_row("PRAGMA user_version", [], |row| row.get(0))
+                .map_err(Error::store)
+        })
+        .expect("user_version")
+}
+
 #[test]
 fn a_file_keeps_its_messages_and_a_newer_schema_is_refused() {
     let file = TempDb::new();
-    let engine = Engine::new(SqliteStore::open(&file.0).expect("open"), limits_default());
-    let m = pollster::block_on(engine.enqueue("q".into(), "hé ✓".into(), 3_i64.into(), BASE))
-        .expect("enqueue");
-    drop(engine);
-    let engine = Engine::new(
-        SqliteStore::open(&file.0).expect("reopen"),
-        limits_default(),
-    );
-    let again = pollster::block_on(engine.get("q".into(), m.id.into())).expect("get");
+    let db = engine(&file.0);
+    let m = pollster::block_on(db.enqueue("q".into(), &item("hé ✓"), BASE)).expect("enqueue");
+    assert_eq!(user_version(db.store()), SCHEMA_VERSION);
+    drop(db);
+    let db = engine(&file.0);
+    let again = pollster::block_on(db.get("q".into(), m.id.into())).expect("get");
     assert_eq!(again, m);
-    engine
-        .store()
+    db.store()
         .with_connection(|conn| {
-            conn.pragma_update(None, "user_version", 2)
+            conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
                 .map_err(Error::store)
         })
         .expect("bump version");
-    drop(engine);
+    drop(db);
     let refused = SqliteStore::open(&file.0).expect_err("newer schema");
     assert_eq!(refused.code(), "store");
     assert!(
-        refused.to_string().contains("schema version 2"),
+        refused.to_string().contains("schema version 3"),
         "{refused}"
     );
 }
 
 #[test]
 fn a_closed_store_fails_with_a_store_error() {
-    let engine = Engine::new(
+    let db = Engine::new(
         SqliteStore::open(":memory:".as_ref()).expect("open"),
-        limits_default(),
+        Limits::default(),
     );
-    engine.store().close().expect("close");
-    engine.store().close().expect("close twice");
-    let err = pollster::block_on(engine.get("q".into(), 1_i64.into())).expect_err("closed");
+    db.store().close().expect("close");
+    db.store().close().expect("close twice");
+    let err = pollster::block_on(db.get("q".into(), 1_i64.into())).expect_err("closed");
     assert_eq!(err.code(), "store");
 }
 
-fn limits_default() -> deadletter::Limits {
-    deadletter::Limits::default()
+/// A message of the 0.1.0 fixture as version 2 reads it: what 0.1.0 stored, with the failures it
+/// counted as dropped history and no `retry_after` outside pending.
+fn v1_message(id: i64, payload: &str, status: Status, counts: (u32, u32)) -> Message {
+    let (retry_count, max_retries) = counts;
+    Message {
+        id,
+        queue: "emails".into(),
+        payload: payload.into(),
+        status,
+        retry_count,
+        max_retries,
+        retry_after: None,
+        last_error: None,
+        created_at: BASE,
+        updated_at: BASE + 10_000,
+        lease_token: None,
+        lease_expires_at: None,
+        idempotency_key: None,
+        first_failed_at: None,
+        dead_at: None,
+        errors: Vec::new(),
+        errors_dropped: retry_count,
+        replay_count: 0,
+        replayed_at: None,
+        deduplicated: false,
+    }
 }
 
-/// The `detail` column of `EXPLAIN QUERY PLAN sql` with parameters `("q", now)`.
-fn plan(store: &SqliteStore, sql: &str, now: i64) -> Vec<String> {
+/// What `tests/fixtures/make_v1_sqlite.py` left in `tests/fixtures/v0.1.0.sqlite`.
+fn fixture_messages() -> Vec<Message> {
+    let processing = Status::Processing;
+    vec![
+        Message {
+            last_error: Some("boom".into()),
+            lease_token: Some("3af2372f-a438-4bdd-801f-f029843f632a".into()),
+            lease_expires_at: Some(BASE + 70_000),
+            ..v1_message(1, r#"{"to": "a@example.com"}"#, processing, (1, 3))
+        },
+        Message {
+            updated_at: BASE,
+            lease_token: Some("5d91d29d-6a48-48a9-9c57-90722f796f7d".into()),
+            lease_expires_at: Some(BASE + 60_000),
+            ..v1_message(2, "claimed", processing, (0, 5))
+        },
+        v1_message(3, "acked", Status::Succeeded, (0, 3)),
+        Message {
+            retry_after: Some(BASE + 12_000),
+            last_error: Some("HTTP 503".into()),
+            ..v1_message(4, "retried", Status::Pending, (1, 4))
+        },
+        Message {
+            last_error: Some("malformed".into()),
+            dead_at: Some(BASE + 10_000),
+            ..v1_message(5, "poison", Status::Dead, (1, 1))
+        },
+        Message {
+            updated_at: BASE + 15_000,
+            ..v1_message(6, "replayed", Status::Pending, (0, 1))
+        },
+        Message {
+            queue: "other queue/ü".into(),
+            updated_at: BASE,
+            ..v1_message(7, &"x".repeat(1000), Status::Pending, (0, 3))
+        },
+    ]
+}
+
+#[test]
+fn a_file_written_by_0_1_0_is_upgraded_in_place() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/v0.1.0.sqlite");
+    let file = TempDb::new();
+    std::fs::copy(&fixture, &file.0).expect("copy the fixture");
+    let db = engine(&file.0);
+    assert_eq!(user_version(db.store()), 2);
+    let read = |queue: &str| {
+        pollster::block_on(db.list(queue.into(), Arg::Null, Arg::Null, Arg::Null)).expect("list")
+    };
+    let mut all = read("emails");
+    all.extend(read("other queue/ü"));
+    assert_eq!(all, fixture_messages());
+
+    // The upgraded file works: expired leases are reaped into the new history, claim takes the
+    // oldest due message, fail records it, replay counts, ids continue.
+    let now = BASE + 100_000;
+    let policy = Backoff::default();
+    let at = Moment {
+        policy: &policy,
+        sample: 0.0,
+        now,
+    };
+    let claimed =
+        pollster::block_on(db.claim("emails".into(), Arg::Null, || "t".into(), at)).expect("claim");
+    let taken = claimed.value.expect("message 4 is due");
+    assert_eq!((taken.id, taken.retry_after), (4, None));
+    let one = pollster::block_on(db.get("emails".into(), 1_i64.into())).expect("get 1");
+    assert_eq!(
+        (
+            one.status,
+            one.retry_count,
+            one.retry_after,
+            one.errors_dropped
+        ),
+        (Status::Pending, 2, Some(now + 4_000), 1)
+    );
+    let lease_expired = FailedAttempt {
+        attempt: 2,
+        error: "lease expired".into(),
+        at: now,
+    };
+    assert_eq!(one.errors, vec![lease_expired]);
+    let failed = pollster::block_on(db.fail(
+        "emails".into(),
+        4_i64.into(),
+        "HTTP 500".into(),
+        "t".into(),
+        Arg::Null,
+        at,
+    ))
+    .expect("fail");
+    assert_eq!(
+        (
+            failed.value.retry_count,
+            failed.value.errors.len(),
+            failed.value.errors[0].attempt
+        ),
+        (2, 1, 2)
+    );
+    let replayed =
+        pollster::block_on(db.replay("emails".into(), 5_i64.into(), now)).expect("replay");
+    assert_eq!(
+        (
+            replayed.status,
+            replayed.dead_at,
+            replayed.replay_count,
+            replayed.replayed_at
+        ),
+        (Status::Pending, None, 1, Some(now))
+    );
+    let next = pollster::block_on(db.enqueue("emails".into(), &item("new"), now)).expect("enqueue");
+    assert_eq!(next.id, 8);
+    drop(db);
+    assert_eq!(
+        user_version(engine(&file.0).store()),
+        2,
+        "reopening changes nothing"
+    );
+}
+
+#[test]
+fn another_applications_file_is_refused() {
+    let file = TempDb::new();
+    let conn = rusqlite::Connection::open(&file.0).expect("open");
+    conn.execute_batch("CREATE TABLE foo (x)").expect("create");
+    drop(conn);
+    let refused = SqliteStore::open(&file.0).expect_err("foreign file");
+    assert!(
+        refused.to_string().contains("not a deadletter database"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn two_connections_racing_with_one_key_insert_one_message() {
+    let file = TempDb::new();
+    drop(engine(&file.0));
+    let keyed = Item {
+        payload: "x".into(),
+        idempotency_key: "k".into(),
+        ..Item::default()
+    };
+    let results: Vec<Message> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let path = file.0.clone();
+                let keyed = keyed.clone();
+                scope.spawn(move || {
+                    let db = engine(&path);
+                    (0..50)
+                        .map(|_| pollster::block_on(db.enqueue("q".into(), &keyed, BASE)))
+                        .collect::<Result<Vec<_>, _>>()
+                        .expect("enqueue")
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("worker"))
+            .collect()
+    });
+    assert_eq!(results.iter().filter(|m| !m.deduplicated).count(), 1);
+    assert!(results.iter().all(|m| m.id == 1));
+}
+
+/// The `detail` column of `EXPLAIN QUERY PLAN sql` (parameters unbound: plans do not depend on
+/// their values here).
+fn plan(store: &SqliteStore, sql: &str) -> Vec<String> {
     store
         .with_connection(|conn| {
             let mut statement = conn
                 .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
                 .map_err(Error::store)?;
-            let rows = statement
-                .query_map(params!["q", now], |row| row.get::<_, String>(3))
-                .map_err(Error::store)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(Error::store)
+            let mut rows = statement.raw_query();
+            let mut details = Vec::new();
+            while let Some(row) = rows.next().map_err(Error::store)? {
+                details.push(row.get::<_, String>(3).map_err(Error::store)?);
+            }
+            Ok(details)
         })
         .expect("explain")
 }
 
+/// Every query of the store with its name, and whether it must read indexes only (never a row).
+fn queries() -> Vec<(String, String, bool)> {
+    let mut all: Vec<(String, String, bool)> = [
+        ("claim", CLAIM_SQL, false),
+        ("expired", EXPIRED_SQL, false),
+        ("get", GET_SQL, false),
+        ("by key", BY_KEY_SQL, false),
+        ("list", LIST_SQL, false),
+        ("list by status", LIST_STATUS_SQL, false),
+        ("insert", INSERT_SQL, true),
+        ("write", WRITE_SQL, false),
+        ("delete", DELETE_SQL, false),
+        ("count by status", COUNT_BY_STATUS_SQL, true),
+        ("count expired", COUNT_EXPIRED_SQL, true),
+        ("count delayed", COUNT_DELAYED_SQL, true),
+        ("oldest due", OLDEST_DUE_SQL, true),
+        ("next due", NEXT_DUE_SQL, true),
+        ("oldest dead", OLDEST_DEAD_SQL, true),
+        ("queues", QUEUES_SQL, true),
+    ]
+    .into_iter()
+    .map(|(name, sql, covered)| (name.to_owned(), sql.to_owned(), covered))
+    .collect();
+    // select, for replay_all (dead, every combination of filters) and purge (both statuses).
+    for mask in 0..8u8 {
+        let filter = Filter {
+            queue: "q",
+            status: Status::Dead,
+            error_contains: (mask & 1 != 0).then_some("boom"),
+            dead_after: (mask & 2 != 0).then_some(BASE),
+            dead_before: (mask & 4 != 0).then_some(BASE),
+            updated_until: None,
+        };
+        all.push((
+            format!("select replay_all {mask:03b}"),
+            select_sql(&filter),
+            true,
+        ));
+    }
+    for status in [Status::Succeeded, Status::Dead] {
+        let filter = Filter {
+            queue: "q",
+            status,
+            error_contains: None,
+            dead_after: None,
+            dead_before: None,
+            updated_until: Some(BASE),
+        };
+        all.push((format!("select purge {status}"), select_sql(&filter), true));
+    }
+    all
+}
+
+fn assert_plans(store: &SqliteStore, state: &str) {
+    for (name, sql, covered) in queries() {
+        let plan = plan(store, &sql);
+        println!(
+            "EXPLAIN QUERY PLAN ({name}, {state}) {sql}\n  {}",
+            plan.join("\n  ")
+        );
+        let on_messages: Vec<&String> = plan.iter().filter(|d| d.contains(" messages")).collect();
+        let reads_messages = sql.contains("FROM messages") || sql.starts_with("UPDATE");
+        assert!(
+            !reads_messages || !on_messages.is_empty(),
+            "{name} ({state}): {plan:?}"
+        );
+        for detail in &on_messages {
+            assert!(
+                detail.starts_with("SEARCH messages USING "),
+                "{name} ({state}): not a search: {plan:?}"
+            );
+            assert!(
+                !covered || detail.contains("COVERING INDEX"),
+                "{name} ({state}): reads rows: {plan:?}"
+            );
+        }
+        assert!(
+            plan.iter().all(|d| !d.contains("TEMP B-TREE")),
+            "{name} ({state}): sorts: {plan:?}"
+        );
+    }
+}
+
 #[test]
-fn claim_searches_an_index_without_sorting() {
+fn every_query_searches_an_index_without_sorting() {
     let file = TempDb::new();
     let store = SqliteStore::open(&file.0).expect("open");
     let now = BASE + 1_000_000;
     fill(&store, now);
-    for (name, sql) in [("claim", CLAIM_SQL), ("expire", EXPIRED_SQL)] {
-        let plan = plan(&store, sql, now);
-        println!("EXPLAIN QUERY PLAN ({name}) {sql}\n  {}", plan.join("\n  "));
-        assert!(
-            plan.iter()
-                .any(|d| d.starts_with("SEARCH messages USING INDEX")),
-            "{name}: {plan:?}"
-        );
-        assert!(
-            plan.iter()
-                .all(|d| !d.contains("TEMP B-TREE") && !d.starts_with("SCAN")),
-            "{name}: {plan:?}"
-        );
-    }
+    assert_plans(&store, "no statistics");
+    store
+        .with_connection(|conn| conn.execute_batch("ANALYZE").map_err(Error::store))
+        .expect("analyze");
+    assert_plans(&store, "after ANALYZE");
 
-    // And the query does what it says on this data: the first due message of "q" (id 19).
-    let engine = Engine::new(store, limits_default());
-    let taken =
-        pollster::block_on(engine.claim("q".into(), deadletter::Arg::Null, "tok".into(), now))
-            .expect("claim")
-            .expect("a due message");
-    assert_eq!((taken.id, taken.status.as_str()), (19, "processing"));
+    // And the queries do what they say on this data: the first due message of "q" (id 19).
+    let db = Engine::new(store, Limits::default());
+    let policy = Backoff::default();
+    let at = Moment {
+        policy: &policy,
+        sample: 0.0,
+        now,
+    };
+    let taken = pollster::block_on(db.claim("q".into(), Arg::Null, || "tok".into(), at))
+        .expect("claim")
+        .value
+        .expect("a due message");
+    assert_eq!((taken.id, taken.status), (19, Status::Processing));
+    let stats = pollster::block_on(db.stats("q".into(), now)).expect("stats");
+    // 9000 messages in "q": per 10 ids, 4 succeeded, 2 dead, 2 delayed, 1 due (one in ten of
+    // those processing), minus the one just claimed.
+    assert_eq!(
+        (stats.pending, stats.processing, stats.succeeded, stats.dead),
+        (2000 + 900 - 1, 100 + 1, 4000, 2000)
+    );
+    assert_eq!(
+        (stats.delayed, stats.next_due_at),
+        (2000, Some(now + 60_000))
+    );
+    assert_eq!(stats.oldest_dead_age_ms, Some(now - (BASE + 4)));
+    let names = pollster::block_on(db.queues(now)).expect("queues");
+    let names: Vec<&str> = names.iter().map(|s| s.queue.as_str()).collect();
+    assert_eq!(names, ["other", "q"]);
 }
 
-/// 10,000 messages in two queues: most succeeded, dead or in backoff, a few processing, a few due;
-/// then `ANALYZE`, so the planner decides with real statistics.
+/// 10,000 messages in two queues: most succeeded, dead or in backoff, a few processing, a few due.
 fn fill(store: &SqliteStore, now: i64) {
     store
         .with_connection(|conn| {
@@ -162,32 +471,36 @@ fn fill(store: &SqliteStore, now: i64) {
                     .prepare(
                         "INSERT INTO messages (queue, payload, status, retry_count, max_retries, \
                          retry_after, last_error, created_at, updated_at, lease_token, \
-                         lease_expires_at) VALUES (?1, 'p', ?2, ?3, 3, ?4, ?5, ?6, ?6, ?7, ?8)",
+                         lease_expires_at, dead_at) \
+                         VALUES (?1, 'p', ?2, ?3, 3, ?4, ?5, ?6, ?6, ?7, ?8, ?9)",
                     )
                     .map_err(Error::store)?;
                 for i in 0..10_000_i64 {
                     let queue = if i % 10 == 9 { "other" } else { "q" };
                     let created = BASE + i;
+                    let none = None::<i64>;
                     let row = match i % 10 {
                         0..=3 => params![
                             queue,
                             "succeeded",
                             0,
-                            None::<i64>,
-                            None::<String>,
+                            none,
+                            None::<&str>,
                             created,
-                            None::<String>,
-                            None::<i64>
+                            None::<&str>,
+                            none,
+                            none
                         ],
                         4 | 5 => params![
                             queue,
                             "dead",
                             3,
-                            None::<i64>,
+                            none,
                             Some("boom"),
                             created,
-                            None::<String>,
-                            None::<i64>
+                            None::<&str>,
+                            none,
+                            Some(created)
                         ],
                         6 | 7 => params![
                             queue,
@@ -196,34 +509,36 @@ fn fill(store: &SqliteStore, now: i64) {
                             Some(now + 60_000),
                             Some("boom"),
                             created,
-                            None::<String>,
-                            None::<i64>
+                            None::<&str>,
+                            none,
+                            none
                         ],
                         8 if i % 100 == 8 => params![
                             queue,
                             "processing",
                             0,
-                            None::<i64>,
-                            None::<String>,
+                            none,
+                            None::<&str>,
                             created,
                             Some("t"),
-                            Some(now + 30_000)
+                            Some(now + 30_000),
+                            none
                         ],
                         _ => params![
                             queue,
                             "pending",
                             0,
-                            None::<i64>,
-                            None::<String>,
+                            none,
+                            None::<&str>,
                             created,
-                            None::<String>,
-                            None::<i64>
+                            None::<&str>,
+                            none,
+                            none
                         ],
                     };
                     insert.execute(row).map_err(Error::store)?;
                 }
             }
-            tx.execute_batch("ANALYZE").map_err(Error::store)?;
             tx.commit().map_err(Error::store)
         })
         .expect("fill");

@@ -9,24 +9,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from virtual_clock import T0, Clock
 
 import deadletter
-
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-
-class Clock:
-    """A virtual clock: an aware datetime that tests move by hand."""
-
-    def __init__(self, now: datetime = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
 
 def test_context_manager_closes_and_later_calls_raise_store_error() -> None:
     with deadletter.open() as db:
@@ -192,9 +177,12 @@ def test_message_is_immutable_comparable_and_printable() -> None:
     assert "id=1" in repr(m) and "'pending'" in repr(m) and "'q'" in repr(m)
     d = m.to_dict()
     assert d["payload"] == '{"a": 1}' and d["created_at"] == T0 and d["lease_token"] is None
-    assert set(d) == {
-        "id", "queue", "payload", "status", "retry_count", "max_retries", "retry_after",
-        "last_error", "created_at", "updated_at", "lease_token", "lease_expires_at",
+    assert d == {
+        "id": 1, "queue": "q", "payload": '{"a": 1}', "status": "pending", "retry_count": 0,
+        "max_retries": 3, "retry_after": None, "last_error": None, "created_at": T0,
+        "updated_at": T0, "lease_token": None, "lease_expires_at": None, "idempotency_key": None,
+        "deduplicated": False, "first_failed_at": None, "dead_at": None, "errors": [],
+        "errors_dropped": 0, "replay_count": 0, "replayed_at": None,
     }  # fmt: skip
 
 
@@ -294,16 +282,29 @@ def test_list_pages_by_id() -> None:
     assert [m.id for m in first + second] == [1, 2, 3, 4]
 
 
-def test_a_clock_past_9999_12_30_is_rejected_before_anything_is_written() -> None:
-    late = datetime(9999, 12, 30, 0, 0, 0, 1000, tzinfo=timezone.utc)
-    with deadletter.open(clock=lambda: late) as db:
+def test_a_clock_before_year_1_utc_is_rejected_and_writes_nothing() -> None:
+    early = datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1)))  # 0000-12-31T23:00Z
+    clock = [early]
+    with deadletter.open(clock=lambda: clock[0]) as db:
+        q = db.queue("q")
         with pytest.raises(deadletter.ValidationError) as caught:
-            db.queue("q").enqueue("x")
+            q.enqueue("x")
         assert [(e["field"], e["code"]) for e in caught.value.errors] == [("clock", "out_of_range")]
-    with deadletter.open(clock=lambda: late - timedelta(milliseconds=1)) as db:
-        claimed = db.queue("q").enqueue("x") and db.queue("q").claim(lease=timedelta(hours=12))
-        assert claimed is not None
-        assert claimed.lease_expires_at == datetime(9999, 12, 30, 12, 0, tzinfo=timezone.utc)
+        clock[0] = T0
+        assert q.list() == [] and q.enqueue("y").id == 1
+
+
+def test_the_last_millisecond_can_enqueue_but_not_lease() -> None:
+    last = datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=timezone.utc)
+    with deadletter.open(clock=lambda: last) as db:
+        q = db.queue("q")
+        m = q.enqueue("x")
+        assert m.created_at == last
+        with pytest.raises(deadletter.ValidationError) as caught:
+            q.claim(lease=0.001)  # now + 1 ms passes 9999-12-31T23:59:59.999Z
+        assert [(e["field"], e["code"]) for e in caught.value.errors] == [("clock", "out_of_range")]
+        assert q.get(m.id) == m  # still pending, unleased
+        assert q.stats().processing == 0
 
 
 def test_another_applications_sqlite_file_is_refused_and_left_alone(tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
 """The shared conformance cases (tests/conformance/*.json, format in tests/README.md) through the
-public Python API: ``deadletter.open(":memory:", clock=<virtual clock>, ...)``.
+public Python API: ``deadletter.open(":memory:", clock=<virtual clock>, random=<fixed sample>)``.
 
-Argument names are mapped to the Python API: ``lease_ms`` (integer milliseconds) becomes ``lease``
-in seconds; expected timestamps are milliseconds relative to BASE; the field ``lease_ms`` of an
-expected validation error is ``lease`` in Python.
+Names and units are mapped to the Python API: the core's integer milliseconds (``lease_ms``,
+``delay_ms``, ``older_than_ms``, a backoff's ``initial_ms`` and ``cap_ms``) become seconds
+(``lease``, ``delay``, ``older_than``, ``initial``, ``cap``), and so do the fields of expected
+validation errors; timestamps and instants are milliseconds relative to BASE in the cases and
+aware datetimes in Python; ages are milliseconds in the cases and timedeltas in Python.
 """
 
 from __future__ import annotations
@@ -20,8 +22,28 @@ import deadletter
 CASES_DIR = Path(__file__).resolve().parents[2] / "tests" / "conformance"
 BASE = 1767225600000  # 2026-01-01T00:00:00Z in ms
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-TIMESTAMPS = ("retry_after", "created_at", "updated_at", "lease_expires_at")
-NAMES = {"lease_ms": "lease"}  # core field name -> Python argument name
+TIMESTAMPS = (
+    "retry_after",
+    "created_at",
+    "updated_at",
+    "lease_expires_at",
+    "first_failed_at",
+    "dead_at",
+    "replayed_at",
+)
+# Core field name -> Python argument name (in seconds).
+NAMES = {
+    "lease_ms": "lease",
+    "delay_ms": "delay",
+    "older_than_ms": "older_than",
+    "initial_ms": "initial",
+    "cap_ms": "cap",
+}
+# Keyword-only arguments the Python API requires: an absent one is passed as None, which the core
+# rejects like the other bindings' absent argument.
+REQUIRED = {"extend": ("lease_token",), "purge": ("status", "older_than")}
+# The keys of an enqueue_many item object, as the core's runner reads them.
+ITEM_KEYS = ("payload", "max_retries", "idempotency_key", "delay_ms")
 
 # Cases the Python API cannot express, with the reason. Each must fail (strict), so a case that
 # starts passing is noticed and removed from here. None today.
@@ -54,25 +76,37 @@ def test_every_expected_failure_names_a_case() -> None:
 
 
 def resolve(value: Any, tokens: list[str]) -> Any:
-    """Replaces ``{"$token": k}`` and ``{"$repeat": [s, n]}`` (tests/README.md)."""
+    """Replaces ``{"$token": k}``, ``{"$repeat": [s, n]}`` and ``{"$list": [v, n]}``."""
     if isinstance(value, dict):
         if "$token" in value:
             return tokens[value["$token"]]
         if "$repeat" in value:
             s, n = value["$repeat"]
             return s * n
+        if "$list" in value:
+            item, n = value["$list"]
+            return [resolve(item, tokens) for _ in range(n)]
         return {k: resolve(v, tokens) for k, v in value.items()}
     if isinstance(value, list):
         return [resolve(v, tokens) for v in value]
     return value
 
 
-def seconds(lease_ms: Any) -> Any:
-    """An integer ``lease_ms`` as seconds; anything else is passed as it is, for the binding to
-    reject like the core does (a bool stays a bool: ``True`` is not an int here)."""
-    if isinstance(lease_ms, int) and not isinstance(lease_ms, bool):
-        return lease_ms / 1000
-    return lease_ms
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def seconds(ms: Any) -> Any:
+    """Integer milliseconds as seconds (an int when whole); anything else is passed as it is,
+    for the binding to reject like the core does (a bool stays a bool: ``True`` is not an int)."""
+    if is_int(ms):
+        return ms // 1000 if ms % 1000 == 0 else ms / 1000
+    return ms
+
+
+def instant(ms: Any) -> Any:
+    """An integer instant relative to BASE as an aware datetime; anything else unchanged."""
+    return EPOCH + timedelta(milliseconds=BASE + ms) if is_int(ms) else ms
 
 
 def to_ms(value: datetime) -> int:
@@ -88,40 +122,105 @@ def as_case_json(message: Optional[deadletter.Message]) -> Optional[dict[str, An
     for field in TIMESTAMPS:
         if d[field] is not None:
             d[field] = to_ms(d[field]) - BASE
+    d["errors"] = [{**e, "at": to_ms(e["at"]) - BASE} for e in d["errors"]]
     return d
 
 
-def call(db: deadletter.Database, op: str, args: dict[str, Any], tokens: list[str]) -> Any:
+def stats_json(stats: deadletter.QueueStats) -> dict[str, Any]:
+    """Queue statistics as the cases write them: ``next_due_at`` relative to BASE, ages in ms."""
+    d: dict[str, Any] = stats.to_dict()
+    if d["next_due_at"] is not None:
+        d["next_due_at"] = to_ms(d["next_due_at"]) - BASE
+    for age in ("oldest_due_age", "oldest_dead_age"):
+        value = d.pop(age)
+        d[f"{age}_ms"] = None if value is None else value // timedelta(milliseconds=1)
+    return d
+
+
+def backoff(spec: Any) -> Optional[deadletter.Backoff]:
+    """A backoff object of a case as a `deadletter.Backoff` (its errors are the step's)."""
+    if spec is None:
+        return None
+    kwargs = {NAMES.get(k, k): seconds(v) if k in NAMES else v for k, v in spec.items()}
+    return deadletter.Backoff(**kwargs)
+
+
+def item(value: Any) -> Any:
+    """One enqueue_many item: an object with the core runner's keys, in Python's names."""
+    if not isinstance(value, dict):
+        return value
+    return {NAMES.get(k, k): seconds(v) if k in NAMES else v for k, v in value.items() if k in ITEM_KEYS}
+
+
+def call(
+    db: deadletter.Database,
+    op: str,
+    args: dict[str, Any],
+    policy: Optional[dict[str, Any]],
+    tokens: list[str],
+) -> Any:
     """Runs one step through the public API; returns what the case compares."""
-    m: Optional[deadletter.Message]
     arg: Callable[[str], Any] = args.get  # absent -> None, as the cases want
     if op == "backoff":
         delay = deadletter.backoff(arg("retry_count"))
         return {"delay_ms": delay // timedelta(milliseconds=1)}
-    q = db.queue(arg("queue"))  # a bad name raises here: that is the step's result
-    kwargs = {k: v for k, v in args.items() if k != "queue"}
+    if op == "queues":
+        return [stats_json(s) for s in db.queues()]
+    # A bad policy or queue name raises here: that is the step's result.
+    q = db.queue(arg("queue"), backoff=backoff(args.get("backoff", policy)))
+    kwargs = {NAMES.get(k, k): seconds(v) if k in NAMES else v for k, v in args.items()}
+    for name in ("queue", "backoff"):
+        kwargs.pop(name, None)
+    for name in REQUIRED.get(op, ()):
+        kwargs.setdefault(name, None)
+    for name in ("dead_before", "dead_after"):
+        if name in kwargs:
+            kwargs[name] = instant(kwargs[name])
+    claimed: list[deadletter.Message] = []
+    if op == "queue":
+        return None
     if op == "enqueue":
-        m = q.enqueue(kwargs.pop("payload", None), **kwargs)
-    elif op == "claim":
-        if "lease_ms" in kwargs:
-            kwargs["lease"] = seconds(kwargs.pop("lease_ms"))
+        return as_case_json(q.enqueue(kwargs.pop("payload", None), **kwargs))
+    if op == "enqueue_many":
+        items = kwargs["items"]
+        return [as_case_json(m) for m in q.enqueue_many([item(i) for i in items])]
+    if op == "claim":
         m = q.claim(**kwargs)
-        if m is not None:
-            assert m.lease_token is not None
-            tokens.append(m.lease_token)
+        claimed = [] if m is None else [m]
+        result: Any = as_case_json(m)
+    elif op == "claim_many":
+        claimed = q.claim_many(kwargs.pop("n", None), **kwargs)
+        result = [as_case_json(m) for m in claimed]
+    elif op == "extend":
+        return as_case_json(q.extend(kwargs.pop("id", None), **kwargs))
     elif op == "succeed":
-        m = q.succeed(kwargs.pop("id", None), **kwargs)
+        return as_case_json(q.succeed(kwargs.pop("id", None), **kwargs))
     elif op == "fail":
-        m = q.fail(kwargs.pop("id", None), kwargs.pop("error", None), **kwargs)
-    elif op == "replay":
-        m = q.replay(arg("id"))
-    elif op == "get":
-        m = q.get(arg("id"))
+        return as_case_json(q.fail(kwargs.pop("id", None), kwargs.pop("error", None), **kwargs))
+    elif op in ("replay", "get", "delete"):
+        return as_case_json(getattr(q, op)(arg("id")))
+    elif op in ("replay_all", "purge"):
+        return {"count": getattr(q, op)(**kwargs)}
+    elif op == "reap":
+        return {"count": q.reap()}
+    elif op == "stats":
+        return stats_json(q.stats())
+    elif op == "next_due_at":
+        # Python exposes it as QueueStats.next_due_at (the core defines them as the same value).
+        return {"next_due_at": stats_json(q.stats())["next_due_at"]}
     elif op == "list":
         return [as_case_json(m) for m in q.list(**kwargs)]
     else:
         raise AssertionError(f"unknown op {op!r}")
-    return as_case_json(m)
+    for m in claimed:
+        assert m.lease_token is not None
+        tokens.append(m.lease_token)
+    return result
+
+
+def subset(want: dict[str, Any], got: Optional[dict[str, Any]], what: str) -> None:
+    assert got is not None, f"expected {what}, got none (want {want})"
+    assert {k: got.get(k, "<absent>") for k in want} == want, f"{got}"
 
 
 def check(expect: dict[str, Any], outcome: Callable[[], Any], tokens: list[str]) -> None:
@@ -134,41 +233,62 @@ def check(expect: dict[str, Any], outcome: Callable[[], Any], tokens: list[str])
         assert err.code == expect["error"], f"expected {expect['error']}, got {err!r}"
         if "fields" in expect:
             assert isinstance(err, deadletter.ValidationError)
-            want = sorted((NAMES.get(f["field"], f["field"]), f["code"]) for f in expect["fields"])
-            assert sorted((f["field"], f["code"]) for f in err.errors) == want, repr(err)
+            want = sorted(
+                (NAMES.get(f["field"], f["field"]), f["code"], f.get("index", -1))
+                for f in expect["fields"]
+            )
+            got_fields = sorted((f["field"], f["code"], f.get("index", -1)) for f in err.errors)
+            assert got_fields == want, repr(err)
         return
     expect = resolve(expect, tokens)
     assert "error" not in expect, f"expected error {expect['error']}, got {got!r}"
     if "message" in expect:
-        want = expect["message"]
-        if want is None:
+        if expect["message"] is None:
             assert got is None, f"expected no message, got {got!r}"
         else:
-            assert got is not None, f"expected a message, got none (want {want})"
-            assert {k: got[k] for k in want} == want
-    elif "messages" in expect:
-        assert len(got) == len(expect["messages"]), got
-        for want, message in zip(expect["messages"], got):
-            assert {k: message[k] for k in want} == want
+            subset(expect["message"], got, "a message")
+    elif "messages" in expect or "queues" in expect:
+        want = expect.get("messages", expect.get("queues"))
+        assert len(got) == len(want), got
+        for one, message in zip(want, got):
+            subset(one, message, "an entry")
+    elif "stats" in expect:
+        subset(expect["stats"], got, "stats")
+    elif "count" in expect:
+        assert got == {"count": expect["count"]}
     elif "delay_ms" in expect:
         assert got == {"delay_ms": expect["delay_ms"]}
+    elif "next_due_at" in expect:
+        assert got == {"next_due_at": expect["next_due_at"]}
 
 
 def test_case(case: dict[str, Any]) -> None:
     now = [BASE]
     options = case.get("options", {})
+    sample = options.get("jitter_sample", 0)
     db = deadletter.open(
         ":memory:",
         clock=lambda: EPOCH + timedelta(milliseconds=now[0]),
         lease=seconds(options["lease_ms"]) if "lease_ms" in options else 30.0,
         max_payload_bytes=options.get("max_payload_bytes", 1048576),
+        random=lambda: sample,
     )
+    died: list[int] = []
+    db.on_dead(lambda m: died.append(m.id))
     tokens: list[str] = []
     with db:
         for index, step in enumerate(case["steps"]):
             now[0] = BASE + step.get("at", now[0] - BASE)
-            args = resolve(step.get("args", {}), tokens)
-            try:
-                check(step.get("expect", {}), lambda: call(db, step["op"], args, tokens), tokens)
-            except AssertionError as failure:
-                raise AssertionError(f"step {index} ({step['op']}): {failure}") from None
+            for _ in range(step.get("times", 1)):
+                args = resolve(step.get("args", {}), tokens)
+                died.clear()
+                try:
+                    check(
+                        step.get("expect", {}),
+                        lambda: call(db, step["op"], args, options.get("backoff"), tokens),
+                        tokens,
+                    )
+                    if "died" in step:
+                        assert died == step["died"], f"expected deaths {step['died']}, got {died}"
+                except AssertionError as failure:
+                    raise AssertionError(f"step {index} ({step['op']}): {failure}") from None

@@ -76,10 +76,26 @@ def test_mypy_accepts_typed_usage(tmp_path: Path) -> None:
         "        when: datetime | None = done.retry_after\n"
         "    page: list[deadletter.Message] = q.list(status='dead', limit=10)\n"
         "    delay: timedelta = deadletter.backoff(3)\n"
+        "    jobs = db.queue('jobs', backoff=deadletter.Backoff(initial=1, cap=60, jitter='full'))\n"
+        "    batch: list[deadletter.Message] = jobs.enqueue_many(\n"
+        "        ['a', {'payload': 'b', 'idempotency_key': 'k', 'delay': timedelta(seconds=5)}]\n"
+        "    )\n"
+        "    dedup: bool = jobs.enqueue('c', idempotency_key='k').deduplicated\n"
+        "    for m in jobs.claim_many(10, lease=30):\n"
+        "        m = jobs.extend(m.id, lease_token=m.lease_token or '', lease=60)\n"
+        "        attempts: list[int] = [e['attempt'] for e in m.errors]\n"
+        "    n: int = jobs.replay_all(error_contains='503', dead_before=datetime.now(timezone.utc))\n"
+        "    n = jobs.purge(status='succeeded', older_than=timedelta(days=7)) + jobs.reap()\n"
+        "    stats: deadletter.QueueStats = jobs.stats()\n"
+        "    age: timedelta | None = stats.oldest_dead_age\n"
+        "    names: list[str] = [s.queue for s in db.queues()]\n"
+        "    unsubscribe = db.on_dead(lambda m: print(m.id, m.dead_at))\n"
+        "    unsubscribe()\n"
         "try:\n"
         "    pass\n"
         "except deadletter.ValidationError as err:\n"
-        "    fields = [e['field'] for e in err.errors]\n",
+        "    fields = [e['field'] for e in err.errors]\n"
+        "    where: list[int] = [e['index'] for e in err.errors if 'index' in e]\n",
         encoding="utf-8",
     )
     result = subprocess.run(

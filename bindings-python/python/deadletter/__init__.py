@@ -11,12 +11,25 @@ dead-letter queue.
 
 A message is ``pending`` until claimed; ``claim`` leases it (``processing``) for a number of
 seconds; the worker then calls ``succeed`` or ``fail``. A failure makes it claimable again after
-``min(2**retry_count, 3600)`` seconds, until ``max_retries`` attempts are used up: then it is
-``dead``, kept with its last error and replayable. A lease that runs out counts as a failure.
-Every rule lives in the Rust core and is shared with the JavaScript binding.
+the queue's backoff (`Backoff`, by default ``min(2**retry_count, 3600)`` seconds), until
+``max_retries`` attempts are used up: then it is ``dead``, kept with its failure history and
+replayable (``replay``, ``replay_all``); ``Database.on_dead`` callbacks hear of it. A lease that
+runs out counts as a failure. Producers may pass an idempotency key; ``stats`` and
+``Database.queues`` read the queues' numbers from indexes. Every rule lives in the Rust core and
+is shared with the JavaScript binding.
 """
 
-from ._deadletter import CODES, Database, Message, Queue, __version__, backoff, open
+from ._deadletter import (
+    CODES,
+    Backoff,
+    Database,
+    Message,
+    Queue,
+    QueueStats,
+    __version__,
+    backoff,
+    open,
+)
 from ._errors import (
     ConflictError,
     Error,
@@ -29,6 +42,7 @@ from ._errors import (
 
 __all__ = [
     "CODES",
+    "Backoff",
     "ConflictError",
     "Database",
     "Error",
@@ -37,6 +51,7 @@ __all__ = [
     "Message",
     "NotFoundError",
     "Queue",
+    "QueueStats",
     "StoreError",
     "ValidationError",
     "__version__",

@@ -1,18 +1,29 @@
 """Type stub of the native module ``deadletter._deadletter`` (hand-written; checked by
 ``python -m mypy.stubtest deadletter`` in ``tests/test_typing.py``).
 
-Units: leases are seconds (``int`` or ``float``) or a ``datetime.timedelta``; every timestamp is an
-aware ``datetime`` in UTC. Exceptions come from ``deadletter._errors``.
+Units: durations (leases, delays, ages, backoff) are seconds (``int`` or ``float``) or a
+``datetime.timedelta``, rounded to the millisecond; every timestamp is an aware ``datetime`` in
+UTC. Exceptions come from ``deadletter._errors``.
 """
 
 import os
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Callable, Literal, Optional, Union, final
+from typing import Callable, Literal, Optional, TypedDict, Union, final
 
 from ._errors import ErrorCode
 
-__all__ = ["CODES", "Database", "Message", "Queue", "__version__", "backoff", "open"]
+__all__ = [
+    "CODES",
+    "Backoff",
+    "Database",
+    "Message",
+    "Queue",
+    "QueueStats",
+    "__version__",
+    "backoff",
+    "open",
+]
 
 __version__: str
 
@@ -22,27 +33,79 @@ CODES: tuple[ErrorCode, ...]
 _Status = Literal["pending", "processing", "succeeded", "dead"]
 _Seconds = Union[int, float, timedelta]
 
+class _FailedAttempt(TypedDict):
+    """One entry of `Message.errors`."""
+
+    attempt: int
+    error: str
+    at: datetime
+
+class _ItemKeys(TypedDict):
+    payload: str
+
+class _Item(_ItemKeys, total=False):
+    """One dict item of `Queue.enqueue_many`: the arguments of `Queue.enqueue`."""
+
+    max_retries: Optional[int]
+    idempotency_key: Optional[str]
+    delay: Optional[_Seconds]
+
 def open(
     path: Union[str, os.PathLike[str]] = ":memory:",
     *,
     clock: Optional[Callable[[], datetime]] = None,
     lease: Optional[_Seconds] = 30.0,
     max_payload_bytes: Optional[int] = 1048576,
+    random: Optional[Callable[[], float]] = None,
 ) -> Database:
-    """Opens (creating if needed) a queue database: a file path, or ``":memory:"``.
+    """Opens (creating if needed) a queue database: a file path, or ``":memory:"``. A file
+    written by deadletter 0.1.0 is upgraded in place.
 
-    ``clock`` returns an aware datetime (naive or after 9999-12-30 -> `ValidationError`, field
-    ``clock``); an exception it raises propagates unchanged; default: the system clock.
-    ``lease``: default lease of `Queue.claim`, in seconds or a timedelta, rounded to the
-    millisecond, then 1 ms..=12 h. ``None`` for any option means its default.
-    ``max_payload_bytes``: largest payload in bytes of UTF-8 (1..=67108864).
-    Raises `ValidationError` for a rejected option, `StoreError` when the file cannot be opened or
-    has a newer schema version.
+    ``clock`` returns an aware datetime (naive or not a datetime -> `ValidationError`, field
+    ``clock``; so is an instant, or one derived from it by a lease, delay or backoff, outside
+    0001-01-01T00:00:00Z..=9999-12-31T23:59:59.999Z); an exception it raises propagates
+    unchanged; default: the system clock. ``lease``: default lease of `Queue.claim`, in seconds
+    or a timedelta, rounded to the millisecond, then 1 ms..=12 h. ``max_payload_bytes``: largest
+    payload in bytes of UTF-8 (1..=67108864). ``random`` returns a float in ``[0, 1)``, the jitter
+    source, called once per ``claim``, ``claim_many``, ``reap`` and ``fail`` (else
+    `ValidationError`, field ``random``); default: ``fastrand``. ``None`` for any option means its default.
+    Raises `ValidationError` for rejected options, `StoreError` when the file cannot be opened, is
+    another application's, or has a newer schema version.
     """
 
 def backoff(retry_count: int) -> timedelta:
-    """The delay after the ``retry_count``-th failure: ``min(2**retry_count, 3600)`` seconds (the
-    project's backoff contract). `ValidationError` for a negative count or a non-int."""
+    """The delay after the ``retry_count``-th failure under the default `Backoff`:
+    ``min(2**retry_count, 3600)`` seconds. `ValidationError` for a negative count or a non-int."""
+
+@final
+class Backoff:
+    """A backoff policy: after the n-th failure, ``min(initial * multiplier**(n-1), cap)``,
+    spread by ``jitter``. Immutable; `ValidationError` (fields ``initial``, ``multiplier``,
+    ``cap``, ``jitter``) for values of the wrong type or out of range."""
+
+    def __new__(
+        cls,
+        initial: Optional[_Seconds] = 2,
+        multiplier: Optional[Union[int, float]] = 2,
+        cap: Optional[_Seconds] = 3600,
+        jitter: Optional[Literal["full", "equal"]] = None,
+    ) -> Backoff:
+        """``initial``, ``cap``: seconds or timedelta, 0..=30 days; ``multiplier``: 1..=100;
+        ``jitter``: None, ``"full"`` (uniform in ``[0, delay)``) or ``"equal"``
+        (``[delay/2, delay)``)."""
+    @property
+    def initial(self) -> timedelta:
+        """The delay after the first failure."""
+    @property
+    def multiplier(self) -> float:
+        """The growth factor per further failure."""
+    @property
+    def cap(self) -> timedelta:
+        """The longest delay."""
+    @property
+    def jitter(self) -> Optional[Literal["full", "equal"]]:
+        """How the delay is spread, or None."""
+    def __eq__(self, other: object, /) -> bool: ...
 
 @final
 class Database:
@@ -51,8 +114,16 @@ class Database:
     @property
     def closed(self) -> bool:
         """Whether `close` was called."""
-    def queue(self, name: str) -> Queue:
-        """The queue ``name`` (non-empty, at most 255 characters; else `ValidationError`)."""
+    def queue(self, name: str, *, backoff: Optional[Backoff] = None) -> Queue:
+        """The queue ``name`` (non-empty, at most 255 characters) with its backoff policy
+        (default ``Backoff()``); `ValidationError` (``queue``, ``backoff``) otherwise."""
+    def queues(self) -> list[QueueStats]:
+        """The statistics of every queue that holds messages, by name."""
+    def on_dead(self, callback: Callable[[Message], object]) -> Callable[[], None]:
+        """Calls ``callback`` with each message that a call of this database made dead, after it
+        committed, in the calling thread; an exception it raises is logged on the
+        ``"deadletter"`` logger. Returns an idempotent unsubscribe function. `ValidationError`
+        (field ``callback``) when it is not callable."""
     def close(self) -> None:
         """Closes the database; later operations of its queues raise `StoreError`. Idempotent."""
     def __enter__(self) -> Database: ...
@@ -72,13 +143,35 @@ class Queue:
     @property
     def name(self) -> str:
         """The queue's name."""
-    def enqueue(self, payload: str, *, max_retries: Optional[int] = 3) -> Message:
-        """Adds a pending message. ``max_retries``: 1..=10 attempts before it is dead."""
+    @property
+    def backoff(self) -> Backoff:
+        """This handle's backoff policy."""
+    def enqueue(
+        self,
+        payload: str,
+        *,
+        max_retries: Optional[int] = 3,
+        idempotency_key: Optional[str] = None,
+        delay: Optional[_Seconds] = None,
+    ) -> Message:
+        """Adds a pending message. ``max_retries``: 1..=10 attempts before it is dead;
+        ``idempotency_key``: returns the queue's message with that key (``deduplicated``) instead
+        of inserting; ``delay``: not claimable before now + delay (0..=30 days)."""
+    def enqueue_many(
+        self, items: Union[list[Union[str, _Item]], tuple[Union[str, _Item], ...]]
+    ) -> list[Message]:
+        """Adds up to 1000 items (payloads or dicts of `enqueue`'s arguments) in one transaction,
+        all or nothing; field errors carry ``index``."""
     def claim(self, *, lease: Optional[_Seconds] = None) -> Optional[Message]:
         """Leases the next due message (FIFO) for ``lease`` seconds (default: the database's);
         ``None`` when nothing is due. Expired leases of this queue count as failed attempts
-        first (``"lease expired"``): leases are reaped lazily, by this call, so until then a
-        message whose lease ran out still reads as ``processing``."""
+        first (``"lease expired"``): leases are reaped lazily, by this call or `reap`, so until
+        then a message whose lease ran out still reads as ``processing``."""
+    def claim_many(self, n: int, *, lease: Optional[_Seconds] = None) -> list[Message]:
+        """Like `claim` for up to ``n`` (1..=100) messages in one transaction."""
+    def extend(self, id: int, *, lease_token: str, lease: Optional[_Seconds] = None) -> Message:
+        """The heartbeat: the lease runs until now + ``lease``. A token that is not current:
+        `ConflictError`."""
     def succeed(self, id: int, *, lease_token: Optional[str] = None) -> Message:
         """processing -> succeeded. A ``lease_token`` that is not current: `ConflictError`."""
     def fail(
@@ -89,10 +182,29 @@ class Queue:
         lease_token: Optional[str] = None,
         retryable: Optional[bool] = True,
     ) -> Message:
-        """processing -> pending after ``min(2**retry_count, 3600)`` s, or dead once retries are
-        used up or when ``retryable`` is false."""
+        """processing -> pending after the queue's backoff, or dead once retries are used up or
+        when ``retryable`` is false."""
     def replay(self, id: int) -> Message:
-        """dead -> pending with ``retry_count`` 0."""
+        """dead -> pending with ``retry_count`` 0; ``replay_count`` grows."""
+    def replay_all(
+        self,
+        *,
+        error_contains: Optional[str] = None,
+        dead_before: Optional[datetime] = None,
+        dead_after: Optional[datetime] = None,
+        limit: Optional[int] = None,
+    ) -> int:
+        """Replays the dead messages the filters select (``dead_after <= dead_at <
+        dead_before``, ``error_contains`` in ``last_error``), at most ``limit``; returns how
+        many. Commits in batches of 200."""
+    def purge(self, *, status: Literal["succeeded", "dead"], older_than: _Seconds) -> int:
+        """Deletes the messages in ``status`` not changed for ``older_than``; returns how many."""
+    def delete(self, id: int) -> Message:
+        """Removes one succeeded or dead message and returns it; else `ConflictError`."""
+    def reap(self) -> int:
+        """Counts this queue's expired leases as failed attempts now; returns how many."""
+    def stats(self) -> QueueStats:
+        """This queue's statistics now."""
     def get(self, id: int) -> Message:
         """The message ``id`` of this queue; `NotFoundError` when there is none."""
     def list(
@@ -129,7 +241,8 @@ class Message:
         """Attempts allowed before the message is dead (1..=10)."""
     @property
     def retry_after(self) -> Optional[datetime]:
-        """Pending after a failure: not claimable before this instant (aware UTC); else None."""
+        """Set exactly while pending in backoff (after a failure, or an enqueue delay): not
+        claimable before this instant; else None."""
     @property
     def last_error(self) -> Optional[str]:
         """The error of the last failed attempt (truncated past 64 KiB with a marker), or None."""
@@ -141,10 +254,72 @@ class Message:
         """When it last changed (aware UTC, millisecond precision)."""
     @property
     def lease_token(self) -> Optional[str]:
-        """While processing: the token that `Queue.succeed`/`Queue.fail` check; else None."""
+        """While processing: the token that `Queue.succeed`/`fail`/`extend` check; else None."""
     @property
     def lease_expires_at(self) -> Optional[datetime]:
         """While processing: when the lease (visibility timeout) runs out; else None."""
+    @property
+    def idempotency_key(self) -> Optional[str]:
+        """The producer's idempotency key, or None."""
+    @property
+    def deduplicated(self) -> bool:
+        """On an enqueue's result: True when the stored message with the key was returned."""
+    @property
+    def first_failed_at(self) -> Optional[datetime]:
+        """When the first failed attempt was recorded; never changed afterwards."""
+    @property
+    def dead_at(self) -> Optional[datetime]:
+        """While dead: when it last became dead; else None."""
+    @property
+    def errors(self) -> list[_FailedAttempt]:
+        """The failure history, oldest first, at most 20 entries (a new list on each access)."""
+    @property
+    def errors_dropped(self) -> int:
+        """How many older entries were dropped from ``errors``."""
+    @property
+    def replay_count(self) -> int:
+        """How many times it was replayed."""
+    @property
+    def replayed_at(self) -> Optional[datetime]:
+        """When it was last replayed, or None."""
+    def to_dict(self) -> dict[str, object]:
+        """Every attribute in a new dict."""
+    def __eq__(self, other: object, /) -> bool: ...
+
+@final
+class QueueStats:
+    """The statistics of one queue at one instant, read from indexes; immutable."""
+
+    @property
+    def queue(self) -> str:
+        """The queue's name."""
+    @property
+    def pending(self) -> int:
+        """Messages waiting to be claimed (due, or in backoff or delayed)."""
+    @property
+    def processing(self) -> int:
+        """Messages held by a worker (expired leases included until reaped)."""
+    @property
+    def succeeded(self) -> int:
+        """Messages acked."""
+    @property
+    def dead(self) -> int:
+        """Messages in the dead-letter queue."""
+    @property
+    def expired(self) -> int:
+        """Processing messages whose lease has run out."""
+    @property
+    def delayed(self) -> int:
+        """Pending messages not due yet."""
+    @property
+    def next_due_at(self) -> Optional[datetime]:
+        """When the next delayed message becomes due, or None."""
+    @property
+    def oldest_due_age(self) -> Optional[timedelta]:
+        """How long the oldest due pending message has been in the queue, or None."""
+    @property
+    def oldest_dead_age(self) -> Optional[timedelta]:
+        """How long the oldest dead message has been dead, or None."""
     def to_dict(self) -> dict[str, object]:
         """Every attribute in a new dict."""
     def __eq__(self, other: object, /) -> bool: ...

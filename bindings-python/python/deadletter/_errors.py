@@ -27,15 +27,26 @@ CODES: tuple[ErrorCode, ...] = ("validation_failed", "not_found", "conflict", "s
 """Every error code, in the core's order."""
 
 
-class FieldError(TypedDict):
-    """One rejected argument of a `ValidationError`."""
-
+class _FieldErrorKeys(TypedDict):
     field: str
-    """The argument's name in Python (``queue``, ``payload``, ``max_retries``, ``lease``, ...)."""
     code: str
-    """``type``, ``empty``, ``too_long``, ``too_large``, ``out_of_range`` or ``invalid``."""
     message: str
-    """What was wrong, for humans; not stable."""
+
+
+class FieldError(_FieldErrorKeys, total=False):
+    """One rejected argument of a `ValidationError`: ``field``, ``code`` and ``message`` always,
+    ``index`` for an item of `Queue.enqueue_many`.
+
+    - ``field``: the argument's name in Python (``queue``, ``payload``, ``max_retries``,
+      ``lease``, ``delay``, ``older_than``, ``initial``, ``cap``, ``clock``, ``random``, ...; for
+      an unknown key of an ``enqueue_many`` item, that key).
+    - ``code``: ``type``, ``empty``, ``too_long``, ``too_large``, ``out_of_range``, ``invalid`` or
+      ``unknown`` (a key an ``enqueue_many`` item may not have).
+    - ``message``: what was wrong, for humans; not stable.
+    """
+
+    index: int
+    """The position (0-based) of the `Queue.enqueue_many` item the field belongs to."""
 
 
 class Error(Exception):
@@ -48,7 +59,7 @@ class ValidationError(Error, ValueError):
     """One or more arguments were rejected (also a `ValueError`).
 
     ``errors`` lists every rejected argument of the call, each a `FieldError` dict with
-    ``field``, ``code`` and ``message``.
+    ``field``, ``code`` and ``message`` (and ``index`` for an item of `Queue.enqueue_many`).
     """
 
     code: ClassVar[ErrorCode] = "validation_failed"
