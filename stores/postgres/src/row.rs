@@ -56,9 +56,9 @@ fn int(value: u32, field: &str) -> Result<i32> {
     i32::try_from(value).map_err(|_| Error::Store(format!("{field} {value} is too large to store")))
 }
 
-/// PostgreSQL `text` (and `jsonb`) cannot hold U+0000, which the core accepts in names, keys and
-/// error texts: such a value is refused with a clear store error before anything is sent. (The
-/// payload is `bytea` and takes anything.)
+/// PostgreSQL `text` (and `jsonb`) cannot hold U+0000. The core refuses it in names, keys and
+/// error texts; should one reach the store anyway, it is a clear store error before anything is
+/// sent rather than the driver's. (The payload is `bytea` and takes anything.)
 fn storable(message: &Message) -> Result<()> {
     let texts = [
         ("queue", Some(message.queue.as_str())),

@@ -155,7 +155,7 @@ fn bad_options_are_validation_errors_that_never_show_the_password() {
 }
 
 #[test]
-fn payloads_round_trip_byte_for_byte_and_nul_in_text_is_a_store_error() {
+fn payloads_round_trip_byte_for_byte_and_nul_in_a_queue_name_is_refused_before_the_store() {
     let schemas = Schemas::new("bytes");
     let engine = Engine::new(schemas.store(1), Limits::default());
     pollster::block_on(async {
@@ -173,7 +173,7 @@ fn payloads_round_trip_byte_for_byte_and_nul_in_text_is_a_store_error() {
             .enqueue("q\0".into(), &item("a"), BASE)
             .await
             .expect_err("NUL in a queue name");
-        assert_eq!(err.code(), "store");
+        assert_eq!(err.code(), "validation_failed");
         assert!(err.to_string().contains("U+0000"), "{err}");
         assert_eq!(engine.queues(BASE).await.unwrap().len(), 1);
     });
