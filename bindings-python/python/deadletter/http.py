@@ -43,7 +43,7 @@ import hmac
 import json
 import os
 import re
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,6 +216,13 @@ def no_constants(name: str) -> object:
     raise ValueError(f"{name} is not a JSON value")
 
 
+def json_number(text: str) -> Any:
+    """A JSON number written with a fraction or an exponent: an int when its value is integral
+    (JSON has one number type: ``10.0`` is the integer 10, as JSON Schema says), else a float."""
+    value = float(text)
+    return int(value) if value.is_integer() else value
+
+
 class Fields(dict[str, Any]):
     """A request body's fields; an absent one reads as ``None`` (the API's "omitted")."""
 
@@ -242,17 +249,33 @@ JSON_KINDS = {
 }
 
 
-async def body(request: Request, fields: Iterable[str], *, required: bool) -> Fields:
-    """The request body: a JSON object with only ``fields`` (none required here: a missing one is
+async def read(request: Request, limit: int) -> bytes:
+    """The raw body, or a 413 problem as soon as it is known to exceed ``limit`` bytes (from
+    ``Content-Length``, or while reading a chunked body). Starlette's own ``max_body_size``
+    answers a declared oversize body in text/plain, hence these few lines."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise HTTPException(413)
+    chunks = bytearray()
+    async for chunk in request.stream():
+        chunks += chunk
+        if len(chunks) > limit:
+            raise HTTPException(413)
+    return bytes(chunks)
+
+
+def parse_body(raw: bytes, fields: Iterable[str], *, required: bool) -> Fields:
+    """A request body: a JSON object with only ``fields`` (none required here: a missing one is
     ``None``, which the queue rejects where it needs a value). An empty body is ``{}`` unless
-    ``required``. The size limit is enforced while reading (Starlette's ``max_body_size``)."""
-    raw = await request.body()
+    ``required``."""
     if not raw.strip():
         if required:
             raise invalid("body", "type", "must be a JSON object; the body is empty")
         return Fields()
     try:
-        data = json.loads(raw, parse_constant=no_constants, object_pairs_hook=unique_keys)
+        data = json.loads(
+            raw, parse_constant=no_constants, parse_float=json_number, object_pairs_hook=unique_keys
+        )
     except (ValueError, RecursionError) as err:
         raise invalid("body", "invalid", f"is not JSON: {err}") from None
     if not isinstance(data, Fields):  # objects are Fields (unique_keys)
@@ -294,8 +317,13 @@ class Api:
     """The endpoints, over one database. Each calls one method of the public API in a thread
     (SQLite may wait for a lock held by another process)."""
 
-    def __init__(self, db: deadletter.Database) -> None:
+    def __init__(self, db: deadletter.Database, body_limit: int) -> None:
         self.db = db
+        self.body_limit = body_limit
+
+    async def body(self, request: Request, fields: Iterable[str], *, required: bool) -> Fields:
+        """The JSON object of the request body (`parse_body`); 413 past the size limit."""
+        return parse_body(await read(request, self.body_limit), fields, required=required)
 
     def queue(self, request: Request) -> deadletter.Queue:
         """The queue named by the ``{queue}`` path segment."""
@@ -303,7 +331,7 @@ class Api:
 
     async def enqueue(self, request: Request) -> Response:
         queue = self.queue(request)
-        data = await body(request, ("payload", "max_retries"), required=True)
+        data = await self.body(request, ("payload", "max_retries"), required=True)
         message = await run_in_threadpool(
             queue.enqueue, data["payload"], max_retries=data["max_retries"]
         )
@@ -331,21 +359,21 @@ class Api:
 
     async def claim(self, request: Request) -> Response:
         queue = self.queue(request)
-        data = await body(request, ("lease",), required=False)
+        data = await self.body(request, ("lease",), required=False)
         message = await run_in_threadpool(queue.claim, lease=data["lease"])
         return Response(status_code=204) if message is None else message_response(message)
 
     async def succeed(self, request: Request) -> Response:
         queue = self.queue(request)
         id = integer(segment(request, "id"))
-        data = await body(request, ("lease_token",), required=False)
+        data = await self.body(request, ("lease_token",), required=False)
         message = await run_in_threadpool(queue.succeed, id, lease_token=data["lease_token"])
         return message_response(message)
 
     async def fail(self, request: Request) -> Response:
         queue = self.queue(request)
         id = integer(segment(request, "id"))
-        data = await body(request, ("error", "lease_token", "retryable"), required=True)
+        data = await self.body(request, ("error", "lease_token", "retryable"), required=True)
         message = await run_in_threadpool(
             queue.fail,
             id,
@@ -358,7 +386,7 @@ class Api:
     async def replay(self, request: Request) -> Response:
         queue = self.queue(request)
         id = integer(segment(request, "id"))
-        await body(request, (), required=False)
+        await self.body(request, (), required=False)
         message = await run_in_threadpool(queue.replay, id)
         return message_response(message)
 
@@ -373,23 +401,48 @@ class Api:
     async def dashboard(self, request: Request) -> Response:
         return FileResponse(STATIC / "index.html")
 
-    def routes(self) -> list[BaseRoute]:
-        """Every route; `document()` has one operation for each (a test checks it)."""
+    def endpoints(self) -> dict[tuple[str, str], Endpoint]:
+        """Every endpoint by (path, method): `_openapi.OPERATIONS` has the same keys (a test
+        checks it), so a new operation is one method here and one entry there."""
         q = "/queues/{queue}"
         m = q + "/messages/{id}"
-        return [
-            Route(q + "/messages", self.enqueue, methods=["POST"]),
-            Route(q + "/messages", self.list_messages, methods=["GET"]),
-            Route(m, self.get_message, methods=["GET"]),
-            Route(q + "/claim", self.claim, methods=["POST"]),
-            Route(m + "/succeed", self.succeed, methods=["POST"]),
-            Route(m + "/fail", self.fail, methods=["POST"]),
-            Route(m + "/replay", self.replay, methods=["POST"]),
-            Route("/healthz", self.healthz, methods=["GET"]),
-            Route("/openapi.json", self.openapi, methods=["GET"]),
-            Route("/", self.dashboard, methods=["GET"]),
-            Mount("/static", StaticFiles(directory=STATIC), name="static"),
-        ]
+        return {
+            (q + "/messages", "post"): self.enqueue,
+            (q + "/messages", "get"): self.list_messages,
+            (m, "get"): self.get_message,
+            (q + "/claim", "post"): self.claim,
+            (m + "/succeed", "post"): self.succeed,
+            (m + "/fail", "post"): self.fail,
+            (m + "/replay", "post"): self.replay,
+            ("/healthz", "get"): self.healthz,
+            ("/openapi.json", "get"): self.openapi,
+            ("/", "get"): self.dashboard,
+        }
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def routes(endpoints: Mapping[tuple[str, str], Endpoint]) -> list[BaseRoute]:
+    """One Starlette route per path (so that a 405's ``Allow`` lists all its methods), and the
+    dashboard's files under ``/static``."""
+    by_path: dict[str, dict[str, Endpoint]] = {}
+    for (path, method), endpoint in endpoints.items():
+        by_path.setdefault(path, {})[method.upper()] = endpoint
+
+    def dispatcher(methods: dict[str, Endpoint]) -> Endpoint:
+        async def dispatch(request: Request) -> Response:
+            return await methods["GET" if request.method == "HEAD" else request.method](request)
+
+        return dispatch
+
+    return [
+        *(
+            Route(path, dispatcher(methods), methods=list(methods))
+            for path, methods in by_path.items()
+        ),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -482,7 +535,7 @@ def build(
     if token is not None and (not isinstance(token, str) or not token):
         raise ValueError("token must be a non-empty str (or None for no authentication)")
     return Starlette(
-        routes=Api(db).routes(),
+        routes=routes(Api(db, body_limit(max_payload_bytes)).endpoints()),
         middleware=[Middleware(RawPathRouting), Middleware(BearerAuth, token=token)],
         exception_handlers={
             deadletter.Error: error_problem,
@@ -490,7 +543,6 @@ def build(
             Exception: internal_problem,
         },
         lifespan=lifespan,
-        max_body_size=body_limit(max_payload_bytes),
     )
 
 
