@@ -404,7 +404,7 @@ def document() -> Json:
             "info": {
                 "title": "deadletter",
                 "version": "1",
-                "summary": "A message queue with retries, exponential backoff and a dead-letter queue.",
+                "summary": "A message queue with retries, backoff and a dead-letter queue.",
                 "description": "Every error is an RFC 9457 application/problem+json object with "
                 "a stable `code`. Timestamps are RFC 3339 UTC strings with milliseconds.",
             },

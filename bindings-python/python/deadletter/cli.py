@@ -205,15 +205,13 @@ def cmd_enqueue(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 
 def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     try:
-        import uvicorn
-
-        from . import http
+        from . import _serve
     except ImportError as missing:
         raise Failure(
             f"`deadletter serve` needs the server extra ({missing.name} is missing): "
             "pip install 'deadletter[server]'"
         ) from None
-    token = args.token or os.environ.get(http.ENV_TOKEN) or None
+    token = args.token or os.environ.get(_serve.ENV_TOKEN) or None
     if token is None and not is_loopback(args.host):
         err.write(
             f"deadletter serve: WARNING: serving {args.host} without a token: anyone who can "
@@ -221,18 +219,12 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         )
     deadletter.open(args.path, max_payload_bytes=args.max_payload_bytes).close()  # fail early
     # Each worker process builds its app from these (uvicorn imports a factory by name).
-    os.environ[http.ENV_PATH] = str(Path(args.path).resolve())
-    os.environ[http.ENV_MAX_PAYLOAD_BYTES] = str(args.max_payload_bytes)
+    os.environ[_serve.ENV_PATH] = str(Path(args.path).resolve())
+    os.environ[_serve.ENV_MAX_PAYLOAD_BYTES] = str(args.max_payload_bytes)
     if token is not None:
-        os.environ[http.ENV_TOKEN] = token
-    uvicorn.run(
-        "deadletter.http:from_environment",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        log_level=args.log_level,
-    )
+        os.environ[_serve.ENV_TOKEN] = token
+    if not _serve.run(args.host, args.port, args.workers, args.log_level):
+        raise Failure("the server did not start (see uvicorn's messages above)")
 
 
 def is_loopback(host: str) -> bool:

@@ -22,7 +22,7 @@ POST   ``/queues/{queue}/messages/{id}/fail``
 POST   ``/queues/{queue}/messages/{id}/replay``
 GET    ``/healthz``                           200 while the database answers (no token)
 GET    ``/openapi.json``                      the OpenAPI 3.1 document
-GET    ``/``                                  the dashboard (``static/``; no token: it holds no data)
+GET    ``/``                                  the dashboard (``static/``; no token: no data)
 ====== ====================================== =========================================
 
 A message is ``Message.to_dict()`` with timestamps as RFC 3339 UTC strings with milliseconds.
@@ -41,10 +41,8 @@ from __future__ import annotations
 
 import hmac
 import json
-import os
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -306,7 +304,13 @@ def message_response(message: deadletter.Message, status: int = 200, **headers: 
 def message_path(request: Request, message: deadletter.Message) -> str:
     """The message's URL path, under the prefix the app is mounted at."""
     prefix = quote(request.scope.get("root_path", ""), safe="/")
-    return f"{prefix}/queues/{quote(message.queue, safe='')}/messages/{message.id}"
+    return f"{prefix}/queues/{path_segment(message.queue)}/messages/{message.id}"
+
+
+def path_segment(name: str) -> str:
+    """``name`` percent-encoded as one path segment; ``.`` and ``..`` too (as ``%2E``), since
+    clients remove dot segments from paths."""
+    return "%2E" * len(name) if name in (".", "..") else quote(name, safe="")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -531,7 +535,7 @@ def build(
     max_payload_bytes: int,
     lifespan: Any = None,
 ) -> Starlette:
-    """`app`, with an optional Starlette lifespan (used by `from_environment`)."""
+    """`app`, with an optional Starlette lifespan (``deadletter serve`` closes its database)."""
     if token is not None and (not isinstance(token, str) or not token):
         raise ValueError("token must be a non-empty str (or None for no authentication)")
     return Starlette(
@@ -544,26 +548,3 @@ def build(
         },
         lifespan=lifespan,
     )
-
-
-ENV_PATH = "DEADLETTER_SERVE_PATH"
-ENV_MAX_PAYLOAD_BYTES = "DEADLETTER_SERVE_MAX_PAYLOAD_BYTES"
-ENV_TOKEN = "DEADLETTER_TOKEN"
-
-
-def from_environment() -> Starlette:
-    """The app of one ``deadletter serve`` worker process (uvicorn's factory): it opens its own
-    connection to the file named by ``DEADLETTER_SERVE_PATH`` and closes it at shutdown.
-    ``DEADLETTER_TOKEN`` and ``DEADLETTER_SERVE_MAX_PAYLOAD_BYTES`` are optional."""
-    max_payload = int(os.environ.get(ENV_MAX_PAYLOAD_BYTES, DEFAULT_MAX_PAYLOAD_BYTES))
-    db = deadletter.open(os.environ[ENV_PATH], max_payload_bytes=max_payload)
-
-    @asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            db.close()
-
-    token = os.environ.get(ENV_TOKEN) or None
-    return build(db, token=token, max_payload_bytes=max_payload, lifespan=lifespan)
