@@ -6,7 +6,7 @@ Commands (``deadletter COMMAND -h`` for their options)::
     deadletter list PATH QUEUE [--status S] [--limit N] [--after-id ID]
     deadletter show PATH QUEUE ID
     deadletter replay PATH QUEUE ID
-    deadletter enqueue PATH QUEUE [--max-retries N] [PAYLOAD | -]
+    deadletter enqueue PATH QUEUE [--max-retries N] (PAYLOAD | -)
 
 Output is an aligned table for people, or JSON with ``--json`` (messages as the HTTP API writes
 them). Exit status: 0 on success, 1 on a deadletter error (its message on stderr), 2 on a usage
@@ -285,13 +285,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("id", metavar="ID", type=int)
 
     sub = command("enqueue", cmd_enqueue, "enqueue a payload, or one payload per line of stdin (-)")
-    sub.add_argument(
-        "payload",
-        metavar="PAYLOAD",
-        nargs="?",
-        default="-",
-        help="the payload; - (the default) reads stdin",
-    )
+    sub.add_argument("payload", metavar="PAYLOAD", help="the payload, or - to read one per line")
     sub.add_argument(
         "--max-retries", type=int, help="attempts before a message is dead (1..10; default 3)"
     )
