@@ -33,7 +33,9 @@ lint: setup python
 test-rust: python
 	cargo test --workspace --all-features
 
+# The dashboard test drives Chromium (scripts/setup.sh browser) with playwright-core (npm ci).
 test-python: python
+	scripts/setup.sh browser
 	$(PY) -m pytest -q bindings-python/tests examples
 
 ## The npm package `deadletter` in build/pkg: release wasm + wasm-bindgen glue + js/, d.ts, package.json.
