@@ -8,7 +8,7 @@ PYLIB := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("L
 export LD_LIBRARY_PATH := $(PYLIB):$(LD_LIBRARY_PATH)
 export PYO3_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: demo test setup python test-rust test-python lint js test-js test-wasm-browser test-browser browser-demo bench-js bench-python
+.PHONY: demo demo-http test setup python test-rust test-python lint js test-js test-wasm-browser test-browser browser-demo bench-js bench-python
 
 setup:
 	scripts/setup.sh all
@@ -21,6 +21,10 @@ python:
 
 demo: python
 	$(PY) examples/webhook_relay.py
+
+## The same demo through the HTTP API (deadletter.http under uvicorn, httpx workers).
+demo-http: python
+	$(PY) examples/webhook_relay.py --http
 
 test: lint test-rust test-python test-js test-wasm-browser test-browser
 
