@@ -8,7 +8,7 @@ PYLIB := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("L
 export LD_LIBRARY_PATH := $(PYLIB):$(LD_LIBRARY_PATH)
 export PYO3_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: demo demo-http test setup python test-rust test-python lint js test-js test-wasm-browser test-browser browser-demo bench-js bench-python
+.PHONY: demo demo-http test setup python test-rust test-python lint js test-js test-wasm-browser test-browser browser-demo bench-js bench-python bench-http
 
 setup:
 	scripts/setup.sh all
@@ -80,3 +80,7 @@ bench-js: js
 ## Benchmark, not a test: claim+succeed cost on SQLite as finished and delayed messages pile up.
 bench-python: python
 	$(PY) bindings-python/benches/claim_cost.py
+
+## Benchmark, not a test: requests/s of `deadletter serve` (1 and 4 workers) against the Python API.
+bench-http: python
+	$(PY) bindings-python/benches/http_throughput.py
