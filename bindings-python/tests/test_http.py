@@ -224,13 +224,13 @@ def test_timestamps_are_rfc3339_utc_with_milliseconds() -> None:
     ["a/b", "with space", "ünïcødé", "日本語", "100%", "?#&=+", "x" * 255, "."],
 )
 def test_queue_names_are_percent_decoded_path_segments(client: TestClient, name: str) -> None:
-    segment = quote(name, safe="")
-    if name == ".":
-        segment = "%2E"  # a literal "." is a dot segment that clients remove from the path
+    # A literal "." is a dot segment, which clients remove from paths: it is written %2E.
+    segment = "%2E" if name == "." else quote(name, safe="")
+    assert deadletter.http.path_segment(name) == segment
     r = client.post(f"/queues/{segment}/messages", json={"payload": "x"})
     assert r.status_code == 201, r.text
     assert r.json()["queue"] == name
-    assert r.headers["location"] == f"/queues/{quote(name, safe='')}/messages/1"
+    assert r.headers["location"] == f"/queues/{segment}/messages/1"
     assert client.get(f"/queues/{segment}/messages/1").json()["queue"] == name
     assert [m["queue"] for m in client.get(f"/queues/{segment}/messages").json()["messages"]] == [
         name
