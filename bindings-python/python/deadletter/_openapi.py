@@ -65,6 +65,26 @@ def problems(*names: str) -> Json:
     return {statuses[name]: ref("responses", name) for name in names}
 
 
+def link(operation_id: str, description: str, body: Any = None, *, by_id: bool = True) -> Json:
+    """An OpenAPI link from a message response to ``operation_id`` on the same queue (and the
+    same message when ``by_id``): the workflow for readers, stateful tests for schemathesis."""
+    parameters = {"queue": "$request.path.queue"}
+    if by_id:
+        parameters["id"] = "$response.body#/id"
+    result: Json = {
+        "operationId": operation_id,
+        "description": description,
+        "parameters": parameters,
+    }
+    if body is not None:
+        result["requestBody"] = body
+    return result
+
+
+LEASED = "$response.body#/lease_token"
+CLAIM_NEXT = link("claim", "Claim the next due message of the queue.", by_id=False)
+
+
 # Which problems each kind of route can answer.
 READ = ("Unauthorized", "NotFound", "ValidationFailed", "StoreUnavailable")
 WRITE = ("Unauthorized", "NotFound", "TooLarge", "ValidationFailed", "StoreUnavailable")
@@ -89,6 +109,10 @@ OPERATIONS: dict[tuple[str, str], Json] = {
                     }
                 },
                 "content": json_content(ref("schemas", "Message")),
+                "links": {
+                    "GetMessage": link("getMessage", "Read the message back."),
+                    "Claim": CLAIM_NEXT,
+                },
             },
             **problems(*WRITE),
         },
@@ -130,7 +154,24 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "parameters": [QUEUE],
         "requestBody": body("ClaimRequest", required=False),
         "responses": {
-            "200": ok("The leased message, with its lease_token.", ref("schemas", "Message")),
+            "200": {
+                **ok("The leased message, with its lease_token.", ref("schemas", "Message")),
+                "links": {
+                    "Succeed": link(
+                        "succeed", "Ack it with its lease token.", {"lease_token": LEASED}
+                    ),
+                    "Fail": link(
+                        "fail",
+                        "Fail the attempt with its lease token.",
+                        {"error": "failed through a link", "lease_token": LEASED},
+                    ),
+                    "FailPermanently": link(
+                        "fail",
+                        "Send it to the dead-letter queue at once.",
+                        {"error": "permanent", "lease_token": LEASED, "retryable": False},
+                    ),
+                },
+            },
             "204": {"description": "No message is due."},
             **problems(*WRITE),
         },
@@ -147,14 +188,26 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "summary": "Fail an attempt: pending after backoff, or dead",
         "parameters": [QUEUE, ID],
         "requestBody": body("FailRequest", required=True),
-        "responses": {"200": MESSAGE_OK, **problems(*TRANSITION)},
+        "responses": {
+            "200": {
+                **MESSAGE_OK,
+                "links": {
+                    "Replay": link("replay", "Replay it once it is dead."),
+                    "Claim": CLAIM_NEXT,
+                },
+            },
+            **problems(*TRANSITION),
+        },
     },
     ("/queues/{queue}/messages/{id}/replay", "post"): {
         "operationId": "replay",
         "summary": "Replay (redrive) a dead message: dead -> pending, retry_count 0",
         "parameters": [QUEUE, ID],
         "requestBody": body("Empty", required=False),
-        "responses": {"200": MESSAGE_OK, **problems(*TRANSITION)},
+        "responses": {
+            "200": {**MESSAGE_OK, "links": {"Claim": CLAIM_NEXT}},
+            **problems(*TRANSITION),
+        },
     },
     ("/healthz", "get"): {
         "operationId": "healthz",
