@@ -18,7 +18,15 @@ ALLOWLIST = str(Path(__file__).with_name("stubtest-allowlist.txt"))
 
 def test_stub_matches_the_runtime() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "mypy.stubtest", "deadletter", "--concise", "--allowlist", ALLOWLIST],
+        [
+            sys.executable,
+            "-m",
+            "mypy.stubtest",
+            "deadletter",
+            "--concise",
+            "--allowlist",
+            ALLOWLIST,
+        ],
         capture_output=True,
         text=True,
         cwd=PACKAGE.parent,
@@ -86,5 +94,16 @@ def test_mypy_accepts_typed_usage(tmp_path: Path) -> None:
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(example)],
         capture_output=True,
         text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_python_modules_type_check_strictly() -> None:
+    """deadletter.http, the CLI, the serve glue, the OpenAPI document, the metrics."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "deadletter"],
+        capture_output=True,
+        text=True,
+        cwd=PACKAGE.parent,
     )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -42,7 +42,7 @@ class QueueCollector(Collector):
             "Seconds since the oldest dead message of the queue died (absent: no dead message).",
             labels=["queue"],
         )
-        for stats in self.db.queues():  # type: ignore[attr-defined]  # issue 7
+        for stats in self.db.queues():  # type: ignore[attr-defined, unused-ignore]  # issue 7
             for status in STATUSES:
                 messages.add_metric([stats.queue, status], getattr(stats, status))
             if stats.oldest_dead_age is not None:
