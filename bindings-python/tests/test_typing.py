@@ -18,15 +18,7 @@ ALLOWLIST = str(Path(__file__).with_name("stubtest-allowlist.txt"))
 
 def test_stub_matches_the_runtime() -> None:
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy.stubtest",
-            "deadletter",
-            "--concise",
-            "--allowlist",
-            ALLOWLIST,
-        ],
+        [sys.executable, "-m", "mypy.stubtest", "deadletter", "--concise", "--allowlist", ALLOWLIST],
         capture_output=True,
         text=True,
         cwd=PACKAGE.parent,
