@@ -4,7 +4,8 @@
   ``--no-index --only-binary :all:`` (no Rust, no maturin), where the usage tests of
   bindings-python/tests run against it: the README's quick start, four worker processes, and the
   SQLite-library tests (the same-process one is skipped there with its reason: the wheel carries
-  its own SQLite);
+  its own SQLite); and in a venv of CPython 3.9, the oldest its abi3 tag covers, the API and
+  conformance suites (skipped, saying so, on a machine without a 3.9);
 - the sdist: built with ``pip wheel`` in a clean folder (maturin pinned by requirements-dev.txt as
   a constraint; registry crates cached in target/sdist), installed into a fresh venv, where it
   links the system SQLite and the same-process test runs;
@@ -14,6 +15,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -22,6 +24,8 @@ import sys
 import tarfile
 import zipfile
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "dist"
@@ -46,12 +50,13 @@ def only(pattern: str) -> Path:
     return found[0]
 
 
-def pinned(package: str) -> str:
-    """`package==version` as pinned in requirements-dev.txt."""
-    for line in REQUIREMENTS.read_text(encoding="utf-8").splitlines():
-        if line.startswith(f"{package}=="):
-            return line.strip()
-    raise AssertionError(f"{package} is not pinned in {REQUIREMENTS}")
+def pinned(package: str) -> list[str]:
+    """The `package==version; marker` lines of requirements-dev.txt (pip takes the one whose
+    marker fits the interpreter)."""
+    lines = REQUIREMENTS.read_text(encoding="utf-8").splitlines()
+    found = [line.strip() for line in lines if line.startswith(f"{package}==")]
+    assert found, f"{package} is not pinned in {REQUIREMENTS}"
+    return found
 
 
 def run(*args: object, cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -62,18 +67,34 @@ def run(*args: object, cwd: Path, env: dict[str, str] | None = None) -> str:
     return result.stdout
 
 
-def fresh_venv(where: Path) -> Path:
-    """A new venv of the base interpreter (nothing from .venv); returns its python."""
-    base = getattr(sys, "_base_executable", sys.executable)
+def fresh_venv(where: Path, base: str | None = None) -> Path:
+    """A new venv of `base` (default: the interpreter under .venv; nothing from .venv itself);
+    returns its python."""
+    base = base or getattr(sys, "_base_executable", sys.executable)
     run(base, "-m", "venv", where, cwd=where.parent)
     return where / "bin" / "python"
+
+
+def cpython_3_9() -> str | None:
+    """A CPython 3.9 of this machine (pyenv's, or python3.9 on PATH), if there is one."""
+    candidates = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9.*/bin/python3.9")))
+    candidates.append(shutil.which("python3.9") or "")
+    for candidate in filter(None, candidates):
+        probe = subprocess.run(
+            [candidate, "-c", "import sys, venv; print(sys.version_info[:2] == (3, 9))"],
+            capture_output=True,
+            text=True,
+        )
+        if probe.stdout.strip() == "True":
+            return candidate
+    return None
 
 
 def install_and_test(python: Path, wheel: Path, tests: list[str], cwd: Path) -> str:
     """Installs `wheel` without an index, then pytest; runs `tests` against the installed package
     (from a folder outside the repository, so nothing imports the source tree)."""
     run(python, "-m", "pip", "install", "-q", "--no-index", "--only-binary", ":all:", wheel, cwd=cwd)
-    run(python, "-m", "pip", "install", "-q", pinned("pytest"), cwd=cwd)
+    run(python, "-m", "pip", "install", "-q", *pinned("pytest"), cwd=cwd)
     where = run(python, "-c", "import deadletter; print(deadletter.__file__)", cwd=cwd).strip()
     assert Path(where).is_relative_to(python.parent.parent), where
     return run(python, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *[TESTS / t for t in tests], cwd=cwd)
@@ -154,6 +175,18 @@ def test_the_wheel_installs_without_an_index_and_works(tmp_path: Path) -> None:
     # Every usage test passes; only the two same-process tests skip, saying why.
     assert re.search(r"^\d+ passed, 2 skipped in ", out.splitlines()[-1]), out
     assert out.count("this build carries its own SQLite") == 2, out
+
+
+def test_the_wheel_works_on_cpython_3_9(tmp_path: Path) -> None:
+    """The abi3 claim on the oldest version it makes: the whole API and conformance suites."""
+    base = cpython_3_9()
+    if base is None:
+        pytest.skip("no CPython 3.9 on this machine (pyenv's ~/.pyenv/versions/3.9.*, python3.9)")
+    python = fresh_venv(tmp_path / "venv", base)
+    tests = ["test_api.py", "test_conformance.py", "test_readme.py"]
+    out = install_and_test(python, only("deadletter-*.whl"), tests, cwd=tmp_path)
+    assert run(python, "-c", "import sys; print(sys.version_info[:2])", cwd=tmp_path).strip() == "(3, 9)"
+    assert re.search(r"^\d+ passed in ", out.splitlines()[-1]), out
 
 
 def test_the_sdist_builds_with_pip_wheel_in_a_clean_folder(tmp_path: Path) -> None:
