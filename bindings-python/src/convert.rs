@@ -44,9 +44,10 @@ impl Value {
         } else if let Ok(f) = value.cast::<PyFloat>() {
             Self::Float(f.value())
         } else if let Ok(s) = value.cast::<PyString>() {
-            s.to_str().map_or_else(
+            // (`to_cow`: the stable ABI of 3.9 cannot borrow a str's UTF-8 buffer.)
+            s.to_cow().map_or_else(
                 |_| Self::Other("a str that is not valid UTF-8 (lone surrogates)".into()),
-                |s| Self::Str(s.to_owned()),
+                |s| Self::Str(s.into_owned()),
             )
         } else {
             Self::Other(describe_type(value))

@@ -21,6 +21,8 @@ is shared with the JavaScript binding.
 
 from ._deadletter import (
     CODES,
+    SQLITE_BUNDLED,
+    SQLITE_VERSION,
     Backoff,
     Database,
     Message,
@@ -52,6 +54,8 @@ __all__ = [
     "NotFoundError",
     "Queue",
     "QueueStats",
+    "SQLITE_BUNDLED",
+    "SQLITE_VERSION",
     "StoreError",
     "ValidationError",
     "__version__",
