@@ -343,7 +343,10 @@ impl OwnedItem {
             });
         };
         for key in dict.keys() {
-            if !key.extract::<String>().is_ok_and(|k| ITEM_KEYS.contains(&k.as_str())) {
+            if !key
+                .extract::<String>()
+                .is_ok_and(|k| ITEM_KEYS.contains(&k.as_str()))
+            {
                 let field = key.str().map_or_else(|_| "?".to_owned(), |s| s.to_string());
                 let message = format!(
                     "is not a key of an item (expected {})",
