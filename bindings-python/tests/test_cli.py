@@ -85,6 +85,20 @@ def test_list_json_is_the_messages_as_the_http_api_writes_them(path: str) -> Non
             "updated_at": "2026-01-01T00:00:00.000Z",
             "lease_token": None,
             "lease_expires_at": None,
+            "idempotency_key": None,
+            "deduplicated": False,
+            "first_failed_at": "2026-01-01T00:00:00.000Z",
+            "dead_at": "2026-01-01T00:00:00.000Z",
+            "errors": [
+                {
+                    "attempt": 1,
+                    "error": "SMTP 550\nmailbox unavailable",
+                    "at": "2026-01-01T00:00:00.000Z",
+                }
+            ],
+            "errors_dropped": 0,
+            "replay_count": 0,
+            "replayed_at": None,
         }
     ]
 

@@ -6,45 +6,21 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import deadletter
 import deadletter.http
+import jsonschema_rs
 import pytest
 from deadletter._openapi import OPERATIONS
+from http_client import TestClient, at, client_of, fields, pending, problem
 from starlette.applications import Starlette
 from starlette.routing import Mount
+from virtual_clock import Clock
 
-with warnings.catch_warnings():  # Starlette 1.x prefers httpx2 for its test client; httpx works
-    warnings.filterwarnings("ignore", "Using `httpx` with `starlette.testclient`")
-    from starlette.testclient import TestClient
-
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 TOKEN = "s3cret-token"
-PROBLEM = "application/problem+json"
-
-
-class Clock:
-    """A virtual clock that tests move by hand."""
-
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-def at(seconds: float) -> str:
-    """The RFC 3339 string of T0 + seconds."""
-    moment = T0 + timedelta(seconds=seconds)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 @pytest.fixture
@@ -58,48 +34,12 @@ def db(clock: Clock) -> deadletter.Database:
 
 
 @pytest.fixture
-def client(db: deadletter.Database) -> TestClient:
-    return TestClient(deadletter.http.app(db))
-
-
-def pending(id: int, queue: str, payload: str, at_s: float = 0, **changes: Any) -> dict[str, Any]:
-    """The JSON of a message just enqueued at T0 + at_s, with ``changes``."""
-    message = {
-        "id": id,
-        "queue": queue,
-        "payload": payload,
-        "status": "pending",
-        "retry_count": 0,
-        "max_retries": 3,
-        "retry_after": None,
-        "last_error": None,
-        "created_at": at(at_s),
-        "updated_at": at(at_s),
-        "lease_token": None,
-        "lease_expires_at": None,
-    }
-    return {**message, **changes}
-
-
-def problem(response: Any, status: int, code: str) -> dict[str, Any]:
-    """The problem body of ``response``, after checking its status, media type and members."""
-    assert response.status_code == status, response.text[:500]
-    assert response.headers["content-type"] == PROBLEM
-    body: dict[str, Any] = response.json()
-    assert body["status"] == status
-    assert body["code"] == code
-    assert body["type"] == "urn:deadletter:problem:" + code.replace("_", "-")
-    assert body["title"] == deadletter.http.PROBLEMS[code].title
-    assert isinstance(body["detail"], str) and body["detail"]
-    return body
-
-
-def fields(body: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(e["field"], e["code"]) for e in body["errors"]]
+def client(db: deadletter.Database, clock: Clock) -> TestClient:
+    return client_of(db, clock)
 
 
 # ---------------------------------------------------------------------------------------------
-# The seven routes
+# The message routes
 
 
 def test_enqueue_answers_201_with_the_message_and_its_location(client: TestClient) -> None:
@@ -174,6 +114,7 @@ def test_succeed_fail_and_replay(client: TestClient, clock: Clock) -> None:
         "/queues/q/messages/1/fail", json={"error": "HTTP 503", "lease_token": m["lease_token"]}
     )
     assert failed.status_code == 200
+    first = {"attempt": 1, "error": "HTTP 503", "at": at(1)}
     assert failed.json() == pending(
         1,
         "q",
@@ -183,6 +124,8 @@ def test_succeed_fail_and_replay(client: TestClient, clock: Clock) -> None:
         retry_after=at(3),  # min(2^1, 3600) s after the failure at T0 + 1 s
         last_error="HTTP 503",
         updated_at=at(1),
+        first_failed_at=at(1),
+        errors=[first],
     )
     assert client.post("/queues/q/claim").status_code == 204  # in backoff
     clock.advance(2)
@@ -191,11 +134,34 @@ def test_succeed_fail_and_replay(client: TestClient, clock: Clock) -> None:
         "/queues/q/messages/1/fail",
         json={"error": "HTTP 410", "lease_token": m["lease_token"], "retryable": False},
     ).json()
-    assert (dead["status"], dead["retry_count"], dead["last_error"]) == ("dead", 2, "HTTP 410")
+    second = {"attempt": 2, "error": "HTTP 410", "at": at(3)}
+    assert dead == pending(
+        1,
+        "q",
+        "job",
+        status="dead",
+        max_retries=2,
+        retry_count=2,
+        last_error="HTTP 410",
+        updated_at=at(3),
+        first_failed_at=at(1),
+        dead_at=at(3),
+        errors=[first, second],
+    )
     clock.advance(1)
     replayed = client.post("/queues/q/messages/1/replay")
     assert replayed.status_code == 200
-    assert replayed.json() == pending(1, "q", "job", max_retries=2, updated_at=at(4))
+    assert replayed.json() == pending(
+        1,
+        "q",
+        "job",
+        max_retries=2,
+        updated_at=at(4),
+        first_failed_at=at(1),  # the history stays; last_error is cleared
+        errors=[first, second],
+        replay_count=1,
+        replayed_at=at(4),
+    )
     m = client.post("/queues/q/claim").json()
     done = client.post("/queues/q/messages/1/succeed", json={"lease_token": m["lease_token"]})
     assert done.status_code == 200
@@ -345,6 +311,9 @@ def test_method_not_allowed_lists_the_allowed_methods(client: TestClient) -> Non
     r = client.get("/queues/q/claim")
     problem(r, 405, "method_not_allowed")
     assert r.headers["allow"] == "POST"
+    r = client.post("/queues/q/messages/1")
+    problem(r, 405, "method_not_allowed")
+    assert set(r.headers["allow"].split(", ")) == {"GET", "HEAD", "DELETE"}
 
 
 def test_an_unexpected_exception_is_a_500_problem_without_details() -> None:
@@ -462,13 +431,21 @@ def test_bad_list_queries_are_422(
 
 
 ROUTES = [
+    ("GET", "/queues", None),
+    ("GET", "/queues/q/stats", None),
     ("POST", "/queues/q/messages", {"payload": "x"}),
+    ("POST", "/queues/q/messages:batch", {"items": ["y"]}),
     ("GET", "/queues/q/messages", None),
     ("GET", "/queues/q/messages/1", None),
     ("POST", "/queues/q/claim", None),
+    ("POST", "/queues/q/messages/1/extend", {"lease_token": "t"}),
     ("POST", "/queues/q/messages/1/succeed", None),
     ("POST", "/queues/q/messages/1/fail", {"error": "e"}),
     ("POST", "/queues/q/messages/1/replay", None),
+    ("POST", "/queues/q/replay", None),
+    ("POST", "/queues/q/purge", {"status": "dead", "older_than": 0}),
+    ("DELETE", "/queues/q/messages/1", None),
+    ("GET", "/metrics", None),
     ("GET", "/openapi.json", None),
     ("GET", "/nope", None),
 ]
@@ -505,7 +482,7 @@ def test_with_a_token_every_route_but_healthz_and_the_dashboard_needs_it(
 
 
 def test_without_a_token_no_route_needs_one(client: TestClient) -> None:
-    expected = [201, 200, 200, 200, 200, 409, 409, 200, 404]
+    expected = [200, 200, 201, 201, 200, 200, 200, 409, 200, 409, 409, 200, 200, 200, 200, 200, 404]
     assert [client.request(m, p, json=b).status_code for m, p, b in ROUTES] == expected
 
 
@@ -529,6 +506,75 @@ def test_the_document_has_one_operation_per_route(db: deadletter.Database) -> No
     ids = [op["operationId"] for item in document["paths"].values() for op in item.values()]
     assert len(ids) == len(set(ids))
     json.dumps(document)  # plain JSON
+
+
+def test_the_schemas_describe_every_field_of_to_dict(db: deadletter.Database) -> None:
+    schemas = deadletter.http.document()["components"]["schemas"]
+    q = db.queue("q")
+    message = q.enqueue("x").to_dict()
+    assert set(schemas["Message"]["properties"]) == set(message)
+    assert set(schemas["Message"]["required"]) == set(message)
+    assert schemas["Message"]["additionalProperties"] is False
+    stats = q.stats().to_dict()
+    assert set(schemas["QueueStats"]["properties"]) == set(stats)
+    assert set(schemas["QueueStats"]["required"]) == set(stats)
+
+
+def test_a_message_with_a_history_conforms_to_the_document(
+    client: TestClient, clock: Clock
+) -> None:
+    """Every field, timestamps inside `errors` too, checked by the validator schemathesis uses."""
+    validator = jsonschema_rs.validator_for(
+        {"$ref": "#/components/schemas/Message", **deadletter.http.document()}
+    )
+    client.post("/queues/q/messages", json={"payload": "x", "max_retries": 2})
+    for error in ("first", "second"):
+        m = client.post("/queues/q/claim").json()
+        assert validator.is_valid(m)
+        body = {"error": error, "lease_token": m["lease_token"], "retryable": error == "first"}
+        dead = client.post("/queues/q/messages/1/fail", json=body).json()
+        clock.advance(2)  # the backoff after the first failure
+    assert dead["status"] == "dead" and len(dead["errors"]) == 2
+    validator.validate(dead)
+    assert not validator.is_valid({**dead, "errors": [{**dead["errors"][0], "at": "2026-01-01"}]})
+    assert not validator.is_valid({**dead, "unknown": 1})
+
+
+@pytest.mark.parametrize(
+    "path, body, field",
+    [
+        ("/queues/a%00b/messages", {"payload": "x"}, "queue"),
+        ("/queues/q/messages", {"payload": "x", "idempotency_key": "a\x00b"}, "idempotency_key"),
+        ("/queues/q/messages/1/fail", {"error": "a\x00b"}, "error"),
+    ],
+)
+def test_nul_is_refused_where_the_document_says_so(
+    client: TestClient, path: str, body: dict[str, str], field: str
+) -> None:
+    """The fields whose schema has the pattern that excludes U+0000 are those the core refuses
+    it in (not every store can hold it); payloads may hold it."""
+    client.post("/queues/q/messages", json={"payload": "\x00 is fine here"})
+    client.post("/queues/q/claim")
+    assert fields(problem(client.post(path, json=body), 422, "validation_failed")) == [
+        (field, "invalid")
+    ]
+    assert client.get("/queues/q/messages/1").json()["payload"] == "\x00 is fine here"
+
+
+def test_the_document_marks_the_strings_that_refuse_nul() -> None:
+    """A pattern that excludes U+0000, which schemathesis honours when it generates requests."""
+    document = deadletter.http.document()
+    schemas = document["components"]["schemas"]
+    item = schemas["EnqueueBatchRequest"]["properties"]["items"]["items"]["anyOf"][1]
+    for schema in (
+        document["components"]["parameters"]["queue"]["schema"],
+        schemas["EnqueueRequest"]["properties"]["idempotency_key"]["anyOf"][0],
+        item["properties"]["idempotency_key"]["anyOf"][0],
+        schemas["FailRequest"]["properties"]["error"],
+    ):
+        assert schema["pattern"] == "^[^\\u0000]*$"
+        assert re.fullmatch(schema["pattern"], "a\x00b") is None
+        assert re.fullmatch(schema["pattern"], "a b") is not None
 
 
 def test_the_dashboard_page_is_served(client: TestClient) -> None:

@@ -1,11 +1,10 @@
 """The Prometheus metrics of a database (deadletter._metrics), read through prometheus-client's own
-text format and parser. Waits for `Database.queues()` (issue 7): skipped until it lands."""
+text format and parser (the route, `GET /metrics`, is in test_http_operators.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -13,12 +12,6 @@ import deadletter
 from deadletter import _metrics
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-pytestmark = pytest.mark.skipif(
-    not hasattr(deadletter.Database, "queues"),
-    reason="waits for Database.queues() / QueueStats (issue 7, DLQ operations)",
-)
-
 
 def test_messages_per_status_and_the_oldest_dead_age() -> None:
     now = [T0]

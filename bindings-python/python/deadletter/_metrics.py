@@ -1,11 +1,7 @@
 """Prometheus metrics of a queue database, for ``GET /metrics`` of `deadletter.http`.
 
-WAITING FOR ``Database.queues()`` (issue 7, DLQ operations): this collector reads the planned
-`QueueStats` (``queue``, ``pending``, ``processing``, ``succeeded``, ``dead``,
-``oldest_dead_age``); until that lands on main the route is not registered and
-tests/test_metrics.py is skipped. Wiring it is one route and one OpenAPI entry.
-
-Metrics (gauges, read at scrape time; the text format is prometheus-client's)::
+Metrics (gauges, read at scrape time from `Database.queues`, which counts from indexes; the text
+format is prometheus-client's)::
 
     deadletter_messages{queue="emails",status="dead"} 3
     deadletter_oldest_dead_age_seconds{queue="emails"} 5400.0
@@ -42,7 +38,7 @@ class QueueCollector(Collector):
             "Seconds since the oldest dead message of the queue died (absent: no dead message).",
             labels=["queue"],
         )
-        for stats in self.db.queues():  # type: ignore[attr-defined, unused-ignore]  # issue 7
+        for stats in self.db.queues():
             for status in STATUSES:
                 messages.add_metric([stats.queue, status], getattr(stats, status))
             if stats.oldest_dead_age is not None:

@@ -28,12 +28,54 @@ def nullable(schema: Json) -> Json:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
+NO_NUL = r"^[^\u0000]*$"
+"""Strings the core refuses with NUL (U+0000) in them: queue names, idempotency keys, error texts
+(not every store can hold it)."""
+
 TIMESTAMP: Json = {
     "type": "string",
     "format": "date-time",
-    "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$",
+    "pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$",
     "description": "RFC 3339, UTC, milliseconds: 2026-11-30T16:24:03.123Z",
 }
+
+INSTANT_PATTERN = (
+    r"^(?:000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-(?:0[1-9]|1[0-2])"
+    r"-(?:0[1-9]|[12][0-9]|3[01])[Tt](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    r"(?:\.[0-9]+)?(?:[Zz]|[+-]00:00)$"
+)
+"""An instant in a request: RFC 3339 in UTC (``Z`` or a zero offset), any fraction of a second
+(floored to the millisecond), years 0001 to 9999 (the core's range)."""
+
+INSTANT: Json = {
+    "type": "string",
+    "format": "date-time",
+    "pattern": INSTANT_PATTERN,
+    "description": "RFC 3339 in UTC, as the API writes instants (2026-11-30T16:24:03.123Z; "
+    "+00:00 is accepted for Z, other offsets are not); fractions floored to the millisecond.",
+}
+
+LEASE: Json = {
+    "type": "number",
+    "minimum": 0.001,
+    "maximum": 43200,
+    "description": "Seconds (the server's default lease when omitted).",
+}
+
+MAX_AGE_SECONDS = 315537897599.999
+"""The longest ``older_than`` of purge: the core's range of instants, in seconds."""
+
+SECONDS_AGE: Json = {
+    "type": ["number", "null"],
+    "minimum": 0,
+    "description": "Seconds (with milliseconds), or null.",
+}
+
+IDEMPOTENCY_KEY: Json = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NO_NUL}
+
+SF_STRING_OR_BARE = r'^(?:"(?:[ !#-\[\]-~]|\\["\\]){1,255}"|[^"\u0000][^\u0000]{0,254})$'
+"""The ``Idempotency-Key`` header: an RFC 8941 sf-string (``"8e03978e-..."``, as the IETF draft
+writes it) or, as most clients send it, the bare key; 1 to 255 characters once unquoted."""
 
 
 def json_content(schema: Json) -> Json:
@@ -81,8 +123,32 @@ def link(operation_id: str, description: str, body: Any = None, *, by_id: bool =
     return result
 
 
+def location(description: str) -> Json:
+    return {"description": description, "schema": {"type": "string"}}
+
+
+def count(name: str) -> Json:
+    """``{"<name>": n}``."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [name],
+        "properties": {name: {"type": "integer", "minimum": 0}},
+    }
+
+
 LEASED = "$response.body#/lease_token"
 CLAIM_NEXT = link("claim", "Claim the next due message of the queue.", by_id=False)
+ENQUEUED_LINKS = {
+    "GetMessage": link("getMessage", "Read the message back."),
+    "Claim": CLAIM_NEXT,
+}
+BATCH: Json = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["messages"],
+    "properties": {"messages": {"type": "array", "items": ref("schemas", "Message")}},
+}
 
 
 # Which problems each kind of route can answer.
@@ -94,26 +160,80 @@ QUEUE = ref("parameters", "queue")
 ID = ref("parameters", "id")
 
 OPERATIONS: dict[tuple[str, str], Json] = {
+    ("/queues", "get"): {
+        "operationId": "listQueues",
+        "summary": "Every queue that holds messages, with its statistics, by name",
+        "responses": {
+            "200": ok(
+                "The statistics of each queue.",
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["queues"],
+                    "properties": {
+                        "queues": {"type": "array", "items": ref("schemas", "QueueStats")}
+                    },
+                },
+            ),
+            **problems("Unauthorized", "StoreUnavailable"),
+        },
+    },
+    ("/queues/{queue}/stats", "get"): {
+        "operationId": "queueStats",
+        "summary": "A queue's counts per status and its oldest ages, read from indexes",
+        "parameters": [QUEUE],
+        "responses": {
+            "200": ok("The queue's statistics now.", ref("schemas", "QueueStats")),
+            **problems(*READ),
+        },
+    },
     ("/queues/{queue}/messages", "post"): {
         "operationId": "enqueue",
         "summary": "Enqueue a message",
-        "parameters": [QUEUE],
+        "description": "With an idempotency key (the `Idempotency-Key` header or the body's "
+        "`idempotency_key`, not both), a queue that already holds a message with that key, in "
+        "any status, answers 200 with that message as it is now (`deduplicated` true) and "
+        "inserts nothing; the key alone decides (the payload is not compared). The key is "
+        "free again once its message is deleted or purged.",
+        "parameters": [
+            QUEUE,
+            {
+                "name": "Idempotency-Key",
+                "in": "header",
+                "description": "The idempotency key: an RFC 8941 string (`\"8e03978e-40d5\"`, as "
+                "the IETF httpapi draft writes it) or the bare key (`8e03978e-40d5`); 1 to 255 "
+                "characters once unquoted. Sent at most once.",
+                "schema": {"type": "string", "pattern": SF_STRING_OR_BARE},
+            },
+        ],
         "requestBody": body("EnqueueRequest", required=True),
         "responses": {
             "201": {
                 "description": "The new pending message.",
-                "headers": {
-                    "Location": {
-                        "description": "The message's path.",
-                        "schema": {"type": "string"},
-                    }
-                },
+                "headers": {"Location": location("The new message's path.")},
                 "content": json_content(ref("schemas", "Message")),
-                "links": {
-                    "GetMessage": link("getMessage", "Read the message back."),
-                    "Claim": CLAIM_NEXT,
-                },
+                "links": ENQUEUED_LINKS,
             },
+            "200": {
+                "description": "The queue's message with this idempotency key, as it is now "
+                "(`deduplicated` true); nothing was inserted.",
+                "headers": {"Content-Location": location("The message's path.")},
+                "content": json_content(ref("schemas", "Message")),
+                "links": ENQUEUED_LINKS,
+            },
+            **problems(*WRITE),
+        },
+    },
+    ("/queues/{queue}/messages:batch", "post"): {
+        "operationId": "enqueueBatch",
+        "summary": "Enqueue up to 1000 messages in one transaction, all or nothing",
+        "description": "Each item is a payload or an object with the fields of an enqueue body. "
+        "Validation errors carry the item's `index`.",
+        "parameters": [QUEUE],
+        "requestBody": body("EnqueueBatchRequest", required=True),
+        "responses": {
+            "201": ok("The messages, in item order; at least one is new.", BATCH),
+            "200": ok("The messages, in item order; every one was deduplicated.", BATCH),
             **problems(*WRITE),
         },
     },
@@ -147,6 +267,16 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "parameters": [QUEUE, ID],
         "responses": {"200": ok("The message.", ref("schemas", "Message")), **problems(*READ)},
     },
+    ("/queues/{queue}/messages/{id}", "delete"): {
+        "operationId": "deleteMessage",
+        "summary": "Delete a succeeded or dead message",
+        "description": "A pending or processing message is refused with 409 `conflict`.",
+        "parameters": [QUEUE, ID],
+        "responses": {
+            "200": ok("The message as it was deleted.", ref("schemas", "Message")),
+            **problems(*TRANSITION),
+        },
+    },
     ("/queues/{queue}/claim", "post"): {
         "operationId": "claim",
         "summary": "Lease the next due message (FIFO)",
@@ -170,11 +300,31 @@ OPERATIONS: dict[tuple[str, str], Json] = {
                         "Send it to the dead-letter queue at once.",
                         {"error": "permanent", "lease_token": LEASED, "retryable": False},
                     ),
+                    "Extend": link(
+                        "extend", "Extend its lease (a heartbeat).", {"lease_token": LEASED}
+                    ),
                 },
             },
-            "204": {"description": "No message is due."},
+            "204": {
+                "description": "No message is due.",
+                "headers": {
+                    "Retry-After": {
+                        "description": "Seconds until the queue's next delayed message is due "
+                        "(rounded up); absent when none is delayed.",
+                        "schema": {"type": "string", "pattern": "^[0-9]+$"},
+                    }
+                },
+            },
             **problems(*WRITE),
         },
+    },
+    ("/queues/{queue}/messages/{id}/extend", "post"): {
+        "operationId": "extend",
+        "summary": "Heartbeat: the lease runs until now + lease",
+        "description": "409 `conflict` once the lease is lost (the token is not the current one).",
+        "parameters": [QUEUE, ID],
+        "requestBody": body("ExtendRequest", required=True),
+        "responses": {"200": MESSAGE_OK, **problems(*TRANSITION)},
     },
     ("/queues/{queue}/messages/{id}/succeed", "post"): {
         "operationId": "succeed",
@@ -193,6 +343,7 @@ OPERATIONS: dict[tuple[str, str], Json] = {
                 **MESSAGE_OK,
                 "links": {
                     "Replay": link("replay", "Replay it once it is dead."),
+                    "Delete": link("deleteMessage", "Delete it once it is dead."),
                     "Claim": CLAIM_NEXT,
                 },
             },
@@ -207,6 +358,49 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "responses": {
             "200": {**MESSAGE_OK, "links": {"Claim": CLAIM_NEXT}},
             **problems(*TRANSITION),
+        },
+    },
+    ("/queues/{queue}/replay", "post"): {
+        "operationId": "replayAll",
+        "summary": "Replay every dead message the filters select",
+        "description": "Selects dead messages with `dead_after <= dead_at < dead_before` whose "
+        "last error contains `error_contains` (case-sensitive), oldest death first, at most "
+        "`limit`; an empty body replays every dead message of the queue. Commits in batches "
+        "of 200 messages.",
+        "parameters": [QUEUE],
+        "requestBody": body("ReplayAllRequest", required=False),
+        "responses": {
+            "200": ok("How many messages were replayed.", count("replayed")),
+            **problems(*WRITE),
+        },
+    },
+    ("/queues/{queue}/purge", "post"): {
+        "operationId": "purge",
+        "summary": "Delete the succeeded or dead messages not changed for older_than seconds",
+        "description": "Commits in batches of 200 messages; their idempotency keys are free "
+        "again.",
+        "parameters": [QUEUE],
+        "requestBody": body("PurgeRequest", required=True),
+        "responses": {
+            "200": ok("How many messages were deleted.", count("purged")),
+            **problems(*WRITE),
+        },
+    },
+    ("/metrics", "get"): {
+        "operationId": "metrics",
+        "summary": "Prometheus metrics: messages per queue and status, oldest dead age",
+        "description": "`deadletter_messages{queue, status}` and "
+        "`deadletter_oldest_dead_age_seconds{queue}` (gauges, read from indexes at scrape "
+        "time). The OpenMetrics format when the Accept header asks for it.",
+        "responses": {
+            "200": {
+                "description": "The Prometheus text exposition format.",
+                "content": {
+                    "text/plain": {"schema": {"type": "string"}},
+                    "application/openmetrics-text": {"schema": {"type": "string"}},
+                },
+            },
+            **problems("Unauthorized", "StoreUnavailable"),
         },
     },
     ("/healthz", "get"): {
@@ -265,41 +459,125 @@ def problem_response(description: str, schema: Json, headers: Json | None = None
     return response
 
 
-SCHEMAS: Json = {
-    "Message": {
-        "type": "object",
-        "description": "Message.to_dict() of the Python package, timestamps as RFC 3339 strings.",
-        "required": [
-            "id",
-            "queue",
-            "payload",
-            "status",
-            "retry_count",
-            "max_retries",
-            "retry_after",
-            "last_error",
-            "created_at",
-            "updated_at",
-            "lease_token",
-            "lease_expires_at",
-        ],
-        "properties": {
-            "id": {"type": "integer", "minimum": 1},
-            "queue": {"type": "string", "minLength": 1},
-            "payload": {"type": "string"},
-            "status": {"enum": STATUSES},
-            "retry_count": {"type": "integer", "minimum": 0},
-            "max_retries": {"type": "integer", "minimum": 1, "maximum": 10},
-            "retry_after": nullable(TIMESTAMP),
-            "last_error": {"type": ["string", "null"]},
-            "created_at": TIMESTAMP,
-            "updated_at": TIMESTAMP,
-            "lease_token": {"type": ["string", "null"]},
-            "lease_expires_at": nullable(TIMESTAMP),
-        },
+MESSAGE_PROPERTIES: Json = {
+    "id": {"type": "integer", "minimum": 1},
+    "queue": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NO_NUL},
+    "payload": {"type": "string"},
+    "status": {"enum": STATUSES},
+    "retry_count": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Failed attempts since enqueue or the last replay.",
     },
+    "max_retries": {"type": "integer", "minimum": 1, "maximum": 10},
+    "retry_after": {
+        **nullable(TIMESTAMP),
+        "description": "Set exactly while pending in backoff or delayed: not claimable before.",
+    },
+    "last_error": {"type": ["string", "null"], "pattern": NO_NUL},
+    "created_at": TIMESTAMP,
+    "updated_at": TIMESTAMP,
+    "lease_token": {"type": ["string", "null"]},
+    "lease_expires_at": nullable(TIMESTAMP),
+    "idempotency_key": nullable(IDEMPOTENCY_KEY),
+    "deduplicated": {
+        "type": "boolean",
+        "description": "On an enqueue's answer: the queue already held a message with the key.",
+    },
+    "first_failed_at": nullable(TIMESTAMP),
+    "dead_at": {**nullable(TIMESTAMP), "description": "While dead: when it last became dead."},
+    "errors": {
+        "type": "array",
+        "maxItems": 20,
+        "description": "The failure history, oldest first, at most the last 20 attempts.",
+        "items": {"$ref": "#/components/schemas/FailedAttempt"},
+    },
+    "errors_dropped": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "How many older entries of the history were dropped.",
+    },
+    "replay_count": {"type": "integer", "minimum": 0},
+    "replayed_at": nullable(TIMESTAMP),
+}
+
+STATS_PROPERTIES: Json = {
+    "queue": MESSAGE_PROPERTIES["queue"],
+    "pending": {"type": "integer", "minimum": 0, "description": "Due, in backoff or delayed."},
+    "processing": {"type": "integer", "minimum": 0, "description": "Expired leases included."},
+    "succeeded": {"type": "integer", "minimum": 0},
+    "dead": {"type": "integer", "minimum": 0},
+    "expired": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Processing messages whose lease has run out (not reaped yet).",
+    },
+    "delayed": {"type": "integer", "minimum": 0, "description": "Pending, not due yet."},
+    "next_due_at": {
+        **nullable(TIMESTAMP),
+        "description": "When the next delayed message becomes due.",
+    },
+    "oldest_due_age": {
+        **SECONDS_AGE,
+        "description": "Seconds the oldest due pending message has waited since it was enqueued.",
+    },
+    "oldest_dead_age": {
+        **SECONDS_AGE,
+        "description": "Seconds since the oldest dead message died.",
+    },
+}
+
+
+def closed_object(properties: Json, description: str) -> Json:
+    """An object with exactly ``properties``, all required."""
+    return {
+        "type": "object",
+        "description": description,
+        "additionalProperties": False,
+        "required": list(properties),
+        "properties": properties,
+    }
+
+
+ENQUEUE_PROPERTIES: Json = {
+    "payload": {
+        "type": "string",
+        "description": "Stored as is; at most the server's payload limit in UTF-8 bytes.",
+    },
+    "max_retries": nullable({"type": "integer", "minimum": 1, "maximum": 10, "default": 3}),
+    "idempotency_key": {
+        **nullable(IDEMPOTENCY_KEY),
+        "description": "Or the Idempotency-Key header (not both).",
+    },
+    "delay": nullable(
+        {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 30 * 86400,
+            "description": "Seconds before the message may be claimed (default 0).",
+        }
+    ),
+}
+
+SCHEMAS: Json = {
+    "Message": closed_object(
+        MESSAGE_PROPERTIES,
+        "Message.to_dict() of the Python package, timestamps as RFC 3339 strings.",
+    ),
+    "FailedAttempt": closed_object(
+        {
+            "attempt": {"type": "integer", "minimum": 1},
+            "error": {"type": "string", "pattern": NO_NUL},
+            "at": TIMESTAMP,
+        },
+        "One failed attempt; an expired lease is the error `lease expired`.",
+    ),
+    "QueueStats": closed_object(
+        STATS_PROPERTIES, "QueueStats.to_dict() of the Python package; ages in seconds."
+    ),
     "MessagePage": {
         "type": "object",
+        "additionalProperties": False,
         "required": ["messages", "next_after_id"],
         "properties": {
             "messages": {"type": "array", "items": ref("schemas", "Message")},
@@ -313,27 +591,40 @@ SCHEMAS: Json = {
         "type": "object",
         "additionalProperties": False,
         "required": ["payload"],
+        "properties": ENQUEUE_PROPERTIES,
+    },
+    "EnqueueBatchRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["items"],
         "properties": {
-            "payload": {
-                "type": "string",
-                "description": "Stored as is; at most the server's payload limit in UTF-8 bytes.",
-            },
-            "max_retries": nullable({"type": "integer", "minimum": 1, "maximum": 10, "default": 3}),
+            "items": {
+                "type": "array",
+                "maxItems": 1000,
+                "items": {
+                    "anyOf": [
+                        ENQUEUE_PROPERTIES["payload"],
+                        {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": ["payload"],
+                            "properties": ENQUEUE_PROPERTIES,
+                        },
+                    ]
+                },
+            }
         },
     },
     "ClaimRequest": {
         "type": "object",
         "additionalProperties": False,
-        "properties": {
-            "lease": nullable(
-                {
-                    "type": "number",
-                    "minimum": 0.001,
-                    "maximum": 43200,
-                    "description": "Seconds (the server's default lease when omitted).",
-                }
-            )
-        },
+        "properties": {"lease": nullable(LEASE)},
+    },
+    "ExtendRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["lease_token"],
+        "properties": {"lease_token": {"type": "string"}, "lease": nullable(LEASE)},
     },
     "SucceedRequest": {
         "type": "object",
@@ -345,9 +636,40 @@ SCHEMAS: Json = {
         "additionalProperties": False,
         "required": ["error"],
         "properties": {
-            "error": {"type": "string"},
+            "error": {
+                "type": "string",
+                "pattern": NO_NUL,
+                "description": "Kept as the last error and in the history (cut past 64 KiB).",
+            },
             "lease_token": {"type": ["string", "null"]},
             "retryable": nullable({"type": "boolean", "default": True}),
+        },
+    },
+    "ReplayAllRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "error_contains": {
+                "type": ["string", "null"],
+                "description": "Only messages whose last error contains this text.",
+            },
+            "dead_before": {**nullable(INSTANT), "description": "Only deaths before (exclusive)."},
+            "dead_after": {**nullable(INSTANT), "description": "Only deaths at or after."},
+            "limit": nullable({"type": "integer", "minimum": 1, "maximum": MAX_ID}),
+        },
+    },
+    "PurgeRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["status", "older_than"],
+        "properties": {
+            "status": {"enum": ["succeeded", "dead"]},
+            "older_than": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": MAX_AGE_SECONDS,
+                "description": "Seconds since the message last changed (updated_at).",
+            },
         },
     },
     "Empty": {"type": "object", "additionalProperties": False},
@@ -383,6 +705,11 @@ SCHEMAS: Json = {
                 ]
             },
             "message": {"type": "string"},
+            "index": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "The item of a batch the field belongs to.",
+            },
         },
     },
 }
@@ -434,8 +761,9 @@ PARAMETERS: Json = {
         "name": "queue",
         "in": "path",
         "required": True,
-        "description": "The queue name, percent-encoded (a/b is a%2Fb): 1..=255 characters.",
-        "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+        "description": "The queue name, percent-encoded (a/b is a%2Fb): 1..=255 characters, "
+        "without NUL.",
+        "schema": MESSAGE_PROPERTIES["queue"],
     },
     "id": {
         "name": "id",

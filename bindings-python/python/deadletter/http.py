@@ -12,21 +12,34 @@ the ``server`` extra: ``pip install 'deadletter[server]'``.
 
 Routes (relative to where the app is mounted; ``/openapi.json`` describes every one):
 
-====== ====================================== =========================================
-POST   ``/queues/{queue}/messages``           enqueue: 201, the message, ``Location``
-GET    ``/queues/{queue}/messages``           list: ``status``, ``limit``, ``after_id``
-GET    ``/queues/{queue}/messages/{id}``      the message
-POST   ``/queues/{queue}/claim``              200 the leased message, 204 when none is due
+====== ============================================ ============================================
+GET    ``/queues``                                  every queue's statistics: ``{"queues": [...]}``
+GET    ``/queues/{queue}/stats``                    the queue's statistics
+POST   ``/queues/{queue}/messages``                 enqueue: 201, the message, ``Location``; 200
+                                                    with the existing message for a known
+                                                    idempotency key (``Idempotency-Key`` header)
+POST   ``/queues/{queue}/messages:batch``           ``enqueue_many``: ``{"items": [...]}``
+GET    ``/queues/{queue}/messages``                 list: ``status``, ``limit``, ``after_id``
+GET    ``/queues/{queue}/messages/{id}``            the message
+DELETE ``/queues/{queue}/messages/{id}``            delete a succeeded or dead message
+POST   ``/queues/{queue}/claim``                    200 the leased message, 204 when none is due
+                                                    (``Retry-After`` when one is delayed)
+POST   ``/queues/{queue}/messages/{id}/extend``     heartbeat: ``lease_token``, ``lease``
 POST   ``/queues/{queue}/messages/{id}/succeed``
 POST   ``/queues/{queue}/messages/{id}/fail``
 POST   ``/queues/{queue}/messages/{id}/replay``
-GET    ``/healthz``                           200 while the database answers (no token)
-GET    ``/openapi.json``                      the OpenAPI 3.1 document
-GET    ``/``                                  the dashboard (``static/``; no token: no data)
-====== ====================================== =========================================
+POST   ``/queues/{queue}/replay``                   ``replay_all``: ``{"replayed": n}``
+POST   ``/queues/{queue}/purge``                    ``purge``: ``{"purged": n}``
+GET    ``/metrics``                                 Prometheus metrics (`deadletter._metrics`)
+GET    ``/healthz``                                 200 while the database answers (no token)
+GET    ``/openapi.json``                            the OpenAPI 3.1 document
+GET    ``/``                                        the dashboard (``static/``; no token: no data)
+====== ============================================ ============================================
 
-A message is ``Message.to_dict()`` with timestamps as RFC 3339 UTC strings with milliseconds.
-Queue names are percent-decoded path segments (``a%2Fb`` is the queue ``a/b``).
+A message is ``Message.to_dict()`` with timestamps as RFC 3339 UTC strings with milliseconds;
+statistics are ``QueueStats.to_dict()`` with ages in seconds. Instants in requests
+(``dead_before``, ``dead_after``) are RFC 3339 in UTC (``Z`` or ``+00:00``); durations are
+seconds. Queue names are percent-decoded path segments (``a%2Fb`` is the queue ``a/b``).
 
 Errors are RFC 9457 ``application/problem+json`` objects with ``type``, ``title``, ``status``,
 ``detail`` and ``code``, mapped once, in `PROBLEMS`, from the error codes: ``validation_failed``
@@ -41,13 +54,16 @@ from __future__ import annotations
 
 import hmac
 import json
+import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import quote, unquote
 
+from prometheus_client.exposition import choose_encoder
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
@@ -61,8 +77,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 import deadletter
 
+from . import _metrics
 from ._json import jsonable
-from ._openapi import document
+from ._openapi import INSTANT_PATTERN, document
 
 __all__ = ["PROBLEMS", "Problem", "app", "body_limit"]
 
@@ -159,10 +176,15 @@ def internal_problem(_: Request, exc: Exception) -> Response:
     return problem("internal", "an unexpected error occurred; the server log has the details")
 
 
+def validation_error(errors: list[deadletter.FieldError]) -> deadletter.ValidationError:
+    """A `deadletter.ValidationError` of ``errors``, described as the queue describes them."""
+    described = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+    return deadletter.ValidationError(f"validation failed: {described}", errors)
+
+
 def invalid(field_name: str, code: str, message: str) -> deadletter.ValidationError:
     """A validation error of the HTTP layer (the body's shape, a path segment's encoding)."""
-    errors: list[deadletter.FieldError] = [{"field": field_name, "code": code, "message": message}]
-    return deadletter.ValidationError(f"validation failed: {field_name}: {message}", errors)
+    return validation_error([{"field": field_name, "code": code, "message": message}])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,8 +226,7 @@ def query(request: Request, fields: Mapping[str, Callable[[str], Any]]) -> Field
         else:
             values[name] = fields[name](value)
     if errors:
-        described = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-        raise deadletter.ValidationError(f"validation failed: {described}", errors)
+        raise validation_error(errors)
     return values
 
 
@@ -283,22 +304,108 @@ def parse_body(raw: bytes, fields: Iterable[str], *, required: bool) -> Fields:
     unknown = [key for key in data if key not in allowed]
     if unknown:
         expected = ", ".join(allowed) or "no fields"
-        errors: list[deadletter.FieldError] = [
-            {
-                "field": key,
-                "code": "unknown",
-                "message": f"is not a field of this body (expected: {expected})",
-            }
-            for key in unknown
-        ]
-        described = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-        raise deadletter.ValidationError(f"validation failed: {described}", errors)
+        raise validation_error(
+            [
+                {
+                    "field": key,
+                    "code": "unknown",
+                    "message": f"is not a field of this body (expected: {expected})",
+                }
+                for key in unknown
+            ]
+        )
     return data
 
 
-def message_response(message: deadletter.Message, status: int = 200, **headers: str) -> Response:
+INSTANT = re.compile(INSTANT_PATTERN)
+FRACTION = re.compile(r"\.([0-9]+)")
+
+
+def instants(data: Fields, names: Iterable[str]) -> None:
+    """Replaces the RFC 3339 strings of ``data[name]`` by aware datetimes; other values stay as
+    they are, for the queue to reject. A string that is not an instant in UTC (the pattern of
+    the OpenAPI document) or names no real day is a validation error."""
+    errors: list[deadletter.FieldError] = []
+    for name in names:
+        text = data[name]
+        if not isinstance(text, str):
+            continue
+        try:
+            if not INSTANT.fullmatch(text):
+                raise ValueError(text)
+            moment = datetime.strptime(f"{text[:10]} {text[11:19]}", "%Y-%m-%d %H:%M:%S")
+            fraction = FRACTION.match(text, 19)
+            micros = int(fraction.group(1)[:6].ljust(6, "0")) if fraction else 0
+            data[name] = moment.replace(microsecond=micros, tzinfo=timezone.utc)
+        except ValueError:
+            message = (
+                "must be an RFC 3339 date-time in UTC, such as 2026-11-30T16:24:03.123Z "
+                "(Z or +00:00)"
+            )
+            errors.append({"field": name, "code": "invalid", "message": message})
+    if errors:
+        raise validation_error(errors)
+
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+SF_STRING = re.compile(r'"((?:[ !#-\[\]-~]|\\["\\])*)"')
+"""An RFC 8941 sf-string: printable ASCII in double quotes, ``\\"`` and ``\\\\`` escaped."""
+
+
+def idempotency_header(request: Request) -> Optional[str]:
+    """The key of the ``Idempotency-Key`` header: an RFC 8941 string (``"k-1"``, as the IETF
+    httpapi draft writes it) unquoted, or a bare value (``k-1``) as it is; ``None`` without the
+    header. Sent twice, or starting with ``"`` without being such a string: a validation error."""
+    values = request.headers.getlist(IDEMPOTENCY_HEADER)
+    if not values:
+        return None
+    if len(values) > 1:
+        raise invalid(IDEMPOTENCY_HEADER, "invalid", "is given more than once")
+    value = values[0]
+    if not value.startswith('"'):
+        return value
+    quoted = SF_STRING.fullmatch(value)
+    if quoted is None:
+        raise invalid(
+            IDEMPOTENCY_HEADER,
+            "invalid",
+            'starts with a double quote but is not an RFC 8941 string ("...", printable ASCII, '
+            'with \\" and \\\\ as its only escapes)',
+        )
+    return re.sub(r"\\(.)", r"\1", quoted.group(1))
+
+
+def renamed(error: deadletter.ValidationError, old: str, new: str) -> deadletter.ValidationError:
+    """``error`` with the field ``old`` called ``new`` (an argument that came from a header)."""
+    errors: list[deadletter.FieldError] = [
+        {**e, "field": new} if e["field"] == old else e
+        for e in error.errors
+    ]
+    return validation_error(errors)
+
+
+def message_response(
+    message: deadletter.Message, status: int = 200, headers: Optional[Mapping[str, str]] = None
+) -> Response:
     """A message as JSON."""
     return JSONResponse(jsonable(message.to_dict()), status, headers=headers)
+
+
+def system_clock() -> datetime:
+    """Now, in UTC (`deadletter.open`'s default clock)."""
+    return datetime.now(timezone.utc)
+
+
+def retry_after(due: datetime, now: datetime) -> str:
+    """``Retry-After``: the whole seconds from ``now`` until ``due``, rounded up (0 when past)."""
+    return str(max(0, math.ceil((due - now) / timedelta(milliseconds=1) / 1000)))
+
+
+def next_due_at(queue: deadletter.Queue) -> Optional[datetime]:
+    """When the queue's next delayed message is due. `Queue.next_due_at` (one index read) is on
+    its way; until it lands, the statistics say it (counting the queue's messages)."""
+    read: Optional[Callable[[], Optional[datetime]]] = getattr(queue, "next_due_at", None)
+    return read() if read is not None else queue.stats().next_due_at
 
 
 def message_path(request: Request, message: deadletter.Message) -> str:
@@ -321,9 +428,16 @@ class Api:
     """The endpoints, over one database. Each calls one method of the public API in a thread
     (SQLite may wait for a lock held by another process)."""
 
-    def __init__(self, db: deadletter.Database, body_limit: int) -> None:
+    def __init__(
+        self,
+        db: deadletter.Database,
+        body_limit: int,
+        clock: Optional[Callable[[], datetime]] = None,
+    ) -> None:
         self.db = db
         self.body_limit = body_limit
+        self.clock = clock or system_clock
+        self.metrics_registry = _metrics.registry(db)
 
     async def body(self, request: Request, fields: Iterable[str], *, required: bool) -> Fields:
         """The JSON object of the request body (`parse_body`); 413 past the size limit."""
@@ -333,13 +447,53 @@ class Api:
         """The queue named by the ``{queue}`` path segment."""
         return self.db.queue(segment(request, "queue"))
 
+    def id(self, request: Request) -> Any:
+        """The ``{id}`` path segment: an int, or the text for the queue to reject."""
+        return integer(segment(request, "id"))
+
+    async def list_queues(self, request: Request) -> Response:
+        queues = await run_in_threadpool(self.db.queues)
+        return JSONResponse({"queues": [jsonable(stats.to_dict()) for stats in queues]})
+
+    async def queue_stats(self, request: Request) -> Response:
+        stats = await run_in_threadpool(self.queue(request).stats)
+        return JSONResponse(jsonable(stats.to_dict()))
+
     async def enqueue(self, request: Request) -> Response:
         queue = self.queue(request)
-        data = await self.body(request, ("payload", "max_retries"), required=True)
-        message = await run_in_threadpool(
-            queue.enqueue, data["payload"], max_retries=data["max_retries"]
+        data = await self.body(
+            request, ("payload", "max_retries", "idempotency_key", "delay"), required=True
         )
-        return message_response(message, 201, Location=message_path(request, message))
+        header = idempotency_header(request)
+        if header is not None and data["idempotency_key"] is not None:
+            raise invalid(
+                IDEMPOTENCY_HEADER,
+                "invalid",
+                "is given as this header and as the body's idempotency_key: give one",
+            )
+        try:
+            message = await run_in_threadpool(
+                queue.enqueue,
+                data["payload"],
+                max_retries=data["max_retries"],
+                idempotency_key=data["idempotency_key"] if header is None else header,
+                delay=data["delay"],
+            )
+        except deadletter.ValidationError as error:
+            raise error if header is None else renamed(error, "idempotency_key", IDEMPOTENCY_HEADER)
+        path = message_path(request, message)
+        if message.deduplicated:
+            return message_response(message, 200, {"Content-Location": path})
+        return message_response(message, 201, {"Location": path})
+
+    async def enqueue_batch(self, request: Request) -> Response:
+        queue = self.queue(request)
+        data = await self.body(request, ("items",), required=True)
+        messages = await run_in_threadpool(queue.enqueue_many, data["items"])
+        created = any(not m.deduplicated for m in messages)
+        return JSONResponse(
+            {"messages": [jsonable(m.to_dict()) for m in messages]}, 201 if created else 200
+        )
 
     async def list_messages(self, request: Request) -> Response:
         queue = self.queue(request)
@@ -358,25 +512,41 @@ class Api:
 
     async def get_message(self, request: Request) -> Response:
         queue = self.queue(request)
-        message = await run_in_threadpool(queue.get, integer(segment(request, "id")))
-        return message_response(message)
+        return message_response(await run_in_threadpool(queue.get, self.id(request)))
+
+    async def delete_message(self, request: Request) -> Response:
+        queue = self.queue(request)
+        return message_response(await run_in_threadpool(queue.delete, self.id(request)))
 
     async def claim(self, request: Request) -> Response:
         queue = self.queue(request)
         data = await self.body(request, ("lease",), required=False)
         message = await run_in_threadpool(queue.claim, lease=data["lease"])
-        return Response(status_code=204) if message is None else message_response(message)
+        if message is not None:
+            return message_response(message)
+        due = await run_in_threadpool(next_due_at, queue)
+        headers = {} if due is None else {"Retry-After": retry_after(due, self.clock())}
+        return Response(status_code=204, headers=headers)
+
+    async def extend(self, request: Request) -> Response:
+        queue = self.queue(request)
+        id = self.id(request)
+        data = await self.body(request, ("lease_token", "lease"), required=True)
+        message = await run_in_threadpool(
+            queue.extend, id, lease_token=data["lease_token"], lease=data["lease"]
+        )
+        return message_response(message)
 
     async def succeed(self, request: Request) -> Response:
         queue = self.queue(request)
-        id = integer(segment(request, "id"))
+        id = self.id(request)
         data = await self.body(request, ("lease_token",), required=False)
         message = await run_in_threadpool(queue.succeed, id, lease_token=data["lease_token"])
         return message_response(message)
 
     async def fail(self, request: Request) -> Response:
         queue = self.queue(request)
-        id = integer(segment(request, "id"))
+        id = self.id(request)
         data = await self.body(request, ("error", "lease_token", "retryable"), required=True)
         message = await run_in_threadpool(
             queue.fail,
@@ -389,10 +559,38 @@ class Api:
 
     async def replay(self, request: Request) -> Response:
         queue = self.queue(request)
-        id = integer(segment(request, "id"))
+        id = self.id(request)
         await self.body(request, (), required=False)
-        message = await run_in_threadpool(queue.replay, id)
-        return message_response(message)
+        return message_response(await run_in_threadpool(queue.replay, id))
+
+    async def replay_all(self, request: Request) -> Response:
+        queue = self.queue(request)
+        filters = ("error_contains", "dead_before", "dead_after", "limit")
+        data = await self.body(request, filters, required=False)
+        instants(data, ("dead_before", "dead_after"))
+        replayed = await run_in_threadpool(
+            queue.replay_all,
+            error_contains=data["error_contains"],
+            dead_before=data["dead_before"],
+            dead_after=data["dead_after"],
+            limit=data["limit"],
+        )
+        return JSONResponse({"replayed": replayed})
+
+    async def purge(self, request: Request) -> Response:
+        queue = self.queue(request)
+        data = await self.body(request, ("status", "older_than"), required=True)
+        purged = await run_in_threadpool(
+            queue.purge, status=data["status"], older_than=data["older_than"]
+        )
+        return JSONResponse({"purged": purged})
+
+    async def metrics(self, request: Request) -> Response:
+        """The queue metrics in the format the ``Accept`` header asks for (prometheus-client's
+        negotiation: OpenMetrics, else the Prometheus text format)."""
+        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+        body = await run_in_threadpool(encoder, self.metrics_registry)
+        return Response(body, headers={"Content-Type": content_type})
 
     async def healthz(self, request: Request) -> Response:
         """200 while the database answers a read (an index lookup on a queue named ``healthz``)."""
@@ -411,13 +609,21 @@ class Api:
         q = "/queues/{queue}"
         m = q + "/messages/{id}"
         return {
+            ("/queues", "get"): self.list_queues,
+            (q + "/stats", "get"): self.queue_stats,
             (q + "/messages", "post"): self.enqueue,
+            (q + "/messages:batch", "post"): self.enqueue_batch,
             (q + "/messages", "get"): self.list_messages,
             (m, "get"): self.get_message,
+            (m, "delete"): self.delete_message,
             (q + "/claim", "post"): self.claim,
+            (m + "/extend", "post"): self.extend,
             (m + "/succeed", "post"): self.succeed,
             (m + "/fail", "post"): self.fail,
             (m + "/replay", "post"): self.replay,
+            (q + "/replay", "post"): self.replay_all,
+            (q + "/purge", "post"): self.purge,
+            ("/metrics", "get"): self.metrics,
             ("/healthz", "get"): self.healthz,
             ("/openapi.json", "get"): self.openapi,
             ("/", "get"): self.dashboard,
@@ -516,16 +722,18 @@ def app(
     *,
     token: Optional[str] = None,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    clock: Optional[Callable[[], datetime]] = None,
 ) -> Starlette:
     """The HTTP API over ``db``, as an ASGI application to serve or mount under any prefix.
 
     ``token``: when given (a non-empty str), every route but ``/healthz`` and the dashboard's
     files requires ``Authorization: Bearer <token>`` (401 problem otherwise).
     ``max_payload_bytes``: the limit ``db`` was opened with; bodies over `body_limit` of it are
-    refused with 413 before they are parsed. The caller keeps ``db`` open while the app serves
-    and closes it afterwards. Raises `ValueError` for an empty token.
+    refused with 413 before they are parsed. ``clock``: the clock ``db`` was opened with, if not
+    the system's (it dates the ``Retry-After`` of an empty claim). The caller keeps ``db`` open
+    while the app serves and closes it afterwards. Raises `ValueError` for an empty token.
     """
-    return build(db, token=token, max_payload_bytes=max_payload_bytes)
+    return build(db, token=token, max_payload_bytes=max_payload_bytes, clock=clock)
 
 
 def build(
@@ -533,13 +741,14 @@ def build(
     *,
     token: Optional[str],
     max_payload_bytes: int,
+    clock: Optional[Callable[[], datetime]] = None,
     lifespan: Any = None,
 ) -> Starlette:
     """`app`, with an optional Starlette lifespan (``deadletter serve`` closes its database)."""
     if token is not None and (not isinstance(token, str) or not token):
         raise ValueError("token must be a non-empty str (or None for no authentication)")
     return Starlette(
-        routes=routes(Api(db, body_limit(max_payload_bytes)).endpoints()),
+        routes=routes(Api(db, body_limit(max_payload_bytes), clock).endpoints()),
         middleware=[Middleware(RawPathRouting), Middleware(BearerAuth, token=token)],
         exception_handlers={
             deadletter.Error: error_problem,
