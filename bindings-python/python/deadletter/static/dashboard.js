@@ -1,16 +1,15 @@
 // The dashboard of `deadletter serve`. It uses only the public HTTP API, with URLs relative to
-// the page (so it works wherever the app is mounted), and reads /openapi.json to know which
-// operations the server offers: a button whose operation is missing stays disabled and says why.
-// State lives in the URL hash: #queue=NAME&message=ID. Data is only ever written with
-// textContent, never parsed as HTML.
+// the page (so it works wherever the app is mounted). State lives in the URL hash:
+// #queue=NAME&message=ID. Data is only ever written with textContent, never parsed as HTML.
 
 const API = new URL(".", document.baseURI);
 const PAGE = 50;
 const TOKEN_KEY = "deadletter-token";
 const $ = (id) => document.getElementById(id);
 
+const STATUSES = ["pending", "processing", "succeeded", "dead"];
+
 let token = sessionStorage.getItem(TOKEN_KEY);
-let operations = new Set();
 let nextAfterId = null;
 
 /** An HTTP error answered with an RFC 9457 problem. */
@@ -92,6 +91,28 @@ function since(timestamp) {
   return `${age((Date.now() - Date.parse(timestamp)) / 1000)} ago`;
 }
 
+/** "1 message", "3 messages". */
+function plural(count, word) {
+  return `${count} ${word}${count === 1 ? "" : "s"}`;
+}
+
+/** One entry of a message's failure history. */
+function attemptText(entry) {
+  return `attempt ${entry.attempt}, ${entry.at}: ${entry.error}`;
+}
+
+/** An ordered list of a message's failed attempts. */
+function historyList(message, list = document.createElement("ol")) {
+  list.classList.add("history");
+  list.replaceChildren();
+  for (const entry of message.errors) {
+    const li = document.createElement("li");
+    li.textContent = attemptText(entry);
+    list.append(li);
+  }
+  return list;
+}
+
 function cell(row, text, className) {
   const td = row.insertCell();
   td.textContent = text ?? "–";
@@ -107,22 +128,10 @@ function button(text, onClick) {
   return b;
 }
 
-/** Enables `button` when the server offers `operationId`, else disables it and says why. */
-function offer(buttonElement, operationId, what) {
-  const offered = operations.has(operationId);
-  buttonElement.disabled = !offered;
-  buttonElement.title = offered ? "" : `${what} needs a newer server (no ${operationId} operation)`;
-  return offered;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Queues
 
 async function renderQueues() {
-  const listed = operations.has("listQueues");
-  $("queues-waiting").hidden = listed;
-  $("queue-table").hidden = !listed;
-  if (!listed) return;
   const { queues } = await api("GET", "queues");
   const body = $("queue-table").tBodies[0];
   body.replaceChildren();
@@ -135,32 +144,33 @@ async function renderQueues() {
     a.href = link(stats.queue);
     a.textContent = stats.queue;
     name.append(a);
-    for (const status of ["pending", "processing", "succeeded", "dead"]) {
+    for (const status of STATUSES) {
       cell(row, String(stats[status]), status === "dead" && stats.dead > 0 ? "n dead" : "n");
     }
-    cell(row, stats.oldest_dead_age == null ? "–" : age(stats.oldest_dead_age));
+    cell(row, stats.oldest_dead_age == null ? "–" : age(stats.oldest_dead_age), "oldest-dead");
     row.addEventListener("click", () => { location.hash = link(stats.queue); });
   }
+  $("queue-table").hidden = queues.length === 0;
+  $("no-queues").hidden = queues.length > 0;
 }
 
 // ---------------------------------------------------------------------------------------------
 // One queue: counts and dead letters
 
 async function renderCounts(queue) {
-  const available = operations.has("queueStats");
-  $("counts-waiting").hidden = available;
+  const stats = await api("GET", `${queuePath(queue)}/stats`);
   const counts = $("counts");
   counts.replaceChildren();
-  if (!available) return;
-  const stats = await api("GET", `${queuePath(queue)}/stats`);
-  for (const status of ["pending", "processing", "succeeded", "dead"]) {
+  const items = STATUSES.map((status) => [status, String(stats[status])]);
+  items.push(["oldest dead", stats.oldest_dead_age == null ? "–" : age(stats.oldest_dead_age)]);
+  for (const [name, value] of items) {
     const div = document.createElement("div");
     const dt = document.createElement("dt");
     const dd = document.createElement("dd");
-    dt.textContent = status;
-    dd.textContent = String(stats[status]);
-    dd.id = `count-${status}`;
-    if (status === "dead" && stats.dead > 0) dd.className = "dead";
+    dt.textContent = name;
+    dd.textContent = value;
+    dd.id = `count-${name.replace(" ", "-")}`;
+    if (name === "dead" && stats.dead > 0) dd.className = "dead";
     div.append(dt, dd);
     counts.append(div);
   }
@@ -177,7 +187,20 @@ function deadRow(queue, message) {
   const died = message.dead_at ?? message.updated_at;
   cell(row, since(died)).title = died;
   cell(row, `${message.retry_count}/${message.max_retries}`, "n");
-  cell(row, message.last_error, "error");
+  const errors = cell(row, "", "error");
+  const last = document.createElement("span");
+  last.className = "last";
+  last.textContent = message.last_error ?? "–";
+  if (message.errors.length > 1 || message.errors_dropped > 0) {
+    // The history, folded under the last error.
+    const details = document.createElement("details");
+    const summary = document.createElement("summary");
+    summary.append(last, ` (${plural(message.errors.length + message.errors_dropped, "attempt")})`);
+    details.append(summary, historyList(message));
+    errors.append(details);
+  } else {
+    errors.append(last);
+  }
   const replay = button("Replay", () => act(() => replayOne(queue, message.id)));
   replay.className = "replay";
   row.insertCell().append(replay);
@@ -202,8 +225,6 @@ async function loadDead(queue, more = false) {
 async function renderQueue(queue) {
   $("queue").hidden = false;
   $("queue-name").textContent = queue;
-  offer($("replay-all"), "replayAll", "Replaying all matching");
-  offer($("purge"), "purge", "Purging");
   await Promise.all([renderCounts(queue), loadDead(queue)]);
 }
 
@@ -216,13 +237,25 @@ async function replayOne(queue, id) {
   if (hashState().message === String(id)) await renderMessage(queue, id);
 }
 
-async function replayAll(queue) {
+/** The replay-all filters of the form, as the API takes them (instants in UTC). */
+function replayFilters() {
+  const filters = {};
   const errorContains = $("error-contains").value;
-  const body = errorContains ? { error_contains: errorContains } : {};
-  const result = await api("POST", `${queuePath(queue)}/replay`, body);
-  notice(`Replayed ${result.replayed} dead messages.`);
-  await renderQueue(queue);
-  await renderQueues();
+  if (errorContains) filters.error_contains = errorContains;
+  for (const [field, input] of [["dead_after", "dead-after"], ["dead_before", "dead-before"]]) {
+    const local = $(input).value; // a local date and time, without a zone
+    if (local) filters[field] = new Date(local).toISOString();
+  }
+  return filters;
+}
+
+async function replayAll(queue) {
+  const filters = replayFilters();
+  const described = Object.entries(filters).map(([k, v]) => `${k} ${JSON.stringify(v)}`).join(", ");
+  if (!confirm(`Replay every dead message of "${queue}"${described ? ` with ${described}` : ""}?`)) return;
+  const result = await api("POST", `${queuePath(queue)}/replay`, filters);
+  notice(`Replayed ${plural(result.replayed, "dead message")}.`);
+  await Promise.all([renderQueue(queue), renderQueues()]);
 }
 
 async function purge(queue) {
@@ -230,9 +263,8 @@ async function purge(queue) {
   const olderThan = Number($("purge-days").value) * 86400;
   if (!confirm(`Delete every ${status} message of "${queue}" not changed for ${age(olderThan)}?`)) return;
   const result = await api("POST", `${queuePath(queue)}/purge`, { status, older_than: olderThan });
-  notice(`Purged ${result.purged} messages.`);
-  await renderQueue(queue);
-  await renderQueues();
+  notice(`Purged ${plural(result.purged, "message")}.`);
+  await Promise.all([renderQueue(queue), renderQueues()]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -245,8 +277,8 @@ async function renderMessage(queue, id) {
   const fields = $("message-fields");
   fields.replaceChildren();
   for (const name of ["status", "retry_count", "max_retries", "created_at", "updated_at",
-    "dead_at", "retry_after", "lease_expires_at", "replay_count", "idempotency_key"]) {
-    if (!(name in message)) continue;
+    "first_failed_at", "dead_at", "retry_after", "lease_expires_at", "replay_count", "replayed_at",
+    "idempotency_key"]) {
     const dt = document.createElement("dt");
     const dd = document.createElement("dd");
     dt.textContent = name;
@@ -254,17 +286,9 @@ async function renderMessage(queue, id) {
     if (name === "status" && message.status === "dead") dd.className = "dead";
     fields.append(dt, dd);
   }
-  const history = $("history");
-  history.replaceChildren();
-  const entries = Array.isArray(message.errors)
-    ? message.errors.map((e) => `attempt ${e.attempt}, ${e.at}: ${e.error}`)
-    : message.last_error == null ? [] : [message.last_error];
-  for (const text of entries) {
-    const li = document.createElement("li");
-    li.textContent = text;
-    history.append(li);
-  }
-  $("history-waiting").hidden = Array.isArray(message.errors);
+  historyList(message, $("history"));
+  $("history-dropped").hidden = message.errors_dropped === 0;
+  $("history-dropped").textContent = `${plural(message.errors_dropped, "older attempt")} not kept.`;
   let payload = message.payload;
   try {
     payload = JSON.stringify(JSON.parse(payload), null, 2);
@@ -297,12 +321,6 @@ async function render() {
   const { queue, message } = hashState();
   $("queue").hidden = true;
   $("message").hidden = true;
-  if (operations.size === 0) {
-    const document_ = await api("GET", "openapi.json");
-    operations = new Set(
-      Object.values(document_.paths).flatMap((item) => Object.values(item).map((op) => op.operationId)),
-    );
-  }
   $("token-form").hidden = true;
   const work = [renderQueues()];
   if (queue) work.push(renderQueue(queue));
