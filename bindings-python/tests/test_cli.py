@@ -1,5 +1,6 @@
-"""The `deadletter` console script: tables, --json, exit statuses (0, 1 on a deadletter error with
-its message on stderr, 2 on a usage error) and progress only on a terminal."""
+"""The `deadletter` console script, command by command: tables, --json, exit statuses (0, 1 on a
+deadletter error with its message on stderr, 2 on a usage error) and progress only on a
+terminal."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import io
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import deadletter
@@ -117,6 +119,12 @@ def test_show_prints_every_field_then_the_payload(path: str) -> None:
         "created_at        2026-01-01T00:00:00.000Z",
         "updated_at        2026-01-01T00:00:00.000Z",
         "lease_expires_at  -",
+        "idempotency_key   -",
+        "first_failed_at   -",
+        "dead_at           -",
+        "errors_dropped    0",
+        "replay_count      0",
+        "replayed_at       -",
         "payload:",
         "three " + "x" * 60,  # never cut
     ]
@@ -125,14 +133,39 @@ def test_show_prints_every_field_then_the_payload(path: str) -> None:
     )
 
 
+def test_show_prints_the_failed_attempts_uncut(tmp_path: Path) -> None:
+    file = tmp_path / "h.db"
+    long = "Traceback: " + " ".join(["frame"] * 20)
+    with deadletter.open(file, clock=lambda: T0) as db:
+        q = db.queue("q", backoff=deadletter.Backoff(initial=0))
+        q.enqueue("p", max_retries=2)
+        for error in ("timeout", long):
+            m = q.claim()
+            assert m is not None
+            q.fail(m.id, error, lease_token=m.lease_token)
+    status, out, _ = run("show", str(file), "q", "1")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[2] == "status            dead"
+    assert lines[6] == f"last_error        {long}"
+    assert lines[lines.index("errors:") :] == [
+        "errors:",
+        "attempt  at                        error",
+        "      1  2026-01-01T00:00:00.000Z  timeout",
+        f"      2  2026-01-01T00:00:00.000Z  {long}",
+        "payload:",
+        "p",
+    ]
+
+
 def test_replay_sends_a_dead_message_back(path: str) -> None:
     status, out, _ = run("replay", path, "emails", "1")
     assert status == 0
     assert out.splitlines() == [
-        "id           1",
-        "queue        emails",
-        "status       pending",
-        "retry_count  0",
+        "id            1",
+        "queue         emails",
+        "status        pending",
+        "replay_count  1",
     ]
     with deadletter.open(path) as db:
         assert db.queue("emails").get(1).status == "pending"
@@ -142,10 +175,12 @@ def test_enqueue_one_payload(path: str) -> None:
     status, out, _ = run("enqueue", path, "emails", "hello", "--max-retries", "7")
     assert status == 0
     assert out.splitlines() == [
-        "id           4",
-        "queue        emails",
-        "status       pending",
-        "max_retries  7",
+        "id               4",
+        "queue            emails",
+        "status           pending",
+        "max_retries      7",
+        "retry_after      -",
+        "idempotency_key  -",
     ]
     status, out, _ = run("enqueue", path, "emails", "--json", "again")  # options anywhere
     message = json.loads(out)
@@ -196,14 +231,19 @@ def test_a_missing_database_file_is_an_error_not_a_new_file(tmp_path: Path) -> N
 def test_a_bad_stdin_line_names_its_line_and_what_was_enqueued_before(
     path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Lines go in chunks of `cli.CHUNK` (1000; 2 here), each all or nothing."""
+    monkeypatch.setattr(cli, "CHUNK", 2)
     too_long = "x" * (1 << 20) + "x"  # over the default 1 MiB limit
-    monkeypatch.setattr(sys, "stdin", io.StringIO(f"ok\n{too_long}\nnever read\n"))
+    lines = ["ok 1", "ok 2", "ok 3", too_long, "never read"]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(lines)))
     status, _, err = run("enqueue", path, "q", "-")
     assert status == 1
-    assert err.startswith("deadletter enqueue: line 2: validation failed: payload")
-    assert err.endswith("(the 1 lines before it were enqueued)\n")
+    assert err == (
+        "deadletter enqueue: line 4: payload: is 1048577 bytes; the limit is 1048576 "
+        "(lines 3 to 4 were not enqueued; the 2 before them were)\n"
+    )
     with deadletter.open(path) as db:
-        assert [m.payload for m in db.queue("q").list()] == ["ok"]
+        assert [m.payload for m in db.queue("q").list()] == ["ok 1", "ok 2"]
 
 
 @pytest.mark.parametrize(
@@ -217,6 +257,19 @@ def test_a_bad_stdin_line_names_its_line_and_what_was_enqueued_before(
         ["enqueue", "db", "q"],
         ["serve", "db", "--workers", "0"],
         ["list", "db", "q", "--unknown"],
+        ["stats"],
+        ["replay", "db", "q"],  # neither ID nor --all
+        ["replay", "db", "q", "1", "--all"],
+        ["replay", "db", "q", "1", "--limit", "5"],  # filters go with --all
+        ["replay", "db", "q", "--all", "--dead-before", "2026-01-01T00:00:00+01:00"],
+        ["replay", "db", "q", "--all", "--dead-after", "yesterday"],
+        ["replay", "db", "q", "--all", "--limit", "0"],
+        ["purge", "db", "q", "--older-than", "7d"],  # --status is required
+        ["purge", "db", "q", "--status", "dead"],  # --older-than too
+        ["purge", "db", "q", "--status", "pending", "--older-than", "1"],
+        ["purge", "db", "q", "--status", "dead", "--older-than", "a week"],
+        ["enqueue", "db", "q", "-", "--idempotency-key", "k"],
+        ["enqueue", "db", "q", "x", "--delay", "-5"],
     ],
 )
 def test_usage_errors_exit_2(argv: list[str]) -> None:
@@ -251,7 +304,7 @@ def test_enqueue_shows_progress_on_a_terminal(path: str) -> None:
         stderr=secondary,
     ) as proc:
         os.close(secondary)
-        out, _ = proc.communicate("".join(f"{n}\n" for n in range(50)).encode(), timeout=60)
+        out, _ = proc.communicate("".join(f"{n}\n" for n in range(2500)).encode(), timeout=60)
     shown = b""
     while True:
         try:
@@ -263,6 +316,219 @@ def test_enqueue_shows_progress_on_a_terminal(path: str) -> None:
         shown += chunk
     os.close(primary)
     assert proc.returncode == 0
-    assert out.decode().splitlines()[0] == "enqueued  50"
-    assert b"\renqueued 1" in shown  # the first progress line, rewritten in place
+    assert out.decode().splitlines()[0] == "enqueued  2500"
+    assert b"\renqueued 1000" in shown  # the first chunk's progress line, rewritten in place
     assert shown.endswith(b"\r\x1b[K")  # and cleared at the end
+
+
+# ---------------------------------------------------------------------------------------------
+# stats, replay --all, purge, enqueue options
+
+
+class Terminal(io.StringIO):
+    """stderr as a terminal, for the progress lines."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def dead_letters(file: Path, errors: list[str], *, died: datetime = T0) -> None:
+    """One dead message per error text, in queue "q", all dead at ``died`` + their index in ms."""
+    with deadletter.open(file, clock=lambda: died) as db:
+        q = db.queue("q")
+        q.enqueue_many(["p"] * len(errors))
+    for n, error in enumerate(errors):
+        moment = died + timedelta(milliseconds=n)
+        with deadletter.open(file, clock=lambda: moment) as db:
+            q = db.queue("q")
+            m = q.claim()
+            assert m is not None
+            q.fail(m.id, error, lease_token=m.lease_token, retryable=False)
+
+
+def test_stats_of_every_queue_and_of_one(path: str) -> None:
+    with deadletter.open(path, clock=lambda: T0) as db:
+        db.queue("later").enqueue("x", delay=90)
+    before = datetime.now(timezone.utc) - T0
+    status, out, err = run("stats", path, "--json")
+    after = datetime.now(timezone.utc) - T0
+    assert (status, err) == (0, "")
+    [emails, later] = json.loads(out)
+    assert before.total_seconds() <= emails.pop("oldest_dead_age") <= after.total_seconds()
+    assert before.total_seconds() <= emails.pop("oldest_due_age") <= after.total_seconds()
+    assert emails == {
+        "queue": "emails",
+        "pending": 1,
+        "processing": 0,
+        "succeeded": 1,
+        "dead": 1,
+        "expired": 0,
+        "delayed": 0,
+        "next_due_at": None,
+    }
+    # Enqueued at T0 with a delay of 90 s: due long ago by the system clock the CLI reads.
+    assert (later["pending"], later["delayed"], later["next_due_at"]) == (1, 0, None)
+
+    status, out, _ = run("stats", path)
+    header, first, second = out.splitlines()
+    assert header.split() == [
+        "queue",
+        "pending",
+        "processing",
+        "succeeded",
+        "dead",
+        "expired",
+        "delayed",
+        "next_due_at",
+        "oldest_due_age",
+        "oldest_dead_age",
+    ]
+    assert first.split()[:8] == ["emails", "1", "0", "1", "1", "0", "0", "-"]
+    assert re.fullmatch(r"\d+d( \d+h)?", " ".join(first.split()[8:10]))  # "334d 19h"
+    assert second.split()[:8] == ["later", "1", "0", "0", "0", "0", "0", "-"]
+
+    status, out, _ = run("stats", path, "emails")
+    lines = out.splitlines()
+    assert lines[:5] == [
+        "queue            emails",
+        "pending          1",
+        "processing       0",
+        "succeeded        1",
+        "dead             1",
+    ]
+    assert lines[9].startswith("oldest_dead_age  ") and lines[9].endswith("h")
+    assert run("stats", path, "none", "--json")[1].count('"pending": 0') == 1
+
+
+def test_durations_in_tables() -> None:
+    assert [
+        cli.duration(timedelta(seconds=s))
+        for s in (0, 0.5, 42, 100, 3600, 5400, 86400 * 2 + 3600 * 4 + 5, 86400)
+    ] == ["0s", "0.5s", "42s", "1m 40s", "1h", "1h 30m", "2d 4h", "1d"]
+
+
+def test_replay_all_with_its_filters(tmp_path: Path) -> None:
+    file = tmp_path / "dead.db"
+    dead_letters(file, ["HTTP 503", "HTTP 410", "HTTP 503", "timeout"])  # dead at T0 + 0..3 ms
+    db = str(file)
+    status, out, err = run("replay", db, "q", "--all", "--error-contains", "503", "--limit", "1")
+    assert (status, out, err) == (0, "replayed  1\n", "")
+    status, out, _ = run(
+        "replay",
+        db,
+        "q",
+        "--all",
+        "--dead-after",
+        "2026-01-01T00:00:00.001Z",
+        "--dead-before",
+        "2026-01-01T00:00:00.003+00:00",
+        "--json",
+    )
+    assert (status, json.loads(out)) == (0, {"replayed": 2})  # the deaths at 1 and 2 ms
+    with deadletter.open(file) as opened:
+        assert [m.status for m in opened.queue("q").list()] == [
+            "pending",
+            "pending",
+            "pending",
+            "dead",
+        ]
+    assert run("replay", db, "q", "--all") == (0, "replayed  1\n", "")
+    assert run("replay", db, "q", "--all") == (0, "replayed  0\n", "")
+
+
+def test_replay_all_goes_in_chunks_with_progress_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    file = tmp_path / "dead.db"
+    dead_letters(file, ["e"] * 5)
+    monkeypatch.setattr(cli, "CHUNK", 2)
+    monkeypatch.setattr(cli, "PROGRESS_EVERY", 0)
+    out, err = io.StringIO(), Terminal()
+    assert cli.main(["replay", str(file), "q", "--all"], out=out, err=err) == 0
+    assert out.getvalue() == "replayed  5\n"
+    assert err.getvalue() == "\rreplayed 2\rreplayed 4\rreplayed 5\r\x1b[K"
+    dead_letters(file, ["e"] * 3)  # ids 6-8
+    out, err = io.StringIO(), io.StringIO()  # piped: quiet
+    assert cli.main(["replay", str(file), "q", "--all", "--limit", "3"], out=out, err=err) == 0
+    assert (out.getvalue(), err.getvalue()) == ("replayed  3\n", "")
+
+
+def test_replay_all_leaves_the_messages_that_die_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its upper bound is when it started: a message replayed and killed again by a worker
+    during the run is not replayed a second time (the calls end)."""
+    file = tmp_path / "dead.db"
+    now = datetime.now(timezone.utc)
+    dead_letters(file, ["e"] * 3, died=now - timedelta(seconds=5))
+    with deadletter.open(file, clock=lambda: now + timedelta(seconds=5)) as db:
+        db.queue("q").enqueue("dies later")
+        m = db.queue("q").claim_many(10)
+        assert [x.id for x in m] == [4]
+        db.queue("q").fail(4, "later", lease_token=m[0].lease_token, retryable=False)
+    assert run("replay", str(file), "q", "--all") == (0, "replayed  3\n", "")
+    assert run("replay", str(file), "q", "--all", "--dead-before", "9999-12-31T00:00:00Z") == (
+        0,
+        "replayed  1\n",
+        "",
+    )
+
+
+def test_purge(path: str) -> None:
+    assert run("purge", path, "emails", "--status", "dead", "--older-than", "9999d") == (
+        0,
+        "purged  0\n",
+        "",
+    )
+    status, out, _ = run("purge", path, "emails", "--status", "dead", "--older-than", "15m")
+    assert (status, out) == (0, "purged  1\n")  # dead since T0, long before now
+    status, out, _ = run(
+        "purge", path, "emails", "--status", "succeeded", "--older-than", "1.5h", "--json"
+    )
+    assert json.loads(out) == {"purged": 1}
+    with deadletter.open(path) as db:
+        assert [m.id for m in db.queue("emails").list()] == [3]
+
+
+def test_purge_durations() -> None:
+    assert [cli.seconds(t).total_seconds() for t in ("90", "90s", "1.5m", "12h", "7d", ".5")] == [
+        90,
+        90,
+        90,
+        43200,
+        604800,
+        0.5,
+    ]
+
+
+def test_enqueue_with_an_idempotency_key_and_a_delay(path: str) -> None:
+    status, out, _ = run("enqueue", path, "keyed", "first", "--idempotency-key", "k-1")
+    assert status == 0
+    assert out.splitlines()[-1] == "idempotency_key  k-1"
+    status, out, _ = run("enqueue", path, "keyed", "second", "--idempotency-key", "k-1")
+    assert status == 0
+    assert out.splitlines()[0] == "id               4"  # the first one
+    assert out.splitlines()[-1] == "deduplicated     True"
+    status, out, _ = run("enqueue", path, "keyed", "later", "--delay", "2h", "--json")
+    message = json.loads(out)
+    due = datetime.fromisoformat(message["retry_after"].replace("Z", "+00:00"))
+    created = datetime.fromisoformat(message["created_at"].replace("Z", "+00:00"))
+    assert due - created == timedelta(hours=2)
+    with deadletter.open(path) as db:
+        assert [m.payload for m in db.queue("keyed").list()] == ["first", "later"]
+    status, _, err = run("enqueue", path, "keyed", "x", "--idempotency-key", "")
+    assert (status, err) == (
+        1,
+        "deadletter enqueue: validation failed: idempotency_key: must not be empty\n",
+    )
+
+
+def test_enqueue_lines_with_options(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a\nb\n"))
+    status, out, _ = run("enqueue", path, "opts", "-", "--max-retries", "5", "--delay", "60")
+    assert (status, out.splitlines()[0]) == (0, "enqueued  2")
+    with deadletter.open(path) as db:
+        messages = db.queue("opts").list()
+    delays = [m.retry_after - m.created_at for m in messages if m.retry_after is not None]
+    assert [m.max_retries for m in messages] == [5, 5]
+    assert delays == [timedelta(seconds=60)] * 2

@@ -1,16 +1,31 @@
-"""Python values of the public API as JSON values, for the HTTP API and the CLI's ``--json``.
+"""Python values of the public API as JSON values, for the HTTP API and the CLI's ``--json``, and
+the instants they take back.
 
 Timestamps become RFC 3339 strings in UTC with milliseconds and ``Z``
 (``2026-11-30T16:24:03.123Z``); durations become seconds (a float); dicts and lists are converted
-item by item; everything else (str, int, bool, None) is already JSON.
+item by item; everything else (str, int, bool, None) is already JSON. `parse_timestamp` reads an
+instant written that way (any fraction of a second, ``Z`` or a zero offset).
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-__all__ = ["jsonable", "timestamp"]
+__all__ = ["INSTANT_PATTERN", "jsonable", "parse_timestamp", "timestamp"]
+
+INSTANT_PATTERN = (
+    r"^(?:000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-(?:0[1-9]|1[0-2])"
+    r"-(?:0[1-9]|[12][0-9]|3[01])[Tt](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    r"(?:\.[0-9]+)?(?:[Zz]|[+-]00:00)$"
+)
+"""An instant the API takes: RFC 3339 in UTC (``Z`` or a zero offset: other offsets could name
+instants outside the core's range, 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z), any
+fraction of a second (floored to the millisecond by the queue), years 0001 to 9999."""
+
+INSTANT = re.compile(INSTANT_PATTERN)
+FRACTION = re.compile(r"\.([0-9]+)")
 
 
 def timestamp(value: datetime) -> str:
@@ -30,3 +45,14 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [jsonable(item) for item in value]
     return value
+
+
+def parse_timestamp(text: str) -> datetime:
+    """An instant written as `INSTANT_PATTERN` says, as an aware datetime in UTC (microseconds:
+    further digits are dropped). `ValueError` for any other text, or a day the month lacks."""
+    if not INSTANT.fullmatch(text):
+        raise ValueError(f"{text!r} is not an RFC 3339 date-time in UTC")
+    moment = datetime.strptime(f"{text[:10]} {text[11:19]}", "%Y-%m-%d %H:%M:%S")
+    fraction = FRACTION.match(text, 19)
+    micros = int(fraction.group(1)[:6].ljust(6, "0")) if fraction else 0
+    return moment.replace(microsecond=micros, tzinfo=timezone.utc)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ._json import INSTANT_PATTERN
+
 __all__ = ["OPERATIONS", "document"]
 
 Json = dict[str, Any]
@@ -38,14 +40,6 @@ TIMESTAMP: Json = {
     "pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$",
     "description": "RFC 3339, UTC, milliseconds: 2026-11-30T16:24:03.123Z",
 }
-
-INSTANT_PATTERN = (
-    r"^(?:000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-(?:0[1-9]|1[0-2])"
-    r"-(?:0[1-9]|[12][0-9]|3[01])[Tt](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
-    r"(?:\.[0-9]+)?(?:[Zz]|[+-]00:00)$"
-)
-"""An instant in a request: RFC 3339 in UTC (``Z`` or a zero offset), any fraction of a second
-(floored to the millisecond), years 0001 to 9999 (the core's range)."""
 
 INSTANT: Json = {
     "type": "string",

@@ -3,16 +3,21 @@
 Commands (``deadletter COMMAND -h`` for their options)::
 
     deadletter serve PATH [--host 127.0.0.1] [--port 8000] [--workers N] [--token T]
+    deadletter stats PATH [QUEUE]
     deadletter list PATH QUEUE [--status S] [--limit N] [--after-id ID]
     deadletter show PATH QUEUE ID
-    deadletter replay PATH QUEUE ID
-    deadletter enqueue PATH QUEUE [--max-retries N] (PAYLOAD | -)
+    deadletter replay PATH QUEUE (ID | --all [--error-contains T] [--dead-after I]
+                                             [--dead-before I] [--limit N])
+    deadletter purge PATH QUEUE --status {succeeded,dead} --older-than DURATION
+    deadletter enqueue PATH QUEUE [--max-retries N] [--delay DURATION]
+                                  (PAYLOAD [--idempotency-key K] | -)
 
-Output is an aligned table for people, or JSON with ``--json`` (messages as the HTTP API writes
-them). Exit status: 0 on success, 1 on a deadletter error (its message on stderr), 2 on a usage
-error. Commands other than ``serve`` and ``enqueue`` refuse a PATH that does not exist rather
-than create an empty database. ``serve`` needs the ``server`` extra
-(``pip install 'deadletter[server]'``).
+Output is an aligned table for people, or JSON with ``--json`` (messages and statistics as the
+HTTP API writes them), both written by `emit`. Exit status: 0 on success, 1 on a deadletter
+error (its message on stderr), 2 on a usage error. Commands other than ``serve`` and ``enqueue``
+refuse a PATH that does not exist rather than create an empty database. A long ``replay --all``
+or ``enqueue -`` shows its progress on stderr when that is a terminal. ``serve`` needs the
+``server`` extra (``pip install 'deadletter[server]'``).
 """
 
 from __future__ import annotations
@@ -21,15 +26,18 @@ import argparse
 import ipaddress
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta, timezone
+from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Optional, TextIO, Union
 
 import deadletter
 
-from ._json import jsonable
+from ._json import jsonable, parse_timestamp
 
 __all__ = ["main"]
 
@@ -38,50 +46,89 @@ Rows = Union[Record, list[Record]]
 
 CELL_WIDTH = 48  # characters of a table cell before it is cut with "…" (--json never cuts)
 PROGRESS_EVERY = 0.2  # seconds between progress lines on a terminal
+CHUNK = 1000  # messages per enqueue_many (its limit) and per replay_all of `replay --all`
 
 
 class Failure(Exception):
     """A failure that is not the queue's (a missing file, a missing extra): exit status 1."""
 
 
+class Usage(Exception):
+    """Arguments that do not go together: exit status 2, with the command's usage."""
+
+
 # ---------------------------------------------------------------------------------------------
 # Output: one function for every command
 
 
-def emit(rows: Rows, columns: Sequence[str], *, as_json: bool, out: TextIO) -> None:
+def emit(
+    rows: Rows,
+    columns: Sequence[str],
+    *,
+    as_json: bool,
+    out: TextIO,
+    width: Optional[int] = CELL_WIDTH,
+) -> None:
     """Writes ``rows`` as JSON, or as a table of ``columns``: a list of records is one row per
-    record, a single record is one ``column  value`` line per column."""
+    record, a single record is one ``column  value`` line per column. Table cells are cut at
+    ``width`` characters (``None``: never)."""
     if as_json:
         out.write(json.dumps(jsonable(rows), ensure_ascii=False, indent=2) + "\n")
         return
     if isinstance(rows, dict):
-        records = [{"field": c, "value": jsonable(rows.get(c))} for c in columns]
-        write_table(records, ("field", "value"), header=False, out=out)
+        records = [{"field": c, "value": readable(rows.get(c))} for c in columns]
+        write_table(records, ("field", "value"), header=False, out=out, width=width)
     else:
-        write_table([jsonable(r) for r in rows], columns, header=True, out=out)
+        records = [{c: readable(r.get(c)) for c in columns} for r in rows]
+        write_table(records, columns, header=True, out=out, width=width)
+
+
+def readable(value: Any) -> Any:
+    """A value as a table shows it: durations as ``1h 30m``, the rest as in JSON."""
+    return duration(value) if isinstance(value, timedelta) else jsonable(value)
+
+
+def duration(value: timedelta) -> str:
+    """``42s``, ``1.5s``, ``1m 40s``, ``1h 30m``, ``2d 4h``: the two largest units."""
+    seconds = value.total_seconds()
+    if seconds < 60:
+        return f"{seconds:g}s"
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (seconds, "s")]
+    first = next(i for i, (n, _) in enumerate(parts) if n)
+    return " ".join(f"{n}{unit}" for n, unit in parts[first : first + 2] if n)
 
 
 def write_table(
-    records: list[Record], columns: Sequence[str], *, header: bool, out: TextIO
+    records: list[Record],
+    columns: Sequence[str],
+    *,
+    header: bool,
+    out: TextIO,
+    width: Optional[int],
 ) -> None:
     """Aligned columns; numbers right-aligned, ``None`` as ``-``, long cells cut."""
-    cells = [[cell(r.get(c)) for c in columns] for r in records]
-    numeric = [all(isinstance(r.get(c), int) for r in records) and bool(records) for c in columns]
+    cells = [[cell(r.get(c), width) for c in columns] for r in records]
+    numeric = [
+        bool(records) and all(isinstance(r.get(c), int) for r in records) for c in columns
+    ]
     lines = ([list(columns)] if header else []) + cells
     widths = [max((len(line[i]) for line in lines), default=0) for i in range(len(columns))]
     for line in lines:
         padded = [
-            text.rjust(width) if right else text.ljust(width)
-            for text, width, right in zip(line, widths, numeric)
+            text.rjust(size) if right else text.ljust(size)
+            for text, size, right in zip(line, widths, numeric)
         ]
         out.write("  ".join(padded).rstrip() + "\n")
 
 
-def cell(value: Any) -> str:
-    """One table cell: one line, at most `CELL_WIDTH` characters."""
+def cell(value: Any, width: Optional[int]) -> str:
+    """One table cell: one line, at most ``width`` characters."""
     text = "-" if value is None else str(value)
     text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
-    return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
 MESSAGE_COLUMNS = (
@@ -95,9 +142,28 @@ MESSAGE_COLUMNS = (
     "created_at",
     "updated_at",
     "lease_expires_at",
-    "payload",
+    "idempotency_key",
+    "first_failed_at",
+    "dead_at",
+    "errors_dropped",
+    "replay_count",
+    "replayed_at",
 )
 LIST_COLUMNS = ("id", "status", "retries", "updated_at", "last_error", "payload")
+ATTEMPT_COLUMNS = ("attempt", "at", "error")
+ENQUEUED_COLUMNS = ("id", "queue", "status", "max_retries", "retry_after", "idempotency_key")
+STATS_COLUMNS = (
+    "queue",
+    "pending",
+    "processing",
+    "succeeded",
+    "dead",
+    "expired",
+    "delayed",
+    "next_due_at",
+    "oldest_due_age",
+    "oldest_dead_age",
+)
 
 
 def listed(message: deadletter.Message) -> Record:
@@ -108,7 +174,7 @@ def listed(message: deadletter.Message) -> Record:
 
 
 class Progress:
-    """``N done`` on stderr, rewritten in place, only when stderr is a terminal."""
+    """``<what> N`` on stderr, rewritten in place, only when stderr is a terminal."""
 
     def __init__(self, what: str, err: TextIO) -> None:
         self.what = what
@@ -140,6 +206,15 @@ def existing(path: str) -> str:
     return path
 
 
+def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    with deadletter.open(existing(args.path)) as db:
+        if args.queue is None:
+            rows: Rows = [stats.to_dict() for stats in db.queues()]
+        else:
+            rows = db.queue(args.queue).stats().to_dict()
+        emit(rows, STATS_COLUMNS, as_json=args.json, out=out)
+
+
 def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     with deadletter.open(existing(args.path)) as db:
         page = db.queue(args.queue).list(
@@ -152,17 +227,63 @@ def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     with deadletter.open(existing(args.path)) as db:
         message = db.queue(args.queue).get(args.id)
-        emit(message.to_dict(), MESSAGE_COLUMNS[:-1], as_json=args.json, out=out)
-        if not args.json:
-            out.write("payload:\n" + message.payload + "\n")
+    if args.json:
+        emit(message.to_dict(), (), as_json=True, out=out)
+        return
+    emit(message.to_dict(), MESSAGE_COLUMNS, as_json=False, out=out, width=None)
+    if message.errors:
+        out.write("errors:\n")
+        attempts = [dict(entry) for entry in message.errors]
+        emit(attempts, ATTEMPT_COLUMNS, as_json=False, out=out, width=None)
+    out.write("payload:\n" + message.payload + "\n")
 
 
 def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    filters = (args.error_contains, args.dead_after, args.dead_before, args.limit)
+    if (args.id is None) == (not args.all):
+        raise Usage("give a message ID or --all")
+    if args.id is not None and any(f is not None for f in filters):
+        raise Usage("--error-contains, --dead-after, --dead-before and --limit go with --all")
     with deadletter.open(existing(args.path)) as db:
-        message = db.queue(args.queue).replay(args.id)
-        emit(
-            message.to_dict(), ("id", "queue", "status", "retry_count"), as_json=args.json, out=out
-        )
+        queue = db.queue(args.queue)
+        if args.id is not None:
+            message = queue.replay(args.id)
+            columns = ("id", "queue", "status", "replay_count")
+            emit(message.to_dict(), columns, as_json=args.json, out=out)
+            return
+        replayed = replay_all(queue, args, Progress("replayed", err))
+    emit({"replayed": replayed}, ("replayed",), as_json=args.json, out=out)
+
+
+def replay_all(queue: deadletter.Queue, args: argparse.Namespace, progress: Progress) -> int:
+    """`Queue.replay_all` in calls of `CHUNK` messages, for progress. The messages that die while
+    it runs are not replayed: without ``--dead-before``, the upper bound is the moment it
+    started (so that the calls end even while workers keep killing replayed messages)."""
+    start = datetime.now(timezone.utc) + timedelta(milliseconds=1)  # dead_before is exclusive
+    before = args.dead_before or start
+    total = 0
+    try:
+        while args.limit is None or total < args.limit:
+            chunk = CHUNK if args.limit is None else min(CHUNK, args.limit - total)
+            replayed = queue.replay_all(
+                error_contains=args.error_contains,
+                dead_after=args.dead_after,
+                dead_before=before,
+                limit=chunk,
+            )
+            total += replayed
+            progress.update(total)
+            if replayed < chunk:
+                break
+    finally:
+        progress.done()
+    return total
+
+
+def cmd_purge(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    with deadletter.open(existing(args.path)) as db:
+        purged = db.queue(args.queue).purge(status=args.status, older_than=args.older_than)
+    emit({"purged": purged}, ("purged",), as_json=args.json, out=out)
 
 
 def stdin_payloads(stream: TextIO) -> Iterator[str]:
@@ -172,35 +293,56 @@ def stdin_payloads(stream: TextIO) -> Iterator[str]:
 
 
 def cmd_enqueue(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    if args.payload == "-" and args.idempotency_key is not None:
+        raise Usage("--idempotency-key goes with one PAYLOAD, not with - (one key per message)")
     with deadletter.open(args.path) as db:
         queue = db.queue(args.queue)
         if args.payload != "-":
-            message = queue.enqueue(args.payload, max_retries=args.max_retries)
-            emit(
-                message.to_dict(),
-                ("id", "queue", "status", "max_retries"),
-                as_json=args.json,
-                out=out,
+            message = queue.enqueue(
+                args.payload,
+                max_retries=args.max_retries,
+                idempotency_key=args.idempotency_key,
+                delay=args.delay,
             )
+            columns = ENQUEUED_COLUMNS + (("deduplicated",) if message.deduplicated else ())
+            emit(message.to_dict(), columns, as_json=args.json, out=out)
             return
-        progress = Progress("enqueued", err)
-        ids: list[int] = []
-        try:
-            for number, payload in enumerate(stdin_payloads(sys.stdin), start=1):
-                try:
-                    ids.append(queue.enqueue(payload, max_retries=args.max_retries).id)
-                except deadletter.Error as error:
-                    before = f"the {len(ids)} lines before it were enqueued"
-                    raise Failure(f"line {number}: {error} ({before})") from error
-                progress.update(len(ids))
-        finally:
-            progress.done()
-        summary = {
-            "enqueued": len(ids),
-            "first_id": ids[0] if ids else None,
-            "last_id": ids[-1] if ids else None,
-        }
-        emit(summary, tuple(summary), as_json=args.json, out=out)
+        summary = enqueue_lines(queue, args, Progress("enqueued", err))
+    emit(summary, tuple(summary), as_json=args.json, out=out)
+
+
+def enqueue_lines(
+    queue: deadletter.Queue, args: argparse.Namespace, progress: Progress
+) -> Record:
+    """One message per line of stdin, by `Queue.enqueue_many` in chunks of `CHUNK` lines: each
+    chunk is enqueued whole or not at all, so a bad line stops the command with the chunks
+    before its own enqueued."""
+    options = {"max_retries": args.max_retries, "delay": args.delay}
+    ids: list[int] = []
+    lines = stdin_payloads(sys.stdin)
+    try:
+        while chunk := list(islice(lines, CHUNK)):
+            items: list[Any] = chunk
+            if any(value is not None for value in options.values()):
+                items = [{"payload": line, **options} for line in chunk]
+            try:
+                ids += [m.id for m in queue.enqueue_many(items)]
+            except deadletter.ValidationError as error:
+                first = error.errors[0]
+                line = len(ids) + first.get("index", 0) + 1
+                raise Failure(
+                    f"line {line}: {first['field']}: {first['message']} (lines {len(ids) + 1}"
+                    f" to {len(ids) + len(chunk)} were not enqueued; the {len(ids)} before them"
+                    " were)"
+                ) from error
+            progress.update(len(ids))
+    finally:
+        progress.done()
+    return {
+        "enqueued": len(ids),
+        "first_id": ids[0] if ids else None,
+        "last_id": ids[-1] if ids else None,
+    }
 
 
 def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
@@ -248,6 +390,29 @@ def positive(text: str) -> int:
     return value
 
 
+DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([smhd]?)")
+UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def seconds(text: str) -> timedelta:
+    """A duration: seconds, or a number with ``s``, ``m``, ``h`` or ``d`` (``90``, ``15m``,
+    ``1.5h``, ``7d``)."""
+    match = DURATION.fullmatch(text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 90, 15m, 12h or 7d")
+    return timedelta(seconds=float(match.group(1)) * UNITS[match.group(2)])
+
+
+def instant(text: str) -> datetime:
+    """An RFC 3339 date-time in UTC, as the JSON output writes them."""
+    try:
+        return parse_timestamp(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an RFC 3339 date-time in UTC, such as 2026-11-30T16:24:03Z"
+        ) from None
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of every command."""
     root = argparse.ArgumentParser(
@@ -260,14 +425,28 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="write JSON instead of a table")
 
     def command(
-        name: str, run: Callable[..., None], help: str, queue: bool = True
+        name: str,
+        run: Callable[..., None],
+        help: str,
+        queue: Optional[str] = "QUEUE",
+        details: str = "",
     ) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help, description=help, parents=[common])
+        description = f"{help}. {details}" if details else help
+        sub = commands.add_parser(name, help=help, description=description, parents=[common])
         sub.add_argument("path", metavar="PATH", help="the SQLite database file")
-        if queue:
+        if queue == "QUEUE":
             sub.add_argument("queue", metavar="QUEUE", help="the queue name")
-        sub.set_defaults(run=run)
+        elif queue == "[QUEUE]":
+            sub.add_argument("queue", metavar="QUEUE", nargs="?", help="one queue (default: all)")
+        sub.set_defaults(run=run, parser=sub)
         return sub
+
+    command(
+        "stats",
+        cmd_stats,
+        "counts per status and oldest ages of every queue that holds messages, or of one",
+        queue="[QUEUE]",
+    )
 
     sub = command("list", cmd_list, "list messages by id, optionally of one status")
     sub.add_argument("--status", help="pending, processing, succeeded or dead")
@@ -276,21 +455,68 @@ def parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("--after-id", type=int, help="only ids above this one (the next page)")
 
-    sub = command("show", cmd_show, "one message: every field, its last error and its payload")
-    sub.add_argument("id", metavar="ID", type=int)
-
     sub = command(
-        "replay", cmd_replay, "replay (redrive) a dead message: pending again, retry count 0"
+        "show", cmd_show, "one message: every field, its failed attempts and its payload"
     )
     sub.add_argument("id", metavar="ID", type=int)
 
-    sub = command("enqueue", cmd_enqueue, "enqueue a payload, or one payload per line of stdin (-)")
+    sub = command(
+        "replay",
+        cmd_replay,
+        "replay (redrive) a dead message, or with --all the dead messages the filters select",
+        details="Each goes back to pending with retry count 0.",
+    )
+    sub.add_argument("id", metavar="ID", type=int, nargs="?", help="the dead message")
+    sub.add_argument("--all", action="store_true", help="every dead message the filters select")
+    sub.add_argument("--error-contains", metavar="TEXT", help="its last error contains TEXT")
+    sub.add_argument(
+        "--dead-after", metavar="INSTANT", type=instant, help="it died at or after INSTANT"
+    )
+    sub.add_argument(
+        "--dead-before",
+        metavar="INSTANT",
+        type=instant,
+        help="it died before INSTANT (default: when the command started; messages that die "
+        "while it runs are not replayed)",
+    )
+    sub.add_argument("--limit", type=positive, help="at most this many, oldest deaths first")
+
+    sub = command(
+        "purge",
+        cmd_purge,
+        "delete the succeeded or dead messages not changed for a while",
+    )
+    sub.add_argument("--status", required=True, choices=["succeeded", "dead"])
+    sub.add_argument(
+        "--older-than",
+        required=True,
+        type=seconds,
+        metavar="DURATION",
+        help="not changed for this long: seconds, or 15m, 12h, 7d",
+    )
+
+    sub = command(
+        "enqueue",
+        cmd_enqueue,
+        "enqueue a payload, or one payload per line of stdin (-)",
+        details="Lines are enqueued 1000 per transaction, all or nothing: a bad line stops the "
+        "command; the transactions before it are committed, none of the 1000 lines of its own "
+        "is enqueued.",
+    )
     sub.add_argument("payload", metavar="PAYLOAD", help="the payload, or - to read one per line")
     sub.add_argument(
         "--max-retries", type=int, help="attempts before a message is dead (1..10; default 3)"
     )
+    sub.add_argument(
+        "--delay", type=seconds, metavar="DURATION", help="not claimable before this long"
+    )
+    sub.add_argument(
+        "--idempotency-key",
+        metavar="KEY",
+        help="when the queue holds a message with this key, show it instead of enqueueing",
+    )
 
-    sub = command("serve", cmd_serve, "serve the HTTP API and the dashboard (uvicorn)", queue=False)
+    sub = command("serve", cmd_serve, "serve the HTTP API and the dashboard (uvicorn)", queue=None)
     sub.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     sub.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     sub.add_argument("--workers", type=positive, default=1, help="server processes (default 1)")
@@ -319,6 +545,8 @@ def main(
     args = parser().parse_args(argv)
     try:
         args.run(args, out, err)
+    except Usage as usage:
+        args.parser.error(str(usage))  # exits with status 2
     except (deadletter.Error, Failure) as error:
         err.write(f"deadletter {args.command}: {error}\n")
         return 1

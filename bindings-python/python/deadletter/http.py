@@ -78,8 +78,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 import deadletter
 
 from . import _metrics
-from ._json import jsonable
-from ._openapi import INSTANT_PATTERN, document
+from ._json import jsonable, parse_timestamp
+from ._openapi import document
 
 __all__ = ["PROBLEMS", "Problem", "app", "body_limit"]
 
@@ -317,32 +317,21 @@ def parse_body(raw: bytes, fields: Iterable[str], *, required: bool) -> Fields:
     return data
 
 
-INSTANT = re.compile(INSTANT_PATTERN)
-FRACTION = re.compile(r"\.([0-9]+)")
-
-
 def instants(data: Fields, names: Iterable[str]) -> None:
-    """Replaces the RFC 3339 strings of ``data[name]`` by aware datetimes; other values stay as
-    they are, for the queue to reject. A string that is not an instant in UTC (the pattern of
-    the OpenAPI document) or names no real day is a validation error."""
+    """Replaces the RFC 3339 strings of ``data[name]`` by aware datetimes (`parse_timestamp`);
+    other values stay as they are, for the queue to reject. A string that is not an instant in
+    UTC (the pattern of the OpenAPI document) or names no real day is a validation error."""
     errors: list[deadletter.FieldError] = []
     for name in names:
-        text = data[name]
-        if not isinstance(text, str):
-            continue
-        try:
-            if not INSTANT.fullmatch(text):
-                raise ValueError(text)
-            moment = datetime.strptime(f"{text[:10]} {text[11:19]}", "%Y-%m-%d %H:%M:%S")
-            fraction = FRACTION.match(text, 19)
-            micros = int(fraction.group(1)[:6].ljust(6, "0")) if fraction else 0
-            data[name] = moment.replace(microsecond=micros, tzinfo=timezone.utc)
-        except ValueError:
-            message = (
-                "must be an RFC 3339 date-time in UTC, such as 2026-11-30T16:24:03.123Z "
-                "(Z or +00:00)"
-            )
-            errors.append({"field": name, "code": "invalid", "message": message})
+        if isinstance(data[name], str):
+            try:
+                data[name] = parse_timestamp(data[name])
+            except ValueError:
+                message = (
+                    "must be an RFC 3339 date-time in UTC, such as 2026-11-30T16:24:03.123Z "
+                    "(Z or +00:00)"
+                )
+                errors.append({"field": name, "code": "invalid", "message": message})
     if errors:
         raise validation_error(errors)
 
