@@ -8,7 +8,7 @@ PYLIB := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("L
 export LD_LIBRARY_PATH := $(PYLIB):$(LD_LIBRARY_PATH)
 export PYO3_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: demo demo-http test setup python test-rust test-postgres test-python lint js test-js test-wasm-browser test-browser browser-demo bench-js bench-python bench-postgres bench-dlq bench-produce bench-http dist test-dist
+.PHONY: demo demo-http test setup python test-rust test-postgres test-python lint js test-js test-wasm-browser test-browser browser-demo bench-js bench-python bench-postgres bench-dlq bench-produce bench-http bench-metrics dist test-dist
 
 setup:
 	scripts/setup.sh all
@@ -111,6 +111,11 @@ bench-produce: python
 ## Benchmark, not a test: requests/s of `deadletter serve` (1 and 4 workers) against the Python API.
 bench-http: python
 	$(PY) bindings-python/benches/http_throughput.py
+
+## Benchmark, not a test: the cost of a Prometheus scrape (GET /metrics) on a SQLite file of
+## 1,000,000 messages, in one queue and in 1,000, against an empty file.
+bench-metrics: python
+	$(PY) bindings-python/benches/metrics_scrape.py
 
 ## Release artifacts in dist/ (what `pip install deadletter` and `npm install deadletter` get):
 ## the abi3 wheel, with its own SQLite, checked manylinux-compliant by maturin (own target dir:
