@@ -12,9 +12,11 @@ answers ``POST .../messages/{id}/succeed`` or ``.../fail`` with the token (``ret
 for a failure that retrying cannot fix: the message is dead at once). A 409 ``conflict`` from
 succeed/fail means the lease ran out and the message went back to the queue: drop it.
 
-`RemoteQueue` has the methods of `deadletter.Queue` and raises its exceptions (mapped from the
-problems' ``code``), so code written for a local queue runs against a server unchanged; the
-webhook relay demo's ``--http`` mode uses it. ``DEADLETTER_TOKEN`` is sent as a bearer token.
+`RemoteQueue` has the producer's and worker's methods of `deadletter.Queue` (enqueue with an
+idempotency key, sent as the ``Idempotency-Key`` header; claim, extend, succeed, fail, replay,
+get, list) and raises its exceptions (mapped from the problems' ``code``), so code written for a
+local queue runs against a server unchanged; the webhook relay demo's ``--http`` mode uses it.
+``DEADLETTER_TOKEN`` is sent as a bearer token.
 """
 
 from __future__ import annotations
@@ -97,21 +99,42 @@ class RemoteQueue:
         self.path = f"/queues/{segment(name)}"
 
     def _call(
-        self, method: str, path: str, body: Optional[dict[str, Any]] = None, **params: Any
+        self,
+        method: str,
+        path: str,
+        body: Optional[dict[str, Any]] = None,
+        headers: Optional[dict[str, str]] = None,
+        **params: Any,
     ) -> Any:
         query = {k: v for k, v in params.items() if v is not None}
-        response = self.client.request(method, self.path + path, json=body, params=query)
+        response = self.client.request(
+            method, self.path + path, json=body, params=query, headers=headers
+        )
         if response.status_code >= 400:
             raise problem_error(response)
         return None if response.status_code == 204 else response.json()
 
-    def enqueue(self, payload: str, *, max_retries: Optional[int] = None) -> RemoteMessage:
-        body = {"payload": payload, "max_retries": max_retries}
-        return RemoteMessage.from_json(self._call("POST", "/messages", body))
+    def enqueue(
+        self,
+        payload: str,
+        *,
+        max_retries: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        delay: Optional[float] = None,
+    ) -> RemoteMessage:
+        body = {"payload": payload, "max_retries": max_retries, "delay": delay}
+        key = {} if idempotency_key is None else {"Idempotency-Key": idempotency_key}
+        return RemoteMessage.from_json(self._call("POST", "/messages", body, key))
 
     def claim(self, *, lease: Optional[float] = None) -> Optional[RemoteMessage]:
         data = self._call("POST", "/claim", {"lease": lease})
         return None if data is None else RemoteMessage.from_json(data)
+
+    def extend(
+        self, id: int, *, lease_token: str, lease: Optional[float] = None
+    ) -> RemoteMessage:
+        body = {"lease_token": lease_token, "lease": lease}
+        return RemoteMessage.from_json(self._call("POST", f"/messages/{id}/extend", body))
 
     def succeed(self, id: int, *, lease_token: Optional[str] = None) -> RemoteMessage:
         body = {"lease_token": lease_token}

@@ -72,6 +72,20 @@ def test_remote_queue_raises_the_exceptions_of_a_local_queue(queue: RemoteQueue)
     claimed = queue.claim(lease=0.5)
     assert claimed is not None and claimed.lease_token
     assert queue.claim() is None  # 204
+    extended = queue.extend(claimed.id, lease_token=claimed.lease_token, lease=60)
+    assert extended.lease_expires_at is not None
+    assert (extended.lease_expires_at - extended.updated_at).total_seconds() == 60
+    with pytest.raises(deadletter.ConflictError):
+        queue.extend(claimed.id, lease_token="not-the-token")
+
+
+def test_remote_enqueue_with_an_idempotency_key_and_a_delay(queue: RemoteQueue) -> None:
+    first = queue.enqueue("x", idempotency_key="order-7", delay=60)
+    again = queue.enqueue("y", idempotency_key="order-7")
+    assert again.id == first.id and again.payload == "x"
+    assert first.retry_after is not None
+    assert (first.retry_after - first.created_at).total_seconds() == 60
+    assert queue.claim() is None  # delayed
 
 
 def test_the_command_line_drains_a_queue(server: tuple[str, deadletter.Database]) -> None:
