@@ -8,6 +8,7 @@ responses, the path parameters) live in ``components``.
 from __future__ import annotations
 
 import copy
+from decimal import Decimal
 from typing import Any
 
 from ._json import INSTANT_PATTERN
@@ -49,15 +50,23 @@ INSTANT: Json = {
     "+00:00 is accepted for Z, other offsets are not); fractions floored to the millisecond.",
 }
 
-LEASE: Json = {
-    "type": "number",
-    "minimum": 0.001,
-    "maximum": 43200,
-    "description": "Seconds (the server's default lease when omitted).",
-}
+def seconds(low_ms: int, high_ms: int, description: str) -> Json:
+    """A duration in seconds. The queue rounds it to the nearest millisecond (half away from
+    zero), then checks ``low_ms..=high_ms``: the bounds here are those of the numbers that round
+    into that range (``0.0005`` is a lease of 1 ms; ``-0.0004`` a delay of 0)."""
+    low: Json = (
+        {"exclusiveMinimum": -0.0005} if low_ms == 0 else {"minimum": (low_ms - 0.5) / 1000}
+    )
+    return {
+        "type": "number",
+        **low,
+        "exclusiveMaximum": (high_ms + 0.5) / 1000,
+        "description": f"{description} Rounded to the millisecond, then "
+        f"{Decimal(low_ms) / 1000} to {Decimal(high_ms) / 1000} seconds.",
+    }
 
-MAX_AGE_SECONDS = 315537897599.999
-"""The longest ``older_than`` of purge: the core's range of instants, in seconds."""
+
+LEASE = seconds(1, 12 * 3600 * 1000, "Seconds (the server's default lease when omitted).")
 
 SECONDS_AGE: Json = {
     "type": ["number", "null"],
@@ -544,12 +553,7 @@ ENQUEUE_PROPERTIES: Json = {
         "description": "Or the Idempotency-Key header (not both).",
     },
     "delay": nullable(
-        {
-            "type": "number",
-            "minimum": 0,
-            "maximum": 30 * 86400,
-            "description": "Seconds before the message may be claimed (default 0).",
-        }
+        seconds(0, 30 * 86400 * 1000, "Seconds before the message may be claimed (default 0).")
     ),
 }
 
@@ -658,12 +662,11 @@ SCHEMAS: Json = {
         "required": ["status", "older_than"],
         "properties": {
             "status": {"enum": ["succeeded", "dead"]},
-            "older_than": {
-                "type": "number",
-                "minimum": 0,
-                "maximum": MAX_AGE_SECONDS,
-                "description": "Seconds since the message last changed (updated_at).",
-            },
+            "older_than": seconds(
+                0,
+                315537897599999,  # the core's range of instants, 0001 to 9999
+                "Seconds since the message last changed (updated_at).",
+            ),
         },
     },
     "Empty": {"type": "object", "additionalProperties": False},
