@@ -383,6 +383,8 @@ def test_integral_json_numbers_are_integers(client: TestClient) -> None:
         ("/queues/q/messages/1/succeed", b'{"lease_token": 5}', [("lease_token", "type")]),
         ("/queues/q/messages/1/succeed", b'{"token": "t"}', [("token", "unknown")]),
         ("/queues/q/messages/1/fail", b"", [("body", "type")]),
+        ("/queues/q/claim", b"\r\n", [("body", "type")]),  # no body is {}; whitespace is not JSON
+        ("/queues/q/messages/1/replay", b" ", [("body", "type")]),
         ("/queues/q/messages/1/fail", b"{}", [("error", "type")]),
         ("/queues/q/messages/1/fail", b'{"error": "e", "retryable": 1}', [("retryable", "type")]),
         ("/queues/q/messages/1/replay", b'{"all": true}', [("all", "unknown")]),

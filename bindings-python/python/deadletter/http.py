@@ -285,11 +285,12 @@ async def read(request: Request, limit: int) -> bytes:
 
 def parse_body(raw: bytes, fields: Iterable[str], *, required: bool) -> Fields:
     """A request body: a JSON object with only ``fields`` (none required here: a missing one is
-    ``None``, which the queue rejects where it needs a value). An empty body is ``{}`` unless
-    ``required``."""
+    ``None``, which the queue rejects where it needs a value). No body at all is ``{}`` unless
+    ``required``; a body of whitespace only is not JSON."""
     if not raw.strip():
-        if required:
-            raise invalid("body", "type", "must be a JSON object; the body is empty")
+        if raw or required:
+            what = "only whitespace" if raw else "empty"
+            raise invalid("body", "type", f"must be a JSON object; the body is {what}")
         return Fields()
     try:
         data = json.loads(
