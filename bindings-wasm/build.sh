@@ -10,7 +10,7 @@ cargo build --release --target wasm32-unknown-unknown -p deadletter-wasm
 rm -rf "$out"
 wasm-bindgen --target web --weak-refs --no-typescript --out-dir "$out" \
   target/wasm32-unknown-unknown/release/deadletter_wasm.wasm
-cp bindings-wasm/js/index.js bindings-wasm/js/errors.js bindings-wasm/js/index.d.ts \
+cp bindings-wasm/js/index.js bindings-wasm/js/errors.js bindings-wasm/js/worker.js bindings-wasm/js/index.d.ts \
   bindings-wasm/js/conformance.mjs bindings-wasm/package.json bindings-wasm/README.md "$out/"
 raw=$(wc -c <"$out/deadletter_wasm_bg.wasm")
 gz=$(gzip -9 -c "$out/deadletter_wasm_bg.wasm" | wc -c)
