@@ -59,6 +59,7 @@ class Loop {
     signal?.addEventListener("abort", this.#poke);
     network?.onOnline(this.#poke);
     let failure = null;
+    let idle = true; // the last claim found nothing (so does the first round)
     try {
       while (!signal?.aborted) {
         this.#poked = false;
@@ -72,11 +73,15 @@ class Loop {
           await this.#wait(Infinity); // until a job ends
           continue;
         }
+        // An idle loop reads when the next delayed message is due *before* it claims: read after
+        // an empty claim, it would miss a message that became due in between, and sleep past it.
+        const next = idle ? await this.#queue.nextDueAt() : undefined;
         const claimed = await this.#queue.claimMany(Math.min(free, MAX_CLAIM), { leaseMs: this.#plan.leaseMs });
         // Claimed before the abort was seen or not, they are this loop's now: run them.
         for (const message of claimed) this.#start(message);
-        if (claimed.length > 0 || signal?.aborted) continue;
-        const next = await this.#queue.nextDueAt();
+        idle = claimed.length === 0;
+        // Idle without a reading taken before this claim (the round before was busy): go round.
+        if (!idle || next === undefined || signal?.aborted) continue;
         await this.#wait(this.#idleWaitMs(next));
       }
     } catch (err) {
