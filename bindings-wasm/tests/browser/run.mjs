@@ -189,9 +189,38 @@ async function demo(browser, url, server) {
     const firstSeconds = (Date.now() - started) / 1000;
     if (first.dead === 0) problems.push("the first drain left no dead letters");
     const deadRows = await page.locator("#dead tbody tr").count();
-    const sampleError = await page.textContent("#dead tbody tr td:last-child");
+    const sampleError = await page.textContent("#dead tbody tr td:nth-child(5)");
+    // A dead message's error history: /strict refused it once (permanent), /gone three times.
+    const history = async (endpoint) => {
+      const row = page.locator(`#dead tbody tr[data-endpoint="${endpoint}"]`).first();
+      const id = await row.getAttribute("data-id");
+      await row.click();
+      await page.waitForFunction((i) => document.querySelector("#history-title").textContent.startsWith(`of #${i} `), id);
+      return page.$$eval("#history tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+    };
+    const strict = await history("/strict");
+    if (strict.length !== 1 || strict[0][0] !== "1" || strict[0][1] !== "PermanentError: HTTP 422 Unprocessable Entity") {
+      problems.push(`history of a dead /strict message: ${JSON.stringify(strict)}`);
+    }
+    const gone = await history("/gone");
+    // Each attempt's time, shown as seconds after the first (rounded to 0.1 s): it waited out
+    // its backoff, 2 s, then 4 s.
+    const after = gone.map((r) => Number(/\(\+([\d.]+) s\)/.exec(r[2])?.[1] ?? 0));
+    if (gone.map((r) => `${r[0]} ${r[1]}`).join() !== ["1", "2", "3"].map((a) => `${a} Error: HTTP 410 Gone`).join()
+      || !(after[0] === 0 && after[1] >= 2 && after[2] >= after[1] + 3.9)) {
+      problems.push(`history of a dead /gone message: ${JSON.stringify(gone)}`);
+    }
     await mkdir(join(ROOT, "build"), { recursive: true });
     await page.screenshot({ path: SCREENSHOT_DRAINED, fullPage: true });
+    // Pause: the loop's AbortController aborts; it resolves with one handled delivery per request.
+    await page.click("#start");
+    await phase("paused", 30_000);
+    const paused = await page.textContent("#log li:first-child");
+    const handled = Number(/relay paused: (\d+) deliveries handled/.exec(paused)?.[1]);
+    const requests = server.subscribers.state().total;
+    if (handled !== requests) problems.push(`paused after ${handled} handled deliveries, the server saw ${requests}`);
+    await page.click("#start");
+    await phase("relaying", 30_000);
     await page.check("#fix");
     await page.waitForFunction(() => document.querySelector("#log").textContent.includes("fixed /gone"));
     await page.click("#replay");
@@ -209,7 +238,8 @@ async function demo(browser, url, server) {
       "browser demo relays, drains, replays the dead and ends all succeeded",
       problems.join("; ")
         || `first drain ${firstSeconds.toFixed(1)} s: ${first.succeeded} succeeded, ${first.dead} dead `
-          + `(${deadRows} rows, e.g. "${sampleError}"); after replay ${total} succeeded; `
+          + `(${deadRows} rows, e.g. "${sampleError}"; histories of ${strict.length} and ${gone.length} attempts); `
+          + `paused after ${handled} deliveries; after replay ${total} succeeded; `
           + `${state.total} requests; screenshots ${SCREENSHOT_DRAINED}, ${SCREENSHOT}`,
     );
   } catch (err) {
