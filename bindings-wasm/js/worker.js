@@ -129,10 +129,11 @@ class Loop {
   async #run(job) {
     const { message } = job;
     job.stopHeartbeats = heartbeats(this.#queue, message, this.#plan);
+    const handler = this.#handler; // called as a plain function: `this` is undefined in it
     let thrown = null;
     let threw = false;
     try {
-      await this.#handler(message);
+      await handler(message);
     } catch (err) {
       threw = true;
       thrown = err;

@@ -123,8 +123,10 @@ test("a PermanentError (or a subclass) dead-letters the message on its first fai
   ]);
   const controller = new AbortController();
   let calls = 0;
+  const receivers = [];
   const handled = await q.process(
-    (message) => {
+    function handler(message) {
+      receivers.push(this);
       calls += 1;
       if (calls === 2) controller.abort();
       throw message.payload === "gone" ? new Gone("HTTP 410") : permanent;
@@ -140,6 +142,7 @@ test("a PermanentError (or a subclass) dead-letters the message on its first fai
     );
   }
   assert.deepEqual(dead, [a.id, b.id], "the loop's deaths reach onDead");
+  assert.deepEqual(receivers, [undefined, undefined], "the handler is called as a plain function");
   db.close();
 });
 
