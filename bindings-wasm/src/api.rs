@@ -367,6 +367,16 @@ impl QueueHandle {
     fn parts(&self) -> (Rc<Shared>, String, Backoff) {
         (self.shared.clone(), self.name.clone(), self.policy)
     }
+
+    /// The database's default lease, in milliseconds (for the worker loop's plan).
+    pub(crate) fn default_lease_ms(&self) -> Millis {
+        self.shared.engine.limits().default_lease_ms
+    }
+
+    /// The database clock's time (for the worker loop's idle wait).
+    pub(crate) fn now(&self) -> Result<Millis> {
+        self.shared.now()
+    }
 }
 
 #[wasm_bindgen]
