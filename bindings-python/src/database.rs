@@ -44,7 +44,9 @@ where
 
 /// A queue database on one SQLite connection, made by `deadletter.open`. Safe to share between
 /// threads (calls are serialized on the connection and release the GIL while SQLite works); each
-/// process opens its own. Also a context manager that closes it on exit.
+/// process opens its own: in a child made by `fork()`, every operation of a database opened before
+/// the fork raises `StoreError` at once (open it again in the child) and `closed` is true. Also a
+/// context manager that closes it on exit.
 #[pyclass(frozen, module = "deadletter", name = "Database")]
 pub struct Database {
     shared: Arc<Shared>,
@@ -75,14 +77,15 @@ impl Database {
     }
 
     /// Closes the database. Later operations of its queues raise `StoreError`; closing again
-    /// does nothing.
+    /// does nothing. In a child made by `fork()` it raises `StoreError` and leaves the parent's
+    /// connection alone.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let store = self.shared.engine.store();
         py.detach(|| store.close())
             .map_err(|err| to_py_err(py, &err))
     }
 
-    /// Whether `close` was called.
+    /// Whether `close` was called; true in a child made by `fork()` after it was opened.
     #[getter]
     fn closed(&self) -> bool {
         self.shared.engine.store().is_closed()

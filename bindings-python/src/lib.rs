@@ -21,6 +21,7 @@
 pub mod convert;
 pub mod database;
 pub mod errors;
+pub mod fork;
 pub mod message;
 pub mod sqlite;
 
@@ -40,7 +41,9 @@ use crate::sqlite::SqliteStore;
 ///
 /// `path`: a file path (str or os.PathLike), or `":memory:"` for a private in-memory database.
 /// File databases use SQLite's WAL mode and may be shared by processes; a write waits up to 30 s
-/// for another process's lock. `clock`: a zero-argument callable returning an aware `datetime`
+/// for another process's lock. Each process opens its own: in a child made by `fork()` the
+/// databases opened before the fork raise `StoreError` (a fork waits until no thread is inside a
+/// SQLite call). `clock`: a zero-argument callable returning an aware `datetime`
 /// (called once per operation, before any work; a naive datetime, or one after 9999-12-30, raises
 /// `ValidationError`; an exception it raises propagates unchanged); default: the system clock in
 /// UTC. `lease`: the default lease of `Queue.claim`, in seconds (int or float) or a
@@ -119,5 +122,5 @@ fn deadletter_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyMessage>()?;
     m.add("CODES", PyTuple::new(m.py(), deadletter::CODES)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    Ok(())
+    fork::install(m)
 }

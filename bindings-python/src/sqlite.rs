@@ -10,13 +10,15 @@
 //! [`BUSY_TIMEOUT`] so that no "database is locked" reaches a caller under normal contention.
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use deadletter::{
     Error, Id, ListQuery, Message, Millis, NewMessage, Result, Status, Store, apply_step,
 };
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+
+use crate::fork::{self, Gate, Slot};
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 1;
@@ -91,10 +93,22 @@ const WRITE_SQL: &str = "UPDATE messages SET queue = ?2, payload = ?3, status = 
     updated_at = ?10, lease_token = ?11, lease_expires_at = ?12 WHERE id = ?1";
 
 /// A [`Store`] on one SQLite connection (a file, or `:memory:`).
+///
+/// The connection belongs to the process that opened it: in a child made by `fork()` every call
+/// fails at once with a store error (see [`crate::fork`]).
 #[derive(Debug)]
 pub struct SqliteStore {
     /// `None` once closed.
-    conn: Mutex<Option<Connection>>,
+    conn: Arc<Slot>,
+    /// The process that opened the connection.
+    pid: u32,
+}
+
+/// The open connection, with the fork gate held: fields drop in order, the mutex before the gate,
+/// so that a fork never finds the mutex locked.
+struct Held<'a> {
+    conn: MutexGuard<'a, Option<Connection>>,
+    _gate: Gate,
 }
 
 impl SqliteStore {
@@ -102,6 +116,7 @@ impl SqliteStore {
     /// database. File databases use WAL journaling. A file whose schema version is newer than
     /// [`SCHEMA_VERSION`] is refused with a store error.
     pub fn open(path: &Path) -> Result<Self> {
+        let _gate = fork::enter();
         let conn = if path == Path::new(":memory:") {
             Connection::open_in_memory()
         } else {
@@ -119,38 +134,58 @@ impl SqliteStore {
             .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
             .map_err(Error::store)?;
         migrate(&mut conn)?;
+        let conn = Arc::new(Mutex::new(Some(conn)));
+        fork::track(&conn);
         Ok(Self {
-            conn: Mutex::new(Some(conn)),
+            conn,
+            pid: std::process::id(),
         })
     }
 
     /// Closes the connection; every later call fails with a store error. Closing twice is fine.
     pub fn close(&self) -> Result<()> {
-        let conn = self.lock()?.take();
-        match conn {
+        let mut held = self.lock()?;
+        match held.conn.take() {
             Some(conn) => conn.close().map_err(|(_, err)| Error::store(err)),
             None => Ok(()),
         }
     }
 
-    /// Whether [`SqliteStore::close`] was called.
+    /// Whether [`SqliteStore::close`] was called; always true in a forked child.
     pub fn is_closed(&self) -> bool {
-        self.conn.lock().map_or(true, |conn| conn.is_none())
+        self.forked() || self.conn.lock().map_or(true, |conn| conn.is_none())
+    }
+
+    /// Whether this process is not the one that opened the connection (a child made by `fork()`).
+    fn forked(&self) -> bool {
+        std::process::id() != self.pid
     }
 
     /// Runs `f` on the open connection.
     pub fn with_connection<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
-        let mut guard = self.lock()?;
-        let conn = guard
+        let mut held = self.lock()?;
+        let conn = held
+            .conn
             .as_mut()
             .ok_or_else(|| Error::Store("the database is closed".into()))?;
         f(conn)
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, Option<Connection>>> {
-        self.conn
+    /// The connection, in the process that opened it only (see [`crate::fork`]).
+    fn lock(&self) -> Result<Held<'_>> {
+        if self.forked() {
+            return Err(Error::Store(
+                "this database was opened before a fork, in the parent process, and a SQLite \
+                 connection must not cross a fork: open the database again in this process"
+                    .into(),
+            ));
+        }
+        let gate = fork::enter();
+        let conn = self
+            .conn
             .lock()
-            .map_err(|_| Error::Store("the connection was poisoned by a panic".into()))
+            .map_err(|_| Error::Store("the connection was poisoned by a panic".into()))?;
+        Ok(Held { conn, _gate: gate })
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction, committed only when `f` succeeds.
@@ -163,6 +198,16 @@ impl SqliteStore {
             tx.commit().map_err(Error::store)?;
             Ok(value)
         })
+    }
+}
+
+impl Drop for SqliteStore {
+    /// In a forked child that did not run the fork hooks (a fork from C), leaks the parent's
+    /// connection: closing it could wait forever for a mutex held at the moment of the fork.
+    fn drop(&mut self) {
+        if self.forked() {
+            std::mem::forget(Arc::clone(&self.conn));
+        }
     }
 }
 

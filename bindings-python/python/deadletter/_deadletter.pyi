@@ -38,6 +38,11 @@ def open(
     ``max_payload_bytes``: largest payload in bytes of UTF-8 (1..=67108864).
     Raises `ValidationError` for a rejected option, `StoreError` when the file cannot be opened or
     has a newer schema version.
+
+    Each process opens its own: in a child made by ``fork()`` (``os.fork``, ``multiprocessing``'s
+    ``fork`` start method), every call on a database opened before the fork raises `StoreError`
+    at once, saying to open the database again in the child; doing so works. A fork waits until no
+    thread of the process is inside a SQLite call.
     """
 
 def backoff(retry_count: int) -> timedelta:
@@ -46,15 +51,18 @@ def backoff(retry_count: int) -> timedelta:
 
 @final
 class Database:
-    """A queue database on one SQLite connection; thread-safe; a context manager that closes it."""
+    """A queue database on one SQLite connection; thread-safe; a context manager that closes it.
+    Belongs to the process that opened it: after a ``fork()``, the child's calls raise `StoreError`.
+    """
 
     @property
     def closed(self) -> bool:
-        """Whether `close` was called."""
+        """Whether `close` was called; true in a child forked after the database was opened."""
     def queue(self, name: str) -> Queue:
         """The queue ``name`` (non-empty, at most 255 characters; else `ValidationError`)."""
     def close(self) -> None:
-        """Closes the database; later operations of its queues raise `StoreError`. Idempotent."""
+        """Closes the database; later operations of its queues raise `StoreError`. Idempotent.
+        In a forked child: `StoreError`, and the parent's connection is left alone."""
     def __enter__(self) -> Database: ...
     def __exit__(
         self,

@@ -98,6 +98,7 @@ class ConflictError(Error):
 
 class StoreError(Error):
     """SQLite failed (I/O, corruption, a lock held past the 30 s busy timeout, a schema written by
-    a newer deadletter), or the database is closed."""
+    a newer deadletter), the database is closed, or it was opened before a ``fork()`` and is used
+    in the child (open it again there)."""
 
     code: ClassVar[ErrorCode] = "store"
