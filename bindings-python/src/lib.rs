@@ -39,7 +39,8 @@ use crate::sqlite::SqliteStore;
 
 /// Opens (creating if needed) a queue database.
 ///
-/// `path`: a file path (str or os.PathLike), or `":memory:"` for a private in-memory database.
+/// `path`: a file path (str or os.PathLike; not empty), or `":memory:"` (the default) for a
+/// private in-memory database.
 /// File databases use SQLite's WAL mode and may be shared by processes; a write waits up to 30 s
 /// for another process's lock. Each process opens its own: in a child made by `fork()` the
 /// databases opened before the fork raise `StoreError` (a fork waits until no thread is inside a
@@ -51,8 +52,10 @@ use crate::sqlite::SqliteStore;
 /// largest accepted payload, in bytes of UTF-8 (1..=67108864). `None` for an option means its
 /// default.
 ///
-/// Raises `ValidationError` for a rejected option, `StoreError` when the file cannot be opened,
-/// is not a deadletter database, or was written by a newer deadletter (schema version).
+/// Raises `ValidationError` for a rejected argument (every one at once; an empty `path` is
+/// rejected, field `path`), `StoreError` when the file cannot be opened, is not a deadletter
+/// database, or was written by a newer deadletter (schema version). A refused file is left
+/// byte-for-byte as it was.
 #[pyfunction]
 #[pyo3(
     signature = (path = None, *, clock = None, lease = None, max_payload_bytes = None),
@@ -60,33 +63,56 @@ use crate::sqlite::SqliteStore;
 )]
 fn open(
     py: Python<'_>,
-    path: Option<PathBuf>,
+    path: Option<&Bound<'_, PyAny>>,
     clock: Option<Bound<'_, PyAny>>,
     lease: Option<&Bound<'_, PyAny>>,
     max_payload_bytes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Database> {
+    let mut rejected = Vec::new();
+    let path = match path.filter(|path| !path.is_none()) {
+        None => Some(PathBuf::from(":memory:")),
+        Some(path) => match path.extract::<PathBuf>() {
+            Ok(path) if path.as_os_str().is_empty() => {
+                rejected.push(FieldError {
+                    field: "path",
+                    code: "empty",
+                    message: "must not be empty (\":memory:\" opens a database in memory)".into(),
+                });
+                None
+            }
+            Ok(path) => Some(path),
+            Err(_) => {
+                let kind = Value::from_py(Some(path)).arg().kind();
+                rejected.push(FieldError {
+                    field: "path",
+                    code: "type",
+                    message: format!("must be a str or an os.PathLike, got {kind}"),
+                });
+                None
+            }
+        },
+    };
     let lease = Value::lease(lease);
     let max_payload_bytes = Value::from_py(max_payload_bytes);
-    let limits = Limits::new(&lease.arg(), &max_payload_bytes.arg());
+    let limits = match Limits::new(&lease.arg(), &max_payload_bytes.arg()) {
+        Ok(limits) => Some(limits),
+        Err(Error::Validation(fields)) => {
+            rejected.extend(fields);
+            None
+        }
+        Err(err) => return Err(to_py_err(py, &err)),
+    };
     let clock = clock.filter(|clock| !clock.is_none());
-    let clock_error = clock
-        .as_ref()
-        .filter(|c| !c.is_callable())
-        .map(|_| FieldError {
+    if clock.as_ref().is_some_and(|c| !c.is_callable()) {
+        rejected.push(FieldError {
             field: "clock",
             code: "type",
             message: "must be a zero-argument callable returning an aware datetime".into(),
         });
-    let limits = match (limits, clock_error) {
-        (Ok(limits), None) => limits,
-        (Ok(_), Some(clock)) => return Err(to_py_err(py, &Error::Validation(vec![clock]))),
-        (Err(Error::Validation(mut fields)), Some(clock)) => {
-            fields.push(clock);
-            return Err(to_py_err(py, &Error::Validation(fields)));
-        }
-        (Err(err), _) => return Err(to_py_err(py, &err)),
+    }
+    let (Some(path), Some(limits), true) = (path, limits, rejected.is_empty()) else {
+        return Err(to_py_err(py, &Error::Validation(rejected)));
     };
-    let path = path.unwrap_or_else(|| PathBuf::from(":memory:"));
     let store = py
         .detach(|| SqliteStore::open(&path))
         .map_err(|err| to_py_err(py, &err))?;

@@ -126,14 +126,15 @@ impl SqliteStore {
         Self::from_connection(conn)
     }
 
-    /// Sets the connection up (busy timeout, WAL, schema) and wraps it.
+    /// Sets the connection up (busy timeout, schema, WAL) and wraps it. The schema is checked
+    /// first, so that another application's file is refused before anything is written to it.
     pub fn from_connection(mut conn: Connection) -> Result<Self> {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(Error::store)?;
+        migrate(&mut conn)?;
         // Returns the mode in force: `wal` for files, `memory` for in-memory databases.
         let _mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
             .map_err(Error::store)?;
-        migrate(&mut conn)?;
         let conn = Arc::new(Mutex::new(Some(conn)));
         fork::track(&conn);
         Ok(Self {
@@ -212,7 +213,9 @@ impl Drop for SqliteStore {
 }
 
 /// Creates the schema in a new, empty database (version 0 -> 1); refuses another application's
-/// database and unknown newer versions.
+/// database (other tables at version 0, or no `messages` table with our columns at our version)
+/// and unknown newer versions. A refused database is only read: the transaction is rolled back
+/// before any write.
 fn migrate(conn: &mut Connection) -> Result<()> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -235,7 +238,20 @@ fn migrate(conn: &mut Connection) -> Result<()> {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(Error::store)?;
         }
-        SCHEMA_VERSION => {}
+        SCHEMA_VERSION => {
+            // Preparing reads the schema only: it fails when a column we read is missing.
+            tx.prepare(select!("LIMIT 0")).map_err(|err| {
+                Error::Store(format!(
+                    "not a deadletter database: it has schema version {SCHEMA_VERSION} but not \
+                     deadletter's messages table ({err})"
+                ))
+            })?;
+        }
+        negative @ ..0 => {
+            return Err(Error::Store(format!(
+                "not a deadletter database: it has schema version {negative}"
+            )));
+        }
         newer => {
             return Err(Error::Store(format!(
                 "the database has schema version {newer}; this deadletter reads version \

@@ -29,15 +29,17 @@ def open(
     lease: Optional[_Seconds] = 30.0,
     max_payload_bytes: Optional[int] = 1048576,
 ) -> Database:
-    """Opens (creating if needed) a queue database: a file path, or ``":memory:"``.
+    """Opens (creating if needed) a queue database: a file path (not empty: `ValidationError`,
+    field ``path``), or ``":memory:"``.
 
     ``clock`` returns an aware datetime (naive or after 9999-12-30 -> `ValidationError`, field
     ``clock``); an exception it raises propagates unchanged; default: the system clock.
     ``lease``: default lease of `Queue.claim`, in seconds or a timedelta, rounded to the
     millisecond, then 1 ms..=12 h. ``None`` for any option means its default.
     ``max_payload_bytes``: largest payload in bytes of UTF-8 (1..=67108864).
-    Raises `ValidationError` for a rejected option, `StoreError` when the file cannot be opened or
-    has a newer schema version.
+    Raises `ValidationError` for rejected arguments (all of them at once), `StoreError` when the
+    file cannot be opened, is not a deadletter database (another application's) or has a newer
+    schema version; a refused file is left byte-for-byte as it was.
 
     Each process opens its own: in a child made by ``fork()`` (``os.fork``, ``multiprocessing``'s
     ``fork`` start method), every call on a database opened before the fork raises `StoreError`
