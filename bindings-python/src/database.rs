@@ -117,8 +117,10 @@ impl Database {
 /// One named queue of a `Database`, made by `Database.queue(name)`. Every method reads the
 /// database's clock once and raises `ValidationError` (a `ValueError`) for a rejected argument,
 /// `NotFoundError` (a `LookupError`) for an id this queue does not have, `ConflictError` for a
-/// transition not allowed now (wrong status, or a lost lease), `StoreError` when SQLite fails or
-/// the database is closed. A call that raises has changed nothing.
+/// transition not allowed now (wrong status, or a lost lease), `StoreError` when SQLite fails, the
+/// database is closed, or a row it reads holds a value deadletter never writes (a timestamp
+/// outside years 1..=9999, a wrong type, NULL, an unknown status: the error names the message and
+/// the column). A call that raises has changed nothing.
 #[pyclass(frozen, module = "deadletter", name = "Queue")]
 pub struct Queue {
     shared: Arc<Shared>,

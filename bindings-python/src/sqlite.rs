@@ -9,6 +9,7 @@
 //! processes on the same file are serialized by SQLite's write lock, waited for up to
 //! [`BUSY_TIMEOUT`] so that no "database is locked" reaches a caller under normal contention.
 
+use std::ops::RangeInclusive;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -16,6 +17,7 @@ use std::time::Duration;
 use deadletter::{
     Error, Id, ListQuery, Message, Millis, NewMessage, Result, Status, Store, apply_step,
 };
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
 use crate::fork::{self, Gate, Slot};
@@ -262,30 +264,92 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     tx.commit().map_err(Error::store)
 }
 
-/// Reads one row selected by a query built with `select!`.
-fn read_message(row: &Row<'_>) -> rusqlite::Result<Message> {
-    let status: String = row.get(3)?;
-    let status = Status::parse(&status).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            3,
-            rusqlite::types::Type::Text,
-            format!("unknown status {status:?}").into(),
-        )
-    })?;
+/// The instants a stored timestamp may hold, in UTC milliseconds: 0001-01-01T00:00:00Z to
+/// 9999-12-31T23:59:59.999Z, the range every binding can represent (Python's `datetime`).
+// TODO: use `deadletter::validate::MIN_TIME..=MAX_TIME` once the core defines them.
+const TIME_RANGE: RangeInclusive<Millis> = -62_135_596_800_000..=253_402_300_799_999;
+
+/// Reads one row selected by a query built with `select!`. A value deadletter never writes (a
+/// timestamp outside [`TIME_RANGE`], a count that is not a `u32`, a value of the wrong type,
+/// NULL where a value is required, an unknown status) means the row was changed by something else:
+/// a store error naming the message and the column, rather than a wrong message or an untyped
+/// error later when a binding converts it.
+fn read_message(row: &Row<'_>) -> Result<Message> {
+    let id: Id = row.get(0).map_err(Error::store)?;
+    let corrupt = |index: usize, why: &dyn std::fmt::Display| {
+        let column = row.as_ref().column_name(index).unwrap_or("?");
+        Error::Store(format!("message {id} is corrupt: column {column}: {why}"))
+    };
+    let value = |index: usize| row.get_ref(index).map_err(|err| corrupt(index, &err));
+    let text = |index: usize| -> Result<Option<String>> {
+        match value(index)? {
+            ValueRef::Null => Ok(None),
+            ValueRef::Text(bytes) => String::from_utf8(bytes.to_vec())
+                .map(Some)
+                .map_err(|_| corrupt(index, &"holds text that is not UTF-8")),
+            other => Err(corrupt(
+                index,
+                &format_args!("holds {}, not text", kind(other)),
+            )),
+        }
+    };
+    let required = |index: usize, found: Result<Option<String>>| {
+        found?.ok_or_else(|| corrupt(index, &"is NULL"))
+    };
+    let int = |index: usize| -> Result<Option<i64>> {
+        match value(index)? {
+            ValueRef::Null => Ok(None),
+            ValueRef::Integer(n) => Ok(Some(n)),
+            other => Err(corrupt(
+                index,
+                &format_args!("holds {}, not an integer", kind(other)),
+            )),
+        }
+    };
+    let count = |index: usize| -> Result<u32> {
+        let n = int(index)?.ok_or_else(|| corrupt(index, &"is NULL"))?;
+        u32::try_from(n).map_err(|_| corrupt(index, &format_args!("holds {n}, not a count")))
+    };
+    let time = |index: usize| -> Result<Option<Millis>> {
+        match int(index)? {
+            Some(ms) if !TIME_RANGE.contains(&ms) => Err(corrupt(
+                index,
+                &format_args!(
+                    "holds {ms}, outside the time range deadletter writes \
+                     (0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, in UTC milliseconds)"
+                ),
+            )),
+            other => Ok(other),
+        }
+    };
+    let status = required(3, text(3))?;
+    let status = Status::parse(&status)
+        .ok_or_else(|| corrupt(3, &format_args!("holds the unknown status {status:?}")))?;
     Ok(Message {
-        id: row.get(0)?,
-        queue: row.get(1)?,
-        payload: row.get(2)?,
+        id,
+        queue: required(1, text(1))?,
+        payload: required(2, text(2))?,
         status,
-        retry_count: row.get(4)?,
-        max_retries: row.get(5)?,
-        retry_after: row.get(6)?,
-        last_error: row.get(7)?,
-        created_at: row.get(8)?,
-        updated_at: row.get(9)?,
-        lease_token: row.get(10)?,
-        lease_expires_at: row.get(11)?,
+        retry_count: count(4)?,
+        max_retries: count(5)?,
+        retry_after: time(6)?,
+        last_error: text(7)?,
+        created_at: time(8)?.ok_or_else(|| corrupt(8, &"is NULL"))?,
+        updated_at: time(9)?.ok_or_else(|| corrupt(9, &"is NULL"))?,
+        lease_token: text(10)?,
+        lease_expires_at: time(11)?,
     })
+}
+
+/// How a stored value is named in a corrupt-row error.
+fn kind(value: ValueRef<'_>) -> String {
+    match value {
+        ValueRef::Null => "NULL".into(),
+        ValueRef::Integer(n) => format!("the integer {n}"),
+        ValueRef::Real(x) => format!("the real number {x}"),
+        ValueRef::Text(_) => "text".into(),
+        ValueRef::Blob(bytes) => format!("a blob of {} bytes", bytes.len()),
+    }
 }
 
 /// Persists `message` (the result of a step) over the row with its id.
@@ -313,9 +377,10 @@ fn write_message(tx: &Transaction<'_>, message: &Message) -> Result<()> {
 fn get_in(conn: &Connection, queue: &str, id: Id) -> Result<Option<Message>> {
     let mut statement = conn.prepare_cached(GET_SQL).map_err(Error::store)?;
     statement
-        .query_row(params![id, queue], read_message)
+        .query_row(params![id, queue], |row| Ok(read_message(row)))
         .optional()
-        .map_err(Error::store)
+        .map_err(Error::store)?
+        .transpose()
 }
 
 impl Store for SqliteStore {
@@ -374,9 +439,9 @@ impl Store for SqliteStore {
             let expired: Vec<Message> = {
                 let mut statement = tx.prepare_cached(EXPIRED_SQL).map_err(Error::store)?;
                 let rows = statement
-                    .query_map(params![queue, now], read_message)
+                    .query_map(params![queue, now], |row| Ok(read_message(row)))
                     .map_err(Error::store)?;
-                rows.map(|row| row.map_err(Error::store).and_then(&expire))
+                rows.map(|row| row.map_err(Error::store)?.and_then(&expire))
                     .collect::<Result<_>>()?
             };
             // The candidate is chosen among the messages as they were before step 1, like the
@@ -384,9 +449,10 @@ impl Store for SqliteStore {
             let next = {
                 let mut statement = tx.prepare_cached(CLAIM_SQL).map_err(Error::store)?;
                 statement
-                    .query_row(params![queue, now], read_message)
+                    .query_row(params![queue, now], |row| Ok(read_message(row)))
                     .optional()
                     .map_err(Error::store)?
+                    .transpose()?
             };
             let taken = next.map(take).transpose()?;
             for message in expired.iter().chain(&taken) {
@@ -404,21 +470,22 @@ impl Store for SqliteStore {
                 None => {
                     let mut statement = conn.prepare_cached(LIST_SQL).map_err(Error::store)?;
                     statement
-                        .query_map(params![query.queue, after, limit], read_message)
-                        .and_then(Iterator::collect)
+                        .query_map(params![query.queue, after, limit], |row| {
+                            Ok(read_message(row))
+                        })
+                        .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
                 }
                 Some(status) => {
                     let mut statement =
                         conn.prepare_cached(LIST_STATUS_SQL).map_err(Error::store)?;
                     statement
-                        .query_map(
-                            params![query.queue, status.as_str(), after, limit],
-                            read_message,
-                        )
-                        .and_then(Iterator::collect)
+                        .query_map(params![query.queue, status.as_str(), after, limit], |row| {
+                            Ok(read_message(row))
+                        })
+                        .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
                 }
             };
-            rows.map_err(Error::store)
+            rows.map_err(Error::store)?.into_iter().collect()
         })
     }
 }

@@ -77,7 +77,8 @@ class Database:
 @final
 class Queue:
     """One named queue. Methods raise `ValidationError`, `NotFoundError`, `ConflictError` or
-    `StoreError`; a call that raises has changed nothing."""
+    `StoreError` (also for a stored row that holds a value deadletter never writes, naming the
+    message and the column); a call that raises has changed nothing."""
 
     @property
     def name(self) -> str:
