@@ -1,5 +1,6 @@
 //! What the store needs on top of the [`idb`] crate: one transaction run as a unit, opening the
-//! database (schema version 2, with the upgrade from 1) within a time limit, and errors as `store`.
+//! database (schema version 2, with the upgrade from 1) within a time limit, refusing another
+//! application's database without changing it, and errors as `store`.
 //!
 //! # Why the store's steps are synchronous
 //! An IndexedDB transaction commits by itself as soon as control returns to the event loop with
@@ -14,7 +15,7 @@
 //! the transaction went inactive fails, and [`transaction`] reports it as a `store` error: nothing
 //! is written silently (the `inactive_transaction` test shows it).
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::future::{Future, IntoFuture, poll_fn};
 use std::pin::pin;
 use std::rc::Rc;
@@ -49,6 +50,15 @@ pub const BY_EXPIRY: &str = "expiry";
 pub const BY_STATUS: &str = "list";
 /// Index `queue`: `list` without a status (id order within a key).
 pub const BY_QUEUE: &str = "queue";
+/// The indexes of schema version 2 and their key paths.
+const INDEXES: [(&str, &[&str]); 4] = [
+    (BY_CREATED, &["queue", "status", "createdAt", "id", "dueAt"]),
+    (BY_EXPIRY, &["queue", "status", "leaseExpiresAt"]),
+    (BY_STATUS, &["queue", "status"]),
+    (BY_QUEUE, &["queue"]),
+];
+/// The key path of the `claim` index in schema version 1 (the others were as in version 2).
+const CLAIM_V1: &[&str] = &["queue", "status", "createdAt"];
 /// How long `open` waits, e.g. while other connections block it, in milliseconds.
 pub const OPEN_TIMEOUT_MS: i32 = 5_000;
 
@@ -128,21 +138,63 @@ pub async fn transaction<T>(
     }
 }
 
+fn key_path(fields: &[&str]) -> KeyPath {
+    match fields {
+        [one] => KeyPath::new_single(one),
+        many => KeyPath::new_array(many.iter().copied()),
+    }
+}
+
 fn create_indexes(store: &ObjectStore, claim_only: bool) -> IdbResult<()> {
-    let index = |name: &str, fields: &[&str]| {
-        let path = match fields {
-            [one] => KeyPath::new_single(one),
-            many => KeyPath::new_array(many.iter().copied()),
-        };
-        store.create_index(name, path, None)
-    };
-    index(BY_CREATED, &["queue", "status", "createdAt", "id", "dueAt"])?;
-    if !claim_only {
-        index(BY_EXPIRY, &["queue", "status", "leaseExpiresAt"])?;
-        index(BY_STATUS, &["queue", "status"])?;
-        index(BY_QUEUE, &["queue"])?;
+    let count = if claim_only { 1 } else { INDEXES.len() };
+    for (name, fields) in &INDEXES[..count] {
+        store.create_index(name, key_path(fields), None)?;
     }
     Ok(())
+}
+
+/// Why `store` is not the `messages` store of schema `version` (1 or 2), if it is not: the key
+/// path `id` with a key generator, and every index with its key path. Reads names only.
+fn foreign_shape(store: &ObjectStore, version: u32) -> Option<String> {
+    if store.key_path().ok().flatten() != Some(KeyPath::new_single("id")) || !store.auto_increment()
+    {
+        return Some(format!(
+            "its {STORE:?} store is not keyed by an auto-incremented id"
+        ));
+    }
+    INDEXES.iter().find_map(|&(name, fields)| {
+        let fields = if version == 1 && name == BY_CREATED {
+            CLAIM_V1
+        } else {
+            fields
+        };
+        let found = store
+            .index(name)
+            .ok()
+            .and_then(|index| index.key_path().ok().flatten());
+        (found != Some(key_path(fields)))
+            .then(|| format!("its {STORE:?} store has no index {name:?} on {fields:?}"))
+    })
+}
+
+/// The refusal of a database that is not a deadletter one.
+fn not_ours(name: &str, why: &str) -> Error {
+    Error::Store(format!(
+        "IndexedDB database {name:?} is not a deadletter database: {why}; nothing was changed"
+    ))
+}
+
+/// Checks an opened database against schema version 2 without writing (the shape is read from a
+/// read-only transaction that makes no request).
+fn check_shape(db: &Database) -> Option<String> {
+    if !db.store_names().iter().any(|store| store == STORE) {
+        return Some(format!("it has no object store {STORE:?}"));
+    }
+    let tx = db.transaction(&[STORE], TransactionMode::ReadOnly);
+    match tx.and_then(|tx| tx.object_store(STORE)) {
+        Ok(store) => foreign_shape(&store, VERSION),
+        Err(err) => Some(err.to_string()),
+    }
 }
 
 /// Version 1 -> 2, in the upgrade transaction: recreate `claim` with `dueAt` and give every record
@@ -171,12 +223,36 @@ async fn upgrade_from_1(store: ObjectStore) -> IdbResult<()> {
     Ok(())
 }
 
-/// Creates or upgrades the schema; on failure aborts the upgrade (so the open fails).
-fn upgrade(event: &VersionChangeEvent, failed: &Rc<Cell<bool>>) {
+/// Why an upgrade was aborted (so that the open failed).
+enum Refusal {
+    /// The database at version 1 is another application's.
+    NotOurs(String),
+    /// Creating or upgrading the schema failed.
+    Failed,
+}
+
+type Refused = Rc<RefCell<Option<Refusal>>>;
+
+/// Creates or upgrades the schema; on failure, or when version 1 is not deadletter's, aborts the
+/// upgrade, so the open fails and the database is left as it was.
+fn upgrade(event: &VersionChangeEvent, refused: &Refused) {
+    let refuse = |why: Refusal| *refused.borrow_mut() = Some(why);
     let (Ok(db), Ok(Some(tx))) = (event.database(), event.target().map(|r| r.transaction())) else {
-        failed.set(true);
+        refuse(Refusal::Failed);
         return;
     };
+    let foreign = match event.old_version() {
+        Ok(1) => match tx.object_store(STORE) {
+            Ok(store) => foreign_shape(&store, 1),
+            Err(_) => Some(format!("it has version 1 and no object store {STORE:?}")),
+        },
+        _ => None,
+    };
+    if let Some(why) = foreign {
+        refuse(Refusal::NotOurs(why));
+        let _ = tx.abort();
+        return;
+    }
     let created = match event.old_version() {
         Ok(0) => {
             let mut params = ObjectStoreParams::new();
@@ -187,10 +263,10 @@ fn upgrade(event: &VersionChangeEvent, failed: &Rc<Cell<bool>>) {
                 .and_then(|store| create_indexes(&store, false))
         }
         Ok(1) => tx.object_store(STORE).map(|store| {
-            let (failed, tx) = (failed.clone(), store.transaction());
+            let (refused, tx) = (refused.clone(), store.transaction());
             wasm_bindgen_futures::spawn_local(async move {
                 if upgrade_from_1(store).await.is_err() {
-                    failed.set(true);
+                    *refused.borrow_mut() = Some(Refusal::Failed);
                     let _ = tx.abort();
                 }
             });
@@ -198,13 +274,18 @@ fn upgrade(event: &VersionChangeEvent, failed: &Rc<Cell<bool>>) {
         _ => Err(idb::Error::NumberConversionError),
     };
     if created.is_err() {
-        failed.set(true);
+        refuse(Refusal::Failed);
         let _ = tx.abort();
     }
 }
 
 /// Opens (creating at version [`VERSION`] when new, upgrading from 1) database `name` from
 /// `factory`.
+///
+/// Another application's database of that name is refused with a `store` error and left as it
+/// was: at version 1 without deadletter's store and indexes the upgrade is aborted; at version 2
+/// it is checked after opening (without writing) and closed; above version 2 IndexedDB refuses
+/// to open it at all.
 ///
 /// An open that has not completed after [`OPEN_TIMEOUT_MS`] (blocked by another connection that
 /// does not close, or queued behind another tab's upgrade or delete) fails with a `store` error
@@ -213,9 +294,9 @@ pub async fn open(factory: &Factory, name: &str) -> Result<Database> {
     let mut req = factory.open(name, Some(VERSION)).map_err(store_error)?;
     let raw = IdbOpenDbRequest::from(req);
     req = raw.clone().into();
-    let upgrade_failed: Rc<Cell<bool>> = Rc::default();
-    let failed = upgrade_failed.clone();
-    req.on_upgrade_needed(move |event| upgrade(&event, &failed));
+    let refused: Refused = Rc::default();
+    let in_upgrade = refused.clone();
+    req.on_upgrade_needed(move |event| upgrade(&event, &in_upgrade));
     let mut timer = JsValue::UNDEFINED;
     let expired = JsFuture::from(Promise::new(&mut |resolve, _| {
         timer = set_timeout(&resolve, OPEN_TIMEOUT_MS);
@@ -227,12 +308,28 @@ pub async fn open(factory: &Factory, name: &str) -> Result<Database> {
     })
     .await;
     clear_timeout(&timer);
+    let refusal = refused.borrow_mut().take();
+    let failure = raw.error().ok().flatten().map(|dom| dom.name());
     match outcome {
-        Some(Ok(db)) => Ok(db),
-        Some(Err(_)) if upgrade_failed.get() => Err(Error::Store(format!(
-            "IndexedDB open of {name:?}: creating or upgrading the schema failed"
-        ))),
-        Some(Err(err)) => Err(store_error(err)),
+        Some(Ok(db)) => match check_shape(&db) {
+            None => Ok(db),
+            Some(why) => {
+                db.close();
+                Err(not_ours(name, &why))
+            }
+        },
+        Some(Err(err)) => Err(match (refusal, failure.as_deref()) {
+            (Some(Refusal::NotOurs(why)), _) => not_ours(name, &why),
+            (Some(Refusal::Failed), _) => Error::Store(format!(
+                "IndexedDB open of {name:?}: creating or upgrading the schema failed"
+            )),
+            (None, Some("VersionError")) => Error::Store(format!(
+                "IndexedDB database {name:?} has a version above {VERSION}, deadletter's schema \
+                 version: it is not a deadletter database, or a newer deadletter wrote it; \
+                 nothing was changed"
+            )),
+            (None, _) => store_error(err),
+        }),
         None => {
             // Should the open go through later, close that connection straight away.
             let late = raw.clone();

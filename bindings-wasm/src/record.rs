@@ -85,45 +85,63 @@ pub fn to_js(message: &Message) -> JsValue {
     build(message, true, date).into()
 }
 
-fn corrupt(field: &str, value: &JsValue) -> Error {
-    Error::Store(format!(
-        "corrupt record in IndexedDB: field {field} is {value:?}"
-    ))
+/// The instants a stored timestamp may hold, in UTC milliseconds: 0001-01-01T00:00:00Z to
+/// 9999-12-31T23:59:59.999Z, the range every binding represents (Python's `datetime`).
+// TODO: use `deadletter::validate::MIN_TIME..=MAX_TIME` once the core defines them.
+const TIME_RANGE: std::ops::RangeInclusive<Millis> = -62_135_596_800_000..=253_402_300_799_999;
+
+/// What is wrong with one field of a record.
+type Field<T> = std::result::Result<T, String>;
+
+fn wrong(name: &str, value: &JsValue) -> String {
+    format!("field {name} is {value:?}")
 }
 
-fn field(record: &JsValue, name: &str) -> Result<JsValue> {
-    Reflect::get(record, &JsValue::from_str(name)).map_err(|e| corrupt(name, &e))
+fn field(record: &JsValue, name: &str) -> Field<JsValue> {
+    Reflect::get(record, &JsValue::from_str(name)).map_err(|e| wrong(name, &e))
 }
 
-fn int(record: &JsValue, name: &str) -> Result<i64> {
+fn int(record: &JsValue, name: &str) -> Field<i64> {
     let value = field(record, name)?;
     match value.as_f64() {
         // A whole number within ±2^53: the cast is exact.
         #[allow(clippy::cast_possible_truncation)]
         Some(n) if n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_991.0 => Ok(n as i64),
-        _ => Err(corrupt(name, &value)),
+        _ => Err(wrong(name, &value)),
     }
 }
 
-fn opt_int(record: &JsValue, name: &str) -> Result<Option<i64>> {
+fn time(record: &JsValue, name: &str) -> Field<Millis> {
+    let ms = int(record, name)?;
+    if TIME_RANGE.contains(&ms) {
+        Ok(ms)
+    } else {
+        Err(format!(
+            "field {name} is {ms}, outside the time range deadletter writes \
+             (0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, in UTC milliseconds)"
+        ))
+    }
+}
+
+fn opt_time(record: &JsValue, name: &str) -> Field<Option<Millis>> {
     if field(record, name)?.is_null() {
         Ok(None)
     } else {
-        int(record, name).map(Some)
+        time(record, name).map(Some)
     }
 }
 
-fn count(record: &JsValue, name: &str) -> Result<u32> {
+fn count(record: &JsValue, name: &str) -> Field<u32> {
     let n = int(record, name)?;
-    u32::try_from(n).map_err(|_| corrupt(name, &number(n)))
+    u32::try_from(n).map_err(|_| wrong(name, &number(n)))
 }
 
-fn string(record: &JsValue, name: &str) -> Result<String> {
+fn string(record: &JsValue, name: &str) -> Field<String> {
     let value = field(record, name)?;
-    value.as_string().ok_or_else(|| corrupt(name, &value))
+    value.as_string().ok_or_else(|| wrong(name, &value))
 }
 
-fn opt_string(record: &JsValue, name: &str) -> Result<Option<String>> {
+fn opt_string(record: &JsValue, name: &str) -> Field<Option<String>> {
     let value = field(record, name)?;
     if value.is_null() {
         Ok(None)
@@ -131,26 +149,35 @@ fn opt_string(record: &JsValue, name: &str) -> Result<Option<String>> {
         value
             .as_string()
             .map(Some)
-            .ok_or_else(|| corrupt(name, &value))
+            .ok_or_else(|| wrong(name, &value))
     }
 }
 
-/// Reads a stored record back; a `store` error when it is not one this binding wrote.
+/// Reads a stored record back; a `store` error naming the message and the field when it holds a
+/// value this binding never writes (a timestamp outside [`TIME_RANGE`], a wrong type, a missing
+/// field, an unknown status).
 pub fn from_record(record: &JsValue) -> Result<Message> {
+    let id = int(record, "id")
+        .map_err(|why| Error::Store(format!("corrupt record in IndexedDB: {why}")))?;
+    read(record, id)
+        .map_err(|why| Error::Store(format!("message {id} is corrupt in IndexedDB: {why}")))
+}
+
+fn read(record: &JsValue, id: i64) -> Field<Message> {
     let status = string(record, "status")?;
     Ok(Message {
-        id: int(record, "id")?,
+        id,
         queue: string(record, "queue")?,
         payload: string(record, "payload")?,
         status: Status::parse(&status)
-            .ok_or_else(|| corrupt("status", &JsValue::from_str(&status)))?,
+            .ok_or_else(|| wrong("status", &JsValue::from_str(&status)))?,
         retry_count: count(record, "retryCount")?,
         max_retries: count(record, "maxRetries")?,
-        retry_after: opt_int(record, "retryAfter")?,
+        retry_after: opt_time(record, "retryAfter")?,
         last_error: opt_string(record, "lastError")?,
-        created_at: int(record, "createdAt")?,
-        updated_at: int(record, "updatedAt")?,
+        created_at: time(record, "createdAt")?,
+        updated_at: time(record, "updatedAt")?,
         lease_token: opt_string(record, "leaseToken")?,
-        lease_expires_at: opt_int(record, "leaseExpiresAt")?,
+        lease_expires_at: opt_time(record, "leaseExpiresAt")?,
     })
 }
