@@ -94,6 +94,19 @@ const WRITE_SQL: &str = "UPDATE messages SET queue = ?2, payload = ?3, status = 
     retry_count = ?5, max_retries = ?6, retry_after = ?7, last_error = ?8, created_at = ?9, \
     updated_at = ?10, lease_token = ?11, lease_expires_at = ?12 WHERE id = ?1";
 
+/// How long [`wait_for_lock`] sleeps between two tries.
+const BUSY_SLEEP: Duration = Duration::from_millis(1);
+
+/// The busy handler: tries again every [`BUSY_SLEEP`] for [`BUSY_TIMEOUT`] (`tries` counts the
+/// calls so far). SQLite's own handler sleeps up to 100 ms between tries, so under contention a
+/// writer kept losing to processes that write back to back, for seconds: longer than a lease, so
+/// a worker's ack came after its lease had run out.
+fn wait_for_lock(tries: i32) -> bool {
+    let waited = BUSY_SLEEP * u32::try_from(tries).unwrap_or(u32::MAX);
+    std::thread::sleep(BUSY_SLEEP);
+    waited < BUSY_TIMEOUT
+}
+
 /// A [`Store`] on one SQLite connection (a file, or `:memory:`).
 ///
 /// The connection belongs to the process that opened it: in a child made by `fork()` every call
@@ -131,7 +144,8 @@ impl SqliteStore {
     /// Sets the connection up (busy timeout, schema, WAL) and wraps it. The schema is checked
     /// first, so that another application's file is refused before anything is written to it.
     pub fn from_connection(mut conn: Connection) -> Result<Self> {
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(Error::store)?;
+        conn.busy_handler(Some(wait_for_lock))
+            .map_err(Error::store)?;
         migrate(&mut conn)?;
         // Returns the mode in force: `wal` for files, `memory` for in-memory databases.
         let _mode: String = conn
