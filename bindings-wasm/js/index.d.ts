@@ -229,8 +229,9 @@ export declare class Database {
 }
 
 /**
- * Opens, creating it when new, the queue database stored in IndexedDB database `name`.
- * Rejects with `validation_failed` (bad options) or `store` (no IndexedDB, open blocked by other
+ * Opens, creating it when new, the queue database stored in IndexedDB database `name` (a
+ * non-empty string). Rejects with `validation_failed` (an empty or non-string name, bad options)
+ * or `store` (no IndexedDB, open blocked by other
  * connections for more than 5 s, quota, ...). An existing database of that name that is not a
  * deadletter one (without deadletter's `messages` store and indexes, or at a version above
  * deadletter's) is refused with `store`, saying it is not a deadletter database, and left exactly

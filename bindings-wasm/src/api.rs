@@ -86,6 +86,15 @@ async fn open(
     }
     // Like every string argument, the name must convert exactly (no unpaired surrogate).
     let db_name = match OwnedArg::from_js(&name) {
+        // As Python rejects an empty path: most likely an unset setting, not a chosen name.
+        OwnedArg::Str(s) if s.is_empty() => {
+            rejected.push(FieldError {
+                field: "name",
+                code: "empty",
+                message: "must not be empty".into(),
+            });
+            None
+        }
         OwnedArg::Str(s) => Some(s),
         other => {
             rejected.push(FieldError {

@@ -98,6 +98,8 @@ test("open validates its options", async () => {
   const err = await rejects(open(fresh(), { leaseMs: 0, maxPayloadBytes: "big", clock: 5 }), "validation_failed");
   assert.deepEqual(err.errors.map((e) => `${e.field}:${e.code}`).sort(), ["clock:type", "leaseMs:out_of_range", "maxPayloadBytes:type"]);
   await rejects(open(7), "validation_failed");
+  const empty = await rejects(open("", { leaseMs: 0 }), "validation_failed");
+  assert.deepEqual(empty.errors.map((e) => `${e.field}:${e.code}`).sort(), ["leaseMs:out_of_range", "name:empty"]);
   await rejects(open(fresh(), "options"), "validation_failed");
   const bad = await open(fresh(), { clock: () => "noon" });
   await rejects(bad.queue("q").enqueue("a"), "validation_failed");
