@@ -141,7 +141,7 @@ impl SqliteStore {
         Self::from_connection(conn)
     }
 
-    /// Sets the connection up (busy timeout, schema, WAL) and wraps it. The schema is checked
+    /// Sets the connection up (busy handler, schema, WAL) and wraps it. The schema is checked
     /// first, so that another application's file is refused before anything is written to it.
     pub fn from_connection(mut conn: Connection) -> Result<Self> {
         conn.busy_handler(Some(wait_for_lock))
