@@ -8,7 +8,7 @@ PYLIB := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("L
 export LD_LIBRARY_PATH := $(PYLIB):$(LD_LIBRARY_PATH)
 export PYO3_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: demo test setup python test-rust test-python lint js test-js test-wasm-browser test-browser browser-demo bench-js bench-python
+.PHONY: demo demo-http test setup python test-rust test-python lint js test-js test-wasm-browser test-browser browser-demo bench-js bench-python bench-http dist test-dist
 
 setup:
 	scripts/setup.sh all
@@ -22,7 +22,11 @@ python:
 demo: python
 	$(PY) examples/webhook_relay.py
 
-test: lint test-rust test-python test-js test-wasm-browser test-browser
+## The same demo through the HTTP API (deadletter.http under uvicorn, httpx workers).
+demo-http: python
+	$(PY) examples/webhook_relay.py --http
+
+test: lint test-rust test-python test-js test-wasm-browser test-browser test-dist
 
 # clippy builds the pyo3 crate, which needs the venv's interpreter: install everything first.
 lint: setup python
@@ -33,7 +37,9 @@ lint: setup python
 test-rust: python
 	cargo test --workspace --all-features
 
+# The dashboard test drives Chromium (scripts/setup.sh browser) with playwright-core (npm ci).
 test-python: python
+	scripts/setup.sh browser
 	$(PY) -m pytest -q bindings-python/tests examples
 
 ## The npm package `deadletter` in build/pkg: release wasm + wasm-bindgen glue + js/, d.ts, package.json.
@@ -74,3 +80,30 @@ bench-js: js
 ## Benchmark, not a test: claim+succeed cost on SQLite as finished and delayed messages pile up.
 bench-python: python
 	$(PY) bindings-python/benches/claim_cost.py
+
+## Benchmark, not a test: requests/s of `deadletter serve` (1 and 4 workers) against the Python API.
+bench-http: python
+	$(PY) bindings-python/benches/http_throughput.py
+
+## Release artifacts in dist/ (what `pip install deadletter` and `npm install deadletter` get):
+## the abi3 wheel, with its own SQLite, checked manylinux-compliant by maturin (own target dir:
+## other features than the dev build); the sdist (builds against the system libsqlite3); the npm
+## tarball of build/pkg. Name and version: the Cargo workspace's.
+dist: js
+	scripts/setup.sh python
+	rm -rf dist
+	CARGO_TARGET_DIR=$(CURDIR)/target/dist $(VENV)/bin/maturin build --release --quiet --strip \
+		--features bundled-sqlite --compatibility pypi --auditwheel check --out dist \
+		-m bindings-python/Cargo.toml
+	$(VENV)/bin/maturin sdist --out dist -m bindings-python/Cargo.toml
+	cd build/pkg && npm pack --quiet --pack-destination $(CURDIR)/dist
+	$(VENV)/bin/twine check --strict dist/*.whl dist/*.tar.gz
+	@cd dist && for f in *; do printf '%-48s %9d bytes\n' "$$f" "$$(wc -c <"$$f")"; done
+
+## The artifacts installed where no Rust, maturin or wasm-bindgen is used (tests/install/): the
+## wheel and the sdist's own wheel in fresh venvs; the tarball in a fresh npm project, in Node,
+## tsc, Chromium without a bundler, and an esbuild bundle in Chromium.
+test-dist: dist
+	scripts/setup.sh browser
+	$(PY) -m pytest -q tests/install
+	node --test tests/install/

@@ -2,7 +2,8 @@
 
 The full run starts the demo as a subprocess, as `make demo` does, and reads the numbers it prints:
 every example of `@octokit/webhooks-examples` must end succeeded, after some of them went through
-the dead-letter queue and back.
+the dead-letter queue and back; once with the queue in the demo's process, once through the HTTP
+API (`--http`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import sys
 from http import HTTPStatus
 from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 EXAMPLES = Path(__file__).resolve().parent
 DEMO = EXAMPLES / "webhook_relay.py"
@@ -80,10 +83,11 @@ def test_overlap_detector_sees_concurrent_deliveries_of_one_message() -> None:
     assert state.attempts["7"] == 3
 
 
-def test_demo_relays_every_example_and_exits_0() -> None:
+@pytest.mark.parametrize("mode", [[], ["--http"]], ids=["in-process", "http"])
+def test_demo_relays_every_example_and_exits_0(mode: list[str]) -> None:
     expected = example_count()
     run = subprocess.run(
-        [sys.executable, str(DEMO)],
+        [sys.executable, str(DEMO), *mode],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -93,6 +97,8 @@ def test_demo_relays_every_example_and_exits_0() -> None:
     output = run.stdout + run.stderr
     assert run.returncode == 0, output
     first, final = run.stdout.split("\n== final ==\n", 1)
+    over_http = re.search(r"^through the HTTP API at http://127\.0\.0\.1:\d+ ", first, re.M)
+    assert bool(over_http) == bool(mode), output
 
     before = statuses(first)
     assert before["total"] == expected

@@ -28,10 +28,17 @@ little. Network errors and 5xx are retried too.
 
 Run it with ``make demo`` (which installs everything first), or after ``npm ci`` and building the
 binding: ``.venv/bin/python examples/webhook_relay.py``.
+
+``--http`` runs the same relay through the HTTP API: the queue file is served by
+``deadletter.http`` under uvicorn (in a thread of this process, on a free port of 127.0.0.1), and
+the workers, the replay and the summaries use it over HTTP with ``RemoteQueue`` of
+``examples/http_worker.py`` (httpx), whose methods and exceptions are those of `deadletter.Queue`.
+``make demo-http`` runs it; it needs the ``server`` extra.
 """
 
 from __future__ import annotations
 
+import argparse
 import heapq
 import json
 import sys
@@ -42,14 +49,18 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 import deadletter
+
+if TYPE_CHECKING:
+    from http_worker import RemoteMessage, RemoteQueue
 
 EXAMPLES_PACKAGE = "@octokit/webhooks-examples"
 EXAMPLES_DIR = Path("node_modules", *EXAMPLES_PACKAGE.split("/"))
@@ -89,6 +100,9 @@ HTTP_TIMEOUT = 10.0
 SERVER_LATENCY = 0.002  # seconds each request spends "in progress" on the server
 PAGE_SIZE = 100
 Status = Literal["pending", "processing", "succeeded", "dead"]
+# The queue in this process, or the same file through the HTTP API (--http).
+Queue = Union[deadletter.Queue, "RemoteQueue"]
+Message = Union[deadletter.Message, "RemoteMessage"]
 STATUSES: tuple[Status, ...] = ("pending", "processing", "succeeded", "dead")
 LIVE: tuple[Status, ...] = ("pending", "processing")
 MESSAGE_ID_HEADER = "X-Deadletter-Message-Id"
@@ -308,7 +322,7 @@ class Relay:
         # No proxies: the subscribers are on the loopback interface.
         self.opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
-    def deliver(self, message: deadletter.Message, delivery: Delivery) -> Attempt:
+    def deliver(self, message: Message, delivery: Delivery) -> Attempt:
         """POST one delivery of ``message``; never raises for HTTP or network failures."""
         request = urllib.request.Request(
             self.base_url + delivery.endpoint,
@@ -342,7 +356,7 @@ class Drain:
     two empty ``list`` calls (pending, processing) prove the queue is drained.
     """
 
-    queue: deadletter.Queue
+    queue: Queue
     done: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     busy: int = 0
@@ -351,7 +365,7 @@ class Drain:
     lost_leases: int = 0
     errors: list[str] = field(default_factory=list)
 
-    def claim(self) -> deadletter.Message | None:
+    def claim(self) -> Message | None:
         """The next due message, or None; when none is pending or processing, end the drain."""
         with self.lock:
             message = self.queue.claim()
@@ -365,7 +379,7 @@ class Drain:
         """Whether any message is pending or processing (the caller holds the lock)."""
         return any(self.queue.list(status=s, limit=1) for s in LIVE)
 
-    def settle(self, endpoint: str, message: deadletter.Message | None) -> None:
+    def settle(self, endpoint: str, message: Message | None) -> None:
         """Account for one delivery: the message its succeed or fail call returned, or None when
         the lease had run out (the queue gave the message to the next claim)."""
         with self.lock:
@@ -402,7 +416,7 @@ def work_once(relay: Relay, drain: Drain) -> bool:
     queue = drain.queue
     delivery = Delivery.from_payload(message.payload)
     attempt = relay.deliver(message, delivery)
-    settled: deadletter.Message | None
+    settled: Message | None
     try:
         if attempt.ok:
             settled = queue.succeed(message.id, lease_token=message.lease_token)
@@ -439,7 +453,7 @@ class DrainResult:
     errors: list[str]
 
 
-def run_drain(queue: deadletter.Queue, relay: Relay) -> DrainResult:
+def run_drain(queue: Queue, relay: Relay) -> DrainResult:
     """Run the worker threads until no message is pending or processing (or a timeout)."""
     drain = Drain(queue)
     threads = [
@@ -461,7 +475,7 @@ def run_drain(queue: deadletter.Queue, relay: Relay) -> DrainResult:
 # Reading the queue back
 
 
-def messages(queue: deadletter.Queue, status: Status) -> Iterator[deadletter.Message]:
+def messages(queue: Queue, status: Status) -> Iterator[Message]:
     """Every message with ``status``, page by page (keyset pagination on the id)."""
     after_id: int | None = None
     while True:
@@ -472,7 +486,7 @@ def messages(queue: deadletter.Queue, status: Status) -> Iterator[deadletter.Mes
         after_id = page[-1].id
 
 
-def status_table(queue: deadletter.Queue) -> dict[Status, Counter[str]]:
+def status_table(queue: Queue) -> dict[Status, Counter[str]]:
     """For each status, how many messages have it, per endpoint."""
     table: dict[Status, Counter[str]] = {status: Counter() for status in STATUSES}
     for status in STATUSES:
@@ -481,7 +495,7 @@ def status_table(queue: deadletter.Queue) -> dict[Status, Counter[str]]:
     return table
 
 
-def replay_dead(queue: deadletter.Queue) -> int:
+def replay_dead(queue: Queue) -> int:
     """Replay every dead message, paging through them; return how many were replayed.
 
     Replaying turns a dead message pending, so the pages are read while they change; keyset
@@ -498,7 +512,7 @@ def replay_dead(queue: deadletter.Queue) -> int:
 # Printing
 
 
-def print_summary(title: str, queue: deadletter.Queue, result: DrainResult) -> Counter[str]:
+def print_summary(title: str, queue: Queue, result: DrainResult) -> Counter[str]:
     """Print the statuses per endpoint and the throughput of a drain; return the status counts."""
     table = status_table(queue)
     totals: Counter[str] = Counter({s: sum(table[s].values()) for s in STATUSES})
@@ -519,9 +533,9 @@ def print_summary(title: str, queue: deadletter.Queue, result: DrainResult) -> C
     return totals
 
 
-def print_dead_letters(queue: deadletter.Queue) -> None:
+def print_dead_letters(queue: Queue) -> None:
     """Print how many messages died of each error, and the first few of each with their retries."""
-    by_error: dict[str, list[deadletter.Message]] = {}
+    by_error: dict[str, list[Message]] = {}
     for message in messages(queue, "dead"):
         by_error.setdefault(message.last_error or "", []).append(message)
     for error, dead in by_error.items():
@@ -558,10 +572,9 @@ def overlap_reasons(subscribers: Subscribers) -> list[str]:
 
 
 def relay_all(
-    db: deadletter.Database, deliveries: list[Delivery], subscribers: Subscribers, url: str
+    queue: Queue, deliveries: list[Delivery], subscribers: Subscribers, url: str
 ) -> list[str]:
     """Enqueue, drain, fix, replay and drain again; return the reasons for failure, if any."""
-    queue = db.queue(QUEUE_NAME)
     relay = Relay(url)
     started = time.monotonic()
     for delivery in deliveries:
@@ -582,8 +595,51 @@ def relay_all(
     return verdict(totals, len(deliveries), subscribers, second.errors)
 
 
-def main() -> int:
+@contextmanager
+def serve_in_thread(app: Any) -> Iterator[str]:
+    """Serves the ASGI ``app`` with uvicorn in a thread, on a free port of 127.0.0.1; yields its
+    base URL and stops it afterwards."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="deadletter-http", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the deadletter HTTP server did not start")
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://{HOST}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join()
+
+
+@contextmanager
+def open_queue(path: Path, over_http: bool) -> Iterator[Queue]:
+    """The demo's queue in the file ``path``: a `deadletter.Queue`, or the same queue through
+    `deadletter.http` with `RemoteQueue` (``--http``)."""
+    with deadletter.open(str(path)) as db:
+        if not over_http:
+            yield db.queue(QUEUE_NAME)
+            return
+        import httpx
+        from http_worker import RemoteQueue
+
+        from deadletter.http import app
+
+        with serve_in_thread(app(db)) as url, httpx.Client(base_url=url) as client:
+            print(f"through the HTTP API at {url} (deadletter.http under uvicorn)")
+            yield RemoteQueue(client, QUEUE_NAME)
+
+
+def main(argv: list[str] | None = None) -> int:
     """Run the demo; return the process exit code."""
+    parser = argparse.ArgumentParser(description="The webhook relay demo of deadletter.")
+    parser.add_argument("--http", action="store_true", help="use the queue through its HTTP API")
+    args = parser.parse_args(argv)
     try:
         root = find_repo_root(Path(__file__).resolve().parent)
         path = examples_file(root)
@@ -602,8 +658,8 @@ def main() -> int:
     started = time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix="deadletter-demo-") as tmp:
-            with deadletter.open(str(Path(tmp) / "jobs.db")) as db:
-                reasons = relay_all(db, deliveries, subscribers, server.url)
+            with open_queue(Path(tmp) / "jobs.db", args.http) as queue:
+                reasons = relay_all(queue, deliveries, subscribers, server.url)
     finally:
         server.shutdown()
         server.server_close()

@@ -6,7 +6,21 @@ cd "$(dirname "$0")/.."
 what="${1:-all}"
 WASM_BINDGEN_VERSION=0.2.129   # must equal the wasm-bindgen crate pinned in Cargo.toml
 
+# Source builds link the system SQLite (the interpreter's `sqlite3` module links the same library);
+# the install tests read a live database with the sqlite3 command-line tool.
+sqlite_env() {
+  local pkg missing=()
+  for pkg in libsqlite3-dev pkg-config sqlite3; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
 python_env() {
+  sqlite_env
   [ -x .venv/bin/python ] || python3 -m venv .venv
   # Exact pins that are already satisfied make this a quick, offline no-op.
   .venv/bin/pip install --quiet --disable-pip-version-check -r bindings-python/requirements-dev.txt
@@ -14,7 +28,8 @@ python_env() {
 
 npm_env() {
   [ -d node_modules/@octokit/webhooks-examples ] && [ -d node_modules/fake-indexeddb ] &&
-    [ -d node_modules/playwright-core ] && [ -d node_modules/typescript ] ||
+    [ -d node_modules/playwright-core ] && [ -d node_modules/typescript ] &&
+    [ -d node_modules/esbuild ] ||
     npm ci --no-audit --no-fund --loglevel=error
 }
 

@@ -7,9 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use deadletter::{Arg, Error, FieldError, Millis};
 use pyo3::prelude::*;
-use pyo3::types::{
-    PyBool, PyDateTime, PyDelta, PyDeltaAccess, PyFloat, PyInt, PyString, PyTzInfo, PyTzInfoAccess,
-};
+use pyo3::types::{PyBool, PyDateTime, PyDelta, PyFloat, PyInt, PyString, PyTzInfo};
 
 /// An owned [`Arg`]: what a Python argument becomes before the GIL is released.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,9 +43,10 @@ impl Value {
         } else if let Ok(f) = value.cast::<PyFloat>() {
             Self::Float(f.value())
         } else if let Ok(s) = value.cast::<PyString>() {
-            s.to_str().map_or_else(
+            // (`to_cow`: the stable ABI of 3.9 cannot borrow a str's UTF-8 buffer.)
+            s.to_cow().map_or_else(
                 |_| Self::Other("a str that is not valid UTF-8 (lone surrogates)".into()),
-                |s| Self::Str(s.to_owned()),
+                |s| Self::Str(s.into_owned()),
             )
         } else {
             Self::Other(describe_type(value))
@@ -61,14 +60,13 @@ impl Value {
         match (value, Self::from_py(value)) {
             (_, Self::Int(seconds)) => seconds.checked_mul(1000).map_or(Self::BigInt, Self::Int),
             (_, Self::Float(seconds)) => from_float_ms(seconds * 1000.0),
-            (Some(value), Self::Other(kind)) => {
-                value.cast::<PyDelta>().map_or(Self::Other(kind), |delta| {
-                    let whole = i64::from(delta.get_days()) * 86_400_000
-                        + i64::from(delta.get_seconds()) * 1000;
+            (Some(value), Self::Other(kind)) => match value.cast::<PyDelta>().map(delta_parts) {
+                Ok(Ok((days, seconds, micros))) => {
                     // Microseconds are 0..=999_999; round half up to the nearest millisecond.
-                    Self::Int(whole + (i64::from(delta.get_microseconds()) + 500) / 1000)
-                })
-            }
+                    Self::Int(days * 86_400_000 + seconds * 1000 + (micros + 500) / 1000)
+                }
+                _ => Self::Other(kind),
+            },
             (_, other) => other,
         }
     }
@@ -101,6 +99,16 @@ fn from_float_ms(ms: f64) -> Value {
     } else {
         Value::Int(rounded as i64)
     }
+}
+
+/// A `timedelta`'s normalized `(days, seconds, microseconds)`, read as attributes (the stable ABI
+/// has no access to the C struct). Seconds are 0..86400, microseconds 0..1000000.
+fn delta_parts(delta: &Bound<'_, PyDelta>) -> PyResult<(i64, i64, i64)> {
+    Ok((
+        delta.getattr("days")?.extract()?,
+        delta.getattr("seconds")?.extract()?,
+        delta.getattr("microseconds")?.extract()?,
+    ))
 }
 
 /// `a list`, `an object`: how a value of an unexpected type is named in error messages.
@@ -153,7 +161,8 @@ pub fn to_millis(value: &Bound<'_, PyAny>, field: &'static str) -> PyResult<Mill
         let message = format!("must return a datetime, got {}", describe_type(value));
         return Err(reject(py, field, "type", message));
     };
-    let aware = datetime.get_tzinfo().is_some() && !value.call_method0("utcoffset")?.is_none();
+    let aware =
+        !datetime.getattr("tzinfo")?.is_none() && !value.call_method0("utcoffset")?.is_none();
     if !aware {
         let message = "must return an aware datetime (with a tzinfo, e.g. \
                        datetime.now(timezone.utc)); got a naive one"
@@ -161,10 +170,8 @@ pub fn to_millis(value: &Bound<'_, PyAny>, field: &'static str) -> PyResult<Mill
         return Err(reject(py, field, "invalid", message));
     }
     let since_epoch = value.sub(epoch(py)?)?;
-    let delta = since_epoch.cast::<PyDelta>()?;
-    let ms = i64::from(delta.get_days()) * 86_400_000
-        + i64::from(delta.get_seconds()) * 1000
-        + i64::from(delta.get_microseconds()) / 1000;
+    let (days, seconds, micros) = delta_parts(since_epoch.cast::<PyDelta>()?)?;
+    let ms = days * 86_400_000 + seconds * 1000 + micros / 1000;
     if ms > LATEST_NOW {
         let message = "must be before 9999-12-30T00:00:00Z, so that every lease and retry instant \
                        computed from it is a valid datetime"

@@ -148,5 +148,7 @@ fn deadletter_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyMessage>()?;
     m.add("CODES", PyTuple::new(m.py(), deadletter::CODES)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("SQLITE_VERSION", rusqlite::version())?;
+    m.add("SQLITE_BUNDLED", cfg!(feature = "bundled-sqlite"))?;
     fork::install(m)
 }

@@ -88,3 +88,14 @@ def test_mypy_accepts_typed_usage(tmp_path: Path) -> None:
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_python_modules_type_check_strictly() -> None:
+    """deadletter.http, the CLI, the serve glue, the OpenAPI document, the metrics."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "deadletter"],
+        capture_output=True,
+        text=True,
+        cwd=PACKAGE.parent,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -6,13 +6,19 @@ import { DeadLetterError } from "./errors.js";
 
 export { DeadLetterError };
 
+// Next to this file. Bundlers that follow `new URL(..., import.meta.url)` (Vite, webpack 5, Parcel)
+// emit the .wasm as an asset; esbuild keeps the expression, so the .wasm must sit next to the
+// bundle (README: "With a bundler").
 const WASM = new URL("./deadletter_wasm_bg.wasm", import.meta.url);
 
 /** Loads the WebAssembly module: from disk in Node, with fetch (streaming) elsewhere. */
 async function initialize() {
   const node = typeof process !== "undefined" && process.versions != null && process.versions.node != null;
   if (node && WASM.protocol === "file:") {
-    const { readFile } = await import(/* webpackIgnore: true */ "node:fs/promises");
+    // A specifier in a variable: a bundler targeting browsers must not try to resolve a Node
+    // built-in that only this branch, in Node, imports.
+    const fs = "node:fs/promises";
+    const { readFile } = await import(/* webpackIgnore: true */ /* @vite-ignore */ fs);
     await init({ module_or_path: await readFile(WASM) });
   } else {
     await init({ module_or_path: WASM });

@@ -16,7 +16,17 @@ seconds; the worker then calls ``succeed`` or ``fail``. A failure makes it claim
 Every rule lives in the Rust core and is shared with the JavaScript binding.
 """
 
-from ._deadletter import CODES, Database, Message, Queue, __version__, backoff, open
+from ._deadletter import (
+    CODES,
+    SQLITE_BUNDLED,
+    SQLITE_VERSION,
+    Database,
+    Message,
+    Queue,
+    __version__,
+    backoff,
+    open,
+)
 from ._errors import (
     ConflictError,
     Error,
@@ -37,6 +47,8 @@ __all__ = [
     "Message",
     "NotFoundError",
     "Queue",
+    "SQLITE_BUNDLED",
+    "SQLITE_VERSION",
     "StoreError",
     "ValidationError",
     "__version__",

@@ -12,9 +12,28 @@ from typing import Callable, Literal, Optional, Union, final
 
 from ._errors import ErrorCode
 
-__all__ = ["CODES", "Database", "Message", "Queue", "__version__", "backoff", "open"]
+__all__ = [
+    "CODES",
+    "SQLITE_BUNDLED",
+    "SQLITE_VERSION",
+    "Database",
+    "Message",
+    "Queue",
+    "__version__",
+    "backoff",
+    "open",
+]
 
 __version__: str
+
+SQLITE_VERSION: str
+"""The version of the SQLite library this module runs on, e.g. ``"3.40.1"``."""
+
+SQLITE_BUNDLED: bool
+"""True when the module carries its own copy of SQLite (the release wheels); False when it links
+the system ``libsqlite3`` (source builds: the sdist, ``make python``). With its own copy, do not
+open the same database file with another SQLite library (such as the ``sqlite3`` module) in the
+same process: SQLite's locks are not shared between two copies (see the README's semantics)."""
 
 CODES: tuple[ErrorCode, ...]
 """The core's stable error codes: ``validation_failed``, ``not_found``, ``conflict``, ``store``."""

@@ -1,0 +1,72 @@
+"""``deadletter serve``: `deadletter.http` under uvicorn, one database connection per process.
+
+The CLI checks its arguments, then puts the settings in the environment, where every worker
+process (uvicorn spawns them) finds them when it imports `app_from_environment` by name.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import uvicorn
+from starlette.applications import Starlette
+from uvicorn.supervisors import Multiprocess
+
+import deadletter
+
+from . import http
+
+__all__ = ["ENV_MAX_PAYLOAD_BYTES", "ENV_PATH", "ENV_TOKEN", "app_from_environment", "run"]
+
+ENV_PATH = "DEADLETTER_SERVE_PATH"
+ENV_MAX_PAYLOAD_BYTES = "DEADLETTER_SERVE_MAX_PAYLOAD_BYTES"
+ENV_TOKEN = "DEADLETTER_TOKEN"
+FACTORY = "deadletter._serve:app_from_environment"
+
+
+def app_from_environment() -> Starlette:
+    """The app of one worker process: it opens its own connection to the file named by
+    ``DEADLETTER_SERVE_PATH`` and closes it at shutdown. ``DEADLETTER_TOKEN`` and
+    ``DEADLETTER_SERVE_MAX_PAYLOAD_BYTES`` are optional."""
+    max_payload = int(os.environ.get(ENV_MAX_PAYLOAD_BYTES, http.DEFAULT_MAX_PAYLOAD_BYTES))
+    db = deadletter.open(os.environ[ENV_PATH], max_payload_bytes=max_payload)
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            db.close()
+
+    token = os.environ.get(ENV_TOKEN) or None
+    return http.build(db, token=token, max_payload_bytes=max_payload, lifespan=lifespan)
+
+
+class Config(uvicorn.Config):
+    """uvicorn's config, with a listening socket that says it is TCP.
+
+    uvicorn binds the shared socket of ``workers > 1`` with protocol 0; connections accepted from
+    it inherit that, so asyncio does not set ``TCP_NODELAY`` on them and every keep-alive
+    response waits ~40 ms for the client's delayed ACK (uvicorn issue #3149). The same socket,
+    rewrapped, reads its real family, type and protocol from the file descriptor.
+    """
+
+    def bind_socket(self) -> socket.socket:
+        return socket.socket(fileno=super().bind_socket().detach())
+
+
+def run(host: str, port: int, workers: int, log_level: str) -> bool:
+    """Serves until interrupted, as ``uvicorn.run(FACTORY, factory=True, ...)`` would; returns
+    whether the server started."""
+    config = Config(
+        FACTORY, factory=True, host=host, port=port, workers=workers, log_level=log_level
+    )
+    if workers > 1:
+        Multiprocess(config, sockets=[config.bind_socket()]).run()
+        return True
+    server = uvicorn.Server(config)
+    server.run()
+    return server.started

@@ -1,0 +1,337 @@
+// The dashboard of `deadletter serve`. It uses only the public HTTP API, with URLs relative to
+// the page (so it works wherever the app is mounted), and reads /openapi.json to know which
+// operations the server offers: a button whose operation is missing stays disabled and says why.
+// State lives in the URL hash: #queue=NAME&message=ID. Data is only ever written with
+// textContent, never parsed as HTML.
+
+const API = new URL(".", document.baseURI);
+const PAGE = 50;
+const TOKEN_KEY = "deadletter-token";
+const $ = (id) => document.getElementById(id);
+
+let token = sessionStorage.getItem(TOKEN_KEY);
+let operations = new Set();
+let nextAfterId = null;
+
+/** An HTTP error answered with an RFC 9457 problem. */
+class ApiError extends Error {
+  constructor(status, problem) {
+    super(problem?.detail ?? `HTTP ${status}`);
+    this.name = "ApiError";
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+/** A queue name (or id) as one path segment; "." and ".." too, which clients would remove. */
+function segment(name) {
+  const text = String(name);
+  return text === "." || text === ".." ? "%2E".repeat(text.length) : encodeURIComponent(text);
+}
+
+/** Calls the API: `path` relative to where the app is mounted; JSON in and out, null for 204. */
+async function api(method, path, body) {
+  const headers = {};
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(new URL(path, API), {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (response.status === 204) return null;
+  const data = await response.json().catch(() => null);
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data;
+}
+
+function queuePath(queue) {
+  return `queues/${segment(queue)}`;
+}
+
+function hashState() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  return { queue: params.get("queue"), message: params.get("message") };
+}
+
+function link(queue, message) {
+  const params = new URLSearchParams({ queue });
+  if (message !== undefined) params.set("message", String(message));
+  return `#${params}`;
+}
+
+function notice(text, isError = false) {
+  $("notice").textContent = text;
+  $("notice").classList.toggle("error", isError);
+}
+
+/** Shows what went wrong; a 401 asks for the token. */
+function report(error) {
+  if (error instanceof ApiError && error.status === 401) {
+    $("token-form").hidden = false;
+    notice(token ? "The token was refused." : "This server needs a token.", true);
+    document.body.dataset.state = "needs-token";
+    return;
+  }
+  notice(error.message, true);
+  document.body.dataset.state = "error";
+}
+
+/** "42 s", "5 min", "3 h 12 min", "2 d 4 h". */
+function age(seconds) {
+  if (seconds < 1) return "< 1 s";
+  if (seconds < 60) return `${Math.floor(seconds)} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 24) return `${hours} h ${minutes % 60} min`;
+  return `${Math.floor(hours / 24)} d ${hours % 24} h`;
+}
+
+function since(timestamp) {
+  return `${age((Date.now() - Date.parse(timestamp)) / 1000)} ago`;
+}
+
+function cell(row, text, className) {
+  const td = row.insertCell();
+  td.textContent = text ?? "–";
+  if (className) td.className = className;
+  return td;
+}
+
+function button(text, onClick) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.textContent = text;
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+/** Enables `button` when the server offers `operationId`, else disables it and says why. */
+function offer(buttonElement, operationId, what) {
+  const offered = operations.has(operationId);
+  buttonElement.disabled = !offered;
+  buttonElement.title = offered ? "" : `${what} needs a newer server (no ${operationId} operation)`;
+  return offered;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queues
+
+async function renderQueues() {
+  const listed = operations.has("listQueues");
+  $("queues-waiting").hidden = listed;
+  $("queue-table").hidden = !listed;
+  if (!listed) return;
+  const { queues } = await api("GET", "queues");
+  const body = $("queue-table").tBodies[0];
+  body.replaceChildren();
+  for (const stats of queues) {
+    const row = body.insertRow();
+    row.className = "queue-row";
+    row.dataset.queue = stats.queue;
+    const name = cell(row, "");
+    const a = document.createElement("a");
+    a.href = link(stats.queue);
+    a.textContent = stats.queue;
+    name.append(a);
+    for (const status of ["pending", "processing", "succeeded", "dead"]) {
+      cell(row, String(stats[status]), status === "dead" && stats.dead > 0 ? "n dead" : "n");
+    }
+    cell(row, stats.oldest_dead_age == null ? "–" : age(stats.oldest_dead_age));
+    row.addEventListener("click", () => { location.hash = link(stats.queue); });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One queue: counts and dead letters
+
+async function renderCounts(queue) {
+  const available = operations.has("queueStats");
+  $("counts-waiting").hidden = available;
+  const counts = $("counts");
+  counts.replaceChildren();
+  if (!available) return;
+  const stats = await api("GET", `${queuePath(queue)}/stats`);
+  for (const status of ["pending", "processing", "succeeded", "dead"]) {
+    const div = document.createElement("div");
+    const dt = document.createElement("dt");
+    const dd = document.createElement("dd");
+    dt.textContent = status;
+    dd.textContent = String(stats[status]);
+    dd.id = `count-${status}`;
+    if (status === "dead" && stats.dead > 0) dd.className = "dead";
+    div.append(dt, dd);
+    counts.append(div);
+  }
+}
+
+function deadRow(queue, message) {
+  const row = document.createElement("tr");
+  row.dataset.id = String(message.id);
+  const id = cell(row, "", "n");
+  const a = document.createElement("a");
+  a.href = link(queue, message.id);
+  a.textContent = String(message.id);
+  id.append(a);
+  const died = message.dead_at ?? message.updated_at;
+  cell(row, since(died)).title = died;
+  cell(row, `${message.retry_count}/${message.max_retries}`, "n");
+  cell(row, message.last_error, "error");
+  const replay = button("Replay", () => act(() => replayOne(queue, message.id)));
+  replay.className = "replay";
+  row.insertCell().append(replay);
+  return row;
+}
+
+async function loadDead(queue, more = false) {
+  const body = $("dead-table").tBodies[0];
+  if (!more) {
+    body.replaceChildren();
+    nextAfterId = null;
+  }
+  const params = new URLSearchParams({ status: "dead", limit: String(PAGE) });
+  if (more && nextAfterId !== null) params.set("after_id", String(nextAfterId));
+  const page = await api("GET", `${queuePath(queue)}/messages?${params}`);
+  for (const message of page.messages) body.append(deadRow(queue, message));
+  nextAfterId = page.next_after_id;
+  $("more").hidden = nextAfterId === null;
+  $("dead-empty").hidden = body.rows.length > 0;
+}
+
+async function renderQueue(queue) {
+  $("queue").hidden = false;
+  $("queue-name").textContent = queue;
+  offer($("replay-all"), "replayAll", "Replaying all matching");
+  offer($("purge"), "purge", "Purging");
+  await Promise.all([renderCounts(queue), loadDead(queue)]);
+}
+
+async function replayOne(queue, id) {
+  const message = await api("POST", `${queuePath(queue)}/messages/${segment(id)}/replay`);
+  $("dead-table").querySelector(`tr[data-id="${message.id}"]`)?.remove();
+  $("dead-empty").hidden = $("dead-table").tBodies[0].rows.length > 0;
+  notice(`Replayed message ${message.id}: it is ${message.status} again.`);
+  await Promise.all([renderCounts(queue), renderQueues()]);
+  if (hashState().message === String(id)) await renderMessage(queue, id);
+}
+
+async function replayAll(queue) {
+  const errorContains = $("error-contains").value;
+  const body = errorContains ? { error_contains: errorContains } : {};
+  const result = await api("POST", `${queuePath(queue)}/replay`, body);
+  notice(`Replayed ${result.replayed} dead messages.`);
+  await renderQueue(queue);
+  await renderQueues();
+}
+
+async function purge(queue) {
+  const status = $("purge-status").value;
+  const olderThan = Number($("purge-days").value) * 86400;
+  if (!confirm(`Delete every ${status} message of "${queue}" not changed for ${age(olderThan)}?`)) return;
+  const result = await api("POST", `${queuePath(queue)}/purge`, { status, older_than: olderThan });
+  notice(`Purged ${result.purged} messages.`);
+  await renderQueue(queue);
+  await renderQueues();
+}
+
+// ---------------------------------------------------------------------------------------------
+// One message
+
+async function renderMessage(queue, id) {
+  const message = await api("GET", `${queuePath(queue)}/messages/${segment(id)}`);
+  $("message").hidden = false;
+  $("message-id").textContent = `${message.id} of “${queue}”`;
+  const fields = $("message-fields");
+  fields.replaceChildren();
+  for (const name of ["status", "retry_count", "max_retries", "created_at", "updated_at",
+    "dead_at", "retry_after", "lease_expires_at", "replay_count", "idempotency_key"]) {
+    if (!(name in message)) continue;
+    const dt = document.createElement("dt");
+    const dd = document.createElement("dd");
+    dt.textContent = name;
+    dd.textContent = message[name] ?? "–";
+    if (name === "status" && message.status === "dead") dd.className = "dead";
+    fields.append(dt, dd);
+  }
+  const history = $("history");
+  history.replaceChildren();
+  const entries = Array.isArray(message.errors)
+    ? message.errors.map((e) => `attempt ${e.attempt}, ${e.at}: ${e.error}`)
+    : message.last_error == null ? [] : [message.last_error];
+  for (const text of entries) {
+    const li = document.createElement("li");
+    li.textContent = text;
+    history.append(li);
+  }
+  $("history-waiting").hidden = Array.isArray(message.errors);
+  let payload = message.payload;
+  try {
+    payload = JSON.stringify(JSON.parse(payload), null, 2);
+  } catch {
+    // not JSON: shown as stored
+  }
+  $("payload").textContent = payload;
+  const replay = $("replay-one");
+  replay.disabled = message.status !== "dead";
+  replay.title = replay.disabled ? `only a dead message can be replayed; this one is ${message.status}` : "";
+  replay.onclick = () => act(() => replayOne(queue, message.id));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wiring
+
+/** Runs one user action, reporting its failure; `data-state` tells tests when it is over. */
+async function act(action) {
+  document.body.dataset.state = "busy";
+  if ($("notice").classList.contains("error")) notice("");
+  try {
+    await action();
+    document.body.dataset.state = "ready";
+  } catch (error) {
+    report(error);
+  }
+}
+
+async function render() {
+  const { queue, message } = hashState();
+  $("queue").hidden = true;
+  $("message").hidden = true;
+  if (operations.size === 0) {
+    const document_ = await api("GET", "openapi.json");
+    operations = new Set(
+      Object.values(document_.paths).flatMap((item) => Object.values(item).map((op) => op.operationId)),
+    );
+  }
+  $("token-form").hidden = true;
+  const work = [renderQueues()];
+  if (queue) work.push(renderQueue(queue));
+  if (queue && message) work.push(renderMessage(queue, message));
+  await Promise.all(work);
+  if (!queue && !$("notice").textContent) notice("Pick or open a queue.");
+}
+
+$("refresh").addEventListener("click", () => act(render));
+window.addEventListener("hashchange", () => act(render));
+$("open-queue").addEventListener("submit", (event) => {
+  event.preventDefault();
+  location.hash = link($("queue-input").value);
+});
+$("more").addEventListener("click", () => act(() => loadDead(hashState().queue, true)));
+$("replay-all-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  act(() => replayAll(hashState().queue));
+});
+$("purge-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  act(() => purge(hashState().queue));
+});
+$("token-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  token = $("token").value;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  notice("");
+  act(render);
+});
+
+act(render);

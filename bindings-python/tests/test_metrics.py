@@ -1,0 +1,54 @@
+"""The Prometheus metrics of a database (deadletter._metrics), read through prometheus-client's own
+text format and parser. Waits for `Database.queues()` (issue 7): skipped until it lands."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+import deadletter
+from deadletter import _metrics
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(deadletter.Database, "queues"),
+    reason="waits for Database.queues() / QueueStats (issue 7, DLQ operations)",
+)
+
+
+def test_messages_per_status_and_the_oldest_dead_age() -> None:
+    now = [T0]
+    db = deadletter.open(clock=lambda: now[0])
+    emails = db.queue("emails")
+    for payload in ("a", "b", "c"):
+        emails.enqueue(payload)
+    now[0] = T0 + timedelta(seconds=10)
+    for _ in range(2):
+        m = emails.claim()
+        assert m is not None
+        emails.fail(m.id, "boom", lease_token=m.lease_token, retryable=False)
+    other = db.queue('with "quotes"')
+    other.enqueue("x")
+    m = other.claim()
+    assert m is not None
+    other.succeed(m.id, lease_token=m.lease_token)
+    now[0] = T0 + timedelta(seconds=100)
+
+    text = generate_latest(_metrics.registry(db)).decode()
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+    def count(queue: str, status: str) -> float:
+        return samples[("deadletter_messages", (("queue", queue), ("status", status)))]
+
+    assert [count("emails", s) for s in _metrics.STATUSES] == [1, 0, 0, 2]
+    assert [count('with "quotes"', s) for s in _metrics.STATUSES] == [0, 0, 1, 0]
+    oldest = {k[1]: v for k, v in samples.items() if k[0] == "deadletter_oldest_dead_age_seconds"}
+    assert oldest == {(("queue", "emails"),): 90.0}

@@ -1,0 +1,261 @@
+"""`deadletter serve` for real: uvicorn processes on one SQLite file.
+
+The main test runs four server processes and eight concurrent HTTP workers that drain 2 000
+messages, each failing as its payload dictates; afterwards every message must be succeeded or dead
+exactly as its failures say, each must have been claimed exactly once per attempt, and no response
+may be a 5xx."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import deadletter
+import deadletter.http
+import httpx
+import pytest
+from deadletter import _serve, cli
+from serving import deadletter_serve
+
+MESSAGES = 2000
+HTTP_WORKERS = 8
+SERVER_WORKERS = 4
+MAX_RETRIES = 3
+DRAIN_TIMEOUT = 240.0  # seconds; about 20 on two cores
+IDLE_SLEEP = 0.05  # seconds a worker waits after a 204
+
+
+def plan(seed: int = 9) -> list[dict[str, Any]]:
+    """Each message's fate: ``failures`` retryable failures before it succeeds (3 = it dies of
+    the third), or ``permanent`` (dies of its first attempt)."""
+    rng = random.Random(seed)
+    fates = []
+    for n in range(MESSAGES):
+        roll = rng.random()
+        if roll < 0.1:
+            fates.append({"n": n, "failures": 0, "permanent": True})
+        else:
+            failures = rng.choices([0, 1, 2, 3], weights=[60, 20, 10, 10])[0]
+            fates.append({"n": n, "failures": failures, "permanent": False})
+    return fates
+
+
+class Drain:
+    """What the workers saw, shared between their threads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.finished = 0
+        self.claims: Counter[int] = Counter()
+        self.statuses: Counter[int] = Counter()
+        self.errors: list[str] = []
+        self.done = threading.Event()
+
+    def record(self, response: httpx.Response) -> None:
+        with self.lock:
+            self.statuses[response.status_code] += 1
+            if response.status_code >= 500:
+                self.errors.append(
+                    f"{response.request.url}: {response.status_code} {response.text}"
+                )
+                self.done.set()
+
+
+def worker(url: str, drain: Drain) -> None:
+    """The seed's worker loop over HTTP: claim, process, succeed or fail, sleep on 204."""
+    with httpx.Client(base_url=url, timeout=60) as client:
+        while not drain.done.is_set():
+            r = client.post("/queues/jobs/claim", json={"lease": 60})
+            drain.record(r)
+            if r.status_code == 204:
+                time.sleep(IDLE_SLEEP)
+                continue
+            if r.status_code != 200:
+                drain.errors.append(f"claim: {r.status_code} {r.text}")
+                drain.done.set()
+                return
+            m = r.json()
+            fate = json.loads(m["payload"])
+            with drain.lock:
+                drain.claims[m["id"]] += 1
+            token = m["lease_token"]
+            if fate["permanent"]:
+                body = {"error": "permanent", "lease_token": token, "retryable": False}
+                r = client.post(f"/queues/jobs/messages/{m['id']}/fail", json=body)
+            elif m["retry_count"] < fate["failures"]:
+                body = {"error": f"failure {m['retry_count'] + 1}", "lease_token": token}
+                r = client.post(f"/queues/jobs/messages/{m['id']}/fail", json=body)
+            else:
+                r = client.post(
+                    f"/queues/jobs/messages/{m['id']}/succeed", json={"lease_token": token}
+                )
+            drain.record(r)
+            if r.status_code != 200:
+                drain.errors.append(f"settle {m['id']}: {r.status_code} {r.text}")
+                drain.done.set()
+                return
+            if r.json()["status"] in ("succeeded", "dead"):
+                with drain.lock:
+                    drain.finished += 1
+                    if drain.finished == MESSAGES:
+                        drain.done.set()
+
+
+@pytest.fixture
+def memory_dir(tmp_path: Path) -> Iterator[Path]:
+    """A temporary directory on tmpfs when there is one: every commit's fsync costs milliseconds
+    on the disks of our machines, which would make the drain test a disk benchmark."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    with tempfile.TemporaryDirectory(dir=shm, prefix="deadletter-test-") as tmp:
+        yield Path(tmp)
+
+
+def test_four_server_processes_and_eight_http_workers_drain_2000_messages(
+    memory_dir: Path,
+) -> None:
+    path = memory_dir / "jobs.db"
+    fates = plan()
+    with deadletter_serve(path, workers=SERVER_WORKERS) as url:
+        started = time.monotonic()
+        with httpx.Client(base_url=url, timeout=60) as client:
+
+            def enqueue(fate: dict[str, Any]) -> int:
+                body = {"payload": json.dumps(fate), "max_retries": MAX_RETRIES}
+                r = client.post("/queues/jobs/messages", json=body)
+                assert r.status_code == 201, r.text
+                return int(r.json()["id"])
+
+            with ThreadPoolExecutor(HTTP_WORKERS) as pool:
+                ids = list(pool.map(enqueue, fates))
+        enqueued = time.monotonic() - started
+        drain = Drain()
+        threads = [threading.Thread(target=worker, args=(url, drain)) for _ in range(HTTP_WORKERS)]
+        for thread in threads:
+            thread.start()
+        drain.done.wait(DRAIN_TIMEOUT)
+        drain.done.set()
+        for thread in threads:
+            thread.join(timeout=120)
+        drained = time.monotonic() - started - enqueued
+
+    assert drain.errors == []
+    assert not [s for s in drain.statuses if s >= 500]
+    assert drain.finished == MESSAGES
+    assert sorted(ids) == list(range(1, MESSAGES + 1))
+    by_id = dict(zip(ids, fates))
+    with deadletter.open(path) as db:
+        queue = db.queue("jobs")
+        messages = queue.list(limit=1000) + queue.list(limit=1000, after_id=1000)
+    assert len(messages) == MESSAGES
+    wrong = []
+    for m in messages:
+        fate = by_id[m.id]
+        if fate["permanent"]:
+            expected = ("dead", 1, "permanent")
+        elif fate["failures"] >= MAX_RETRIES:
+            expected = ("dead", MAX_RETRIES, f"failure {MAX_RETRIES}")
+        else:
+            last = f"failure {fate['failures']}" if fate["failures"] else None
+            expected = ("succeeded", fate["failures"], last)
+        if (m.status, m.retry_count, m.last_error) != expected:
+            wrong.append((m.id, fate, m.status, m.retry_count, m.last_error))
+        if drain.claims[m.id] != expected[1] + (expected[0] == "succeeded"):
+            wrong.append((m.id, fate, "claimed", drain.claims[m.id]))
+    assert wrong == []
+    print(
+        f"\n{MESSAGES} messages: enqueued in {enqueued:.1f} s, drained in {drained:.1f} s "
+        f"by {HTTP_WORKERS} HTTP workers over {SERVER_WORKERS} server processes; "
+        f"responses {dict(sorted(drain.statuses.items()))}"
+    )
+
+
+def test_percent_encoded_queue_names_through_uvicorn(tmp_path: Path) -> None:
+    names = ["a/b", "%2F", "100%", "with space", "ünï/cødé", "?x=1#y", ".", ".."]
+    with deadletter_serve(tmp_path / "q.db") as url, httpx.Client(base_url=url) as client:
+        for name in names:
+            segment = deadletter.http.path_segment(name)
+            r = client.post(f"/queues/{segment}/messages", json={"payload": name})
+            assert r.status_code == 201, (name, r.text)
+            assert r.json()["queue"] == name
+            assert client.get(r.headers["location"]).json()["payload"] == name
+        assert client.get("/queues/a/messages").json()["messages"] == []
+    with deadletter.open(tmp_path / "q.db") as db:
+        assert [db.queue(n).get(i + 1).payload for i, n in enumerate(names)] == names
+
+
+def test_the_token_from_the_environment_guards_the_server(tmp_path: Path) -> None:
+    with deadletter_serve(tmp_path / "t.db", token="from-env") as url:
+        assert httpx.get(url + "/queues/q/messages").status_code == 401
+        assert httpx.get(url + "/healthz").status_code == 200
+        r = httpx.get(url + "/queues/q/messages", headers={"Authorization": "Bearer from-env"})
+        assert r.status_code == 200
+
+
+class ServeCall:
+    """Records the arguments of `deadletter._serve.run` instead of serving."""
+
+    def __init__(self) -> None:
+        self.args: tuple[Any, ...] = ()
+
+    def __call__(self, *args: Any) -> bool:
+        self.args = args
+        return True
+
+
+@pytest.mark.parametrize(
+    "host, token, warned",
+    [
+        ("127.0.0.1", None, False),
+        ("localhost", None, False),
+        ("::1", None, False),
+        ("0.0.0.0", None, True),
+        ("192.0.2.7", None, True),
+        ("0.0.0.0", "t", False),
+    ],
+)
+def test_serve_warns_when_it_exposes_the_api_without_a_token(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    host: str,
+    token: str | None,
+    warned: bool,
+) -> None:
+    call = ServeCall()
+    monkeypatch.setattr(_serve, "run", call)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("DEADLETTER_")}
+    monkeypatch.setattr(os, "environ", environ)  # what the CLI sets for its workers stays here
+    argv = ["serve", str(tmp_path / "s.db"), "--host", host, "--port", "9", "--workers", "3"]
+    if token:
+        argv += ["--token", token]
+    assert cli.main(argv, out=sys.stdout, err=sys.stderr) == 0
+    err = capsys.readouterr().err
+    assert ("WARNING: serving" in err) == warned, err
+    assert call.args == (host, 9, 3, "info")
+    assert environ[_serve.ENV_PATH] == str((tmp_path / "s.db").resolve())
+    assert environ[_serve.ENV_MAX_PAYLOAD_BYTES] == "1048576"
+    assert environ.get(_serve.ENV_TOKEN) == token
+    assert (tmp_path / "s.db").is_file()  # opened once before serving: errors show early
+
+
+def test_the_shared_listening_socket_is_tcp_so_responses_are_not_delayed() -> None:
+    """uvicorn issue #3149: with protocol 0 on the listener, asyncio leaves Nagle on."""
+    config = _serve.Config(_serve.FACTORY, factory=True, host="127.0.0.1", port=0, workers=2)
+    with config.bind_socket() as listener:
+        assert listener.proto == socket.IPPROTO_TCP
+        assert listener.family == socket.AF_INET and listener.type == socket.SOCK_STREAM
+        assert listener.get_inheritable()  # the worker processes get it

@@ -1,0 +1,91 @@
+"""The HTTP worker example against a real server (deadletter.http under uvicorn, in a thread):
+its loop acks, retries and dead-letters as the payloads dictate, `RemoteQueue` raises the
+exceptions of `deadletter.Queue`, and its command line drains a queue and says what happened."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from http_worker import RemoteQueue, print_job, work
+from webhook_relay import serve_in_thread
+
+import deadletter
+import deadletter.http
+
+EXAMPLE = Path(__file__).with_name("http_worker.py")
+TOKEN = "worker-token"
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[str, deadletter.Database]]:
+    with deadletter.open(tmp_path / "jobs.db") as db:
+        with serve_in_thread(deadletter.http.app(db, token=TOKEN)) as url:
+            yield url, db
+
+
+@pytest.fixture
+def queue(server: tuple[str, deadletter.Database]) -> Iterator[RemoteQueue]:
+    url, _ = server
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=url, headers=headers) as client:
+        yield RemoteQueue(client, "emails/eu")
+
+
+def test_the_loop_acks_retries_and_dead_letters(
+    queue: RemoteQueue, server: tuple[str, deadletter.Database]
+) -> None:
+    queue.enqueue(json.dumps({"to": "a"}))
+    queue.enqueue(json.dumps({"fail": "SMTP timeout"}), max_retries=1)
+    queue.enqueue("not json")
+    outcomes = work(queue, print_job, stop_when_idle=True)
+    assert outcomes == {"succeeded": 1, "failed, will retry": 1, "failed permanently": 1}
+    _, db = server
+    local = db.queue("emails/eu")  # the same file, read in this process
+    assert [(m.status, m.retry_count, m.last_error) for m in local.list()] == [
+        ("succeeded", 0, None),
+        ("dead", 1, "RuntimeError: SMTP timeout"),
+        ("dead", 1, "payload is not JSON"),
+    ]
+    replayed = queue.replay(3)
+    assert (replayed.status, replayed.retry_count) == ("pending", 0)
+    assert replayed.created_at.tzinfo is not None
+
+
+def test_remote_queue_raises_the_exceptions_of_a_local_queue(queue: RemoteQueue) -> None:
+    with pytest.raises(deadletter.NotFoundError) as not_found:
+        queue.get(42)
+    assert (not_found.value.queue, not_found.value.id) == ("emails/eu", 42)
+    m = queue.enqueue("x")
+    with pytest.raises(deadletter.ConflictError) as conflict:
+        queue.succeed(m.id)
+    assert (conflict.value.reason, conflict.value.status) == ("wrong_status", "pending")
+    with pytest.raises(deadletter.ValidationError) as invalid:
+        queue.enqueue("x", max_retries=99)
+    assert invalid.value.errors[0]["field"] == "max_retries"
+    claimed = queue.claim(lease=0.5)
+    assert claimed is not None and claimed.lease_token
+    assert queue.claim() is None  # 204
+
+
+def test_the_command_line_drains_a_queue(server: tuple[str, deadletter.Database]) -> None:
+    url, db = server
+    db.queue("jobs").enqueue(json.dumps({"n": 1}))
+    db.queue("jobs").enqueue(json.dumps({"n": 2}))
+    run = subprocess.run(
+        [sys.executable, str(EXAMPLE), url, "jobs", "--stop-when-idle"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "DEADLETTER_TOKEN": TOKEN},
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["processed {'n': 1}", "processed {'n': 2}", "2 succeeded"]
+    assert [m.status for m in db.queue("jobs").list()] == ["succeeded", "succeeded"]

@@ -1,0 +1,218 @@
+// The npm tarball in dist/ (`make dist`), installed as users install it: `npm install
+// ./deadletter-X.Y.Z.tgz` into a fresh project outside the repository (no workspace, no Rust, no
+// wasm-bindgen). There: the README's JavaScript quick start in Node (fake-indexeddb), `tsc
+// --noEmit` on a TypeScript file that imports the package, a page that imports it from
+// node_modules in headless Chromium through a static server (no bundler), and an esbuild bundle
+// of the same page code in Chromium, with the .wasm next to the bundle as the README says.
+// The tools (tsc, esbuild, fake-indexeddb, playwright-core) are the repository's pinned ones.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { extname, join, normalize, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { launchChromium, newPage } from "../../bindings-wasm/tests/browser/chromium.mjs";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const VERSION = /\[workspace\.package\][^[]*?^version = "([^"]+)"/ms.exec(
+  readFileSync(join(ROOT, "Cargo.toml"), "utf8"),
+)[1];
+const TARBALL = `deadletter-${VERSION}.tgz`;
+const TSC = join(ROOT, "node_modules", ".bin", "tsc");
+const FAKE_INDEXEDDB = join(ROOT, "node_modules", "fake-indexeddb", "auto", "index.js");
+const PAGE_TIMEOUT_MS = 30_000;
+
+/** The browser code of both pages: one enqueue + claim + succeed, reported on `window.result`. */
+const PAGE_CODE = `import { open } from "deadletter";
+try {
+  const db = await open("install-check");
+  const q = db.queue("jobs");
+  const m = await q.enqueue("hello", { maxRetries: 2 });
+  const c = await q.claim({ leaseMs: 5000 });
+  const done = await q.succeed(c.id, { leaseToken: c.leaseToken });
+  window.result = {
+    enqueued: [m.id, m.status],
+    claimed: [c.id, c.status, c.payload, typeof c.leaseToken],
+    succeeded: [done.id, done.status, done.leaseToken],
+    next: await q.claim(),
+  };
+  db.close();
+} catch (err) {
+  window.result = { error: String(err?.stack ?? err) };
+}
+`;
+const EXPECTED_PAGE_RESULT = {
+  enqueued: [1, "pending"],
+  claimed: [1, "processing", "hello", "string"],
+  succeeded: [1, "succeeded", null],
+  next: null,
+};
+
+let project;
+
+before(() => {
+  project = mkdtempSync(join(tmpdir(), "deadletter-npm-"));
+  writeFileSync(join(project, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
+  copyFileSync(join(ROOT, "dist", TARBALL), join(project, TARBALL));
+  execFileSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", `./${TARBALL}`], { cwd: project });
+});
+
+after(() => rmSync(project, { recursive: true, force: true }));
+
+test("the tarball holds only what users need, at the workspace version", () => {
+  const files = execFileSync("tar", ["tzf", join(ROOT, "dist", TARBALL)], { encoding: "utf8" }).split("\n").filter(Boolean);
+  assert.deepEqual(files.sort(), [
+    "package/LICENSE",
+    "package/README.md",
+    "package/deadletter_wasm.js",
+    "package/deadletter_wasm_bg.wasm",
+    "package/errors.js",
+    "package/index.d.ts",
+    "package/index.js",
+    "package/package.json",
+  ]);
+  const installed = join(project, "node_modules", "deadletter");
+  const pkg = JSON.parse(readFileSync(join(installed, "package.json"), "utf8"));
+  assert.equal(pkg.name, "deadletter");
+  assert.equal(pkg.version, VERSION);
+  assert.deepEqual(readdirSync(join(project, "node_modules")).filter((n) => !n.startsWith(".")), ["deadletter"]);
+});
+
+test("the README's JavaScript quick start runs in Node against the installed package", () => {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+  assert.ok(blocks.length >= 1);
+  for (const [i, block] of blocks.entries()) {
+    const file = join(project, `readme-${i + 1}.mjs`);
+    const strict = 'import assert from "node:assert"; console.assert = (ok, ...m) => assert.ok(ok, m.join(" ") || "console.assert");\n';
+    writeFileSync(file, strict + block);
+    execFileSync(process.execPath, ["--require", FAKE_INDEXEDDB, file], { cwd: project, stdio: "inherit" });
+  }
+});
+
+test("tsc --noEmit accepts a TypeScript file that imports the package, and catches a misuse", () => {
+  writeFileSync(
+    join(project, "check.ts"),
+    `import { CODES, DeadLetterError, open, type ErrorCode, type Message } from "deadletter";
+const db = await open("typed", { leaseMs: 1000 });
+const q = db.queue("jobs");
+const m: Message = await q.enqueue("x", { maxRetries: 2 });
+const claimed: Message | null = await q.claim({ leaseMs: 500 });
+if (claimed !== null) await q.succeed(claimed.id, { leaseToken: claimed.leaseToken });
+const codes: readonly ErrorCode[] = CODES;
+// @ts-expect-error: an unknown option key is a type error (and rejected at run time)
+await q.claim({ leaseMS: 500 });
+try {
+  await q.get(m.id);
+} catch (err) {
+  if (err instanceof DeadLetterError) console.log(err.code satisfies ErrorCode, codes.length);
+}
+db.close();
+`,
+  );
+  writeFileSync(
+    join(project, "tsconfig.json"),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        noEmit: true,
+        target: "es2022",
+        module: "nodenext",
+        moduleResolution: "nodenext",
+        lib: ["es2022", "dom"],
+        types: [],
+        skipLibCheck: false,
+      },
+      files: ["check.ts"],
+    }),
+  );
+  execFileSync(TSC, ["-p", project], { cwd: project, stdio: "inherit" });
+});
+
+/** A static file server for `dir` on 127.0.0.1; records the paths it was asked for. */
+async function serve(dir) {
+  const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm" };
+  const requests = [];
+  const server = createServer(async (req, res) => {
+    const path = decodeURIComponent(new URL(req.url, "http://127.0.0.1").pathname);
+    requests.push(path);
+    const file = normalize(join(dir, path));
+    try {
+      if (!file.startsWith(dir + sep)) throw new Error("outside");
+      const body = await readFile(file);
+      res.writeHead(200, { "Content-Type": types[extname(file)] ?? "application/octet-stream" });
+      res.end(body);
+    } catch {
+      res.writeHead(404);
+      res.end();
+    }
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    requests,
+    close: () => new Promise((ok) => { server.close(ok); server.closeAllConnections(); }),
+  };
+}
+
+/** Opens `path` of the server in a fresh Chromium context and returns its `window.result`. */
+async function runPage(path, label) {
+  const server = await serve(project);
+  const browser = await launchChromium();
+  try {
+    const page = await newPage(browser, label);
+    await page.goto(`${server.url}${path}`);
+    await page.waitForFunction(() => window.result !== undefined, null, { timeout: PAGE_TIMEOUT_MS });
+    return { result: await page.evaluate(() => window.result), requests: server.requests };
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+}
+
+test("a page imports the package from node_modules in Chromium, without a bundler", async () => {
+  mkdirSync(join(project, "plain"));
+  writeFileSync(join(project, "plain", "main.js"), PAGE_CODE);
+  writeFileSync(
+    join(project, "plain", "index.html"),
+    `<!doctype html><meta charset="utf-8"><title>no bundler</title>
+<script type="importmap">{ "imports": { "deadletter": "/node_modules/deadletter/index.js" } }</script>
+<script type="module" src="./main.js"></script>
+`,
+  );
+  const { result, requests } = await runPage("/plain/index.html", "no bundler");
+  assert.deepEqual(result, EXPECTED_PAGE_RESULT);
+  assert.ok(requests.includes("/node_modules/deadletter/deadletter_wasm_bg.wasm"), requests.join(" "));
+});
+
+test("an esbuild bundle of the page finds the .wasm next to it in Chromium", async () => {
+  mkdirSync(join(project, "src"));
+  writeFileSync(join(project, "src", "main.js"), PAGE_CODE);
+  const out = join(project, "public");
+  const built = await build({
+    entryPoints: [join(project, "src", "main.js")],
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    outfile: join(out, "app.js"),
+    logLevel: "silent",
+    absWorkingDir: project,
+  });
+  assert.deepEqual(built.errors, []);
+  assert.deepEqual(built.warnings, []);
+  assert.deepEqual(readdirSync(out), ["app.js"]); // one file: the package's JS is inside
+  // The README's step for esbuild: the .wasm goes next to the bundle.
+  copyFileSync(join(project, "node_modules", "deadletter", "deadletter_wasm_bg.wasm"), join(out, "deadletter_wasm_bg.wasm"));
+  writeFileSync(join(out, "index.html"), '<!doctype html><meta charset="utf-8"><script type="module" src="./app.js"></script>\n');
+  const { result, requests } = await runPage("/public/index.html", "esbuild");
+  assert.deepEqual(result, EXPECTED_PAGE_RESULT);
+  assert.deepEqual(requests.filter((p) => p !== "/favicon.ico"), [
+    "/public/index.html",
+    "/public/app.js",
+    "/public/deadletter_wasm_bg.wasm",
+  ]);
+});
