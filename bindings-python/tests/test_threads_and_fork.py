@@ -43,53 +43,56 @@ def test_daemon_threads_inside_calls_at_exit_leave_exit_status_0(tmp_path: Path,
     assert codes == [(0, "")] * 3
 
 
-def forked_child(path: str, conn: Any) -> None:
-    """Runs in a child forked while a thread of the parent was inside a call on `QUEUE`: reports
-    what the parent's queue did, then (once the parent says so) uses a database of its own."""
+def forked_child(parents: deadletter.Queue, path: str, conn: Any) -> None:
+    """Runs in a child forked while a thread of the parent was inside a call on `parents`: reports
+    what that queue did here, then (once the parent says so) uses a database of its own."""
     started = time.monotonic()
     try:
-        QUEUE[0].list(limit=1)
+        parents.list(limit=1)
         conn.send(("no error", 0.0))
     except deadletter.StoreError as err:
         conn.send((str(err), time.monotonic() - started))
     conn.recv()  # the parent stopped writing: SQLite would make this child wait its turn
     with deadletter.open(path) as mine:
         q = mine.queue("child")
-        m = q.claim() if q.enqueue("from the child") else None
+        q.enqueue("from the child")
+        m = q.claim()
         assert m is not None
         conn.send(q.succeed(m.id, lease_token=m.lease_token).status)
-
-
-QUEUE: list[deadletter.Queue] = []
 
 
 def test_a_database_opened_before_a_fork_raises_store_error_in_the_child(tmp_path: Path) -> None:
     path = str(tmp_path / "f.db")
     db = deadletter.open(path)
-    QUEUE[:] = [db.queue("q")]
+    q = db.queue("q")
     ctx = multiprocessing.get_context("fork")
     try:
         for _ in range(10):
             stop, running = threading.Event(), threading.Event()
+            errors: list[BaseException] = []
 
             def poll() -> None:
-                while not stop.is_set():
-                    QUEUE[0].enqueue("t")
-                    m = QUEUE[0].claim()
-                    assert m is not None
-                    QUEUE[0].succeed(m.id, lease_token=m.lease_token)
-                    running.set()
+                try:
+                    while not stop.is_set():
+                        q.enqueue("t")
+                        m = q.claim()
+                        assert m is not None
+                        q.succeed(m.id, lease_token=m.lease_token)
+                        running.set()
+                except BaseException as err:  # noqa: BLE001 - asserted below
+                    errors.append(err)
 
             thread = threading.Thread(target=poll)
             thread.start()
             assert running.wait(10)
             here, there = ctx.Pipe()
-            child = ctx.Process(target=forked_child, args=(path, there))
+            child = ctx.Process(target=forked_child, args=(q, path, there))
             child.start()
             assert here.poll(5), "the child hangs"
             message, seconds = here.recv()
             stop.set()
             thread.join()
+            assert errors == []
             assert "open the database again in this process" in message
             assert "must not cross a fork" in message
             assert seconds < 1
@@ -101,7 +104,7 @@ def test_a_database_opened_before_a_fork_raises_store_error_in_the_child(tmp_pat
             assert child.exitcode == 0
         # The parent's database went on working throughout, and the file is sound.
         assert len(db.queue("child").list(status="succeeded")) == 10
-        assert db.queue("q").list(status="processing") == []
+        assert q.list(status="processing") == []
     finally:
         db.close()
     with sqlite3.connect(path) as check:
