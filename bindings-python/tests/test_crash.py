@@ -43,6 +43,10 @@ def work(path: str, log: str) -> None:
             os.write(fd, f"done {m.id}\n".encode())
 
 
+def claimed_any(log: Path) -> bool:
+    return log.exists() and log.stat().st_size > 0
+
+
 def test_workers_killed_at_random_lose_nothing(tmp_path: Path) -> None:
     path = str(tmp_path / "jobs.db")
     with deadletter.open(path) as db:
@@ -71,7 +75,10 @@ def test_workers_killed_at_random_lose_nothing(tmp_path: Path) -> None:
             time.sleep(0.01)
     for _ in range(KILLS):
         time.sleep(rng.uniform(0.01, 0.08))
-        victim = rng.choice(sorted(running))
+        # A worker that is working: one still starting (importing) holds nothing yet.
+        while not (working := [i for i in sorted(running) if claimed_any(logs[i])]):
+            time.sleep(0.01)
+        victim = rng.choice(working)
         running[victim].kill()
         running[victim].wait()
         killed.add(victim)
