@@ -137,7 +137,9 @@ where
 
 /// A queue database on one SQLite connection, made by `deadletter.open`. Safe to share between
 /// threads (calls are serialized on the connection and release the GIL while SQLite works); each
-/// process opens its own. Also a context manager that closes it on exit.
+/// process opens its own: in a child made by `fork()`, every operation of a database opened before
+/// the fork raises `StoreError` at once (open it again in the child) and `closed` is true. Also a
+/// context manager that closes it on exit.
 #[pyclass(frozen, module = "deadletter", name = "Database")]
 pub struct Database {
     shared: Arc<Shared>,
@@ -241,7 +243,8 @@ impl Database {
     }
 
     /// Closes the database and lets go of its dead-letter callbacks (nothing can die any more).
-    /// Later operations of its queues raise `StoreError`; closing again does nothing.
+    /// Later operations of its queues raise `StoreError`; closing again does nothing. In a child
+    /// made by `fork()` it raises `StoreError` and leaves the parent's connection alone.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let store = self.shared.engine.store();
         py.detach(|| store.close())
@@ -255,7 +258,7 @@ impl Database {
         Ok(())
     }
 
-    /// Whether `close` was called.
+    /// Whether `close` was called; true in a child made by `fork()` after it was opened.
     #[getter]
     fn closed(&self) -> bool {
         self.shared.engine.store().is_closed()
@@ -373,8 +376,10 @@ impl OwnedItem {
 /// reads the database's clock once, before any work, and raises `ValidationError` (a
 /// `ValueError`) for a rejected argument or clock, `NotFoundError` (a `LookupError`) for an id
 /// this queue does not have, `ConflictError` for a transition not allowed now (wrong status, or a
-/// lost lease), `StoreError` when SQLite fails or the database is closed. A call that raises has
-/// changed nothing. Durations are seconds (int or float) or `datetime.timedelta`s, rounded to the
+/// lost lease), `StoreError` when SQLite fails, the database is closed, or a row it reads holds a
+/// value deadletter never writes (a timestamp outside years 1..=9999, a wrong type, NULL, an
+/// unknown status: the error names the message and the column). A call that raises has changed
+/// nothing. Durations are seconds (int or float) or `datetime.timedelta`s, rounded to the
 /// millisecond; instants are aware `datetime`s.
 #[pyclass(frozen, module = "deadletter", name = "Queue")]
 pub struct Queue {

@@ -52,7 +52,9 @@ export interface FieldError {
  * - `conflict`: the transition is not allowed now (wrong status, or the lease token is not the
  *   current one: the lease expired and the message may be with another worker); `reason`, `id`
  *   and, for `wrong_status`, `status` say which.
- * - `store`: IndexedDB failed (quota, abort, blocked open, closed database, I/O).
+ * - `store`: IndexedDB failed (quota, abort, blocked open, closed database, I/O), the database is
+ *   another application's, or a stored record holds a value deadletter never writes (the message
+ *   names the message id and the field).
  */
 export declare class DeadLetterError extends Error {
   /** `reason`, `id`, `status` and `queue` become properties only when given (not undefined). */
@@ -503,10 +505,13 @@ export declare class Database {
 }
 
 /**
- * Opens, creating it when new, the queue database stored in IndexedDB database `name`
- * (upgrading one written by an older version).
- * Rejects with `validation_failed` (bad options) or `store` (no IndexedDB, open blocked by other
- * connections for more than 5 s, quota, a database of that name that is not a deadletter one, ...).
+ * Opens, creating it when new, the queue database stored in IndexedDB database `name` (a
+ * non-empty string), upgrading one written by an older version. Rejects with
+ * `validation_failed` (an empty or non-string name, bad options) or `store` (no IndexedDB, open
+ * blocked by other connections for more than 5 s, quota, ...). An existing database of that name
+ * that is not a deadletter one (without deadletter's `messages` store and indexes, or at a version
+ * above deadletter's) is refused with `store`, saying it is not a deadletter database, and left
+ * exactly as it was.
  */
 export declare function open(name: string, options?: OpenOptions): Promise<Database>;
 

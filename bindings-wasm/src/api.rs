@@ -132,6 +132,11 @@ async fn open(
     }
     // Like every string argument, the name must convert exactly (no unpaired surrogate).
     let db_name = match OwnedArg::from_js(&name) {
+        // As Python rejects an empty path: most likely an unset setting, not a chosen name.
+        OwnedArg::Str(s) if s.is_empty() => {
+            rejected.push(FieldError::new("name", "empty", "must not be empty"));
+            None
+        }
         OwnedArg::Str(s) => Some(s),
         other => {
             rejected.push(FieldError::new(

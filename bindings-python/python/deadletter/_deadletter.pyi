@@ -69,8 +69,8 @@ def open(
     max_payload_bytes: Optional[int] = 1048576,
     random: Optional[Callable[[], float]] = None,
 ) -> Database:
-    """Opens (creating if needed) a queue database: a file path, or ``":memory:"``. A file
-    written by deadletter 0.1.0 is upgraded in place.
+    """Opens (creating if needed) a queue database: a file path (not empty: `ValidationError`,
+    field ``path``), or ``":memory:"``. A file written by deadletter 0.1.0 is upgraded in place.
 
     ``clock`` returns an aware datetime (naive or not a datetime -> `ValidationError`, field
     ``clock``; so is an instant, or one derived from it by a lease, delay or backoff, outside
@@ -79,9 +79,15 @@ def open(
     or a timedelta, rounded to the millisecond, then 1 ms..=12 h. ``max_payload_bytes``: largest
     payload in bytes of UTF-8 (1..=67108864). ``random`` returns a float in ``[0, 1)``, the jitter
     source, called once per ``claim``, ``claim_many``, ``reap`` and ``fail`` (else
-    `ValidationError`, field ``random``); default: ``fastrand``. ``None`` for any option means its default.
-    Raises `ValidationError` for rejected options, `StoreError` when the file cannot be opened, is
-    another application's, or has a newer schema version.
+    `ValidationError`, field ``random``); default: ``fastrand``. ``None`` for any option means its
+    default. Raises `ValidationError` for rejected arguments (all of them at once), `StoreError`
+    when the file cannot be opened, is not a deadletter database (another application's) or has a
+    newer schema version; a refused file is left byte-for-byte as it was.
+
+    Each process opens its own: in a child made by ``fork()`` (``os.fork``, ``multiprocessing``'s
+    ``fork`` start method), every call on a database opened before the fork raises `StoreError`
+    at once, saying to open the database again in the child; doing so works. A fork waits until no
+    thread of the process is inside a SQLite call.
     """
 
 def backoff(retry_count: int) -> timedelta:
@@ -120,11 +126,13 @@ class Backoff:
 
 @final
 class Database:
-    """A queue database on one SQLite connection; thread-safe; a context manager that closes it."""
+    """A queue database on one SQLite connection; thread-safe; a context manager that closes it.
+    Belongs to the process that opened it: after a ``fork()``, the child's calls raise `StoreError`.
+    """
 
     @property
     def closed(self) -> bool:
-        """Whether `close` was called."""
+        """Whether `close` was called; true in a child forked after the database was opened."""
     def queue(self, name: str, *, backoff: Optional[Backoff] = None) -> Queue:
         """The queue ``name`` (non-empty, at most 255 characters) with its backoff policy
         (default ``Backoff()``); `ValidationError` (``queue``, ``backoff``) otherwise."""
@@ -136,7 +144,8 @@ class Database:
         ``"deadletter"`` logger. Returns an idempotent unsubscribe function. `ValidationError`
         (field ``callback``) when it is not callable."""
     def close(self) -> None:
-        """Closes the database; later operations of its queues raise `StoreError`. Idempotent."""
+        """Closes the database; later operations of its queues raise `StoreError`. Idempotent.
+        In a forked child: `StoreError`, and the parent's connection is left alone."""
     def __enter__(self) -> Database: ...
     def __exit__(
         self,
@@ -149,7 +158,8 @@ class Database:
 @final
 class Queue:
     """One named queue. Methods raise `ValidationError`, `NotFoundError`, `ConflictError` or
-    `StoreError`; a call that raises has changed nothing."""
+    `StoreError` (also for a stored row that holds a value deadletter never writes, naming the
+    message and the column); a call that raises has changed nothing."""
 
     @property
     def name(self) -> str:
