@@ -5,7 +5,9 @@ as failed attempts, then lease the first due pending message by enqueue time, th
 and fail with the current, a stale, a made-up or no lease token; replay; and a clock that moves
 both ways. After every step the whole database must equal the model, and the invariants hold:
 one holder per message, `retry_after` set exactly while a message is pending in backoff (set by
-fail, cleared by claim and replay), `retry_count <= max_retries`, ids strictly increasing.
+fail, cleared by claim and replay), `retry_count <= max_retries`, ids strictly increasing; and the
+failure context: one history entry per failed attempt (the last 20 kept, the rest counted),
+`first_failed_at` set once, `dead_at` set exactly while dead, replays counted.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 BASE = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms
 QUEUES = ("a", "b")
 LEASE_EXPIRED = "lease expired"
+MAX_HISTORY = 20
 
 
 def backoff_ms(retry_count: int) -> int:
@@ -54,6 +57,14 @@ class Model:
     updated_at: int
     lease_token: Optional[str]
     lease_expires_at: Optional[int]
+    idempotency_key: Optional[str] = None
+    first_failed_at: Optional[int] = None
+    dead_at: Optional[int] = None
+    errors: tuple[tuple[int, str, int], ...] = ()  # (attempt, error, at)
+    errors_dropped: int = 0
+    replay_count: int = 0
+    replayed_at: Optional[int] = None
+    deduplicated: bool = False
 
 
 class Refused(Exception):
@@ -67,6 +78,8 @@ def fail(m: Model, error: str, token: Optional[str], retryable: bool, now: int) 
         raise Refused("conflict", "lease_lost", None)
     count = m.retry_count + 1
     dead = not retryable or count >= m.max_retries
+    history = (*m.errors, (m.errors_dropped + len(m.errors) + 1, error, now))
+    dropped = max(0, len(history) - MAX_HISTORY)
     return replace(
         m,
         status="dead" if dead else "pending",
@@ -76,6 +89,10 @@ def fail(m: Model, error: str, token: Optional[str], retryable: bool, now: int) 
         updated_at=now,
         lease_token=None,
         lease_expires_at=None,
+        first_failed_at=now if m.first_failed_at is None else m.first_failed_at,
+        dead_at=now if dead else None,
+        errors=history[dropped:],
+        errors_dropped=m.errors_dropped + dropped,
     )
 
 
@@ -91,7 +108,15 @@ def replay(m: Model, now: int) -> Model:
     if m.status != "dead":
         raise Refused("conflict", "wrong_status", m.status)
     return replace(
-        m, status="pending", retry_count=0, retry_after=None, last_error=None, updated_at=now
+        m,
+        status="pending",
+        retry_count=0,
+        retry_after=None,
+        last_error=None,
+        updated_at=now,
+        dead_at=None,
+        replay_count=m.replay_count + 1,
+        replayed_at=now,
     )
 
 
@@ -101,8 +126,12 @@ def ms(value: Optional[datetime]) -> Optional[int]:
 
 def observed(message: deadletter.Message) -> Model:
     d: dict[str, Any] = message.to_dict()
-    for field in ("retry_after", "created_at", "updated_at", "lease_expires_at"):
+    for field in (
+        "retry_after", "created_at", "updated_at", "lease_expires_at", "first_failed_at",
+        "dead_at", "replayed_at",
+    ):  # fmt: skip
         d[field] = ms(d[field])
+    d["errors"] = tuple((e["attempt"], e["error"], ms(e["at"])) for e in d["errors"])
     return Model(**d)
 
 
@@ -272,6 +301,13 @@ def follows_the_rules(m: Model) -> None:
     in_backoff = m.status == "pending" and m.retry_count > 0
     assert (m.retry_after is not None) == in_backoff, f"retry_after vs pending in backoff: {m}"
     assert 0 <= m.retry_count <= m.max_retries, f"retry_count > max_retries: {m}"
+    # The failure context: dead_at exactly while dead; a bounded history numbered without gaps;
+    # first_failed_at once anything failed.
+    assert (m.dead_at is not None) == (m.status == "dead"), f"dead_at vs status: {m}"
+    assert len(m.errors) <= MAX_HISTORY, f"history over {MAX_HISTORY}: {m}"
+    attempts = [attempt for attempt, _, _ in m.errors]
+    assert attempts == list(range(m.errors_dropped + 1, m.errors_dropped + len(m.errors) + 1))
+    assert (m.first_failed_at is not None) == bool(m.errors), f"first_failed_at: {m}"
 
 
 def test_random_operation_sequences_follow_the_documented_rules() -> None:
