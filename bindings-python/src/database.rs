@@ -10,7 +10,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::convert::{Value, describe_type, system_now, to_millis};
+use crate::convert::{Value, describe_type, system_now, to_millis, to_opt_datetime};
 use crate::errors::{PyField, to_py_err, validation_error};
 use crate::message::PyMessage;
 use crate::policy::PyBackoff;
@@ -700,6 +700,17 @@ impl Queue {
         let now = self.shared.now(py)?;
         let engine = &self.shared.engine;
         run(py, || engine.stats(self.queue(), now)).map(PyQueueStats)
+    }
+
+    /// When the next delayed message of this queue becomes due: the earliest `retry_after` later
+    /// than now among its pending messages (in backoff or enqueued with a delay), as an aware UTC
+    /// `datetime`; `None` when no message is delayed. One index read: what an idle worker waits
+    /// for (the same value as `stats().next_due_at`).
+    fn next_due_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let now = self.shared.now(py)?;
+        let engine = &self.shared.engine;
+        let due = run(py, || engine.next_due_at(self.queue(), now))?;
+        to_opt_datetime(py, due)
     }
 
     /// The message `id` of this queue; `NotFoundError` when there is none (ids of other queues

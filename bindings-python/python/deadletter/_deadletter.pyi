@@ -205,6 +205,9 @@ class Queue:
         """Counts this queue's expired leases as failed attempts now; returns how many."""
     def stats(self) -> QueueStats:
         """This queue's statistics now."""
+    def next_due_at(self) -> Optional[datetime]:
+        """When the next delayed message (in backoff, or enqueued with a delay) becomes due, or
+        None when none is delayed; one index read (the value of ``stats().next_due_at``)."""
     def get(self, id: int) -> Message:
         """The message ``id`` of this queue; `NotFoundError` when there is none."""
     def list(
