@@ -788,8 +788,9 @@ impl Queue {
     /// `process` for `async def` handlers, on the running asyncio event loop: validates its
     /// arguments at once (as `process`; the handler must be an `async def` function), then returns
     /// the coroutine of the loop, which runs at most `concurrency` handlers as tasks, makes every
-    /// database call in a thread (`asyncio.to_thread`, never on the event loop) and returns how
-    /// many messages it handled. `stop` is an `asyncio.Event`; SIGTERM is handled through
+    /// database call in a thread of its own executor (never on the event loop, nor behind the
+    /// handlers' `asyncio.to_thread` calls in the default executor) and returns how many messages
+    /// it handled. `stop` is an `asyncio.Event`; SIGTERM is handled through
     /// `loop.add_signal_handler` when the event loop runs in the main thread on Unix. Cancelled
     /// (what Ctrl-C does under `asyncio.run`), it stops claiming, waits up to `shutdown_timeout`
     /// for the running handlers, cancels those still running (their messages are left to their

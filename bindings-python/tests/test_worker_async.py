@@ -10,6 +10,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Awaitable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, Callable, TypeVar
 
@@ -88,15 +89,19 @@ def test_a_handler_that_sleeps_past_its_lease_keeps_it_through_heartbeats() -> N
 
     async def handler(m: deadletter.Message) -> None:
         runs.append(m.id)
-        await asyncio.sleep(4.5)  # three leases
-        during.append(await asyncio.to_thread(q.get, m.id))
+        # Three leases, blocking the event loop's only default-executor thread all along: the
+        # loop's heartbeats do not queue behind it.
+        await asyncio.to_thread(time.sleep, 4.5)
+        during.append(q.get(m.id))
 
-    lease = 1.5
-    handled = run(
-        lambda: q.process_async(
+    async def main() -> int:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(1))
+        return await q.process_async(
             handler, concurrency=2, poll_interval=0.05, lease=lease, stop_when_idle=True
         )
-    )
+
+    lease = 1.5
+    handled = run(main)
     assert handled == 1 and runs == [1]
     [m] = q.list()
     assert (m.status, m.retry_count, m.errors) == ("succeeded", 0, [])
@@ -161,7 +166,7 @@ async def _noop(m: deadletter.Message) -> None:
     pass
 
 
-def test_database_calls_run_off_the_event_loop() -> None:
+def test_database_calls_run_off_the_event_loop_in_the_loops_own_threads() -> None:
     threads: list[threading.Thread] = []
 
     def random() -> float:  # called inside claim_many and fail, in the calling thread
@@ -182,6 +187,7 @@ def test_database_calls_run_off_the_event_loop() -> None:
     assert handled == 2
     assert len(threads) >= 3  # claims, and the fail of "b"
     assert loop_thread not in threads
+    assert {t.name.split("_")[0] for t in threads} == {"deadletter-db"}
     db.close()
 
 

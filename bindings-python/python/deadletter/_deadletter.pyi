@@ -250,7 +250,8 @@ class Queue:
         stop: Optional[asyncio.Event] = None,
     ) -> int:
         """`process` for ``async def`` handlers on the running asyncio loop: at most
-        ``concurrency`` handler tasks, every database call in a thread (``asyncio.to_thread``).
+        ``concurrency`` handler tasks, every database call in a thread of its own executor
+        (not on the event loop, nor behind ``asyncio.to_thread`` calls of the handlers).
         ``stop`` is an `asyncio.Event`; SIGTERM is handled through ``loop.add_signal_handler``
         in the main thread. Cancelled (Ctrl-C under ``asyncio.run``), it stops claiming, waits
         up to ``shutdown_timeout`` for the running handlers (then cancels them: their messages

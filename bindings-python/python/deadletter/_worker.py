@@ -22,6 +22,7 @@ worker takes them once the lease ran out, counting it as a failed attempt).
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import queue as queues
@@ -29,8 +30,9 @@ import signal
 import threading
 import time
 from collections.abc import Awaitable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import Any, Callable, Optional, Union, cast
+from typing import Any, Callable, Optional, TypeVar, Union, cast
 
 from ._deadletter import Message, Queue, WorkerPlan, failure_text
 from ._errors import ConflictError, FieldError, ValidationError
@@ -50,6 +52,7 @@ neither is safe inside ``threading.Condition.wait``."""
 Handler = Callable[[Message], object]
 AsyncHandler = Callable[[Message], Awaitable[object]]
 _Seconds = Union[int, float, timedelta]
+T = TypeVar("T")
 
 
 class PermanentError(Exception):
@@ -495,7 +498,9 @@ def process(
 
 class _Tasks:
     """`process_async`: the dispatcher is the awaiting coroutine; each message is a task that
-    runs its handler and heartbeats; every database call runs in a thread (``asyncio.to_thread``)."""
+    runs its handler and heartbeats; every database call runs in a thread of the loop's own
+    executor, so that handlers filling the event loop's default executor (``asyncio.to_thread``)
+    never hold up a heartbeat."""
 
     def __init__(
         self, queue: Queue, handler: AsyncHandler, plan: WorkerPlan, stop_when_idle: bool
@@ -516,6 +521,11 @@ class _Tasks:
         if stop is not None and stop.is_set():
             return 0
         self.next_poll = loop.time()
+        # Threads are made as needed: one per running handler (its heartbeats and ack) and one
+        # for the claims, at most.
+        self.executor = ThreadPoolExecutor(
+            self.plan.concurrency + 1, thread_name_prefix="deadletter-db"
+        )
         previous = _add_sigterm(loop, self._request_stop)
         watcher = asyncio.ensure_future(self._watch(stop)) if stop is not None else None
         cancelled = False
@@ -534,6 +544,7 @@ class _Tasks:
                 watcher.cancel()
             if previous is not None:
                 _remove_sigterm(loop, previous)
+            self.executor.shutdown(wait=False)
         if cancelled:
             raise asyncio.CancelledError
         if error is not None:
@@ -565,7 +576,7 @@ class _Tasks:
     async def _poll(self, loop: asyncio.AbstractEventLoop, free: int) -> bool:
         asked = min(free, CLAIM_MANY_MAX)
         claim = asyncio.ensure_future(
-            asyncio.to_thread(self.queue.claim_many, asked, lease=self.plan.lease)
+            self._db(self.queue.claim_many, asked, lease=self.plan.lease)
         )
         try:
             claimed = await asyncio.shield(claim)
@@ -583,11 +594,16 @@ class _Tasks:
         if len(claimed) == asked:
             self.last_full, self.next_poll = True, loop.time()
             return False
-        due = await asyncio.to_thread(self.queue.next_due_at)
+        due = await self._db(self.queue.next_due_at)
         if self.stop_when_idle and due is None and not self.tasks:
             return True
         self.last_full, self.next_poll = False, loop.time() + self.plan.idle_wait(due)
         return False
+
+    async def _db(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``call(*args, **kwargs)`` in the loop's executor, off the event loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(call, *args, **kwargs))
 
     def _start(self, message: Message) -> None:
         task = asyncio.ensure_future(self._run(message))
@@ -610,7 +626,7 @@ class _Tasks:
             if exc is not None and error is not None:
                 _log_failure(message, error, exc)
             if not self.abandoned:
-                recorded, retry_after = await asyncio.to_thread(
+                recorded, retry_after = await self._db(
                     _record, self.queue, message, error, retryable
                 )
         except asyncio.CancelledError:
@@ -628,7 +644,7 @@ class _Tasks:
             if work.done() or lost:
                 continue
             try:
-                await asyncio.to_thread(
+                await self._db(
                     self.queue.extend,
                     message.id,
                     lease_token=_token(message),
@@ -710,8 +726,9 @@ def process_async(
 ) -> Coroutine[Any, Any, int]:
     """`Queue.process_async`: validates at once, then returns the coroutine of the loop.
 
-    It runs at most ``concurrency`` handler tasks; every database call runs in a thread
-    (``asyncio.to_thread``), none on the event loop. It ends like `process` (``stop_when_idle``,
+    It runs at most ``concurrency`` handler tasks; every database call runs in a thread of its
+    own executor (not the default one that ``asyncio.to_thread`` uses, which handlers may fill),
+    none on the event loop. It ends like `process` (``stop_when_idle``,
     ``stop``: an `asyncio.Event`, SIGTERM through ``loop.add_signal_handler`` when the loop runs
     in the main thread on Unix) and returns the count; cancelled (Ctrl-C under ``asyncio.run``),
     it stops claiming, lets running handlers finish for up to ``shutdown_timeout`` (cancelling
