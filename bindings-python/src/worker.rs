@@ -137,8 +137,24 @@ impl WorkerPlan {
 /// `"ValueError: bad"`). A NUL or a lone surrogate becomes U+FFFD, so `Queue.fail` always
 /// accepts it.
 #[pyfunction]
-fn failure_text(kind: &Bound<'_, PyString>, message: &Bound<'_, PyString>) -> String {
-    text_of(&kind.to_string_lossy(), &message.to_string_lossy())
+fn failure_text(kind: &Bound<'_, PyString>, message: &Bound<'_, PyString>) -> PyResult<String> {
+    Ok(text_of(&lossy(kind)?, &lossy(message)?))
+}
+
+/// A `str` as UTF-8, each lone surrogate replaced by one U+FFFD (as JavaScript's strings would
+/// be; `to_string_lossy` would put one per byte of its UTF-8 form).
+fn lossy(text: &Bound<'_, PyString>) -> PyResult<String> {
+    if let Ok(valid) = text.to_str() {
+        return Ok(valid.to_owned());
+    }
+    let bytes: Vec<u8> = text
+        .call_method1("encode", ("utf-16-le", "surrogatepass"))?
+        .extract()?;
+    let units: Vec<u16> = bytes
+        .chunks_exact(2)
+        .map(|pair| u16::from_le_bytes([pair[0], pair[1]]))
+        .collect();
+    Ok(String::from_utf16_lossy(&units))
 }
 
 /// Milliseconds as float seconds (exact for every duration a plan holds).

@@ -88,6 +88,25 @@ def run_child_until_started_then_sigterm(
     return started, "".join(output), code
 
 
+def test_the_plan_comes_from_the_core() -> None:
+    from deadletter._deadletter import WorkerPlan, failure_text
+
+    clock = Clock()
+    db = deadletter.open(clock=clock, lease=10)
+    q = db.queue("jobs")
+    plan = WorkerPlan(q)
+    assert (plan.concurrency, plan.poll_interval, plan.shutdown_timeout) == (1, 1.0, 30.0)
+    assert (plan.lease, plan.heartbeat) == (10.0, 5.0)  # the database's lease; half of it
+    plan = WorkerPlan(q, concurrency=8, poll_interval=timedelta(seconds=2), lease=0.003)
+    assert (plan.concurrency, plan.poll_interval, plan.lease, plan.heartbeat) == (8, 2.0, 0.003, 0.001)
+    assert plan.idle_wait(None) == 2.0  # nothing delayed: the poll interval
+    assert plan.idle_wait(T0 + timedelta(milliseconds=250)) == 0.25  # due sooner
+    assert plan.idle_wait(T0 + timedelta(seconds=5)) == 2.0  # due later
+    assert plan.idle_wait(T0 - timedelta(seconds=5)) == 0.001  # overdue: never 0, never a spin
+    assert failure_text("ValueError", "") == "ValueError"
+    db.close()
+
+
 def test_returning_acks_every_message_and_the_count_is_returned() -> None:
     db, q = seeded(["a", "b", "c", "d", "e"])
     seen: list[tuple[str, str, bool]] = []
@@ -107,7 +126,8 @@ def test_returning_acks_every_message_and_the_count_is_returned() -> None:
         (ValueError("bad input"), "ValueError: bad input"),
         (TimeoutError(), "TimeoutError"),
         (KeyError("id"), "KeyError: 'id'"),
-        (RuntimeError("a\0b"), "RuntimeError: a\ufffdb"),
+        (RuntimeError("a\0b"), "RuntimeError: a\ufffdb"),  # fail refuses NUL: replaced
+        (UnicodeError("bad \udc80 byte"), "UnicodeError: bad \ufffd byte"),  # a lone surrogate
     ],
 )
 def test_an_exception_fails_the_message_with_its_type_and_text(
