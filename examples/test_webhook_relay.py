@@ -28,7 +28,9 @@ THROUGHPUT = re.compile(
     r"leases that ran out so far: (\d+)$",
     re.M,
 )
-HISTORY = re.compile(r"^error history of dead letter #\d+ \(/gone [^)]*\):\n((?:  attempt .*\n)+)", re.M)
+HISTORY = re.compile(
+    r"^error history of dead letter #\d+ \(/gone [^)]*\):\n((?:  attempt .*\n)+)", re.M
+)
 DEMO_TIMEOUT = 120  # seconds; the demo takes about ten
 
 

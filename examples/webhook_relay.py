@@ -24,9 +24,9 @@ server never saw two deliveries of one message in progress at once.
 
 Retry policy: a subscriber that read the delivery and refused its content (400, 413, 415, 422)
 will refuse the same bytes again, so those failures are permanent (the handler raises `Refused`,
-a ``deadletter.PermanentError``) and the message is dead at once. Everything else is retried, 410 included: "gone" is as often a partner
-moving its endpoint as a partner leaving, and two short retries before the dead-letter queue cost
-little. Network errors and 5xx are retried too.
+a ``deadletter.PermanentError``) and the message is dead at once. Everything else is retried, 410
+included: "gone" is as often a partner moving its endpoint as a partner leaving, and two short
+retries before the dead-letter queue cost little. Network errors and 5xx are retried too.
 
 Run it with ``make demo`` (which installs everything first), or after ``npm ci`` and building the
 binding: ``.venv/bin/python examples/webhook_relay.py``.

@@ -33,7 +33,9 @@ EVENT_TIMEOUT = 30.0  # seconds a test waits for something that happens at once 
 CHILD = Path(__file__).with_name("worker_child.py")
 
 
-def seeded(payloads: list[str], **open_options: Any) -> tuple[deadletter.Database, deadletter.Queue]:
+def seeded(
+    payloads: list[str], **open_options: Any
+) -> tuple[deadletter.Database, deadletter.Queue]:
     db = deadletter.open(**open_options)
     q = db.queue("jobs")
     q.enqueue_many(payloads)
@@ -98,7 +100,8 @@ def test_the_plan_comes_from_the_core() -> None:
     assert (plan.concurrency, plan.poll_interval, plan.shutdown_timeout) == (1, 1.0, 30.0)
     assert (plan.lease, plan.heartbeat) == (10.0, 5.0)  # the database's lease; half of it
     plan = WorkerPlan(q, concurrency=8, poll_interval=timedelta(seconds=2), lease=0.003)
-    assert (plan.concurrency, plan.poll_interval, plan.lease, plan.heartbeat) == (8, 2.0, 0.003, 0.001)
+    assert (plan.concurrency, plan.poll_interval) == (8, 2.0)
+    assert (plan.lease, plan.heartbeat) == (0.003, 0.001)
     assert plan.idle_wait(None) == 2.0  # nothing delayed: the poll interval
     assert plan.idle_wait(T0 + timedelta(milliseconds=250)) == 0.25  # due sooner
     assert plan.idle_wait(T0 + timedelta(seconds=5)) == 2.0  # due later
@@ -187,7 +190,8 @@ def test_a_handler_that_sleeps_past_its_lease_keeps_it_through_heartbeats() -> N
         assert m.lease_expires_at is not None
 
     lease = 1.5
-    assert q.process(handler, concurrency=2, poll_interval=0.05, lease=lease, stop_when_idle=True) == 1
+    options = {"concurrency": 2, "poll_interval": 0.05, "lease": lease, "stop_when_idle": True}
+    assert q.process(handler, **options) == 1
     assert runs == [1]
     [m] = q.list()
     assert (m.status, m.retry_count, m.errors) == ("succeeded", 0, [])
@@ -390,7 +394,8 @@ def test_the_sigterm_handler_is_installed_for_the_call_and_restored() -> None:
 
     previous = signal.signal(signal.SIGTERM, mine)
     try:
-        assert q.process(lambda m: seen.append(signal.getsignal(signal.SIGTERM)), stop_when_idle=True) == 1
+        handler = lambda m: seen.append(signal.getsignal(signal.SIGTERM))  # noqa: E731
+        assert q.process(handler, stop_when_idle=True) == 1
         assert signal.getsignal(signal.SIGTERM) is mine
         assert seen and seen[0] is not mine  # the loop's own, while it ran
     finally:
@@ -402,9 +407,8 @@ def test_a_loop_in_another_thread_leaves_signals_alone() -> None:
     db, q = seeded(["a"])
     before = signal.getsignal(signal.SIGTERM)
     seen: list[Any] = []
-    thread, out = in_thread(
-        lambda: q.process(lambda m: seen.append(signal.getsignal(signal.SIGTERM)), stop_when_idle=True)
-    )
+    handler = lambda m: seen.append(signal.getsignal(signal.SIGTERM))  # noqa: E731
+    thread, out = in_thread(lambda: q.process(handler, stop_when_idle=True))
     thread.join(EVENT_TIMEOUT)
     assert out == [1] and seen == [before]
     db.close()
@@ -424,8 +428,10 @@ def test_sigterm_with_busy_handlers_exits_cleanly_with_nothing_lost(
         messages = db.queue("jobs").list()
     assert sorted(started) == [m.id for m in messages if m.status == "succeeded"]
     assert len(started) == 3
-    rest = [(m.status, m.retry_count, m.lease_token, m.errors) for m in messages if m.id not in started]
-    assert rest == [("pending", 0, None, [])] * 2
+    left = [m for m in messages if m.id not in started]
+    assert [(m.status, m.retry_count, m.lease_token, m.errors) for m in left] == [
+        ("pending", 0, None, [])
+    ] * 2
 
 
 @pytest.mark.parametrize("mode", ["threads", "async"])
@@ -564,7 +570,11 @@ def test_options_are_validated_together_before_anything_is_claimed() -> None:
     with pytest.raises(deadletter.ValidationError) as caught:
         q.process(handler)
     assert caught.value.errors == [
-        {"field": "handler", "code": "type", "message": "is an async def function: use process_async"}
+        {
+            "field": "handler",
+            "code": "type",
+            "message": "is an async def function: use process_async",
+        }
     ]
     with pytest.raises(deadletter.ValidationError):
         q.process(lambda m: None, poll_interval=0)

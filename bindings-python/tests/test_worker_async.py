@@ -23,7 +23,9 @@ EVENT_TIMEOUT = 30.0
 T = TypeVar("T")
 
 
-def seeded(payloads: list[str], **open_options: Any) -> tuple[deadletter.Database, deadletter.Queue]:
+def seeded(
+    payloads: list[str], **open_options: Any
+) -> tuple[deadletter.Database, deadletter.Queue]:
     db = deadletter.open(**open_options)
     q = db.queue("jobs")
     q.enqueue_many(payloads)
@@ -73,7 +75,8 @@ def test_an_exception_is_a_retry_with_its_text_and_a_permanent_error_a_dead_lett
         1,
         T0 + timedelta(seconds=2),
     )
-    assert retry.errors == [{"attempt": 1, "error": "ConnectionResetError: peer went away", "at": T0}]
+    error = "ConnectionResetError: peer went away"
+    assert retry.errors == [{"attempt": 1, "error": error, "at": T0}]
     assert (permanent.status, permanent.retry_count) == ("dead", 1)
     assert permanent.errors[0]["error"] == "PermanentError: malformed payload"
     db.close()

@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Awaitable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Callable, Optional, TypeVar, Union, cast
 
 from ._deadletter import Message, Queue, WorkerPlan, failure_text
@@ -139,16 +139,19 @@ def _failure(exc: BaseException) -> str:
     return failure_text(type(exc).__name__, message)
 
 
-def _outcome(exc: Optional[BaseException]) -> tuple[Optional[str], bool]:
-    """(error, retryable) for a handler that raised ``exc``, or (None, True) when it returned."""
+def _outcome(message: Message, exc: Optional[BaseException]) -> tuple[Optional[str], bool]:
+    """(error, retryable) for a handler that raised ``exc``, logged at INFO with its traceback;
+    (None, True) when it returned."""
     if exc is None:
         return None, True
-    return _failure(exc), not isinstance(exc, PermanentError)
+    error = _failure(exc)
+    logger.info("message %d: handler raised %s", message.id, error, exc_info=exc)
+    return error, not isinstance(exc, PermanentError)
 
 
 def _record(
     queue: Queue, message: Message, error: Optional[str], retryable: bool
-) -> tuple[bool, Optional[Any]]:
+) -> tuple[bool, Optional[datetime]]:
     """Acks or fails ``message`` with its lease token; returns (recorded, retry_after). A lost
     lease (`ConflictError`) or a failing store is logged, and the message is left to its lease."""
     try:
@@ -173,9 +176,6 @@ def _token(message: Message) -> str:
     """The lease token of a message the loop claimed (never None)."""
     return cast(str, message.lease_token)
 
-
-def _log_failure(message: Message, error: str, exc: BaseException) -> None:
-    logger.info("message %d: handler raised %s", message.id, error, exc_info=exc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -422,9 +422,7 @@ class _Threads:
                     raise TypeError("the handler returned an awaitable: use process_async")
             except BaseException as raised:  # noqa: BLE001 - every failure is recorded
                 exc = raised
-        error, retryable = _outcome(exc)
-        if exc is not None and error is not None:
-            _log_failure(message, error, exc)
+        error, retryable = _outcome(message, exc)
         recorded, retry_after = False, None
         with slot.lock:
             slot.done = True
@@ -434,7 +432,7 @@ class _Threads:
                 recorded, retry_after = _record(self.queue, message, error, retryable)
         self._finished(slot, recorded, retry_after)
 
-    def _finished(self, slot: _Slot, recorded: bool, retry_after: Optional[Any]) -> None:
+    def _finished(self, slot: _Slot, recorded: bool, retry_after: Optional[datetime]) -> None:
         wake_in: Optional[float] = None
         if retry_after is not None:
             try:
@@ -622,9 +620,7 @@ class _Tasks:
             if work is not None:
                 await self._heartbeats(message, work)
                 exc = _exception_of(work)
-            error, retryable = _outcome(exc)
-            if exc is not None and error is not None:
-                _log_failure(message, error, exc)
+            error, retryable = _outcome(message, exc)
             if not self.abandoned:
                 recorded, retry_after = await self._db(
                     _record, self.queue, message, error, retryable
@@ -656,7 +652,9 @@ class _Tasks:
             except Exception:  # noqa: BLE001 - the next heartbeat tries again
                 logger.warning("message %d: heartbeat failed", message.id, exc_info=True)
 
-    def _finished(self, task: Optional[asyncio.Task[Any]], recorded: bool, retry_after: Any) -> None:
+    def _finished(
+        self, task: Optional[asyncio.Task[Any]], recorded: bool, retry_after: Optional[datetime]
+    ) -> None:
         if task is not None:
             self.tasks.discard(task)
         self.handled += recorded
