@@ -351,7 +351,7 @@ def run_drain(queue: deadletter.Queue, relay: Relay) -> DrainResult:
     handled = queue.process(relay, concurrency=WORKERS, stop_when_idle=True, stop=stop)
     seconds = time.monotonic() - started
     timer.cancel()
-    errors = []
+    errors: list[str] = []
     left = queue.stats()
     if stop.is_set():
         errors.append(f"the drain did not finish within {DRAIN_TIMEOUT:.0f} s")
