@@ -28,6 +28,7 @@ pub mod message;
 pub mod policy;
 pub mod sqlite;
 pub mod stats;
+pub mod worker;
 
 use std::path::PathBuf;
 
@@ -163,6 +164,7 @@ fn deadletter_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyMessage>()?;
     m.add_class::<PyQueueStats>()?;
     m.add_class::<PyBackoff>()?;
+    worker::register(m)?;
     m.add("CODES", PyTuple::new(m.py(), deadletter::CODES)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("SQLITE_VERSION", rusqlite::version())?;
