@@ -144,8 +144,9 @@ fn failure_text(kind: &Bound<'_, PyString>, message: &Bound<'_, PyString>) -> Py
 /// A `str` as UTF-8, each lone surrogate replaced by one U+FFFD (as JavaScript's strings would
 /// be; `to_string_lossy` would put one per byte of its UTF-8 form).
 fn lossy(text: &Bound<'_, PyString>) -> PyResult<String> {
-    if let Ok(valid) = text.to_str() {
-        return Ok(valid.to_owned());
+    // (`to_cow`: the stable ABI of 3.9 cannot borrow a str's UTF-8 buffer.)
+    if let Ok(valid) = text.to_cow() {
+        return Ok(valid.into_owned());
     }
     let bytes: Vec<u8> = text
         .call_method1("encode", ("utf-16-le", "surrogatepass"))?

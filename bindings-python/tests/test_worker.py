@@ -213,6 +213,25 @@ def test_an_idle_loop_wakes_when_the_next_message_is_due() -> None:
     db.close()
 
 
+def test_a_message_that_becomes_due_between_two_reads_of_a_poll_is_not_missed() -> None:
+    # A clock that moves 1 ms at every read: the loop's first poll reads it for next_due_at and
+    # then for claim_many, and the message becomes due exactly between the two. Read after the
+    # claim, next_due_at would see nothing delayed any more, and stop_when_idle would return
+    # with the message still pending.
+    now = [T0]
+
+    def ticking() -> datetime:
+        now[0] += timedelta(milliseconds=1)
+        return now[0]
+
+    db = deadletter.open(clock=ticking)
+    q = db.queue("jobs")
+    q.enqueue("late", delay=timedelta(milliseconds=2))
+    handled = q.process(lambda m: None, stop_when_idle=True, poll_interval=5)
+    assert handled == 1
+    assert [m.status for m in q.list()] == ["succeeded"]
+
+
 def test_an_idle_loop_does_not_spin() -> None:
     claims = [0]
 

@@ -356,6 +356,10 @@ class _Threads:
         """Claims up to ``free`` messages and starts them; True when ``stop_when_idle`` ends the
         loop (nothing due, in flight or delayed)."""
         asked = min(free, CLAIM_MANY_MAX)
+        # Read before the claim: a message delayed now is either taken by this claim (due by
+        # then) or waited for. Read after it, a message that became due in between would be
+        # neither (next_due_at only sees instants still ahead) and would wait a poll interval.
+        due = self.queue.next_due_at()
         claimed = self.queue.claim_many(asked, lease=self.plan.lease)
         for message in claimed:
             self._start(message)
@@ -363,7 +367,6 @@ class _Threads:
             with self.cond:
                 self.last_full, self.next_poll = True, time.monotonic()
             return False
-        due = self.queue.next_due_at()
         with self.cond:
             if self.stop_when_idle and due is None and not self.inflight:
                 return True
@@ -573,6 +576,7 @@ class _Tasks:
 
     async def _poll(self, loop: asyncio.AbstractEventLoop, free: int) -> bool:
         asked = min(free, CLAIM_MANY_MAX)
+        due = await self._db(self.queue.next_due_at)  # before the claim: see `_Threads._poll`
         claim = asyncio.ensure_future(
             self._db(self.queue.claim_many, asked, lease=self.plan.lease)
         )
@@ -592,7 +596,6 @@ class _Tasks:
         if len(claimed) == asked:
             self.last_full, self.next_poll = True, loop.time()
             return False
-        due = await self._db(self.queue.next_due_at)
         if self.stop_when_idle and due is None and not self.tasks:
             return True
         self.last_full, self.next_poll = False, loop.time() + self.plan.idle_wait(due)
