@@ -11,7 +11,8 @@ cargo build --release --target wasm32-unknown-unknown -p deadletter-wasm
 rm -rf "$out"
 wasm-bindgen --target web --weak-refs --no-typescript --out-dir "$out" \
   target/wasm32-unknown-unknown/release/deadletter_wasm.wasm
-cp bindings-wasm/js/index.js bindings-wasm/js/errors.js bindings-wasm/js/index.d.ts \
+cp bindings-wasm/js/index.js bindings-wasm/js/errors.js bindings-wasm/js/worker.js \
+  bindings-wasm/js/index.d.ts \
   bindings-wasm/js/conformance.mjs bindings-wasm/README.md LICENSE "$out/"
 pkgid=$(cargo pkgid -p deadletter-wasm)   # path+file:///...#deadletter-wasm@X.Y.Z
 VERSION="${pkgid##*@}" node -e '

@@ -26,6 +26,14 @@ DATA = ROOT / "node_modules" / "@octokit" / "webhooks-examples" / "api.github.co
 STATUSES = re.compile(
     r"^statuses: pending=(\d+) processing=(\d+) succeeded=(\d+) dead=(\d+) total=(\d+)$", re.M
 )
+THROUGHPUT = re.compile(
+    r"^throughput: (\d+) deliveries .* the worker loop handled (\d+); "
+    r"leases that ran out so far: (\d+)$",
+    re.M,
+)
+HISTORY = re.compile(
+    r"^error history of dead letter #\d+ \(/gone [^)]*\):\n((?:  attempt .*\n)+)", re.M
+)
 DEMO_TIMEOUT = 120  # seconds; the demo takes about ten
 
 
@@ -107,6 +115,16 @@ def test_demo_relays_every_example_and_exits_0(mode: list[str]) -> None:
     assert before["dead"] > 0, "the demo should send some messages to the dead-letter queue"
     replayed = re.search(r"replayed (\d+) dead messages", first)
     assert replayed and int(replayed.group(1)) == before["dead"], output
+    for section in (first, final):  # every delivery's outcome was recorded by the worker loop
+        loop = THROUGHPUT.search(section)
+        assert loop and loop.group(1) == loop.group(2), output
+        assert loop.group(3) == "0", output  # heartbeats kept every lease
+    assert "dead letters with last_error='Refused: HTTP 422 Unprocessable Entity'" in first
+    history = HISTORY.search(first)  # a /gone delivery: three retryable failures, then dead
+    assert history, output
+    entries = history.group(1).splitlines()
+    assert [line.split("  ")[1] for line in entries] == ["attempt 1", "attempt 2", "attempt 3"]
+    assert {line.split("  ")[-1] for line in entries} == {"HTTPError: HTTP Error 410: Gone"}
 
     after = statuses(final)
     assert after == {

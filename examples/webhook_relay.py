@@ -11,35 +11,29 @@ through a deadletter queue stored in a SQLite file:
   a contract that changed under us.
 
 Deliveries are routed round-robin by their index in the examples file, so each endpoint gets a
-quarter of them. Four worker threads claim messages, POST them and mark them succeeded or failed
-with the HTTP status as the error. With ``max_retries=3`` the real backoff applies: a retryable
-failure waits 2 s, then 4 s, and the third failure is dead; a worker that finds nothing due sleeps
-until the next retry (at most 0.2 s), and the workers stop when no message is pending or
-processing. A worker whose lease ran out (``ConflictError`` from succeed/fail) drops the message:
-the queue has counted a failed attempt and hands it out again. Then the demo "fixes" ``/gone`` and
-``/strict``, replays every dead message, drains again, and exits 0 only if every message ended
-``succeeded`` and the server never saw two deliveries of one message in progress at once.
+quarter of them. The worker loop, ``queue.process(relay, concurrency=4, stop_when_idle=True)``,
+runs the handler ``Relay`` on four threads: it POSTs a message's delivery and returns (the loop
+acks the message) or raises (the loop fails it with the exception's text, such as
+``HTTPError: HTTP Error 503: Service Unavailable``). With ``max_retries=3`` the real backoff
+applies: a retryable failure waits 2 s, then 4 s, and the third failure is dead; the idle loop
+sleeps until the next retry is due, and returns once nothing is due, in flight or delayed. Its
+heartbeats keep each lease while a POST is in progress. The demo prints the dead letters and the
+error history of one of them, then "fixes" ``/gone`` and ``/strict``, replays every dead message
+with ``replay_all``, drains again, and exits 0 only if every message ended ``succeeded`` and the
+server never saw two deliveries of one message in progress at once.
 
 Retry policy: a subscriber that read the delivery and refused its content (400, 413, 415, 422)
-will refuse the same bytes again, so those failures are permanent (``retryable=False``) and the
-message is dead at once. Everything else is retried, 410 included: "gone" is as often a partner
-moving its endpoint as a partner leaving, and two short retries before the dead-letter queue cost
-little. Network errors and 5xx are retried too.
+will refuse the same bytes again, so those failures are permanent (the handler raises `Refused`,
+a ``deadletter.PermanentError``) and the message is dead at once. Everything else is retried, 410
+included: "gone" is as often a partner moving its endpoint as a partner leaving, and two short
+retries before the dead-letter queue cost little. Network errors and 5xx are retried too.
 
 Run it with ``make demo`` (which installs everything first), or after ``npm ci`` and building the
 binding: ``.venv/bin/python examples/webhook_relay.py``.
-
-``--http`` runs the same relay through the HTTP API: the queue file is served by
-``deadletter.http`` under uvicorn (in a thread of this process, on a free port of 127.0.0.1), and
-the workers, the replay and the summaries use it over HTTP with ``RemoteQueue`` of
-``examples/http_worker.py`` (httpx), whose methods and exceptions are those of `deadletter.Queue`.
-``make demo-http`` runs it; it needs the ``server`` extra.
 """
 
 from __future__ import annotations
 
-import argparse
-import heapq
 import json
 import sys
 import tempfile
@@ -49,18 +43,13 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import Any, Literal
 
 import deadletter
-
-if TYPE_CHECKING:
-    from http_worker import RemoteMessage, RemoteQueue
 
 EXAMPLES_PACKAGE = "@octokit/webhooks-examples"
 EXAMPLES_DIR = Path("node_modules", *EXAMPLES_PACKAGE.split("/"))
@@ -94,17 +83,12 @@ PERMANENT_STATUSES = frozenset({400, 413, 415, 422})
 QUEUE_NAME = "webhooks"
 MAX_RETRIES = 3
 WORKERS = 4
-IDLE_SLEEP_CAP = 0.2  # seconds a worker that found nothing due sleeps at most
 DRAIN_TIMEOUT = 60.0  # seconds; the whole demo takes about ten
 HTTP_TIMEOUT = 10.0
 SERVER_LATENCY = 0.002  # seconds each request spends "in progress" on the server
 PAGE_SIZE = 100
 Status = Literal["pending", "processing", "succeeded", "dead"]
-# The queue in this process, or the same file through the HTTP API (--http).
-Queue = Union[deadletter.Queue, "RemoteQueue"]
-Message = Union[deadletter.Message, "RemoteMessage"]
 STATUSES: tuple[Status, ...] = ("pending", "processing", "succeeded", "dead")
-LIVE: tuple[Status, ...] = ("pending", "processing")
 MESSAGE_ID_HEADER = "X-Deadletter-Message-Id"
 DEAD_SAMPLES_PER_ERROR = 2
 
@@ -297,33 +281,34 @@ class SubscriberServer(ThreadingHTTPServer):
 
 
 # ---------------------------------------------------------------------------------------------
-# The workers
+# The worker: a handler for Queue.process
 
 
-@dataclass(frozen=True)
-class Attempt:
-    """The outcome of one HTTP delivery."""
-
-    ok: bool
-    error: str = ""
-    retryable: bool = True
-
-
-def is_retryable(status: int) -> bool:
-    """Whether a failed delivery may succeed later (see the retry policy in the module doc)."""
-    return status not in PERMANENT_STATUSES
+class Refused(deadletter.PermanentError):
+    """A subscriber read the delivery and refused its content: it will refuse the same bytes
+    again, so the message goes to the dead-letter queue at once."""
 
 
 class Relay:
-    """POSTs queued deliveries to the subscriber server."""
+    """The handler: POSTs one queued delivery to the subscriber server.
+
+    Returning acks the message; an exception fails it with its text (``urllib``'s ``HTTPError``
+    for an error status, ``URLError`` for a network error: retried after the backoff);
+    `Refused` (a `deadletter.PermanentError`) fails it for good. It counts its attempts per
+    endpoint; ``Queue.process`` calls it from several threads at once.
+    """
 
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
         # No proxies: the subscribers are on the loopback interface.
         self.opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        self.lock = threading.Lock()
+        self.attempts: Counter[str] = Counter()  # per endpoint
 
-    def deliver(self, message: Message, delivery: Delivery) -> Attempt:
-        """POST one delivery of ``message``; never raises for HTTP or network failures."""
+    def __call__(self, message: deadletter.Message) -> None:
+        delivery = Delivery.from_payload(message.payload)
+        with self.lock:
+            self.attempts[delivery.endpoint] += 1
         request = urllib.request.Request(
             self.base_url + delivery.endpoint,
             data=json.dumps(delivery.body).encode(),
@@ -339,108 +324,10 @@ class Relay:
         try:
             with self.opener.open(request, timeout=HTTP_TIMEOUT) as response:
                 response.read()
-            return Attempt(ok=True)
         except urllib.error.HTTPError as err:
-            return Attempt(False, f"HTTP {err.code} {err.reason}", is_retryable(err.code))
-        except OSError as err:  # URLError, timeouts, connection resets
-            return Attempt(False, f"network error: {err}", retryable=True)
-
-
-@dataclass
-class Drain:
-    """One drain of the queue, shared by the worker threads; it ends when no message is pending
-    or processing.
-
-    Claims and the end-of-drain check take one lock, and ``busy`` counts the messages a worker
-    holds: with the lock held and ``busy`` at 0, nothing in this process can change a message, so
-    two empty ``list`` calls (pending, processing) prove the queue is drained.
-    """
-
-    queue: Queue
-    done: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    busy: int = 0
-    retries_due: list[float] = field(default_factory=list)  # heap of time.monotonic() values
-    attempts: Counter[str] = field(default_factory=Counter)  # per endpoint
-    lost_leases: int = 0
-    errors: list[str] = field(default_factory=list)
-
-    def claim(self) -> Message | None:
-        """The next due message, or None; when none is pending or processing, end the drain."""
-        with self.lock:
-            message = self.queue.claim()
-            if message is not None:
-                self.busy += 1
-            elif self.busy == 0 and not self._live():
-                self.done.set()
-            return message
-
-    def _live(self) -> bool:
-        """Whether any message is pending or processing (the caller holds the lock)."""
-        return any(self.queue.list(status=s, limit=1) for s in LIVE)
-
-    def settle(self, endpoint: str, message: Message | None) -> None:
-        """Account for one delivery: the message its succeed or fail call returned, or None when
-        the lease had run out (the queue gave the message to the next claim)."""
-        with self.lock:
-            self.busy -= 1
-            self.attempts[endpoint] += 1
-            if message is None:
-                self.lost_leases += 1
-            elif message.status == "pending" and message.retry_after is not None:
-                delay = (message.retry_after - datetime.now(timezone.utc)).total_seconds()
-                heapq.heappush(self.retries_due, time.monotonic() + delay)
-
-    def idle_delay(self) -> float:
-        """How long a worker that found nothing due sleeps: until the next retry, at most 0.2 s."""
-        now = time.monotonic()
-        with self.lock:
-            while self.retries_due and self.retries_due[0] <= now:
-                heapq.heappop(self.retries_due)
-            if not self.retries_due:
-                return IDLE_SLEEP_CAP
-            return min(IDLE_SLEEP_CAP, max(0.01, self.retries_due[0] - now))
-
-    def abort(self, reason: str) -> None:
-        """Stop the drain because something went wrong."""
-        with self.lock:
-            self.errors.append(reason)
-        self.done.set()
-
-
-def work_once(relay: Relay, drain: Drain) -> bool:
-    """Claim one due message and deliver it; return False if nothing was due."""
-    message = drain.claim()
-    if message is None:
-        return False
-    queue = drain.queue
-    delivery = Delivery.from_payload(message.payload)
-    attempt = relay.deliver(message, delivery)
-    settled: Message | None
-    try:
-        if attempt.ok:
-            settled = queue.succeed(message.id, lease_token=message.lease_token)
-        else:
-            settled = queue.fail(
-                message.id,
-                attempt.error,
-                lease_token=message.lease_token,
-                retryable=attempt.retryable,
-            )
-    except deadletter.ConflictError:
-        settled = None  # the lease ran out: the queue counted a failed attempt and moved on
-    drain.settle(delivery.endpoint, settled)
-    return True
-
-
-def worker(relay: Relay, drain: Drain) -> None:
-    """Deliver messages until the drain is over; sleep briefly whenever nothing is due."""
-    try:
-        while not drain.done.is_set():
-            if not work_once(relay, drain):
-                drain.done.wait(drain.idle_delay())
-    except Exception as exc:  # noqa: BLE001 (reported, and the demo fails)
-        drain.abort(f"{threading.current_thread().name} crashed: {exc!r}")
+            if err.code in PERMANENT_STATUSES:
+                raise Refused(f"HTTP {err.code} {err.reason}") from err
+            raise
 
 
 @dataclass(frozen=True)
@@ -448,34 +335,36 @@ class DrainResult:
     """What one drain did."""
 
     seconds: float
-    attempts: Counter[str]
-    lost_leases: int
+    attempts: Counter[str]  # per endpoint
+    handled: int  # what Queue.process returned
     errors: list[str]
 
 
-def run_drain(queue: Queue, relay: Relay) -> DrainResult:
-    """Run the worker threads until no message is pending or processing (or a timeout)."""
-    drain = Drain(queue)
-    threads = [
-        threading.Thread(target=worker, args=(relay, drain), name=f"worker-{n}")
-        for n in range(1, WORKERS + 1)
-    ]
+def run_drain(queue: deadletter.Queue, relay: Relay) -> DrainResult:
+    """Run the worker loop until no message is due, in flight or delayed (or a timeout)."""
+    before = relay.attempts.copy()
+    stop = threading.Event()
+    timer = threading.Timer(DRAIN_TIMEOUT, stop.set)
+    timer.daemon = True
+    timer.start()
     started = time.monotonic()
-    for thread in threads:
-        thread.start()
-    if not drain.done.wait(DRAIN_TIMEOUT):
-        drain.abort(f"the drain did not finish within {DRAIN_TIMEOUT:.0f} s")
-    for thread in threads:
-        thread.join()
+    handled = queue.process(relay, concurrency=WORKERS, stop_when_idle=True, stop=stop)
     seconds = time.monotonic() - started
-    return DrainResult(seconds, drain.attempts, drain.lost_leases, list(drain.errors))
+    timer.cancel()
+    errors: list[str] = []
+    left = queue.stats()
+    if stop.is_set():
+        errors.append(f"the drain did not finish within {DRAIN_TIMEOUT:.0f} s")
+    elif left.pending or left.processing:  # process returned early: SIGTERM or Ctrl-C
+        errors.append(f"the drain stopped with {left.pending + left.processing} messages left")
+    return DrainResult(seconds, relay.attempts - before, handled, errors)
 
 
 # ---------------------------------------------------------------------------------------------
 # Reading the queue back
 
 
-def messages(queue: Queue, status: Status) -> Iterator[Message]:
+def messages(queue: deadletter.Queue, status: Status) -> Iterator[deadletter.Message]:
     """Every message with ``status``, page by page (keyset pagination on the id)."""
     after_id: int | None = None
     while True:
@@ -486,7 +375,7 @@ def messages(queue: Queue, status: Status) -> Iterator[Message]:
         after_id = page[-1].id
 
 
-def status_table(queue: Queue) -> dict[Status, Counter[str]]:
+def status_table(queue: deadletter.Queue) -> dict[Status, Counter[str]]:
     """For each status, how many messages have it, per endpoint."""
     table: dict[Status, Counter[str]] = {status: Counter() for status in STATUSES}
     for status in STATUSES:
@@ -495,24 +384,21 @@ def status_table(queue: Queue) -> dict[Status, Counter[str]]:
     return table
 
 
-def replay_dead(queue: Queue) -> int:
-    """Replay every dead message, paging through them; return how many were replayed.
-
-    Replaying turns a dead message pending, so the pages are read while they change; keyset
-    pagination (``after_id``) neither skips nor repeats a message when that happens.
-    """
-    replayed = 0
-    for message in messages(queue, "dead"):
-        queue.replay(message.id)
-        replayed += 1
-    return replayed
+def lease_expiries(queue: deadletter.Queue) -> int:
+    """How many attempts ended because a lease ran out, read from the error histories."""
+    return sum(
+        entry["error"] == "lease expired"
+        for status in STATUSES
+        for message in messages(queue, status)
+        for entry in message.errors
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Printing
 
 
-def print_summary(title: str, queue: Queue, result: DrainResult) -> Counter[str]:
+def print_summary(title: str, queue: deadletter.Queue, result: DrainResult) -> Counter[str]:
     """Print the statuses per endpoint and the throughput of a drain; return the status counts."""
     table = status_table(queue)
     totals: Counter[str] = Counter({s: sum(table[s].values()) for s in STATUSES})
@@ -528,14 +414,15 @@ def print_summary(title: str, queue: Queue, result: DrainResult) -> Counter[str]
     rate = attempts / result.seconds if result.seconds > 0 else 0.0
     print(
         f"throughput: {attempts} deliveries in {result.seconds:.2f} s = {rate:.1f} deliveries/s; "
-        f"leases that ran out: {result.lost_leases}"
+        f"the worker loop handled {result.handled}; "
+        f"leases that ran out so far: {lease_expiries(queue)}"
     )
     return totals
 
 
-def print_dead_letters(queue: Queue) -> None:
+def print_dead_letters(queue: deadletter.Queue) -> None:
     """Print how many messages died of each error, and the first few of each with their retries."""
-    by_error: dict[str, list[Message]] = {}
+    by_error: dict[str, list[deadletter.Message]] = {}
     for message in messages(queue, "dead"):
         by_error.setdefault(message.last_error or "", []).append(message)
     for error, dead in by_error.items():
@@ -546,6 +433,20 @@ def print_dead_letters(queue: Queue) -> None:
                 f"  #{message.id:<4} {delivery.endpoint:<8} {delivery.kind:<40} "
                 f"retry_count={message.retry_count} max_retries={message.max_retries}"
             )
+    retried = max(messages(queue, "dead"), key=lambda m: len(m.errors), default=None)
+    if retried is not None:
+        print_error_history(retried)
+
+
+def print_error_history(message: deadletter.Message) -> None:
+    """Print every failed attempt of a message, timed from its enqueue (the backoff shows)."""
+    delivery = Delivery.from_payload(message.payload)
+    print(f"error history of dead letter #{message.id} ({delivery.endpoint} {delivery.kind}):")
+    for entry in message.errors:
+        after = (entry["at"] - message.created_at).total_seconds()
+        print(f"  attempt {entry['attempt']}  +{after:.1f} s  {entry['error']}")
+    if message.dead_at is not None:
+        print(f"  dead       +{(message.dead_at - message.created_at).total_seconds():.1f} s")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -572,9 +473,10 @@ def overlap_reasons(subscribers: Subscribers) -> list[str]:
 
 
 def relay_all(
-    queue: Queue, deliveries: list[Delivery], subscribers: Subscribers, url: str
+    db: deadletter.Database, deliveries: list[Delivery], subscribers: Subscribers, url: str
 ) -> list[str]:
     """Enqueue, drain, fix, replay and drain again; return the reasons for failure, if any."""
+    queue = db.queue(QUEUE_NAME)
     relay = Relay(url)
     started = time.monotonic()
     for delivery in deliveries:
@@ -588,58 +490,15 @@ def relay_all(
         return first.errors + overlap_reasons(subscribers)
 
     subscribers.fix()
-    replayed = replay_dead(queue)
+    replayed = queue.replay_all()
     print(f"\nfixed /gone and /strict (they answer 200 now); replayed {replayed} dead messages")
     second = run_drain(queue, relay)
     totals = print_summary("final", queue, second)
     return verdict(totals, len(deliveries), subscribers, second.errors)
 
 
-@contextmanager
-def serve_in_thread(app: Any) -> Iterator[str]:
-    """Serves the ASGI ``app`` with uvicorn in a thread, on a free port of 127.0.0.1; yields its
-    base URL and stops it afterwards."""
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, name="deadletter-http", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the deadletter HTTP server did not start")
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://{HOST}:{port}"
-    finally:
-        server.should_exit = True
-        thread.join()
-
-
-@contextmanager
-def open_queue(path: Path, over_http: bool) -> Iterator[Queue]:
-    """The demo's queue in the file ``path``: a `deadletter.Queue`, or the same queue through
-    `deadletter.http` with `RemoteQueue` (``--http``)."""
-    with deadletter.open(str(path)) as db:
-        if not over_http:
-            yield db.queue(QUEUE_NAME)
-            return
-        import httpx
-        from http_worker import RemoteQueue
-
-        from deadletter.http import app
-
-        with serve_in_thread(app(db)) as url, httpx.Client(base_url=url) as client:
-            print(f"through the HTTP API at {url} (deadletter.http under uvicorn)")
-            yield RemoteQueue(client, QUEUE_NAME)
-
-
-def main(argv: list[str] | None = None) -> int:
+def main() -> int:
     """Run the demo; return the process exit code."""
-    parser = argparse.ArgumentParser(description="The webhook relay demo of deadletter.")
-    parser.add_argument("--http", action="store_true", help="use the queue through its HTTP API")
-    args = parser.parse_args(argv)
     try:
         root = find_repo_root(Path(__file__).resolve().parent)
         path = examples_file(root)
@@ -658,8 +517,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix="deadletter-demo-") as tmp:
-            with open_queue(Path(tmp) / "jobs.db", args.http) as queue:
-                reasons = relay_all(queue, deliveries, subscribers, server.url)
+            with deadletter.open(str(Path(tmp) / "jobs.db")) as db:
+                reasons = relay_all(db, deliveries, subscribers, server.url)
     finally:
         server.shutdown()
         server.server_close()

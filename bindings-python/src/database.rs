@@ -10,7 +10,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::convert::{Value, describe_type, system_now, to_millis};
+use crate::convert::{Value, describe_type, system_now, to_millis, to_opt_datetime};
 use crate::errors::{PyField, to_py_err, validation_error};
 use crate::message::PyMessage;
 use crate::policy::PyBackoff;
@@ -50,7 +50,7 @@ impl Shared {
     }
 
     /// The current instant, in UTC milliseconds, read with the GIL held.
-    fn now(&self, py: Python<'_>) -> PyResult<Millis> {
+    pub(crate) fn now(&self, py: Python<'_>) -> PyResult<Millis> {
         match &self.clock {
             Some(clock) => to_millis(&clock.bind(py).call0()?, "clock"),
             None => Ok(system_now()),
@@ -137,7 +137,9 @@ where
 
 /// A queue database on one SQLite connection, made by `deadletter.open`. Safe to share between
 /// threads (calls are serialized on the connection and release the GIL while SQLite works); each
-/// process opens its own. Also a context manager that closes it on exit.
+/// process opens its own: in a child made by `fork()`, every operation of a database opened before
+/// the fork raises `StoreError` at once (open it again in the child) and `closed` is true. Also a
+/// context manager that closes it on exit.
 #[pyclass(frozen, module = "deadletter", name = "Database")]
 pub struct Database {
     shared: Arc<Shared>,
@@ -241,7 +243,8 @@ impl Database {
     }
 
     /// Closes the database and lets go of its dead-letter callbacks (nothing can die any more).
-    /// Later operations of its queues raise `StoreError`; closing again does nothing.
+    /// Later operations of its queues raise `StoreError`; closing again does nothing. In a child
+    /// made by `fork()` it raises `StoreError` and leaves the parent's connection alone.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let store = self.shared.engine.store();
         py.detach(|| store.close())
@@ -255,7 +258,7 @@ impl Database {
         Ok(())
     }
 
-    /// Whether `close` was called.
+    /// Whether `close` was called; true in a child made by `fork()` after it was opened.
     #[getter]
     fn closed(&self) -> bool {
         self.shared.engine.store().is_closed()
@@ -373,12 +376,14 @@ impl OwnedItem {
 /// reads the database's clock once, before any work, and raises `ValidationError` (a
 /// `ValueError`) for a rejected argument or clock, `NotFoundError` (a `LookupError`) for an id
 /// this queue does not have, `ConflictError` for a transition not allowed now (wrong status, or a
-/// lost lease), `StoreError` when SQLite fails or the database is closed. A call that raises has
-/// changed nothing. Durations are seconds (int or float) or `datetime.timedelta`s, rounded to the
+/// lost lease), `StoreError` when SQLite fails, the database is closed, or a row it reads holds a
+/// value deadletter never writes (a timestamp outside years 1..=9999, a wrong type, NULL, an
+/// unknown status: the error names the message and the column). A call that raises has changed
+/// nothing. Durations are seconds (int or float) or `datetime.timedelta`s, rounded to the
 /// millisecond; instants are aware `datetime`s.
 #[pyclass(frozen, module = "deadletter", name = "Queue")]
 pub struct Queue {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     name: String,
     backoff: Backoff,
 }
@@ -705,6 +710,17 @@ impl Queue {
         run(py, || engine.stats(self.queue(), now)).map(PyQueueStats)
     }
 
+    /// When the next delayed message of this queue becomes due: the earliest `retry_after` later
+    /// than now among its pending messages (in backoff or enqueued with a delay), as an aware UTC
+    /// `datetime`; `None` when no message is delayed. One index read: what an idle worker waits
+    /// for (the same value as `stats().next_due_at`).
+    fn next_due_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let now = self.shared.now(py)?;
+        let engine = &self.shared.engine;
+        let due = run(py, || engine.next_due_at(self.queue(), now))?;
+        to_opt_datetime(py, due)
+    }
+
     /// The message `id` of this queue; `NotFoundError` when there is none (ids of other queues
     /// are not visible here).
     fn get(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<PyMessage> {
@@ -734,6 +750,69 @@ impl Queue {
             engine.list(self.queue(), status.arg(), limit.arg(), after_id.arg())
         })
         .map(messages)
+    }
+
+    /// The worker loop: claims this queue's messages and calls `handler(message)` for each on up
+    /// to `concurrency` daemon threads until it is stopped, then returns how many messages it
+    /// handled (an int: those whose outcome it recorded with `succeed` or `fail`).
+    ///
+    /// A handler that returns acks its message; one that raises fails it with the error
+    /// `"ExceptionType: message"` (retried after the queue's backoff); raising
+    /// `deadletter.PermanentError` (or a subclass) fails it with `retryable=False`: dead at once.
+    /// The loop claims with `claim_many` up to its free slots, under `lease` (default: the
+    /// database's), and extends a running handler's lease every half lease; a lease lost all the
+    /// same (`ConflictError` from `extend`) ends its heartbeats, and the handler's outcome is then
+    /// refused and logged on the `logging` logger `"deadletter"` (as are handler exceptions, at
+    /// INFO). When nothing is due it sleeps until the next delayed message is due or for
+    /// `poll_interval`, whichever is sooner.
+    ///
+    /// It stops when `stop_when_idle` is true and a poll finds nothing due, nothing in flight and
+    /// nothing delayed (`next_due_at()` is None); when `stop` (a `threading.Event`) is set; on
+    /// SIGTERM, when called from the main thread (its handler is installed for the call, the
+    /// previous one restored after); on `KeyboardInterrupt`. Stopping ends the claims; running
+    /// handlers get `shutdown_timeout` to finish (their heartbeats go on), then the loop returns
+    /// and their messages are left to their leases. A second `KeyboardInterrupt` while handlers
+    /// finish propagates at once.
+    ///
+    /// `concurrency`: an int, 1..=1000 (default 1); `poll_interval`: 0.001..=3600 s (default
+    /// 1 s); `shutdown_timeout`: 0..=3600 s (default 30 s); `lease`: 0.001..=43200 s (default
+    /// the database's); durations in seconds (int or float) or `timedelta`; `stop_when_idle`: a
+    /// bool. Raises `ValidationError` listing every rejected argument (a handler that is not
+    /// callable, or is an `async def` function: use `process_async`) before claiming anything;
+    /// an error of `claim_many` or `next_due_at` (`StoreError`) stops the loop as above, then is
+    /// raised.
+    #[pyo3(
+        signature = (handler, **options),
+        text_signature = "($self, handler, *, concurrency=1, poll_interval=1.0, stop_when_idle=False, shutdown_timeout=30.0, lease=None, stop=None)"
+    )]
+    fn process<'py>(
+        slf: &Bound<'py, Self>,
+        handler: &Bound<'py, PyAny>,
+        options: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::worker::delegate(slf, "process", handler, options)
+    }
+
+    /// `process` for `async def` handlers, on the running asyncio event loop: validates its
+    /// arguments at once (as `process`; the handler must be an `async def` function), then returns
+    /// the coroutine of the loop, which runs at most `concurrency` handlers as tasks, makes every
+    /// database call in a thread of its own executor (never on the event loop, nor behind the
+    /// handlers' `asyncio.to_thread` calls in the default executor) and returns how many messages
+    /// it handled. `stop` is an `asyncio.Event`; SIGTERM is handled through
+    /// `loop.add_signal_handler` when the event loop runs in the main thread on Unix. Cancelled
+    /// (what Ctrl-C does under `asyncio.run`), it stops claiming, waits up to `shutdown_timeout`
+    /// for the running handlers, cancels those still running (their messages are left to their
+    /// leases), then raises `asyncio.CancelledError`.
+    #[pyo3(
+        signature = (handler, **options),
+        text_signature = "($self, handler, *, concurrency=1, poll_interval=1.0, stop_when_idle=False, shutdown_timeout=30.0, lease=None, stop=None)"
+    )]
+    fn process_async<'py>(
+        slf: &Bound<'py, Self>,
+        handler: &Bound<'py, PyAny>,
+        options: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::worker::delegate(slf, "process_async", handler, options)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

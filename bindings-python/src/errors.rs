@@ -1,6 +1,7 @@
 //! The one mapping from [`deadletter::Error`] to the Python exceptions of `deadletter._errors`.
 
 use deadletter::validate::{MAX_DELAY_MS, MAX_LEASE_MS, MAX_TIME, MIN_TIME};
+use deadletter::worker::MAX_WAIT_MS;
 use deadletter::{Conflict, Error, FieldError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -95,12 +96,14 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
 
 /// The core's fields in milliseconds and their Python names, which take seconds or a
 /// `datetime.timedelta`, with the range (in milliseconds) that out-of-range messages restate.
-const DURATIONS: [(&str, &str, (i64, i64)); 5] = [
+const DURATIONS: [(&str, &str, (i64, i64)); 7] = [
     ("lease_ms", "lease", (1, MAX_LEASE_MS)),
     ("delay_ms", "delay", (0, MAX_DELAY_MS)),
     ("older_than_ms", "older_than", (0, MAX_TIME - MIN_TIME)),
     ("initial_ms", "initial", (0, MAX_DELAY_MS)),
     ("cap_ms", "cap", (0, MAX_DELAY_MS)),
+    ("poll_interval_ms", "poll_interval", (1, MAX_WAIT_MS)),
+    ("shutdown_timeout_ms", "shutdown_timeout", (0, MAX_WAIT_MS)),
 ];
 
 /// The core's instant fields: Python passes aware `datetime`s.

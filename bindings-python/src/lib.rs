@@ -23,10 +23,12 @@
 pub mod convert;
 pub mod database;
 pub mod errors;
+pub mod fork;
 pub mod message;
 pub mod policy;
 pub mod sqlite;
 pub mod stats;
+pub mod worker;
 
 use std::path::PathBuf;
 
@@ -44,26 +46,29 @@ use crate::stats::PyQueueStats;
 
 /// Opens (creating if needed) a queue database.
 ///
-/// `path`: a file path (str or os.PathLike), or `":memory:"` for a private in-memory database.
+/// `path`: a file path (str or os.PathLike; not empty), or `":memory:"` (the default) for a
+/// private in-memory database.
 /// File databases use SQLite's WAL mode and may be shared by processes; a write waits up to 30 s
-/// for another process's lock. A file written by deadletter 0.1.0 (schema version 1) is upgraded
-/// in place, in one transaction. `clock`: a zero-argument callable returning an aware `datetime`
+/// for another process's lock. Each process opens its own: in a child made by `fork()` the
+/// databases opened before the fork raise `StoreError` (a fork waits until no thread is inside a
+/// SQLite call). A file written by deadletter 0.1.0 (schema version 1) is upgraded in place, in
+/// one transaction. `clock`: a zero-argument callable returning an aware `datetime`
 /// (called once per operation, before any work; a naive datetime or another value raises
-/// `ValidationError`, field `clock`, as does an instant from 0001-01-01T00:00:00Z to
-/// 9999-12-31T23:59:59.999Z that a lease, delay or backoff would push out of that range; an
-/// exception it raises propagates unchanged); default: the system clock in UTC. `lease`: the
+/// `ValidationError`, field `clock`, as does an instant outside 0001-01-01T00:00:00Z to
+/// 9999-12-31T23:59:59.999Z or one that a lease, delay or backoff would push out of that range;
+/// an exception it raises propagates unchanged); default: the system clock in UTC. `lease`: the
 /// default lease of `Queue.claim`, in seconds (int or float) or a `datetime.timedelta`, rounded
 /// to the millisecond, then 1 ms..=12 h. `max_payload_bytes`: the largest accepted payload, in
 /// bytes of UTF-8 (1..=67108864). `random`: a zero-argument callable returning a float in
 /// `[0, 1)`, the source of backoff jitter (called once per `claim`, `claim_many`, `reap` and
 /// `fail`, before any work, as the JavaScript binding does; the messages one call reschedules get
 /// samples spread from it; another value raises `ValidationError`, field `random`); default: a
-/// fast non-cryptographic generator (`fastrand`). `None` for an
-/// option means its default.
+/// fast non-cryptographic generator (`fastrand`). `None` for an option means its default.
 ///
-/// Raises `ValidationError` for a rejected option (every one), `StoreError` when the file cannot
-/// be opened, is not a deadletter database, or was written by a newer deadletter (schema
-/// version).
+/// Raises `ValidationError` for a rejected argument (every one at once; an empty `path` is
+/// rejected, field `path`), `StoreError` when the file cannot be opened, is not a deadletter
+/// database, or was written by a newer deadletter (schema version). A refused file is left
+/// byte-for-byte as it was.
 #[pyfunction]
 #[pyo3(
     signature = (path = None, *, clock = None, lease = None, max_payload_bytes = None, random = None),
@@ -71,35 +76,53 @@ use crate::stats::PyQueueStats;
 )]
 fn open(
     py: Python<'_>,
-    path: Option<PathBuf>,
+    path: Option<&Bound<'_, PyAny>>,
     clock: Option<Bound<'_, PyAny>>,
     lease: Option<&Bound<'_, PyAny>>,
     max_payload_bytes: Option<&Bound<'_, PyAny>>,
     random: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Database> {
+    let mut rejected = Vec::new();
+    let path = match path.filter(|path| !path.is_none()) {
+        None => Some(PathBuf::from(":memory:")),
+        Some(path) => match path.extract::<PathBuf>() {
+            Ok(path) if path.as_os_str().is_empty() => {
+                let message = "must not be empty (\":memory:\" opens a database in memory)";
+                rejected.push(FieldError::new("path", "empty", message));
+                None
+            }
+            Ok(path) => Some(path),
+            Err(_) => {
+                let kind = Value::from_py(Some(path)).arg().kind();
+                let message = format!("must be a str or an os.PathLike, got {kind}");
+                rejected.push(FieldError::new("path", "type", message));
+                None
+            }
+        },
+    };
     let lease = Value::duration(lease)?;
     let max_payload_bytes = Value::from_py(max_payload_bytes);
-    let limits = Limits::new(&lease.arg(), &max_payload_bytes.arg());
+    let limits = match Limits::new(&lease.arg(), &max_payload_bytes.arg()) {
+        Ok(limits) => Some(limits),
+        Err(Error::Validation(fields)) => {
+            rejected.extend(fields);
+            None
+        }
+        Err(err) => return Err(to_py_err(py, &err)),
+    };
     let (clock, random) = (callable(clock), callable(random));
-    let mut fields = limits
-        .as_ref()
-        .err()
-        .map(|err| err.field_errors().to_vec())
-        .unwrap_or_default();
     for (field, given, returning) in [
         ("clock", &clock, "an aware datetime"),
         ("random", &random, "a float in [0, 1)"),
     ] {
         if given.as_ref().is_some_and(|f| !f.is_callable()) {
             let message = format!("must be a zero-argument callable returning {returning}");
-            fields.push(FieldError::new(field, "type", message));
+            rejected.push(FieldError::new(field, "type", message));
         }
     }
-    if !fields.is_empty() {
-        return Err(to_py_err(py, &Error::Validation(fields)));
-    }
-    let limits = limits.map_err(|err| to_py_err(py, &err))?;
-    let path = path.unwrap_or_else(|| PathBuf::from(":memory:"));
+    let (Some(path), Some(limits), true) = (path, limits, rejected.is_empty()) else {
+        return Err(to_py_err(py, &Error::Validation(rejected)));
+    };
     let store = py
         .detach(|| SqliteStore::open(&path))
         .map_err(|err| to_py_err(py, &err))?;
@@ -141,9 +164,10 @@ fn deadletter_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyMessage>()?;
     m.add_class::<PyQueueStats>()?;
     m.add_class::<PyBackoff>()?;
+    worker::register(m)?;
     m.add("CODES", PyTuple::new(m.py(), deadletter::CODES)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("SQLITE_VERSION", rusqlite::version())?;
     m.add("SQLITE_BUNDLED", cfg!(feature = "bundled-sqlite"))?;
-    Ok(())
+    fork::install(m)
 }

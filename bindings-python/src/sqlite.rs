@@ -14,18 +14,22 @@
 //! processes on the same file are serialized by SQLite's write lock, waited for up to
 //! [`BUSY_TIMEOUT`] so that no "database is locked" reaches a caller under normal contention.
 
+use std::ops::RangeInclusive;
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use deadletter::validate::{MAX_TIME, MIN_TIME};
 use deadletter::{
     Claimed, Counts, Error, Filter, Id, ListQuery, Message, Millis, NewMessage, Result, Status,
     Store, apply_step,
 };
-use rusqlite::types::Type;
+use rusqlite::types::ValueRef;
 use rusqlite::{
     Connection, OptionalExtension, Params, Row, Transaction, TransactionBehavior, params,
 };
+
+use crate::fork::{self, Gate, Slot};
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 2;
@@ -235,11 +239,36 @@ pub fn select_sql(filter: &Filter<'_>) -> String {
     sql
 }
 
+/// How long [`wait_for_lock`] sleeps between two tries.
+const BUSY_SLEEP: Duration = Duration::from_millis(1);
+
+/// The busy handler: tries again every [`BUSY_SLEEP`] for [`BUSY_TIMEOUT`] (`tries` counts the
+/// calls so far). SQLite's own handler sleeps up to 100 ms between tries, so under contention a
+/// writer kept losing to processes that write back to back, for seconds: longer than a lease, so
+/// a worker's ack came after its lease had run out.
+fn wait_for_lock(tries: i32) -> bool {
+    let waited = BUSY_SLEEP * u32::try_from(tries).unwrap_or(u32::MAX);
+    std::thread::sleep(BUSY_SLEEP);
+    waited < BUSY_TIMEOUT
+}
+
 /// A [`Store`] on one SQLite connection (a file, or `:memory:`).
+///
+/// The connection belongs to the process that opened it: in a child made by `fork()` every call
+/// fails at once with a store error (see [`crate::fork`]).
 #[derive(Debug)]
 pub struct SqliteStore {
     /// `None` once closed.
-    conn: Mutex<Option<Connection>>,
+    conn: Arc<Slot>,
+    /// The process that opened the connection.
+    pid: u32,
+}
+
+/// The open connection, with the fork gate held: fields drop in order, the mutex before the gate,
+/// so that a fork never finds the mutex locked.
+struct Held<'a> {
+    conn: MutexGuard<'a, Option<Connection>>,
+    _gate: Gate,
 }
 
 impl SqliteStore {
@@ -248,6 +277,7 @@ impl SqliteStore {
     /// is upgraded; a file whose schema version is newer than [`SCHEMA_VERSION`] is refused with
     /// a store error.
     pub fn open(path: &Path) -> Result<Self> {
+        let _gate = fork::enter();
         let conn = if path == Path::new(":memory:") {
             Connection::open_in_memory()
         } else {
@@ -257,46 +287,68 @@ impl SqliteStore {
         Self::from_connection(conn)
     }
 
-    /// Sets the connection up (busy timeout, WAL, schema) and wraps it.
+    /// Sets the connection up (busy handler, schema, WAL) and wraps it. The schema is checked
+    /// first, so that another application's file is refused before anything is written to it.
     pub fn from_connection(mut conn: Connection) -> Result<Self> {
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(Error::store)?;
+        conn.busy_handler(Some(wait_for_lock))
+            .map_err(Error::store)?;
+        migrate(&mut conn)?;
         // Returns the mode in force: `wal` for files, `memory` for in-memory databases.
         let _mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
             .map_err(Error::store)?;
-        migrate(&mut conn)?;
+        let conn = Arc::new(Mutex::new(Some(conn)));
+        fork::track(&conn);
         Ok(Self {
-            conn: Mutex::new(Some(conn)),
+            conn,
+            pid: std::process::id(),
         })
     }
 
     /// Closes the connection; every later call fails with a store error. Closing twice is fine.
     pub fn close(&self) -> Result<()> {
-        let conn = self.lock()?.take();
-        match conn {
+        let mut held = self.lock()?;
+        match held.conn.take() {
             Some(conn) => conn.close().map_err(|(_, err)| Error::store(err)),
             None => Ok(()),
         }
     }
 
-    /// Whether [`SqliteStore::close`] was called.
+    /// Whether [`SqliteStore::close`] was called; always true in a forked child.
     pub fn is_closed(&self) -> bool {
-        self.conn.lock().map_or(true, |conn| conn.is_none())
+        self.forked() || self.conn.lock().map_or(true, |conn| conn.is_none())
+    }
+
+    /// Whether this process is not the one that opened the connection (a child made by `fork()`).
+    fn forked(&self) -> bool {
+        std::process::id() != self.pid
     }
 
     /// Runs `f` on the open connection.
     pub fn with_connection<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
-        let mut guard = self.lock()?;
-        let conn = guard
+        let mut held = self.lock()?;
+        let conn = held
+            .conn
             .as_mut()
             .ok_or_else(|| Error::Store("the database is closed".into()))?;
         f(conn)
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, Option<Connection>>> {
-        self.conn
+    /// The connection, in the process that opened it only (see [`crate::fork`]).
+    fn lock(&self) -> Result<Held<'_>> {
+        if self.forked() {
+            return Err(Error::Store(
+                "this database was opened before a fork, in the parent process, and a SQLite \
+                 connection must not cross a fork: open the database again in this process"
+                    .into(),
+            ));
+        }
+        let gate = fork::enter();
+        let conn = self
+            .conn
             .lock()
-            .map_err(|_| Error::Store("the connection was poisoned by a panic".into()))
+            .map_err(|_| Error::Store("the connection was poisoned by a panic".into()))?;
+        Ok(Held { conn, _gate: gate })
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction, committed only when `f` succeeds.
@@ -312,9 +364,21 @@ impl SqliteStore {
     }
 }
 
+impl Drop for SqliteStore {
+    /// In a forked child that did not run the fork hooks (a fork from C), leaks the parent's
+    /// connection: closing it could wait forever for a mutex held at the moment of the fork.
+    fn drop(&mut self) {
+        if self.forked() {
+            std::mem::forget(Arc::clone(&self.conn));
+        }
+    }
+}
+
 /// Creates the schema in a new, empty database (version 0 -> 1 -> 2) or upgrades a version 1
 /// database, in the transaction that read the version; refuses another application's database
-/// and unknown newer versions.
+/// (other tables at version 0, or no `messages` table with our columns at a version of ours) and
+/// unknown newer versions. A refused database is only read: the transaction is rolled back before
+/// any write.
 fn migrate(conn: &mut Connection) -> Result<()> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -339,11 +403,17 @@ fn migrate(conn: &mut Connection) -> Result<()> {
                 .map_err(Error::store)?;
         }
         1 => {
+            ours(&tx, 1, V1_COLUMNS_SQL)?;
             tx.execute_batch(UPGRADE_V2).map_err(Error::store)?;
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(Error::store)?;
         }
-        SCHEMA_VERSION => {}
+        SCHEMA_VERSION => ours(&tx, SCHEMA_VERSION, select!("LIMIT 0"))?,
+        negative @ ..0 => {
+            return Err(Error::Store(format!(
+                "not a deadletter database: it has schema version {negative}"
+            )));
+        }
         newer => {
             return Err(Error::Store(format!(
                 "the database has schema version {newer}; this deadletter reads version \
@@ -354,41 +424,116 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     tx.commit().map_err(Error::store)
 }
 
-/// A column that holds something this build cannot read.
-fn corrupt(column: usize, kind: Type, why: String) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(column, kind, why.into())
+/// Every column of schema version 1 (deadletter 0.1.0), for [`ours`].
+const V1_COLUMNS_SQL: &str = "SELECT id, queue, payload, status, retry_count, max_retries, \
+    retry_after, last_error, created_at, updated_at, lease_token, lease_expires_at FROM messages \
+    LIMIT 0";
+
+/// Refuses a database at one of our schema versions that lacks the columns `sql` reads (another
+/// application's file that happens to carry that `user_version`). Preparing reads the schema only.
+fn ours(tx: &Transaction<'_>, version: i64, sql: &str) -> Result<()> {
+    tx.prepare(sql).map(drop).map_err(|err| {
+        Error::Store(format!(
+            "not a deadletter database: it has schema version {version} but not deadletter's \
+             messages table ({err})"
+        ))
+    })
 }
 
-/// Reads one row selected by a query built with `select!`.
-fn read_message(row: &Row<'_>) -> rusqlite::Result<Message> {
-    let status: String = row.get(3)?;
+/// The instants a stored timestamp may hold, in UTC milliseconds: 0001-01-01T00:00:00Z to
+/// 9999-12-31T23:59:59.999Z, the range every binding can represent (Python's `datetime`).
+const TIME_RANGE: RangeInclusive<Millis> = MIN_TIME..=MAX_TIME;
+
+/// Reads one row selected by a query built with `select!`. A value deadletter never writes (a
+/// timestamp outside [`TIME_RANGE`], a count that is not a `u32`, a value of the wrong type,
+/// NULL where a value is required, an unknown status) means the row was changed by something else:
+/// a store error naming the message and the column, rather than a wrong message or an untyped
+/// error later when a binding converts it.
+fn read_message(row: &Row<'_>) -> Result<Message> {
+    let id: Id = row.get(0).map_err(Error::store)?;
+    let corrupt = |index: usize, why: &dyn std::fmt::Display| {
+        let column = row.as_ref().column_name(index).unwrap_or("?");
+        Error::Store(format!("message {id} is corrupt: column {column}: {why}"))
+    };
+    let value = |index: usize| row.get_ref(index).map_err(|err| corrupt(index, &err));
+    let text = |index: usize| -> Result<Option<String>> {
+        match value(index)? {
+            ValueRef::Null => Ok(None),
+            ValueRef::Text(bytes) => String::from_utf8(bytes.to_vec())
+                .map(Some)
+                .map_err(|_| corrupt(index, &"holds text that is not UTF-8")),
+            other => Err(corrupt(
+                index,
+                &format_args!("holds {}, not text", kind(other)),
+            )),
+        }
+    };
+    let required = |index: usize, found: Result<Option<String>>| {
+        found?.ok_or_else(|| corrupt(index, &"is NULL"))
+    };
+    let int = |index: usize| -> Result<Option<i64>> {
+        match value(index)? {
+            ValueRef::Null => Ok(None),
+            ValueRef::Integer(n) => Ok(Some(n)),
+            other => Err(corrupt(
+                index,
+                &format_args!("holds {}, not an integer", kind(other)),
+            )),
+        }
+    };
+    let count = |index: usize| -> Result<u32> {
+        let n = int(index)?.ok_or_else(|| corrupt(index, &"is NULL"))?;
+        u32::try_from(n).map_err(|_| corrupt(index, &format_args!("holds {n}, not a count")))
+    };
+    let time = |index: usize| -> Result<Option<Millis>> {
+        match int(index)? {
+            Some(ms) if !TIME_RANGE.contains(&ms) => Err(corrupt(
+                index,
+                &format_args!(
+                    "holds {ms}, outside the time range deadletter writes \
+                     (0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, in UTC milliseconds)"
+                ),
+            )),
+            other => Ok(other),
+        }
+    };
+    let status = required(3, text(3))?;
     let status = Status::parse(&status)
-        .ok_or_else(|| corrupt(3, Type::Text, format!("unknown status {status:?}")))?;
-    let errors: String = row.get(15)?;
-    let errors = serde_json::from_str(&errors)
-        .map_err(|err| corrupt(15, Type::Text, format!("bad failure history: {err}")))?;
+        .ok_or_else(|| corrupt(3, &format_args!("holds the unknown status {status:?}")))?;
     Ok(Message {
-        id: row.get(0)?,
-        queue: row.get(1)?,
-        payload: row.get(2)?,
+        id,
+        queue: required(1, text(1))?,
+        payload: required(2, text(2))?,
         status,
-        retry_count: row.get(4)?,
-        max_retries: row.get(5)?,
-        retry_after: row.get(6)?,
-        last_error: row.get(7)?,
-        created_at: row.get(8)?,
-        updated_at: row.get(9)?,
-        lease_token: row.get(10)?,
-        lease_expires_at: row.get(11)?,
-        idempotency_key: row.get(12)?,
-        first_failed_at: row.get(13)?,
-        dead_at: row.get(14)?,
-        errors,
-        errors_dropped: row.get(16)?,
-        replay_count: row.get(17)?,
-        replayed_at: row.get(18)?,
+        retry_count: count(4)?,
+        max_retries: count(5)?,
+        retry_after: time(6)?,
+        last_error: text(7)?,
+        created_at: time(8)?.ok_or_else(|| corrupt(8, &"is NULL"))?,
+        updated_at: time(9)?.ok_or_else(|| corrupt(9, &"is NULL"))?,
+        lease_token: text(10)?,
+        lease_expires_at: time(11)?,
+        idempotency_key: text(12)?,
+        first_failed_at: time(13)?,
+        dead_at: time(14)?,
+        errors: serde_json::from_str(&required(15, text(15))?)
+            .map_err(|err| corrupt(15, &format_args!("holds no failure history: {err}")))?,
+        errors_dropped: count(16)?,
+        replay_count: count(17)?,
+        replayed_at: time(18)?,
         deduplicated: false,
     })
+}
+
+/// How a stored value is named in a corrupt-row error.
+fn kind(value: ValueRef<'_>) -> String {
+    match value {
+        ValueRef::Null => "NULL".into(),
+        ValueRef::Integer(n) => format!("the integer {n}"),
+        ValueRef::Real(x) => format!("the real number {x}"),
+        ValueRef::Text(_) => "text".into(),
+        ValueRef::Blob(bytes) => format!("a blob of {} bytes", bytes.len()),
+    }
 }
 
 /// The failure history as stored: a JSON array.
@@ -400,9 +545,9 @@ fn errors_json(message: &Message) -> Result<String> {
 fn read_all(conn: &Connection, sql: &str, params: impl Params) -> Result<Vec<Message>> {
     let mut statement = conn.prepare_cached(sql).map_err(Error::store)?;
     let rows = statement
-        .query_map(params, read_message)
+        .query_map(params, |row| Ok(read_message(row)))
         .map_err(Error::store)?;
-    rows.collect::<rusqlite::Result<_>>().map_err(Error::store)
+    rows.map(|row| row.map_err(Error::store)?).collect()
 }
 
 /// Persists `message` (the result of a step) over the row with its id.
@@ -432,9 +577,10 @@ fn write_message(tx: &Transaction<'_>, message: &Message) -> Result<()> {
 fn get_in(conn: &Connection, queue: &str, id: Id) -> Result<Option<Message>> {
     let mut statement = conn.prepare_cached(GET_SQL).map_err(Error::store)?;
     statement
-        .query_row(params![id, queue], read_message)
+        .query_row(params![id, queue], |row| Ok(read_message(row)))
         .optional()
-        .map_err(Error::store)
+        .map_err(Error::store)?
+        .transpose()
 }
 
 /// Inserts one message, or returns the stored one that carries its idempotency key
@@ -475,12 +621,12 @@ fn insert_one(tx: &Transaction<'_>, message: NewMessage) -> Result<Message> {
     }
     let mut statement = tx.prepare_cached(BY_KEY_SQL).map_err(Error::store)?;
     let existing = statement
-        .query_row(
-            params![template.queue, template.idempotency_key],
-            read_message,
-        )
+        .query_row(params![template.queue, template.idempotency_key], |row| {
+            Ok(read_message(row))
+        })
         .optional()
-        .map_err(Error::store)?;
+        .map_err(Error::store)?
+        .transpose()?;
     let existing = existing.ok_or_else(|| {
         Error::Store("a message was neither inserted nor found by its idempotency key".into())
     })?;

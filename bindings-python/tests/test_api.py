@@ -316,3 +316,16 @@ def test_another_applications_sqlite_file_is_refused_and_left_alone(tmp_path: Pa
     with sqlite3.connect(path) as other:
         tables = [row[0] for row in other.execute("SELECT name FROM sqlite_schema")]
     assert tables == ["foo"]
+
+
+def test_an_empty_path_is_a_validation_error_and_memory_is_asked_for_by_name() -> None:
+    with pytest.raises(deadletter.ValidationError) as caught:
+        deadletter.open("")
+    assert [(e["field"], e["code"]) for e in caught.value.errors] == [("path", "empty")]
+    assert ":memory:" in caught.value.errors[0]["message"]
+    with pytest.raises(deadletter.ValidationError) as caught:
+        deadletter.open(5, lease=-1, clock=3)  # type: ignore[arg-type]
+    fields = [(e["field"], e["code"]) for e in caught.value.errors]
+    assert fields == [("path", "type"), ("lease", "out_of_range"), ("clock", "type")]
+    with deadletter.open(":memory:") as db:
+        assert db.queue("q").enqueue("x").id == 1

@@ -206,8 +206,8 @@ def call(
     elif op == "stats":
         return stats_json(q.stats())
     elif op == "next_due_at":
-        # Python exposes it as QueueStats.next_due_at (the core defines them as the same value).
-        return {"next_due_at": stats_json(q.stats())["next_due_at"]}
+        due = q.next_due_at()
+        return {"next_due_at": None if due is None else to_ms(due) - BASE}
     elif op == "list":
         return [as_case_json(m) for m in q.list(**kwargs)]
     else:

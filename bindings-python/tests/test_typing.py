@@ -65,6 +65,7 @@ def test_error_codes_agree_with_the_stub_source() -> None:
 def test_mypy_accepts_typed_usage(tmp_path: Path) -> None:
     example = tmp_path / "usage.py"
     example.write_text(
+        "import asyncio, threading\n"
         "from datetime import datetime, timedelta, timezone\n"
         "import deadletter\n"
         "with deadletter.open(':memory:', clock=lambda: datetime.now(timezone.utc)) as db:\n"
@@ -91,6 +92,14 @@ def test_mypy_accepts_typed_usage(tmp_path: Path) -> None:
         "    names: list[str] = [s.queue for s in db.queues()]\n"
         "    unsubscribe = db.on_dead(lambda m: print(m.id, m.dead_at))\n"
         "    unsubscribe()\n"
+        "    due: datetime | None = jobs.next_due_at()\n"
+        "    def handle(m: deadletter.Message) -> None:\n"
+        "        raise deadletter.PermanentError(m.payload)\n"
+        "    async def handle_async(m: deadletter.Message) -> None:\n"
+        "        pass\n"
+        "    handled: int = jobs.process(handle, concurrency=4, poll_interval=timedelta(seconds=2),\n"
+        "                                stop_when_idle=True, stop=threading.Event())\n"
+        "    handled = asyncio.run(jobs.process_async(handle_async, lease=60, stop=asyncio.Event()))\n"
         "try:\n"
         "    pass\n"
         "except deadletter.ValidationError as err:\n"

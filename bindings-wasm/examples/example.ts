@@ -13,6 +13,8 @@ import {
   type FieldError,
   type Message,
   type OpenOptions,
+  PermanentError,
+  type ProcessOptions,
   Queue,
   type QueueStats,
   type ReplayAllOptions,
@@ -41,6 +43,15 @@ async function work(q: Queue, options: ClaimOptions): Promise<number> {
     }
   }
   return done;
+}
+
+/** The worker loop: runs `deliver` on every message until `signal` aborts; resolves to the count. */
+async function relay(q: Queue, signal: AbortSignal): Promise<number> {
+  const options: ProcessOptions = { concurrency: 4, pollIntervalMs: 500, shutdownTimeoutMs: 5_000, leaseMs: 20_000, signal };
+  return q.process(async (m: Message) => {
+    if (!m.payload.startsWith("{")) throw new PermanentError(`not JSON: ${m.payload.slice(0, 20)}`, { cause: m.id });
+    await deliver(m); // a rejection fails the message: retried after its backoff
+  }, options);
 }
 
 export async function main(indexedDB: IDBFactory): Promise<void> {
@@ -92,6 +103,11 @@ export async function main(indexedDB: IDBFactory): Promise<void> {
   const finished: Message[] = await q.list({ status: "dead", limit: 1 });
   if (finished[0]) console.log(`deleted ${(await q.delete(finished[0].id)).id}`);
   unsubscribe();
+
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(), 1_000);
+  const handled: number = await relay(q, controller.signal);
+  console.log(`the worker loop handled ${handled}`);
 
   try {
     await q.enqueue(new Date().toISOString(), { maxRetries: 11 });

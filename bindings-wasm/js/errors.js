@@ -1,5 +1,6 @@
-// The one error class of the package. Every promise of the API rejects with a DeadLetterError;
-// the WebAssembly side builds them (src/errors.rs) through the class registered in index.js.
+// The error classes of the package. Every promise of the API rejects with a DeadLetterError; the
+// WebAssembly side builds them (src/errors.rs) through the class registered in index.js.
+// PermanentError is the other way round: users throw it from a `Queue.process` handler.
 
 export class DeadLetterError extends Error {
   /**
@@ -17,5 +18,21 @@ export class DeadLetterError extends Error {
     if (id !== undefined) this.id = id;
     if (status !== undefined) this.status = status;
     if (queue !== undefined) this.queue = queue;
+  }
+}
+
+/**
+ * Thrown by a `Queue.process` handler (or a subclass of it): the message fails with
+ * `retryable: false`, so it is dead at once, whatever retries it has left. Any other exception
+ * fails it retryably. The recorded error is `"<name>: <message>"`, like any handler's failure.
+ */
+export class PermanentError extends Error {
+  /**
+   * @param {string} [message] why the message can never succeed
+   * @param {{ cause?: unknown }} [options] as for `Error`
+   */
+  constructor(message, options) {
+    super(message, options);
+    this.name = "PermanentError";
   }
 }

@@ -21,8 +21,9 @@ export interface FieldError {
    * `maxPayloadBytes`): `clock` when the clock's time, or an instant derived from it (a lease, a
    * backoff, a delay), is outside 0001-01-01T00:00:00Z..9999-12-31T23:59:59.999Z (code
    * `out_of_range`), `random` when the random source returns anything but a number in [0, 1);
-   * `callback` for `onDead`; `options` when an options argument is not an object; for code
-   * `unknown`, the unknown option key.
+   * `callback` for `onDead`; for `process`, `handler`, `signal`, `concurrency`,
+   * `pollIntervalMs`, `shutdownTimeoutMs` and `leaseMs`; `options` when an options argument is
+   * not an object; for code `unknown`, the unknown option key.
    */
   readonly field: string;
   /**
@@ -51,7 +52,9 @@ export interface FieldError {
  * - `conflict`: the transition is not allowed now (wrong status, or the lease token is not the
  *   current one: the lease expired and the message may be with another worker); `reason`, `id`
  *   and, for `wrong_status`, `status` say which.
- * - `store`: IndexedDB failed (quota, abort, blocked open, closed database, I/O).
+ * - `store`: IndexedDB failed (quota, abort, blocked open, closed database, I/O), the database is
+ *   another application's, or a stored record holds a value deadletter never writes (the message
+ *   names the message id and the field).
  */
 export declare class DeadLetterError extends Error {
   /** `reason`, `id`, `status` and `queue` become properties only when given (not undefined). */
@@ -89,6 +92,17 @@ export declare class DeadLetterError extends Error {
    * Only for `not_found` (absent otherwise): the queue searched (`NotFoundError.queue` in Python).
    */
   readonly queue?: string;
+}
+
+/**
+ * Throw it (or a subclass) from a `Queue.process` handler when the message can never succeed
+ * (a malformed payload, a refused request): the message is failed with `retryable: false`, so it
+ * is dead at once, whatever retries it has left. Any other exception fails it retryably. Either
+ * way the recorded error is `"<name>: <message>"` (`PermanentError: malformed payload`; a
+ * subclass that sets its own `name` is recorded under that name).
+ */
+export declare class PermanentError extends Error {
+  constructor(message?: string, options?: { cause?: unknown });
 }
 
 /**
@@ -182,7 +196,7 @@ export interface QueueStats {
 
 /**
  * Options objects (of `open`, `queue`, `backoff`, `enqueue`, the `enqueueMany` items, `claim`,
- * `claimMany`, `extend`, `succeed`, `fail`, `replayAll`, `purge`, `list`) take only the keys of
+ * `claimMany`, `extend`, `succeed`, `fail`, `replayAll`, `purge`, `list`, `process`) take only the keys of
  * their interface: any other own enumerable key is rejected with a `validation_failed`
  * `DeadLetterError` whose `errors` has `{ field: <the key>, code: "unknown" }` (with `index` for
  * an item), before anything is done. `undefined` or `null` as a value means the default.
@@ -305,6 +319,34 @@ export interface PurgeOptions {
   olderThanMs: number;
 }
 
+/** The options of `Queue.process`, the worker loop. Durations in milliseconds. */
+export interface ProcessOptions {
+  /**
+   * Handlers run at once: integer 1..1000; default 1. Each claim (`claimMany`) asks for the free
+   * slots, at most 100.
+   */
+  concurrency?: number | null;
+  /**
+   * The longest idle sleep, in milliseconds: integer 1..3600000; default 1000. An idle loop sleeps
+   * until the next delayed message of the queue is due (`nextDueAt`) or this long, whichever is
+   * sooner (at least 1 ms), and wakes early when a handler ends or the signal aborts.
+   */
+  pollIntervalMs?: number | null;
+  /**
+   * Once the signal aborted, how long to wait for the running handlers, in milliseconds: integer
+   * 0..3600000; default 30000. Handlers still running then are abandoned: no more heartbeats,
+   * their outcome is not recorded, and their messages are left to their leases.
+   */
+  shutdownTimeoutMs?: number | null;
+  /**
+   * The lease of each claimed message, in milliseconds: integer 1..43200000; default the
+   * database's `leaseMs`. Extended every half lease while its handler runs.
+   */
+  leaseMs?: number | null;
+  /** Stops the loop when it aborts. Without one the loop runs until a claim fails. */
+  signal?: AbortSignal | null;
+}
+
 /** One named queue of a database. Every method rejects only with a `DeadLetterError`. */
 export declare class Queue {
   private constructor();
@@ -396,6 +438,36 @@ export declare class Queue {
   get(id: number): Promise<Message>;
   /** One page of messages ordered by id. Rejects with `validation_failed` or `store`. */
   list(options?: ListOptions): Promise<Message[]>;
+  /**
+   * The worker loop: claims due messages (`claimMany`, as many as `concurrency` leaves free
+   * slots) and calls `handler(message)` on each, awaiting what it returns.
+   * - The handler returns (or its promise resolves): the message is acked (`succeed`).
+   * - It throws (or rejects): the message is failed (`fail`) with the error
+   *   `"<name>: <message>"` (`TypeError: x is undefined`; a thrown non-Error is recorded as its
+   *   type and text: `string: oops`), retryably; a `PermanentError` (or a subclass) fails it with
+   *   `retryable: false`: dead at once.
+   * - While it runs, the lease is extended (`extend`) every half lease. A lost lease (`extend`
+   *   rejects with `conflict`: it ran out and was reaped, or the message is with another worker)
+   *   stops the heartbeats; the ack or fail that follows then rejects with `conflict`. Such a
+   *   rejection is reported with `console.error` and the loop goes on; this loop never runs or
+   *   acks a message twice. Delivery is at least once: make handlers idempotent, and do not ack
+   *   the message in the handler.
+   * - Idle (nothing due), it sleeps until the next delayed message is due or `pollIntervalMs`,
+   *   whichever is sooner; a handler that ends or the abort wakes it early. It never spins.
+   * - In a browser page or worker (where `navigator.onLine` exists) it claims nothing while
+   *   offline and resumes on the `online` event, without any timer meanwhile; running handlers
+   *   and their heartbeats go on.
+   *
+   * Resolves, once `signal` aborted and the running handlers settled (at most
+   * `shutdownTimeoutMs`; see `ProcessOptions`), to the number of messages whose handler completed
+   * (returned or threw); every timer is cleared by then. An aborted signal resolves to 0 at once,
+   * without claiming. Messages claimed while the abort happened are still handled.
+   * Rejects with `validation_failed` before doing anything (an option, `handler` not a function,
+   * `signal` not an `AbortSignal`, an unknown option key), or, after the running handlers
+   * settled, with the `DeadLetterError` of a `claimMany` or `nextDueAt` that failed (`store`:
+   * the database was closed, IndexedDB failed; `validation_failed`: the clock).
+   */
+  process(handler: (message: Message) => unknown, options?: ProcessOptions): Promise<number>;
 }
 
 /** An open queue database (one IndexedDB database). */
@@ -433,10 +505,13 @@ export declare class Database {
 }
 
 /**
- * Opens, creating it when new, the queue database stored in IndexedDB database `name`
- * (upgrading one written by an older version).
- * Rejects with `validation_failed` (bad options) or `store` (no IndexedDB, open blocked by other
- * connections for more than 5 s, quota, a database of that name that is not a deadletter one, ...).
+ * Opens, creating it when new, the queue database stored in IndexedDB database `name` (a
+ * non-empty string), upgrading one written by an older version. Rejects with
+ * `validation_failed` (an empty or non-string name, bad options) or `store` (no IndexedDB, open
+ * blocked by other connections for more than 5 s, quota, ...). An existing database of that name
+ * that is not a deadletter one (without deadletter's `messages` store and indexes, or at a version
+ * above deadletter's) is refused with `store`, saying it is not a deadletter database, and left
+ * exactly as it was.
  */
 export declare function open(name: string, options?: OpenOptions): Promise<Database>;
 

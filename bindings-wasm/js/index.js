@@ -1,10 +1,18 @@
 // The npm package `deadletter`: a reliable message queue (retries, exponential backoff, a
 // dead-letter queue) persisted in IndexedDB. The rules live in the Rust core compiled to
 // WebAssembly; this module loads it and gives it a JavaScript shape. Types: index.d.ts.
-import init, { backoffMs as wasmBackoffMs, errorCodes, openDatabase, setErrorClass } from "./deadletter_wasm.js";
-import { DeadLetterError } from "./errors.js";
+import init, {
+  WorkerPlan,
+  backoffMs as wasmBackoffMs,
+  errorCodes,
+  failureText,
+  openDatabase,
+  setErrorClass,
+} from "./deadletter_wasm.js";
+import { DeadLetterError, PermanentError } from "./errors.js";
+import { work } from "./worker.js";
 
-export { DeadLetterError };
+export { DeadLetterError, PermanentError };
 
 // Next to this file. Bundlers that follow `new URL(..., import.meta.url)` (Vite, webpack 5, Parcel)
 // emit the .wasm as an asset; esbuild keeps the expression, so the .wasm must sit next to the
@@ -49,7 +57,8 @@ async function call(fn) {
 
 function describe(value) {
   if (Array.isArray(value)) return "an array";
-  return value === null ? "null" : `a ${typeof value}`;
+  if (value === null || value === undefined) return String(value);
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
 function validationError(errors) {
@@ -99,6 +108,7 @@ const EXTEND = ["leaseToken", "leaseMs"];
 const LIST = ["status", "limit", "afterId"];
 const REPLAY_ALL = ["errorContains", "deadBefore", "deadAfter", "limit"];
 const PURGE = ["status", "olderThanMs"];
+const PROCESS = ["concurrency", "pollIntervalMs", "shutdownTimeoutMs", "leaseMs", "signal"];
 
 /** One named queue of a Database, with its backoff policy. Get it with `db.queue(name, options)`. */
 export class Queue {
@@ -216,6 +226,38 @@ export class Queue {
     return call(() => {
       const o = options(opts, LIST);
       return this.#handle.list(o.status, o.limit, o.afterId);
+    });
+  }
+
+  /** The worker loop (js/worker.js): runs `handler` on every message until `options.signal` aborts. */
+  process(handler, opts) {
+    return call(async () => {
+      const o = options(opts, PROCESS);
+      const rejected = [];
+      if (typeof handler !== "function") {
+        rejected.push({ field: "handler", code: "type", message: `must be a function, got ${describe(handler)}` });
+      }
+      let plan = null;
+      try {
+        plan = new WorkerPlan(this.#handle, o.concurrency, o.pollIntervalMs, o.shutdownTimeoutMs, o.leaseMs);
+      } catch (err) {
+        if (!(err instanceof DeadLetterError && err.code === "validation_failed")) throw err;
+        rejected.push(...err.errors);
+      }
+      const signal = o.signal ?? undefined;
+      if (signal !== undefined && !(signal instanceof AbortSignal)) {
+        rejected.push({ field: "signal", code: "type", message: `must be an AbortSignal, got ${describe(signal)}` });
+      }
+      if (rejected.length > 0) {
+        plan?.free();
+        throw validationError(rejected);
+      }
+      try {
+        const idleWaitMs = (nextDueAt) => plan.idleWaitMs(this.#handle, nextDueAt);
+        return await work({ queue: this, handler, plan, idleWaitMs, failureText, signal });
+      } finally {
+        plan.free();
+      }
     });
   }
 }

@@ -132,6 +132,11 @@ async fn open(
     }
     // Like every string argument, the name must convert exactly (no unpaired surrogate).
     let db_name = match OwnedArg::from_js(&name) {
+        // As Python rejects an empty path: most likely an unset setting, not a chosen name.
+        OwnedArg::Str(s) if s.is_empty() => {
+            rejected.push(FieldError::new("name", "empty", "must not be empty"));
+            None
+        }
         OwnedArg::Str(s) => Some(s),
         other => {
             rejected.push(FieldError::new(
@@ -366,6 +371,16 @@ impl QueueHandle {
     /// The shared state, the queue name and the policy, to move into a call's future.
     fn parts(&self) -> (Rc<Shared>, String, Backoff) {
         (self.shared.clone(), self.name.clone(), self.policy)
+    }
+
+    /// The database's default lease, in milliseconds (for the worker loop's plan).
+    pub(crate) fn default_lease_ms(&self) -> Millis {
+        self.shared.engine.limits().default_lease_ms
+    }
+
+    /// The database clock's time (for the worker loop's idle wait).
+    pub(crate) fn now(&self) -> Result<Millis> {
+        self.shared.now()
     }
 }
 

@@ -1,6 +1,6 @@
 //! What the store needs on top of the [`idb`] crate: one transaction run as a unit, opening the
-//! database (schema version 3, with the upgrades from 1 and 2) within a time limit, and errors as
-//! `store`.
+//! database (schema version 3, with the upgrades from 1 and 2) within a time limit, refusing
+//! another application's database without changing it, and errors as `store`.
 //!
 //! # Why the store's steps are synchronous
 //! An IndexedDB transaction commits by itself as soon as control returns to the event loop with
@@ -15,7 +15,7 @@
 //! the transaction went inactive fails, and [`transaction`] reports it as a `store` error: nothing
 //! is written silently (the `inactive_transaction` test shows it).
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::future::{Future, IntoFuture, poll_fn};
 use std::pin::pin;
 use std::rc::Rc;
@@ -63,6 +63,30 @@ pub const BY_DELAY: &str = "delayed";
 /// Index `[queue, status, deadAt]`: the dead messages (`deadAt` is null otherwise) by when they
 /// died: `stats().oldestDeadAgeMs`.
 pub const BY_DEATH: &str = "dead";
+/// The key path of every index of schema `version` (1, 2 or [`VERSION`]), by name: what a
+/// database of ours at that version has, to tell another application's database from ours.
+fn shape(version: u32) -> Vec<(&'static str, &'static [&'static str])> {
+    let mut indexes: Vec<(&'static str, &'static [&'static str])> = vec![
+        (BY_EXPIRY, &["queue", "status", "leaseExpiresAt"]),
+        (BY_QUEUE, &["queue"]),
+    ];
+    indexes.push(match version {
+        1 => (BY_CREATED, &["queue", "status", "createdAt"]),
+        _ => (BY_CREATED, &["queue", "status", "createdAt", "id", "dueAt"]),
+    });
+    if version < 3 {
+        indexes.push((BY_STATUS, &["queue", "status"]));
+    } else {
+        indexes.extend([
+            (BY_STATUS, &["queue", "status", "id", "updatedAt"][..]),
+            (BY_KEY, &["queue", "idempotencyKey"]),
+            (BY_DELAY, &["queue", "status", "retryAfter"]),
+            (BY_DEATH, &["queue", "status", "deadAt"]),
+        ]);
+    }
+    indexes
+}
+
 /// How long `open` waits, e.g. while other connections block it, in milliseconds.
 pub const OPEN_TIMEOUT_MS: i32 = 5_000;
 
@@ -142,14 +166,58 @@ pub async fn transaction<T>(
     }
 }
 
-fn index(store: &ObjectStore, name: &str, fields: &[&str], unique: bool) -> IdbResult<()> {
-    let path = match fields {
+fn key_path(fields: &[&str]) -> KeyPath {
+    match fields {
         [one] => KeyPath::new_single(one),
         many => KeyPath::new_array(many.iter().copied()),
-    };
+    }
+}
+
+fn index(store: &ObjectStore, name: &str, fields: &[&str], unique: bool) -> IdbResult<()> {
     let mut params = IndexParams::new();
     params.unique(unique);
-    store.create_index(name, path, Some(params)).map(drop)
+    store
+        .create_index(name, key_path(fields), Some(params))
+        .map(drop)
+}
+
+/// Why `store` is not the `messages` store of schema `version`, if it is not: the key path `id`
+/// with a key generator, and every index of [`shape`] with its key path. Reads names only.
+fn foreign_shape(store: &ObjectStore, version: u32) -> Option<String> {
+    if store.key_path().ok().flatten() != Some(KeyPath::new_single("id")) || !store.auto_increment()
+    {
+        return Some(format!(
+            "its {STORE:?} store is not keyed by an auto-incremented id"
+        ));
+    }
+    shape(version).into_iter().find_map(|(name, fields)| {
+        let found = store
+            .index(name)
+            .ok()
+            .and_then(|index| index.key_path().ok().flatten());
+        (found != Some(key_path(fields)))
+            .then(|| format!("its {STORE:?} store has no index {name:?} on {fields:?}"))
+    })
+}
+
+/// The refusal of a database that is not a deadletter one.
+fn not_ours(name: &str, why: &str) -> Error {
+    Error::Store(format!(
+        "IndexedDB database {name:?} is not a deadletter database: {why}; nothing was changed"
+    ))
+}
+
+/// Checks an opened database against schema [`VERSION`] without writing (the shape is read from
+/// a read-only transaction that makes no request).
+fn check_shape(db: &Database) -> Option<String> {
+    if !db.store_names().iter().any(|store| store == STORE) {
+        return Some(format!("it has no object store {STORE:?}"));
+    }
+    let tx = db.transaction(&[STORE], TransactionMode::ReadOnly);
+    match tx.and_then(|tx| tx.object_store(STORE)) {
+        Ok(store) => foreign_shape(&store, VERSION),
+        Err(err) => Some(err.to_string()),
+    }
 }
 
 /// The indexes a store of version `from` lacks (or has with an older key path) for [`VERSION`].
@@ -200,12 +268,38 @@ async fn upgrade_records(store: ObjectStore) -> Result<()> {
     Ok(())
 }
 
-/// Creates or upgrades the schema; on failure aborts the upgrade (so the open fails).
-fn upgrade(event: &VersionChangeEvent, failed: &Rc<Cell<bool>>) {
+/// Why an upgrade was aborted (so that the open failed).
+enum Refusal {
+    /// The database at version 1 or 2 is another application's.
+    NotOurs(String),
+    /// Creating or upgrading the schema failed.
+    Failed,
+}
+
+type Refused = Rc<RefCell<Option<Refusal>>>;
+
+/// Creates or upgrades the schema; on failure, or when a version 1 or 2 database is not
+/// deadletter's, aborts the upgrade, so the open fails and the database is left as it was.
+fn upgrade(event: &VersionChangeEvent, refused: &Refused) {
+    let refuse = |why: Refusal| *refused.borrow_mut() = Some(why);
     let (Ok(db), Ok(Some(tx))) = (event.database(), event.target().map(|r| r.transaction())) else {
-        failed.set(true);
+        refuse(Refusal::Failed);
         return;
     };
+    let foreign = match event.old_version() {
+        Ok(from @ (1 | 2)) => match tx.object_store(STORE) {
+            Ok(store) => foreign_shape(&store, from),
+            Err(_) => Some(format!(
+                "it has version {from} and no object store {STORE:?}"
+            )),
+        },
+        _ => None,
+    };
+    if let Some(why) = foreign {
+        refuse(Refusal::NotOurs(why));
+        let _ = tx.abort();
+        return;
+    }
     let created = match event.old_version() {
         Ok(0) => {
             let mut params = ObjectStoreParams::new();
@@ -217,10 +311,10 @@ fn upgrade(event: &VersionChangeEvent, failed: &Rc<Cell<bool>>) {
         }
         Ok(from @ (1 | 2)) => tx.object_store(STORE).and_then(|store| {
             create_indexes(&store, from)?;
-            let (failed, tx) = (failed.clone(), store.transaction());
+            let (refused, tx) = (refused.clone(), store.transaction());
             wasm_bindgen_futures::spawn_local(async move {
                 if upgrade_records(store).await.is_err() {
-                    failed.set(true);
+                    *refused.borrow_mut() = Some(Refusal::Failed);
                     let _ = tx.abort();
                 }
             });
@@ -229,13 +323,18 @@ fn upgrade(event: &VersionChangeEvent, failed: &Rc<Cell<bool>>) {
         _ => Err(idb::Error::NumberConversionError),
     };
     if created.is_err() {
-        failed.set(true);
+        refuse(Refusal::Failed);
         let _ = tx.abort();
     }
 }
 
 /// Opens (creating at version [`VERSION`] when new, upgrading from 1 or 2) database `name` from
 /// `factory`.
+///
+/// Another application's database of that name is refused with a `store` error and left as it
+/// was: at version 1 or 2 without deadletter's store and indexes the upgrade is aborted; at
+/// version 3 it is checked after opening (without writing) and closed; above version 3 IndexedDB
+/// refuses to open it at all.
 ///
 /// An open that has not completed after [`OPEN_TIMEOUT_MS`] (blocked by another connection that
 /// does not close, or queued behind another tab's upgrade or delete) fails with a `store` error
@@ -244,9 +343,9 @@ pub async fn open(factory: &Factory, name: &str) -> Result<Database> {
     let mut req = factory.open(name, Some(VERSION)).map_err(store_error)?;
     let raw = IdbOpenDbRequest::from(req);
     req = raw.clone().into();
-    let upgrade_failed: Rc<Cell<bool>> = Rc::default();
-    let failed = upgrade_failed.clone();
-    req.on_upgrade_needed(move |event| upgrade(&event, &failed));
+    let refused: Refused = Rc::default();
+    let in_upgrade = refused.clone();
+    req.on_upgrade_needed(move |event| upgrade(&event, &in_upgrade));
     let mut timer = JsValue::UNDEFINED;
     let expired = JsFuture::from(Promise::new(&mut |resolve, _| {
         timer = set_timeout(&resolve, OPEN_TIMEOUT_MS);
@@ -258,12 +357,28 @@ pub async fn open(factory: &Factory, name: &str) -> Result<Database> {
     })
     .await;
     clear_timeout(&timer);
+    let refusal = refused.borrow_mut().take();
+    let failure = raw.error().ok().flatten().map(|dom| dom.name());
     match outcome {
-        Some(Ok(db)) => Ok(db),
-        Some(Err(_)) if upgrade_failed.get() => Err(Error::Store(format!(
-            "IndexedDB open of {name:?}: creating or upgrading the schema failed"
-        ))),
-        Some(Err(err)) => Err(store_error(err)),
+        Some(Ok(db)) => match check_shape(&db) {
+            None => Ok(db),
+            Some(why) => {
+                db.close();
+                Err(not_ours(name, &why))
+            }
+        },
+        Some(Err(err)) => Err(match (refusal, failure.as_deref()) {
+            (Some(Refusal::NotOurs(why)), _) => not_ours(name, &why),
+            (Some(Refusal::Failed), _) => Error::Store(format!(
+                "IndexedDB open of {name:?}: creating or upgrading the schema failed"
+            )),
+            (None, Some("VersionError")) => Error::Store(format!(
+                "IndexedDB database {name:?} has a version above {VERSION}, deadletter's schema \
+                 version: it is not a deadletter database, or a newer deadletter wrote it; \
+                 nothing was changed"
+            )),
+            (None, _) => store_error(err),
+        }),
         None => {
             // Should the open go through later, close that connection straight away.
             let late = raw.clone();

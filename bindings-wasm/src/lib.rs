@@ -8,7 +8,8 @@
 //! tokens from `crypto.getRandomValues`, persists in IndexedDB and maps errors to
 //! `DeadLetterError` once (`errors.rs`).
 //!
-//! It does not poll, schedule or run workers: callers `claim` when they want work.
+//! The worker loop (`Queue.process`) takes its rules from the core through [`worker`]; its
+//! mechanics (timers, promises, `AbortSignal`, online and offline events) are `js/worker.js`.
 //!
 //! ```js
 //! import { open } from "deadletter";
@@ -35,3 +36,5 @@ pub mod errors;
 pub mod idb_store;
 #[cfg(target_arch = "wasm32")]
 pub mod record;
+#[cfg(target_arch = "wasm32")]
+pub mod worker;

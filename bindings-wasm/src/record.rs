@@ -7,6 +7,7 @@
 //! has `dueAt` (see [`to_record`]), which reading ignores, and never `deduplicated` (a property of
 //! an enqueue's result, not of the message).
 
+use deadletter::validate::{MAX_TIME, MIN_TIME};
 use deadletter::{Error, FailedAttempt, Message, Millis, Result, Stats, Status};
 use js_sys::{Array, Date, Object, Reflect};
 use wasm_bindgen::JsValue;
@@ -244,11 +245,25 @@ fn whole(value: &JsValue) -> Option<i64> {
     }
 }
 
-fn opt_int(record: &JsValue, name: &str) -> Result<Option<i64>> {
+/// A timestamp: a whole number of milliseconds within the range deadletter writes
+/// (`MIN_TIME..=MAX_TIME`, what every binding can represent).
+fn time(record: &JsValue, name: &str) -> Result<Millis> {
+    let ms = int(record, name)?;
+    if (MIN_TIME..=MAX_TIME).contains(&ms) {
+        Ok(ms)
+    } else {
+        Err(Error::Store(format!(
+            "corrupt record in IndexedDB: field {name} is {ms}, outside the time range deadletter \
+             writes (0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, in UTC milliseconds)"
+        )))
+    }
+}
+
+fn opt_time(record: &JsValue, name: &str) -> Result<Option<Millis>> {
     if field(record, name)?.is_null() {
         Ok(None)
     } else {
-        int(record, name).map(Some)
+        time(record, name).map(Some)
     }
 }
 
@@ -285,7 +300,7 @@ fn history(record: &JsValue) -> Result<Vec<FailedAttempt>> {
             Ok(FailedAttempt {
                 attempt: count(&entry, "attempt")?,
                 error: string(&entry, "error")?,
-                at: int(&entry, "at")?,
+                at: time(&entry, "at")?,
             })
         })
         .collect::<Result<_>>()
@@ -295,30 +310,44 @@ fn history(record: &JsValue) -> Result<Vec<FailedAttempt>> {
         })
 }
 
-/// Reads a stored record back; a `store` error when it is not one this binding wrote.
+/// Reads a stored record back; a `store` error naming the message and the field when it holds a
+/// value this binding never writes (a timestamp outside the range, a wrong type, a missing field,
+/// an unknown status).
 pub fn from_record(record: &JsValue) -> Result<Message> {
+    let id = int(record, "id")?;
+    read(record, id).map_err(|err| match err {
+        Error::Store(why) => Error::Store(why.replacen(
+            "corrupt record in IndexedDB",
+            &format!("message {id} is corrupt in IndexedDB"),
+            1,
+        )),
+        other => other,
+    })
+}
+
+fn read(record: &JsValue, id: i64) -> Result<Message> {
     let status = string(record, "status")?;
     Ok(Message {
-        id: int(record, "id")?,
+        id,
         queue: string(record, "queue")?,
         payload: string(record, "payload")?,
         status: Status::parse(&status)
             .ok_or_else(|| corrupt("status", &JsValue::from_str(&status)))?,
         retry_count: count(record, "retryCount")?,
         max_retries: count(record, "maxRetries")?,
-        retry_after: opt_int(record, "retryAfter")?,
+        retry_after: opt_time(record, "retryAfter")?,
         last_error: opt_string(record, "lastError")?,
-        created_at: int(record, "createdAt")?,
-        updated_at: int(record, "updatedAt")?,
+        created_at: time(record, "createdAt")?,
+        updated_at: time(record, "updatedAt")?,
         lease_token: opt_string(record, "leaseToken")?,
-        lease_expires_at: opt_int(record, "leaseExpiresAt")?,
+        lease_expires_at: opt_time(record, "leaseExpiresAt")?,
         idempotency_key: opt_string(record, "idempotencyKey")?,
-        first_failed_at: opt_int(record, "firstFailedAt")?,
-        dead_at: opt_int(record, "deadAt")?,
+        first_failed_at: opt_time(record, "firstFailedAt")?,
+        dead_at: opt_time(record, "deadAt")?,
         errors: history(record)?,
         errors_dropped: count(record, "errorsDropped")?,
         replay_count: count(record, "replayCount")?,
-        replayed_at: opt_int(record, "replayedAt")?,
+        replayed_at: opt_time(record, "replayedAt")?,
         deduplicated: false,
     })
 }

@@ -393,3 +393,37 @@ async fn the_idempotency_index_is_unique_per_queue() {
     }
     sleep(20).await;
 }
+
+/// Another application's database of the same name is refused with a `store` error saying so, and
+/// left as it was: at versions 1 and 2 (the upgrade is aborted) and at version 3 (checked
+/// read-only).
+#[wasm_bindgen_test]
+async fn another_applications_database_is_refused_and_left_as_it_was() {
+    let factory = Factory::new().expect("indexedDB");
+    for version in [1, 2, 3] {
+        let name = unique("foreign");
+        let mut open = factory.open(&name, Some(version)).expect("open");
+        open.on_upgrade_needed(|event| {
+            use idb::DatabaseEvent;
+            let db = event.database().expect("db");
+            db.create_object_store("todos", ObjectStoreParams::new())
+                .expect("store");
+        });
+        open.await.expect("created").close();
+
+        let refused = IdbStore::open(&factory, &name).await.expect_err("refused");
+        let Error::Store(text) = refused else {
+            panic!("not a store error: {refused:?}");
+        };
+        assert!(text.contains("is not a deadletter database"), "{text}");
+
+        let after = factory
+            .open(&name, None)
+            .expect("reopen")
+            .await
+            .expect("reopened");
+        assert_eq!(after.version().expect("version"), version);
+        assert_eq!(after.store_names(), ["todos"]);
+        after.close();
+    }
+}

@@ -1,13 +1,15 @@
 // The webhook relay of examples/webhook_relay.py, in a browser tab: deliveries are queued in
-// IndexedDB through the `deadletter` package and relayed by a few worker loops to the simulated
-// subscribers of the local server (examples/browser/server.mjs).
+// IndexedDB through the `deadletter` package and relayed by its worker loop (`queue.process`,
+// four handlers at once) to the simulated subscribers of the local server
+// (examples/browser/server.mjs). "Pause relay" aborts the loop's AbortController.
 //
 // Retry policy (the same as the Python demo): a subscriber that read the delivery and refused its
 // content (400, 413, 415, 422) will refuse the same bytes again, so those failures are permanent
-// (`retryable: false`, dead at once). Everything else is retried, 410 and 5xx included; with
-// `maxRetries: 3` a message waits 2 s, then 4 s, and its third failure is dead.
+// (the handler throws a `PermanentError`: dead at once). Everything else is retried, 410 and 5xx
+// included; with `maxRetries: 3` a message waits 2 s, then 4 s, and its third failure is dead.
+// The dead letters table shows the error history of the dead message picked (click a row).
 
-import { open } from "deadletter";
+import { PermanentError, open } from "deadletter";
 
 const DB_NAME = "deadletter-browser-demo";
 const QUEUE_NAME = "webhooks";
@@ -23,7 +25,7 @@ const STATUSES = ["pending", "processing", "succeeded", "dead"];
 const PERMANENT_STATUSES = new Set([400, 413, 415, 422]);
 const MAX_RETRIES = 3;
 const WORKERS = 4;
-const IDLE_MS = 200;
+const POLL_INTERVAL_MS = 200;
 const PAGE_SIZE = 1000;
 const REFRESH_MS = 400;
 const DEAD_ROWS = 24;
@@ -35,10 +37,12 @@ let db;
 let queue;
 let total = 0;
 let running = false;
+let controller = null; // the AbortController of the running worker loop
+let relay = null; // the promise of the running worker loop
 let drainStarted = 0;
 let drainsDone = 0;
 let replayedTotal = 0;
-const retriesDue = []; // when the messages waiting for a retry are due (ms since the epoch)
+let picked = null; // the id of the message whose error history is shown (a click on a dead row)
 const attempts = Object.fromEntries(ENDPOINTS.map((e) => [e, 0])); // HTTP deliveries per endpoint
 let drainGen = 0; // bumped when a drain starts, so a refresh begun before it cannot end it
 
@@ -86,68 +90,55 @@ async function loadDeliveries() {
   }));
 }
 
-/** POST one delivery; never throws for HTTP or network failures. */
-async function deliver(message, delivery) {
-  try {
-    const response = await fetch(delivery.endpoint, {
-      method: "POST",
-      body: JSON.stringify(delivery.body),
-      headers: {
-        "Content-Type": "application/json",
-        "X-GitHub-Event": delivery.event,
-        "X-Deadletter-Message-Id": String(message.id),
-        "X-Deadletter-Attempt": String(message.retryCount + 1),
-      },
-    });
-    await response.text();
-    if (response.ok) return { ok: true };
-    const error = `HTTP ${response.status} ${response.statusText}`.trim();
-    return { ok: false, error, retryable: !PERMANENT_STATUSES.has(response.status) };
-  } catch (err) {
-    return { ok: false, error: `network error: ${err.message}`, retryable: true };
-  }
+/**
+ * The worker loop's handler: POSTs one delivery. Returning acks the message; a refusal of the
+ * content throws a PermanentError (dead at once); any other failure throws an Error (retried after
+ * its backoff), as does `fetch` itself on a network error (`TypeError: Failed to fetch`).
+ */
+async function deliver(message) {
+  const delivery = JSON.parse(message.payload);
+  attempts[delivery.endpoint] += 1;
+  const response = await fetch(delivery.endpoint, {
+    method: "POST",
+    body: JSON.stringify(delivery.body),
+    headers: {
+      "Content-Type": "application/json",
+      "X-GitHub-Event": delivery.event,
+      "X-Deadletter-Message-Id": String(message.id),
+      "X-Deadletter-Attempt": String(message.retryCount + 1),
+    },
+  });
+  await response.text();
+  if (response.ok) return;
+  const error = `HTTP ${response.status} ${response.statusText}`.trim();
+  throw PERMANENT_STATUSES.has(response.status) ? new PermanentError(error) : new Error(error);
 }
 
-/** How long a worker that found nothing due sleeps: until the next retry, at most IDLE_MS. */
-function idleDelay() {
-  const now = Date.now();
-  const pending = retriesDue.filter((t) => t > now);
-  retriesDue.splice(0, retriesDue.length, ...pending);
-  return pending.length ? Math.min(IDLE_MS, Math.max(10, Math.min(...pending) - now)) : IDLE_MS;
+/** Starts the worker loop; it runs until "Pause relay" aborts it. */
+function startRelay() {
+  controller = new AbortController();
+  running = true;
+  relay = queue.process(deliver, { concurrency: WORKERS, pollIntervalMs: POLL_INTERVAL_MS, signal: controller.signal });
+  relay.catch((err) => {
+    running = false;
+    setPhase("error", `error: the relay stopped: ${err.message}`);
+    log(`relay stopped: ${err.code ?? ""} ${err.message}`, true);
+  });
+  $("start").textContent = "Pause relay";
+  $("start").disabled = false;
 }
 
-/** One worker loop: claim a due message, deliver it, settle it; sleep briefly when none is due. */
-async function worker(n) {
-  while (running) {
-    let message;
-    try {
-      message = await queue.claim();
-    } catch (err) {
-      log(`worker ${n}: claim failed: ${err.code ?? ""} ${err.message}`, true);
-      await sleep(IDLE_MS);
-      continue;
-    }
-    if (!message) {
-      await sleep(idleDelay());
-      continue;
-    }
-    const delivery = JSON.parse(message.payload);
-    const attempt = await deliver(message, delivery);
-    attempts[delivery.endpoint] += 1;
-    try {
-      if (attempt.ok) {
-        await queue.succeed(message.id, { leaseToken: message.leaseToken });
-      } else {
-        const failed = await queue.fail(message.id, attempt.error, {
-          leaseToken: message.leaseToken,
-          retryable: attempt.retryable,
-        });
-        if (failed.retryAfter) retriesDue.push(failed.retryAfter.getTime());
-      }
-    } catch (err) {
-      log(`worker ${n}: settling #${message.id} failed: ${err.code ?? ""} ${err.message}`, true);
-    }
-  }
+/** Aborts the worker loop; it resolves once its running deliveries are settled. */
+async function pauseRelay() {
+  $("start").disabled = true;
+  controller.abort();
+  const handled = await relay;
+  running = false;
+  controller = null;
+  log(`relay paused: ${handled} deliveries handled since it started`);
+  setPhase("paused", "paused");
+  $("start").textContent = "Resume relay";
+  $("start").disabled = false;
 }
 
 function cell(text, className) {
@@ -155,6 +146,39 @@ function cell(text, className) {
   td.textContent = text;
   if (className) td.className = className;
   return td;
+}
+
+function kind(delivery) {
+  return delivery.action ? `${delivery.event}.${delivery.action}` : delivery.event;
+}
+
+/** The failure history of `message` (each attempt's number, error and time), or a placeholder. */
+function showHistory(message) {
+  const title = $("history-title");
+  if (!message) {
+    title.textContent = "";
+    const tr = document.createElement("tr");
+    tr.className = "empty";
+    const td = cell("no dead letter to show");
+    td.colSpan = 3;
+    tr.append(td);
+    $("history").tBodies[0].replaceChildren(tr);
+    return;
+  }
+  const delivery = JSON.parse(message.payload);
+  const dropped = message.errorsDropped ? `, ${message.errorsDropped} older attempts dropped` : "";
+  const replays = message.replayCount ? `, replayed ${message.replayCount}×` : "";
+  title.textContent = `of #${message.id} (${delivery.endpoint}, ${kind(delivery)}): ${message.status}${replays}${dropped}`;
+  const first = message.errors[0]?.at.getTime() ?? 0;
+  $("history").tBodies[0].replaceChildren(
+    ...message.errors.map((e) => {
+      const tr = document.createElement("tr");
+      const after = e.at.getTime() - first;
+      const at = `${e.at.toISOString().slice(11, 23)} UTC${after ? ` (+${(after / 1000).toFixed(1)} s)` : ""}`;
+      tr.append(cell(String(e.attempt)), cell(e.error), cell(at));
+      return tr;
+    }),
+  );
 }
 
 let refreshing = false;
@@ -185,10 +209,13 @@ async function refresh() {
       }),
     );
 
+    const shown = picked === null ? dead[0]?.[0] : await queue.get(picked);
     const rows = dead.map(([m, d]) => {
       const tr = document.createElement("tr");
-      const kind = d.action ? `${d.event}.${d.action}` : d.event;
-      tr.append(cell(`#${m.id}`), cell(d.endpoint), cell(kind), cell(`${m.retryCount}/${m.maxRetries}`), cell(m.lastError ?? ""));
+      tr.dataset.id = m.id;
+      tr.dataset.endpoint = d.endpoint;
+      if (m.id === shown?.id) tr.className = "picked";
+      tr.append(cell(`#${m.id}`), cell(d.endpoint), cell(kind(d)), cell(`${m.retryCount}/${m.maxRetries}`), cell(m.lastError ?? ""));
       return tr;
     });
     if (rows.length === 0) {
@@ -203,6 +230,7 @@ async function refresh() {
     }
     $("dead").tBodies[0].replaceChildren(...rows);
     $("dead-note").textContent = counts.dead > DEAD_ROWS ? `(first ${DEAD_ROWS} of ${counts.dead})` : "";
+    showHistory(shown);
     $("replay").disabled = counts.dead === 0 || !running;
 
     const settled = counts.succeeded + counts.dead;
@@ -223,21 +251,27 @@ async function refresh() {
 }
 
 async function start() {
+  if (total > 0) {
+    if (controller) await pauseRelay();
+    else {
+      startRelay();
+      setPhase("relaying", "relaying…");
+    }
+    return;
+  }
   $("start").disabled = true;
   setPhase("enqueueing", "loading the webhook examples…");
   const deliveries = await loadDeliveries();
   const began = performance.now();
-  for (const delivery of deliveries) {
-    await queue.enqueue(JSON.stringify(delivery), { maxRetries: MAX_RETRIES });
-  }
+  // One transaction, all or nothing (at most 1000 items).
+  await queue.enqueueMany(deliveries.map((d) => ({ payload: JSON.stringify(d), maxRetries: MAX_RETRIES })));
   total = deliveries.length;
   const events = new Set(deliveries.map((d) => d.event)).size;
   log(`enqueued ${total} deliveries (${events} event types) in ${((performance.now() - began) / 1000).toFixed(2)} s`);
-  running = true;
   drainStarted = performance.now();
   drainGen += 1;
-  setPhase("draining", `relaying with ${WORKERS} workers…`);
-  for (let n = 1; n <= WORKERS; n += 1) worker(n);
+  startRelay();
+  setPhase("draining", `relaying with ${WORKERS} handlers at once…`);
 }
 
 async function replayDead() {
@@ -267,6 +301,15 @@ async function main() {
   $("start").addEventListener("click", start);
   $("replay").addEventListener("click", replayDead);
   $("fix").addEventListener("change", fix);
+  $("dead").tBodies[0].addEventListener("click", (event) => {
+    const row = event.target.closest("tr[data-id]");
+    if (row) {
+      picked = Number(row.dataset.id);
+      refresh();
+    }
+  });
+  addEventListener("offline", () => log("offline: the relay claims nothing until the network is back", true));
+  addEventListener("online", () => log("online again: the relay resumes"));
   $("start").disabled = false;
   setPhase("ready", "ready");
   for (;;) {

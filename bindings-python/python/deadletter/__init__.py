@@ -14,9 +14,11 @@ seconds; the worker then calls ``succeed`` or ``fail``. A failure makes it claim
 the queue's backoff (`Backoff`, by default ``min(2**retry_count, 3600)`` seconds), until
 ``max_retries`` attempts are used up: then it is ``dead``, kept with its failure history and
 replayable (``replay``, ``replay_all``); ``Database.on_dead`` callbacks hear of it. A lease that
-runs out counts as a failure. Producers may pass an idempotency key; ``stats`` and
-``Database.queues`` read the queues' numbers from indexes. Every rule lives in the Rust core and
-is shared with the JavaScript binding.
+runs out counts as a failure. ``Queue.process`` (threads) and ``Queue.process_async`` (asyncio)
+run a handler on each message, with heartbeats and a clean shutdown; a handler that raises
+`PermanentError` sends its message to the dead-letter queue at once. Producers may pass an
+idempotency key; ``stats`` and ``Database.queues`` read the queues' numbers from indexes. Every
+rule lives in the Rust core and is shared with the JavaScript binding.
 """
 
 from ._deadletter import (
@@ -41,6 +43,7 @@ from ._errors import (
     StoreError,
     ValidationError,
 )
+from ._worker import PermanentError
 
 __all__ = [
     "CODES",
@@ -52,6 +55,7 @@ __all__ = [
     "FieldError",
     "Message",
     "NotFoundError",
+    "PermanentError",
     "Queue",
     "QueueStats",
     "SQLITE_BUNDLED",

@@ -6,7 +6,10 @@ Units: durations (leases, delays, ages, backoff) are seconds (``int`` or ``float
 UTC. Exceptions come from ``deadletter._errors``.
 """
 
+import asyncio
 import os
+import threading
+from collections.abc import Awaitable
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Callable, Literal, Optional, TypedDict, Union, final
@@ -22,8 +25,10 @@ __all__ = [
     "Message",
     "Queue",
     "QueueStats",
+    "WorkerPlan",
     "__version__",
     "backoff",
+    "failure_text",
     "open",
 ]
 
@@ -69,8 +74,8 @@ def open(
     max_payload_bytes: Optional[int] = 1048576,
     random: Optional[Callable[[], float]] = None,
 ) -> Database:
-    """Opens (creating if needed) a queue database: a file path, or ``":memory:"``. A file
-    written by deadletter 0.1.0 is upgraded in place.
+    """Opens (creating if needed) a queue database: a file path (not empty: `ValidationError`,
+    field ``path``), or ``":memory:"``. A file written by deadletter 0.1.0 is upgraded in place.
 
     ``clock`` returns an aware datetime (naive or not a datetime -> `ValidationError`, field
     ``clock``; so is an instant, or one derived from it by a lease, delay or backoff, outside
@@ -79,9 +84,15 @@ def open(
     or a timedelta, rounded to the millisecond, then 1 ms..=12 h. ``max_payload_bytes``: largest
     payload in bytes of UTF-8 (1..=67108864). ``random`` returns a float in ``[0, 1)``, the jitter
     source, called once per ``claim``, ``claim_many``, ``reap`` and ``fail`` (else
-    `ValidationError`, field ``random``); default: ``fastrand``. ``None`` for any option means its default.
-    Raises `ValidationError` for rejected options, `StoreError` when the file cannot be opened, is
-    another application's, or has a newer schema version.
+    `ValidationError`, field ``random``); default: ``fastrand``. ``None`` for any option means its
+    default. Raises `ValidationError` for rejected arguments (all of them at once), `StoreError`
+    when the file cannot be opened, is not a deadletter database (another application's) or has a
+    newer schema version; a refused file is left byte-for-byte as it was.
+
+    Each process opens its own: in a child made by ``fork()`` (``os.fork``, ``multiprocessing``'s
+    ``fork`` start method), every call on a database opened before the fork raises `StoreError`
+    at once, saying to open the database again in the child; doing so works. A fork waits until no
+    thread of the process is inside a SQLite call.
     """
 
 def backoff(retry_count: int) -> timedelta:
@@ -120,11 +131,13 @@ class Backoff:
 
 @final
 class Database:
-    """A queue database on one SQLite connection; thread-safe; a context manager that closes it."""
+    """A queue database on one SQLite connection; thread-safe; a context manager that closes it.
+    Belongs to the process that opened it: after a ``fork()``, the child's calls raise `StoreError`.
+    """
 
     @property
     def closed(self) -> bool:
-        """Whether `close` was called."""
+        """Whether `close` was called; true in a child forked after the database was opened."""
     def queue(self, name: str, *, backoff: Optional[Backoff] = None) -> Queue:
         """The queue ``name`` (non-empty, at most 255 characters) with its backoff policy
         (default ``Backoff()``); `ValidationError` (``queue``, ``backoff``) otherwise."""
@@ -136,7 +149,8 @@ class Database:
         ``"deadletter"`` logger. Returns an idempotent unsubscribe function. `ValidationError`
         (field ``callback``) when it is not callable."""
     def close(self) -> None:
-        """Closes the database; later operations of its queues raise `StoreError`. Idempotent."""
+        """Closes the database; later operations of its queues raise `StoreError`. Idempotent.
+        In a forked child: `StoreError`, and the parent's connection is left alone."""
     def __enter__(self) -> Database: ...
     def __exit__(
         self,
@@ -149,7 +163,8 @@ class Database:
 @final
 class Queue:
     """One named queue. Methods raise `ValidationError`, `NotFoundError`, `ConflictError` or
-    `StoreError`; a call that raises has changed nothing."""
+    `StoreError` (also for a stored row that holds a value deadletter never writes, naming the
+    message and the column); a call that raises has changed nothing."""
 
     @property
     def name(self) -> str:
@@ -216,6 +231,54 @@ class Queue:
         """Counts this queue's expired leases as failed attempts now; returns how many."""
     def stats(self) -> QueueStats:
         """This queue's statistics now."""
+    def next_due_at(self) -> Optional[datetime]:
+        """When the next delayed message (in backoff, or enqueued with a delay) becomes due, or
+        None when none is delayed; one index read (the value of ``stats().next_due_at``)."""
+    def process(
+        self,
+        handler: Callable[[Message], object],
+        *,
+        concurrency: Optional[int] = 1,
+        poll_interval: Optional[_Seconds] = 1.0,
+        stop_when_idle: bool = False,
+        shutdown_timeout: Optional[_Seconds] = 30.0,
+        lease: Optional[_Seconds] = None,
+        stop: Optional[threading.Event] = None,
+    ) -> int:
+        """The worker loop: calls ``handler(message)`` for each claimed message on up to
+        ``concurrency`` (1..=1000) daemon threads; returns how many messages it handled (whose
+        outcome it recorded). Returning acks the message; raising fails it with
+        ``"ExceptionType: message"``; raising `deadletter.PermanentError` fails it with
+        ``retryable=False`` (dead at once). Claims with ``claim_many`` up to the free slots,
+        under ``lease`` (default: the database's), extended every half lease while the handler
+        runs; a lost lease is logged on the ``"deadletter"`` logger. Idle, it sleeps until
+        `next_due_at` or for ``poll_interval`` (0.001..=3600 s), whichever is sooner. Ends when
+        ``stop_when_idle`` and nothing is due, in flight or delayed; when ``stop`` is set; on
+        SIGTERM (main thread) or ``KeyboardInterrupt``: claims stop, running handlers get
+        ``shutdown_timeout`` (0..=3600 s) to finish, then their messages are left to their
+        leases. `ValidationError` for a rejected argument (every one) or an ``async def``
+        handler, before anything is claimed; a `StoreError` of a claim stops it, then is raised.
+        """
+    async def process_async(
+        self,
+        handler: Callable[[Message], Awaitable[object]],
+        *,
+        concurrency: Optional[int] = 1,
+        poll_interval: Optional[_Seconds] = 1.0,
+        stop_when_idle: bool = False,
+        shutdown_timeout: Optional[_Seconds] = 30.0,
+        lease: Optional[_Seconds] = None,
+        stop: Optional[asyncio.Event] = None,
+    ) -> int:
+        """`process` for ``async def`` handlers on the running asyncio loop: at most
+        ``concurrency`` handler tasks, every database call in a thread of its own executor
+        (not on the event loop, nor behind ``asyncio.to_thread`` calls of the handlers).
+        ``stop`` is an `asyncio.Event`; SIGTERM is handled through ``loop.add_signal_handler``
+        in the main thread. Cancelled (Ctrl-C under ``asyncio.run``), it stops claiming, waits
+        up to ``shutdown_timeout`` for the running handlers (then cancels them: their messages
+        are left to their leases) and raises `asyncio.CancelledError`. The call itself validates
+        (`ValidationError` for a rejected argument or a handler that is not ``async def``) and
+        returns the coroutine."""
     def get(self, id: int) -> Message:
         """The message ``id`` of this queue; `NotFoundError` when there is none."""
     def list(
@@ -334,3 +397,43 @@ class QueueStats:
     def to_dict(self) -> dict[str, object]:
         """Every attribute in a new dict."""
     def __eq__(self, other: object, /) -> bool: ...
+
+@final
+class WorkerPlan:
+    """The validated options of one worker loop (made by ``deadletter._worker``; not exported
+    by ``deadletter``). Durations in seconds."""
+
+    def __new__(
+        cls,
+        queue: Queue,
+        *,
+        concurrency: Optional[int] = None,
+        poll_interval: Optional[_Seconds] = None,
+        shutdown_timeout: Optional[_Seconds] = None,
+        lease: Optional[_Seconds] = None,
+    ) -> WorkerPlan:
+        """`ValidationError` listing every rejected option (``concurrency`` 1..=1000,
+        ``poll_interval`` 0.001..=3600 s, ``shutdown_timeout`` 0..=3600 s, ``lease``
+        0.001..=43200 s; None: 1, 1 s, 30 s, the database's lease)."""
+    @property
+    def concurrency(self) -> int:
+        """Handlers run at once."""
+    @property
+    def poll_interval(self) -> float:
+        """The longest idle sleep between polls, in seconds."""
+    @property
+    def shutdown_timeout(self) -> float:
+        """How long a stopping loop waits for running handlers, in seconds."""
+    @property
+    def lease(self) -> float:
+        """The lease of each claimed message, in seconds."""
+    @property
+    def heartbeat(self) -> float:
+        """How often a running handler's lease is extended, in seconds (half the lease)."""
+    def idle_wait(self, next_due_at: Optional[datetime]) -> float:
+        """Seconds an idle loop sleeps now (the database's clock): until ``next_due_at`` or the
+        poll interval, whichever is sooner; at least 0.001."""
+
+def failure_text(kind: str, message: str) -> str:
+    """The error recorded for a handler's exception: ``"kind: message"``, or ``kind`` when the
+    message is empty; NUL and lone surrogates become U+FFFD."""

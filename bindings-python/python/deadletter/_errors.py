@@ -109,6 +109,8 @@ class ConflictError(Error):
 
 class StoreError(Error):
     """SQLite failed (I/O, corruption, a lock held past the 30 s busy timeout, a schema written by
-    a newer deadletter), or the database is closed."""
+    a newer deadletter, a row changed behind deadletter's back: the message names its id and
+    column), the database is closed, or it was opened before a ``fork()`` and is used in the child
+    (open it again there)."""
 
     code: ClassVar[ErrorCode] = "store"

@@ -99,6 +99,8 @@ test("open validates its options", async () => {
   const err = await rejects(open(fresh(), { leaseMs: 0, maxPayloadBytes: "big", clock: 5 }), "validation_failed");
   assert.deepEqual(err.errors.map((e) => `${e.field}:${e.code}`).sort(), ["clock:type", "leaseMs:out_of_range", "maxPayloadBytes:type"]);
   await rejects(open(7), "validation_failed");
+  const empty = await rejects(open("", { leaseMs: 0 }), "validation_failed");
+  assert.deepEqual(empty.errors.map((e) => `${e.field}:${e.code}`).sort(), ["leaseMs:out_of_range", "name:empty"]);
   await rejects(open(fresh(), "options"), "validation_failed");
   const bad = await open(fresh(), { clock: () => "noon" });
   await rejects(bad.queue("q").enqueue("a"), "validation_failed");
@@ -170,35 +172,74 @@ test("a versionchange from elsewhere closes the connection instead of blocking i
   await rejects(db.queue("q").get(1), "store");
 });
 
-test("a database of the same name that is not a deadletter one is a store error", async () => {
-  const foreign = (version) => {
-    const name = fresh();
-    return new Promise((resolve) => {
-      const req = indexedDB.open(name, version);
-      req.onupgradeneeded = () => req.result.createObjectStore("other");
-      req.onsuccess = () => {
-        req.result.close();
-        resolve(name);
-      };
-    });
-  };
-  // Version 1 (below ours): the upgrade finds no `messages` store, aborts, and open rejects.
-  const old = await foreign(1);
-  await rejects(open(old), "store");
-  const still = await new Promise((resolve) => {
-    const req = indexedDB.open(old);
-    req.onsuccess = () => {
-      resolve([req.result.version, [...req.result.objectStoreNames]]);
-      req.result.close();
-    };
+/** Opens database `name` at `version` with plain IndexedDB, running `upgrade(db, tx)` if needed. */
+function rawOpen(name, version, upgrade = () => {}) {
+  return new Promise((resolve, reject) => {
+    const req = version === undefined ? indexedDB.open(name) : indexedDB.open(name, version);
+    req.onupgradeneeded = () => upgrade(req.result, req.transaction);
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
   });
-  assert.deepEqual(still, [1, ["other"]], "the aborted upgrade left it as it was");
-  // Version 2 (0.1.0's, below ours): the same.
-  await rejects(open(await foreign(2)), "store");
-  // Our version: no upgrade, the first transaction fails.
-  const db = await open(await foreign(3));
-  await rejects(db.queue("q").enqueue("a"), "store");
+}
+
+/** Everything an application could see of database `name`: version, stores, indexes, records. */
+async function snapshot(name) {
+  const db = await rawOpen(name);
+  const stores = {};
+  for (const store of db.objectStoreNames) {
+    const tx = db.transaction(store);
+    const os = tx.objectStore(store);
+    const indexes = [...os.indexNames].map((i) => [i, os.index(i).keyPath]);
+    const records = await new Promise((resolve) => (os.getAll().onsuccess = (e) => resolve(e.target.result)));
+    stores[store] = { keyPath: os.keyPath, autoIncrement: os.autoIncrement, indexes, records };
+  }
+  const version = db.version;
   db.close();
+  return { version, stores };
+}
+
+test("another application's database of the same name is refused and left as it was", async () => {
+  const cases = {
+    "version 1, other store": [1, (db) => db.createObjectStore("todos", { keyPath: "id" }).put({ id: 1, text: "milk" })],
+    "version 1, messages without indexes": [1, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true })],
+    "version 2 (0.1.0's), other store": [2, (db) => db.createObjectStore("todos", { keyPath: "id" }).put({ id: 1, text: "milk" })],
+    "version 2, messages without our indexes": [2, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true }).createIndex("queue", "queue")],
+    "version 3 (ours), other store": [3, (db) => db.createObjectStore("todos", { keyPath: "id" }).put({ id: 1, text: "milk" })],
+    "version 3, messages without our indexes": [3, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true }).createIndex("queue", "queue")],
+    "version 3, messages with another key": [3, (db) => db.createObjectStore("messages", { keyPath: "key" })],
+    "version 7": [7, (db) => db.createObjectStore("todos")],
+  };
+  for (const [label, [version, upgrade]] of Object.entries(cases)) {
+    const name = fresh();
+    (await rawOpen(name, version, upgrade)).close();
+    const before = await snapshot(name);
+    const err = await rejects(open(name), "store");
+    assert.match(err.message, version === 7 ? /version above 3.*not a deadletter database/ : /is not a deadletter database/, label);
+    assert.match(err.message, /nothing was changed/, label);
+    assert.deepEqual(await snapshot(name), before, `${label}: changed`);
+  }
+});
+
+test("a record with a value deadletter never writes is a store error naming the message and the field", async () => {
+  const name = fresh();
+  const db = await open(name, { clock: () => new Date(BASE) });
+  await db.queue("q").enqueue("x");
+  db.close();
+  const raw = await rawOpen(name);
+  await new Promise((resolve) => {
+    const tx = raw.transaction("messages", "readwrite");
+    const store = tx.objectStore("messages");
+    store.get(1).onsuccess = (e) => store.put({ ...e.target.result, createdAt: 8.64e15 });
+    tx.oncomplete = resolve;
+  });
+  raw.close();
+  const again = await open(name);
+  const q = again.queue("q");
+  for (const read of [() => q.get(1), () => q.list(), () => q.list({ status: "pending" }), () => q.claim()]) {
+    const err = await rejects(read(), "store");
+    assert.match(err.message, /message 1 is corrupt in IndexedDB: field createdAt is 8640000000000000, outside the time range/);
+  }
+  again.close();
 });
 
 test("an open queued behind a blocked upgrade fails with a store error, not a hang", async () => {

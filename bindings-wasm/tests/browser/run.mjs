@@ -5,14 +5,19 @@
 //    package, which holds a copy of it);
 // 2. two workers: two dedicated module workers claim from one database of 500 messages until it
 //    is empty; every message must be claimed exactly once, and both workers must claim some;
-// 3. dead letters across tabs: two tabs of one browser context watch one database with onDead; a
+// 3. race: two dedicated workers race 1000 enqueues each over 100 idempotency keys and leave
+//    exactly 100 messages; then their worker loops (`queue.process`) handle each exactly once;
+// 4. offline: the worker loop claims nothing while Playwright keeps the browser offline (no timer
+//    runs meanwhile) and resumes on the `online` event;
+// 5. dead letters across tabs: two tabs of one browser context watch one database with onDead; a
 //    message dies in a dedicated worker of the first tab, then one in the second tab; every
 //    callback of the other tab (and of the tab itself) must fire with that message, Dates intact;
-// 4. demo: examples/browser/ relays the webhook examples, drains, is fixed, replays the dead
-//    messages and ends with every message succeeded; screenshots go to
+// 6. demo: examples/browser/ relays the webhook examples on `queue.process`, drains, shows the error
+//    history of dead messages, pauses and resumes, is fixed, replays the dead messages and ends
+//    with every message succeeded; screenshots go to
 //    build/browser-demo-drained.png (after the first drain) and build/browser-demo.png (the end).
 //
-// Usage: node bindings-wasm/tests/browser/run.mjs [--pkg DIR] [--only conformance,workers,dead,demo]
+// Usage: node bindings-wasm/tests/browser/run.mjs [--pkg DIR] [--only conformance,workers,race,offline,dead,demo]
 // (`make test-browser` builds the package first). Prints "N passed, M failed" last and exits
 // non-zero on any failure.
 
@@ -29,6 +34,8 @@ import { launchChromium, newPage, pageIn } from "./chromium.mjs";
 const EXPECTED_FAILURES = new Map([]);
 
 const WORKER_MESSAGES = 500;
+const RACE_ENQUEUES = 1000;
+const RACE_KEYS = 100;
 const CASE_TIMEOUT_MS = 30_000;
 const WORKERS_TIMEOUT_MS = 120_000;
 const DEAD_TIMEOUT_MS = 10_000;
@@ -42,7 +49,7 @@ const arg = (name) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const pkgDir = resolve(arg("--pkg") ?? process.env.DEADLETTER_PKG ?? DEFAULT_PKG_DIR);
-const only = new Set((arg("--only") ?? "conformance,workers,dead,demo").split(","));
+const only = new Set((arg("--only") ?? "conformance,workers,race,offline,dead,demo").split(","));
 
 /** `promise`, or a rejection naming `what` after `ms`: a hung page must not hang the run. */
 function within(ms, what, promise) {
@@ -121,6 +128,107 @@ async function twoWorkers(browser, url) {
   );
 }
 
+/**
+ * Two dedicated workers race RACE_ENQUEUES enqueues each over RACE_KEYS idempotency keys: exactly
+ * one message per key must be stored, every enqueue of a key must return that message, and
+ * exactly RACE_KEYS of them must have inserted (`deduplicated` false). Then both run the worker loop
+ * until every message succeeded: each handled exactly once, the counts they resolve to summing up.
+ */
+async function race(browser, url) {
+  const page = await openSuitesPage(browser, url, "race");
+  const r = await within(WORKERS_TIMEOUT_MS, "race", page.evaluate(([n, k, c]) => window.suites.race(n, k, c), [RACE_ENQUEUES, RACE_KEYS, 4]));
+  await page.context().close();
+  const problems = [];
+  const idsByKey = new Map();
+  let inserted = 0;
+  for (const [w, results] of r.enqueued.entries()) {
+    if (results.length !== RACE_ENQUEUES) problems.push(`worker ${w} enqueued ${results.length}`);
+    for (const [key, id, deduplicated] of results) {
+      idsByKey.set(key, (idsByKey.get(key) ?? new Set()).add(id));
+      if (!deduplicated) inserted += 1;
+    }
+  }
+  const split = [...idsByKey].filter(([, ids]) => ids.size !== 1).map(([key]) => key);
+  const ids = new Set([...idsByKey.values()].flatMap((set) => [...set]));
+  if (idsByKey.size !== RACE_KEYS) problems.push(`${idsByKey.size} keys`);
+  if (split.length) problems.push(`keys with more than one message: ${split.slice(0, 5).join(", ")}`);
+  if (inserted !== RACE_KEYS) problems.push(`${inserted} enqueues inserted (deduplicated false), expected ${RACE_KEYS}`);
+  const { pending, processing, succeeded, dead } = r.stored;
+  if (pending !== RACE_KEYS || processing + succeeded + dead !== 0) problems.push(`stored: ${JSON.stringify(r.stored)}`);
+  const handled = r.processed.map((p) => p.handled);
+  const seen = r.processed.flatMap((p) => p.ids);
+  const twice = seen.filter((id, i) => seen.indexOf(id) !== i);
+  if (handled[0] + handled[1] !== RACE_KEYS) problems.push(`the loops resolved to ${handled.join(" + ")}`);
+  if (twice.length) problems.push(`handled more than once: ${twice.slice(0, 5).join(", ")}`);
+  if (seen.length !== RACE_KEYS || !seen.every((id) => ids.has(id))) problems.push(`handled ${seen.length} ids`);
+  if (r.after.succeeded !== RACE_KEYS) problems.push(`at the end: ${JSON.stringify(r.after)}`);
+  report(
+    problems.length === 0,
+    `two workers race ${RACE_ENQUEUES} enqueues each over ${RACE_KEYS} keys: ${RACE_KEYS} messages, each handled once by their loops`,
+    problems.join("; ") || `${ids.size} messages; the loops handled ${handled.join(" and ")}`,
+  );
+}
+
+/**
+ * The worker loop pauses while the browser is offline: Playwright's `setOffline` switches
+ * `navigator.onLine` and fires `offline` / `online`. Offline, the loop claims nothing and reads
+ * nothing (no timer runs); online, it handles what waits.
+ */
+async function offlinePause(browser, url) {
+  const context = await browser.newContext();
+  const problems = [];
+  try {
+    const page = await pageIn(context, "offline");
+    await page.goto(`${url}/bindings-wasm/tests/browser/page.html`);
+    await page.waitForFunction(() => window.suites !== undefined, null, { timeout: 30_000 });
+    const state = () => page.evaluate(() => window.suites.offlineState());
+    const settle = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+    const waitFor = async (what, condition) => {
+      const started = Date.now();
+      for (let s = await state(); ; s = await state()) {
+        if (condition(s)) return s;
+        if (Date.now() - started > 10_000) throw new Error(`${what}: still ${JSON.stringify(s)}`);
+        await settle(20);
+      }
+    };
+    await page.evaluate(() => window.suites.offlinePrepare(3));
+    await context.setOffline(true);
+    await waitFor("offline", (s) => !s.onLine);
+    await page.evaluate(() => window.suites.offlineStart());
+    await settle(100);
+    const paused = await state();
+    await settle(400); // eight poll intervals
+    const still = await state();
+    if (paused.claims !== 0 || paused.handled.length !== 0) problems.push(`started offline: ${JSON.stringify(paused)}`);
+    if (still.claims !== 0 || still.reads !== paused.reads) problems.push(`while offline: ${JSON.stringify(paused)} then ${JSON.stringify(still)}`);
+    await context.setOffline(false);
+    const back = await waitFor("the 3 messages after going online", (s) => s.handled.length === 3);
+    // Offline again while idle: the poll timer fires once more, finds the browser offline, stops.
+    await context.setOffline(true);
+    await waitFor("offline again", (s) => !s.onLine);
+    await settle(150);
+    const pausedAgain = await state();
+    await page.evaluate(() => window.suites.offlineEnqueue(2));
+    await settle(400);
+    const stillAgain = await state();
+    if (stillAgain.claims !== pausedAgain.claims || stillAgain.reads !== pausedAgain.reads || stillAgain.handled.length !== 3) {
+      problems.push(`offline again: ${JSON.stringify(pausedAgain)} then ${JSON.stringify(stillAgain)}`);
+    }
+    await context.setOffline(false);
+    const end = await waitFor("the 2 later messages", (s) => s.handled.length === 5);
+    const stopped = await page.evaluate(() => window.suites.offlineStop());
+    if (stopped.handled !== 5 || stopped.stats.succeeded !== 5) problems.push(`stopped: ${JSON.stringify(stopped)}`);
+    if (end.events.join() !== "offline,online,offline,online") problems.push(`events: ${end.events}`);
+    report(
+      problems.length === 0,
+      "the worker loop claims nothing while offline, without timers, and resumes on the online event",
+      problems.join("; ") || `no claim and no onLine read in 400 ms offline, twice; ${back.claims} claims to handle 3 once online, 5 in all`,
+    );
+  } finally {
+    await context.close();
+  }
+}
+
 /** Polls `page`'s `deadSeen()` until it holds `n` messages (or `DEAD_TIMEOUT_MS` passed). */
 async function seenBy(page, n) {
   const started = Date.now();
@@ -189,9 +297,38 @@ async function demo(browser, url, server) {
     const firstSeconds = (Date.now() - started) / 1000;
     if (first.dead === 0) problems.push("the first drain left no dead letters");
     const deadRows = await page.locator("#dead tbody tr").count();
-    const sampleError = await page.textContent("#dead tbody tr td:last-child");
+    const sampleError = await page.textContent("#dead tbody tr td:nth-child(5)");
+    // A dead message's error history: /strict refused it once (permanent), /gone three times.
+    const history = async (endpoint) => {
+      const row = page.locator(`#dead tbody tr[data-endpoint="${endpoint}"]`).first();
+      const id = await row.getAttribute("data-id");
+      await row.click();
+      await page.waitForFunction((i) => document.querySelector("#history-title").textContent.startsWith(`of #${i} `), id);
+      return page.$$eval("#history tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+    };
+    const strict = await history("/strict");
+    if (strict.length !== 1 || strict[0][0] !== "1" || strict[0][1] !== "PermanentError: HTTP 422 Unprocessable Entity") {
+      problems.push(`history of a dead /strict message: ${JSON.stringify(strict)}`);
+    }
+    const gone = await history("/gone");
+    // Each attempt's time, shown as seconds after the first (rounded to 0.1 s): it waited out
+    // its backoff, 2 s, then 4 s.
+    const after = gone.map((r) => Number(/\(\+([\d.]+) s\)/.exec(r[2])?.[1] ?? 0));
+    if (gone.map((r) => `${r[0]} ${r[1]}`).join() !== ["1", "2", "3"].map((a) => `${a} Error: HTTP 410 Gone`).join()
+      || !(after[0] === 0 && after[1] >= 2 && after[2] >= after[1] + 3.9)) {
+      problems.push(`history of a dead /gone message: ${JSON.stringify(gone)}`);
+    }
     await mkdir(join(ROOT, "build"), { recursive: true });
     await page.screenshot({ path: SCREENSHOT_DRAINED, fullPage: true });
+    // Pause: the loop's AbortController aborts; it resolves with one handled delivery per request.
+    await page.click("#start");
+    await phase("paused", 30_000);
+    const paused = await page.textContent("#log li:first-child");
+    const handled = Number(/relay paused: (\d+) deliveries handled/.exec(paused)?.[1]);
+    const requests = server.subscribers.state().total;
+    if (handled !== requests) problems.push(`paused after ${handled} handled deliveries, the server saw ${requests}`);
+    await page.click("#start");
+    await phase("relaying", 30_000);
     await page.check("#fix");
     await page.waitForFunction(() => document.querySelector("#log").textContent.includes("fixed /gone"));
     await page.click("#replay");
@@ -209,7 +346,8 @@ async function demo(browser, url, server) {
       "browser demo relays, drains, replays the dead and ends all succeeded",
       problems.join("; ")
         || `first drain ${firstSeconds.toFixed(1)} s: ${first.succeeded} succeeded, ${first.dead} dead `
-          + `(${deadRows} rows, e.g. "${sampleError}"); after replay ${total} succeeded; `
+          + `(${deadRows} rows, e.g. "${sampleError}"; histories of ${strict.length} and ${gone.length} attempts); `
+          + `paused after ${handled} deliveries; after replay ${total} succeeded; `
           + `${state.total} requests; screenshots ${SCREENSHOT_DRAINED}, ${SCREENSHOT}`,
     );
   } catch (err) {
@@ -231,7 +369,7 @@ async function main() {
   const server = await startServer({ pkgDir });
   const browser = await launchChromium();
   console.log(`Chromium ${browser.version()}; pages from ${server.url}; package ${pkgDir}`);
-  const suites = { conformance, workers: twoWorkers, dead: deadAcrossTabs, demo };
+  const suites = { conformance, workers: twoWorkers, race, offline: offlinePause, dead: deadAcrossTabs, demo };
   try {
     for (const [name, suite] of Object.entries(suites)) {
       if (!only.has(name)) continue;

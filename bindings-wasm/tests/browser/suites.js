@@ -117,6 +117,109 @@ async function twoWorkers(count) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Two dedicated module workers racing enqueues with idempotency keys, then worker loops
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Posts `message` to `worker`; resolves to its one answer (race-worker.js answers each step once). */
+function ask(worker, message) {
+  return new Promise((resolve, reject) => {
+    worker.onmessage = ({ data }) => (data.error ? reject(new Error(`${data.name}: ${data.error}`)) : resolve(data));
+    worker.onerror = (event) => reject(new Error(`worker error: ${event.message}`));
+    worker.postMessage(message);
+  });
+}
+
+/**
+ * Two workers (race-worker.js) enqueue `count` messages each at the same time, their idempotency
+ * keys cycling over `keys` distinct ones; then both run `queue.process` (`concurrency` each) until
+ * every stored message succeeded. Returns what each enqueue returned, the queue's statistics after
+ * the enqueues and at the end, and what each loop handled.
+ */
+async function race(count, keys, concurrency) {
+  const dbName = freshName("race");
+  const queueName = "hooks";
+  const db = await deadletter.open(dbName); // created here, so the workers only open it
+  const queue = db.queue(queueName);
+  const names = ["race-a", "race-b"];
+  const workers = names.map((name) => new Worker(new URL("race-worker.js", import.meta.url), { type: "module", name }));
+  try {
+    await Promise.all(workers.map((w, i) => ask(w, { step: "init", name: names[i], pkgUrl: PKG_URL, dbName, queueName })));
+    const enqueued = await Promise.all(workers.map((w) => ask(w, { step: "enqueue", count, keys })));
+    const stored = await queue.stats();
+    await Promise.all(workers.map((w) => ask(w, { step: "process", concurrency })));
+    const total = stored.pending + stored.processing + stored.succeeded + stored.dead;
+    const started = performance.now();
+    while ((await queue.stats()).succeeded < total && performance.now() - started < 60_000) await sleep(20);
+    const processed = await Promise.all(workers.map((w) => ask(w, { step: "stop" })));
+    return { enqueued: enqueued.map((e) => e.enqueued), stored, processed, after: await queue.stats() };
+  } finally {
+    for (const worker of workers) worker.terminate();
+    db.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The worker loop pauses while the browser is offline (run.mjs toggles it with setOffline)
+
+let offline = null; // { db, queue, claims, reads, handled, events, ... } of this page
+
+/**
+ * Opens a fresh database with `count` messages and counts, from now on, the loop's claims and its
+ * reads of `navigator.onLine` (an own getter shadowing Navigator.prototype's).
+ */
+async function offlinePrepare(count) {
+  const db = await deadletter.open(freshName("offline"));
+  const queue = db.queue("outbox");
+  for (let i = 0; i < count; i += 1) await queue.enqueue(`message ${i}`);
+  const real = Object.getOwnPropertyDescriptor(Navigator.prototype, "onLine").get;
+  const state = { db, queue, claims: 0, reads: 0, handled: [], events: [], onLine: () => real.call(navigator) };
+  queue.claimMany = (...args) => {
+    state.claims += 1;
+    return deadletter.Queue.prototype.claimMany.apply(queue, args);
+  };
+  Object.defineProperty(navigator, "onLine", {
+    configurable: true,
+    get() {
+      state.reads += 1;
+      return real.call(navigator);
+    },
+  });
+  for (const type of ["offline", "online"]) addEventListener(type, () => state.events.push(type));
+  offline = state;
+  return true;
+}
+
+/** Starts the worker loop (one handler at a time, polling every 50 ms when idle). */
+function offlineStart() {
+  offline.controller = new AbortController();
+  offline.loop = offline.queue.process((m) => {
+    offline.handled.push(m.id);
+  }, { pollIntervalMs: 50, signal: offline.controller.signal });
+  return true;
+}
+
+function offlineState() {
+  const { claims, reads, handled, events } = offline;
+  return { claims, reads, handled: [...handled], events: [...events], onLine: offline.onLine() };
+}
+
+async function offlineEnqueue(count) {
+  for (let i = 0; i < count; i += 1) await offline.queue.enqueue(`later ${i}`);
+  return true;
+}
+
+/** Aborts the loop; returns what it resolved to and the queue's statistics. */
+async function offlineStop() {
+  offline.controller.abort();
+  const handled = await offline.loop;
+  const stats = await offline.queue.stats();
+  delete navigator.onLine;
+  offline.db.close();
+  return { handled, stats };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Dead letters across tabs and workers: onDead callbacks hear of deaths made elsewhere
 
 let watched = null; // { db, seen: [messages] } of this page
@@ -264,4 +367,20 @@ async function benchDelayed(n, delayed = 200, payloadBytes = 10_000, warmup = 10
   return { n, delayed, payloadBytes, claimMs };
 }
 
-window.suites = { listCases, runCase, twoWorkers, watchDead, deadSeen, killInWorker, killHere, bench, benchDelayed };
+window.suites = {
+  listCases,
+  runCase,
+  twoWorkers,
+  race,
+  offlinePrepare,
+  offlineStart,
+  offlineState,
+  offlineEnqueue,
+  offlineStop,
+  watchDead,
+  deadSeen,
+  killInWorker,
+  killHere,
+  bench,
+  benchDelayed,
+};

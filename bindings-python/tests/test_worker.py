@@ -1,0 +1,601 @@
+"""Queue.process, the threaded worker loop: acks, failure texts, PermanentError, heartbeats,
+idle waits that neither spin nor oversleep, real parallelism, stopping (stop event,
+KeyboardInterrupt, SIGTERM in a subprocess) without losing a message, option validation.
+
+Waits are on events and barriers; time is asserted only where it is the subject (idle waits),
+with generous bounds."""
+
+from __future__ import annotations
+
+import _thread
+import asyncio
+import contextlib
+import gc
+import logging
+import queue as queues
+import signal
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from virtual_clock import T0, Clock
+
+import deadletter
+
+EVENT_TIMEOUT = 30.0  # seconds a test waits for something that happens at once when all is well
+CHILD = Path(__file__).with_name("worker_child.py")
+
+
+def seeded(
+    payloads: list[str], **open_options: Any
+) -> tuple[deadletter.Database, deadletter.Queue]:
+    db = deadletter.open(**open_options)
+    q = db.queue("jobs")
+    q.enqueue_many(payloads)
+    return db, q
+
+
+def in_thread(target: Any) -> tuple[threading.Thread, list[Any]]:
+    """Runs ``target()`` in a thread; the list receives its result (or exception)."""
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(target())
+        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            out.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, out
+
+
+def run_child_until_started_then_sigterm(
+    path: str, mode: str, *, sleep: float, shutdown: float
+) -> tuple[list[int], str, int]:
+    """Starts worker_child.py, waits until 3 handlers run, sends SIGTERM; returns the ids of the
+    started messages, everything the child printed, and its exit status."""
+    child = subprocess.Popen(
+        [sys.executable, str(CHILD), path, mode, str(sleep), str(shutdown)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: queues.Queue[str] = queues.Queue()
+    assert child.stdout is not None
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in child.stdout or ()])
+    reader.start()
+    output: list[str] = []
+    started: list[int] = []
+    try:
+        while len(started) < 3:
+            line = lines.get(timeout=EVENT_TIMEOUT)
+            output.append(line)
+            if line.startswith("started "):
+                started.append(int(line.split()[1]))
+        child.send_signal(signal.SIGTERM)
+        code = child.wait(timeout=EVENT_TIMEOUT)
+    finally:
+        child.kill()
+        reader.join(EVENT_TIMEOUT)
+    while not lines.empty():
+        output.append(lines.get())
+    return started, "".join(output), code
+
+
+def test_the_plan_comes_from_the_core() -> None:
+    from deadletter._deadletter import WorkerPlan, failure_text
+
+    clock = Clock()
+    db = deadletter.open(clock=clock, lease=10)
+    q = db.queue("jobs")
+    plan = WorkerPlan(q)
+    assert (plan.concurrency, plan.poll_interval, plan.shutdown_timeout) == (1, 1.0, 30.0)
+    assert (plan.lease, plan.heartbeat) == (10.0, 5.0)  # the database's lease; half of it
+    plan = WorkerPlan(q, concurrency=8, poll_interval=timedelta(seconds=2), lease=0.003)
+    assert (plan.concurrency, plan.poll_interval) == (8, 2.0)
+    assert (plan.lease, plan.heartbeat) == (0.003, 0.001)
+    assert plan.idle_wait(None) == 2.0  # nothing delayed: the poll interval
+    assert plan.idle_wait(T0 + timedelta(milliseconds=250)) == 0.25  # due sooner
+    assert plan.idle_wait(T0 + timedelta(seconds=5)) == 2.0  # due later
+    assert plan.idle_wait(T0 - timedelta(seconds=5)) == 0.001  # overdue: never 0, never a spin
+    assert failure_text("ValueError", "") == "ValueError"
+    db.close()
+
+
+def test_returning_acks_every_message_and_the_count_is_returned() -> None:
+    db, q = seeded(["a", "b", "c", "d", "e"])
+    seen: list[tuple[str, str, bool]] = []
+
+    def handler(m: deadletter.Message) -> None:
+        seen.append((m.payload, m.status, m.lease_token is not None))
+
+    assert q.process(handler, stop_when_idle=True) == 5
+    assert seen == [(p, "processing", True) for p in "abcde"]  # one at a time: claim order
+    assert [(m.status, m.retry_count, m.errors) for m in q.list()] == [("succeeded", 0, [])] * 5
+    db.close()
+
+
+@pytest.mark.parametrize(
+    ("raised", "text"),
+    [
+        (ValueError("bad input"), "ValueError: bad input"),
+        (TimeoutError(), "TimeoutError"),
+        (KeyError("id"), "KeyError: 'id'"),
+        (RuntimeError("a\0b"), "RuntimeError: a\ufffdb"),  # fail refuses NUL: replaced
+        (UnicodeError("bad \udc80 byte"), "UnicodeError: bad \ufffd byte"),  # a lone surrogate
+    ],
+)
+def test_an_exception_fails_the_message_with_its_type_and_text(
+    raised: Exception, text: str
+) -> None:
+    clock = Clock()
+    db, q = seeded(["x"], clock=clock)
+    stop = threading.Event()
+
+    def handler(m: deadletter.Message) -> None:
+        stop.set()
+        raise raised
+
+    assert q.process(handler, stop=stop) == 1
+    [m] = q.list()
+    assert (m.status, m.retry_count, m.last_error) == ("pending", 1, text)
+    assert m.retry_after == T0 + timedelta(seconds=2)  # the queue's backoff after one failure
+    assert m.errors == [{"attempt": 1, "error": text, "at": T0}]
+    db.close()
+
+
+def test_a_permanent_error_dead_letters_on_the_first_failure() -> None:
+    class Refused(deadletter.PermanentError):
+        pass
+
+    db, q = seeded([])
+    q.enqueue("x", max_retries=5)
+    died: list[int] = []
+    db.on_dead(lambda m: died.append(m.id))
+
+    def handler(m: deadletter.Message) -> None:
+        raise Refused("HTTP 422 Unprocessable Entity")
+
+    assert q.process(handler, stop_when_idle=True) == 1
+    [m] = q.list()
+    assert (m.status, m.retry_count, m.max_retries) == ("dead", 1, 5)
+    assert m.errors[0]["error"] == "Refused: HTTP 422 Unprocessable Entity"
+    assert m.last_error == m.errors[0]["error"]
+    assert died == [m.id]
+    assert issubclass(deadletter.PermanentError, Exception)
+    db.close()
+
+
+def test_a_handler_that_sleeps_past_its_lease_keeps_it_through_heartbeats() -> None:
+    # Were the lease lost, the loop's own next poll (every 50 ms, one free slot) would reap it and,
+    # with no backoff, run the message again at once.
+    db = deadletter.open()
+    q = db.queue("jobs", backoff=deadletter.Backoff(initial=0, cap=0))
+    q.enqueue("slow")
+    runs: list[int] = []
+    during: list[deadletter.Message] = []
+
+    def handler(m: deadletter.Message) -> None:
+        runs.append(m.id)
+        time.sleep(4.5)  # three leases
+        during.append(q.get(m.id))
+        assert m.lease_expires_at is not None
+
+    lease = 1.5
+    options = {"concurrency": 2, "poll_interval": 0.05, "lease": lease, "stop_when_idle": True}
+    assert q.process(handler, **options) == 1
+    assert runs == [1]
+    [m] = q.list()
+    assert (m.status, m.retry_count, m.errors) == ("succeeded", 0, [])
+    [seen] = during
+    assert seen.status == "processing" and seen.lease_token is not None
+    assert seen.lease_expires_at is not None and seen.updated_at is not None
+    assert seen.lease_expires_at - seen.updated_at == timedelta(seconds=lease)  # extended
+    assert seen.updated_at > m.created_at + timedelta(seconds=lease)  # ... after the first lease
+    db.close()
+
+
+def test_an_idle_loop_wakes_when_the_next_message_is_due() -> None:
+    db, q = seeded([])
+    q.enqueue("later", delay=0.3)
+    started = time.monotonic()
+    assert q.process(lambda m: None, poll_interval=5, stop_when_idle=True) == 1
+    elapsed = time.monotonic() - started
+    assert 0.25 <= elapsed < 2.5  # due after 0.3 s; the poll interval alone would take 5 s
+    db.close()
+
+
+def test_a_message_that_becomes_due_between_two_reads_of_a_poll_is_not_missed() -> None:
+    # A clock that moves 1 ms at every read: the loop's first poll reads it for next_due_at and
+    # then for claim_many, and the message becomes due exactly between the two. Read after the
+    # claim, next_due_at would see nothing delayed any more, and stop_when_idle would return
+    # with the message still pending.
+    now = [T0]
+
+    def ticking() -> datetime:
+        now[0] += timedelta(milliseconds=1)
+        return now[0]
+
+    db = deadletter.open(clock=ticking)
+    q = db.queue("jobs")
+    q.enqueue("late", delay=timedelta(milliseconds=2))
+    handled = q.process(lambda m: None, stop_when_idle=True, poll_interval=5)
+    assert handled == 1
+    assert [m.status for m in q.list()] == ["succeeded"]
+
+
+def test_an_idle_loop_does_not_spin() -> None:
+    claims = [0]
+
+    def random() -> float:  # asked once per claim_many (and fail: none here)
+        claims[0] += 1
+        return 0.5
+
+    db, q = seeded([], random=random)
+    q.enqueue("far away", delay=3600)
+    stop = threading.Event()
+    thread, out = in_thread(lambda: q.process(lambda m: None, poll_interval=0.2, stop=stop))
+    time.sleep(1.0)
+    stop.set()
+    thread.join(EVENT_TIMEOUT)
+    assert out == [0]
+    assert 2 <= claims[0] <= 12  # about one claim per 0.2 s: 6; a spinning loop makes thousands
+    db.close()
+
+
+def test_concurrency_runs_that_many_handlers_at_once_and_no_more() -> None:
+    db, q = seeded([str(n) for n in range(6)])
+    barrier = threading.Barrier(3, timeout=EVENT_TIMEOUT)  # breaks unless 3 handlers run at once
+    lock = threading.Lock()
+    running, peak = [0], [0]
+
+    def handler(m: deadletter.Message) -> None:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        barrier.wait()
+        with lock:
+            running[0] -= 1
+
+    assert q.process(handler, concurrency=3, stop_when_idle=True) == 6
+    assert peak == [3]
+    assert [m.status for m in q.list()] == ["succeeded"] * 6
+    db.close()
+
+
+def test_a_stop_event_ends_the_loop_after_the_running_handler() -> None:
+    db, q = seeded(["a", "b", "c"])
+    stop = threading.Event()
+
+    def handler(m: deadletter.Message) -> None:
+        stop.set()
+        time.sleep(0.3)  # still running when the loop notices the event
+
+    assert q.process(handler, stop=stop) == 1
+    statuses = [(m.status, m.lease_token is None, m.retry_count) for m in q.list()]
+    assert statuses == [("succeeded", True, 0), ("pending", True, 0), ("pending", True, 0)]
+    assert q.process(handler, stop=stop) == 0  # already set: nothing is claimed
+    assert q.get(2).status == "pending"
+    db.close()
+
+
+def watchdog() -> threading.Event:
+    """A stop event that a timer sets after EVENT_TIMEOUT: a loop that fails to stop otherwise
+    fails its test instead of hanging it."""
+    stop = threading.Event()
+    timer = threading.Timer(EVENT_TIMEOUT, stop.set)
+    timer.daemon = True
+    timer.start()
+    return stop
+
+
+@contextlib.contextmanager
+def on_log(text: str) -> Iterator[threading.Event]:
+    """An event set when the "deadletter" logger emits a record whose message contains text."""
+    seen = threading.Event()
+
+    class Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if text in record.getMessage():
+                seen.set()
+
+    logger = logging.getLogger("deadletter")
+    watch, level = Watch(), logger.level
+    logger.addHandler(watch)
+    logger.setLevel(logging.INFO)
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(watch)
+        logger.setLevel(level)
+
+
+def test_ctrl_c_stops_claiming_and_lets_the_running_handler_finish() -> None:
+    db, q = seeded(["a", "b", "c"])
+    stop = watchdog()
+    finished = threading.Event()
+
+    with on_log("stopping (SIGINT)") as stopping:
+
+        def handler(m: deadletter.Message) -> None:
+            _thread.interrupt_main()  # SIGINT's handler, run in the main thread, where process is
+            assert stopping.wait(EVENT_TIMEOUT)  # the loop stopped claiming while this runs
+            finished.set()
+
+        assert threading.current_thread() is threading.main_thread()
+        assert q.process(handler, concurrency=1, stop=stop) == 1
+    assert finished.is_set() and not stop.is_set()
+    assert [m.status for m in q.list()] == ["succeeded", "pending", "pending"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    db.close()
+
+
+def test_a_keyboard_interrupt_from_the_applications_sigint_handler_stops_it_too() -> None:
+    db, q = seeded(["a", "b"])
+    stop = watchdog()
+
+    def mine(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, mine)
+    try:
+        with on_log("stopping (KeyboardInterrupt)") as stopping:
+
+            def handler(m: deadletter.Message) -> None:
+                _thread.interrupt_main()
+                assert stopping.wait(EVENT_TIMEOUT)
+
+            assert q.process(handler, stop=stop) == 1
+        assert signal.getsignal(signal.SIGINT) is mine  # left in place
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert not stop.is_set()
+    assert [m.status for m in q.list()] == ["succeeded", "pending"]
+    db.close()
+
+
+def test_a_second_ctrl_c_while_handlers_finish_raises_keyboard_interrupt() -> None:
+    db, q = seeded(["a", "b"])
+    stop, release = watchdog(), threading.Event()
+    with on_log("stopping (SIGINT)") as stopping:
+
+        def handler(m: deadletter.Message) -> None:
+            _thread.interrupt_main()
+            assert stopping.wait(EVENT_TIMEOUT)
+            _thread.interrupt_main()
+            release.wait(EVENT_TIMEOUT)
+
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                q.process(handler, lease=60, stop=stop)
+        finally:
+            release.set()
+    assert not stop.is_set()
+    a, b = q.list()
+    assert (a.status, b.status) == ("processing", "pending")  # a is left to its lease
+    db.close()
+
+
+def test_past_the_shutdown_timeout_a_running_message_is_left_to_its_lease() -> None:
+    db, q = seeded(["a", "b"])
+    release = threading.Event()
+
+    def handler(m: deadletter.Message) -> None:
+        _thread.interrupt_main()
+        release.wait(EVENT_TIMEOUT)
+
+    try:
+        assert q.process(handler, shutdown_timeout=0.1, lease=60, stop=watchdog()) == 0
+        a, b = q.list()
+        assert a.status == "processing" and a.lease_token is not None
+        assert a.lease_expires_at is not None
+        assert a.lease_expires_at > datetime.now(timezone.utc) + timedelta(seconds=50)
+        assert (b.status, b.lease_token) == ("pending", None)
+    finally:
+        release.set()
+    db.close()
+
+
+def test_the_sigterm_handler_is_installed_for_the_call_and_restored() -> None:
+    db, q = seeded(["a"])
+    seen: list[Any] = []
+
+    def mine(signum: int, frame: object) -> None:
+        raise AssertionError("not called")
+
+    previous = signal.signal(signal.SIGTERM, mine)
+    try:
+        handler = lambda m: seen.append(signal.getsignal(signal.SIGTERM))  # noqa: E731
+        assert q.process(handler, stop_when_idle=True) == 1
+        assert signal.getsignal(signal.SIGTERM) is mine
+        assert seen and seen[0] is not mine  # the loop's own, while it ran
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    db.close()
+
+
+def test_a_loop_in_another_thread_leaves_signals_alone() -> None:
+    db, q = seeded(["a"])
+    before = signal.getsignal(signal.SIGTERM)
+    seen: list[Any] = []
+    handler = lambda m: seen.append(signal.getsignal(signal.SIGTERM))  # noqa: E731
+    thread, out = in_thread(lambda: q.process(handler, stop_when_idle=True))
+    thread.join(EVENT_TIMEOUT)
+    assert out == [1] and seen == [before]
+    db.close()
+
+
+@pytest.mark.parametrize("mode", ["threads", "async"])
+def test_sigterm_with_busy_handlers_exits_cleanly_with_nothing_lost(
+    tmp_path: Path, mode: str
+) -> None:
+    path = str(tmp_path / "jobs.db")
+    with deadletter.open(path) as db:
+        db.queue("jobs").enqueue_many([f"job {n}" for n in range(5)])
+    started, output, code = run_child_until_started_then_sigterm(path, mode, sleep=1.0, shutdown=20)
+    assert code == 0, output
+    assert output.splitlines()[-1] == "handled 3", output
+    with deadletter.open(path) as db:
+        messages = db.queue("jobs").list()
+    assert sorted(started) == [m.id for m in messages if m.status == "succeeded"]
+    assert len(started) == 3
+    left = [m for m in messages if m.id not in started]
+    assert [(m.status, m.retry_count, m.lease_token, m.errors) for m in left] == [
+        ("pending", 0, None, [])
+    ] * 2
+
+
+@pytest.mark.parametrize("mode", ["threads", "async"])
+def test_sigterm_past_the_shutdown_timeout_leaves_running_messages_to_their_leases(
+    tmp_path: Path, mode: str
+) -> None:
+    path = str(tmp_path / "jobs.db")
+    with deadletter.open(path) as db:
+        db.queue("jobs").enqueue_many([f"job {n}" for n in range(5)])
+    started, output, code = run_child_until_started_then_sigterm(path, mode, sleep=60, shutdown=0.2)
+    assert code == 0, output
+    assert output.splitlines()[-1] == "handled 0", output
+    with deadletter.open(path) as db:
+        messages = db.queue("jobs").list()
+    now = datetime.now(timezone.utc)
+    for m in messages:
+        if m.id in started:
+            assert m.status == "processing" and m.lease_expires_at is not None
+            assert m.lease_expires_at > now  # still leased (30 s): nobody else takes it yet
+        else:
+            assert (m.status, m.lease_token, m.retry_count) == ("pending", None, 0)
+    assert len(started) == 3
+
+
+def test_a_lost_lease_ends_the_heartbeats_and_the_outcome_is_refused(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock()
+    db = deadletter.open(clock=clock)
+    q = db.queue("jobs", backoff=deadletter.Backoff(initial=0, cap=0))
+    q.enqueue("x")
+    lost = threading.Event()
+    taken: list[deadletter.Message] = []
+
+    class Noticed(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "lease lost" in record.getMessage():
+                lost.set()
+
+    noticed = Noticed()
+    logging.getLogger("deadletter").addHandler(noticed)
+    runs: list[int] = []
+
+    def handler(m: deadletter.Message) -> None:
+        runs.append(m.id)
+        clock.advance(2)  # the 1 s lease ran out: another worker reaps it and takes the message
+        assert q.reap() == 1
+        other = q.claim()
+        assert other is not None
+        taken.append(other)
+        assert lost.wait(EVENT_TIMEOUT)  # the next heartbeat finds out
+        time.sleep(1.2)  # two more heartbeat periods: none is sent
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="deadletter"):
+            assert q.process(handler, lease=1, stop_when_idle=True) == 0
+    finally:
+        logging.getLogger("deadletter").removeHandler(noticed)
+    assert runs == [1]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2, warnings
+    assert warnings[0].startswith("message 1: lease lost, heartbeats stop:")
+    assert warnings[1].startswith("message 1: the handler's success was not recorded:")
+    m = q.get(1)  # still the other worker's, never acked by the loop
+    assert (m.status, m.lease_token, m.retry_count) == ("processing", taken[0].lease_token, 1)
+    assert m.errors[0]["error"] == "lease expired"
+    db.close()
+
+
+def test_a_store_error_stops_the_loop_and_is_raised(caplog: pytest.LogCaptureFixture) -> None:
+    db, q = seeded(["a", "b"])
+
+    def handler(m: deadletter.Message) -> None:
+        db.close()
+
+    with caplog.at_level(logging.ERROR, logger="deadletter"):
+        with pytest.raises(deadletter.StoreError):
+            q.process(handler, stop_when_idle=True)
+    assert [r.getMessage() for r in caplog.records] == [
+        "message 1: recording the handler's outcome failed"
+    ]
+
+
+def test_a_plain_handler_that_returns_a_coroutine_fails_its_message() -> None:
+    async def later(m: deadletter.Message) -> None:
+        pass
+
+    clock = Clock()
+    db, q = seeded(["a"], clock=clock)
+    stop = threading.Event()
+
+    def handler(m: deadletter.Message) -> Any:
+        stop.set()
+        return later(m)
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert q.process(handler, stop=stop) == 1
+        gc.collect()
+    assert [str(w.message) for w in seen] == []  # the coroutine was closed, not left unawaited
+    assert q.get(1).last_error == "TypeError: the handler returned an awaitable: use process_async"
+    db.close()
+
+
+def test_options_are_validated_together_before_anything_is_claimed() -> None:
+    db, q = seeded(["a"])
+    with pytest.raises(deadletter.ValidationError) as caught:
+        q.process(
+            "not callable",  # type: ignore[arg-type]
+            concurrency=0,
+            poll_interval="1s",  # type: ignore[arg-type]
+            stop_when_idle=1,  # type: ignore[arg-type]
+            shutdown_timeout=3601,
+            lease=timedelta(hours=13),
+            stop=asyncio.Event(),  # type: ignore[arg-type]
+        )
+    assert [(e["field"], e["code"]) for e in caught.value.errors] == [
+        ("handler", "type"),
+        ("concurrency", "out_of_range"),
+        ("poll_interval", "type"),
+        ("shutdown_timeout", "out_of_range"),
+        ("lease", "out_of_range"),
+        ("stop_when_idle", "type"),
+        ("stop", "type"),
+    ]
+    messages = {e["field"]: e["message"] for e in caught.value.errors}
+    assert messages["shutdown_timeout"] == "must be between 0 and 3600 seconds"
+    assert messages["poll_interval"] == (
+        "must be a number of seconds or a datetime.timedelta, got a string"
+    )
+    assert messages["stop"] == "must be a threading.Event or None, got an Event"
+
+    async def handler(m: deadletter.Message) -> None:
+        pass
+
+    with pytest.raises(deadletter.ValidationError) as caught:
+        q.process(handler)
+    assert caught.value.errors == [
+        {
+            "field": "handler",
+            "code": "type",
+            "message": "is an async def function: use process_async",
+        }
+    ]
+    with pytest.raises(deadletter.ValidationError):
+        q.process(lambda m: None, poll_interval=0)
+    assert q.get(1).status == "pending" and q.get(1).lease_token is None
+    db.close()

@@ -1,0 +1,301 @@
+"""Queue.process_async, the asyncio worker loop: the same outcomes as Queue.process (acks,
+failure texts, PermanentError, heartbeats, idle waits, concurrency), every database call off the
+event loop, cancellation that lets running handlers finish and then raises CancelledError, a
+stop event, and validation before anything is claimed. SIGTERM is tested with the threaded loop,
+in test_worker.py (both modes)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from typing import Any, Callable, TypeVar
+
+import pytest
+from virtual_clock import T0, Clock
+
+import deadletter
+
+EVENT_TIMEOUT = 30.0
+T = TypeVar("T")
+
+
+def seeded(
+    payloads: list[str], **open_options: Any
+) -> tuple[deadletter.Database, deadletter.Queue]:
+    db = deadletter.open(**open_options)
+    q = db.queue("jobs")
+    q.enqueue_many(payloads)
+    return db, q
+
+
+def run(main: Callable[[], Awaitable[T]]) -> T:
+    """Runs ``main()`` under asyncio.run, failing (not hanging) past EVENT_TIMEOUT."""
+
+    async def bounded() -> T:
+        return await asyncio.wait_for(main(), EVENT_TIMEOUT)
+
+    return asyncio.run(bounded())
+
+
+def test_returning_acks_and_the_count_is_returned() -> None:
+    db, q = seeded(["a", "b", "c"])
+    seen: list[str] = []
+
+    async def handler(m: deadletter.Message) -> None:
+        await asyncio.sleep(0)
+        seen.append(m.payload)
+
+    assert run(lambda: q.process_async(handler, stop_when_idle=True)) == 3
+    assert seen == ["a", "b", "c"]
+    assert [(m.status, m.retry_count) for m in q.list()] == [("succeeded", 0)] * 3
+    db.close()
+
+
+def test_an_exception_is_a_retry_with_its_text_and_a_permanent_error_a_dead_letter() -> None:
+    clock = Clock()
+    db, q = seeded([], clock=clock)
+    q.enqueue("retry", max_retries=5)
+    q.enqueue("permanent", max_retries=5)
+    stop = asyncio.Event()
+
+    async def handler(m: deadletter.Message) -> None:
+        if m.payload == "retry":
+            raise ConnectionResetError("peer went away")
+        stop.set()
+        raise deadletter.PermanentError("malformed payload")
+
+    assert run(lambda: q.process_async(handler, stop=stop)) == 2
+    retry, permanent = q.list()
+    assert (retry.status, retry.retry_count, retry.retry_after) == (
+        "pending",
+        1,
+        T0 + timedelta(seconds=2),
+    )
+    error = "ConnectionResetError: peer went away"
+    assert retry.errors == [{"attempt": 1, "error": error, "at": T0}]
+    assert (permanent.status, permanent.retry_count) == ("dead", 1)
+    assert permanent.errors[0]["error"] == "PermanentError: malformed payload"
+    db.close()
+
+
+def test_a_handler_that_sleeps_past_its_lease_keeps_it_through_heartbeats() -> None:
+    db = deadletter.open()
+    q = db.queue("jobs", backoff=deadletter.Backoff(initial=0, cap=0))
+    q.enqueue("slow")
+    runs: list[int] = []
+
+    during: list[deadletter.Message] = []
+
+    async def handler(m: deadletter.Message) -> None:
+        runs.append(m.id)
+        # Three leases, blocking the event loop's only default-executor thread all along: the
+        # loop's heartbeats do not queue behind it.
+        await asyncio.to_thread(time.sleep, 4.5)
+        during.append(q.get(m.id))
+
+    async def main() -> int:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(1))
+        return await q.process_async(
+            handler, concurrency=2, poll_interval=0.05, lease=lease, stop_when_idle=True
+        )
+
+    lease = 1.5
+    handled = run(main)
+    assert handled == 1 and runs == [1]
+    [m] = q.list()
+    assert (m.status, m.retry_count, m.errors) == ("succeeded", 0, [])
+    [seen] = during
+    assert seen.status == "processing" and seen.lease_expires_at is not None
+    assert seen.lease_expires_at - seen.updated_at == timedelta(seconds=lease)  # extended ...
+    assert seen.updated_at > m.created_at + timedelta(seconds=lease)  # ... after the first lease
+    db.close()
+
+
+def test_concurrency_runs_that_many_handlers_at_once_and_no_more() -> None:
+    db, q = seeded([str(n) for n in range(6)])
+    running, peak = [0], [0]
+
+    async def main() -> int:
+        full = asyncio.Event()
+
+        async def handler(m: deadletter.Message) -> None:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+            if running[0] == 3:
+                full.set()
+            await full.wait()  # never set unless 3 run at once: the test times out
+            running[0] -= 1
+            if running[0] == 0:
+                full.clear()
+
+        return await q.process_async(handler, concurrency=3, stop_when_idle=True)
+
+    assert run(main) == 6
+    assert peak == [3]
+    db.close()
+
+
+def test_an_idle_loop_wakes_when_due_and_does_not_spin() -> None:
+    claims = [0]
+
+    def random() -> float:  # asked once per claim_many
+        claims[0] += 1
+        return 0.5
+
+    db, q = seeded([], random=random)
+    q.enqueue("soon", delay=0.3)
+    started = time.monotonic()
+    assert run(lambda: q.process_async(_noop, poll_interval=5, stop_when_idle=True)) == 1
+    assert 0.25 <= time.monotonic() - started < 2.5  # the poll interval alone would take 5 s
+
+    q.enqueue("far away", delay=3600)
+    claims[0] = 0
+
+    async def idle_for_a_second() -> int:
+        stop = asyncio.Event()
+        asyncio.get_running_loop().call_later(1.0, stop.set)
+        return await q.process_async(_noop, poll_interval=0.2, stop=stop)
+
+    assert run(idle_for_a_second) == 0
+    assert 2 <= claims[0] <= 12  # about one claim per 0.2 s
+    db.close()
+
+
+async def _noop(m: deadletter.Message) -> None:
+    pass
+
+
+def test_database_calls_run_off_the_event_loop_in_the_loops_own_threads() -> None:
+    threads: list[threading.Thread] = []
+
+    def random() -> float:  # called inside claim_many and fail, in the calling thread
+        threads.append(threading.current_thread())
+        return 0.5
+
+    db, q = seeded(["a", "b"], random=random)
+
+    async def handler(m: deadletter.Message) -> None:
+        if m.payload == "b":
+            raise deadletter.PermanentError("b")
+
+    async def main() -> tuple[int, threading.Thread]:
+        handled = await q.process_async(handler, stop_when_idle=True)
+        return handled, threading.current_thread()
+
+    handled, loop_thread = run(main)
+    assert handled == 2
+    assert len(threads) >= 3  # claims, and the fail of "b"
+    assert loop_thread not in threads
+    assert {t.name.split("_")[0] for t in threads} == {"deadletter-db"}
+    db.close()
+
+
+def test_cancelling_lets_running_handlers_finish_then_raises_cancelled_error() -> None:
+    db, q = seeded(["a", "b", "c", "d"])
+    finished: list[str] = []
+
+    async def main() -> None:
+        both = asyncio.Event()
+        started: list[str] = []
+
+        async def handler(m: deadletter.Message) -> None:
+            started.append(m.payload)
+            if len(started) == 2:
+                both.set()
+            await asyncio.sleep(0.3)
+            finished.append(m.payload)
+
+        task = asyncio.ensure_future(q.process_async(handler, concurrency=2))
+        await both.wait()
+        task.cancel()  # what Ctrl-C does to the main task under asyncio.run
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(main)
+    assert sorted(finished) == ["a", "b"]
+    assert [m.status for m in q.list()] == ["succeeded", "succeeded", "pending", "pending"]
+    db.close()
+
+
+def test_past_the_shutdown_timeout_cancelled_handlers_leave_their_messages_leased() -> None:
+    db, q = seeded(["a", "b"])
+    cancelled: list[str] = []
+
+    async def main() -> None:
+        started = asyncio.Event()
+
+        async def handler(m: deadletter.Message) -> None:
+            started.set()
+            try:
+                await asyncio.Event().wait()  # forever
+            except asyncio.CancelledError:
+                cancelled.append(m.payload)
+                raise
+
+        task = asyncio.ensure_future(q.process_async(handler, shutdown_timeout=0.1, lease=60))
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0)  # the handler's task sees its cancellation
+
+    run(main)
+    assert cancelled == ["a"]
+    a, b = q.list()
+    assert (a.status, a.retry_count) == ("processing", 0) and a.lease_token is not None
+    assert (b.status, b.lease_token) == ("pending", None)
+    db.close()
+
+
+def test_a_stop_event_returns_the_count_after_the_running_handler() -> None:
+    db, q = seeded(["a", "b", "c"])
+
+    async def main() -> int:
+        stop = asyncio.Event()
+
+        async def handler(m: deadletter.Message) -> None:
+            stop.set()
+            await asyncio.sleep(0.2)
+
+        return await q.process_async(handler, stop=stop)
+
+    assert run(main) == 1
+    assert [m.status for m in q.list()] == ["succeeded", "pending", "pending"]
+
+    async def already_set() -> int:
+        stop = asyncio.Event()
+        stop.set()
+        return await q.process_async(_noop, stop=stop)
+
+    assert run(already_set) == 0
+    assert q.get(2).lease_token is None
+    db.close()
+
+
+def test_arguments_are_validated_at_the_call_before_anything_is_claimed() -> None:
+    db, q = seeded(["a"])
+
+    def plain(m: deadletter.Message) -> None:
+        pass
+
+    with pytest.raises(deadletter.ValidationError) as caught:
+        q.process_async(plain, concurrency=1001, stop=threading.Event())  # type: ignore[arg-type]
+    assert [(e["field"], e["code"]) for e in caught.value.errors] == [
+        ("handler", "type"),
+        ("concurrency", "out_of_range"),
+        ("stop", "type"),
+    ]
+    assert caught.value.errors[0]["message"] == (
+        "must be an async def function (use process for a plain function)"
+    )
+
+    class Callable_:
+        async def __call__(self, m: deadletter.Message) -> None:
+            pass
+
+    assert run(lambda: q.process_async(Callable_(), stop_when_idle=True)) == 1  # accepted
+    db.close()
