@@ -12,11 +12,12 @@ answers ``POST .../messages/{id}/succeed`` or ``.../fail`` with the token (``ret
 for a failure that retrying cannot fix: the message is dead at once). A 409 ``conflict`` from
 succeed/fail means the lease ran out and the message went back to the queue: drop it.
 
-`RemoteQueue` has the producer's and worker's methods of `deadletter.Queue` (enqueue with an
-idempotency key, sent as the ``Idempotency-Key`` header; claim, extend, succeed, fail, replay,
-get, list) and raises its exceptions (mapped from the problems' ``code``), so code written for a
-local queue runs against a server unchanged; the webhook relay demo's ``--http`` mode uses it.
-``DEADLETTER_TOKEN`` is sent as a bearer token.
+`RemoteQueue` has the producer's, worker's and operator's methods of `deadletter.Queue` that
+the demos use (enqueue with an idempotency key, sent as the ``Idempotency-Key`` header; claim,
+extend, succeed, fail, replay, replay_all, get, list, stats, and `RemoteQueue.process`, a
+simpler `Queue.process` over HTTP) and raises its exceptions (mapped from the problems'
+``code``), so code written for a local queue runs against a server unchanged; the webhook relay
+demo's ``--http`` mode uses it. ``DEADLETTER_TOKEN`` is sent as a bearer token.
 """
 
 from __future__ import annotations
@@ -25,17 +26,23 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any, Optional
 from urllib.parse import quote
 
 import httpx
 
 import deadletter  # for its exception classes only: problems map onto them by `code`
+
+
+def instant(text: Optional[str]) -> Optional[datetime]:
+    """``"2026-11-30T16:24:03.123Z"`` as an aware datetime."""
+    return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 @dataclass(frozen=True)
@@ -54,14 +61,48 @@ class RemoteMessage:
     updated_at: datetime
     lease_token: Optional[str]
     lease_expires_at: Optional[datetime]
+    idempotency_key: Optional[str]
+    deduplicated: bool
+    first_failed_at: Optional[datetime]
+    dead_at: Optional[datetime]
+    errors: list[dict[str, Any]]  # {"attempt": int, "error": str, "at": datetime}
+    errors_dropped: int
+    replay_count: int
+    replayed_at: Optional[datetime]
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RemoteMessage:
         """From the JSON object; fields a newer server adds are ignored."""
         values = {f.name: data[f.name] for f in fields(cls)}
-        for name in ("retry_after", "created_at", "updated_at", "lease_expires_at"):
-            if values[name] is not None:  # "2026-11-30T16:24:03.123Z"
-                values[name] = datetime.fromisoformat(values[name].replace("Z", "+00:00"))
+        for name in values:
+            if name.endswith("_at") or name == "retry_after":
+                values[name] = instant(values[name])
+        values["errors"] = [{**entry, "at": instant(entry["at"])} for entry in values["errors"]]
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class RemoteStats:
+    """A queue's statistics as the server sent them (ages in seconds, as timedeltas)."""
+
+    queue: str
+    pending: int
+    processing: int
+    succeeded: int
+    dead: int
+    expired: int
+    delayed: int
+    next_due_at: Optional[datetime]
+    oldest_due_age: Optional[timedelta]
+    oldest_dead_age: Optional[timedelta]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RemoteStats:
+        values = {f.name: data[f.name] for f in fields(cls)}
+        values["next_due_at"] = instant(values["next_due_at"])
+        for name in ("oldest_due_age", "oldest_dead_age"):
+            if values[name] is not None:
+                values[name] = timedelta(seconds=values[name])
         return cls(**values)
 
 
@@ -127,8 +168,20 @@ class RemoteQueue:
         return RemoteMessage.from_json(self._call("POST", "/messages", body, key))
 
     def claim(self, *, lease: Optional[float] = None) -> Optional[RemoteMessage]:
-        data = self._call("POST", "/claim", {"lease": lease})
-        return None if data is None else RemoteMessage.from_json(data)
+        return self.claim_or_wait(lease=lease)[0]
+
+    def claim_or_wait(
+        self, *, lease: Optional[float] = None
+    ) -> tuple[Optional[RemoteMessage], Optional[float]]:
+        """`claim`, and when nothing is due, the seconds until a delayed message is (the 204's
+        ``Retry-After``), or None when none is delayed."""
+        response = self.client.post(self.path + "/claim", json={"lease": lease})
+        if response.status_code >= 400:
+            raise problem_error(response)
+        if response.status_code == 204:
+            wait = response.headers.get("retry-after")
+            return None, None if wait is None else float(wait)
+        return RemoteMessage.from_json(response.json()), None
 
     def extend(
         self, id: int, *, lease_token: str, lease: Optional[float] = None
@@ -154,6 +207,110 @@ class RemoteQueue:
     def replay(self, id: int) -> RemoteMessage:
         return RemoteMessage.from_json(self._call("POST", f"/messages/{id}/replay"))
 
+    def process(
+        self,
+        handler: Callable[[RemoteMessage], object],
+        *,
+        concurrency: int = 1,
+        poll_interval: float = 1.0,
+        stop_when_idle: bool = False,
+        lease: float = 30.0,
+        stop: Optional[threading.Event] = None,
+    ) -> int:
+        """`deadletter.Queue.process` over HTTP, simplified: ``concurrency`` threads each claim
+        one message at a time and run ``handler`` on it while a heartbeat extends its lease every
+        half lease; returning acks the message, raising fails it with ``"ExceptionType:
+        message"`` (for good when the exception is a `deadletter.PermanentError`). A thread that
+        finds nothing due sleeps until the empty claim's ``Retry-After`` or ``poll_interval``,
+        whichever is sooner. It stops when ``stop`` is set, or with ``stop_when_idle`` once the
+        queue holds nothing pending or processing. Returns how many messages it handled (whose
+        outcome was recorded); an error of the server or the network stops it and is raised."""
+        ended = threading.Event()
+        lock = threading.Lock()
+        handled: list[int] = []
+        failures: list[BaseException] = []
+
+        def stopped() -> bool:
+            return ended.is_set() or (stop is not None and stop.is_set())
+
+        def run() -> None:
+            try:
+                while not stopped():
+                    message, wait = self.claim_or_wait(lease=lease)
+                    if message is None:
+                        left = self.stats() if stop_when_idle else None
+                        if left is not None and left.pending == left.processing == 0:
+                            ended.set()
+                        ended.wait(min(wait if wait is not None else poll_interval, poll_interval))
+                    elif self._handle(message, handler, lease):
+                        with lock:
+                            handled.append(message.id)
+            except BaseException as err:  # noqa: BLE001 (raised again by `process`)
+                failures.append(err)
+                ended.set()
+
+        threads = [threading.Thread(target=run, daemon=True) for _ in range(concurrency)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if failures:
+            raise failures[0]
+        return len(handled)
+
+    def _handle(
+        self, message: RemoteMessage, handler: Callable[[RemoteMessage], object], lease: float
+    ) -> bool:
+        """Runs the handler with heartbeats, then records its outcome; False when the lease was
+        lost meanwhile (another worker has the message)."""
+        token = message.lease_token or ""
+        finished = threading.Event()
+
+        def heartbeat() -> None:
+            while not finished.wait(lease / 2):
+                try:
+                    self.extend(message.id, lease_token=token, lease=lease)
+                except deadletter.ConflictError:
+                    return
+
+        beat = threading.Thread(target=heartbeat, daemon=True)
+        beat.start()
+        try:
+            handler(message)
+            error, retryable = None, True
+        except Exception as err:  # noqa: BLE001 (any failure of the handler is the message's)
+            error = f"{type(err).__name__}: {err}"
+            retryable = not isinstance(err, deadletter.PermanentError)
+        finally:
+            finished.set()
+            beat.join()
+        try:
+            if error is None:
+                self.succeed(message.id, lease_token=token)
+            else:
+                self.fail(message.id, error, lease_token=token, retryable=retryable)
+        except deadletter.ConflictError:
+            return False
+        return True
+
+    def replay_all(
+        self,
+        *,
+        error_contains: Optional[str] = None,
+        dead_before: Optional[datetime] = None,
+        dead_after: Optional[datetime] = None,
+        limit: Optional[int] = None,
+    ) -> int:
+        utc = {
+            name: None if moment is None else moment.astimezone(timezone.utc).isoformat()
+            for name, moment in (("dead_before", dead_before), ("dead_after", dead_after))
+        }
+        body = {"error_contains": error_contains, "limit": limit, **utc}
+        return int(self._call("POST", "/replay", body)["replayed"])
+
+    def stats(self) -> RemoteStats:
+        return RemoteStats.from_json(self._call("GET", "/stats"))
+
     def get(self, id: int) -> RemoteMessage:
         return RemoteMessage.from_json(self._call("GET", f"/messages/{id}"))
 
@@ -164,7 +321,7 @@ class RemoteQueue:
         return [RemoteMessage.from_json(m) for m in page["messages"]]
 
 
-class Permanent(Exception):
+class Permanent(deadletter.PermanentError):
     """A failure that retrying cannot fix: the message goes to the dead-letter queue at once."""
 
 

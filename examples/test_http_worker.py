@@ -8,12 +8,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from http_worker import RemoteQueue, print_job, work
+from http_worker import Permanent, RemoteMessage, RemoteQueue, print_job, work
 from webhook_relay import serve_in_thread
 
 import deadletter
@@ -103,3 +104,32 @@ def test_the_command_line_drains_a_queue(server: tuple[str, deadletter.Database]
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines() == ["processed {'n': 1}", "processed {'n': 2}", "2 succeeded"]
     assert [m.status for m in db.queue("jobs").list()] == ["succeeded", "succeeded"]
+
+
+def test_remote_process_heartbeats_retries_and_stops_when_idle(queue: RemoteQueue) -> None:
+    """The loop over HTTP: a handler slower than the lease keeps it (heartbeats), a failure is
+    retried after its backoff, a PermanentError is dead at once, and stop_when_idle returns."""
+    seen: list[str] = []
+
+    def handle(message: RemoteMessage) -> None:
+        seen.append(message.payload)
+        if message.payload == "slow":
+            time.sleep(1.5)  # longer than the lease of 1 s
+        elif message.payload == "flaky" and message.retry_count == 0:
+            raise RuntimeError("try again")
+        elif message.payload == "bad":
+            raise Permanent("malformed")
+
+    for payload in ("slow", "flaky", "bad"):
+        queue.enqueue(payload)
+    handled = queue.process(handle, concurrency=2, stop_when_idle=True, lease=1, poll_interval=0.5)
+    assert handled == 4  # flaky twice
+    assert sorted(seen) == ["bad", "flaky", "flaky", "slow"]
+    slow, flaky, bad = queue.list()
+    assert (slow.status, slow.errors) == ("succeeded", [])  # no "lease expired"
+    assert (flaky.status, [e["error"] for e in flaky.errors]) == (
+        "succeeded",
+        ["RuntimeError: try again"],
+    )
+    assert (bad.status, bad.last_error) == ("dead", "Permanent: malformed")
+    assert queue.stats().pending == 0

@@ -28,12 +28,20 @@ a ``deadletter.PermanentError``) and the message is dead at once. Everything els
 included: "gone" is as often a partner moving its endpoint as a partner leaving, and two short
 retries before the dead-letter queue cost little. Network errors and 5xx are retried too.
 
+``--http`` runs the same relay through the HTTP API: the queue file is served by
+``deadletter.http`` under uvicorn (in a thread of this process, on a free port of 127.0.0.1), and
+the workers, the replay and the summaries use it over HTTP with ``RemoteQueue`` of
+``examples/http_worker.py`` (httpx), whose methods and exceptions are those of `deadletter.Queue`
+(its ``process`` is a simpler worker loop of its own). ``make demo-http`` runs it; it needs the
+``server`` extra.
+
 Run it with ``make demo`` (which installs everything first), or after ``npm ci`` and building the
 binding: ``.venv/bin/python examples/webhook_relay.py``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -43,19 +51,26 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 import deadletter
+
+if TYPE_CHECKING:
+    from http_worker import RemoteMessage, RemoteQueue
 
 EXAMPLES_PACKAGE = "@octokit/webhooks-examples"
 EXAMPLES_DIR = Path("node_modules", *EXAMPLES_PACKAGE.split("/"))
 EXAMPLES_FILE = EXAMPLES_DIR / "api.github.com" / "index.json"
 
 HOST = "127.0.0.1"
+# The queue in this process, or the same file through the HTTP API (--http).
+Queue = Union[deadletter.Queue, "RemoteQueue"]
+Message = Union[deadletter.Message, "RemoteMessage"]
 ENDPOINTS = ("/ok", "/flaky", "/gone", "/strict")
 # The events /strict still understands; it answers 422 to every other event.
 STRICT_EVENTS = frozenset(
@@ -305,7 +320,7 @@ class Relay:
         self.lock = threading.Lock()
         self.attempts: Counter[str] = Counter()  # per endpoint
 
-    def __call__(self, message: deadletter.Message) -> None:
+    def __call__(self, message: Message) -> None:
         delivery = Delivery.from_payload(message.payload)
         with self.lock:
             self.attempts[delivery.endpoint] += 1
@@ -340,7 +355,7 @@ class DrainResult:
     errors: list[str]
 
 
-def run_drain(queue: deadletter.Queue, relay: Relay) -> DrainResult:
+def run_drain(queue: Queue, relay: Relay) -> DrainResult:
     """Run the worker loop until no message is due, in flight or delayed (or a timeout)."""
     before = relay.attempts.copy()
     stop = threading.Event()
@@ -364,7 +379,7 @@ def run_drain(queue: deadletter.Queue, relay: Relay) -> DrainResult:
 # Reading the queue back
 
 
-def messages(queue: deadletter.Queue, status: Status) -> Iterator[deadletter.Message]:
+def messages(queue: Queue, status: Status) -> Iterator[Message]:
     """Every message with ``status``, page by page (keyset pagination on the id)."""
     after_id: int | None = None
     while True:
@@ -375,7 +390,7 @@ def messages(queue: deadletter.Queue, status: Status) -> Iterator[deadletter.Mes
         after_id = page[-1].id
 
 
-def status_table(queue: deadletter.Queue) -> dict[Status, Counter[str]]:
+def status_table(queue: Queue) -> dict[Status, Counter[str]]:
     """For each status, how many messages have it, per endpoint."""
     table: dict[Status, Counter[str]] = {status: Counter() for status in STATUSES}
     for status in STATUSES:
@@ -384,7 +399,7 @@ def status_table(queue: deadletter.Queue) -> dict[Status, Counter[str]]:
     return table
 
 
-def lease_expiries(queue: deadletter.Queue) -> int:
+def lease_expiries(queue: Queue) -> int:
     """How many attempts ended because a lease ran out, read from the error histories."""
     return sum(
         entry["error"] == "lease expired"
@@ -398,7 +413,7 @@ def lease_expiries(queue: deadletter.Queue) -> int:
 # Printing
 
 
-def print_summary(title: str, queue: deadletter.Queue, result: DrainResult) -> Counter[str]:
+def print_summary(title: str, queue: Queue, result: DrainResult) -> Counter[str]:
     """Print the statuses per endpoint and the throughput of a drain; return the status counts."""
     table = status_table(queue)
     totals: Counter[str] = Counter({s: sum(table[s].values()) for s in STATUSES})
@@ -420,9 +435,9 @@ def print_summary(title: str, queue: deadletter.Queue, result: DrainResult) -> C
     return totals
 
 
-def print_dead_letters(queue: deadletter.Queue) -> None:
+def print_dead_letters(queue: Queue) -> None:
     """Print how many messages died of each error, and the first few of each with their retries."""
-    by_error: dict[str, list[deadletter.Message]] = {}
+    by_error: dict[str, list[Message]] = {}
     for message in messages(queue, "dead"):
         by_error.setdefault(message.last_error or "", []).append(message)
     for error, dead in by_error.items():
@@ -438,7 +453,7 @@ def print_dead_letters(queue: deadletter.Queue) -> None:
         print_error_history(retried)
 
 
-def print_error_history(message: deadletter.Message) -> None:
+def print_error_history(message: Message) -> None:
     """Print every failed attempt of a message, timed from its enqueue (the backoff shows)."""
     delivery = Delivery.from_payload(message.payload)
     print(f"error history of dead letter #{message.id} ({delivery.endpoint} {delivery.kind}):")
@@ -473,10 +488,9 @@ def overlap_reasons(subscribers: Subscribers) -> list[str]:
 
 
 def relay_all(
-    db: deadletter.Database, deliveries: list[Delivery], subscribers: Subscribers, url: str
+    queue: Queue, deliveries: list[Delivery], subscribers: Subscribers, url: str
 ) -> list[str]:
     """Enqueue, drain, fix, replay and drain again; return the reasons for failure, if any."""
-    queue = db.queue(QUEUE_NAME)
     relay = Relay(url)
     started = time.monotonic()
     for delivery in deliveries:
@@ -497,8 +511,51 @@ def relay_all(
     return verdict(totals, len(deliveries), subscribers, second.errors)
 
 
-def main() -> int:
+@contextmanager
+def serve_in_thread(app: Any) -> Iterator[str]:
+    """Serves the ASGI ``app`` with uvicorn in a thread, on a free port of 127.0.0.1; yields its
+    base URL and stops it afterwards."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="deadletter-http", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the deadletter HTTP server did not start")
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://{HOST}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join()
+
+
+@contextmanager
+def open_queue(path: Path, over_http: bool) -> Iterator[Queue]:
+    """The demo's queue in the file ``path``: a `deadletter.Queue`, or the same queue through
+    `deadletter.http` with `RemoteQueue` (``--http``)."""
+    with deadletter.open(str(path)) as db:
+        if not over_http:
+            yield db.queue(QUEUE_NAME)
+            return
+        import httpx
+        from http_worker import RemoteQueue
+
+        from deadletter.http import app
+
+        with serve_in_thread(app(db)) as url, httpx.Client(base_url=url, timeout=60) as client:
+            print(f"through the HTTP API at {url} (deadletter.http under uvicorn)")
+            yield RemoteQueue(client, QUEUE_NAME)
+
+
+def main(argv: list[str] | None = None) -> int:
     """Run the demo; return the process exit code."""
+    parser = argparse.ArgumentParser(description="The webhook relay demo of deadletter.")
+    parser.add_argument("--http", action="store_true", help="use the queue through its HTTP API")
+    args = parser.parse_args(argv)
     try:
         root = find_repo_root(Path(__file__).resolve().parent)
         path = examples_file(root)
@@ -517,8 +574,8 @@ def main() -> int:
     started = time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix="deadletter-demo-") as tmp:
-            with deadletter.open(str(Path(tmp) / "jobs.db")) as db:
-                reasons = relay_all(db, deliveries, subscribers, server.url)
+            with open_queue(Path(tmp) / "jobs.db", args.http) as queue:
+                reasons = relay_all(queue, deliveries, subscribers, server.url)
     finally:
         server.shutdown()
         server.server_close()

@@ -391,13 +391,6 @@ def retry_after(due: datetime, now: datetime) -> str:
     return str(max(0, math.ceil((due - now) / timedelta(milliseconds=1) / 1000)))
 
 
-def next_due_at(queue: deadletter.Queue) -> Optional[datetime]:
-    """When the queue's next delayed message is due. `Queue.next_due_at` (one index read) is on
-    its way; until it lands, the statistics say it (counting the queue's messages)."""
-    read: Optional[Callable[[], Optional[datetime]]] = getattr(queue, "next_due_at", None)
-    return read() if read is not None else queue.stats().next_due_at
-
-
 def message_path(request: Request, message: deadletter.Message) -> str:
     """The message's URL path, under the prefix the app is mounted at."""
     prefix = quote(request.scope.get("root_path", ""), safe="/")
@@ -514,7 +507,7 @@ class Api:
         message = await run_in_threadpool(queue.claim, lease=data["lease"])
         if message is not None:
             return message_response(message)
-        due = await run_in_threadpool(next_due_at, queue)
+        due = await run_in_threadpool(queue.next_due_at)
         headers = {} if due is None else {"Retry-After": retry_after(due, self.clock())}
         return Response(status_code=204, headers=headers)
 
