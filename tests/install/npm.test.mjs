@@ -74,6 +74,7 @@ test("the tarball holds only what users need, at the workspace version", () => {
     "package/index.d.ts",
     "package/index.js",
     "package/package.json",
+    "package/worker.js",
   ]);
   const installed = join(project, "node_modules", "deadletter");
   const pkg = JSON.parse(readFileSync(join(installed, "package.json"), "utf8"));
