@@ -317,54 +317,79 @@ async function deadletterCycle(queue, i) {
   await queue.succeed(message.id, { leaseToken: message.leaseToken });
 }
 
-async function timeLoop(n, body) {
+/** Runs `body` `n` times in a row; the time of one, in ms (the mean of the `n`). */
+async function timeEach(n, body) {
   const started = performance.now();
   for (let i = 0; i < n; i += 1) await body(i);
-  return performance.now() - started;
-}
-
-/** Times `n` cycles of each kind after `warmup` untimed ones; returns the totals in ms. */
-async function bench(n, warmup = 30) {
-  const db = await deadletter.open(freshName("bench-deadletter"));
-  const queue = db.queue("bench");
-  const idb = await openRaw(freshName("bench-raw"));
-  await timeLoop(warmup, (i) => deadletterCycle(queue, i));
-  await timeLoop(warmup, (i) => rawCycle(idb, i));
-  const deadletterMs = await timeLoop(n, (i) => deadletterCycle(queue, i + warmup));
-  const rawMs = await timeLoop(n, (i) => rawCycle(idb, i + warmup));
-  db.close();
-  idb.close();
-  return { n, warmup, deadletterMs, rawMs, userAgent: navigator.userAgent };
+  return (performance.now() - started) / n;
 }
 
 /**
- * Claim cost with delayed messages ahead: `delayed` messages of `payloadBytes` each are claimed
- * and failed once (so they wait for their backoff, first in `createdAt` order), then `n` times:
- * enqueue one due message, time its claim, succeed it. The clock stands still, so the delayed
- * messages stay delayed. Returns the total claim time in ms.
+ * The cycle benchmark: `rounds` rounds after `warmup` untimed cycles of each kind; a round times
+ * `perRound` deadletter cycles and `perRound` plain IndexedDB cycles, one block after the other,
+ * in alternating order (so that a slow moment of the machine hits both kinds alike). Returns the
+ * time of one cycle in each block, in ms: { deadletter: [...], raw: [...] }, one entry per round.
+ * (performance.now() is coarse in a page that is not cross-origin isolated: blocks, not cycles.)
  */
-async function benchDelayed(n, delayed = 200, payloadBytes = 10_000, warmup = 10) {
-  const now = Date.UTC(2026, 0, 1);
-  const db = await deadletter.open(freshName("bench-delayed"), { clock: () => now });
+async function bench(rounds, perRound = 10, warmup = 30) {
+  const db = await deadletter.open(freshName("bench-deadletter"));
   const queue = db.queue("bench");
-  const payload = "x".repeat(payloadBytes);
-  for (let i = 0; i < delayed; i += 1) await queue.enqueue(payload);
-  for (let i = 0; i < delayed; i += 1) {
-    const m = await queue.claim();
-    await queue.fail(m.id, "later", { leaseToken: m.leaseToken });
-  }
-  let claimMs = 0;
-  for (let i = 0; i < warmup + n; i += 1) {
-    await queue.enqueue(`due ${i}`);
-    const started = performance.now();
-    const m = await queue.claim();
-    const ms = performance.now() - started;
-    if (m === null || m.payload !== `due ${i}`) throw new Error(`claim ${i} returned ${m && m.payload}`);
-    if (i >= warmup) claimMs += ms;
-    await queue.succeed(m.id, { leaseToken: m.leaseToken });
+  const idb = await openRaw(freshName("bench-raw"));
+  let serial = 0;
+  const dl = () => timeEach(perRound, () => deadletterCycle(queue, (serial += 1)));
+  const raw = () => timeEach(perRound, () => rawCycle(idb, (serial += 1)));
+  await timeEach(warmup, () => deadletterCycle(queue, (serial += 1)));
+  await timeEach(warmup, () => rawCycle(idb, (serial += 1)));
+  const out = { deadletter: [], raw: [] };
+  for (let r = 0; r < rounds; r += 1) {
+    if (r % 2 === 0) {
+      out.deadletter.push(await dl());
+      out.raw.push(await raw());
+    } else {
+      out.raw.push(await raw());
+      out.deadletter.push(await dl());
+    }
   }
   db.close();
-  return { n, delayed, payloadBytes, claimMs };
+  idb.close();
+  return { rounds, perRound, warmup, ...out };
+}
+
+/**
+ * Claim cost with delayed messages ahead: one database, queue `ahead` holds `delayed` messages of
+ * `payloadBytes` enqueued with a one-hour delay (older than every due message, so first in
+ * enqueue order), queue `none` holds none. Each round enqueues `perRound` due messages on both,
+ * times their claims block by block (alternating which queue goes first) and succeeds them. The
+ * clock stands still, so the delayed messages stay delayed. Returns the time of one claim in each
+ * block, in ms: { ahead: [...], none: [...] }.
+ */
+async function benchDelayed(rounds, delayed = 1000, payloadBytes = 1000, perRound = 10, warmup = 2) {
+  const now = Date.UTC(2026, 0, 1);
+  const db = await deadletter.open(freshName("bench-delayed"), { clock: () => now });
+  const queues = { ahead: db.queue("ahead"), none: db.queue("none") };
+  const payload = "x".repeat(payloadBytes);
+  const later = Array.from({ length: delayed }, () => ({ payload, delayMs: 3_600_000 }));
+  if (delayed > 0) await queues.ahead.enqueueMany(later);
+  const out = { ahead: [], none: [] };
+  const block = async (name, r) => {
+    const queue = queues[name];
+    await queue.enqueueMany(Array.from({ length: perRound }, (_, i) => `due ${r}.${i}`));
+    const claimed = [];
+    const ms = await timeEach(perRound, async () => claimed.push(await queue.claim()));
+    for (const [i, m] of claimed.entries()) {
+      if (m === null || m.payload !== `due ${r}.${i}`) throw new Error(`${name}: claim ${r}.${i} returned ${m && m.payload}`);
+      await queue.succeed(m.id, { leaseToken: m.leaseToken });
+    }
+    if (r >= warmup) out[name].push(ms);
+  };
+  for (let r = 0; r < warmup + rounds; r += 1) {
+    const order = r % 2 === 0 ? ["ahead", "none"] : ["none", "ahead"];
+    for (const name of order) await block(name, r);
+  }
+  const stats = await queues.ahead.stats();
+  db.close();
+  if (stats.delayed !== delayed) throw new Error(`expected ${delayed} delayed messages, stats say ${stats.delayed}`);
+  return { rounds, perRound, delayed, payloadBytes, ...out };
 }
 
 window.suites = {
