@@ -9,11 +9,11 @@
 //
 // Usage: node bindings-wasm/tests/browser/bench.mjs [ROUNDS] [--pkg DIR]   (`make bench-js`: 60)
 
-import { readFile, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { gzipSync } from "node:zlib";
 import { DEFAULT_PKG_DIR, startServer } from "../../../examples/browser/server.mjs";
 import { launchChromium, newPage } from "./chromium.mjs";
+import { wasmSize } from "../../size.mjs";
 
 const args = process.argv.slice(2);
 const pkgAt = args.indexOf("--pkg");
@@ -43,14 +43,14 @@ function line(label, values) {
   return s;
 }
 
-const wasm = await readFile(join(pkgDir, "deadletter_wasm_bg.wasm"));
+const wasm = wasmSize(join(pkgDir, "deadletter_wasm_bg.wasm"));
 const server = await startServer({ pkgDir });
 const browser = await launchChromium();
 try {
   const page = await newPage(browser, "bench");
   await page.goto(`${server.url}/bindings-wasm/tests/browser/page.html`);
   await page.waitForFunction(() => window.suites !== undefined);
-  console.log(`Chromium ${browser.version()}; deadletter_wasm_bg.wasm ${wasm.length} bytes, ${gzipSync(wasm, { level: 9 }).length} gzipped`);
+  console.log(`Chromium ${browser.version()}; deadletter_wasm_bg.wasm ${wasm.raw} bytes, ${wasm.gzipped} gzipped`);
 
   const c = await page.evaluate(([r, per]) => window.suites.bench(r, per), [rounds, PER_ROUND]);
   console.log(`\n${c.rounds} rounds of ${c.perRound} cycles of each kind, interleaved, after ${c.warmup} warm-up cycles`);
