@@ -1,6 +1,6 @@
 //! What the store needs on top of the [`idb`] crate: one transaction run as a unit, opening the
-//! database (schema version 3, with the upgrades from 1 and 2) within a time limit, and errors as
-//! `store`.
+//! database (schema version 4, with the upgrades from 1, 2 and 3) within a time limit, and errors
+//! as `store`.
 //!
 //! # Why the store's steps are synchronous
 //! An IndexedDB transaction commits by itself as soon as control returns to the event loop with
@@ -31,7 +31,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{DomException, IdbDatabase, IdbOpenDbRequest, IdbTransaction};
 
-use crate::record::upgrade_record;
+use crate::record::{from_record, to_record, upgrade_record};
 
 type IdbResult<T> = std::result::Result<T, idb::Error>;
 
@@ -39,12 +39,15 @@ type IdbResult<T> = std::result::Result<T, idb::Error>;
 pub const STORE: &str = "messages";
 /// Schema version: 1 had `claim` on `[queue, status, createdAt]`; 2 adds `id` and `dueAt` to it;
 /// 3 adds the failure history, dead-letter and idempotency fields to every record, the indexes
-/// `idempotency`, `delayed` and `dead`, and `id` and `updatedAt` to `list`.
-pub const VERSION: u32 = 3;
-/// Index `[queue, status, createdAt, id, dueAt]`: claim order (`id` before `dueAt`, so that ties
-/// of `createdAt` come out in id order whatever their `dueAt`); a key cursor over it sees when
-/// each message is due without loading it.
-pub const BY_CREATED: &str = "claim";
+/// `idempotency`, `delayed` and `dead`, and `id` and `updatedAt` to `list`; 4 puts `claim` on
+/// `[queue, lane, at, id]` (records get `lane` and `at` in place of `dueAt`).
+pub const VERSION: u32 = 4;
+/// Index `[queue, lane, at, id]` (`lane` and `at`: see [`crate::record::to_record`]): lane
+/// [`TIMED`](crate::record::TIMED) holds the `processing` messages by the end of their lease and
+/// the delayed `pending` ones by their `retryAfter`, so its part up to `now` is exactly what a
+/// claim must act on (usually nothing); lane [`READY`](crate::record::READY) holds the due
+/// `pending` messages in claim order (`createdAt`, then id). Finished messages are not in it.
+pub const BY_CLAIM: &str = "claim";
 /// Index `[queue, status, leaseExpiresAt]`: only `processing` messages have a non-null
 /// `leaseExpiresAt`, so only they are in it.
 pub const BY_EXPIRY: &str = "expiry";
@@ -154,36 +157,39 @@ fn index(store: &ObjectStore, name: &str, fields: &[&str], unique: bool) -> IdbR
 
 /// The indexes a store of version `from` lacks (or has with an older key path) for [`VERSION`].
 fn create_indexes(store: &ObjectStore, from: u32) -> IdbResult<()> {
-    let claim = ["queue", "status", "createdAt", "id", "dueAt"];
-    let list = ["queue", "status", "id", "updatedAt"];
-    match from {
-        0 => {
-            index(
-                store,
-                BY_EXPIRY,
-                &["queue", "status", "leaseExpiresAt"],
-                false,
-            )?;
-            index(store, BY_QUEUE, &["queue"], false)?;
+    if from == 0 {
+        index(
+            store,
+            BY_EXPIRY,
+            &["queue", "status", "leaseExpiresAt"],
+            false,
+        )?;
+        index(store, BY_QUEUE, &["queue"], false)?;
+    } else {
+        store.delete_index(BY_CLAIM)?;
+    }
+    index(store, BY_CLAIM, &["queue", "lane", "at", "id"], false)?;
+    if from < 3 {
+        if from > 0 {
+            store.delete_index(BY_STATUS)?;
         }
-        1 => store.delete_index(BY_CREATED)?,
-        _ => {}
+        index(
+            store,
+            BY_STATUS,
+            &["queue", "status", "id", "updatedAt"],
+            false,
+        )?;
+        index(store, BY_KEY, &["queue", "idempotencyKey"], true)?;
+        index(store, BY_DELAY, &["queue", "status", "retryAfter"], false)?;
+        index(store, BY_DEATH, &["queue", "status", "deadAt"], false)?;
     }
-    if from < 2 {
-        index(store, BY_CREATED, &claim, false)?;
-    }
-    if from > 0 {
-        store.delete_index(BY_STATUS)?;
-    }
-    index(store, BY_STATUS, &list, false)?;
-    index(store, BY_KEY, &["queue", "idempotencyKey"], true)?;
-    index(store, BY_DELAY, &["queue", "status", "retryAfter"], false)?;
-    index(store, BY_DEATH, &["queue", "status", "deadAt"], false)
+    Ok(())
 }
 
-/// Version 1 or 2 -> 3, in the upgrade transaction: every record gets the fields of version 3
-/// (see [`upgrade_record`]), and so its place in the new indexes.
-async fn upgrade_records(store: ObjectStore) -> Result<()> {
+/// Version 1, 2 or 3 -> 4, in the upgrade transaction: every record is rewritten as this version
+/// writes it (before 3, first given the fields of version 3: see [`upgrade_record`]), and so gets
+/// its place in the new indexes.
+async fn upgrade_records(store: ObjectStore, from: u32) -> Result<()> {
     let cursor = store.open_cursor(None, None).map_err(store_error)?;
     let mut cursor = cursor
         .await
@@ -193,7 +199,10 @@ async fn upgrade_records(store: ObjectStore) -> Result<()> {
         let Some(record) = current.value().map_err(store_error)? else {
             break;
         };
-        upgrade_record(&record)?;
+        if from < 3 {
+            upgrade_record(&record)?;
+        }
+        let record = to_record(&from_record(&record)?, true);
         current.update(&record).await.map_err(store_error)?;
         current.next(None).await.map_err(store_error)?;
     }
@@ -215,11 +224,11 @@ fn upgrade(event: &VersionChangeEvent, failed: &Rc<Cell<bool>>) {
             db.create_object_store(STORE, params)
                 .and_then(|store| create_indexes(&store, 0))
         }
-        Ok(from @ (1 | 2)) => tx.object_store(STORE).and_then(|store| {
+        Ok(from @ 1..VERSION) => tx.object_store(STORE).and_then(|store| {
             create_indexes(&store, from)?;
             let (failed, tx) = (failed.clone(), store.transaction());
             wasm_bindgen_futures::spawn_local(async move {
-                if upgrade_records(store).await.is_err() {
+                if upgrade_records(store, from).await.is_err() {
                     failed.set(true);
                     let _ = tx.abort();
                 }
@@ -234,7 +243,7 @@ fn upgrade(event: &VersionChangeEvent, failed: &Rc<Cell<bool>>) {
     }
 }
 
-/// Opens (creating at version [`VERSION`] when new, upgrading from 1 or 2) database `name` from
+/// Opens (creating at version [`VERSION`] when new, upgrading from 1, 2 or 3) database `name` from
 /// `factory`.
 ///
 /// An open that has not completed after [`OPEN_TIMEOUT_MS`] (blocked by another connection that

@@ -3,23 +3,25 @@
 //!
 //! One object store, `messages` (keyPath `id`, autoIncrement: ids from 1, strictly increasing,
 //! never reused), with seven indexes (see [`crate::connection`] for their key paths): `claim`
-//! (claim order, with `dueAt`, a storage-only number: `retryAfter`, or `-Infinity` when null, so
-//! that a message without one is due at every instant, negative ones included), `expiry` (leases),
-//! `list` (one status in id order, with `updatedAt`), `queue`, the unique `idempotency`, `delayed`
-//! (`retryAfter`) and `dead` (`deadAt`). Within one index key, entries come in primary-key (= id)
-//! order, which gives the `created_at`-then-id claim order and id-ordered pages.
+//! (two lanes: the messages whose turn comes at a time, leases and delays, by that time; the due
+//! pending messages in claim order), `expiry` (leases), `list` (one status in id order, with
+//! `updatedAt`), `queue`, the unique `idempotency`, `delayed` (`retryAfter`) and `dead`
+//! (`deadAt`). Within one index key, entries come in primary-key (= id) order, which gives
+//! id-ordered pages.
 //!
 //! Each state change is one `readwrite` transaction that awaits only its own requests: the core's
 //! steps are synchronous closures, so read -> step -> write happens inside it (see
 //! [`crate::connection`] for why nothing else may be awaited there). In particular `claim` expires
 //! the queue's overdue leases and takes the first due messages in the same transaction, so two
-//! tabs or workers can never take the same message. It walks the `claim` index with a key cursor,
-//! so messages waiting for their backoff are skipped by their key alone: only those taken are
-//! loaded. `counts` reads index counts and keys only, never a message; `select` walks keys and
-//! loads a message only when its filter needs `lastError` or `deadAt`. No operation scans the
-//! whole store or loads it into memory.
+//! tabs or workers can never take the same message. It asks two things at once: the timed lane up
+//! to `now` (usually empty: nothing to expire, nothing that became due) and the first messages of
+//! the ready lane; so messages waiting for their backoff are never walked, and only messages that
+//! are acted on are loaded. `counts` reads index counts and keys, and loads only what the next
+//! claim acts on; `select` walks keys and loads a message only when its filter needs `lastError`
+//! or `deadAt`. No operation scans the whole store or loads it into memory.
 
 use std::cell::Cell;
+use std::future::IntoFuture;
 use std::rc::Rc;
 
 use deadletter::{
@@ -32,9 +34,9 @@ use wasm_bindgen::JsValue;
 use web_sys::IdbDatabase;
 
 use crate::connection::{
-    self, BY_CREATED, BY_DEATH, BY_DELAY, BY_EXPIRY, BY_KEY, BY_QUEUE, BY_STATUS, store_error,
+    self, BY_CLAIM, BY_DEATH, BY_DELAY, BY_EXPIRY, BY_KEY, BY_QUEUE, BY_STATUS, store_error,
 };
-use crate::record::{from_record, to_record};
+use crate::record::{READY, TIMED, from_record, make_ready, to_record};
 
 /// An open IndexedDB database holding messages.
 ///
@@ -134,9 +136,6 @@ fn assigned_id(key: &JsValue) -> Result<Id> {
         .ok_or_else(|| Error::Store(format!("IndexedDB assigned a bad key {key:?}")))
 }
 
-/// Where `dueAt` is in a key of the claim index, and `createdAt`.
-const DUE_AT: u32 = 4;
-const CREATED_AT: u32 = 2;
 /// Where `id` and `updatedAt` are in a key of the list index.
 const LIST_ID: u32 = 2;
 const LIST_UPDATED_AT: u32 = 3;
@@ -217,45 +216,83 @@ impl IdbStore {
         take: &mut dyn FnMut(Message) -> Result<Message>,
     ) -> Result<Claimed> {
         let q = JsValue::from_str(queue);
+        #[allow(clippy::cast_precision_loss)]
+        let (timed, ready) = (
+            between(&[q.clone(), TIMED.into()], NEG_INF, false, now as f64)?,
+            between(&[q, READY.into()], NEG_INF, false, INF)?,
+        );
+        let limit_u32 = u32::try_from(limit).unwrap_or(u32::MAX);
         self.write(async |store| {
-            // 1. Overdue leases: [queue, 'processing', -inf ..= now] of the expiry index.
-            let expired = expire_leases(store, &q, now, expire).await?;
-            let mut taken = Vec::new();
-            if limit == 0 {
-                return Ok(Claimed { expired, taken });
+            let index = store.index(BY_CLAIM).map_err(store_error)?;
+            // Both reads at once: the timed lane up to now, and the first `limit` ready messages.
+            let timed = index.get_all(Some(timed), None).map_err(store_error)?;
+            let timed = timed.into_future();
+            let first = match limit {
+                0 => None,
+                _ => Some(index.get_all(Some(ready.clone()), Some(limit_u32))),
+            };
+            let first = first
+                .transpose()
+                .map_err(store_error)?
+                .map(IntoFuture::into_future);
+            // 1. In (at, id) order: the overdue leases are expired; the pending messages whose
+            //    retryAfter has passed join the candidates (the ready lane, once written).
+            let mut expired = Vec::new();
+            let mut became_due = Vec::new();
+            for record in timed.await.map_err(store_error)? {
+                let message = from_record(&record)?;
+                if machine::lease_expired(&message, now) {
+                    let next = expire(message)?;
+                    put(store, &next).await?;
+                    expired.push(next);
+                } else if machine::is_due(&message, now) {
+                    became_due.push((message, record));
+                }
             }
-            // 2. The first due pending messages in [queue, 'pending', createdAt, id, dueAt]
-            //    order. The key carries dueAt: the messages still waiting for their backoff are
-            //    skipped without being loaded; only those taken are read, by their id.
-            let all_pending = between(&[q.clone(), "pending".into()], NEG_INF, false, INF)?;
-            let index = store.index(BY_CREATED).map_err(store_error)?;
-            let cursor = index.open_key_cursor(Some(all_pending), None);
-            let cursor = cursor.map_err(store_error)?.await.map_err(store_error)?;
-            let mut cursor = cursor.map(idb::KeyCursor::into_managed);
-            while let Some(current) = cursor.as_mut() {
-                let (Some(index_key), Some(id)) = (
-                    current.key().map_err(store_error)?,
-                    current.primary_key().map_err(store_error)?,
-                ) else {
-                    break;
-                };
-                #[allow(clippy::cast_precision_loss)]
-                if key_part(&index_key, DUE_AT).is_some_and(|d| d <= now as f64) {
-                    let found = store.get(id).map_err(store_error)?.await;
-                    if let Some(record) = found.map_err(store_error)? {
-                        let message = from_record(&record)?;
-                        let just_expired = expired.iter().any(|e| e.id == message.id);
-                        if machine::is_due(&message, now) && !just_expired {
-                            let next = take(message)?;
-                            put(store, &next).await?;
-                            taken.push(next);
-                            if taken.len() == limit {
-                                break;
-                            }
+            let Some(first) = first else {
+                return Ok(Claimed {
+                    expired,
+                    taken: Vec::new(),
+                });
+            };
+            // 2. The first `limit` due messages in claim order: of the ready lane's first
+            //    `limit`, and of those that just became due (which the others then wait for in
+            //    the ready lane).
+            let mut taken = Vec::new();
+            let mut page = first.await.map_err(store_error)?;
+            loop {
+                let full = page.len() == limit - taken.len();
+                let mut candidates = Vec::with_capacity(page.len() + became_due.len());
+                for record in page {
+                    candidates.push((from_record(&record)?, record, false));
+                }
+                candidates.extend(became_due.drain(..).map(|(m, r)| (m, r, true)));
+                candidates.sort_by_key(|(m, _, _)| (m.created_at, m.id));
+                let mut moved_back = false;
+                for (message, record, was_timed) in candidates {
+                    if taken.len() == limit {
+                        if was_timed {
+                            make_ready(&record)?;
+                            let request = store.put(&record, None).map_err(store_error)?;
+                            request.await.map_err(store_error)?;
                         }
+                    } else if machine::is_due(&message, now) {
+                        let next = take(message)?;
+                        put(store, &next).await?;
+                        taken.push(next);
+                    } else {
+                        // Made ready at a later time than `now`: the clock went back. Back to the
+                        // timed lane; the ready lane is read again, past it.
+                        put(store, &message).await?;
+                        moved_back = true;
                     }
                 }
-                current.next(None).await.map_err(store_error)?;
+                if !(moved_back && full && taken.len() < limit) {
+                    break;
+                }
+                let wanted = u32::try_from(limit - taken.len()).unwrap_or(u32::MAX);
+                let again = index.get_all(Some(ready.clone()), Some(wanted));
+                page = again.map_err(store_error)?.await.map_err(store_error)?;
             }
             Ok(Claimed { expired, taken })
         })
@@ -331,34 +368,43 @@ async fn next_due(store: &ObjectStore, queue: &str, now: Millis) -> Result<Optio
     Ok(first.and_then(|k| key_part(&k, 2)).map(whole))
 }
 
-/// Step 1 of [`Store::claim`], inside its transaction: in `(leaseExpiresAt, id)` order, the order
-/// of the expiry index.
-async fn expire_leases(
-    store: &ObjectStore,
-    q: &JsValue,
-    now: Millis,
-    expire: &mut dyn FnMut(Message) -> Result<Message>,
-) -> Result<Vec<Message>> {
+/// The `createdAt` of the oldest due pending message of queue `q`: the first due one of the ready
+/// lane (all are, unless the clock went back), or one of the timed lane's up to `now` whose
+/// `retryAfter` has passed (loaded: a claim has not moved it to the ready lane yet).
+async fn oldest_due(store: &ObjectStore, q: &JsValue, now: Millis) -> Result<Option<Millis>> {
     #[allow(clippy::cast_precision_loss)]
-    let overdue = between(
-        &[q.clone(), "processing".into()],
-        NEG_INF,
-        false,
-        now as f64,
-    )?;
-    let index = store.index(BY_EXPIRY).map_err(store_error)?;
-    let records = index.get_all(Some(overdue), None).map_err(store_error)?;
-    let records = records.await.map_err(store_error)?;
-    let mut expired = Vec::with_capacity(records.len());
-    for record in records {
+    let timed = between(&[q.clone(), TIMED.into()], NEG_INF, false, now as f64)?;
+    let ready = between(&[q.clone(), READY.into()], NEG_INF, false, INF)?;
+    let index = store.index(BY_CLAIM).map_err(store_error)?;
+    let mut oldest: Option<Millis> = None;
+    for record in index
+        .get_all(Some(timed), None)
+        .map_err(store_error)?
+        .await
+        .map_err(store_error)?
+    {
         let message = from_record(&record)?;
-        if machine::lease_expired(&message, now) {
-            let next = expire(message)?;
-            put(store, &next).await?;
-            expired.push(next);
+        if message.status == Status::Pending && machine::is_due(&message, now) {
+            oldest = Some(oldest.map_or(message.created_at, |o| o.min(message.created_at)));
         }
     }
-    Ok(expired)
+    let cursor = index.open_cursor(Some(ready), None).map_err(store_error)?;
+    let mut cursor = cursor
+        .await
+        .map_err(store_error)?
+        .map(idb::Cursor::into_managed);
+    while let Some(current) = cursor.as_mut() {
+        let Some(record) = current.value().map_err(store_error)? else {
+            break;
+        };
+        let message = from_record(&record)?;
+        if machine::is_due(&message, now) {
+            oldest = Some(oldest.map_or(message.created_at, |o| o.min(message.created_at)));
+            break;
+        }
+        current.next(None).await.map_err(store_error)?;
+    }
+    Ok(oldest)
 }
 
 impl Store for IdbStore {
@@ -577,22 +623,7 @@ impl Store for IdbStore {
             let dead = between(&of(Status::Dead), NEG_INF, false, INF)?;
             let oldest = first_key(store, BY_DEATH, dead).await?;
             counts.oldest_dead_at = oldest.and_then(|k| key_part(&k, 2)).map(whole);
-            // The first pending message in claim order that is due: delayed ones are skipped by key.
-            let pending = between(&of(Status::Pending), NEG_INF, false, INF)?;
-            let index = store.index(BY_CREATED).map_err(store_error)?;
-            let cursor = index.open_key_cursor(Some(pending), None);
-            let cursor = cursor.map_err(store_error)?.await.map_err(store_error)?;
-            let mut cursor = cursor.map(idb::KeyCursor::into_managed);
-            while let Some(current) = cursor.as_mut() {
-                let Some(index_key) = current.key().map_err(store_error)? else {
-                    break;
-                };
-                if key_part(&index_key, DUE_AT).is_some_and(|d| d <= now_f) {
-                    counts.oldest_due_created_at = key_part(&index_key, CREATED_AT).map(whole);
-                    break;
-                }
-                current.next(None).await.map_err(store_error)?;
-            }
+            counts.oldest_due_created_at = oldest_due(store, &q, now).await?;
             Ok(counts)
         })
         .await

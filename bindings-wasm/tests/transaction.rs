@@ -12,7 +12,7 @@
 use deadletter::{Error, Message, NewMessage, Status, Store};
 use deadletter_wasm::connection::{self, store_error};
 use deadletter_wasm::idb_store::IdbStore;
-use deadletter_wasm::record::to_record;
+use deadletter_wasm::record::{READY, TIMED, to_record};
 use idb::{Factory, KeyPath, ObjectStoreParams, TransactionMode};
 use js_sys::{Promise, Reflect};
 use wasm_bindgen::prelude::*;
@@ -55,6 +55,15 @@ fn new_message(payload: &str, now: i64) -> NewMessage {
 
 fn message(id: i64) -> Message {
     new_message("p", 1_767_225_600_000).with_id(id)
+}
+
+/// The `lane` and `at` of a stored record (its place in the claim index).
+fn lane_and_at(record: &JsValue) -> [Option<f64>; 2] {
+    ["lane", "at"].map(|k| {
+        Reflect::get(record, &k.into())
+            .ok()
+            .and_then(|v| v.as_f64())
+    })
 }
 
 /// Inserts one message; returns it as stored.
@@ -201,8 +210,8 @@ async fn claim_skips_delayed_messages_by_their_key() {
     assert_eq!(taken, ["due", "new"], "the delayed one waits");
 }
 
-/// A message without `retryAfter` is due at every instant, also before 1970: its `dueAt` key is
-/// `-Infinity`, not 0 (which a negative clock never reaches).
+/// A message without `retryAfter` is due at every instant, also before 1970: it is in the ready
+/// lane of the claim index, by its (negative) `createdAt`.
 #[wasm_bindgen_test]
 async fn claim_takes_messages_created_before_1970() {
     let store = fresh("negative").await;
@@ -218,8 +227,9 @@ async fn claim_takes_messages_created_before_1970() {
         .await
         .expect("read")
         .expect("stored");
-        let due_at = Reflect::get(&record, &"dueAt".into()).expect("dueAt");
-        assert_eq!(due_at.as_f64(), Some(f64::NEG_INFINITY));
+        #[allow(clippy::cast_precision_loss)]
+        let expected = [Some(READY), Some(now as f64)];
+        assert_eq!(lane_and_at(&record), expected);
         let take = |m: Message| {
             Ok(Message {
                 status: Status::Processing,
@@ -232,7 +242,8 @@ async fn claim_takes_messages_created_before_1970() {
 }
 
 /// A database of schema version 1 (`claim` on `[queue, status, createdAt]`, records without
-/// `dueAt`) is upgraded on open: the pending records are claimable, in order, delays respected.
+/// `dueAt`) is upgraded on open: the pending records get their lane of the claim index and are
+/// claimable, in order, delays respected.
 #[wasm_bindgen_test]
 async fn version_1_databases_are_upgraded() {
     let name = unique("v1");
@@ -268,7 +279,7 @@ async fn version_1_databases_are_upgraded() {
         .expect("tx");
     let objects = tx.object_store("messages").expect("store");
     for (id, retry_after) in [(1, Some(now + 1)), (2, None), (3, Some(now))] {
-        // A record as version 1 wrote it: the fields of 0.1.0, no dueAt.
+        // A record as version 1 wrote it: the fields of 0.1.0 (no lane and at).
         let record = to_record(
             &Message {
                 retry_after,
@@ -277,7 +288,8 @@ async fn version_1_databases_are_upgraded() {
             true,
         );
         for added in [
-            "dueAt",
+            "lane",
+            "at",
             "idempotencyKey",
             "firstFailedAt",
             "deadAt",
@@ -301,21 +313,19 @@ async fn version_1_databases_are_upgraded() {
     })
     .await
     .expect("read");
-    let due: Vec<Option<f64>> = due
-        .iter()
-        .map(|r| {
-            Reflect::get(r, &"dueAt".into())
-                .ok()
-                .and_then(|d| d.as_f64())
-        })
-        .collect();
+    let due: Vec<[Option<f64>; 2]> = due.iter().map(lane_and_at).collect();
     #[allow(clippy::cast_precision_loss)]
+    let (now_f, created) = (now as f64, message(0).created_at as f64);
     let expected = [
-        Some((now + 1) as f64),
-        Some(f64::NEG_INFINITY),
-        Some(now as f64),
+        [Some(TIMED), Some(now_f + 1.0)],
+        [Some(READY), Some(created)],
+        [Some(TIMED), Some(now_f)],
     ];
-    assert_eq!(due, expected, "dueAt is retryAfter, or -Infinity when null");
+    assert_eq!(
+        due,
+        expected.to_vec(),
+        "delayed: timed by retryAfter; due: ready by createdAt"
+    );
     let take = |m: Message| {
         Ok(Message {
             status: Status::Processing,

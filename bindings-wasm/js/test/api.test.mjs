@@ -193,10 +193,11 @@ test("a database of the same name that is not a deadletter one is a store error"
     };
   });
   assert.deepEqual(still, [1, ["other"]], "the aborted upgrade left it as it was");
-  // Version 2 (0.1.0's, below ours): the same.
+  // Versions 2 (0.1.0's) and 3, below ours: the same.
   await rejects(open(await foreign(2)), "store");
-  // Our version: no upgrade, the first transaction fails.
-  const db = await open(await foreign(3));
+  await rejects(open(await foreign(3)), "store");
+  // Our version (4): no upgrade, the first transaction fails.
+  const db = await open(await foreign(4));
   await rejects(db.queue("q").enqueue("a"), "store");
   db.close();
 });
