@@ -1,6 +1,6 @@
-//! What the store needs on top of the [`idb`] crate: one transaction run as a unit, opening the
-//! database (schema version 4, with the upgrades from 1, 2 and 3) within a time limit, and errors
-//! as `store`.
+//! What the store needs of IndexedDB besides its requests ([`crate::request`]): one transaction
+//! run as a unit, opening the database (schema version 4, with the upgrades from 1, 2 and 3)
+//! within a time limit, and errors as `store`.
 //!
 //! # Why the store's steps are synchronous
 //! An IndexedDB transaction commits by itself as soon as control returns to the event loop with
@@ -8,32 +8,30 @@
 //! another realm, a promise of another transaction) lets it commit half-way: the following request
 //! then throws `TransactionInactiveError`, or, worse with a careless store, the write lands in a
 //! second transaction and the read-decide-write is no longer atomic. So inside [`transaction`]
-//! the store awaits only that transaction's own requests (an `idb` request future resumes in a
-//! microtask of the request's `success` event, while the transaction is still active), and the
+//! the store awaits only that transaction's own requests (a [`crate::request::Request`] resumes in
+//! a microtask of the request's `success` event, while the transaction is still active), and the
 //! decisions between them are the core's synchronous step closures; the clock is read, the lease
 //! token drawn and the arguments converted before the transaction opens. A request issued after
 //! the transaction went inactive fails, and [`transaction`] reports it as a `store` error: nothing
 //! is written silently (the `inactive_transaction` test shows it).
 
 use std::cell::Cell;
-use std::future::{Future, IntoFuture, poll_fn};
+use std::future::{Future, poll_fn};
 use std::pin::pin;
 use std::rc::Rc;
 use std::task::Poll;
 
 use deadletter::{Error, Result};
-use idb::{
-    Database, DatabaseEvent, Event, Factory, IndexParams, KeyPath, ObjectStore, ObjectStoreParams,
-    Request, TransactionMode, event::VersionChangeEvent,
-};
-use js_sys::{Function, Promise, Reflect};
+use js_sys::{Array, Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{DomException, IdbDatabase, IdbOpenDbRequest, IdbTransaction};
+use web_sys::{
+    IdbDatabase, IdbFactory, IdbIndexParameters, IdbObjectStore, IdbObjectStoreParameters,
+    IdbOpenDbRequest, IdbTransactionMode,
+};
 
 use crate::record::{from_record, to_record, upgrade_record};
-
-type IdbResult<T> = std::result::Result<T, idb::Error>;
+use crate::request::{finished, open_request, request};
 
 /// The one object store.
 pub const STORE: &str = "messages";
@@ -95,47 +93,28 @@ pub fn js_error(context: &str, value: &JsValue) -> Error {
     }
 }
 
-/// A `store` error from an [`idb::Error`] (its text names the `DOMException`).
-#[allow(clippy::needless_pass_by_value)] // used as `map_err(store_error)`
-pub fn store_error(error: idb::Error) -> Error {
-    Error::Store(format!("IndexedDB: {error}"))
-}
-
-fn aborted(error: Option<DomException>) -> Error {
-    match error {
-        Some(dom) => js_error("transaction aborted", &dom.into()),
-        None => Error::Store("IndexedDB transaction aborted".into()),
-    }
-}
-
 /// Runs `body` inside one transaction on [`STORE`] and waits for it to commit.
 ///
 /// `body` must await only requests of this transaction (see the module docs). On `Err` from
 /// `body` the transaction is aborted, so nothing it wrote stays; if the commit itself fails (quota,
 /// I/O, a request issued after the transaction went inactive) the result is a `store` error.
 pub async fn transaction<T>(
-    db: &Database,
-    mode: TransactionMode,
-    body: impl AsyncFnOnce(&ObjectStore) -> Result<T>,
+    db: &IdbDatabase,
+    mode: IdbTransactionMode,
+    body: impl AsyncFnOnce(&IdbObjectStore) -> Result<T>,
 ) -> Result<T> {
-    let tx = db.transaction(&[STORE], mode).map_err(store_error)?;
-    let store = tx.object_store(STORE).map_err(store_error)?;
-    let tx = IdbTransaction::from(tx);
-    // Listen for the outcome before the first await: `body` may let the transaction finish. With
-    // the promise's own functions, not Rust closures (as idb's `TransactionFuture` has), so that
-    // no event that comes after this function returned (a second `error` bubbling up from a
-    // failed request, the `abort` after it) can call a dropped closure.
-    let done = JsFuture::from(Promise::new(&mut |resolve, reject| {
-        tx.set_oncomplete(Some(&resolve));
-        tx.set_onabort(Some(&reject));
-    }));
+    let tx = db
+        .transaction_with_str_and_mode(STORE, mode)
+        .map_err(|e| js_error("transaction", &e))?;
+    let store = tx
+        .object_store(STORE)
+        .map_err(|e| js_error("transaction", &e))?;
+    // Watch for the outcome before the first await: `body` may let the transaction finish.
+    let done = finished(&tx);
     let outcome = body(&store).await;
     match outcome {
         // No explicit commit(): the transaction commits once its last request is done.
-        Ok(value) => match done.await {
-            Ok(_) => Ok(value),
-            Err(_) => Err(aborted(tx.error())),
-        },
+        Ok(value) => done.await.map(|()| value),
         Err(err) => {
             // Already finished (committed by itself, or aborted) when abort() fails: fine.
             let _ = tx.abort();
@@ -145,18 +124,25 @@ pub async fn transaction<T>(
     }
 }
 
-fn index(store: &ObjectStore, name: &str, fields: &[&str], unique: bool) -> IdbResult<()> {
-    let path = match fields {
-        [one] => KeyPath::new_single(one),
-        many => KeyPath::new_array(many.iter().copied()),
+fn index(store: &IdbObjectStore, name: &str, fields: &[&str], unique: bool) -> Result<()> {
+    let path: JsValue = match fields {
+        [one] => JsValue::from_str(one),
+        many => many
+            .iter()
+            .map(|f| JsValue::from_str(f))
+            .collect::<Array>()
+            .into(),
     };
-    let mut params = IndexParams::new();
-    params.unique(unique);
-    store.create_index(name, path, Some(params)).map(drop)
+    let params = IdbIndexParameters::new();
+    params.set_unique(unique);
+    store
+        .create_index_with_str_sequence_and_optional_parameters(name, &path, &params)
+        .map(drop)
+        .map_err(|e| js_error("createIndex", &e))
 }
 
 /// The indexes a store of version `from` lacks (or has with an older key path) for [`VERSION`].
-fn create_indexes(store: &ObjectStore, from: u32) -> IdbResult<()> {
+fn create_indexes(store: &IdbObjectStore, from: u32) -> Result<()> {
     if from == 0 {
         index(
             store,
@@ -166,12 +152,12 @@ fn create_indexes(store: &ObjectStore, from: u32) -> IdbResult<()> {
         )?;
         index(store, BY_QUEUE, &["queue"], false)?;
     } else {
-        store.delete_index(BY_CLAIM)?;
+        delete_index(store, BY_CLAIM)?;
     }
     index(store, BY_CLAIM, &["queue", "lane", "at", "id"], false)?;
     if from < 3 {
         if from > 0 {
-            store.delete_index(BY_STATUS)?;
+            delete_index(store, BY_STATUS)?;
         }
         index(
             store,
@@ -186,56 +172,65 @@ fn create_indexes(store: &ObjectStore, from: u32) -> IdbResult<()> {
     Ok(())
 }
 
+fn delete_index(store: &IdbObjectStore, name: &str) -> Result<()> {
+    store
+        .delete_index(name)
+        .map_err(|e| js_error("deleteIndex", &e))
+}
+
 /// Version 1, 2 or 3 -> 4, in the upgrade transaction: every record is rewritten as this version
 /// writes it (before 3, first given the fields of version 3: see [`upgrade_record`]), and so gets
 /// its place in the new indexes.
-async fn upgrade_records(store: ObjectStore, from: u32) -> Result<()> {
-    let cursor = store.open_cursor(None, None).map_err(store_error)?;
-    let mut cursor = cursor
-        .await
-        .map_err(store_error)?
-        .map(idb::Cursor::into_managed);
-    while let Some(current) = cursor.as_mut() {
-        let Some(record) = current.value().map_err(store_error)? else {
-            break;
-        };
+async fn upgrade_records(store: IdbObjectStore, from: u32) -> Result<()> {
+    let mut cursor = request(store.open_cursor(), "openCursor")?;
+    while let Ok(current) = (&mut cursor)
+        .await?
+        .dyn_into::<web_sys::IdbCursorWithValue>()
+    {
+        let record = current.value().map_err(|e| js_error("cursor", &e))?;
         if from < 3 {
             upgrade_record(&record)?;
         }
         let record = to_record(&from_record(&record)?, true);
-        current.update(&record).await.map_err(store_error)?;
-        current.next(None).await.map_err(store_error)?;
+        request(current.update(&record), "update")?.await?;
+        current.continue_().map_err(|e| js_error("cursor", &e))?;
     }
     Ok(())
 }
 
 /// Creates or upgrades the schema; on failure aborts the upgrade (so the open fails).
-fn upgrade(event: &VersionChangeEvent, failed: &Rc<Cell<bool>>) {
-    let (Ok(db), Ok(Some(tx))) = (event.database(), event.target().map(|r| r.transaction())) else {
+fn upgrade(open: &IdbOpenDbRequest, old_version: f64, failed: &Rc<Cell<bool>>) {
+    let (Ok(db), Some(tx)) = (open.result(), open.transaction()) else {
         failed.set(true);
         return;
     };
-    let created = match event.old_version() {
-        Ok(0) => {
-            let mut params = ObjectStoreParams::new();
-            params
-                .key_path(Some(KeyPath::new_single("id")))
-                .auto_increment(true);
-            db.create_object_store(STORE, params)
+    let db: IdbDatabase = db.unchecked_into();
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let from = old_version as u32;
+    let created = match from {
+        0 => {
+            let params = IdbObjectStoreParameters::new();
+            params.set_key_path(&JsValue::from_str("id"));
+            params.set_auto_increment(true);
+            db.create_object_store_with_optional_parameters(STORE, &params)
+                .map_err(|e| js_error("createObjectStore", &e))
                 .and_then(|store| create_indexes(&store, 0))
         }
-        Ok(from @ 1..VERSION) => tx.object_store(STORE).and_then(|store| {
-            create_indexes(&store, from)?;
-            let (failed, tx) = (failed.clone(), store.transaction());
-            wasm_bindgen_futures::spawn_local(async move {
-                if upgrade_records(store, from).await.is_err() {
-                    failed.set(true);
-                    let _ = tx.abort();
-                }
-            });
-            Ok(())
-        }),
-        _ => Err(idb::Error::NumberConversionError),
+        1..VERSION => tx
+            .object_store(STORE)
+            .map_err(|e| js_error("upgrade", &e))
+            .and_then(|store| {
+                create_indexes(&store, from)?;
+                let (failed, tx) = (failed.clone(), tx.clone());
+                wasm_bindgen_futures::spawn_local(async move {
+                    if upgrade_records(store, from).await.is_err() {
+                        failed.set(true);
+                        let _ = tx.abort();
+                    }
+                });
+                Ok(())
+            }),
+        _ => Err(Error::Store("unknown schema version".into())),
     };
     if created.is_err() {
         failed.set(true);
@@ -249,18 +244,28 @@ fn upgrade(event: &VersionChangeEvent, failed: &Rc<Cell<bool>>) {
 /// An open that has not completed after [`OPEN_TIMEOUT_MS`] (blocked by another connection that
 /// does not close, or queued behind another tab's upgrade or delete) fails with a `store` error
 /// instead of hanging; should it go through later, that connection is closed at once.
-pub async fn open(factory: &Factory, name: &str) -> Result<Database> {
-    let mut req = factory.open(name, Some(VERSION)).map_err(store_error)?;
-    let raw = IdbOpenDbRequest::from(req);
-    req = raw.clone().into();
+pub async fn open(factory: &IdbFactory, name: &str) -> Result<IdbDatabase> {
+    let raw = factory
+        .open_with_u32(name, VERSION)
+        .map_err(|e| js_error("open", &e))?;
     let upgrade_failed: Rc<Cell<bool>> = Rc::default();
     let failed = upgrade_failed.clone();
-    req.on_upgrade_needed(move |event| upgrade(&event, &failed));
+    // Owned by JavaScript (collected with the request): an open that goes through after the time
+    // limit still creates or upgrades the schema, then is closed.
+    let on_upgrade = {
+        let raw = raw.clone();
+        Closure::<dyn FnMut(_)>::new(move |event: web_sys::IdbVersionChangeEvent| {
+            upgrade(&raw, event.old_version(), &failed);
+        })
+        .into_js_value()
+    };
+    raw.set_onupgradeneeded(Some(on_upgrade.unchecked_ref()));
+    let opening = open_request(raw.clone());
     let mut timer = JsValue::UNDEFINED;
     let expired = JsFuture::from(Promise::new(&mut |resolve, _| {
         timer = set_timeout(&resolve, OPEN_TIMEOUT_MS);
     }));
-    let (mut opened, mut expired) = (pin!(req.into_future()), pin!(expired));
+    let (mut opened, mut expired) = (pin!(opening), pin!(expired));
     let outcome = poll_fn(|cx| match opened.as_mut().poll(cx) {
         Poll::Ready(result) => Poll::Ready(Some(result)),
         Poll::Pending => expired.as_mut().poll(cx).map(|_| None),
@@ -268,11 +273,11 @@ pub async fn open(factory: &Factory, name: &str) -> Result<Database> {
     .await;
     clear_timeout(&timer);
     match outcome {
-        Some(Ok(db)) => Ok(db),
+        Some(Ok(db)) => Ok(db.unchecked_into()),
         Some(Err(_)) if upgrade_failed.get() => Err(Error::Store(format!(
             "IndexedDB open of {name:?}: creating or upgrading the schema failed"
         ))),
-        Some(Err(err)) => Err(store_error(err)),
+        Some(Err(err)) => Err(err),
         None => {
             // Should the open go through later, close that connection straight away.
             let late = raw.clone();

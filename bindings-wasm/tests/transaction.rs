@@ -10,14 +10,17 @@
 #![cfg(target_arch = "wasm32")]
 
 use deadletter::{Error, Message, NewMessage, Status, Store};
-use deadletter_wasm::connection::{self, store_error};
+use deadletter_wasm::connection;
 use deadletter_wasm::idb_store::IdbStore;
 use deadletter_wasm::record::{READY, TIMED, to_record};
-use idb::{Factory, KeyPath, ObjectStoreParams, TransactionMode};
-use js_sys::{Promise, Reflect};
+use deadletter_wasm::request::{finished, open_request, request};
+use js_sys::{Array, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::wasm_bindgen_test;
+use web_sys::{
+    IdbDatabase, IdbFactory, IdbObjectStore, IdbObjectStoreParameters, IdbTransactionMode,
+};
 
 #[wasm_bindgen]
 extern "C" {
@@ -37,9 +40,17 @@ fn unique(name: &str) -> String {
     format!("{name}-{}", js_sys::Math::random())
 }
 
+/// The environment's `indexedDB`.
+fn factory() -> IdbFactory {
+    Reflect::get(&js_sys::global(), &"indexedDB".into())
+        .expect("indexedDB")
+        .unchecked_into()
+}
+
 async fn fresh(name: &str) -> IdbStore {
-    let factory = Factory::new().expect("indexedDB");
-    IdbStore::open(&factory, &unique(name)).await.expect("open")
+    IdbStore::open(&factory(), &unique(name))
+        .await
+        .expect("open")
 }
 
 fn new_message(payload: &str, now: i64) -> NewMessage {
@@ -84,18 +95,16 @@ async fn claim_one(
 }
 
 /// Puts message `id` inside the caller's transaction.
-async fn put_message(objects: &idb::ObjectStore, id: i64) -> Result<(), Error> {
-    let request = objects
-        .put(&to_record(&message(id), true), None)
-        .map_err(store_error)?;
-    request.await.map(drop).map_err(store_error)
+async fn put_message(objects: &IdbObjectStore, id: i64) -> Result<(), Error> {
+    let record = to_record(&message(id), true);
+    request(objects.put(&record), "put")?.await.map(drop)
 }
 
 #[wasm_bindgen_test]
 async fn awaiting_something_foreign_inside_a_transaction_is_a_store_error_and_writes_nothing() {
     let store = fresh("inactive").await;
     let db = store.database().expect("open");
-    let outcome = connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+    let outcome = connection::transaction(db, IdbTransactionMode::Readwrite, async |objects| {
         sleep(20).await; // the transaction commits (empty) while we wait
         put_message(objects, 1).await
     })
@@ -115,7 +124,7 @@ async fn a_failing_step_after_a_write_rolls_the_write_back() {
     let store = fresh("rollback").await;
     let db = store.database().expect("open");
     let outcome: Result<(), Error> =
-        connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+        connection::transaction(db, IdbTransactionMode::Readwrite, async |objects| {
             put_message(objects, 1).await?;
             Err(Error::Store("a later step failed".into()))
         })
@@ -132,7 +141,7 @@ async fn a_failing_step_after_a_write_rolls_the_write_back() {
 async fn the_same_write_without_a_foreign_await_commits() {
     let store = fresh("active").await;
     let db = store.database().expect("open");
-    connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+    connection::transaction(db, IdbTransactionMode::Readwrite, async |objects| {
         put_message(objects, 1).await
     })
     .await
@@ -220,13 +229,11 @@ async fn claim_takes_messages_created_before_1970() {
         #[allow(clippy::cast_precision_loss)]
         let id = JsValue::from_f64(inserted.id as f64);
         let db = store.database().expect("open");
-        let record = connection::transaction(db, TransactionMode::ReadOnly, async |objects| {
-            let req = objects.get(id).map_err(store_error)?;
-            req.await.map_err(store_error)
+        let record = connection::transaction(db, IdbTransactionMode::Readonly, async |objects| {
+            request(objects.get(&id), "get")?.await
         })
         .await
-        .expect("read")
-        .expect("stored");
+        .expect("read");
         #[allow(clippy::cast_precision_loss)]
         let expected = [Some(READY), Some(now as f64)];
         assert_eq!(lane_and_at(&record), expected);
@@ -241,42 +248,58 @@ async fn claim_takes_messages_created_before_1970() {
     }
 }
 
+/// A new database `name` of schema version 1, as 0.1.0's first release created it.
+async fn open_version_1(name: &str) -> IdbDatabase {
+    let open = factory().open_with_u32(name, 1).expect("open v1");
+    let upgrade = {
+        let open = open.clone();
+        Closure::once_into_js(move || {
+            let db: IdbDatabase = open.result().expect("db").unchecked_into();
+            let params = IdbObjectStoreParameters::new();
+            params.set_key_path(&"id".into());
+            params.set_auto_increment(true);
+            let store = db
+                .create_object_store_with_optional_parameters("messages", &params)
+                .expect("store");
+            let path = |fields: &[&str]| -> JsValue {
+                fields
+                    .iter()
+                    .map(|f| JsValue::from_str(f))
+                    .collect::<Array>()
+                    .into()
+            };
+            for (name, path) in [
+                ("claim", path(&["queue", "status", "createdAt"])),
+                ("expiry", path(&["queue", "status", "leaseExpiresAt"])),
+                ("list", path(&["queue", "status"])),
+                ("queue", "queue".into()),
+            ] {
+                store
+                    .create_index_with_str_sequence(name, &path)
+                    .expect("index");
+            }
+        })
+    };
+    open.set_onupgradeneeded(Some(upgrade.unchecked_ref()));
+    open_request(open)
+        .await
+        .expect("v1 opened")
+        .unchecked_into()
+}
+
 /// A database of schema version 1 (`claim` on `[queue, status, createdAt]`, records without
 /// `dueAt`) is upgraded on open: the pending records get their lane of the claim index and are
 /// claimable, in order, delays respected.
 #[wasm_bindgen_test]
 async fn version_1_databases_are_upgraded() {
     let name = unique("v1");
-    let factory = Factory::new().expect("indexedDB");
-    let mut open = factory.open(&name, Some(1)).expect("open v1");
-    open.on_upgrade_needed(|event| {
-        use idb::DatabaseEvent;
-        let db = event.database().expect("db");
-        let mut params = ObjectStoreParams::new();
-        params
-            .key_path(Some(KeyPath::new_single("id")))
-            .auto_increment(true);
-        let store = db.create_object_store("messages", params).expect("store");
-        for (name, path) in [
-            (
-                "claim",
-                KeyPath::new_array(["queue", "status", "createdAt"]),
-            ),
-            (
-                "expiry",
-                KeyPath::new_array(["queue", "status", "leaseExpiresAt"]),
-            ),
-            ("list", KeyPath::new_array(["queue", "status"])),
-            ("queue", KeyPath::new_single("queue")),
-        ] {
-            store.create_index(name, path, None).expect("index");
-        }
-    });
-    let v1 = open.await.expect("v1 opened");
+    let factory = factory();
+    let v1 = open_version_1(&name).await;
     let now = 1_767_225_600_000;
     let tx = v1
-        .transaction(&["messages"], TransactionMode::ReadWrite)
+        .transaction_with_str_and_mode("messages", IdbTransactionMode::Readwrite)
         .expect("tx");
+    let committed = finished(&tx);
     let objects = tx.object_store("messages").expect("store");
     for (id, retry_after) in [(1, Some(now + 1)), (2, None), (3, Some(now))] {
         // A record as version 1 wrote it: the fields of 0.1.0 (no lane and at).
@@ -300,20 +323,26 @@ async fn version_1_databases_are_upgraded() {
         ] {
             Reflect::delete_property(&record, &added.into()).expect("delete");
         }
-        objects.put(&record, None).expect("put").await.expect("put");
+        request(objects.put(&record), "put")
+            .expect("put")
+            .await
+            .expect("put");
     }
-    tx.await.expect("committed");
+    committed.await.expect("committed");
     v1.close();
 
     let store = IdbStore::open(&factory, &name).await.expect("upgraded");
     let db = store.database().expect("open");
-    let due = connection::transaction(db, TransactionMode::ReadOnly, async |objects| {
-        let req = objects.get_all(None, None).map_err(store_error)?;
-        req.await.map_err(store_error)
+    let due = connection::transaction(db, IdbTransactionMode::Readonly, async |objects| {
+        request(objects.get_all(), "getAll")?.await
     })
     .await
     .expect("read");
-    let due: Vec<[Option<f64>; 2]> = due.iter().map(lane_and_at).collect();
+    let due: Vec<[Option<f64>; 2]> = due
+        .unchecked_into::<Array>()
+        .iter()
+        .map(|r| lane_and_at(&r))
+        .collect();
     #[allow(clippy::cast_precision_loss)]
     let (now_f, created) = (now as f64, message(0).created_at as f64);
     let expected = [
@@ -345,18 +374,15 @@ async fn version_1_databases_are_upgraded() {
 async fn a_failing_request_aborts_the_transaction_and_is_a_store_error() {
     let store = fresh("constraint").await;
     let db = store.database().expect("open");
-    connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+    connection::transaction(db, IdbTransactionMode::Readwrite, async |objects| {
         put_message(objects, 1).await
     })
     .await
     .expect("committed");
-    let outcome = connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+    let outcome = connection::transaction(db, IdbTransactionMode::Readwrite, async |objects| {
         put_message(objects, 2).await?;
         // id 1 exists: add fails with ConstraintError.
-        let req = objects
-            .add(&to_record(&message(1), true), None)
-            .map_err(store_error)?;
-        req.await.map_err(store_error)
+        request(objects.add(&to_record(&message(1), true)), "add")?.await
     })
     .await;
     match outcome {
@@ -391,10 +417,9 @@ async fn the_idempotency_index_is_unique_per_queue() {
         assert!(!insert(&store, keyed("q", None)).await.deduplicated);
     }
     let db = store.database().expect("open");
-    let outcome = connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+    let outcome = connection::transaction(db, IdbTransactionMode::Readwrite, async |objects| {
         let twin = to_record(&keyed("q", Some("k")).with_id(0), false);
-        let req = objects.add(&twin, None).map_err(store_error)?;
-        req.await.map_err(store_error)
+        request(objects.add(&twin), "add")?.await
     })
     .await;
     match outcome {
