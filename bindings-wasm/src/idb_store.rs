@@ -291,21 +291,32 @@ impl IdbStore {
             let mut taken = Vec::new();
             let mut page = records(&first.await?);
             loop {
-                let full = page.length() as usize == limit - taken.len();
-                let mut candidates = Vec::with_capacity(page.length() as usize + became_due.len());
+                let room = limit - taken.len();
+                let full = page.length() as usize == room;
+                // The page is in claim order; those that became due go in their place among the
+                // first `room`, the others wait in the ready lane.
+                let mut candidates = Vec::with_capacity(room + 1);
                 for record in page {
                     candidates.push((from_record(&record)?, record, false));
                 }
-                candidates.extend(became_due.drain(..).map(|(m, r)| (m, r, true)));
-                candidates.sort_by_key(|(m, _, _)| (m.created_at, m.id));
+                let mut now_ready = Vec::new();
+                for (message, record) in became_due.drain(..) {
+                    let key = (message.created_at, message.id);
+                    let at = candidates.partition_point(|(m, _, _)| (m.created_at, m.id) < key);
+                    if at < room {
+                        candidates.insert(at, (message, record, true));
+                    } else {
+                        now_ready.push(record);
+                    }
+                    if candidates.len() > room
+                        && let Some((_, record, true)) = candidates.pop()
+                    {
+                        now_ready.push(record);
+                    }
+                }
                 let mut moved_back = false;
-                for (message, record, was_timed) in candidates {
-                    if taken.len() == limit {
-                        if was_timed {
-                            make_ready(&record)?;
-                            put_record(store, &record).await?;
-                        }
-                    } else if machine::is_due(&message, now) {
+                for (message, _, _) in candidates {
+                    if machine::is_due(&message, now) {
                         let next = take(message)?;
                         put(store, &next).await?;
                         taken.push(next);
@@ -315,6 +326,10 @@ impl IdbStore {
                         put(store, &message).await?;
                         moved_back = true;
                     }
+                }
+                for record in now_ready {
+                    make_ready(&record)?;
+                    put_record(store, &record).await?;
                 }
                 if !(moved_back && full && taken.len() < limit) {
                     break;
@@ -661,7 +676,7 @@ impl Store for IdbStore {
             })
             .await?;
         // IndexedDB orders strings by UTF-16 code unit; the trait promises byte order.
-        names.sort();
+        names.sort_unstable();
         Ok(names)
     }
 }
