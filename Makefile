@@ -86,7 +86,7 @@ browser-demo: js
 ## Benchmark, not a test: deadletter cycles against plain IndexedDB transactions in Chromium.
 bench-js: js
 	scripts/setup.sh browser
-	node bindings-wasm/tests/browser/bench.mjs 300
+	node bindings-wasm/tests/browser/bench.mjs 60
 
 ## Benchmark, not a test: claim+succeed cost on SQLite as finished and delayed messages pile up.
 bench-python: python

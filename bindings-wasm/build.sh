@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# Builds the npm package `deadletter` into build/pkg (git-ignored): the release wasm, its
-# wasm-bindgen glue (--target web), and the hand-written entry, types and package.json, whose
-# version is set here to the Cargo workspace's (the Python package's too).
+# Builds the npm package `deadletter` into build/pkg (git-ignored): the wasm (profile
+# `wasm-release`: the release profile optimized for size), its wasm-bindgen glue (--target web),
+# the module shrunk by binaryen's `wasm-opt -Oz` (npm package `binaryen`; it also drops the name
+# section), and the hand-written entry, types and package.json, whose version is set here to the
+# Cargo workspace's (the Python package's too). Prints the .wasm's size (bindings-wasm/size.mjs).
 # Usage: bindings-wasm/build.sh   (from anywhere; needs scripts/setup.sh wasm)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/build/pkg"
 cd "$root"
-cargo build --release --target wasm32-unknown-unknown -p deadletter-wasm
+cargo build --profile wasm-release --target wasm32-unknown-unknown -p deadletter-wasm
 rm -rf "$out"
 wasm-bindgen --target web --weak-refs --no-typescript --out-dir "$out" \
-  target/wasm32-unknown-unknown/release/deadletter_wasm.wasm
+  target/wasm32-unknown-unknown/wasm-release/deadletter_wasm.wasm
+# The WebAssembly features rustc's wasm32-unknown-unknown target emits by default (Rust >= 1.87),
+# which wasm-opt must accept in its input and may use in its output.
+npx --no-install wasm-opt -Oz --strip-producers \
+  --enable-bulk-memory --enable-mutable-globals --enable-multivalue \
+  --enable-nontrapping-float-to-int --enable-reference-types --enable-sign-ext \
+  "$out/deadletter_wasm_bg.wasm" -o "$out/deadletter_wasm_bg.wasm"
 cp bindings-wasm/js/index.js bindings-wasm/js/errors.js bindings-wasm/js/worker.js \
   bindings-wasm/js/index.d.ts \
   bindings-wasm/js/conformance.mjs bindings-wasm/README.md LICENSE "$out/"
@@ -21,6 +29,5 @@ VERSION="${pkgid##*@}" node -e '
   const pkg = { name, version: process.env.VERSION, ...rest };
   fs.writeFileSync(process.argv[2], JSON.stringify(pkg, null, 2) + "\n");
 ' bindings-wasm/package.json "$out/package.json"
-raw=$(wc -c <"$out/deadletter_wasm_bg.wasm")
-gz=$(gzip -9 -c "$out/deadletter_wasm_bg.wasm" | wc -c)
-echo "built $out: deadletter_wasm_bg.wasm $raw bytes, $gz gzipped"
+echo -n "built "
+node bindings-wasm/size.mjs "$out/deadletter_wasm_bg.wasm"

@@ -29,7 +29,7 @@ python_env() {
 npm_env() {
   [ -d node_modules/@octokit/webhooks-examples ] && [ -d node_modules/fake-indexeddb ] &&
     [ -d node_modules/playwright-core ] && [ -d node_modules/typescript ] &&
-    [ -d node_modules/esbuild ] ||
+    [ -d node_modules/esbuild ] && [ -d node_modules/binaryen ] ||
     npm ci --no-audit --no-fund --loglevel=error
 }
 

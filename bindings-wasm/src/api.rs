@@ -11,7 +11,6 @@ use std::rc::Rc;
 use deadletter::{
     Arg, Backoff, Engine, Error, FieldError, Limits, Message, Millis, Moment, Result,
 };
-use idb::Factory;
 use js_sys::{Array, Date, Function, Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
@@ -150,14 +149,16 @@ async fn open(
     let clock = optional_function("clock", &clock, &mut rejected);
     let random = optional_function("random", &random, &mut rejected);
     let factory = if factory.is_undefined() || factory.is_null() {
-        // idb finds `indexedDB` on window, worker and Node globals.
-        Some(Factory::new().map_err(|_| {
+        // `indexedDB` of the global object: window, worker or Node (with fake-indexeddb/auto).
+        let global = Reflect::get(&js_sys::global(), &"indexedDB".into()).ok();
+        let found = global.filter(JsValue::is_object).ok_or_else(|| {
             Error::Store(
                 "no indexedDB in this environment: pass options.indexedDB (an IDBFactory)".into(),
             )
-        })?)
+        })?;
+        Some(found.unchecked_into::<IdbFactory>())
     } else if factory.is_object() {
-        Some(Factory::from(factory.unchecked_into::<IdbFactory>()))
+        Some(factory.unchecked_into::<IdbFactory>())
     } else {
         rejected.push(type_error("indexedDB", "an IDBFactory", &factory));
         None

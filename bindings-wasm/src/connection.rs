@@ -1,6 +1,7 @@
-//! What the store needs on top of the [`idb`] crate: one transaction run as a unit, opening the
-//! database (schema version 3, with the upgrades from 1 and 2) within a time limit, refusing
-//! another application's database without changing it, and errors as `store`.
+//! What the store needs of IndexedDB besides its requests ([`crate::request`]): one transaction
+//! run as a unit, opening the database (schema version 4, with the upgrades from 1, 2 and 3)
+//! within a time limit, refusing another application's database without changing it, and errors
+//! as `store`.
 //!
 //! # Why the store's steps are synchronous
 //! An IndexedDB transaction commits by itself as soon as control returns to the event loop with
@@ -8,43 +9,44 @@
 //! another realm, a promise of another transaction) lets it commit half-way: the following request
 //! then throws `TransactionInactiveError`, or, worse with a careless store, the write lands in a
 //! second transaction and the read-decide-write is no longer atomic. So inside [`transaction`]
-//! the store awaits only that transaction's own requests (an `idb` request future resumes in a
-//! microtask of the request's `success` event, while the transaction is still active), and the
+//! the store awaits only that transaction's own requests (a [`crate::request::Request`] resumes in
+//! a microtask of the request's `success` event, while the transaction is still active), and the
 //! decisions between them are the core's synchronous step closures; the clock is read, the lease
 //! token drawn and the arguments converted before the transaction opens. A request issued after
 //! the transaction went inactive fails, and [`transaction`] reports it as a `store` error: nothing
 //! is written silently (the `inactive_transaction` test shows it).
 
 use std::cell::RefCell;
-use std::future::{Future, IntoFuture, poll_fn};
+use std::future::{Future, poll_fn};
 use std::pin::pin;
 use std::rc::Rc;
 use std::task::Poll;
 
 use deadletter::{Error, Result};
-use idb::{
-    Database, DatabaseEvent, Event, Factory, IndexParams, KeyPath, ObjectStore, ObjectStoreParams,
-    Request, TransactionMode, event::VersionChangeEvent,
-};
-use js_sys::{Function, Promise, Reflect};
+use js_sys::{Array, Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{DomException, IdbDatabase, IdbOpenDbRequest, IdbTransaction};
+use web_sys::{
+    IdbDatabase, IdbFactory, IdbIndexParameters, IdbObjectStore, IdbObjectStoreParameters,
+    IdbOpenDbRequest, IdbTransactionMode,
+};
 
-use crate::record::upgrade_record;
-
-type IdbResult<T> = std::result::Result<T, idb::Error>;
+use crate::record::{from_record, to_record, upgrade_record};
+use crate::request::{finished, open_request, request};
 
 /// The one object store.
 pub const STORE: &str = "messages";
 /// Schema version: 1 had `claim` on `[queue, status, createdAt]`; 2 adds `id` and `dueAt` to it;
 /// 3 adds the failure history, dead-letter and idempotency fields to every record, the indexes
-/// `idempotency`, `delayed` and `dead`, and `id` and `updatedAt` to `list`.
-pub const VERSION: u32 = 3;
-/// Index `[queue, status, createdAt, id, dueAt]`: claim order (`id` before `dueAt`, so that ties
-/// of `createdAt` come out in id order whatever their `dueAt`); a key cursor over it sees when
-/// each message is due without loading it.
-pub const BY_CREATED: &str = "claim";
+/// `idempotency`, `delayed` and `dead`, and `id` and `updatedAt` to `list`; 4 puts `claim` on
+/// `[queue, lane, at, id]` (records get `lane` and `at` in place of `dueAt`).
+pub const VERSION: u32 = 4;
+/// Index `[queue, lane, at, id]` (`lane` and `at`: see [`crate::record::to_record`]): lane
+/// [`TIMED`](crate::record::TIMED) holds the `processing` messages by the end of their lease and
+/// the delayed `pending` ones by their `retryAfter`, so its part up to `now` is exactly what a
+/// claim must act on (usually nothing); lane [`READY`](crate::record::READY) holds the due
+/// `pending` messages in claim order (`createdAt`, then id). Finished messages are not in it.
+pub const BY_CLAIM: &str = "claim";
 /// Index `[queue, status, leaseExpiresAt]`: only `processing` messages have a non-null
 /// `leaseExpiresAt`, so only they are in it.
 pub const BY_EXPIRY: &str = "expiry";
@@ -63,30 +65,6 @@ pub const BY_DELAY: &str = "delayed";
 /// Index `[queue, status, deadAt]`: the dead messages (`deadAt` is null otherwise) by when they
 /// died: `stats().oldestDeadAgeMs`.
 pub const BY_DEATH: &str = "dead";
-/// The key path of every index of schema `version` (1, 2 or [`VERSION`]), by name: what a
-/// database of ours at that version has, to tell another application's database from ours.
-fn shape(version: u32) -> Vec<(&'static str, &'static [&'static str])> {
-    let mut indexes: Vec<(&'static str, &'static [&'static str])> = vec![
-        (BY_EXPIRY, &["queue", "status", "leaseExpiresAt"]),
-        (BY_QUEUE, &["queue"]),
-    ];
-    indexes.push(match version {
-        1 => (BY_CREATED, &["queue", "status", "createdAt"]),
-        _ => (BY_CREATED, &["queue", "status", "createdAt", "id", "dueAt"]),
-    });
-    if version < 3 {
-        indexes.push((BY_STATUS, &["queue", "status"]));
-    } else {
-        indexes.extend([
-            (BY_STATUS, &["queue", "status", "id", "updatedAt"][..]),
-            (BY_KEY, &["queue", "idempotencyKey"]),
-            (BY_DELAY, &["queue", "status", "retryAfter"]),
-            (BY_DEATH, &["queue", "status", "deadAt"]),
-        ]);
-    }
-    indexes
-}
-
 /// How long `open` waits, e.g. while other connections block it, in milliseconds.
 pub const OPEN_TIMEOUT_MS: i32 = 5_000;
 
@@ -116,47 +94,28 @@ pub fn js_error(context: &str, value: &JsValue) -> Error {
     }
 }
 
-/// A `store` error from an [`idb::Error`] (its text names the `DOMException`).
-#[allow(clippy::needless_pass_by_value)] // used as `map_err(store_error)`
-pub fn store_error(error: idb::Error) -> Error {
-    Error::Store(format!("IndexedDB: {error}"))
-}
-
-fn aborted(error: Option<DomException>) -> Error {
-    match error {
-        Some(dom) => js_error("transaction aborted", &dom.into()),
-        None => Error::Store("IndexedDB transaction aborted".into()),
-    }
-}
-
 /// Runs `body` inside one transaction on [`STORE`] and waits for it to commit.
 ///
 /// `body` must await only requests of this transaction (see the module docs). On `Err` from
 /// `body` the transaction is aborted, so nothing it wrote stays; if the commit itself fails (quota,
 /// I/O, a request issued after the transaction went inactive) the result is a `store` error.
 pub async fn transaction<T>(
-    db: &Database,
-    mode: TransactionMode,
-    body: impl AsyncFnOnce(&ObjectStore) -> Result<T>,
+    db: &IdbDatabase,
+    mode: IdbTransactionMode,
+    body: impl AsyncFnOnce(&IdbObjectStore) -> Result<T>,
 ) -> Result<T> {
-    let tx = db.transaction(&[STORE], mode).map_err(store_error)?;
-    let store = tx.object_store(STORE).map_err(store_error)?;
-    let tx = IdbTransaction::from(tx);
-    // Listen for the outcome before the first await: `body` may let the transaction finish. With
-    // the promise's own functions, not Rust closures (as idb's `TransactionFuture` has), so that
-    // no event that comes after this function returned (a second `error` bubbling up from a
-    // failed request, the `abort` after it) can call a dropped closure.
-    let done = JsFuture::from(Promise::new(&mut |resolve, reject| {
-        tx.set_oncomplete(Some(&resolve));
-        tx.set_onabort(Some(&reject));
-    }));
+    let tx = db
+        .transaction_with_str_and_mode(STORE, mode)
+        .map_err(|e| js_error("transaction", &e))?;
+    let store = tx
+        .object_store(STORE)
+        .map_err(|e| js_error("transaction", &e))?;
+    // Watch for the outcome before the first await: `body` may let the transaction finish.
+    let done = finished(&tx);
     let outcome = body(&store).await;
     match outcome {
         // No explicit commit(): the transaction commits once its last request is done.
-        Ok(value) => match done.await {
-            Ok(_) => Ok(value),
-            Err(_) => Err(aborted(tx.error())),
-        },
+        Ok(value) => done.await.map(|()| value),
         Err(err) => {
             // Already finished (committed by itself, or aborted) when abort() fails: fine.
             let _ = tx.abort();
@@ -166,26 +125,48 @@ pub async fn transaction<T>(
     }
 }
 
-fn key_path(fields: &[&str]) -> KeyPath {
-    match fields {
-        [one] => KeyPath::new_single(one),
-        many => KeyPath::new_array(many.iter().copied()),
+/// The key path of every index of schema `version` (1 to [`VERSION`]), by name: what a database
+/// of ours at that version has, to tell another application's database from ours.
+fn shape(version: u32) -> Vec<(&'static str, &'static [&'static str])> {
+    let mut indexes: Vec<(&'static str, &'static [&'static str])> = vec![
+        (BY_EXPIRY, &["queue", "status", "leaseExpiresAt"]),
+        (BY_QUEUE, &["queue"]),
+    ];
+    indexes.push(match version {
+        1 => (BY_CLAIM, &["queue", "status", "createdAt"]),
+        2 | 3 => (BY_CLAIM, &["queue", "status", "createdAt", "id", "dueAt"]),
+        _ => (BY_CLAIM, &["queue", "lane", "at", "id"]),
+    });
+    if version < 3 {
+        indexes.push((BY_STATUS, &["queue", "status"]));
+    } else {
+        indexes.extend([
+            (BY_STATUS, &["queue", "status", "id", "updatedAt"][..]),
+            (BY_KEY, &["queue", "idempotencyKey"]),
+            (BY_DELAY, &["queue", "status", "retryAfter"]),
+            (BY_DEATH, &["queue", "status", "deadAt"]),
+        ]);
     }
+    indexes
 }
 
-fn index(store: &ObjectStore, name: &str, fields: &[&str], unique: bool) -> IdbResult<()> {
-    let mut params = IndexParams::new();
-    params.unique(unique);
-    store
-        .create_index(name, key_path(fields), Some(params))
-        .map(drop)
+/// A key path as the list of its fields (a single one for a string key path).
+fn fields_of(path: &JsValue) -> Vec<String> {
+    match path.as_string() {
+        Some(one) => vec![one],
+        None if Array::is_array(path) => Array::from(path)
+            .iter()
+            .map(|f| f.as_string().unwrap_or_default())
+            .collect(),
+        None => Vec::new(),
+    }
 }
 
 /// Why `store` is not the `messages` store of schema `version`, if it is not: the key path `id`
 /// with a key generator, and every index of [`shape`] with its key path. Reads names only.
-fn foreign_shape(store: &ObjectStore, version: u32) -> Option<String> {
-    if store.key_path().ok().flatten() != Some(KeyPath::new_single("id")) || !store.auto_increment()
-    {
+fn foreign_shape(store: &IdbObjectStore, version: u32) -> Option<String> {
+    let key = store.key_path().map(|k| fields_of(&k)).unwrap_or_default();
+    if key != ["id"] || !store.auto_increment() {
         return Some(format!(
             "its {STORE:?} store is not keyed by an auto-incremented id"
         ));
@@ -194,8 +175,9 @@ fn foreign_shape(store: &ObjectStore, version: u32) -> Option<String> {
         let found = store
             .index(name)
             .ok()
-            .and_then(|index| index.key_path().ok().flatten());
-        (found != Some(key_path(fields)))
+            .and_then(|index| index.key_path().ok())
+            .map(|k| fields_of(&k));
+        (found.as_deref() != Some(&fields.iter().map(|f| (*f).to_owned()).collect::<Vec<_>>()[..]))
             .then(|| format!("its {STORE:?} store has no index {name:?} on {fields:?}"))
     })
 }
@@ -209,68 +191,96 @@ fn not_ours(name: &str, why: &str) -> Error {
 
 /// Checks an opened database against schema [`VERSION`] without writing (the shape is read from
 /// a read-only transaction that makes no request).
-fn check_shape(db: &Database) -> Option<String> {
-    if !db.store_names().iter().any(|store| store == STORE) {
+fn check_shape(db: &IdbDatabase) -> Option<String> {
+    if !db.object_store_names().contains(STORE) {
         return Some(format!("it has no object store {STORE:?}"));
     }
-    let tx = db.transaction(&[STORE], TransactionMode::ReadOnly);
-    match tx.and_then(|tx| tx.object_store(STORE)) {
+    let store = db
+        .transaction_with_str(STORE)
+        .and_then(|tx| tx.object_store(STORE));
+    match store {
         Ok(store) => foreign_shape(&store, VERSION),
-        Err(err) => Some(err.to_string()),
+        Err(err) => Some(format!("{err:?}")),
     }
+}
+
+fn index(store: &IdbObjectStore, name: &str, fields: &[&str], unique: bool) -> Result<()> {
+    let path: JsValue = match fields {
+        [one] => JsValue::from_str(one),
+        many => many
+            .iter()
+            .map(|f| JsValue::from_str(f))
+            .collect::<Array>()
+            .into(),
+    };
+    let params = IdbIndexParameters::new();
+    params.set_unique(unique);
+    store
+        .create_index_with_str_sequence_and_optional_parameters(name, &path, &params)
+        .map(drop)
+        .map_err(|e| js_error("createIndex", &e))
 }
 
 /// The indexes a store of version `from` lacks (or has with an older key path) for [`VERSION`].
-fn create_indexes(store: &ObjectStore, from: u32) -> IdbResult<()> {
-    let claim = ["queue", "status", "createdAt", "id", "dueAt"];
-    let list = ["queue", "status", "id", "updatedAt"];
-    match from {
-        0 => {
-            index(
-                store,
-                BY_EXPIRY,
-                &["queue", "status", "leaseExpiresAt"],
-                false,
-            )?;
-            index(store, BY_QUEUE, &["queue"], false)?;
+fn create_indexes(store: &IdbObjectStore, from: u32) -> Result<()> {
+    if from == 0 {
+        index(
+            store,
+            BY_EXPIRY,
+            &["queue", "status", "leaseExpiresAt"],
+            false,
+        )?;
+        index(store, BY_QUEUE, &["queue"], false)?;
+    } else {
+        delete_index(store, BY_CLAIM)?;
+    }
+    index(store, BY_CLAIM, &["queue", "lane", "at", "id"], false)?;
+    if from < 3 {
+        if from > 0 {
+            delete_index(store, BY_STATUS)?;
         }
-        1 => store.delete_index(BY_CREATED)?,
-        _ => {}
+        index(
+            store,
+            BY_STATUS,
+            &["queue", "status", "id", "updatedAt"],
+            false,
+        )?;
+        index(store, BY_KEY, &["queue", "idempotencyKey"], true)?;
+        index(store, BY_DELAY, &["queue", "status", "retryAfter"], false)?;
+        index(store, BY_DEATH, &["queue", "status", "deadAt"], false)?;
     }
-    if from < 2 {
-        index(store, BY_CREATED, &claim, false)?;
-    }
-    if from > 0 {
-        store.delete_index(BY_STATUS)?;
-    }
-    index(store, BY_STATUS, &list, false)?;
-    index(store, BY_KEY, &["queue", "idempotencyKey"], true)?;
-    index(store, BY_DELAY, &["queue", "status", "retryAfter"], false)?;
-    index(store, BY_DEATH, &["queue", "status", "deadAt"], false)
+    Ok(())
 }
 
-/// Version 1 or 2 -> 3, in the upgrade transaction: every record gets the fields of version 3
-/// (see [`upgrade_record`]), and so its place in the new indexes.
-async fn upgrade_records(store: ObjectStore) -> Result<()> {
-    let cursor = store.open_cursor(None, None).map_err(store_error)?;
-    let mut cursor = cursor
-        .await
-        .map_err(store_error)?
-        .map(idb::Cursor::into_managed);
-    while let Some(current) = cursor.as_mut() {
-        let Some(record) = current.value().map_err(store_error)? else {
-            break;
-        };
-        upgrade_record(&record)?;
-        current.update(&record).await.map_err(store_error)?;
-        current.next(None).await.map_err(store_error)?;
+fn delete_index(store: &IdbObjectStore, name: &str) -> Result<()> {
+    store
+        .delete_index(name)
+        .map_err(|e| js_error("deleteIndex", &e))
+}
+
+/// Version 1, 2 or 3 -> 4, in the upgrade transaction: every record is rewritten as this version
+/// writes it (before 3, first given the fields of version 3: see [`upgrade_record`]), and so gets
+/// its place in the new indexes.
+async fn upgrade_records(store: IdbObjectStore, from: u32) -> Result<()> {
+    let mut cursor = request(store.open_cursor(), "openCursor")?;
+    while let Ok(current) = (&mut cursor)
+        .await?
+        .dyn_into::<web_sys::IdbCursorWithValue>()
+    {
+        let record = current.value().map_err(|e| js_error("cursor", &e))?;
+        if from < 3 {
+            upgrade_record(&record)?;
+        }
+        let record = to_record(&from_record(&record)?, true);
+        request(current.update(&record), "update")?.await?;
+        current.continue_().map_err(|e| js_error("cursor", &e))?;
     }
     Ok(())
 }
 
 /// Why an upgrade was aborted (so that the open failed).
 enum Refusal {
-    /// The database at version 1 or 2 is another application's.
+    /// The database at an older version of ours is another application's.
     NotOurs(String),
     /// Creating or upgrading the schema failed.
     Failed,
@@ -278,49 +288,54 @@ enum Refusal {
 
 type Refused = Rc<RefCell<Option<Refusal>>>;
 
-/// Creates or upgrades the schema; on failure, or when a version 1 or 2 database is not
-/// deadletter's, aborts the upgrade, so the open fails and the database is left as it was.
-fn upgrade(event: &VersionChangeEvent, refused: &Refused) {
+/// Creates or upgrades the schema; on failure, or when an older database is not deadletter's,
+/// aborts the upgrade, so the open fails and the database is left as it was.
+fn upgrade(open: &IdbOpenDbRequest, old_version: f64, refused: &Refused) {
     let refuse = |why: Refusal| *refused.borrow_mut() = Some(why);
-    let (Ok(db), Ok(Some(tx))) = (event.database(), event.target().map(|r| r.transaction())) else {
+    let (Ok(db), Some(tx)) = (open.result(), open.transaction()) else {
         refuse(Refusal::Failed);
         return;
     };
-    let foreign = match event.old_version() {
-        Ok(from @ (1 | 2)) => match tx.object_store(STORE) {
+    let db: IdbDatabase = db.unchecked_into();
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let from = old_version as u32;
+    if (1..VERSION).contains(&from) {
+        let foreign = match tx.object_store(STORE) {
             Ok(store) => foreign_shape(&store, from),
             Err(_) => Some(format!(
                 "it has version {from} and no object store {STORE:?}"
             )),
-        },
-        _ => None,
-    };
-    if let Some(why) = foreign {
-        refuse(Refusal::NotOurs(why));
-        let _ = tx.abort();
-        return;
+        };
+        if let Some(why) = foreign {
+            refuse(Refusal::NotOurs(why));
+            let _ = tx.abort();
+            return;
+        }
     }
-    let created = match event.old_version() {
-        Ok(0) => {
-            let mut params = ObjectStoreParams::new();
-            params
-                .key_path(Some(KeyPath::new_single("id")))
-                .auto_increment(true);
-            db.create_object_store(STORE, params)
+    let created = match from {
+        0 => {
+            let params = IdbObjectStoreParameters::new();
+            params.set_key_path(&JsValue::from_str("id"));
+            params.set_auto_increment(true);
+            db.create_object_store_with_optional_parameters(STORE, &params)
+                .map_err(|e| js_error("createObjectStore", &e))
                 .and_then(|store| create_indexes(&store, 0))
         }
-        Ok(from @ (1 | 2)) => tx.object_store(STORE).and_then(|store| {
-            create_indexes(&store, from)?;
-            let (refused, tx) = (refused.clone(), store.transaction());
-            wasm_bindgen_futures::spawn_local(async move {
-                if upgrade_records(store).await.is_err() {
-                    *refused.borrow_mut() = Some(Refusal::Failed);
-                    let _ = tx.abort();
-                }
-            });
-            Ok(())
-        }),
-        _ => Err(idb::Error::NumberConversionError),
+        1..VERSION => tx
+            .object_store(STORE)
+            .map_err(|e| js_error("upgrade", &e))
+            .and_then(|store| {
+                create_indexes(&store, from)?;
+                let (refused, tx) = (refused.clone(), tx.clone());
+                wasm_bindgen_futures::spawn_local(async move {
+                    if upgrade_records(store, from).await.is_err() {
+                        *refused.borrow_mut() = Some(Refusal::Failed);
+                        let _ = tx.abort();
+                    }
+                });
+                Ok(())
+            }),
+        _ => Err(Error::Store("unknown schema version".into())),
     };
     if created.is_err() {
         refuse(Refusal::Failed);
@@ -328,29 +343,39 @@ fn upgrade(event: &VersionChangeEvent, refused: &Refused) {
     }
 }
 
-/// Opens (creating at version [`VERSION`] when new, upgrading from 1 or 2) database `name` from
+/// Opens (creating at version [`VERSION`] when new, upgrading from 1, 2 or 3) database `name` from
 /// `factory`.
 ///
 /// Another application's database of that name is refused with a `store` error and left as it
-/// was: at version 1 or 2 without deadletter's store and indexes the upgrade is aborted; at
-/// version 3 it is checked after opening (without writing) and closed; above version 3 IndexedDB
-/// refuses to open it at all.
+/// was: at an older version without deadletter's store and indexes the upgrade is aborted; at
+/// version [`VERSION`] it is checked after opening (without writing) and closed; above it
+/// IndexedDB refuses to open it at all.
 ///
 /// An open that has not completed after [`OPEN_TIMEOUT_MS`] (blocked by another connection that
 /// does not close, or queued behind another tab's upgrade or delete) fails with a `store` error
 /// instead of hanging; should it go through later, that connection is closed at once.
-pub async fn open(factory: &Factory, name: &str) -> Result<Database> {
-    let mut req = factory.open(name, Some(VERSION)).map_err(store_error)?;
-    let raw = IdbOpenDbRequest::from(req);
-    req = raw.clone().into();
+pub async fn open(factory: &IdbFactory, name: &str) -> Result<IdbDatabase> {
+    let raw = factory
+        .open_with_u32(name, VERSION)
+        .map_err(|e| js_error("open", &e))?;
     let refused: Refused = Rc::default();
     let in_upgrade = refused.clone();
-    req.on_upgrade_needed(move |event| upgrade(&event, &in_upgrade));
+    // Owned by JavaScript (collected with the request): an open that goes through after the time
+    // limit still creates or upgrades the schema, then is closed.
+    let on_upgrade = {
+        let raw = raw.clone();
+        Closure::<dyn FnMut(_)>::new(move |event: web_sys::IdbVersionChangeEvent| {
+            upgrade(&raw, event.old_version(), &in_upgrade);
+        })
+        .into_js_value()
+    };
+    raw.set_onupgradeneeded(Some(on_upgrade.unchecked_ref()));
+    let opening = open_request(raw.clone());
     let mut timer = JsValue::UNDEFINED;
     let expired = JsFuture::from(Promise::new(&mut |resolve, _| {
         timer = set_timeout(&resolve, OPEN_TIMEOUT_MS);
     }));
-    let (mut opened, mut expired) = (pin!(req.into_future()), pin!(expired));
+    let (mut opened, mut expired) = (pin!(opening), pin!(expired));
     let outcome = poll_fn(|cx| match opened.as_mut().poll(cx) {
         Poll::Ready(result) => Poll::Ready(Some(result)),
         Poll::Pending => expired.as_mut().poll(cx).map(|_| None),
@@ -360,13 +385,16 @@ pub async fn open(factory: &Factory, name: &str) -> Result<Database> {
     let refusal = refused.borrow_mut().take();
     let failure = raw.error().ok().flatten().map(|dom| dom.name());
     match outcome {
-        Some(Ok(db)) => match check_shape(&db) {
-            None => Ok(db),
-            Some(why) => {
-                db.close();
-                Err(not_ours(name, &why))
+        Some(Ok(db)) => {
+            let db: IdbDatabase = db.unchecked_into();
+            match check_shape(&db) {
+                None => Ok(db),
+                Some(why) => {
+                    db.close();
+                    Err(not_ours(name, &why))
+                }
             }
-        },
+        }
         Some(Err(err)) => Err(match (refusal, failure.as_deref()) {
             (Some(Refusal::NotOurs(why)), _) => not_ours(name, &why),
             (Some(Refusal::Failed), _) => Error::Store(format!(
@@ -377,7 +405,7 @@ pub async fn open(factory: &Factory, name: &str) -> Result<Database> {
                  version: it is not a deadletter database, or a newer deadletter wrote it; \
                  nothing was changed"
             )),
-            (None, _) => store_error(err),
+            (None, _) => err,
         }),
         None => {
             // Should the open go through later, close that connection straight away.

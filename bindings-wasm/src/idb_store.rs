@@ -1,23 +1,24 @@
 //! [`IdbStore`]: the IndexedDB [`Store`], for browsers, workers and Node (with fake-indexeddb's
-//! globals), over the [`idb`] crate.
+//! globals), on `web-sys` and [`crate::request`].
 //!
 //! One object store, `messages` (keyPath `id`, autoIncrement: ids from 1, strictly increasing,
 //! never reused), with seven indexes (see [`crate::connection`] for their key paths): `claim`
-//! (claim order, with `dueAt`, a storage-only number: `retryAfter`, or `-Infinity` when null, so
-//! that a message without one is due at every instant, negative ones included), `expiry` (leases),
-//! `list` (one status in id order, with `updatedAt`), `queue`, the unique `idempotency`, `delayed`
-//! (`retryAfter`) and `dead` (`deadAt`). Within one index key, entries come in primary-key (= id)
-//! order, which gives the `created_at`-then-id claim order and id-ordered pages.
+//! (two lanes: the messages whose turn comes at a time, leases and delays, by that time; the due
+//! pending messages in claim order), `expiry` (leases), `list` (one status in id order, with
+//! `updatedAt`), `queue`, the unique `idempotency`, `delayed` (`retryAfter`) and `dead`
+//! (`deadAt`). Within one index key, entries come in primary-key (= id) order, which gives
+//! id-ordered pages.
 //!
 //! Each state change is one `readwrite` transaction that awaits only its own requests: the core's
 //! steps are synchronous closures, so read -> step -> write happens inside it (see
 //! [`crate::connection`] for why nothing else may be awaited there). In particular `claim` expires
 //! the queue's overdue leases and takes the first due messages in the same transaction, so two
-//! tabs or workers can never take the same message. It walks the `claim` index with a key cursor,
-//! so messages waiting for their backoff are skipped by their key alone: only those taken are
-//! loaded. `counts` reads index counts and keys only, never a message; `select` walks keys and
-//! loads a message only when its filter needs `lastError` or `deadAt`. No operation scans the
-//! whole store or loads it into memory.
+//! tabs or workers can never take the same message. It asks two things at once: the timed lane up
+//! to `now` (usually empty: nothing to expire, nothing that became due) and the first messages of
+//! the ready lane; so messages waiting for their backoff are never walked, and only messages that
+//! are acted on are loaded. `counts` reads index counts and keys, and loads only what the next
+//! claim acts on; `select` walks keys and loads a message only when its filter needs `lastError`
+//! or `deadAt`. No operation scans the whole store or loads it into memory.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -26,15 +27,18 @@ use deadletter::{
     Claimed, Counts, Error, Filter, Id, ListQuery, Message, Millis, NewMessage, Result, Status,
     Store, apply_step, machine,
 };
-use idb::{CursorDirection, Database, Factory, KeyRange, ObjectStore, Query, TransactionMode};
 use js_sys::{Array, Reflect};
-use wasm_bindgen::JsValue;
-use web_sys::IdbDatabase;
+use wasm_bindgen::prelude::*;
+use web_sys::{
+    IdbCursor, IdbCursorDirection, IdbCursorWithValue, IdbDatabase, IdbFactory, IdbIndex,
+    IdbKeyRange, IdbObjectStore, IdbTransactionMode,
+};
 
 use crate::connection::{
-    self, BY_CREATED, BY_DEATH, BY_DELAY, BY_EXPIRY, BY_KEY, BY_QUEUE, BY_STATUS, store_error,
+    self, BY_CLAIM, BY_DEATH, BY_DELAY, BY_EXPIRY, BY_KEY, BY_QUEUE, BY_STATUS, js_error,
 };
-use crate::record::{from_record, to_record};
+use crate::record::{READY, TIMED, from_record, make_ready, to_record};
+use crate::request::request;
 
 /// An open IndexedDB database holding messages.
 ///
@@ -43,8 +47,11 @@ use crate::record::{from_record, to_record};
 /// [`IdbStore::close`]. Dropping the store closes it too.
 #[derive(Debug)]
 pub struct IdbStore {
-    db: Database,
+    db: IdbDatabase,
     closed: Rc<Cell<bool>>,
+    /// `onversionchange` and `onclose` of the connection (kept alive here): marks it closed and
+    /// closes it.
+    _on_close: Closure<dyn Fn()>,
 }
 
 #[allow(clippy::cast_precision_loss)] // ids and millisecond timestamps are far below 2^53
@@ -62,7 +69,7 @@ const INF: f64 = f64::INFINITY;
 /// The keys of an index from `[..prefix, lower]` to `[..prefix, upper]` (a longer key under
 /// `[..prefix, x]` sorts with `x`'s part); `lower_open` excludes the keys whose next part is
 /// `lower`, `upper` is included.
-fn between(prefix: &[JsValue], lower: f64, lower_open: bool, upper: f64) -> Result<Query> {
+fn between(prefix: &[JsValue], lower: f64, lower_open: bool, upper: f64) -> Result<IdbKeyRange> {
     let part = |x: f64| [prefix, &[JsValue::from_f64(x)]].concat();
     let upper = match upper {
         // Every longer key under [..prefix, u] is below [..prefix, u, +inf]... and no key part is
@@ -75,9 +82,27 @@ fn between(prefix: &[JsValue], lower: f64, lower_open: bool, upper: f64) -> Resu
     } else {
         key(&part(lower))
     };
-    KeyRange::bound(&lower, &upper, Some(lower_open), None)
-        .map(Query::from)
-        .map_err(store_error)
+    IdbKeyRange::bound_with_lower_open_and_upper_open(&lower, &upper, lower_open, false)
+        .map_err(|e| js_error("key range", &e))
+}
+
+fn index(store: &IdbObjectStore, name: &str) -> Result<IdbIndex> {
+    store.index(name).map_err(|e| js_error("index", &e))
+}
+
+/// The records of an array (what `getAll` resolves to).
+fn records(all: &JsValue) -> Array {
+    all.clone().unchecked_into()
+}
+
+/// Moves `cursor` on (its request then resolves again).
+fn advance(cursor: &IdbCursor) -> Result<()> {
+    cursor.continue_().map_err(|e| js_error("cursor", &e))
+}
+
+/// The cursor a cursor request resolved to; `None` at the end (null).
+fn cursor<C: JsCast>(value: JsValue) -> Option<C> {
+    value.dyn_into().ok()
 }
 
 /// Part `at` of an index key, as a number.
@@ -94,36 +119,41 @@ fn whole(n: f64) -> i64 {
 }
 
 /// The first key (an array) of `range` in index `name`, or `None` when the range is empty.
-async fn first_key(store: &ObjectStore, name: &str, range: Query) -> Result<Option<JsValue>> {
-    let index = store.index(name).map_err(store_error)?;
-    let cursor = index
-        .open_key_cursor(Some(range), None)
-        .map_err(store_error)?;
-    match cursor.await.map_err(store_error)? {
-        Some(cursor) => cursor.key().map(Some).map_err(store_error),
+async fn first_key(
+    store: &IdbObjectStore,
+    name: &str,
+    range: &IdbKeyRange,
+) -> Result<Option<JsValue>> {
+    let found = request(
+        index(store, name)?.open_key_cursor_with_range(range),
+        "openKeyCursor",
+    )?;
+    match cursor::<IdbCursor>(found.await?) {
+        Some(cursor) => cursor.key().map(Some).map_err(|e| js_error("cursor", &e)),
         None => Ok(None),
     }
 }
 
-async fn count_in(store: &ObjectStore, name: &str, range: Query) -> Result<u64> {
-    let index = store.index(name).map_err(store_error)?;
-    let request = index.count(Some(range)).map_err(store_error)?;
-    request.await.map(u64::from).map_err(store_error)
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // a count: whole, >= 0
+async fn count_in(store: &IdbObjectStore, name: &str, range: &IdbKeyRange) -> Result<u64> {
+    let counted = request(index(store, name)?.count_with_key(range), "count")?.await?;
+    Ok(counted.as_f64().unwrap_or_default() as u64)
 }
 
-async fn get_record(store: &ObjectStore, queue: &str, id: Id) -> Result<Option<Message>> {
-    let found = store.get(number(id)).map_err(store_error)?.await;
-    match found.map_err(store_error)? {
-        Some(record) => Ok(Some(from_record(&record)?).filter(|m| m.queue == queue)),
-        None => Ok(None),
+async fn get_record(store: &IdbObjectStore, queue: &str, id: Id) -> Result<Option<Message>> {
+    let found = request(store.get(&number(id)), "get")?.await?;
+    if found.is_undefined() {
+        return Ok(None);
     }
+    Ok(Some(from_record(&found)?).filter(|m| m.queue == queue))
 }
 
-async fn put(store: &ObjectStore, message: &Message) -> Result<()> {
-    let req = store
-        .put(&to_record(message, true), None)
-        .map_err(store_error)?;
-    req.await.map(drop).map_err(store_error)
+async fn put(store: &IdbObjectStore, message: &Message) -> Result<()> {
+    put_record(store, &to_record(message, true)).await
+}
+
+async fn put_record(store: &IdbObjectStore, record: &JsValue) -> Result<()> {
+    request(store.put(record), "put")?.await.map(drop)
 }
 
 /// The id IndexedDB's key generator assigned: a whole number within 1..2^53.
@@ -134,9 +164,6 @@ fn assigned_id(key: &JsValue) -> Result<Id> {
         .ok_or_else(|| Error::Store(format!("IndexedDB assigned a bad key {key:?}")))
 }
 
-/// Where `dueAt` is in a key of the claim index, and `createdAt`.
-const DUE_AT: u32 = 4;
-const CREATED_AT: u32 = 2;
 /// Where `id` and `updatedAt` are in a key of the list index.
 const LIST_ID: u32 = 2;
 const LIST_UPDATED_AT: u32 = 3;
@@ -144,19 +171,23 @@ const LIST_UPDATED_AT: u32 = 3;
 impl IdbStore {
     /// Opens (or creates, or upgrades) database `name` from `factory`. See [`connection::open`] for the
     /// blocked case.
-    pub async fn open(factory: &Factory, name: &str) -> Result<Self> {
-        let raw: IdbDatabase = connection::open(factory, name).await?.into();
-        let mut db = Database::from(raw.clone());
+    pub async fn open(factory: &IdbFactory, name: &str) -> Result<Self> {
+        let db = connection::open(factory, name).await?;
         let closed: Rc<Cell<bool>> = Rc::default();
-        let close = |raw: IdbDatabase, closed: Rc<Cell<bool>>| {
-            move |_| {
+        let on_close = {
+            let (db, closed) = (db.clone(), closed.clone());
+            Closure::<dyn Fn()>::new(move || {
                 closed.set(true);
-                raw.close();
-            }
+                db.close();
+            })
         };
-        db.on_version_change(close(raw.clone(), closed.clone()));
-        db.on_close(close(raw, closed.clone()));
-        Ok(Self { db, closed })
+        db.set_onversionchange(Some(on_close.as_ref().unchecked_ref()));
+        db.set_onclose(Some(on_close.as_ref().unchecked_ref()));
+        Ok(Self {
+            db,
+            closed,
+            _on_close: on_close,
+        })
     }
 
     /// Closes the connection (waits for running transactions); later calls fail with `store`.
@@ -171,7 +202,7 @@ impl IdbStore {
     }
 
     /// The underlying connection.
-    pub fn database(&self) -> Result<&Database> {
+    pub fn database(&self) -> Result<&IdbDatabase> {
         if self.closed.get() {
             Err(Error::Store("the database is closed".into()))
         } else {
@@ -179,12 +210,12 @@ impl IdbStore {
         }
     }
 
-    async fn write<T>(&self, body: impl AsyncFnOnce(&ObjectStore) -> Result<T>) -> Result<T> {
-        connection::transaction(self.database()?, TransactionMode::ReadWrite, body).await
+    async fn write<T>(&self, body: impl AsyncFnOnce(&IdbObjectStore) -> Result<T>) -> Result<T> {
+        connection::transaction(self.database()?, IdbTransactionMode::Readwrite, body).await
     }
 
-    async fn read<T>(&self, body: impl AsyncFnOnce(&ObjectStore) -> Result<T>) -> Result<T> {
-        connection::transaction(self.database()?, TransactionMode::ReadOnly, body).await
+    async fn read<T>(&self, body: impl AsyncFnOnce(&IdbObjectStore) -> Result<T>) -> Result<T> {
+        connection::transaction(self.database()?, IdbTransactionMode::Readonly, body).await
     }
 }
 
@@ -217,45 +248,95 @@ impl IdbStore {
         take: &mut dyn FnMut(Message) -> Result<Message>,
     ) -> Result<Claimed> {
         let q = JsValue::from_str(queue);
+        #[allow(clippy::cast_precision_loss)]
+        let (timed, ready) = (
+            between(&[q.clone(), TIMED.into()], NEG_INF, false, now as f64)?,
+            between(&[q, READY.into()], NEG_INF, false, INF)?,
+        );
+        let limit_u32 = u32::try_from(limit).unwrap_or(u32::MAX);
         self.write(async |store| {
-            // 1. Overdue leases: [queue, 'processing', -inf ..= now] of the expiry index.
-            let expired = expire_leases(store, &q, now, expire).await?;
-            let mut taken = Vec::new();
-            if limit == 0 {
-                return Ok(Claimed { expired, taken });
+            let index = index(store, BY_CLAIM)?;
+            // Both reads at once: the timed lane up to now, and the first `limit` ready messages.
+            let timed = request(index.get_all_with_key(&timed), "getAll")?;
+            let first = match limit {
+                0 => None,
+                _ => Some(request(
+                    index.get_all_with_key_and_limit(&ready, limit_u32),
+                    "getAll",
+                )?),
+            };
+            // 1. In (at, id) order: the overdue leases are expired; the pending messages whose
+            //    retryAfter has passed join the candidates (the ready lane, once written).
+            let mut expired = Vec::new();
+            let mut became_due = Vec::new();
+            for record in records(&timed.await?) {
+                let message = from_record(&record)?;
+                if machine::lease_expired(&message, now) {
+                    let next = expire(message)?;
+                    put(store, &next).await?;
+                    expired.push(next);
+                } else if machine::is_due(&message, now) {
+                    became_due.push((message, record));
+                }
             }
-            // 2. The first due pending messages in [queue, 'pending', createdAt, id, dueAt]
-            //    order. The key carries dueAt: the messages still waiting for their backoff are
-            //    skipped without being loaded; only those taken are read, by their id.
-            let all_pending = between(&[q.clone(), "pending".into()], NEG_INF, false, INF)?;
-            let index = store.index(BY_CREATED).map_err(store_error)?;
-            let cursor = index.open_key_cursor(Some(all_pending), None);
-            let cursor = cursor.map_err(store_error)?.await.map_err(store_error)?;
-            let mut cursor = cursor.map(idb::KeyCursor::into_managed);
-            while let Some(current) = cursor.as_mut() {
-                let (Some(index_key), Some(id)) = (
-                    current.key().map_err(store_error)?,
-                    current.primary_key().map_err(store_error)?,
-                ) else {
-                    break;
-                };
-                #[allow(clippy::cast_precision_loss)]
-                if key_part(&index_key, DUE_AT).is_some_and(|d| d <= now as f64) {
-                    let found = store.get(id).map_err(store_error)?.await;
-                    if let Some(record) = found.map_err(store_error)? {
-                        let message = from_record(&record)?;
-                        let just_expired = expired.iter().any(|e| e.id == message.id);
-                        if machine::is_due(&message, now) && !just_expired {
-                            let next = take(message)?;
-                            put(store, &next).await?;
-                            taken.push(next);
-                            if taken.len() == limit {
-                                break;
-                            }
-                        }
+            let Some(first) = first else {
+                return Ok(Claimed {
+                    expired,
+                    taken: Vec::new(),
+                });
+            };
+            // 2. The first `limit` due messages in claim order: of the ready lane's first
+            //    `limit`, and of those that just became due (which the others then wait for in
+            //    the ready lane).
+            let mut taken = Vec::new();
+            let mut page = records(&first.await?);
+            loop {
+                let room = limit - taken.len();
+                let full = page.length() as usize == room;
+                // The page is in claim order; those that became due go in their place among the
+                // first `room`, the others wait in the ready lane.
+                let mut candidates = Vec::with_capacity(room + 1);
+                for record in page {
+                    candidates.push((from_record(&record)?, record, false));
+                }
+                let mut now_ready = Vec::new();
+                for (message, record) in became_due.drain(..) {
+                    let key = (message.created_at, message.id);
+                    let at = candidates.partition_point(|(m, _, _)| (m.created_at, m.id) < key);
+                    if at < room {
+                        candidates.insert(at, (message, record, true));
+                    } else {
+                        now_ready.push(record);
+                    }
+                    if candidates.len() > room
+                        && let Some((_, record, true)) = candidates.pop()
+                    {
+                        now_ready.push(record);
                     }
                 }
-                current.next(None).await.map_err(store_error)?;
+                let mut moved_back = false;
+                for (message, _, _) in candidates {
+                    if machine::is_due(&message, now) {
+                        let next = take(message)?;
+                        put(store, &next).await?;
+                        taken.push(next);
+                    } else {
+                        // Made ready at a later time than `now`: the clock went back. Back to the
+                        // timed lane; the ready lane is read again, past it.
+                        put(store, &message).await?;
+                        moved_back = true;
+                    }
+                }
+                for record in now_ready {
+                    make_ready(&record)?;
+                    put_record(store, &record).await?;
+                }
+                if !(moved_back && full && taken.len() < limit) {
+                    break;
+                }
+                let wanted = u32::try_from(limit - taken.len()).unwrap_or(u32::MAX);
+                let again = index.get_all_with_key_and_limit(&ready, wanted);
+                page = records(&request(again, "getAll")?.await?);
             }
             Ok(Claimed { expired, taken })
         })
@@ -299,8 +380,7 @@ impl IdbStore {
                     continue;
                 };
                 if check(&message)? {
-                    let request = store.delete(number(id)).map_err(store_error)?;
-                    request.await.map_err(store_error)?;
+                    request(store.delete(&number(id)), "delete")?.await?;
                     deleted.push(message);
                 }
             }
@@ -312,14 +392,16 @@ impl IdbStore {
 
 impl Drop for IdbStore {
     fn drop(&mut self) {
-        // A closed connection gets no more events, so the dropped callbacks are never called.
+        // A closed connection gets no more events, so the dropped callback is never called.
         self.close();
+        self.db.set_onversionchange(None);
+        self.db.set_onclose(None);
     }
 }
 
 /// The first key of `[queue, 'pending', retryAfter > now]` in the delayed index: when the next
 /// delayed message is due.
-async fn next_due(store: &ObjectStore, queue: &str, now: Millis) -> Result<Option<Millis>> {
+async fn next_due(store: &IdbObjectStore, queue: &str, now: Millis) -> Result<Option<Millis>> {
     #[allow(clippy::cast_precision_loss)]
     let delayed = between(
         &[queue.into(), Status::Pending.as_str().into()],
@@ -327,38 +409,36 @@ async fn next_due(store: &ObjectStore, queue: &str, now: Millis) -> Result<Optio
         true,
         INF,
     )?;
-    let first = first_key(store, BY_DELAY, delayed).await?;
+    let first = first_key(store, BY_DELAY, &delayed).await?;
     Ok(first.and_then(|k| key_part(&k, 2)).map(whole))
 }
 
-/// Step 1 of [`Store::claim`], inside its transaction: in `(leaseExpiresAt, id)` order, the order
-/// of the expiry index.
-async fn expire_leases(
-    store: &ObjectStore,
-    q: &JsValue,
-    now: Millis,
-    expire: &mut dyn FnMut(Message) -> Result<Message>,
-) -> Result<Vec<Message>> {
+/// The `createdAt` of the oldest due pending message of queue `q`: the first due one of the ready
+/// lane (all are, unless the clock went back), or one of the timed lane's up to `now` whose
+/// `retryAfter` has passed (loaded: a claim has not moved it to the ready lane yet).
+async fn oldest_due(store: &IdbObjectStore, q: &JsValue, now: Millis) -> Result<Option<Millis>> {
     #[allow(clippy::cast_precision_loss)]
-    let overdue = between(
-        &[q.clone(), "processing".into()],
-        NEG_INF,
-        false,
-        now as f64,
-    )?;
-    let index = store.index(BY_EXPIRY).map_err(store_error)?;
-    let records = index.get_all(Some(overdue), None).map_err(store_error)?;
-    let records = records.await.map_err(store_error)?;
-    let mut expired = Vec::with_capacity(records.len());
-    for record in records {
+    let timed = between(&[q.clone(), TIMED.into()], NEG_INF, false, now as f64)?;
+    let ready = between(&[q.clone(), READY.into()], NEG_INF, false, INF)?;
+    let index = index(store, BY_CLAIM)?;
+    let mut oldest: Option<Millis> = None;
+    for record in records(&request(index.get_all_with_key(&timed), "getAll")?.await?) {
         let message = from_record(&record)?;
-        if machine::lease_expired(&message, now) {
-            let next = expire(message)?;
-            put(store, &next).await?;
-            expired.push(next);
+        if message.status == Status::Pending && machine::is_due(&message, now) {
+            oldest = Some(oldest.map_or(message.created_at, |o| o.min(message.created_at)));
         }
     }
-    Ok(expired)
+    let mut walk = request(index.open_cursor_with_range(&ready), "openCursor")?;
+    while let Some(current) = cursor::<IdbCursorWithValue>((&mut walk).await?) {
+        let record = current.value().map_err(|e| js_error("cursor", &e))?;
+        let message = from_record(&record)?;
+        if machine::is_due(&message, now) {
+            oldest = Some(oldest.map_or(message.created_at, |o| o.min(message.created_at)));
+            break;
+        }
+        advance(&current)?;
+    }
+    Ok(oldest)
 }
 
 impl Store for IdbStore {
@@ -380,18 +460,16 @@ impl Store for IdbStore {
             let mut out = Vec::with_capacity(prepared.len());
             for (message, record, unique) in prepared {
                 if let Some(unique) = unique {
-                    let index = store.index(BY_KEY).map_err(store_error)?;
-                    let found = index.get(unique).map_err(store_error)?.await;
-                    if let Some(existing) = found.map_err(store_error)? {
+                    let found = request(index(store, BY_KEY)?.get(&unique), "get")?.await?;
+                    if !found.is_undefined() {
                         out.push(Message {
                             deduplicated: true,
-                            ..from_record(&existing)?
+                            ..from_record(&found)?
                         });
                         continue;
                     }
                 }
-                let id = store.add(&record, None).map_err(store_error)?.await;
-                let id = assigned_id(&id.map_err(store_error)?)?;
+                let id = assigned_id(&request(store.add(&record), "add")?.await?)?;
                 out.push(Message { id, ..message });
             }
             Ok(out)
@@ -440,46 +518,36 @@ impl Store for IdbStore {
             let range = between(&[q, status.as_str().into()], after as f64, true, INF)?;
             return self
                 .read(async |store| {
-                    let index = store.index(BY_STATUS).map_err(store_error)?;
-                    let records = index.get_all(Some(range), Some(limit));
-                    let records = records.map_err(store_error)?.await.map_err(store_error)?;
-                    records.iter().map(from_record).collect()
+                    let page = index(store, BY_STATUS)?.get_all_with_key_and_limit(&range, limit);
+                    let page = request(page, "getAll")?.await?;
+                    records(&page).iter().map(|r| from_record(&r)).collect()
                 })
                 .await;
         }
         self.read(async |store| {
-            let only = KeyRange::only(&q).map_err(store_error)?;
-            let cursor = store
-                .index(BY_QUEUE)
-                .and_then(|i| i.open_cursor(Some(only.into()), None))
-                .map_err(store_error)?;
-            let cursor = cursor.await.map_err(store_error)?;
-            let mut cursor = cursor.map(idb::Cursor::into_managed);
+            let only = IdbKeyRange::only(&q).map_err(|e| js_error("key range", &e))?;
+            let walk = index(store, BY_QUEUE)?.open_cursor_with_range(&only);
+            let mut walk = request(walk, "openCursor")?;
             let mut page = Vec::new();
-            while let Some(current) = cursor.as_mut() {
-                let (Some(id), Some(record)) = (
-                    current.primary_key().map_err(store_error)?,
-                    current.value().map_err(store_error)?,
-                ) else {
-                    break;
-                };
+            while let Some(current) = cursor::<IdbCursorWithValue>((&mut walk).await?) {
+                let id = current.primary_key().map_err(|e| js_error("cursor", &e))?;
                 let id = id
                     .as_f64()
                     .ok_or_else(|| Error::Store("IndexedDB cursor without a key".into()))?;
                 #[allow(clippy::cast_precision_loss)]
-                let moved = if id <= after as f64 {
+                if id <= after as f64 {
                     // Keyset pagination: jump to the first id above `after` under this key.
                     current
-                        .next_primary_key(&q, &number(after.saturating_add(1)))
-                        .await
+                        .continue_primary_key(&q, &number(after.saturating_add(1)))
+                        .map_err(|e| js_error("cursor", &e))?;
                 } else {
+                    let record = current.value().map_err(|e| js_error("cursor", &e))?;
                     page.push(from_record(&record)?);
                     if page.len() == query.limit {
                         break;
                     }
-                    current.next(None).await
-                };
-                moved.map_err(store_error)?;
+                    advance(&current)?;
+                }
             }
             Ok(page)
         })
@@ -500,15 +568,11 @@ impl Store for IdbStore {
             INF,
         )?;
         self.read(async |store| {
-            let index = store.index(BY_STATUS).map_err(store_error)?;
-            let cursor = index.open_key_cursor(Some(range), None);
-            let cursor = cursor.map_err(store_error)?.await.map_err(store_error)?;
-            let mut cursor = cursor.map(idb::KeyCursor::into_managed);
+            let walk = index(store, BY_STATUS)?.open_key_cursor_with_range(&range);
+            let mut walk = request(walk, "openKeyCursor")?;
             let mut ids = Vec::new();
-            while let Some(current) = cursor.as_mut() {
-                let Some(index_key) = current.key().map_err(store_error)? else {
-                    break;
-                };
+            while let Some(current) = cursor::<IdbCursor>((&mut walk).await?) {
+                let index_key = current.key().map_err(|e| js_error("cursor", &e))?;
                 let (Some(id), Some(updated_at)) = (
                     key_part(&index_key, LIST_ID).map(whole),
                     key_part(&index_key, LIST_UPDATED_AT).map(whole),
@@ -533,7 +597,7 @@ impl Store for IdbStore {
                         break;
                     }
                 }
-                current.next(None).await.map_err(store_error)?;
+                advance(&current)?;
             }
             Ok(ids)
         })
@@ -566,33 +630,22 @@ impl Store for IdbStore {
         self.read(async |store| {
             let mut counts = Counts::default();
             for (slot, status) in counts.by_status.iter_mut().zip(Status::ALL) {
-                *slot =
-                    count_in(store, BY_STATUS, between(&of(status), NEG_INF, false, INF)?).await?;
+                *slot = count_in(
+                    store,
+                    BY_STATUS,
+                    &between(&of(status), NEG_INF, false, INF)?,
+                )
+                .await?;
             }
             let overdue = between(&of(Status::Processing), NEG_INF, false, now_f)?;
-            counts.expired = count_in(store, BY_EXPIRY, overdue).await?;
+            counts.expired = count_in(store, BY_EXPIRY, &overdue).await?;
             let delayed = between(&of(Status::Pending), now_f, true, INF)?;
-            counts.delayed = count_in(store, BY_DELAY, delayed).await?;
+            counts.delayed = count_in(store, BY_DELAY, &delayed).await?;
             counts.next_due_at = next_due(store, queue, now).await?;
             let dead = between(&of(Status::Dead), NEG_INF, false, INF)?;
-            let oldest = first_key(store, BY_DEATH, dead).await?;
+            let oldest = first_key(store, BY_DEATH, &dead).await?;
             counts.oldest_dead_at = oldest.and_then(|k| key_part(&k, 2)).map(whole);
-            // The first pending message in claim order that is due: delayed ones are skipped by key.
-            let pending = between(&of(Status::Pending), NEG_INF, false, INF)?;
-            let index = store.index(BY_CREATED).map_err(store_error)?;
-            let cursor = index.open_key_cursor(Some(pending), None);
-            let cursor = cursor.map_err(store_error)?.await.map_err(store_error)?;
-            let mut cursor = cursor.map(idb::KeyCursor::into_managed);
-            while let Some(current) = cursor.as_mut() {
-                let Some(index_key) = current.key().map_err(store_error)? else {
-                    break;
-                };
-                if key_part(&index_key, DUE_AT).is_some_and(|d| d <= now_f) {
-                    counts.oldest_due_created_at = key_part(&index_key, CREATED_AT).map(whole);
-                    break;
-                }
-                current.next(None).await.map_err(store_error)?;
-            }
+            counts.oldest_due_created_at = oldest_due(store, &q, now).await?;
             Ok(counts)
         })
         .await
@@ -606,25 +659,24 @@ impl Store for IdbStore {
     async fn queues(&self) -> Result<Vec<String>> {
         let mut names = self
             .read(async |store| {
-                let index = store.index(BY_QUEUE).map_err(store_error)?;
-                let cursor = index.open_key_cursor(None, Some(CursorDirection::NextUnique));
-                let cursor = cursor.map_err(store_error)?.await.map_err(store_error)?;
-                let mut cursor = cursor.map(idb::KeyCursor::into_managed);
+                let walk = index(store, BY_QUEUE)?.open_key_cursor_with_range_and_direction(
+                    &JsValue::NULL,
+                    IdbCursorDirection::Nextunique,
+                );
+                let mut walk = request(walk, "openKeyCursor")?;
                 let mut names = Vec::new();
-                while let Some(current) = cursor.as_mut() {
-                    let Some(name) = current.key().map_err(store_error)? else {
-                        break;
-                    };
+                while let Some(current) = cursor::<IdbCursor>((&mut walk).await?) {
+                    let name = current.key().map_err(|e| js_error("cursor", &e))?;
                     names.push(name.as_string().ok_or_else(|| {
                         Error::Store(format!("bad key in index queue: {name:?}"))
                     })?);
-                    current.next(None).await.map_err(store_error)?;
+                    advance(&current)?;
                 }
                 Ok(names)
             })
             .await?;
         // IndexedDB orders strings by UTF-16 code unit; the trait promises byte order.
-        names.sort();
+        names.sort_unstable();
         Ok(names)
     }
 }

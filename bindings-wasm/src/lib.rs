@@ -37,4 +37,6 @@ pub mod idb_store;
 #[cfg(target_arch = "wasm32")]
 pub mod record;
 #[cfg(target_arch = "wasm32")]
+pub mod request;
+#[cfg(target_arch = "wasm32")]
 pub mod worker;

@@ -34,8 +34,7 @@ pub fn js_field(core: &str) -> &str {
 /// Formats 16 random bytes as a version-4 UUID (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`), the form
 /// of every lease token.
 pub fn uuid_v4(mut bytes: [u8; 16]) -> String {
-    use std::fmt::Write;
-
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     let mut out = String::with_capacity(36);
@@ -43,7 +42,8 @@ pub fn uuid_v4(mut bytes: [u8; 16]) -> String {
         if matches!(i, 4 | 6 | 8 | 10) {
             out.push('-');
         }
-        let _ = write!(out, "{byte:02x}"); // writing to a String cannot fail
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }
     out
 }
@@ -80,5 +80,7 @@ mod tests {
         let token = uuid_v4([0xff; 16]);
         assert_eq!(token, "ffffffff-ffff-4fff-bfff-ffffffffffff");
         assert_eq!(uuid_v4([0; 16]), "00000000-0000-4000-8000-000000000000");
+        let counting: [u8; 16] = std::array::from_fn(|i| u8::try_from(i).unwrap_or_default());
+        assert_eq!(uuid_v4(counting), "00010203-0405-4607-8809-0a0b0c0d0e0f");
     }
 }

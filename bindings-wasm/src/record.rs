@@ -4,8 +4,8 @@
 //! Both message forms use the JavaScript field names (`retryCount`, `leaseExpiresAt`, ...). A
 //! record keeps timestamps as numbers of milliseconds (null stays null, which keeps a message out
 //! of the indexes that name that field); the API object turns them into `Date`s. A record also
-//! has `dueAt` (see [`to_record`]), which reading ignores, and never `deduplicated` (a property of
-//! an enqueue's result, not of the message).
+//! has `lane` and `at`, its place in the claim index (see [`to_record`]), which reading ignores,
+//! and never `deduplicated` (a property of an enqueue's result, not of the message).
 
 use deadletter::validate::{MAX_TIME, MIN_TIME};
 use deadletter::{Error, FailedAttempt, Message, Millis, Result, Stats, Status};
@@ -13,7 +13,7 @@ use js_sys::{Array, Date, Object, Reflect};
 use wasm_bindgen::JsValue;
 
 /// Every property name this module reads or writes.
-const KEYS: [&str; 33] = [
+const KEYS: [&str; 34] = [
     "id",
     "queue",
     "payload",
@@ -33,7 +33,8 @@ const KEYS: [&str; 33] = [
     "errorsDropped",
     "replayCount",
     "replayedAt",
-    "dueAt",
+    "lane",
+    "at",
     "deduplicated",
     "attempt",
     "error",
@@ -129,23 +130,45 @@ fn build(message: &Message, with_id: bool, time: impl Fn(Millis) -> JsValue) -> 
     object
 }
 
-/// What `dueAt` is for a message without `retryAfter`: `-Infinity`, a valid IndexedDB number key
-/// that is below every instant, so such a message is due whatever the clock says (also before
-/// 1970, when `now` is negative).
-pub const NOT_DELAYED: f64 = f64::NEG_INFINITY;
-
-/// The `dueAt` of a message whose `retryAfter` is `retry_after` (see [`to_record`]).
-fn due_at(retry_after: Option<Millis>) -> JsValue {
-    retry_after.map_or(JsValue::from_f64(NOT_DELAYED), number)
-}
+/// `lane` of a record in the claim index whose turn comes at a time, `at`: a `processing` message
+/// (`at`: when its lease runs out) or a `pending` one waiting for its backoff or delay (`at`: its
+/// `retryAfter`). The claim index sorts them by `(at, id)`, so the part with `at <= now` is what
+/// a claim has to act on first: leases to expire, messages that became due.
+pub const TIMED: f64 = 0.0;
+/// `lane` of a `pending` message that is due whatever the time: enqueued without delay, replayed,
+/// or moved here by a claim once its `retryAfter` had passed ([`make_ready`]). `at` is its
+/// `createdAt`, so the lane is in claim order, `(createdAt, id)`.
+pub const READY: f64 = 1.0;
 
 /// The record stored for `message`; without `id` for a new message (the store assigns it). It
-/// also holds `dueAt`, a storage-only number for the claim index: `retryAfter`, or
-/// [`NOT_DELAYED`] (`-Infinity`) when null (a null would keep the message out of the index).
+/// also holds `lane` and `at`, storage-only numbers that place it in the claim index: [`TIMED`]
+/// with `leaseExpiresAt` for a `processing` message and with `retryAfter` for a `pending` one that
+/// has one, [`READY`] with `createdAt` for a `pending` one without; null for a finished message,
+/// which keeps it out of the index.
 pub fn to_record(message: &Message, with_id: bool) -> Object {
     let record = build(message, with_id, number);
-    set(&record, "dueAt", &due_at(message.retry_after));
+    let (lane, at) = match (message.status, message.retry_after) {
+        (Status::Pending, Some(at)) => (JsValue::from_f64(TIMED), number(at)),
+        (Status::Pending, None) => (JsValue::from_f64(READY), number(message.created_at)),
+        (Status::Processing, _) => match message.lease_expires_at {
+            Some(at) => (JsValue::from_f64(TIMED), number(at)),
+            None => (JsValue::NULL, JsValue::NULL),
+        },
+        (Status::Succeeded | Status::Dead, _) => (JsValue::NULL, JsValue::NULL),
+    };
+    set(&record, "lane", &lane);
+    set(&record, "at", &at);
     record
+}
+
+/// Moves a stored `pending` record whose `retryAfter` has passed to the [`READY`] lane, in place
+/// (the message itself does not change: it keeps its `retryAfter` until it is claimed).
+pub fn make_ready(record: &JsValue) -> Result<()> {
+    let created_at = field(record, "createdAt")?;
+    for (name, value) in [("lane", JsValue::from_f64(READY)), ("at", created_at)] {
+        with_key(name, |key| Reflect::set(record, key, &value)).map_err(|e| corrupt(name, &e))?;
+    }
+    Ok(())
 }
 
 /// The object the JavaScript API returns: timestamps (also each error's `at`) as `Date`s, and
@@ -184,8 +207,8 @@ pub fn stats_to_js(stats: &Stats) -> JsValue {
 /// added in 3 get what the message's past allows to know (`errors` empty, its `retryCount`
 /// failures counted in `errorsDropped`, `deadAt` = `updatedAt` for a dead message, zeros and
 /// nulls elsewhere); `retryAfter` is cleared unless the message is pending (0.1.0 left it on
-/// claimed messages; now it is set exactly while a message waits for its backoff), and `dueAt`
-/// follows it (version 1 had none).
+/// claimed messages; now it is set exactly while a message waits for its backoff). The upgrade
+/// then reads it with [`from_record`] and writes it again with [`to_record`].
 pub fn upgrade_record(record: &JsValue) -> Result<()> {
     let get = |name: &str| field(record, name);
     let put = |name: &str, value: &JsValue| {
@@ -197,13 +220,6 @@ pub fn upgrade_record(record: &JsValue) -> Result<()> {
     if status.as_string().as_deref() != Some(Status::Pending.as_str()) {
         put("retryAfter", &JsValue::NULL)?;
     }
-    let retry_after = get("retryAfter")?;
-    let due = if retry_after.is_null() || retry_after.is_undefined() {
-        JsValue::from_f64(NOT_DELAYED)
-    } else {
-        retry_after
-    };
-    put("dueAt", &due)?;
     let dead = status.as_string().as_deref() == Some(Status::Dead.as_str());
     put(
         "deadAt",

@@ -10,14 +10,17 @@
 #![cfg(target_arch = "wasm32")]
 
 use deadletter::{Error, Message, NewMessage, Status, Store};
-use deadletter_wasm::connection::{self, store_error};
+use deadletter_wasm::connection;
 use deadletter_wasm::idb_store::IdbStore;
-use deadletter_wasm::record::to_record;
-use idb::{Factory, KeyPath, ObjectStoreParams, TransactionMode};
-use js_sys::{Promise, Reflect};
+use deadletter_wasm::record::{READY, TIMED, to_record};
+use deadletter_wasm::request::{finished, open_request, request};
+use js_sys::{Array, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::wasm_bindgen_test;
+use web_sys::{
+    IdbDatabase, IdbFactory, IdbObjectStore, IdbObjectStoreParameters, IdbTransactionMode,
+};
 
 #[wasm_bindgen]
 extern "C" {
@@ -37,9 +40,17 @@ fn unique(name: &str) -> String {
     format!("{name}-{}", js_sys::Math::random())
 }
 
+/// The environment's `indexedDB`.
+fn factory() -> IdbFactory {
+    Reflect::get(&js_sys::global(), &"indexedDB".into())
+        .expect("indexedDB")
+        .unchecked_into()
+}
+
 async fn fresh(name: &str) -> IdbStore {
-    let factory = Factory::new().expect("indexedDB");
-    IdbStore::open(&factory, &unique(name)).await.expect("open")
+    IdbStore::open(&factory(), &unique(name))
+        .await
+        .expect("open")
 }
 
 fn new_message(payload: &str, now: i64) -> NewMessage {
@@ -55,6 +66,15 @@ fn new_message(payload: &str, now: i64) -> NewMessage {
 
 fn message(id: i64) -> Message {
     new_message("p", 1_767_225_600_000).with_id(id)
+}
+
+/// The `lane` and `at` of a stored record (its place in the claim index).
+fn lane_and_at(record: &JsValue) -> [Option<f64>; 2] {
+    ["lane", "at"].map(|k| {
+        Reflect::get(record, &k.into())
+            .ok()
+            .and_then(|v| v.as_f64())
+    })
 }
 
 /// Inserts one message; returns it as stored.
@@ -75,18 +95,16 @@ async fn claim_one(
 }
 
 /// Puts message `id` inside the caller's transaction.
-async fn put_message(objects: &idb::ObjectStore, id: i64) -> Result<(), Error> {
-    let request = objects
-        .put(&to_record(&message(id), true), None)
-        .map_err(store_error)?;
-    request.await.map(drop).map_err(store_error)
+async fn put_message(objects: &IdbObjectStore, id: i64) -> Result<(), Error> {
+    let record = to_record(&message(id), true);
+    request(objects.put(&record), "put")?.await.map(drop)
 }
 
 #[wasm_bindgen_test]
 async fn awaiting_something_foreign_inside_a_transaction_is_a_store_error_and_writes_nothing() {
     let store = fresh("inactive").await;
     let db = store.database().expect("open");
-    let outcome = connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+    let outcome = connection::transaction(db, IdbTransactionMode::Readwrite, async |objects| {
         sleep(20).await; // the transaction commits (empty) while we wait
         put_message(objects, 1).await
     })
@@ -106,7 +124,7 @@ async fn a_failing_step_after_a_write_rolls_the_write_back() {
     let store = fresh("rollback").await;
     let db = store.database().expect("open");
     let outcome: Result<(), Error> =
-        connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+        connection::transaction(db, IdbTransactionMode::Readwrite, async |objects| {
             put_message(objects, 1).await?;
             Err(Error::Store("a later step failed".into()))
         })
@@ -123,7 +141,7 @@ async fn a_failing_step_after_a_write_rolls_the_write_back() {
 async fn the_same_write_without_a_foreign_await_commits() {
     let store = fresh("active").await;
     let db = store.database().expect("open");
-    connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+    connection::transaction(db, IdbTransactionMode::Readwrite, async |objects| {
         put_message(objects, 1).await
     })
     .await
@@ -201,8 +219,8 @@ async fn claim_skips_delayed_messages_by_their_key() {
     assert_eq!(taken, ["due", "new"], "the delayed one waits");
 }
 
-/// A message without `retryAfter` is due at every instant, also before 1970: its `dueAt` key is
-/// `-Infinity`, not 0 (which a negative clock never reaches).
+/// A message without `retryAfter` is due at every instant, also before 1970: it is in the ready
+/// lane of the claim index, by its (negative) `createdAt`.
 #[wasm_bindgen_test]
 async fn claim_takes_messages_created_before_1970() {
     let store = fresh("negative").await;
@@ -211,15 +229,14 @@ async fn claim_takes_messages_created_before_1970() {
         #[allow(clippy::cast_precision_loss)]
         let id = JsValue::from_f64(inserted.id as f64);
         let db = store.database().expect("open");
-        let record = connection::transaction(db, TransactionMode::ReadOnly, async |objects| {
-            let req = objects.get(id).map_err(store_error)?;
-            req.await.map_err(store_error)
+        let record = connection::transaction(db, IdbTransactionMode::Readonly, async |objects| {
+            request(objects.get(&id), "get")?.await
         })
         .await
-        .expect("read")
-        .expect("stored");
-        let due_at = Reflect::get(&record, &"dueAt".into()).expect("dueAt");
-        assert_eq!(due_at.as_f64(), Some(f64::NEG_INFINITY));
+        .expect("read");
+        #[allow(clippy::cast_precision_loss)]
+        let expected = [Some(READY), Some(now as f64)];
+        assert_eq!(lane_and_at(&record), expected);
         let take = |m: Message| {
             Ok(Message {
                 status: Status::Processing,
@@ -231,44 +248,61 @@ async fn claim_takes_messages_created_before_1970() {
     }
 }
 
+/// A new database `name` of schema version 1, as 0.1.0's first release created it.
+async fn open_version_1(name: &str) -> IdbDatabase {
+    let open = factory().open_with_u32(name, 1).expect("open v1");
+    let upgrade = {
+        let open = open.clone();
+        Closure::once_into_js(move || {
+            let db: IdbDatabase = open.result().expect("db").unchecked_into();
+            let params = IdbObjectStoreParameters::new();
+            params.set_key_path(&"id".into());
+            params.set_auto_increment(true);
+            let store = db
+                .create_object_store_with_optional_parameters("messages", &params)
+                .expect("store");
+            let path = |fields: &[&str]| -> JsValue {
+                fields
+                    .iter()
+                    .map(|f| JsValue::from_str(f))
+                    .collect::<Array>()
+                    .into()
+            };
+            for (name, path) in [
+                ("claim", path(&["queue", "status", "createdAt"])),
+                ("expiry", path(&["queue", "status", "leaseExpiresAt"])),
+                ("list", path(&["queue", "status"])),
+                ("queue", "queue".into()),
+            ] {
+                store
+                    .create_index_with_str_sequence(name, &path)
+                    .expect("index");
+            }
+        })
+    };
+    open.set_onupgradeneeded(Some(upgrade.unchecked_ref()));
+    open_request(open)
+        .await
+        .expect("v1 opened")
+        .unchecked_into()
+}
+
 /// A database of schema version 1 (`claim` on `[queue, status, createdAt]`, records without
-/// `dueAt`) is upgraded on open: the pending records are claimable, in order, delays respected.
+/// `dueAt`) is upgraded on open: the pending records get their lane of the claim index and are
+/// claimable, in order, delays respected.
 #[wasm_bindgen_test]
 async fn version_1_databases_are_upgraded() {
     let name = unique("v1");
-    let factory = Factory::new().expect("indexedDB");
-    let mut open = factory.open(&name, Some(1)).expect("open v1");
-    open.on_upgrade_needed(|event| {
-        use idb::DatabaseEvent;
-        let db = event.database().expect("db");
-        let mut params = ObjectStoreParams::new();
-        params
-            .key_path(Some(KeyPath::new_single("id")))
-            .auto_increment(true);
-        let store = db.create_object_store("messages", params).expect("store");
-        for (name, path) in [
-            (
-                "claim",
-                KeyPath::new_array(["queue", "status", "createdAt"]),
-            ),
-            (
-                "expiry",
-                KeyPath::new_array(["queue", "status", "leaseExpiresAt"]),
-            ),
-            ("list", KeyPath::new_array(["queue", "status"])),
-            ("queue", KeyPath::new_single("queue")),
-        ] {
-            store.create_index(name, path, None).expect("index");
-        }
-    });
-    let v1 = open.await.expect("v1 opened");
+    let factory = factory();
+    let v1 = open_version_1(&name).await;
     let now = 1_767_225_600_000;
     let tx = v1
-        .transaction(&["messages"], TransactionMode::ReadWrite)
+        .transaction_with_str_and_mode("messages", IdbTransactionMode::Readwrite)
         .expect("tx");
+    let committed = finished(&tx);
     let objects = tx.object_store("messages").expect("store");
     for (id, retry_after) in [(1, Some(now + 1)), (2, None), (3, Some(now))] {
-        // A record as version 1 wrote it: the fields of 0.1.0, no dueAt.
+        // A record as version 1 wrote it: the fields of 0.1.0 (no lane and at).
         let record = to_record(
             &Message {
                 retry_after,
@@ -277,7 +311,8 @@ async fn version_1_databases_are_upgraded() {
             true,
         );
         for added in [
-            "dueAt",
+            "lane",
+            "at",
             "idempotencyKey",
             "firstFailedAt",
             "deadAt",
@@ -288,34 +323,38 @@ async fn version_1_databases_are_upgraded() {
         ] {
             Reflect::delete_property(&record, &added.into()).expect("delete");
         }
-        objects.put(&record, None).expect("put").await.expect("put");
+        request(objects.put(&record), "put")
+            .expect("put")
+            .await
+            .expect("put");
     }
-    tx.await.expect("committed");
+    committed.await.expect("committed");
     v1.close();
 
     let store = IdbStore::open(&factory, &name).await.expect("upgraded");
     let db = store.database().expect("open");
-    let due = connection::transaction(db, TransactionMode::ReadOnly, async |objects| {
-        let req = objects.get_all(None, None).map_err(store_error)?;
-        req.await.map_err(store_error)
+    let due = connection::transaction(db, IdbTransactionMode::Readonly, async |objects| {
+        request(objects.get_all(), "getAll")?.await
     })
     .await
     .expect("read");
-    let due: Vec<Option<f64>> = due
+    let due: Vec<[Option<f64>; 2]> = due
+        .unchecked_into::<Array>()
         .iter()
-        .map(|r| {
-            Reflect::get(r, &"dueAt".into())
-                .ok()
-                .and_then(|d| d.as_f64())
-        })
+        .map(|r| lane_and_at(&r))
         .collect();
     #[allow(clippy::cast_precision_loss)]
+    let (now_f, created) = (now as f64, message(0).created_at as f64);
     let expected = [
-        Some((now + 1) as f64),
-        Some(f64::NEG_INFINITY),
-        Some(now as f64),
+        [Some(TIMED), Some(now_f + 1.0)],
+        [Some(READY), Some(created)],
+        [Some(TIMED), Some(now_f)],
     ];
-    assert_eq!(due, expected, "dueAt is retryAfter, or -Infinity when null");
+    assert_eq!(
+        due,
+        expected.to_vec(),
+        "delayed: timed by retryAfter; due: ready by createdAt"
+    );
     let take = |m: Message| {
         Ok(Message {
             status: Status::Processing,
@@ -335,18 +374,15 @@ async fn version_1_databases_are_upgraded() {
 async fn a_failing_request_aborts_the_transaction_and_is_a_store_error() {
     let store = fresh("constraint").await;
     let db = store.database().expect("open");
-    connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+    connection::transaction(db, IdbTransactionMode::Readwrite, async |objects| {
         put_message(objects, 1).await
     })
     .await
     .expect("committed");
-    let outcome = connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+    let outcome = connection::transaction(db, IdbTransactionMode::Readwrite, async |objects| {
         put_message(objects, 2).await?;
         // id 1 exists: add fails with ConstraintError.
-        let req = objects
-            .add(&to_record(&message(1), true), None)
-            .map_err(store_error)?;
-        req.await.map_err(store_error)
+        request(objects.add(&to_record(&message(1), true)), "add")?.await
     })
     .await;
     match outcome {
@@ -381,10 +417,9 @@ async fn the_idempotency_index_is_unique_per_queue() {
         assert!(!insert(&store, keyed("q", None)).await.deduplicated);
     }
     let db = store.database().expect("open");
-    let outcome = connection::transaction(db, TransactionMode::ReadWrite, async |objects| {
+    let outcome = connection::transaction(db, IdbTransactionMode::Readwrite, async |objects| {
         let twin = to_record(&keyed("q", Some("k")).with_id(0), false);
-        let req = objects.add(&twin, None).map_err(store_error)?;
-        req.await.map_err(store_error)
+        request(objects.add(&twin), "add")?.await
     })
     .await;
     match outcome {
@@ -395,21 +430,28 @@ async fn the_idempotency_index_is_unique_per_queue() {
 }
 
 /// Another application's database of the same name is refused with a `store` error saying so, and
-/// left as it was: at versions 1 and 2 (the upgrade is aborted) and at version 3 (checked
+/// left as it was: at versions 1 to 3 (the upgrade is aborted) and at version 4, ours (checked
 /// read-only).
 #[wasm_bindgen_test]
 async fn another_applications_database_is_refused_and_left_as_it_was() {
-    let factory = Factory::new().expect("indexedDB");
-    for version in [1, 2, 3] {
+    let factory = factory();
+    for version in [1, 2, 3, 4] {
         let name = unique("foreign");
-        let mut open = factory.open(&name, Some(version)).expect("open");
-        open.on_upgrade_needed(|event| {
-            use idb::DatabaseEvent;
-            let db = event.database().expect("db");
-            db.create_object_store("todos", ObjectStoreParams::new())
+        let open = factory.open_with_u32(&name, version).expect("open");
+        let upgrade = {
+            let open = open.clone();
+            Closure::once_into_js(move || {
+                let db: IdbDatabase = open.result().expect("db").unchecked_into();
+                db.create_object_store_with_optional_parameters(
+                    "todos",
+                    &IdbObjectStoreParameters::new(),
+                )
                 .expect("store");
-        });
-        open.await.expect("created").close();
+            })
+        };
+        open.set_onupgradeneeded(Some(upgrade.unchecked_ref()));
+        let created: IdbDatabase = open_request(open).await.expect("created").unchecked_into();
+        created.close();
 
         let refused = IdbStore::open(&factory, &name).await.expect_err("refused");
         let Error::Store(text) = refused else {
@@ -417,13 +459,13 @@ async fn another_applications_database_is_refused_and_left_as_it_was() {
         };
         assert!(text.contains("is not a deadletter database"), "{text}");
 
-        let after = factory
-            .open(&name, None)
-            .expect("reopen")
+        let after: IdbDatabase = open_request(factory.open(&name).expect("reopen"))
             .await
-            .expect("reopened");
-        assert_eq!(after.version().expect("version"), version);
-        assert_eq!(after.store_names(), ["todos"]);
+            .expect("reopened")
+            .unchecked_into();
+        assert_eq!(after.version(), f64::from(version));
+        let names = after.object_store_names();
+        assert_eq!((names.length(), names.get(0)), (1, Some("todos".into())));
         after.close();
     }
 }

@@ -204,9 +204,10 @@ test("another application's database of the same name is refused and left as it 
     "version 1, messages without indexes": [1, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true })],
     "version 2 (0.1.0's), other store": [2, (db) => db.createObjectStore("todos", { keyPath: "id" }).put({ id: 1, text: "milk" })],
     "version 2, messages without our indexes": [2, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true }).createIndex("queue", "queue")],
-    "version 3 (ours), other store": [3, (db) => db.createObjectStore("todos", { keyPath: "id" }).put({ id: 1, text: "milk" })],
     "version 3, messages without our indexes": [3, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true }).createIndex("queue", "queue")],
-    "version 3, messages with another key": [3, (db) => db.createObjectStore("messages", { keyPath: "key" })],
+    "version 4 (ours), other store": [4, (db) => db.createObjectStore("todos", { keyPath: "id" }).put({ id: 1, text: "milk" })],
+    "version 4, messages without our indexes": [4, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true }).createIndex("queue", "queue")],
+    "version 4, messages with another key": [4, (db) => db.createObjectStore("messages", { keyPath: "key" })],
     "version 7": [7, (db) => db.createObjectStore("todos")],
   };
   for (const [label, [version, upgrade]] of Object.entries(cases)) {
@@ -214,7 +215,7 @@ test("another application's database of the same name is refused and left as it 
     (await rawOpen(name, version, upgrade)).close();
     const before = await snapshot(name);
     const err = await rejects(open(name), "store");
-    assert.match(err.message, version === 7 ? /version above 3.*not a deadletter database/ : /is not a deadletter database/, label);
+    assert.match(err.message, version === 7 ? /version above 4.*not a deadletter database/ : /is not a deadletter database/, label);
     assert.match(err.message, /nothing was changed/, label);
     assert.deepEqual(await snapshot(name), before, `${label}: changed`);
   }

@@ -1,7 +1,8 @@
-// A database written by deadletter 0.1.0 (IndexedDB schema version 2) opens with this package:
-// tests/fixtures/v0.1.0-indexeddb.json (made by tests/fixtures/make_v1_indexeddb.mjs) is loaded
-// into a fresh fake-indexeddb database exactly as 0.1.0 left it (version, object store, indexes,
-// records), then opened: every message must read back with exact values, and the queue must work.
+// Databases of older schemas open with this package: tests/fixtures/v0.1.0-indexeddb.json (schema
+// version 2, made by tests/fixtures/make_v1_indexeddb.mjs) and tests/fixtures/schema3-indexeddb.json
+// (schema version 3, made by tests/fixtures/make_v3_indexeddb.mjs) are loaded into fresh
+// fake-indexeddb databases exactly as they were left (version, object store, indexes, records),
+// then opened: every message must read back with exact values, and the queue must work.
 // Run: node --require fake-indexeddb/auto --test bindings-wasm/js/test/  (after build.sh)
 import { test } from "node:test";
 import { readFileSync } from "node:fs";
@@ -9,7 +10,26 @@ import assert from "node:assert/strict";
 import { open } from "../../../build/pkg/index.js";
 
 const BASE = Date.UTC(2026, 0, 1);
-const dump = JSON.parse(readFileSync(new URL("../../../tests/fixtures/v0.1.0-indexeddb.json", import.meta.url), "utf8"));
+const fixture = (name) => JSON.parse(readFileSync(new URL(`../../../tests/fixtures/${name}`, import.meta.url), "utf8"));
+const dump = fixture("v0.1.0-indexeddb.json");
+const dump3 = fixture("schema3-indexeddb.json");
+
+/** The indexes of schema version 4, as `raw` lists them. */
+const INDEXES = [
+  ["claim", ["queue", "lane", "at", "id"], false],
+  ["dead", ["queue", "status", "deadAt"], false],
+  ["delayed", ["queue", "status", "retryAfter"], false],
+  ["expiry", ["queue", "status", "leaseExpiresAt"], false],
+  ["idempotency", ["queue", "idempotencyKey"], true],
+  ["list", ["queue", "status", "id", "updatedAt"], false],
+  ["queue", "queue", false],
+];
+
+/** Each record's place in the claim index, `[id, lane, at - BASE]`; and that `dueAt` is gone. */
+function lanes(records) {
+  for (const r of records) assert.equal("dueAt" in r, false, `record ${r.id} still has dueAt`);
+  return records.map((r) => [r.id, r.lane, r.at === null ? null : r.at - BASE]);
+}
 
 function request(req) {
   return new Promise((resolve, reject) => {
@@ -18,8 +38,8 @@ function request(req) {
   });
 }
 
-/** Writes the dump into a new database `name` at its version, as 0.1.0 made it. */
-async function load(name) {
+/** Writes `dump` into a new database `name` at its version, as the package that wrote it made it. */
+async function load(name, dump) {
   const req = indexedDB.open(name, dump.version);
   req.onupgradeneeded = () => {
     const { name: storeName, keyPath, autoIncrement } = dump.objectStore;
@@ -79,9 +99,9 @@ test("the fixture is what 0.1.0 wrote: schema version 2, seven records", () => {
   assert.equal(dump.records.length, 7);
 });
 
-test("a 0.1.0 database is upgraded to schema 3 on open and reads back exactly", async () => {
+test("a 0.1.0 database is upgraded to schema 4 on open and reads back exactly", async () => {
   const name = `migration-${process.pid}`;
-  await load(name);
+  await load(name, dump);
   let now = BASE + 20_000;
   const db = await open(name, { clock: () => now, random: () => 0 });
   const emails = db.queue("emails");
@@ -118,21 +138,14 @@ test("a 0.1.0 database is upgraded to schema 3 on open and reads back exactly", 
   ]);
   assert.deepEqual((await emails.list({ status: "dead" })).map((m) => m.id), [5]);
 
-  // The stored records: version 3 fields and dueAt following retryAfter; the new indexes.
+  // The stored records: version 3 fields, and lane and at (leases and delays timed, due messages
+  // ready by createdAt, finished ones out of the claim index); the new indexes.
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 3);
-  assert.deepEqual(stored.indexes, [
-    ["claim", ["queue", "status", "createdAt", "id", "dueAt"], false],
-    ["dead", ["queue", "status", "deadAt"], false],
-    ["delayed", ["queue", "status", "retryAfter"], false],
-    ["expiry", ["queue", "status", "leaseExpiresAt"], false],
-    ["idempotency", ["queue", "idempotencyKey"], true],
-    ["list", ["queue", "status", "id", "updatedAt"], false],
-    ["queue", "queue", false],
-  ]);
-  assert.deepEqual(stored.records.map((r) => [r.id, r.dueAt === -Infinity ? "-Infinity" : r.dueAt - BASE]),
-    [[1, "-Infinity"], [2, "-Infinity"], [3, "-Infinity"], [4, 12_000], [5, "-Infinity"], [6, "-Infinity"], [7, "-Infinity"]]);
+  assert.equal(stored.version, 4);
+  assert.deepEqual(stored.indexes, INDEXES);
+  assert.deepEqual(lanes(stored.records),
+    [[1, 0, 70_000], [2, 0, 60_000], [3, null, null], [4, 0, 12_000], [5, null, null], [6, 1, 0], [7, 1, 0]]);
 
   // Statistics come from the new indexes.
   const again = await open(name, { clock: () => now, random: () => 0 });
@@ -169,5 +182,63 @@ test("a 0.1.0 database is upgraded to schema 3 on open and reads back exactly", 
   // New messages continue the ids, and idempotency keys work on the migrated store.
   const added = await q.enqueue("new", { idempotencyKey: "k" });
   assert.deepEqual([added.id, (await q.enqueue("dup", { idempotencyKey: "k" })).deduplicated], [8, true]);
+  again.close();
+});
+
+/** A stored record as the API returns it: timestamps as Dates, no storage-only fields. */
+function asMessage(record) {
+  const { dueAt, lane, at, ...fields } = record;
+  const date = (ms) => (ms === null ? null : new Date(ms));
+  const out = { ...fields, deduplicated: false };
+  for (const k of ["retryAfter", "createdAt", "updatedAt", "leaseExpiresAt", "firstFailedAt", "deadAt", "replayedAt"]) out[k] = date(fields[k]);
+  out.errors = fields.errors.map((e) => ({ ...e, at: date(e.at) }));
+  return out;
+}
+
+test("a schema 3 database is upgraded to schema 4 on open: same messages, claim index lanes", async () => {
+  assert.equal(dump3.version, 3);
+  assert.equal(dump3.records.length, 8);
+  const name = `migration3-${process.pid}`;
+  await load(name, dump3);
+  let now = BASE + 1_000;
+  const db = await open(name, { clock: () => now, random: () => 0 });
+  const emails = db.queue("emails");
+  const byId = new Map(dump3.records.map((r) => [r.id, asMessage(r)]));
+  assert.deepEqual((await emails.list()).map((m) => [m.id, m.status]),
+    [[1, "succeeded"], [2, "pending"], [3, "dead"], [4, "pending"], [5, "processing"], [6, "processing"], [7, "pending"]]);
+  for (const id of byId.keys()) {
+    const queue = id === 8 ? db.queue("other queue/ü") : emails;
+    assert.deepEqual(await queue.get(id), byId.get(id), `message ${id}`);
+  }
+  db.close();
+  const stored = await raw(name);
+  assert.equal(stored.version, 4);
+  assert.deepEqual(stored.indexes, INDEXES);
+  assert.deepEqual(lanes(stored.records),
+    [[1, null, null], [2, 0, 2_000], [3, null, null], [4, 1, 0], [5, 0, 70_000], [6, 0, 3_600_000], [7, 0, 600_000], [8, 1, 0]]);
+
+  const again = await open(name, { clock: () => now, random: () => 0 });
+  const q = again.queue("emails");
+  assert.deepEqual(await q.stats(), {
+    queue: "emails", pending: 3, processing: 2, succeeded: 1, dead: 1, expired: 0, delayed: 2,
+    nextDueAt: new Date(BASE + 2_000), oldestDueAgeMs: 1_000, oldestDeadAgeMs: 1_000,
+  });
+  // 4 is the only due message (2 waits until +2 s, 7 until +10 min).
+  assert.equal((await q.claim()).id, 4);
+  // At +70 s the leases of 4 (+31 s: its last retry, so it dies) and 5 (+70 s) run out, in that
+  // order; 2 became due at +2 s and is taken; 5 waits for its backoff (2 s).
+  now = BASE + 70_000;
+  const died = [];
+  again.onDead((m) => died.push(m.id));
+  assert.deepEqual((await q.claimMany(10)).map((m) => m.id), [2]);
+  assert.deepEqual(died, [4]);
+  const five = await q.get(5);
+  assert.deepEqual([five.status, five.retryCount, five.retryAfter.getTime() - BASE, five.errors],
+    ["pending", 1, 72_000, [{ attempt: 1, error: "lease expired", at: new Date(now) }]]);
+  assert.equal(await q.claim(), null);
+  now = BASE + 72_000;
+  assert.equal((await q.claim()).id, 5);
+  // The idempotency key of 4 still holds; new ids continue after 8.
+  assert.deepEqual([(await q.enqueue("dup", { idempotencyKey: "k-4" })).id, (await q.enqueue("new")).id], [4, 9]);
   again.close();
 });

@@ -108,6 +108,29 @@ test("delayMs: a message is not claimable before its delay is over", async () =>
   db.close();
 });
 
+test("a retried message keeps its FIFO place once due, also when a claim leaves it ready and the clock then goes back", async () => {
+  const { db, clock } = await timed();
+  const q = db.queue("q");
+  const [old, a] = await q.enqueueMany(["old", "a"]);
+  let c = await q.claim();
+  await q.fail(old.id, "no", { leaseToken: c.leaseToken, retryable: false });
+  c = await q.claim();
+  await q.fail(a.id, "later", { leaseToken: c.leaseToken }); // due at +2 s
+  await q.replay(old.id);
+  // At +3 s both are due: "old" first (same createdAt, lower id); "a" waits, ready.
+  clock.now = BASE + 3_000;
+  assert.equal((await q.claim()).id, old.id);
+  // The clock goes back to +1 s: "a" is not due then, whatever the claim index says.
+  clock.now = BASE + 1_000;
+  const stats = await q.stats();
+  assert.deepEqual([stats.pending, stats.delayed, stats.nextDueAt, stats.oldestDueAgeMs], [1, 1, new Date(BASE + 2_000), null]);
+  assert.equal(await q.claim(), null);
+  assert.deepEqual((await q.claimMany(5)).map((m) => m.id), []);
+  clock.now = BASE + 2_000;
+  const again = await q.claim();
+  assert.deepEqual([again.id, again.retryCount, again.retryAfter], [a.id, 1, null]);
+});
+
 test("claimMany takes up to n in FIFO order with one token each; extend moves a lease", async () => {
   const { db, clock } = await timed();
   const q = db.queue("q");

@@ -311,60 +311,125 @@ async function rawCycle(idb, i) {
   }
 }
 
+/**
+ * The same cycle as plain IndexedDB making deadletter's own requests on a database of
+ * deadletter's schema (made by `deadletter.open`): records of the same fields, the same seven
+ * indexes; enqueue: add; claim: the claim index's timed lane up to now and its first ready
+ * message, read at once, then put; succeed: get+put. What the store's design costs, without the
+ * WebAssembly binding (the rest of deadletter's time is the binding's).
+ */
+async function sameRequestsCycle(idb, i) {
+  const now = Date.now();
+  let tx = idb.transaction("messages", "readwrite");
+  await request(tx.objectStore("messages").add({
+    queue: "bench", payload: `job ${i}`, status: "pending", retryCount: 0, maxRetries: 3, retryAfter: null,
+    lastError: null, createdAt: now, updatedAt: now, leaseToken: null, leaseExpiresAt: null,
+    idempotencyKey: null, firstFailedAt: null, deadAt: null, errors: [], errorsDropped: 0, replayCount: 0,
+    replayedAt: null, lane: 1, at: now,
+  }));
+  await done(tx);
+  tx = idb.transaction("messages", "readwrite");
+  let store = tx.objectStore("messages");
+  const claim = store.index("claim");
+  const timed = request(claim.getAll(IDBKeyRange.bound(["bench", 0, -Infinity], ["bench", 0, now, Infinity])));
+  const ready = request(claim.getAll(IDBKeyRange.bound(["bench", 1, -Infinity], ["bench", 1, Infinity]), 1));
+  await timed;
+  let message = (await ready)[0];
+  const leaseExpiresAt = now + 30_000;
+  Object.assign(message, { status: "processing", leaseToken: crypto.randomUUID(), leaseExpiresAt, lane: 0, at: leaseExpiresAt });
+  await request(store.put(message));
+  await done(tx);
+  tx = idb.transaction("messages", "readwrite");
+  store = tx.objectStore("messages");
+  message = await request(store.get(message.id));
+  Object.assign(message, { status: "succeeded", leaseToken: null, leaseExpiresAt: null, lane: null, at: null });
+  await request(store.put(message));
+  await done(tx);
+}
+
 async function deadletterCycle(queue, i) {
   await queue.enqueue(`job ${i}`);
   const message = await queue.claim();
   await queue.succeed(message.id, { leaseToken: message.leaseToken });
 }
 
-async function timeLoop(n, body) {
+/** Runs `body` `n` times in a row; the time of one, in ms (the mean of the `n`). */
+async function timeEach(n, body) {
   const started = performance.now();
   for (let i = 0; i < n; i += 1) await body(i);
-  return performance.now() - started;
-}
-
-/** Times `n` cycles of each kind after `warmup` untimed ones; returns the totals in ms. */
-async function bench(n, warmup = 30) {
-  const db = await deadletter.open(freshName("bench-deadletter"));
-  const queue = db.queue("bench");
-  const idb = await openRaw(freshName("bench-raw"));
-  await timeLoop(warmup, (i) => deadletterCycle(queue, i));
-  await timeLoop(warmup, (i) => rawCycle(idb, i));
-  const deadletterMs = await timeLoop(n, (i) => deadletterCycle(queue, i + warmup));
-  const rawMs = await timeLoop(n, (i) => rawCycle(idb, i + warmup));
-  db.close();
-  idb.close();
-  return { n, warmup, deadletterMs, rawMs, userAgent: navigator.userAgent };
+  return (performance.now() - started) / n;
 }
 
 /**
- * Claim cost with delayed messages ahead: `delayed` messages of `payloadBytes` each are claimed
- * and failed once (so they wait for their backoff, first in `createdAt` order), then `n` times:
- * enqueue one due message, time its claim, succeed it. The clock stands still, so the delayed
- * messages stay delayed. Returns the total claim time in ms.
+ * The cycle benchmark: `rounds` rounds after `warmup` untimed cycles of each kind; a round times
+ * a block of `perRound` cycles of each kind (deadletter, the plain IndexedDB reference, and plain
+ * IndexedDB making deadletter's requests), one block after the other, in an order that changes
+ * every round (so that a slow moment of the machine hits every kind alike). Returns the time of
+ * one cycle in each block, in ms: { deadletter: [...], raw: [...], sameRequests: [...] }.
+ * (performance.now() is coarse in a page that is not cross-origin isolated: blocks, not cycles.)
  */
-async function benchDelayed(n, delayed = 200, payloadBytes = 10_000, warmup = 10) {
-  const now = Date.UTC(2026, 0, 1);
-  const db = await deadletter.open(freshName("bench-delayed"), { clock: () => now });
+async function bench(rounds, perRound = 10, warmup = 30) {
+  const db = await deadletter.open(freshName("bench-deadletter"));
   const queue = db.queue("bench");
-  const payload = "x".repeat(payloadBytes);
-  for (let i = 0; i < delayed; i += 1) await queue.enqueue(payload);
-  for (let i = 0; i < delayed; i += 1) {
-    const m = await queue.claim();
-    await queue.fail(m.id, "later", { leaseToken: m.leaseToken });
-  }
-  let claimMs = 0;
-  for (let i = 0; i < warmup + n; i += 1) {
-    await queue.enqueue(`due ${i}`);
-    const started = performance.now();
-    const m = await queue.claim();
-    const ms = performance.now() - started;
-    if (m === null || m.payload !== `due ${i}`) throw new Error(`claim ${i} returned ${m && m.payload}`);
-    if (i >= warmup) claimMs += ms;
-    await queue.succeed(m.id, { leaseToken: m.leaseToken });
+  const idb = await openRaw(freshName("bench-raw"));
+  const sameName = freshName("bench-same-requests");
+  (await deadletter.open(sameName)).close();
+  const same = await request(indexedDB.open(sameName));
+  let serial = 0;
+  const kinds = {
+    deadletter: () => deadletterCycle(queue, (serial += 1)),
+    raw: () => rawCycle(idb, (serial += 1)),
+    sameRequests: () => sameRequestsCycle(same, (serial += 1)),
+  };
+  const names = Object.keys(kinds);
+  for (const name of names) await timeEach(warmup, kinds[name]);
+  const out = Object.fromEntries(names.map((name) => [name, []]));
+  for (let r = 0; r < rounds; r += 1) {
+    // A different order each round.
+    const order = names.map((_, k) => names[(k + r) % names.length]);
+    for (const name of r % 2 === 0 ? order : order.reverse()) out[name].push(await timeEach(perRound, kinds[name]));
   }
   db.close();
-  return { n, delayed, payloadBytes, claimMs };
+  idb.close();
+  same.close();
+  return { rounds, perRound, warmup, ...out };
+}
+
+/**
+ * Claim cost with delayed messages ahead: one database, queue `ahead` holds `delayed` messages of
+ * `payloadBytes` enqueued with a one-hour delay (older than every due message, so first in
+ * enqueue order), queue `none` holds none. Each round enqueues `perRound` due messages on both,
+ * times their claims block by block (alternating which queue goes first) and succeeds them. The
+ * clock stands still, so the delayed messages stay delayed. Returns the time of one claim in each
+ * block, in ms: { ahead: [...], none: [...] }.
+ */
+async function benchDelayed(rounds, delayed = 1000, payloadBytes = 1000, perRound = 10, warmup = 2) {
+  const now = Date.UTC(2026, 0, 1);
+  const db = await deadletter.open(freshName("bench-delayed"), { clock: () => now });
+  const queues = { ahead: db.queue("ahead"), none: db.queue("none") };
+  const payload = "x".repeat(payloadBytes);
+  const later = Array.from({ length: delayed }, () => ({ payload, delayMs: 3_600_000 }));
+  if (delayed > 0) await queues.ahead.enqueueMany(later);
+  const out = { ahead: [], none: [] };
+  const block = async (name, r) => {
+    const queue = queues[name];
+    await queue.enqueueMany(Array.from({ length: perRound }, (_, i) => `due ${r}.${i}`));
+    const claimed = [];
+    const ms = await timeEach(perRound, async () => claimed.push(await queue.claim()));
+    for (const [i, m] of claimed.entries()) {
+      if (m === null || m.payload !== `due ${r}.${i}`) throw new Error(`${name}: claim ${r}.${i} returned ${m && m.payload}`);
+      await queue.succeed(m.id, { leaseToken: m.leaseToken });
+    }
+    if (r >= warmup) out[name].push(ms);
+  };
+  for (let r = 0; r < warmup + rounds; r += 1) {
+    const order = r % 2 === 0 ? ["ahead", "none"] : ["none", "ahead"];
+    for (const name of order) await block(name, r);
+  }
+  const stats = await queues.ahead.stats();
+  db.close();
+  if (stats.delayed !== delayed) throw new Error(`expected ${delayed} delayed messages, stats say ${stats.delayed}`);
+  return { rounds, perRound, delayed, payloadBytes, ...out };
 }
 
 window.suites = {
