@@ -33,6 +33,7 @@ test: lint test-rust test-postgres test-python test-js test-wasm-browser test-br
 # clippy builds the pyo3 crate, which needs the venv's interpreter: install everything first.
 lint: setup python
 	cargo fmt --all --check
+	$(PY) scripts/rust_version.py
 	cargo clippy --workspace --all-targets --all-features -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown -p deadletter-wasm --all-targets -- -D warnings
 
