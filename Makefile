@@ -43,11 +43,14 @@ test-rust: python
 
 ## The PostgreSQL store (stores/postgres) on a throwaway cluster that scripts/pg.sh starts (initdb +
 ## pg_ctl in a temporary folder, as the postgres user when root) and always stops: every conformance
-## case, claim's plans on 1 000 000 rows, 8 workers, a server restart. To see the plans:
+## case, claim's plans on 1 000 000 rows, 8 workers, a server restart; then the Python package on
+## it (the tests marked `postgres`: every conformance case, 8 processes, a fork, a restart under a
+## call, the CLI and `deadletter serve` on a URL). To see the plans:
 ## scripts/pg.sh run cargo test -p deadletter-postgres --test plans -- --nocapture
-test-postgres:
+test-postgres: python
 	scripts/setup.sh postgres
-	scripts/pg.sh run cargo test -p deadletter-postgres
+	scripts/pg.sh run bash -c \
+		'cargo test -p deadletter-postgres && $(PY) -m pytest -q -m postgres bindings-python/tests'
 
 # The dashboard test drives Chromium (scripts/setup.sh browser) with playwright-core (npm ci).
 test-python: python
