@@ -4,6 +4,8 @@ everywhere; the others need ``DEADLETTER_POSTGRES_URL`` (``make test-postgres``)
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import subprocess
 import threading
@@ -12,10 +14,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import postgres
 import pytest
+from serving import deadletter_serve
 
 import deadletter
+from deadletter import cli
 from postgres import needs_postgres, schemas  # noqa: F401 - a fixture
 
 PG_SH = Path(__file__).resolve().parents[2] / "scripts" / "pg.sh"
@@ -284,3 +289,61 @@ def wait_for(what: str, count_sql: str, timeout: float = 30.0) -> None:
     while int(postgres.psql(count_sql).strip() or 0) < 1:
         assert time.monotonic() < deadline, f"timed out waiting until {what}"
         time.sleep(0.05)
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    """`deadletter ARGV` in this process: (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    status = cli.main(list(argv), out=out, err=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+@needs_postgres
+def test_the_cli_takes_a_url_and_a_schema(schemas: postgres.Schemas, tmp_path: Path) -> None:
+    url, schema = postgres.url(), schemas.name()
+    status, out, err = run_cli("enqueue", url, "emails", "hello", "--schema", schema, "--json")
+    assert (status, err) == (0, "")
+    enqueued = json.loads(out)
+    assert (enqueued["id"], enqueued["queue"], enqueued["payload"]) == (1, "emails", "hello")
+    with deadletter.open(url, schema=schema) as db:
+        q = db.queue("emails")
+        m = q.claim()
+        assert m is not None
+        q.fail(m.id, "SMTP 550", lease_token=m.lease_token, retryable=False)
+    status, out, err = run_cli("list", url, "emails", "--schema", schema, "--status", "dead")
+    assert (status, err) == (0, "")
+    assert out.splitlines()[1].split()[:3] == ["1", "dead", "1/3"]
+    assert run_cli("replay", url, "emails", "1", "--schema", schema)[0] == 0
+    status, out, _ = run_cli("show", url, "emails", "1", "--schema", schema, "--json")
+    assert (status, json.loads(out)["status"]) == (0, "pending")
+    # The other schema is another database; a SQLite path takes no schema.
+    other = schemas.name()
+    assert run_cli("list", url, "emails", "--schema", other)[1].splitlines() == [
+        "id  status  retries  updated_at  last_error  payload"
+    ]
+    sqlite = tmp_path / "jobs.db"
+    deadletter.open(sqlite).close()
+    assert run_cli("list", str(sqlite), "emails", "--schema", schema) == (
+        1,
+        "",
+        "deadletter list: validation failed: schema: applies only to a PostgreSQL URL\n",
+    )
+
+
+@needs_postgres
+def test_deadletter_serve_takes_a_url(schemas: postgres.Schemas, tmp_path: Path) -> None:
+    url, schema = postgres.url(), schemas.name()
+    serve = deadletter_serve(
+        url, workers=2, args=["--schema", schema], log=tmp_path / "serve.log"
+    )
+    with serve as base, httpx.Client(base_url=base, timeout=30) as client:
+        created = client.post("/queues/emails/messages", json={"payload": "hi"})
+        assert created.status_code == 201, created.text
+        claimed = client.post("/queues/emails/claim").json()
+        done = client.post(
+            f"/queues/emails/messages/{claimed['id']}/succeed",
+            json={"lease_token": claimed["lease_token"]},
+        )
+        assert done.json()["status"] == "succeeded"
+    with deadletter.open(url, schema=schema) as db:
+        assert db.queue("emails").get(1).status == "succeeded"
