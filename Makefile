@@ -97,10 +97,14 @@ bench-python: python
 	$(PY) bindings-python/benches/claim_cost.py
 
 ## Benchmark, not a test: claim+succeed messages/s with 1, 4 and 16 workers on PostgreSQL (durable
-## settings) beside SQLite, in one run.
-bench-postgres:
+## settings) beside SQLite, in one run: Rust threads over the store, then Python processes over the
+## package; then claim's query plans on 1 000 000 messages.
+bench-postgres: python
 	scripts/setup.sh postgres
-	scripts/pg.sh run --durable cargo bench -p deadletter-postgres --bench claim_throughput
+	scripts/pg.sh run --durable bash -c \
+		'cargo bench -p deadletter-postgres --bench claim_throughput && \
+		$(PY) bindings-python/benches/postgres_throughput.py && \
+		cargo test -q -p deadletter-postgres --test plans -- --nocapture'
 
 ## Benchmark, not a test: stats, claim and replay_all on a SQLite file of 1,000,000 messages, and how
 ## long replay_all keeps another process's writes waiting.
