@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -23,7 +24,8 @@ import deadletter
 from deadletter import cli
 from postgres import needs_postgres, schemas  # noqa: F401 - a fixture
 
-PG_SH = Path(__file__).resolve().parents[2] / "scripts" / "pg.sh"
+ROOT = Path(__file__).resolve().parents[2]
+PG_SH = ROOT / "scripts" / "pg.sh"
 
 
 def fields(error: deadletter.ValidationError) -> list[tuple[str, str]]:
@@ -347,3 +349,18 @@ def test_deadletter_serve_takes_a_url(schemas: postgres.Schemas, tmp_path: Path)
         assert done.json()["status"] == "succeeded"
     with deadletter.open(url, schema=schema) as db:
         assert db.queue("emails").get(1).status == "succeeded"
+
+
+@needs_postgres
+def test_the_readme_postgres_example_runs(
+    schemas: postgres.Schemas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README blocks fenced `python postgres` need a server, so test_readme.py leaves them here."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python postgres\n(.*?)```", readme, re.S)
+    assert blocks
+    monkeypatch.setenv("DATABASE_URL", postgres.url())
+    postgres.psql('DROP SCHEMA IF EXISTS "billing" CASCADE')
+    schemas.made.append("billing")  # the README's schema: dropped afterwards
+    for code in blocks:
+        exec(compile(code, "README.md", "exec"), {"__name__": "__readme__"})
