@@ -553,7 +553,7 @@ impl Store for PostgresStore {
 mod tests {
     use super::*;
 
-    fn rejected(err: Error) -> Vec<(&'static str, &'static str)> {
+    fn rejected(err: &Error) -> Vec<(&'static str, &'static str)> {
         err.field_errors()
             .iter()
             .map(|f| (f.field, f.code))
@@ -591,7 +591,7 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(
-            rejected(err),
+            rejected(&err),
             [
                 ("max_connections", "type"),
                 ("connect_timeout_ms", "out_of_range"),
@@ -607,7 +607,7 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(
-            rejected(err),
+            rejected(&err),
             [
                 ("max_connections", "out_of_range"),
                 ("connect_timeout_ms", "out_of_range"),
@@ -629,7 +629,7 @@ mod tests {
             PostgresStore::open("postgresql://u:sekret@host:notaport/db", &options).unwrap_err();
         assert!(!err.to_string().contains("sekret"), "{err}");
         assert_eq!(
-            rejected(err),
+            rejected(&err),
             [
                 ("schema", "too_long"),
                 ("max_connections", "out_of_range"),
