@@ -19,7 +19,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import postgres
+import postgres_server as postgres
 import pytest
 
 import deadletter

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import postgres
+import postgres_server as postgres
 import pytest
 from serving import deadletter_serve
 
 import deadletter
 from deadletter import cli
-from postgres import needs_postgres, schemas  # noqa: F401 - a fixture
+from postgres_server import needs_postgres, schemas  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 PG_SH = ROOT / "scripts" / "pg.sh"

@@ -23,10 +23,10 @@ import traceback
 from collections import Counter, defaultdict
 from typing import Any
 
-import postgres
+import postgres_server as postgres
 
 import deadletter
-from postgres import schemas  # noqa: F401 - the fixture
+from postgres_server import schemas  # noqa: F401 - the fixture
 
 pytestmark = postgres.NEEDS_POSTGRES
 

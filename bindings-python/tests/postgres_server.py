@@ -1,6 +1,7 @@
 """The PostgreSQL server of the tests: ``DEADLETTER_POSTGRES_URL``, which ``scripts/pg.sh run``
 exports (``make test-postgres`` runs ``pytest -m postgres`` under it). Tests that need it carry
-`NEEDS_POSTGRES` (`needs_postgres` as a decorator): marked ``postgres``, and skipped with the reason when the URL is not set.
+`NEEDS_POSTGRES` (`needs_postgres` as a decorator): marked ``postgres``, and skipped with the
+reason when the URL is not set (or empty).
 
 Each test works in fresh schemas (`Schemas`), dropped afterwards with ``psql``, which comes with
 the server's Debian packages."""
@@ -15,7 +16,7 @@ from typing import Callable, TypeVar
 
 import pytest
 
-URL = os.environ.get("DEADLETTER_POSTGRES_URL")
+URL = os.environ.get("DEADLETTER_POSTGRES_URL") or None
 REASON = (
     "DEADLETTER_POSTGRES_URL is not set: this test needs a PostgreSQL server; "
     "`make test-postgres` runs it on a throwaway cluster (scripts/pg.sh)"
