@@ -33,6 +33,7 @@ test: lint test-rust test-postgres test-python test-js test-wasm-browser test-br
 # clippy builds the pyo3 crate, which needs the venv's interpreter: install everything first.
 lint: setup python
 	cargo fmt --all --check
+	$(PY) scripts/rust_version.py
 	cargo clippy --workspace --all-targets --all-features -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown -p deadletter-wasm --all-targets -- -D warnings
 
@@ -42,11 +43,14 @@ test-rust: python
 
 ## The PostgreSQL store (stores/postgres) on a throwaway cluster that scripts/pg.sh starts (initdb +
 ## pg_ctl in a temporary folder, as the postgres user when root) and always stops: every conformance
-## case, claim's plans on 1 000 000 rows, 8 workers, a server restart. To see the plans:
+## case, claim's plans on 1 000 000 rows, 8 workers, a server restart; then the Python package on
+## it (the tests marked `postgres`: every conformance case, 8 processes, a fork, a restart under a
+## call, the CLI and `deadletter serve` on a URL). To see the plans:
 ## scripts/pg.sh run cargo test -p deadletter-postgres --test plans -- --nocapture
-test-postgres:
+test-postgres: python
 	scripts/setup.sh postgres
-	scripts/pg.sh run cargo test -p deadletter-postgres
+	scripts/pg.sh run bash -c \
+		'cargo test -p deadletter-postgres && $(PY) -m pytest -q -m postgres bindings-python/tests'
 
 # The dashboard test drives Chromium (scripts/setup.sh browser) with playwright-core (npm ci).
 test-python: python
@@ -93,10 +97,14 @@ bench-python: python
 	$(PY) bindings-python/benches/claim_cost.py
 
 ## Benchmark, not a test: claim+succeed messages/s with 1, 4 and 16 workers on PostgreSQL (durable
-## settings) beside SQLite, in one run.
-bench-postgres:
+## settings) beside SQLite, in one run: Rust threads over the store, then Python processes over the
+## package; then claim's query plans on 1 000 000 messages.
+bench-postgres: python
 	scripts/setup.sh postgres
-	scripts/pg.sh run --durable cargo bench -p deadletter-postgres --bench claim_throughput
+	scripts/pg.sh run --durable bash -c \
+		'cargo bench -p deadletter-postgres --bench claim_throughput && \
+		$(PY) bindings-python/benches/postgres_throughput.py && \
+		cargo test -q -p deadletter-postgres --test plans -- --nocapture'
 
 ## Benchmark, not a test: stats, claim and replay_all on a SQLite file of 1,000,000 messages, and how
 ## long replay_all keeps another process's writes waiting.

@@ -1,5 +1,5 @@
-//! `deadletter.Database` and `deadletter.Queue`: the engine over SQLite, with a clock, a random
-//! source for jitter, and the dead-letter callbacks.
+//! `deadletter.Database` and `deadletter.Queue`: the engine over SQLite or PostgreSQL
+//! ([`AnyStore`]), with a clock, a random source for jitter, and the dead-letter callbacks.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,13 +14,13 @@ use crate::convert::{Value, describe_type, system_now, to_millis, to_opt_datetim
 use crate::errors::{PyField, to_py_err, validation_error};
 use crate::message::PyMessage;
 use crate::policy::PyBackoff;
-use crate::sqlite::SqliteStore;
 use crate::stats::PyQueueStats;
+use crate::store::AnyStore;
 
 /// What a `Database` and its `Queue`s share.
 pub struct Shared {
-    /// The rules over the SQLite store.
-    pub engine: Engine<SqliteStore>,
+    /// The rules over the store (SQLite or PostgreSQL).
+    pub engine: Engine<AnyStore>,
     /// The user's clock (zero-argument callable returning an aware datetime); `None`: the system
     /// clock.
     pub clock: Option<Py<PyAny>>,
@@ -36,7 +36,7 @@ pub struct Shared {
 impl Shared {
     /// The shared state of a database just opened.
     pub fn new(
-        engine: Engine<SqliteStore>,
+        engine: Engine<AnyStore>,
         clock: Option<Py<PyAny>>,
         random: Option<Py<PyAny>>,
     ) -> Self {
@@ -124,8 +124,8 @@ fn report(py: Python<'_>, callback: &Py<PyAny>, id: deadletter::Id, err: &PyErr)
     }
 }
 
-/// Runs one engine call with the GIL released (SQLite may wait up to 30 s for a lock) and maps
-/// its error to a `deadletter` exception.
+/// Runs one engine call with the GIL released (the store may wait up to 30 s for a lock, or for
+/// a connection) and maps its error to a `deadletter` exception.
 fn run<T, F>(py: Python<'_>, call: impl FnOnce() -> F + Send) -> PyResult<T>
 where
     T: Send,
@@ -135,11 +135,12 @@ where
         .map_err(|err| to_py_err(py, &err))
 }
 
-/// A queue database on one SQLite connection, made by `deadletter.open`. Safe to share between
-/// threads (calls are serialized on the connection and release the GIL while SQLite works); each
-/// process opens its own: in a child made by `fork()`, every operation of a database opened before
-/// the fork raises `StoreError` at once (open it again in the child) and `closed` is true. Also a
-/// context manager that closes it on exit.
+/// A queue database, made by `deadletter.open`: one SQLite connection, or a pool of PostgreSQL
+/// connections. Safe to share between threads (calls release the GIL while the store works; on
+/// SQLite they are serialized on the connection, on PostgreSQL each takes a pooled connection, up
+/// to `max_connections` at once); each process opens its own: in a child made by `fork()`, every
+/// operation of a database opened before the fork raises `StoreError` at once (open it again in
+/// the child) and `closed` is true. Also a context manager that closes it on exit.
 #[pyclass(frozen, module = "deadletter", name = "Database")]
 pub struct Database {
     shared: Arc<Shared>,
@@ -200,7 +201,7 @@ impl Database {
 
     /// The statistics of every queue that holds messages (a list of `QueueStats`, by name in
     /// ascending code-point order), read from indexes. Raises `ValidationError` (field `clock`)
-    /// for a bad clock, `StoreError` when SQLite fails or the database is closed.
+    /// for a bad clock, `StoreError` when the store fails or the database is closed.
     fn queues(&self, py: Python<'_>) -> PyResult<Vec<PyQueueStats>> {
         let now = self.shared.now(py)?;
         let engine = &self.shared.engine;
@@ -376,11 +377,13 @@ impl OwnedItem {
 /// reads the database's clock once, before any work, and raises `ValidationError` (a
 /// `ValueError`) for a rejected argument or clock, `NotFoundError` (a `LookupError`) for an id
 /// this queue does not have, `ConflictError` for a transition not allowed now (wrong status, or a
-/// lost lease), `StoreError` when SQLite fails, the database is closed, or a row it reads holds a
-/// value deadletter never writes (a timestamp outside years 1..=9999, a wrong type, NULL, an
-/// unknown status: the error names the message and the column). A call that raises has changed
-/// nothing. Durations are seconds (int or float) or `datetime.timedelta`s, rounded to the
-/// millisecond; instants are aware `datetime`s.
+/// lost lease), `StoreError` when the store fails (SQLite; PostgreSQL: a lost connection, a
+/// server restart, a lock held past `lock_timeout`), the database is closed, or a row it reads
+/// holds a value deadletter never writes (a timestamp outside years 1..=9999, a wrong type, NULL,
+/// an unknown status: the error names the message and the column). A call that raises has
+/// changed nothing, except on PostgreSQL when the connection broke as the call committed: then
+/// it took effect whole or not at all, and only reading tells. Durations are seconds (int or
+/// float) or `datetime.timedelta`s, rounded to the millisecond; instants are aware `datetime`s.
 #[pyclass(frozen, module = "deadletter", name = "Queue")]
 pub struct Queue {
     pub(crate) shared: Arc<Shared>,
@@ -433,7 +436,7 @@ impl Queue {
     /// allowed before the message is dead (default 3); `idempotency_key`: a non-empty str of at
     /// most 255 characters: when a message of this queue (in any status, until it is deleted or
     /// purged) already carries it, that message is returned as it is now, with `deduplicated`
-    /// true, and nothing is inserted (also between processes: SQLite's unique index decides);
+    /// true, and nothing is inserted (also between processes: the store's unique index decides);
     /// `delay`: seconds or a `timedelta`, 0..=30 days: not claimable before now + delay
     /// (`retry_after`).
     #[pyo3(

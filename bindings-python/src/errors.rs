@@ -3,6 +3,7 @@
 use deadletter::validate::{MAX_DELAY_MS, MAX_LEASE_MS, MAX_TIME, MIN_TIME};
 use deadletter::worker::MAX_WAIT_MS;
 use deadletter::{Conflict, Error, FieldError};
+use deadletter_postgres::MAX_TIMEOUT_MS;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -96,7 +97,7 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
 
 /// The core's fields in milliseconds and their Python names, which take seconds or a
 /// `datetime.timedelta`, with the range (in milliseconds) that out-of-range messages restate.
-const DURATIONS: [(&str, &str, (i64, i64)); 7] = [
+const DURATIONS: [(&str, &str, (i64, i64)); 9] = [
     ("lease_ms", "lease", (1, MAX_LEASE_MS)),
     ("delay_ms", "delay", (0, MAX_DELAY_MS)),
     ("older_than_ms", "older_than", (0, MAX_TIME - MIN_TIME)),
@@ -104,10 +105,15 @@ const DURATIONS: [(&str, &str, (i64, i64)); 7] = [
     ("cap_ms", "cap", (0, MAX_DELAY_MS)),
     ("poll_interval_ms", "poll_interval", (1, MAX_WAIT_MS)),
     ("shutdown_timeout_ms", "shutdown_timeout", (0, MAX_WAIT_MS)),
+    ("connect_timeout_ms", "connect_timeout", (1, MAX_TIMEOUT_MS)),
+    ("lock_timeout_ms", "lock_timeout", (1, MAX_TIMEOUT_MS)),
 ];
 
 /// The core's instant fields: Python passes aware `datetime`s.
 const INSTANTS: [&str; 2] = ["dead_before", "dead_after"];
+
+/// Fields whose Python argument has another name: the PostgreSQL store's `url` is `open`'s `path`.
+const RENAMED: [(&str, &str); 1] = [("url", "path")];
 
 /// A field error in Python's terms: the one table of renamed fields and restated messages.
 /// Durations in milliseconds (`lease_ms`, ...) are seconds or a `timedelta` in Python
@@ -135,6 +141,8 @@ fn python_field(error: &FieldError) -> PyField {
             _ => error.message.replace("an integer", "an aware datetime"),
         };
         (error.field.to_owned(), message)
+    } else if let Some((_, name)) = RENAMED.iter().find(|(core, _)| *core == error.field) {
+        ((*name).to_owned(), error.message.clone())
     } else {
         (error.field.to_owned(), error.message.clone())
     };

@@ -1,11 +1,13 @@
 //! # deadletter-py
 //!
 //! The Python binding of [`deadletter`] (native module `deadletter._deadletter`, wrapped by the
-//! pure-Python package in `python/deadletter/`) and its store, [`sqlite::SqliteStore`].
+//! pure-Python package in `python/deadletter/`) and its SQLite store, [`sqlite::SqliteStore`];
+//! `open` picks that store or `deadletter_postgres::PostgresStore` from its path or URL
+//! ([`store::AnyStore`]).
 //!
 //! The binding maps Python values to [`deadletter::Arg`] without judging them ([`convert`]),
 //! reads the clock and the jitter sample with the GIL held, then releases the GIL and runs one
-//! engine call on SQLite (lease tokens, uuid v4, are drawn inside it), driving its ready-at-once
+//! engine call on the store (lease tokens, uuid v4, are drawn inside it), driving its ready-at-once
 //! future with `pollster::block_on`. Messages the call made dead (the engine's
 //! [`deadletter::Outcome::dead`]) then go to the dead-letter callbacks, with the GIL. Errors
 //! become `deadletter` exceptions in one place ([`errors`]). It holds no queue rule: every rule is
@@ -28,13 +30,15 @@ pub mod message;
 pub mod policy;
 pub mod sqlite;
 pub mod stats;
+pub mod store;
 pub mod worker;
 
 use std::path::PathBuf;
 
 use deadletter::{Engine, Error, FieldError, Limits};
+use deadletter_postgres::{Options as PostgresOptions, PostgresStore};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyString, PyTuple};
 
 use crate::convert::Value;
 use crate::database::{Database, Queue, Shared};
@@ -43,11 +47,16 @@ use crate::message::PyMessage;
 use crate::policy::PyBackoff;
 use crate::sqlite::SqliteStore;
 use crate::stats::PyQueueStats;
+use crate::store::{AnyStore, Postgres};
 
-/// Opens (creating if needed) a queue database.
+/// Opens (creating if needed) a queue database: a SQLite file, or a schema of a PostgreSQL
+/// database.
 ///
-/// `path`: a file path (str or os.PathLike; not empty), or `":memory:"` (the default) for a
-/// private in-memory database.
+/// `path`: a file path (str or os.PathLike; not empty), `":memory:"` (the default) for a private
+/// in-memory SQLite database, or a str URL `postgresql://user:password@host:5432/dbname` (also
+/// `postgres://`; optional query parameters as libpq's, such as `connect_timeout`,
+/// `application_name` or `options`, or the host as `?host=/run/postgresql` for a Unix socket).
+/// The scheme alone decides: any other str or os.PathLike is a SQLite path.
 /// File databases use SQLite's WAL mode and may be shared by processes; a write waits up to 30 s
 /// for another process's lock. Each process opens its own: in a child made by `fork()` the
 /// databases opened before the fork raise `StoreError` (a fork waits until no thread is inside a
@@ -65,15 +74,38 @@ use crate::stats::PyQueueStats;
 /// samples spread from it; another value raises `ValidationError`, field `random`); default: a
 /// fast non-cryptographic generator (`fastrand`). `None` for an option means its default.
 ///
+/// PostgreSQL only (given with a SQLite path, each is a `ValidationError` naming it, code
+/// `invalid`): `schema`, a str (1..=63 bytes, no NUL; default `"deadletter"`), the schema that
+/// holds the queue's tables, created with them when missing; `max_connections`, an int
+/// (1..=1000, default 10), the most connections this database holds open at once (opened when
+/// needed, kept for reuse; a thread in a call holds one); `connect_timeout`, how long a call
+/// waits for a connection (seconds or a `timedelta`, 0.001..=3600, default 10); `lock_timeout`,
+/// how long a call waits for a message that another call is changing (same units and range,
+/// default 30) before raising `StoreError`.
+///
 /// Raises `ValidationError` for a rejected argument (every one at once; an empty `path` is
-/// rejected, field `path`), `StoreError` when the file cannot be opened, is not a deadletter
-/// database, or was written by a newer deadletter (schema version). A refused file is left
-/// byte-for-byte as it was.
+/// rejected, field `path`, as is a URL that does not parse), `StoreError` when the file cannot be
+/// opened, is not a deadletter database, or was written by a newer deadletter (schema version),
+/// and when the server cannot be reached in `connect_timeout`, refuses the login, or the schema
+/// holds another application's tables or a newer deadletter's. A refused file or schema is left
+/// as it was. No error message shows the URL's password.
 #[pyfunction]
 #[pyo3(
-    signature = (path = None, *, clock = None, lease = None, max_payload_bytes = None, random = None),
-    text_signature = "(path=':memory:', *, clock=None, lease=30.0, max_payload_bytes=1048576, random=None)"
+    signature = (
+        path = None,
+        *,
+        clock = None,
+        lease = None,
+        max_payload_bytes = None,
+        random = None,
+        schema = None,
+        max_connections = None,
+        connect_timeout = None,
+        lock_timeout = None,
+    ),
+    text_signature = "(path=':memory:', *, clock=None, lease=30.0, max_payload_bytes=1048576, random=None, schema=None, max_connections=None, connect_timeout=None, lock_timeout=None)"
 )]
+#[allow(clippy::too_many_arguments)] // one per keyword option
 fn open(
     py: Python<'_>,
     path: Option<&Bound<'_, PyAny>>,
@@ -81,18 +113,36 @@ fn open(
     lease: Option<&Bound<'_, PyAny>>,
     max_payload_bytes: Option<&Bound<'_, PyAny>>,
     random: Option<Bound<'_, PyAny>>,
+    schema: Option<&Bound<'_, PyAny>>,
+    max_connections: Option<&Bound<'_, PyAny>>,
+    connect_timeout: Option<&Bound<'_, PyAny>>,
+    lock_timeout: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Database> {
     let mut rejected = Vec::new();
-    let path = match path.filter(|path| !path.is_none()) {
-        None => Some(PathBuf::from(":memory:")),
-        Some(path) => match path.extract::<PathBuf>() {
-            Ok(path) if path.as_os_str().is_empty() => {
+    // The options that apply to one kind of database only: given for the other kind, each is
+    // rejected by name.
+    let postgres_only = [
+        ("schema", schema),
+        ("max_connections", max_connections),
+        ("connect_timeout", connect_timeout),
+        ("lock_timeout", lock_timeout),
+    ];
+    let sqlite = |path: PathBuf, rejected: &mut Vec<FieldError>| {
+        rejected.extend(only_for("a PostgreSQL URL", &postgres_only));
+        Some(Target::Sqlite(path))
+    };
+    let target = match path.filter(|path| !path.is_none()) {
+        None => sqlite(PathBuf::from(":memory:"), &mut rejected),
+        Some(path) => match (path.extract::<PathBuf>(), postgres_url(path)) {
+            (Ok(path), _) if path.as_os_str().is_empty() => {
                 let message = "must not be empty (\":memory:\" opens a database in memory)";
                 rejected.push(FieldError::new("path", "empty", message));
                 None
             }
-            Ok(path) => Some(path),
-            Err(_) => {
+            (Ok(_), Some(url)) => postgres_options(&postgres_only, &mut rejected)?
+                .map(|options| Target::Postgres(url, options)),
+            (Ok(path), None) => sqlite(path, &mut rejected),
+            (Err(_), _) => {
                 let kind = Value::from_py(Some(path)).arg().kind();
                 let message = format!("must be a str or an os.PathLike, got {kind}");
                 rejected.push(FieldError::new("path", "type", message));
@@ -120,17 +170,65 @@ fn open(
             rejected.push(FieldError::new(field, "type", message));
         }
     }
-    let (Some(path), Some(limits), true) = (path, limits, rejected.is_empty()) else {
+    let (Some(target), Some(limits), true) = (target, limits, rejected.is_empty()) else {
         return Err(to_py_err(py, &Error::Validation(rejected)));
     };
-    let store = py
-        .detach(|| SqliteStore::open(&path))
-        .map_err(|err| to_py_err(py, &err))?;
+    let store = match target {
+        Target::Sqlite(path) => py.detach(|| SqliteStore::open(&path)).map(AnyStore::Sqlite),
+        Target::Postgres(url, options) => py
+            .detach(|| PostgresStore::open(&url, &options))
+            .map(|store| AnyStore::Postgres(Postgres::new(store))),
+    }
+    .map_err(|err| to_py_err(py, &err))?;
     Ok(Database::new(Shared::new(
         Engine::new(store, limits),
         clock.map(Bound::unbind),
         random.map(Bound::unbind),
     )))
+}
+
+/// What `open`'s first argument names.
+enum Target {
+    /// A SQLite file, or `:memory:`.
+    Sqlite(PathBuf),
+    /// A PostgreSQL URL and the options of its store.
+    Postgres(String, PostgresOptions),
+}
+
+/// `path` when it is a str that starts with a PostgreSQL scheme.
+fn postgres_url(path: &Bound<'_, PyAny>) -> Option<String> {
+    let text = path.cast::<PyString>().ok()?.to_cow().ok()?;
+    store::is_postgres_url(&text).then(|| text.into_owned())
+}
+
+/// A PostgreSQL URL's options (`schema`, `max_connections`, `connect_timeout`, `lock_timeout`,
+/// in that order), or `None` with their rejections added to `rejected`.
+fn postgres_options(
+    given: &[(&'static str, Option<&Bound<'_, PyAny>>); 4],
+    rejected: &mut Vec<FieldError>,
+) -> PyResult<Option<PostgresOptions>> {
+    let [schema, max_connections, connect, lock] = given.map(|(_, value)| value);
+    let (schema, max_connections) = (Value::from_py(schema), Value::from_py(max_connections));
+    let (connect, lock) = (Value::duration(connect)?, Value::duration(lock)?);
+    let options = PostgresOptions::from_args(
+        &schema.arg(),
+        &max_connections.arg(),
+        &connect.arg(),
+        &lock.arg(),
+    );
+    Ok(options
+        .map_err(|err| rejected.extend(err.field_errors().iter().cloned()))
+        .ok())
+}
+
+/// A rejection (code `invalid`) for each of `options` that was given (not `None`) although it
+/// applies only to `kind` of database, which the path does not name.
+fn only_for(kind: &str, options: &[(&'static str, Option<&Bound<'_, PyAny>>)]) -> Vec<FieldError> {
+    options
+        .iter()
+        .filter(|(_, value)| value.is_some_and(|v| !v.is_none()))
+        .map(|(name, _)| FieldError::new(name, "invalid", format!("applies only to {kind}")))
+        .collect()
 }
 
 /// An optional callable argument: `None` when omitted or `None`.

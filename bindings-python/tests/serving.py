@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 import httpx
 
@@ -26,7 +26,7 @@ def free_port() -> int:
 
 @contextmanager
 def deadletter_serve(
-    path: Path,
+    path: Union[Path, str],
     *,
     workers: int = 1,
     token: Optional[str] = None,
@@ -34,8 +34,9 @@ def deadletter_serve(
     log: Optional[Path] = None,
 ) -> Iterator[str]:
     """``deadletter serve PATH`` on a free port of 127.0.0.1; yields its base URL once
-    ``/healthz`` answers 200, and stops it (SIGTERM, as Ctrl-C would) afterwards. The server's
-    output goes to ``log`` (default: a file beside the database)."""
+    ``/healthz`` answers 200, and stops it (SIGTERM, as Ctrl-C would) afterwards. ``path``: a
+    SQLite file, or a PostgreSQL URL (a str; then ``log`` is required). The server's output goes
+    to ``log`` (default: a file beside the database)."""
     port = free_port()
     command = [
         sys.executable,
@@ -54,10 +55,11 @@ def deadletter_serve(
     env = {k: v for k, v in os.environ.items() if k != "DEADLETTER_TOKEN"}
     if token is not None:
         env["DEADLETTER_TOKEN"] = token
-    log = log or path.with_suffix(".serve.log")
+    log = log or Path(path).with_suffix(".serve.log")
+    cwd = path.parent if isinstance(path, Path) else log.parent
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=path.parent
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd
         )
     url = f"http://127.0.0.1:{port}"
     try:

@@ -1,5 +1,8 @@
 """The shared conformance cases (tests/conformance/*.json, format in tests/README.md) through the
-public Python API: ``deadletter.open(":memory:", clock=<virtual clock>, random=<fixed sample>)``.
+public Python API: ``deadletter.open(":memory:", clock=<virtual clock>, random=<fixed sample>)``,
+and the same on PostgreSQL, ``deadletter.open(URL, schema=<fresh>, ...)`` with one new schema per
+case (so ids start at 1), dropped afterwards; those need ``DEADLETTER_POSTGRES_URL`` (``make
+test-postgres``) and are skipped with that reason without it.
 
 Names and units are mapped to the Python API: the core's integer milliseconds (``lease_ms``,
 ``delay_ms``, ``older_than_ms``, a backoff's ``initial_ms`` and ``cap_ms``) become seconds
@@ -11,10 +14,12 @@ aware datetimes in Python; ages are milliseconds in the cases and timedeltas in 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import postgres_server as postgres
 import pytest
 
 import deadletter
@@ -262,12 +267,32 @@ def check(expect: dict[str, Any], outcome: Callable[[], Any], tokens: list[str])
         assert got == {"next_due_at": expect["next_due_at"]}
 
 
-def test_case(case: dict[str, Any]) -> None:
+Opener = Callable[..., deadletter.Database]
+
+
+@pytest.fixture(scope="module")
+def case_schemas() -> Iterator[postgres.Schemas]:
+    """The schemas of the cases, dropped at once after the last (one psql call, not one a case)."""
+    made = postgres.Schemas("py_conformance")
+    yield made
+    made.drop()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=postgres.NEEDS_POSTGRES)])
+def opener(request: pytest.FixtureRequest, case_schemas: postgres.Schemas) -> Opener:
+    """Opens a new, empty database of the store the test is parametrized with."""
+    if request.param == "sqlite":
+        return lambda **options: deadletter.open(":memory:", **options)
+    return lambda **options: deadletter.open(
+        postgres.url(), schema=case_schemas.name(), max_connections=1, **options
+    )
+
+
+def test_case(case: dict[str, Any], opener: Opener) -> None:
     now = [BASE]
     options = case.get("options", {})
     sample = options.get("jitter_sample", 0)
-    db = deadletter.open(
-        ":memory:",
+    db = opener(
         clock=lambda: EPOCH + timedelta(milliseconds=now[0]),
         lease=seconds(options["lease_ms"]) if "lease_ms" in options else 30.0,
         max_payload_bytes=options.get("max_payload_bytes", 1048576),

@@ -365,6 +365,15 @@ pub fn jitter_sample(arg: &Arg<'_>) -> Result<f64> {
     check.finish(|| sample.unwrap_or_default())
 }
 
+/// An integer option in `min..=max`, `default` when `Null`, by the rule of every integer argument
+/// of the core (a bool, a float or a string is `type`; an integer outside the range is
+/// `out_of_range`), for settings outside the core such as a store's.
+pub fn integer(field: &'static str, arg: &Arg<'_>, range: (i64, i64), default: i64) -> Result<i64> {
+    let mut check = Check::default();
+    let value = check.int(field, arg, range, Some(default));
+    check.finish(|| value.unwrap_or(default))
+}
+
 /// Checks a queue name alone (non-empty string, at most 255 characters), for bindings that make a
 /// queue handle before any operation.
 pub fn queue_name<'a>(arg: &Arg<'a>) -> Result<&'a str> {

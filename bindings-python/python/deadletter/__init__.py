@@ -1,5 +1,5 @@
-"""deadletter: a reliable message queue on SQLite, with retries, exponential backoff and a
-dead-letter queue.
+"""deadletter: a reliable message queue on SQLite or PostgreSQL, with retries, exponential backoff
+and a dead-letter queue.
 
 >>> import deadletter
 >>> with deadletter.open(":memory:") as db:

@@ -73,9 +73,21 @@ def open(
     lease: Optional[_Seconds] = 30.0,
     max_payload_bytes: Optional[int] = 1048576,
     random: Optional[Callable[[], float]] = None,
+    schema: Optional[str] = None,
+    max_connections: Optional[int] = None,
+    connect_timeout: Optional[_Seconds] = None,
+    lock_timeout: Optional[_Seconds] = None,
 ) -> Database:
-    """Opens (creating if needed) a queue database: a file path (not empty: `ValidationError`,
-    field ``path``), or ``":memory:"``. A file written by deadletter 0.1.0 is upgraded in place.
+    """Opens (creating if needed) a queue database: a SQLite file path (not empty:
+    `ValidationError`, field ``path``), ``":memory:"``, or a PostgreSQL URL.
+
+    ``path`` is a PostgreSQL URL when it is a str that starts with ``postgresql://`` or
+    ``postgres://``: ``postgresql://user:password@host:5432/dbname``, with libpq's query
+    parameters (``?connect_timeout=5``, ``?application_name=...``, ``?host=/run/postgresql`` for a
+    Unix socket; no TLS: ``sslmode=require`` cannot connect). Anything else, and any
+    ``os.PathLike``, is a SQLite path; a SQLite file written by deadletter 0.1.0 is upgraded in
+    place. A URL that does not parse is a `ValidationError` (field ``path``); no error message
+    ever shows the URL's password.
 
     ``clock`` returns an aware datetime (naive or not a datetime -> `ValidationError`, field
     ``clock``; so is an instant, or one derived from it by a lease, delay or backoff, outside
@@ -85,14 +97,27 @@ def open(
     payload in bytes of UTF-8 (1..=67108864). ``random`` returns a float in ``[0, 1)``, the jitter
     source, called once per ``claim``, ``claim_many``, ``reap`` and ``fail`` (else
     `ValidationError`, field ``random``); default: ``fastrand``. ``None`` for any option means its
-    default. Raises `ValidationError` for rejected arguments (all of them at once), `StoreError`
-    when the file cannot be opened, is not a deadletter database (another application's) or has a
-    newer schema version; a refused file is left byte-for-byte as it was.
+    default.
+
+    PostgreSQL only (given with a SQLite path: `ValidationError` naming each, code ``invalid``):
+    ``schema``, the schema of the queue's tables, created with them when missing (1..=63 bytes,
+    no NUL; default ``"deadletter"``); ``max_connections``, the most connections this database
+    holds at once, opened when needed and kept for reuse (1..=1000, default 10); ``connect_timeout``
+    (default 10 s) and ``lock_timeout`` (default 30 s), seconds or timedelta in 0.001..=3600: how
+    long a call waits for a connection, and for a message another call is changing, before
+    `StoreError`.
+
+    Raises `ValidationError` for rejected arguments (all of them at once), `StoreError` when the
+    file cannot be opened, is not a deadletter database (another application's) or has a newer
+    schema version, or when the server cannot be reached, refuses the login, or the schema holds
+    another application's tables or a newer deadletter's; a refused file or schema is left as it
+    was.
 
     Each process opens its own: in a child made by ``fork()`` (``os.fork``, ``multiprocessing``'s
     ``fork`` start method), every call on a database opened before the fork raises `StoreError`
     at once, saying to open the database again in the child; doing so works. A fork waits until no
-    thread of the process is inside a SQLite call.
+    thread of the process is inside a SQLite call; a PostgreSQL database's connections are left
+    to the parent (the child never sends on them, nor closes them).
     """
 
 def backoff(retry_count: int) -> timedelta:
@@ -131,8 +156,9 @@ class Backoff:
 
 @final
 class Database:
-    """A queue database on one SQLite connection; thread-safe; a context manager that closes it.
-    Belongs to the process that opened it: after a ``fork()``, the child's calls raise `StoreError`.
+    """A queue database on one SQLite connection or a pool of PostgreSQL connections;
+    thread-safe; a context manager that closes it. Belongs to the process that opened it: after a
+    ``fork()``, the child's calls raise `StoreError`.
     """
 
     @property

@@ -19,20 +19,29 @@ import deadletter
 
 from . import http
 
-__all__ = ["ENV_MAX_PAYLOAD_BYTES", "ENV_PATH", "ENV_TOKEN", "app_from_environment", "run"]
+__all__ = [
+    "ENV_MAX_PAYLOAD_BYTES",
+    "ENV_PATH",
+    "ENV_SCHEMA",
+    "ENV_TOKEN",
+    "app_from_environment",
+    "run",
+]
 
 ENV_PATH = "DEADLETTER_SERVE_PATH"
+ENV_SCHEMA = "DEADLETTER_SERVE_SCHEMA"
 ENV_MAX_PAYLOAD_BYTES = "DEADLETTER_SERVE_MAX_PAYLOAD_BYTES"
 ENV_TOKEN = "DEADLETTER_TOKEN"
 FACTORY = "deadletter._serve:app_from_environment"
 
 
 def app_from_environment() -> Starlette:
-    """The app of one worker process: it opens its own connection to the file named by
-    ``DEADLETTER_SERVE_PATH`` and closes it at shutdown. ``DEADLETTER_TOKEN`` and
-    ``DEADLETTER_SERVE_MAX_PAYLOAD_BYTES`` are optional."""
+    """The app of one worker process: it opens its own connection to the file or PostgreSQL URL
+    named by ``DEADLETTER_SERVE_PATH`` and closes it at shutdown. ``DEADLETTER_TOKEN``,
+    ``DEADLETTER_SERVE_MAX_PAYLOAD_BYTES`` and ``DEADLETTER_SERVE_SCHEMA`` are optional."""
     max_payload = int(os.environ.get(ENV_MAX_PAYLOAD_BYTES, http.DEFAULT_MAX_PAYLOAD_BYTES))
-    db = deadletter.open(os.environ[ENV_PATH], max_payload_bytes=max_payload)
+    schema = os.environ.get(ENV_SCHEMA)
+    db = deadletter.open(os.environ[ENV_PATH], max_payload_bytes=max_payload, schema=schema)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

@@ -14,9 +14,11 @@ Commands (``deadletter COMMAND -h`` for their options)::
 
 Output is an aligned table for people, or JSON with ``--json`` (messages and statistics as the
 HTTP API writes them), both written by `emit`. Exit status: 0 on success, 1 on a deadletter
-error (its message on stderr), 2 on a usage error. Commands other than ``serve`` and ``enqueue``
-refuse a PATH that does not exist rather than create an empty database. A long ``replay --all``
-or ``enqueue -`` shows its progress on stderr when that is a terminal. ``serve`` needs the
+error (its message on stderr), 2 on a usage error. PATH is a SQLite file or a PostgreSQL URL
+(``postgresql://user:password@host/db``; every command takes ``--schema``, default
+``deadletter``). Commands other than ``serve`` and ``enqueue`` refuse a SQLite PATH that does not
+exist rather than create an empty database. A long ``replay --all`` or ``enqueue -`` shows its
+progress on stderr when that is a terminal. ``serve`` needs the
 ``server`` extra (``pip install 'deadletter[server]'``).
 """
 
@@ -199,15 +201,21 @@ class Progress:
 # Commands
 
 
+def is_url(path: str) -> bool:
+    """Whether ``path`` is a PostgreSQL URL (as `deadletter.open` tells)."""
+    return path.startswith(("postgresql://", "postgres://"))
+
+
 def existing(path: str) -> str:
-    """``path``, which must name an existing file (operators' commands never create one)."""
-    if path != ":memory:" and not Path(path).is_file():
+    """``path``, which must name an existing file or be a URL (operators' commands never create a
+    file)."""
+    if path != ":memory:" and not is_url(path) and not Path(path).is_file():
         raise Failure(f"{path}: no such database file")
     return path
 
 
 def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
-    with deadletter.open(existing(args.path)) as db:
+    with deadletter.open(existing(args.path), schema=args.schema) as db:
         if args.queue is None:
             rows: Rows = [stats.to_dict() for stats in db.queues()]
         else:
@@ -216,7 +224,7 @@ def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 
 
 def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
-    with deadletter.open(existing(args.path)) as db:
+    with deadletter.open(existing(args.path), schema=args.schema) as db:
         page = db.queue(args.queue).list(
             status=args.status, limit=args.limit, after_id=args.after_id
         )
@@ -225,7 +233,7 @@ def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 
 
 def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
-    with deadletter.open(existing(args.path)) as db:
+    with deadletter.open(existing(args.path), schema=args.schema) as db:
         message = db.queue(args.queue).get(args.id)
     if args.json:
         emit(message.to_dict(), (), as_json=True, out=out)
@@ -244,7 +252,7 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         raise Usage("give a message ID or --all")
     if args.id is not None and any(f is not None for f in filters):
         raise Usage("--error-contains, --dead-after, --dead-before and --limit go with --all")
-    with deadletter.open(existing(args.path)) as db:
+    with deadletter.open(existing(args.path), schema=args.schema) as db:
         queue = db.queue(args.queue)
         if args.id is not None:
             message = queue.replay(args.id)
@@ -281,7 +289,7 @@ def replay_all(queue: deadletter.Queue, args: argparse.Namespace, progress: Prog
 
 
 def cmd_purge(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
-    with deadletter.open(existing(args.path)) as db:
+    with deadletter.open(existing(args.path), schema=args.schema) as db:
         purged = db.queue(args.queue).purge(status=args.status, older_than=args.older_than)
     emit({"purged": purged}, ("purged",), as_json=args.json, out=out)
 
@@ -295,7 +303,7 @@ def stdin_payloads(stream: TextIO) -> Iterator[str]:
 def cmd_enqueue(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     if args.payload == "-" and args.idempotency_key is not None:
         raise Usage("--idempotency-key goes with one PAYLOAD, not with - (one key per message)")
-    with deadletter.open(args.path) as db:
+    with deadletter.open(args.path, schema=args.schema) as db:
         queue = db.queue(args.queue)
         if args.payload != "-":
             message = queue.enqueue(
@@ -359,10 +367,14 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             f"deadletter serve: WARNING: serving {args.host} without a token: anyone who can "
             "reach it can read, replay and enqueue messages (set DEADLETTER_TOKEN or --token)\n"
         )
-    deadletter.open(args.path, max_payload_bytes=args.max_payload_bytes).close()  # fail early
+    deadletter.open(  # fail early
+        args.path, schema=args.schema, max_payload_bytes=args.max_payload_bytes
+    ).close()
     # Each worker process builds its app from these (uvicorn imports a factory by name).
-    os.environ[_serve.ENV_PATH] = str(Path(args.path).resolve())
+    os.environ[_serve.ENV_PATH] = args.path if is_url(args.path) else str(Path(args.path).resolve())
     os.environ[_serve.ENV_MAX_PAYLOAD_BYTES] = str(args.max_payload_bytes)
+    if args.schema is not None:
+        os.environ[_serve.ENV_SCHEMA] = args.schema
     if token is not None:
         os.environ[_serve.ENV_TOKEN] = token
     if not _serve.run(args.host, args.port, args.workers, args.log_level):
@@ -417,12 +429,14 @@ def parser() -> argparse.ArgumentParser:
     """The argument parser of every command."""
     root = argparse.ArgumentParser(
         prog="deadletter",
-        description="Operate deadletter queue databases (SQLite files) and serve their HTTP API.",
+        description="Operate deadletter queue databases (SQLite files, PostgreSQL URLs) and serve "
+        "their HTTP API.",
     )
     root.add_argument("--version", action="version", version=f"deadletter {deadletter.__version__}")
     commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="write JSON instead of a table")
+    common.add_argument("--schema", help="a PostgreSQL URL's schema (default deadletter)")
 
     def command(
         name: str,
@@ -433,7 +447,9 @@ def parser() -> argparse.ArgumentParser:
     ) -> argparse.ArgumentParser:
         description = f"{help}. {details}" if details else help
         sub = commands.add_parser(name, help=help, description=description, parents=[common])
-        sub.add_argument("path", metavar="PATH", help="the SQLite database file")
+        sub.add_argument(
+            "path", metavar="PATH", help="the SQLite database file, or a PostgreSQL URL"
+        )
         if queue == "QUEUE":
             sub.add_argument("queue", metavar="QUEUE", help="the queue name")
         elif queue == "[QUEUE]":

@@ -7,10 +7,11 @@
 //! left; a round's figure is messages / wall time. Fresh schema or file per round; one warm-up
 //! round per row is not counted.
 //!
-//! SQLite is measured with the raw rusqlite loop below (the SQLite store of the Python binding
-//! is being ported to the new `Store` trait and does not build on this branch yet): the same
-//! transactions the store runs (claim: reap expired leases, take the first due message in FIFO
-//! order, write it; ack: read, write), WAL, `synchronous = FULL`, on a file in the temp dir.
+//! SQLite is measured with the raw rusqlite loop below (the SQLite store lives in the Python
+//! binding, which depends on this crate): the same transactions the store runs (claim: reap
+//! expired leases, take the first due message in FIFO order, write it; ack: read, write), WAL,
+//! `synchronous = FULL`, on a file in the temp dir. The stores themselves, through the Python
+//! package with worker processes: `bindings-python/benches/postgres_throughput.py`.
 //! PostgreSQL runs with `fsync` and `synchronous_commit` on (`make bench-postgres` starts its
 //! cluster with `scripts/pg.sh run --durable`), so both make each commit durable.
 //!

@@ -54,4 +54,4 @@ mod store;
 
 pub use schema::{MAX_SCHEMA_BYTES, SCHEMA_VERSION, ddl, quote_identifier};
 pub use sql::{COLUMNS, Sql};
-pub use store::{Options, PostgresStore};
+pub use store::{MAX_CONNECTIONS, MAX_TIMEOUT, MAX_TIMEOUT_MS, Options, PostgresStore};

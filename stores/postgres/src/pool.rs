@@ -52,6 +52,25 @@ impl Conn {
     }
 }
 
+/// A driver error that displays its cause: the pool keeps only the text of the last failed
+/// connection attempt, and the driver's own text stops at "db error".
+#[derive(Debug)]
+pub struct ConnectError(pub postgres::Error);
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.as_db_error() {
+            Some(db) => write!(f, "{} (SQLSTATE {})", db.message(), db.code().code()),
+            None => match std::error::Error::source(&self.0) {
+                Some(cause) => write!(f, "{}: {cause}", self.0),
+                None => write!(f, "{}", self.0),
+            },
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {}
+
 /// `r2d2_postgres`'s manager, with the session settings and a statement cache per session.
 #[derive(Debug)]
 pub struct Manager {
@@ -59,21 +78,31 @@ pub struct Manager {
     setup: String,
 }
 
+impl Manager {
+    /// Sessions on `config`, set up with `lock_timeout` (see [`session_setup`]).
+    pub fn new(config: postgres::Config, lock_timeout: Duration) -> Self {
+        Self {
+            inner: PostgresConnectionManager::new(config, NoTls),
+            setup: session_setup(lock_timeout),
+        }
+    }
+}
+
 impl ManageConnection for Manager {
     type Connection = Conn;
-    type Error = postgres::Error;
+    type Error = ConnectError;
 
-    fn connect(&self) -> Result<Conn, postgres::Error> {
-        let mut client = self.inner.connect()?;
-        client.batch_execute(&self.setup)?;
+    fn connect(&self) -> Result<Conn, ConnectError> {
+        let mut client = self.inner.connect().map_err(ConnectError)?;
+        client.batch_execute(&self.setup).map_err(ConnectError)?;
         Ok(Conn {
             client,
             statements: HashMap::new(),
         })
     }
 
-    fn is_valid(&self, conn: &mut Conn) -> Result<(), postgres::Error> {
-        self.inner.is_valid(&mut conn.client)
+    fn is_valid(&self, conn: &mut Conn) -> Result<(), ConnectError> {
+        self.inner.is_valid(&mut conn.client).map_err(ConnectError)
     }
 
     fn has_broken(&self, conn: &mut Conn) -> bool {
@@ -83,12 +112,7 @@ impl ManageConnection for Manager {
 
 /// The pool of one store. Sessions are opened on demand (none is kept open before the first
 /// call) up to `max_size`; a caller waits `wait` at most for one.
-pub fn build(
-    config: postgres::Config,
-    max_size: u32,
-    wait: Duration,
-    lock_timeout: Duration,
-) -> Pool<Manager> {
+pub fn build(manager: Manager, max_size: u32, wait: Duration) -> Pool<Manager> {
     Pool::builder()
         .max_size(max_size)
         .min_idle(Some(0))
@@ -96,10 +120,7 @@ pub fn build(
         // A dead session is found when it is used (see `Sessions::write`), not by an extra round
         // trip before every call.
         .test_on_check_out(false)
-        .build_unchecked(Manager {
-            inner: PostgresConnectionManager::new(config, NoTls),
-            setup: session_setup(lock_timeout),
-        })
+        .build_unchecked(manager)
 }
 
 /// How a store reaches the server: the pool, and the retry rule for sessions that died.

@@ -152,6 +152,20 @@ fn bad_options_are_validation_errors_that_never_show_the_password() {
     .expect_err("nobody listens on port 1");
     assert_eq!(unreachable.code(), "store");
     assert!(!unreachable.to_string().contains("sekret"), "{unreachable}");
+
+    // A refused login fails at once with the server's reason, not after the pool's retries.
+    let wrong = url().replacen("://deadletter:deadletter@", "://deadletter:sekret@", 1);
+    assert_ne!(
+        wrong,
+        url(),
+        "the test server's URL has the password of scripts/pg.sh"
+    );
+    let refused = PostgresStore::open(&wrong, &Options::default()).expect_err("wrong password");
+    assert_eq!(
+        refused.to_string(),
+        "store error: PostgreSQL: cannot connect: password authentication failed for user \
+         \"deadletter\" (SQLSTATE 28P01)"
+    );
 }
 
 #[test]

@@ -1,0 +1,185 @@
+//! [`AnyStore`]: the store a `Database` runs on, SQLite or PostgreSQL, chosen by `open` from its
+//! path or URL. One [`Engine`](deadletter::Engine) type serves both: every [`Store`] method is
+//! passed on to the store inside, whose futures are ready at once.
+//!
+//! Fork safety of PostgreSQL: a child made by `fork()` shares the parent's sockets. Any byte the
+//! child sent on them (a query, or the goodbye a closing client sends) would land in the parent's
+//! sessions, so in the child every call of a store opened before the fork fails at once with a
+//! store error, `close` touches nothing, and dropping the store leaks it instead of closing its
+//! sessions. Opening a new store in the child works. (The SQLite store has its own rules, in
+//! [`crate::fork`].)
+
+use std::sync::Arc;
+
+use deadletter::{
+    Claimed, Counts, Error, Filter, Id, ListQuery, Message, Millis, NewMessage, Result, Store,
+};
+use deadletter_postgres::PostgresStore;
+
+use crate::sqlite::SqliteStore;
+
+/// The scheme prefixes that make `open`'s first argument a PostgreSQL URL (libpq's two).
+pub const POSTGRES_SCHEMES: [&str; 2] = ["postgresql://", "postgres://"];
+
+/// Whether `path` (a str given to `open`) is a PostgreSQL URL rather than a SQLite path.
+pub fn is_postgres_url(path: &str) -> bool {
+    POSTGRES_SCHEMES
+        .iter()
+        .any(|scheme| path.starts_with(scheme))
+}
+
+/// A SQLite or a PostgreSQL store.
+#[derive(Debug)]
+pub enum AnyStore {
+    /// A SQLite file or `:memory:`.
+    Sqlite(SqliteStore),
+    /// A schema of a PostgreSQL database, usable in the process that opened it.
+    Postgres(Postgres),
+}
+
+/// A [`PostgresStore`] and the process that opened it.
+#[derive(Debug)]
+pub struct Postgres {
+    store: Arc<PostgresStore>,
+    pid: u32,
+}
+
+impl Postgres {
+    /// `store`, opened by this process.
+    pub fn new(store: PostgresStore) -> Self {
+        Self {
+            store: Arc::new(store),
+            pid: std::process::id(),
+        }
+    }
+
+    /// Whether this process is not the one that opened the store (a child made by `fork()`).
+    fn forked(&self) -> bool {
+        std::process::id() != self.pid
+    }
+
+    /// The store, in the process that opened it only.
+    fn here(&self) -> Result<&PostgresStore> {
+        if self.forked() {
+            return Err(Error::Store(
+                "this database was opened before a fork, in the parent process, whose PostgreSQL \
+                 connections must not be used by a child: open the database again in this \
+                 process"
+                    .into(),
+            ));
+        }
+        Ok(&self.store)
+    }
+}
+
+impl Drop for Postgres {
+    /// In a forked child, leaks the store: closing its sessions would end the parent's.
+    fn drop(&mut self) {
+        if self.forked() {
+            std::mem::forget(Arc::clone(&self.store));
+        }
+    }
+}
+
+impl AnyStore {
+    /// Closes the store; later calls fail with a store error. Closing twice is fine. In a child
+    /// made by `fork()`, a store error that leaves the parent's connections alone.
+    pub fn close(&self) -> Result<()> {
+        match self {
+            Self::Sqlite(store) => store.close(),
+            Self::Postgres(pg) => {
+                pg.here()?.close();
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether [`AnyStore::close`] was called; always true in a forked child.
+    pub fn is_closed(&self) -> bool {
+        match self {
+            Self::Sqlite(store) => store.is_closed(),
+            Self::Postgres(pg) => pg.forked() || pg.store.is_closed(),
+        }
+    }
+}
+
+/// `store.$call.await` on whichever store this is (the PostgreSQL one only in its own process).
+macro_rules! delegate {
+    ($self:ident, $store:ident => $call:expr) => {
+        match $self {
+            AnyStore::Sqlite($store) => $call.await,
+            AnyStore::Postgres(pg) => {
+                let $store = pg.here()?;
+                $call.await
+            }
+        }
+    };
+}
+
+impl Store for AnyStore {
+    async fn insert(&self, messages: Vec<NewMessage>) -> Result<Vec<Message>> {
+        delegate!(self, s => s.insert(messages))
+    }
+
+    async fn get(&self, queue: &str, id: Id) -> Result<Option<Message>> {
+        delegate!(self, s => s.get(queue, id))
+    }
+
+    async fn update(
+        &self,
+        queue: &str,
+        id: Id,
+        step: impl FnOnce(Message) -> Result<Message>,
+    ) -> Result<Message> {
+        delegate!(self, s => s.update(queue, id, step))
+    }
+
+    async fn claim(
+        &self,
+        queue: &str,
+        now: Millis,
+        limit: usize,
+        expire: impl FnMut(Message) -> Result<Message>,
+        take: impl FnMut(Message) -> Result<Message>,
+    ) -> Result<Claimed> {
+        delegate!(self, s => s.claim(queue, now, limit, expire, take))
+    }
+
+    async fn list(&self, query: &ListQuery<'_>) -> Result<Vec<Message>> {
+        delegate!(self, s => s.list(query))
+    }
+
+    async fn select(&self, filter: &Filter<'_>, after_id: Id, limit: usize) -> Result<Vec<Id>> {
+        delegate!(self, s => s.select(filter, after_id, limit))
+    }
+
+    async fn update_many(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        step: impl FnMut(Message) -> Result<Option<Message>>,
+    ) -> Result<Vec<Message>> {
+        delegate!(self, s => s.update_many(queue, ids, step))
+    }
+
+    async fn delete_many(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        check: impl FnMut(&Message) -> Result<bool>,
+    ) -> Result<Vec<Message>> {
+        delegate!(self, s => s.delete_many(queue, ids, check))
+    }
+
+    async fn counts(&self, queue: &str, now: Millis) -> Result<Counts> {
+        delegate!(self, s => s.counts(queue, now))
+    }
+
+    async fn queues(&self) -> Result<Vec<String>> {
+        delegate!(self, s => s.queues())
+    }
+
+    async fn next_due_at(&self, queue: &str, now: Millis) -> Result<Option<Millis>> {
+        delegate!(self, s => s.next_due_at(queue, now))
+    }
+}
