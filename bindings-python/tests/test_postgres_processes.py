@@ -91,7 +91,11 @@ def work(url: str, schema: str, seed: int, start: Any, results: Any) -> None:
                     else:
                         q.succeed(m.id, lease_token=m.lease_token)
                 except deadletter.ConflictError as conflict:
-                    assert conflict.reason == "lease_lost", conflict
+                    # The lease ran out and another worker's claim reaped it: the message is
+                    # held by someone else (lease_lost), or no longer processing at all
+                    # (wrong_status: that expiry was its last attempt and it is dead, or it
+                    # waits in backoff, or another worker has finished it since).
+                    assert conflict.reason in ("lease_lost", "wrong_status"), conflict
                     end = LEASE_LOST
                 claims.append((m.id, millis(m.updated_at), millis(m.lease_expires_at), end))
         results.put((claims, None))
