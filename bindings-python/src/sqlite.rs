@@ -32,15 +32,15 @@ use rusqlite::{
 use crate::fork::{self, Gate, Slot};
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How long a call waits for another connection's write lock before failing with a store error.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The schema of version 1, exactly as deadletter 0.1.0 created it. A new database is created at
-/// version 1 and upgraded by [`UPGRADE_V2`], so new and upgraded files have the same schema.
-/// Timestamps are UTC milliseconds since the Unix epoch.
-const SCHEMA_V1: &str = "
+/// version 1 and upgraded by [`UPGRADE_V2`] and [`UPGRADE_V3`], so new and upgraded files have the
+/// same schema. Timestamps are UTC milliseconds since the Unix epoch.
+pub const SCHEMA_V1: &str = "
 CREATE TABLE messages (
     id               INTEGER PRIMARY KEY AUTOINCREMENT,
     queue            TEXT    NOT NULL,
@@ -69,7 +69,7 @@ CREATE INDEX messages_by_queue_id ON messages (queue, id);
 /// every failure counted as dropped (`errors_dropped = retry_count`: their number is known, their
 /// entries are not); `retry_after` is kept only while pending (0.1.0 left it on claimed messages;
 /// the invariant is now: set exactly while pending in backoff).
-const UPGRADE_V2: &str = "
+pub const UPGRADE_V2: &str = "
 ALTER TABLE messages ADD COLUMN idempotency_key TEXT;
 ALTER TABLE messages ADD COLUMN first_failed_at INTEGER;
 ALTER TABLE messages ADD COLUMN dead_at INTEGER;
@@ -108,6 +108,33 @@ CREATE UNIQUE INDEX messages_idempotency ON messages (queue, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 ";
 
+/// Version 2 -> 3: claim no longer walks the messages in backoff (issue 10).
+///
+/// `ready` is storage only (not a field of [`Message`]): 1 when a `pending` message is in the
+/// ready index `messages_ready`, which holds the due messages in FIFO order; 0 while it waits in
+/// `messages_delayed` for its `retry_after`. Claim first moves the messages whose `retry_after`
+/// has come from the second to the first (`ready = 1`, nothing observable changes), then takes
+/// the head of the first: each message is moved once, and claim never walks delayed messages.
+/// A pending message is written with `ready = 0` exactly when it has a `retry_after`, so
+/// `ready = 0` never hides a message from claim. A promoted message keeps its `retry_after` until
+/// claimed: after a clock that went back it may be later than `now` again, so the ready index
+/// carries `retry_after` for claim to skip it, and `messages_delayed` keeps promoted messages for
+/// the statistics. The default 1 is what a row inserted by hand gets: correct (claim checks
+/// `retry_after`), only not skipped as cheaply.
+pub const UPGRADE_V3: &str = "
+ALTER TABLE messages ADD COLUMN ready INTEGER NOT NULL DEFAULT 1 CHECK (ready IN (0, 1));
+UPDATE messages SET ready = 0 WHERE status = 'pending' AND retry_after IS NOT NULL;
+DROP INDEX messages_due;
+DROP INDEX messages_delayed;
+-- claim, step 2: the ready messages in FIFO order (stats: the oldest due one)
+CREATE INDEX messages_ready ON messages (queue, created_at, id, retry_after)
+    WHERE status = 'pending' AND ready = 1;
+-- claim, first: the waiting messages (ready = 0) whose retry_after has come; stats and
+-- next_due_at: every message in backoff, waiting or already moved to messages_ready
+CREATE INDEX messages_delayed ON messages (queue, ready, retry_after, created_at)
+    WHERE status = 'pending' AND retry_after IS NOT NULL;
+";
+
 /// `SELECT` every column of [`Message`] (in the order [`read_message`] reads them)
 /// `FROM messages`, followed by `$rest`.
 macro_rules! select {
@@ -130,11 +157,19 @@ pub const EXPIRED_SQL: &str = select!(
      ORDER BY lease_expires_at, id"
 );
 
-/// Claim, step 2: the first `?3` `pending` messages of queue `?1` due at `?2`, FIFO by
-/// `created_at` then id, through the index `messages_due`: no sort, no table scan.
+/// Claim, first: moves the waiting messages of queue `?1` whose `retry_after` has come at `?2`
+/// into the ready index (`ready = 1`), through the index `messages_delayed`: only the messages
+/// that became due since the last claim are read.
+pub const PROMOTE_SQL: &str = "UPDATE messages SET ready = 1 \
+    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND ready = 0 \
+    AND retry_after <= ?2";
+
+/// Claim, step 2: the first `?3` ready messages of queue `?1` due at `?2`, FIFO by `created_at`
+/// then id, through the index `messages_ready`: no sort, no table scan, no message in backoff
+/// (the `retry_after` term only skips a message moved there before the clock went back).
 pub const CLAIM_SQL: &str = select!(
-    "WHERE queue = ?1 AND status = 'pending' AND (retry_after IS NULL OR retry_after <= ?2) \
-     ORDER BY created_at, id LIMIT ?3"
+    "WHERE queue = ?1 AND status = 'pending' AND ready = 1 \
+     AND (retry_after IS NULL OR retry_after <= ?2) ORDER BY created_at, id LIMIT ?3"
 );
 
 /// Message `?1` of queue `?2` (by primary key).
@@ -151,14 +186,17 @@ pub const LIST_SQL: &str = select!("WHERE queue = ?1 AND id > ?2 ORDER BY id LIM
 pub const LIST_STATUS_SQL: &str =
     select!("WHERE queue = ?1 AND status = ?2 AND id > ?3 ORDER BY id LIMIT ?4");
 
-/// Inserts one new message unless its queue already holds one with its idempotency key. The
+/// Inserts one new message unless its queue already holds one with its idempotency key (`ready`
+/// unless it has a `retry_after`). The
 /// unique index `messages_idempotency` is what guarantees one message per key (`ON CONFLICT`);
 /// the `NOT EXISTS` only keeps a duplicate from consuming an id (an `INSERT ... VALUES` that
 /// conflicts still advances `AUTOINCREMENT`), so ids stay those of the reference store.
 pub const INSERT_SQL: &str = "INSERT INTO messages (queue, payload, status, retry_count, \
     max_retries, retry_after, last_error, created_at, updated_at, lease_token, lease_expires_at, \
-    idempotency_key, first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at) \
-    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18 \
+    idempotency_key, first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at, \
+    ready) \
+    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
+    ?6 IS NULL \
     WHERE ?12 IS NULL \
        OR NOT EXISTS (SELECT 1 FROM messages WHERE queue = ?1 AND idempotency_key = ?12) \
     ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING";
@@ -166,10 +204,11 @@ pub const INSERT_SQL: &str = "INSERT INTO messages (queue, payload, status, retr
 /// Writes the columns a step may change. `queue`, `payload`, `max_retries`, `created_at` and
 /// `idempotency_key` are fixed at insert (no step of the core changes them), so the indexes that
 /// hold only those are never rewritten by an update.
+/// `ready` is 0 exactly when the message has a `retry_after` (claim moves it when that comes).
 pub const WRITE_SQL: &str = "UPDATE messages SET status = ?2, retry_count = ?3, retry_after = ?4, \
     last_error = ?5, updated_at = ?6, lease_token = ?7, lease_expires_at = ?8, \
     first_failed_at = ?9, dead_at = ?10, errors = ?11, errors_dropped = ?12, replay_count = ?13, \
-    replayed_at = ?14 WHERE id = ?1";
+    replayed_at = ?14, ready = ?4 IS NULL WHERE id = ?1";
 
 /// Removes message `?1` (by primary key).
 pub const DELETE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
@@ -183,20 +222,30 @@ pub const COUNT_EXPIRED_SQL: &str = "SELECT count(*) FROM messages \
     WHERE queue = ?1 AND status = 'processing' AND lease_expires_at <= ?2";
 
 /// Delayed messages of queue `?1` at `?2`, and the earliest instant one becomes due (index
-/// `messages_delayed`).
+/// `messages_delayed`: two ranges, waiting and ready).
 pub const COUNT_DELAYED_SQL: &str = "SELECT count(*), min(retry_after) FROM messages \
-    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND retry_after > ?2";
+    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND ready IN (0, 1) \
+    AND retry_after > ?2";
 
-/// When the next delayed message of queue `?1` becomes due after `?2`: one seek in the index
-/// `messages_delayed`.
-pub const NEXT_DUE_SQL: &str = "SELECT min(retry_after) FROM messages \
-    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND retry_after > ?2";
+/// When the next delayed message of queue `?1` becomes due after `?2`: one seek in each range
+/// of the index `messages_delayed`.
+pub const NEXT_DUE_SQL: &str = "SELECT min(at) FROM ( \
+    SELECT min(retry_after) AS at FROM messages WHERE queue = ?1 AND status = 'pending' \
+        AND retry_after IS NOT NULL AND ready = 0 AND retry_after > ?2 \
+    UNION ALL \
+    SELECT min(retry_after) FROM messages WHERE queue = ?1 AND status = 'pending' \
+        AND retry_after IS NOT NULL AND ready = 1 AND retry_after > ?2)";
 
-/// The enqueue time of the oldest message of queue `?1` due at `?2`: the one `claim` would take
-/// (index `messages_due`).
-pub const OLDEST_DUE_SQL: &str = "SELECT created_at FROM messages \
-    WHERE queue = ?1 AND status = 'pending' AND (retry_after IS NULL OR retry_after <= ?2) \
-    ORDER BY created_at, id LIMIT 1";
+/// The enqueue time of the oldest message of queue `?1` due at `?2`: the head of the ready index
+/// `messages_ready`, or a waiting message whose `retry_after` has come and that no claim has
+/// moved yet (index `messages_delayed`).
+pub const OLDEST_DUE_SQL: &str = "SELECT min(created_at) FROM ( \
+    SELECT (SELECT created_at FROM messages WHERE queue = ?1 AND status = 'pending' \
+        AND ready = 1 AND (retry_after IS NULL OR retry_after <= ?2) \
+        ORDER BY created_at, id LIMIT 1) AS created_at \
+    UNION ALL \
+    SELECT min(created_at) FROM messages WHERE queue = ?1 AND status = 'pending' \
+        AND retry_after IS NOT NULL AND ready = 0 AND retry_after <= ?2)";
 
 /// When the oldest dead message of queue `?1` died (index `messages_dead_at`).
 pub const OLDEST_DEAD_SQL: &str =
@@ -374,8 +423,8 @@ impl Drop for SqliteStore {
     }
 }
 
-/// Creates the schema in a new, empty database (version 0 -> 1 -> 2) or upgrades a version 1
-/// database, in the transaction that read the version; refuses another application's database
+/// Creates the schema in a new, empty database (version 0 -> 1 -> 2 -> 3) or upgrades a version
+/// 1 or 2 database, in the transaction that read the version; refuses another application's database
 /// (other tables at version 0, or no `messages` table with our columns at a version of ours) and
 /// unknown newer versions. A refused database is only read: the transaction is rolled back before
 /// any write.
@@ -397,18 +446,20 @@ fn migrate(conn: &mut Connection) -> Result<()> {
                         .into(),
                 ));
             }
-            tx.execute_batch(SCHEMA_V1).map_err(Error::store)?;
-            tx.execute_batch(UPGRADE_V2).map_err(Error::store)?;
-            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-                .map_err(Error::store)?;
+            upgrade(&tx, &[SCHEMA_V1, UPGRADE_V2, UPGRADE_V3])?;
         }
         1 => {
             ours(&tx, 1, V1_COLUMNS_SQL)?;
-            tx.execute_batch(UPGRADE_V2).map_err(Error::store)?;
-            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-                .map_err(Error::store)?;
+            upgrade(&tx, &[UPGRADE_V2, UPGRADE_V3])?;
         }
-        SCHEMA_VERSION => ours(&tx, SCHEMA_VERSION, select!("LIMIT 0"))?,
+        2 => {
+            ours(&tx, 2, select!("LIMIT 0"))?;
+            upgrade(&tx, &[UPGRADE_V3])?;
+        }
+        SCHEMA_VERSION => {
+            ours(&tx, SCHEMA_VERSION, select!("LIMIT 0"))?;
+            ours(&tx, SCHEMA_VERSION, READY_COLUMN_SQL)?;
+        }
         negative @ ..0 => {
             return Err(Error::Store(format!(
                 "not a deadletter database: it has schema version {negative}"
@@ -423,6 +474,18 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     }
     tx.commit().map_err(Error::store)
 }
+
+/// Runs `steps` in order and sets the schema version, in the transaction that read it.
+fn upgrade(tx: &Transaction<'_>, steps: &[&str]) -> Result<()> {
+    for step in steps {
+        tx.execute_batch(step).map_err(Error::store)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(Error::store)
+}
+
+/// The storage-only column of schema version 3, for [`ours`].
+const READY_COLUMN_SQL: &str = "SELECT ready FROM messages LIMIT 0";
 
 /// Every column of schema version 1 (deadletter 0.1.0), for [`ours`].
 const V1_COLUMNS_SQL: &str = "SELECT id, queue, payload, status, retry_count, max_retries, \
@@ -688,11 +751,15 @@ impl Store for SqliteStore {
     ) -> Result<Claimed> {
         self.write(|tx| {
             // Both sets are read before anything is written, like the reference store: a message
-            // whose lease just expired is not taken in the same call.
+            // whose lease just expired is not taken in the same call. Moving the messages whose
+            // backoff is over into the ready index changes no field.
             let expired = read_all(tx, EXPIRED_SQL, params![queue, now])?;
             let due = if limit == 0 {
                 Vec::new()
             } else {
+                tx.prepare_cached(PROMOTE_SQL)
+                    .and_then(|mut promote| promote.execute(params![queue, now]))
+                    .map_err(Error::store)?;
                 read_all(tx, CLAIM_SQL, params![queue, now, sql_int(limit)?])?
             };
             let claimed = Claimed {
@@ -814,9 +881,8 @@ impl Store for SqliteStore {
                 Ok((row.get(0)?, row.get(1)?))
             })
             .map_err(Error::store)?;
-            counts.oldest_due_created_at = one_row(&tx, OLDEST_DUE_SQL, now_in, |row| row.get(0))
-                .optional()
-                .map_err(Error::store)?;
+            counts.oldest_due_created_at =
+                one_row(&tx, OLDEST_DUE_SQL, now_in, |row| row.get(0)).map_err(Error::store)?;
             counts.oldest_dead_at = one_row(&tx, OLDEST_DEAD_SQL, params![queue], |row| row.get(0))
                 .map_err(Error::store)?;
             Ok(counts)
