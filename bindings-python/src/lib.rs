@@ -24,6 +24,7 @@ pub mod convert;
 pub mod database;
 pub mod errors;
 pub mod fork;
+pub mod group_commit;
 pub mod message;
 pub mod policy;
 pub mod sqlite;
@@ -41,7 +42,7 @@ use crate::database::{Database, Queue, Shared};
 use crate::errors::to_py_err;
 use crate::message::PyMessage;
 use crate::policy::PyBackoff;
-use crate::sqlite::SqliteStore;
+use crate::sqlite::{Durability, SqliteStore};
 use crate::stats::PyQueueStats;
 
 /// Opens (creating if needed) a queue database.
@@ -63,7 +64,14 @@ use crate::stats::PyQueueStats;
 /// `[0, 1)`, the source of backoff jitter (called once per `claim`, `claim_many`, `reap` and
 /// `fail`, before any work, as the JavaScript binding does; the messages one call reschedules get
 /// samples spread from it; another value raises `ValidationError`, field `random`); default: a
-/// fast non-cryptographic generator (`fastrand`). `None` for an option means its default.
+/// fast non-cryptographic generator (`fastrand`). `durability`: `"full"` (the default: every
+/// commit syncs SQLite's WAL to disk before the call returns, so nothing acknowledged is lost,
+/// even on power loss) or `"normal"` (the WAL is synced at checkpoints only: safe against the
+/// application's crash, but the last commits may be lost on power loss or an OS crash; many
+/// times faster one call at a time); another value raises `ValidationError`, field
+/// `durability`. With either, the calls that threads make while another call of the same
+/// `Database` is committing share the next commit (group commit), each keeping its own outcome.
+/// `None` for an option means its default.
 ///
 /// Raises `ValidationError` for a rejected argument (every one at once; an empty `path` is
 /// rejected, field `path`), `StoreError` when the file cannot be opened, is not a deadletter
@@ -71,8 +79,12 @@ use crate::stats::PyQueueStats;
 /// byte-for-byte as it was.
 #[pyfunction]
 #[pyo3(
-    signature = (path = None, *, clock = None, lease = None, max_payload_bytes = None, random = None),
-    text_signature = "(path=':memory:', *, clock=None, lease=30.0, max_payload_bytes=1048576, random=None)"
+    signature = (
+        path = None, *, clock = None, lease = None, max_payload_bytes = None, random = None,
+        durability = None,
+    ),
+    text_signature = "(path=':memory:', *, clock=None, lease=30.0, max_payload_bytes=1048576, \
+                      random=None, durability='full')"
 )]
 fn open(
     py: Python<'_>,
@@ -81,6 +93,7 @@ fn open(
     lease: Option<&Bound<'_, PyAny>>,
     max_payload_bytes: Option<&Bound<'_, PyAny>>,
     random: Option<Bound<'_, PyAny>>,
+    durability: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Database> {
     let mut rejected = Vec::new();
     let path = match path.filter(|path| !path.is_none()) {
@@ -120,17 +133,40 @@ fn open(
             rejected.push(FieldError::new(field, "type", message));
         }
     }
-    let (Some(path), Some(limits), true) = (path, limits, rejected.is_empty()) else {
+    let durability = durability_of(durability).map_err(|field| rejected.push(field));
+    let (Some(path), Some(limits), Ok(durability), true) =
+        (path, limits, durability, rejected.is_empty())
+    else {
         return Err(to_py_err(py, &Error::Validation(rejected)));
     };
     let store = py
-        .detach(|| SqliteStore::open(&path))
+        .detach(|| SqliteStore::open(&path, durability))
         .map_err(|err| to_py_err(py, &err))?;
     Ok(Database::new(Shared::new(
         Engine::new(store, limits),
         clock.map(Bound::unbind),
         random.map(Bound::unbind),
     )))
+}
+
+/// The `durability` option: `"full"` (also for `None`) or `"normal"`.
+fn durability_of(given: Option<&Bound<'_, PyAny>>) -> Result<Durability, FieldError> {
+    let Some(given) = given.filter(|d| !d.is_none()) else {
+        return Ok(Durability::default());
+    };
+    let Ok(name) = given.extract::<String>() else {
+        let kind = Value::from_py(Some(given)).arg().kind();
+        let message = format!("must be \"full\" or \"normal\", got {kind}");
+        return Err(FieldError::new("durability", "type", message));
+    };
+    Durability::ALL
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, durability)| *durability)
+        .ok_or_else(|| {
+            let message = format!("must be \"full\" or \"normal\", got {name:?}");
+            FieldError::new("durability", "invalid", message)
+        })
 }
 
 /// An optional callable argument: `None` when omitted or `None`.

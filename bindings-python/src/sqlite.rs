@@ -16,7 +16,7 @@
 
 use std::ops::RangeInclusive;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use deadletter::validate::{MAX_TIME, MIN_TIME};
@@ -29,7 +29,8 @@ use rusqlite::{
     Connection, OptionalExtension, Params, Row, Transaction, TransactionBehavior, params,
 };
 
-use crate::fork::{self, Gate, Slot};
+use crate::fork;
+use crate::group_commit::Group;
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 3;
@@ -301,31 +302,48 @@ fn wait_for_lock(tries: i32) -> bool {
     waited < BUSY_TIMEOUT
 }
 
+/// How much a commit survives, chosen at open (SQLite's `synchronous` in WAL mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous = FULL`: every commit syncs the WAL before it is acknowledged, so nothing
+    /// acknowledged is lost, even on power loss.
+    #[default]
+    Full,
+    /// `synchronous = NORMAL`: the WAL is synced at checkpoints only. Safe against the
+    /// application's crash; the last commits may be lost on power loss or an OS crash.
+    Normal,
+}
+
+impl Durability {
+    /// Every durability with its name, in the order documented.
+    pub const ALL: [(&'static str, Self); 2] = [("full", Self::Full), ("normal", Self::Normal)];
+
+    fn pragma(self) -> &'static str {
+        match self {
+            Self::Full => "PRAGMA synchronous = FULL",
+            Self::Normal => "PRAGMA synchronous = NORMAL",
+        }
+    }
+}
+
 /// A [`Store`] on one SQLite connection (a file, or `:memory:`).
 ///
 /// The connection belongs to the process that opened it: in a child made by `fork()` every call
-/// fails at once with a store error (see [`crate::fork`]).
+/// fails at once with a store error (see [`crate::fork`]). Threads share it with group commit
+/// (see [`crate::group_commit`]).
 #[derive(Debug)]
 pub struct SqliteStore {
-    /// `None` once closed.
-    conn: Arc<Slot>,
+    group: Group,
     /// The process that opened the connection.
     pid: u32,
 }
 
-/// The open connection, with the fork gate held: fields drop in order, the mutex before the gate,
-/// so that a fork never finds the mutex locked.
-struct Held<'a> {
-    conn: MutexGuard<'a, Option<Connection>>,
-    _gate: Gate,
-}
-
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`; `":memory:"` is a private in-memory
-    /// database. File databases use WAL journaling. A file of schema version 1 (deadletter 0.1.0)
-    /// is upgraded; a file whose schema version is newer than [`SCHEMA_VERSION`] is refused with
-    /// a store error.
-    pub fn open(path: &Path) -> Result<Self> {
+    /// database. File databases use WAL journaling, with `durability`. A file of schema version 1
+    /// (deadletter 0.1.0) or 2 is upgraded; a file whose schema version is newer than
+    /// [`SCHEMA_VERSION`] is refused with a store error.
+    pub fn open(path: &Path, durability: Durability) -> Result<Self> {
         let _gate = fork::enter();
         let conn = if path == Path::new(":memory:") {
             Connection::open_in_memory()
@@ -333,12 +351,13 @@ impl SqliteStore {
             Connection::open(path)
         }
         .map_err(Error::store)?;
-        Self::from_connection(conn)
+        Self::from_connection(conn, durability)
     }
 
-    /// Sets the connection up (busy handler, schema, WAL) and wraps it. The schema is checked
-    /// first, so that another application's file is refused before anything is written to it.
-    pub fn from_connection(mut conn: Connection) -> Result<Self> {
+    /// Sets the connection up (busy handler, schema, WAL, durability) and wraps it. The schema is
+    /// checked first, so that another application's file is refused before anything is written
+    /// to it.
+    pub fn from_connection(mut conn: Connection, durability: Durability) -> Result<Self> {
         conn.busy_handler(Some(wait_for_lock))
             .map_err(Error::store)?;
         migrate(&mut conn)?;
@@ -346,26 +365,30 @@ impl SqliteStore {
         let _mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
             .map_err(Error::store)?;
-        let conn = Arc::new(Mutex::new(Some(conn)));
-        fork::track(&conn);
+        conn.execute_batch(durability.pragma())
+            .map_err(Error::store)?;
         Ok(Self {
-            conn,
+            group: Group::new(conn),
             pid: std::process::id(),
         })
     }
 
-    /// Closes the connection; every later call fails with a store error. Closing twice is fine.
+    /// Closes the connection, after committing the calls that wait for a commit; every later
+    /// call fails with a store error. Closing twice is fine.
     pub fn close(&self) -> Result<()> {
-        let mut held = self.lock()?;
-        match held.conn.take() {
-            Some(conn) => conn.close().map_err(|(_, err)| Error::store(err)),
-            None => Ok(()),
-        }
+        self.check_process()?;
+        self.group.close()
+    }
+
+    /// How many write transactions this store committed (group commit makes them fewer than the
+    /// write calls when threads call at once).
+    pub fn commits(&self) -> u64 {
+        self.group.commits()
     }
 
     /// Whether [`SqliteStore::close`] was called; always true in a forked child.
     pub fn is_closed(&self) -> bool {
-        self.forked() || self.conn.lock().map_or(true, |conn| conn.is_none())
+        self.forked() || self.group.is_closed()
     }
 
     /// Whether this process is not the one that opened the connection (a child made by `fork()`).
@@ -373,18 +396,14 @@ impl SqliteStore {
         std::process::id() != self.pid
     }
 
-    /// Runs `f` on the open connection.
+    /// Runs `f` on the open connection, outside any transaction.
     pub fn with_connection<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
-        let mut held = self.lock()?;
-        let conn = held
-            .conn
-            .as_mut()
-            .ok_or_else(|| Error::Store("the database is closed".into()))?;
-        f(conn)
+        self.check_process()?;
+        self.group.read(f)
     }
 
-    /// The connection, in the process that opened it only (see [`crate::fork`]).
-    fn lock(&self) -> Result<Held<'_>> {
+    /// Fails in a process that did not open the connection (see [`crate::fork`]).
+    fn check_process(&self) -> Result<()> {
         if self.forked() {
             return Err(Error::Store(
                 "this database was opened before a fork, in the parent process, and a SQLite \
@@ -392,24 +411,14 @@ impl SqliteStore {
                     .into(),
             ));
         }
-        let gate = fork::enter();
-        let conn = self
-            .conn
-            .lock()
-            .map_err(|_| Error::Store("the connection was poisoned by a panic".into()))?;
-        Ok(Held { conn, _gate: gate })
+        Ok(())
     }
 
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction, committed only when `f` succeeds.
-    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        self.with_connection(|conn| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(Error::store)?;
-            let value = f(&tx)?;
-            tx.commit().map_err(Error::store)?;
-            Ok(value)
-        })
+    /// Runs `f` in a write transaction (`BEGIN IMMEDIATE`, shared with concurrent calls of this
+    /// store by group commit), committed before it returns; on `Err` nothing of it is written.
+    fn write<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        self.check_process()?;
+        self.group.write(f)
     }
 }
 
@@ -418,7 +427,7 @@ impl Drop for SqliteStore {
     /// connection: closing it could wait forever for a mutex held at the moment of the fork.
     fn drop(&mut self) {
         if self.forked() {
-            std::mem::forget(Arc::clone(&self.conn));
+            std::mem::forget(Arc::clone(self.group.session()));
         }
     }
 }
@@ -614,7 +623,7 @@ fn read_all(conn: &Connection, sql: &str, params: impl Params) -> Result<Vec<Mes
 }
 
 /// Persists `message` (the result of a step) over the row with its id.
-fn write_message(tx: &Transaction<'_>, message: &Message) -> Result<()> {
+fn write_message(tx: &Connection, message: &Message) -> Result<()> {
     let mut statement = tx.prepare_cached(WRITE_SQL).map_err(Error::store)?;
     statement
         .execute(params![
@@ -648,7 +657,7 @@ fn get_in(conn: &Connection, queue: &str, id: Id) -> Result<Option<Message>> {
 
 /// Inserts one message, or returns the stored one that carries its idempotency key
 /// (`deduplicated`).
-fn insert_one(tx: &Transaction<'_>, message: NewMessage) -> Result<Message> {
+fn insert_one(tx: &Connection, message: NewMessage) -> Result<Message> {
     // The store only assigns the id; every other field is the core's `with_id`.
     let template = message.with_id(0);
     let inserted = {

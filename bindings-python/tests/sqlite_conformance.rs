@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use _deadletter::sqlite::{
     BY_KEY_SQL, CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL, DELETE_SQL,
-    EXPIRED_SQL, GET_SQL, INSERT_SQL, LIST_SQL, LIST_STATUS_SQL, NEXT_DUE_SQL, OLDEST_DEAD_SQL,
-    OLDEST_DUE_SQL, PROMOTE_SQL, QUEUES_SQL, SCHEMA_V1, SCHEMA_VERSION, SqliteStore, UPGRADE_V2,
-    WRITE_SQL, select_sql,
+    Durability, EXPIRED_SQL, GET_SQL, INSERT_SQL, LIST_SQL, LIST_STATUS_SQL, NEXT_DUE_SQL,
+    OLDEST_DEAD_SQL, OLDEST_DUE_SQL, PROMOTE_SQL, QUEUES_SQL, SCHEMA_V1, SCHEMA_VERSION,
+    SqliteStore, UPGRADE_V2, WRITE_SQL, select_sql,
 };
 use deadletter::conformance::BASE;
 use deadletter::{
@@ -52,25 +52,30 @@ fn run_all(open: impl Fn() -> SqliteStore) -> usize {
 
 #[test]
 fn every_case_passes_in_memory() {
-    let n = run_all(|| SqliteStore::open(":memory:".as_ref()).expect("open"));
+    let n = run_all(|| SqliteStore::open(":memory:".as_ref(), Durability::Full).expect("open"));
     println!("{n} conformance cases passed on SQLite in memory");
 }
 
 #[test]
 fn every_case_passes_on_a_file() {
     // Each case starts on a new, empty database file; all are removed when the test ends.
-    let files = RefCell::new(Vec::new());
-    let n = run_all(|| {
-        let file = TempDb::new();
-        let store = SqliteStore::open(&file.0).expect("open");
-        files.borrow_mut().push(file);
-        store
-    });
-    println!("{n} conformance cases passed on SQLite files");
+    for (name, durability) in Durability::ALL {
+        let files = RefCell::new(Vec::new());
+        let n = run_all(|| {
+            let file = TempDb::new();
+            let store = SqliteStore::open(&file.0, durability).expect("open");
+            files.borrow_mut().push(file);
+            store
+        });
+        println!("{n} conformance cases passed on SQLite files, durability {name}");
+    }
 }
 
 fn engine(path: &Path) -> Engine<SqliteStore> {
-    Engine::new(SqliteStore::open(path).expect("open"), Limits::default())
+    Engine::new(
+        SqliteStore::open(path, Durability::Full).expect("open"),
+        Limits::default(),
+    )
 }
 
 fn item(payload: &str) -> Item<'_> {
@@ -106,7 +111,7 @@ fn a_file_keeps_its_messages_and_a_newer_schema_is_refused() {
         })
         .expect("bump version");
     drop(db);
-    let refused = SqliteStore::open(&file.0).expect_err("newer schema");
+    let refused = SqliteStore::open(&file.0, Durability::Full).expect_err("newer schema");
     assert_eq!(refused.code(), "store");
     let newer = format!("schema version {}", SCHEMA_VERSION + 1);
     assert!(refused.to_string().contains(&newer), "{refused}");
@@ -115,7 +120,7 @@ fn a_file_keeps_its_messages_and_a_newer_schema_is_refused() {
 #[test]
 fn a_closed_store_fails_with_a_store_error() {
     let db = Engine::new(
-        SqliteStore::open(":memory:".as_ref()).expect("open"),
+        SqliteStore::open(":memory:".as_ref(), Durability::Full).expect("open"),
         Limits::default(),
     );
     db.store().close().expect("close");
@@ -278,7 +283,7 @@ fn another_applications_file_is_refused() {
     let conn = rusqlite::Connection::open(&file.0).expect("open");
     conn.execute_batch("CREATE TABLE foo (x)").expect("create");
     drop(conn);
-    let refused = SqliteStore::open(&file.0).expect_err("foreign file");
+    let refused = SqliteStore::open(&file.0, Durability::Full).expect_err("foreign file");
     assert!(
         refused.to_string().contains("not a deadletter database"),
         "{refused}"
@@ -439,7 +444,7 @@ fn indexes_of(query: &str) -> &'static [&'static str] {
 #[test]
 fn every_query_searches_an_index_without_sorting() {
     let file = TempDb::new();
-    let store = SqliteStore::open(&file.0).expect("open");
+    let store = SqliteStore::open(&file.0, Durability::Full).expect("open");
     let now = BASE + 1_000_000;
     fill(&store, now);
     assert_plans(&store, "no statistics");
@@ -791,4 +796,83 @@ fn a_version_2_file_is_upgraded_in_place() {
     assert_eq!(claim_at(&db, now), None);
     drop(db);
     assert_eq!(user_version(engine(&file.0).store()), SCHEMA_VERSION);
+}
+
+/// Calls that queue while another call holds the connection share its successor's commit; a
+/// failing call among them (a step's error) changes nothing of the others, and each
+/// gets exactly the result it would have got alone.
+#[test]
+fn concurrent_calls_share_commits_and_keep_their_own_outcomes() {
+    let file = TempDb::new();
+    let db = engine(&file.0);
+    let store = db.store();
+    let ids: Vec<i64> = (0..9)
+        .map(|i| enqueue_at(&db, &format!("m{i}"), 0, BASE + i).id)
+        .collect();
+    let before = store.commits();
+    let first = ids[0];
+    let start = std::sync::Barrier::new(ids.len());
+    let outcomes: Vec<Result<Message, Error>> = std::thread::scope(|scope| {
+        let calls: Vec<_> = ids
+            .iter()
+            .map(|&id| {
+                let start = &start;
+                scope.spawn(move || {
+                    start.wait();
+                    if id == first {
+                        // Holds the connection long enough for the others to queue behind it.
+                        pollster::block_on(deadletter::Store::update(store, "q", id, |m| {
+                            std::thread::sleep(std::time::Duration::from_millis(300));
+                            Ok(Message {
+                                last_error: Some("first".into()),
+                                ..m
+                            })
+                        }))
+                    } else {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        pollster::block_on(deadletter::Store::update(store, "q", id, |m| {
+                            if id % 2 == 0 {
+                                Err(Error::Store(format!("refused {id}")))
+                            } else {
+                                Ok(Message {
+                                    last_error: Some(format!("changed {id}")),
+                                    ..m
+                                })
+                            }
+                        }))
+                    }
+                })
+            })
+            .collect();
+        calls.into_iter().map(|c| c.join().expect("call")).collect()
+    });
+    let commits = store.commits() - before;
+    assert!(
+        commits <= 3,
+        "{commits} commits for 9 calls: none was shared"
+    );
+    for (id, outcome) in ids.iter().zip(&outcomes) {
+        let stored = pollster::block_on(db.get("q".into(), (*id).into())).expect("get");
+        match outcome {
+            Ok(written) => {
+                assert!(*id == first || id % 2 == 1);
+                assert_eq!(written, &stored);
+            }
+            Err(err) => {
+                assert_eq!(err.to_string(), format!("store error: refused {id}"));
+                assert_eq!(
+                    stored.payload,
+                    format!("m{}", id - 1),
+                    "a refused call wrote"
+                );
+            }
+        }
+    }
+    assert_eq!(
+        outcomes.iter().filter(|o| o.is_ok()).count(),
+        1 + ids
+            .iter()
+            .filter(|id| *id % 2 == 1 && **id != ids[0])
+            .count()
+    );
 }

@@ -73,6 +73,7 @@ def open(
     lease: Optional[_Seconds] = 30.0,
     max_payload_bytes: Optional[int] = 1048576,
     random: Optional[Callable[[], float]] = None,
+    durability: Optional[Literal["full", "normal"]] = "full",
 ) -> Database:
     """Opens (creating if needed) a queue database: a file path (not empty: `ValidationError`,
     field ``path``), or ``":memory:"``. A file written by deadletter 0.1.0 is upgraded in place.
@@ -84,8 +85,13 @@ def open(
     or a timedelta, rounded to the millisecond, then 1 ms..=12 h. ``max_payload_bytes``: largest
     payload in bytes of UTF-8 (1..=67108864). ``random`` returns a float in ``[0, 1)``, the jitter
     source, called once per ``claim``, ``claim_many``, ``reap`` and ``fail`` (else
-    `ValidationError`, field ``random``); default: ``fastrand``. ``None`` for any option means its
-    default. Raises `ValidationError` for rejected arguments (all of them at once), `StoreError`
+    `ValidationError`, field ``random``); default: ``fastrand``. ``durability``: ``"full"``
+    (default: every commit syncs SQLite's WAL before the call returns; nothing acknowledged is lost,
+    even on power loss) or ``"normal"`` (synced at checkpoints only: safe against the application's
+    crash, the last commits may be lost on power loss; else `ValidationError`, field
+    ``durability``). Calls that threads make while another call of the same `Database` commits
+    share the next commit (group commit), each with its own outcome. ``None`` for any option
+    means its default. Raises `ValidationError` for rejected arguments (all of them at once), `StoreError`
     when the file cannot be opened, is not a deadletter database (another application's) or has a
     newer schema version; a refused file is left byte-for-byte as it was.
 
