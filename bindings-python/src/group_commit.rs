@@ -175,8 +175,7 @@ impl Group {
         let conn = session.conn.as_mut().ok_or_else(closed)?;
         let joined = session.waiting.is_some();
         if !joined {
-            conn.execute_batch("BEGIN IMMEDIATE")
-                .map_err(Error::store)?;
+            run(conn, "BEGIN IMMEDIATE")?;
         }
         let ran = catch_unwind(AssertUnwindSafe(|| {
             if joined {
@@ -196,7 +195,7 @@ impl Group {
         if result.is_err() && !joined {
             // Alone in this transaction (the mutex was held since BEGIN): roll it all back.
             if !conn.is_autocommit() {
-                let _ = conn.execute_batch("ROLLBACK");
+                let _ = run(conn, "ROLLBACK");
             }
         } else if conn.is_autocommit() {
             // SQLite rolled the whole transaction back (an I/O error, a full disk): every call
@@ -243,12 +242,19 @@ fn text(err: &Error) -> String {
     }
 }
 
+/// Runs one statement without parameters, prepared once per connection.
+fn run(conn: &Connection, sql: &str) -> Result<()> {
+    conn.prepare_cached(sql)
+        .and_then(|mut statement| statement.execute([]))
+        .map(drop)
+        .map_err(Error::store)
+}
+
 /// Commits the open transaction; when that fails, rolls it back (nothing of it is written).
 fn commit(conn: &Connection) -> Result<()> {
-    conn.execute_batch("COMMIT").map_err(|err| {
+    run(conn, "COMMIT").inspect_err(|_| {
         if !conn.is_autocommit() {
-            let _ = conn.execute_batch("ROLLBACK");
+            let _ = run(conn, "ROLLBACK");
         }
-        Error::store(err)
     })
 }
