@@ -6,6 +6,9 @@ message at a time, each operation its own transaction:
 - enqueue: N single enqueues;
 - claim+ack: N claims, each followed by its ack, on a queue filled with N messages;
 - end-to-end: N times enqueue, claim, ack.
+N is 20 000 at durability "normal" and 2 000 at "full" (BENCH_N, BENCH_N_FULL): at "full" every
+operation waits for a sync of the WAL (0.3 to 2 ms on the shared machines here), and 20 000 would
+take the better part of an hour for five libraries and three rounds.
 Each at two durabilities: "full" (SQLite `synchronous=FULL`: what was acknowledged survives a
 power loss) and "normal" (`synchronous=NORMAL`: survives the application's crash; the last
 commits may be lost on power loss). A library's default is marked with `*`. The libraries are
@@ -39,7 +42,10 @@ from typing import Any
 
 import deadletter
 
-N = int(os.environ.get("BENCH_N", "20000"))
+N = {
+    "normal": int(os.environ.get("BENCH_N", "20000")),
+    "full": int(os.environ.get("BENCH_N_FULL", "2000")),
+}
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 PAYLOAD = '{"event": "signup", "user": 12345, "email": "alice@example.com"}'
 DURABILITIES = ("full", "normal")
@@ -219,24 +225,25 @@ HAS_DURABILITY = durability_supported()
 
 def rate(library: type, durability: str, kind: str) -> float:
     """Messages per second of one measurement on a new folder."""
+    n = N[durability]
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
         q = library(Path(tmp), durability)
         try:
             if kind == "claim+ack":
-                q.fill(N)
+                q.fill(n)
             gc.collect()
             start = time.perf_counter()
             if kind == "enqueue":
-                for _ in range(N):
+                for _ in range(n):
                     q.enqueue()
             elif kind == "claim+ack":
-                for _ in range(N):
+                for _ in range(n):
                     q.ack(q.claim())
             else:
-                for _ in range(N):
+                for _ in range(n):
                     q.enqueue()
                     q.ack(q.claim())
-            return N / (time.perf_counter() - start)
+            return n / (time.perf_counter() - start)
         finally:
             q.close()
 
@@ -257,9 +264,9 @@ def throughput() -> None:
                         continue
                     key = (library.name, durability, kind)
                     results.setdefault(key, []).append(rate(library, durability, kind))
-    print(f"messages/s, N = {N:,}, {ROUNDS} rounds (min / median / max); * = the library's default")
+    print(f"messages/s, {ROUNDS} rounds (min / median / max); * = the library's default durability")
     for durability in durabilities:
-        print(f"  durability {durability}:")
+        print(f"  durability {durability}, N = {N[durability]:,}:")
         print(f"    {'':<16}" + "".join(f"{k:>32}" for k in kinds))
         for library in LIBRARIES:
             mark = "*" if library.default == durability else " "
