@@ -8,7 +8,7 @@ PYLIB := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("L
 export LD_LIBRARY_PATH := $(PYLIB):$(LD_LIBRARY_PATH)
 export PYO3_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: demo demo-http test setup python test-rust test-postgres test-python lint js test-js test-wasm-browser test-browser browser-demo bench-js bench-python bench-postgres bench-dlq bench-produce bench-http bench-metrics dist test-dist
+.PHONY: demo demo-http test setup python test-rust test-postgres test-python lint js test-js test-wasm-browser test-browser browser-demo bench bench-js bench-python bench-postgres bench-dlq bench-produce bench-http bench-metrics bench-anchors bench-scaling dist test-dist
 
 setup:
 	scripts/setup.sh all
@@ -92,9 +92,28 @@ bench-js: js
 	scripts/setup.sh browser
 	node bindings-wasm/tests/browser/bench.mjs 60
 
+## Every benchmark of the repository in one go, one after the other (each prints its figures; none
+## asserts anything). A new benchmark target joins by being added to BENCHES.
+BENCHES := bench-python bench-produce bench-dlq bench-anchors bench-scaling bench-http bench-metrics \
+	bench-postgres bench-js
+bench:
+	@for target in $(BENCHES); do echo "== make $$target"; $(MAKE) --no-print-directory $$target || exit 1; done
+
 ## Benchmark, not a test: claim+succeed cost on SQLite as finished and delayed messages pile up.
 bench-python: python
 	$(PY) bindings-python/benches/claim_cost.py
+
+## Benchmark, not a test: deadletter against localqueue, litequeue and persist-queue (pinned in
+## bindings-python/benches/requirements.txt, in their own venv .venv-bench) and a raw SQL queue, at
+## equal and default durability: messages/s, claim cost as the backlog grows, WAL bytes per message.
+bench-anchors: python
+	scripts/setup.sh bench
+	PYTHONPATH=$(CURDIR)/bindings-python/python .venv-bench/bin/python bindings-python/benches/anchors.py
+
+## Benchmark, not a test: 1 against 4 threads sharing a Database (group commit), 1 against 4
+## processes on one file, and each process's share.
+bench-scaling: python
+	$(PY) bindings-python/benches/scaling.py
 
 ## Benchmark, not a test: claim+succeed messages/s with 1, 4 and 16 workers on PostgreSQL (durable
 ## settings) beside SQLite, in one run: Rust threads over the store, then Python processes over the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything `make demo` and `make test` need, idempotently: each step runs only when its
-# result is missing. Usage: scripts/setup.sh [python|wasm|browser|postgres|all]
+# result is missing. Usage: scripts/setup.sh [python|wasm|browser|postgres|bench|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
@@ -24,6 +24,13 @@ python_env() {
   [ -x .venv/bin/python ] || python3 -m venv .venv
   # Exact pins that are already satisfied make this a quick, offline no-op.
   .venv/bin/pip install --quiet --disable-pip-version-check -r bindings-python/requirements-dev.txt
+}
+
+# The anchors benchmark's own venv: the queues it measures deadletter against, pinned. deadletter
+# itself comes from the development build (`make python`) through PYTHONPATH.
+bench_env() {
+  [ -x .venv-bench/bin/python ] || python3 -m venv .venv-bench
+  .venv-bench/bin/pip install --quiet --disable-pip-version-check -r bindings-python/benches/requirements.txt
 }
 
 npm_env() {
@@ -61,6 +68,7 @@ case "$what" in
   wasm) npm_env; wasm_env ;;
   browser) npm_env; browser_env ;;
   postgres) postgres_env ;;
+  bench) bench_env ;;
   all) python_env; npm_env; wasm_env; browser_env; postgres_env ;;
-  *) echo "usage: $0 [python|wasm|browser|postgres|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [python|wasm|browser|postgres|bench|all]" >&2; exit 2 ;;
 esac

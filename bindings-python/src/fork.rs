@@ -19,11 +19,12 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGua
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use rusqlite::Connection;
 use rusqlite::config::DbConfig;
 
-/// A store's connection, shared with the list of open connections: `None` once closed.
-pub type Slot = Mutex<Option<Connection>>;
+use crate::group_commit::Session;
+
+/// A store's connection, shared with the list of open connections.
+pub type Slot = Mutex<Session>;
 
 /// Held (shared) for the length of every SQLite call of this process; see [`enter`].
 pub type Gate = RwLockReadGuard<'static, ()>;
@@ -74,6 +75,8 @@ fn after_fork_in_child() {
     let open = std::mem::take(&mut *OPEN.lock().unwrap_or_else(PoisonError::into_inner));
     for slot in open.iter().filter_map(Weak::upgrade) {
         let conn = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+        // No transaction is open: a fork waits until no call is inside the store, and the last
+        // call to leave a store commits (see `crate::group_commit`).
         if let Some(conn) = conn {
             // Without this, the last close in a process may checkpoint and delete the WAL.
             let _ = conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);

@@ -26,6 +26,7 @@ pub mod convert;
 pub mod database;
 pub mod errors;
 pub mod fork;
+pub mod group_commit;
 pub mod message;
 pub mod policy;
 pub mod sqlite;
@@ -45,7 +46,7 @@ use crate::database::{Database, Queue, Shared};
 use crate::errors::to_py_err;
 use crate::message::PyMessage;
 use crate::policy::PyBackoff;
-use crate::sqlite::SqliteStore;
+use crate::sqlite::{Durability, SqliteStore};
 use crate::stats::PyQueueStats;
 use crate::store::{AnyStore, Postgres};
 
@@ -72,7 +73,15 @@ use crate::store::{AnyStore, Postgres};
 /// `[0, 1)`, the source of backoff jitter (called once per `claim`, `claim_many`, `reap` and
 /// `fail`, before any work, as the JavaScript binding does; the messages one call reschedules get
 /// samples spread from it; another value raises `ValidationError`, field `random`); default: a
-/// fast non-cryptographic generator (`fastrand`). `None` for an option means its default.
+/// fast non-cryptographic generator (`fastrand`). `durability`: `"full"` (the default: every
+/// commit syncs SQLite's WAL to disk before the call returns, so nothing acknowledged is lost,
+/// even on power loss) or `"normal"` (the WAL is synced at checkpoints only: safe against the
+/// application's crash, but the last commits may be lost on power loss or an OS crash; many
+/// times faster one call at a time); another value raises `ValidationError`, field
+/// `durability` (SQLite only: given with a PostgreSQL URL, a `ValidationError`, code `invalid`;
+/// PostgreSQL commits as its server is configured). With either, the calls that threads make
+/// while another call of the same `Database` is committing share the next commit (group commit),
+/// each keeping its own outcome. `None` for an option means its default.
 ///
 /// PostgreSQL only (given with a SQLite path, each is a `ValidationError` naming it, code
 /// `invalid`): `schema`, a str (1..=63 bytes, no NUL; default `"deadletter"`), the schema that
@@ -102,8 +111,9 @@ use crate::store::{AnyStore, Postgres};
         max_connections = None,
         connect_timeout = None,
         lock_timeout = None,
+        durability = None,
     ),
-    text_signature = "(path=':memory:', *, clock=None, lease=30.0, max_payload_bytes=1048576, random=None, schema=None, max_connections=None, connect_timeout=None, lock_timeout=None)"
+    text_signature = "(path=':memory:', *, clock=None, lease=30.0, max_payload_bytes=1048576, random=None, schema=None, max_connections=None, connect_timeout=None, lock_timeout=None, durability='full')"
 )]
 #[allow(clippy::too_many_arguments)] // one per keyword option
 fn open(
@@ -117,6 +127,7 @@ fn open(
     max_connections: Option<&Bound<'_, PyAny>>,
     connect_timeout: Option<&Bound<'_, PyAny>>,
     lock_timeout: Option<&Bound<'_, PyAny>>,
+    durability: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Database> {
     let mut rejected = Vec::new();
     // The options that apply to one kind of database only: given for the other kind, each is
@@ -139,8 +150,11 @@ fn open(
                 rejected.push(FieldError::new("path", "empty", message));
                 None
             }
-            (Ok(_), Some(url)) => postgres_options(&postgres_only, &mut rejected)?
-                .map(|options| Target::Postgres(url, options)),
+            (Ok(_), Some(url)) => {
+                rejected.extend(only_for("a SQLite file", &[("durability", durability)]));
+                postgres_options(&postgres_only, &mut rejected)?
+                    .map(|options| Target::Postgres(url, options))
+            }
             (Ok(path), None) => sqlite(path, &mut rejected),
             (Err(_), _) => {
                 let kind = Value::from_py(Some(path)).arg().kind();
@@ -170,11 +184,16 @@ fn open(
             rejected.push(FieldError::new(field, "type", message));
         }
     }
-    let (Some(target), Some(limits), true) = (target, limits, rejected.is_empty()) else {
+    let durability = durability_of(durability).map_err(|field| rejected.push(field));
+    let (Some(target), Some(limits), Ok(durability), true) =
+        (target, limits, durability, rejected.is_empty())
+    else {
         return Err(to_py_err(py, &Error::Validation(rejected)));
     };
     let store = match target {
-        Target::Sqlite(path) => py.detach(|| SqliteStore::open(&path)).map(AnyStore::Sqlite),
+        Target::Sqlite(path) => py
+            .detach(|| SqliteStore::open(&path, durability))
+            .map(AnyStore::Sqlite),
         Target::Postgres(url, options) => py
             .detach(|| PostgresStore::open(&url, &options))
             .map(|store| AnyStore::Postgres(Postgres::new(store))),
@@ -229,6 +248,26 @@ fn only_for(kind: &str, options: &[(&'static str, Option<&Bound<'_, PyAny>>)]) -
         .filter(|(_, value)| value.is_some_and(|v| !v.is_none()))
         .map(|(name, _)| FieldError::new(name, "invalid", format!("applies only to {kind}")))
         .collect()
+}
+
+/// The `durability` option: `"full"` (also for `None`) or `"normal"`.
+fn durability_of(given: Option<&Bound<'_, PyAny>>) -> Result<Durability, FieldError> {
+    let Some(given) = given.filter(|d| !d.is_none()) else {
+        return Ok(Durability::default());
+    };
+    let Ok(name) = given.extract::<String>() else {
+        let kind = Value::from_py(Some(given)).arg().kind();
+        let message = format!("must be \"full\" or \"normal\", got {kind}");
+        return Err(FieldError::new("durability", "type", message));
+    };
+    Durability::ALL
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, durability)| *durability)
+        .ok_or_else(|| {
+            let message = format!("must be \"full\" or \"normal\", got {name:?}");
+            FieldError::new("durability", "invalid", message)
+        })
 }
 
 /// An optional callable argument: `None` when omitted or `None`.

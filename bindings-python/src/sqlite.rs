@@ -16,7 +16,7 @@
 
 use std::ops::RangeInclusive;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use deadletter::validate::{MAX_TIME, MIN_TIME};
@@ -29,18 +29,19 @@ use rusqlite::{
     Connection, OptionalExtension, Params, Row, Transaction, TransactionBehavior, params,
 };
 
-use crate::fork::{self, Gate, Slot};
+use crate::fork;
+use crate::group_commit::Group;
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How long a call waits for another connection's write lock before failing with a store error.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The schema of version 1, exactly as deadletter 0.1.0 created it. A new database is created at
-/// version 1 and upgraded by [`UPGRADE_V2`], so new and upgraded files have the same schema.
-/// Timestamps are UTC milliseconds since the Unix epoch.
-const SCHEMA_V1: &str = "
+/// version 1 and upgraded by [`UPGRADE_V2`] and [`UPGRADE_V3`], so new and upgraded files have the
+/// same schema. Timestamps are UTC milliseconds since the Unix epoch.
+pub const SCHEMA_V1: &str = "
 CREATE TABLE messages (
     id               INTEGER PRIMARY KEY AUTOINCREMENT,
     queue            TEXT    NOT NULL,
@@ -69,7 +70,7 @@ CREATE INDEX messages_by_queue_id ON messages (queue, id);
 /// every failure counted as dropped (`errors_dropped = retry_count`: their number is known, their
 /// entries are not); `retry_after` is kept only while pending (0.1.0 left it on claimed messages;
 /// the invariant is now: set exactly while pending in backoff).
-const UPGRADE_V2: &str = "
+pub const UPGRADE_V2: &str = "
 ALTER TABLE messages ADD COLUMN idempotency_key TEXT;
 ALTER TABLE messages ADD COLUMN first_failed_at INTEGER;
 ALTER TABLE messages ADD COLUMN dead_at INTEGER;
@@ -108,6 +109,33 @@ CREATE UNIQUE INDEX messages_idempotency ON messages (queue, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 ";
 
+/// Version 2 -> 3: claim no longer walks the messages in backoff (issue 10).
+///
+/// `ready` is storage only (not a field of [`Message`]): 1 when a `pending` message is in the
+/// ready index `messages_ready`, which holds the due messages in FIFO order; 0 while it waits in
+/// `messages_delayed` for its `retry_after`. Claim first moves the messages whose `retry_after`
+/// has come from the second to the first (`ready = 1`, nothing observable changes), then takes
+/// the head of the first: each message is moved once, and claim never walks delayed messages.
+/// A pending message is written with `ready = 0` exactly when it has a `retry_after`, so
+/// `ready = 0` never hides a message from claim. A promoted message keeps its `retry_after` until
+/// claimed: after a clock that went back it may be later than `now` again, so the ready index
+/// carries `retry_after` for claim to skip it, and `messages_delayed` keeps promoted messages for
+/// the statistics. The default 1 is what a row inserted by hand gets: correct (claim checks
+/// `retry_after`), only not skipped as cheaply.
+pub const UPGRADE_V3: &str = "
+ALTER TABLE messages ADD COLUMN ready INTEGER NOT NULL DEFAULT 1 CHECK (ready IN (0, 1));
+UPDATE messages SET ready = 0 WHERE status = 'pending' AND retry_after IS NOT NULL;
+DROP INDEX messages_due;
+DROP INDEX messages_delayed;
+-- claim, step 2: the ready messages in FIFO order (stats: the oldest due one)
+CREATE INDEX messages_ready ON messages (queue, created_at, id, retry_after)
+    WHERE status = 'pending' AND ready = 1;
+-- claim, first: the waiting messages (ready = 0) whose retry_after has come; stats and
+-- next_due_at: every message in backoff, waiting or already moved to messages_ready
+CREATE INDEX messages_delayed ON messages (queue, ready, retry_after, created_at)
+    WHERE status = 'pending' AND retry_after IS NOT NULL;
+";
+
 /// `SELECT` every column of [`Message`] (in the order [`read_message`] reads them)
 /// `FROM messages`, followed by `$rest`.
 macro_rules! select {
@@ -130,11 +158,19 @@ pub const EXPIRED_SQL: &str = select!(
      ORDER BY lease_expires_at, id"
 );
 
-/// Claim, step 2: the first `?3` `pending` messages of queue `?1` due at `?2`, FIFO by
-/// `created_at` then id, through the index `messages_due`: no sort, no table scan.
+/// Claim, first: moves the waiting messages of queue `?1` whose `retry_after` has come at `?2`
+/// into the ready index (`ready = 1`), through the index `messages_delayed`: only the messages
+/// that became due since the last claim are read.
+pub const PROMOTE_SQL: &str = "UPDATE messages SET ready = 1 \
+    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND ready = 0 \
+    AND retry_after <= ?2";
+
+/// Claim, step 2: the first `?3` ready messages of queue `?1` due at `?2`, FIFO by `created_at`
+/// then id, through the index `messages_ready`: no sort, no table scan, no message in backoff
+/// (the `retry_after` term only skips a message moved there before the clock went back).
 pub const CLAIM_SQL: &str = select!(
-    "WHERE queue = ?1 AND status = 'pending' AND (retry_after IS NULL OR retry_after <= ?2) \
-     ORDER BY created_at, id LIMIT ?3"
+    "WHERE queue = ?1 AND status = 'pending' AND ready = 1 \
+     AND (retry_after IS NULL OR retry_after <= ?2) ORDER BY created_at, id LIMIT ?3"
 );
 
 /// Message `?1` of queue `?2` (by primary key).
@@ -151,14 +187,17 @@ pub const LIST_SQL: &str = select!("WHERE queue = ?1 AND id > ?2 ORDER BY id LIM
 pub const LIST_STATUS_SQL: &str =
     select!("WHERE queue = ?1 AND status = ?2 AND id > ?3 ORDER BY id LIMIT ?4");
 
-/// Inserts one new message unless its queue already holds one with its idempotency key. The
+/// Inserts one new message unless its queue already holds one with its idempotency key (`ready`
+/// unless it has a `retry_after`). The
 /// unique index `messages_idempotency` is what guarantees one message per key (`ON CONFLICT`);
 /// the `NOT EXISTS` only keeps a duplicate from consuming an id (an `INSERT ... VALUES` that
 /// conflicts still advances `AUTOINCREMENT`), so ids stay those of the reference store.
 pub const INSERT_SQL: &str = "INSERT INTO messages (queue, payload, status, retry_count, \
     max_retries, retry_after, last_error, created_at, updated_at, lease_token, lease_expires_at, \
-    idempotency_key, first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at) \
-    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18 \
+    idempotency_key, first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at, \
+    ready) \
+    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
+    ?6 IS NULL \
     WHERE ?12 IS NULL \
        OR NOT EXISTS (SELECT 1 FROM messages WHERE queue = ?1 AND idempotency_key = ?12) \
     ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING";
@@ -166,10 +205,11 @@ pub const INSERT_SQL: &str = "INSERT INTO messages (queue, payload, status, retr
 /// Writes the columns a step may change. `queue`, `payload`, `max_retries`, `created_at` and
 /// `idempotency_key` are fixed at insert (no step of the core changes them), so the indexes that
 /// hold only those are never rewritten by an update.
+/// `ready` is 0 exactly when the message has a `retry_after` (claim moves it when that comes).
 pub const WRITE_SQL: &str = "UPDATE messages SET status = ?2, retry_count = ?3, retry_after = ?4, \
     last_error = ?5, updated_at = ?6, lease_token = ?7, lease_expires_at = ?8, \
     first_failed_at = ?9, dead_at = ?10, errors = ?11, errors_dropped = ?12, replay_count = ?13, \
-    replayed_at = ?14 WHERE id = ?1";
+    replayed_at = ?14, ready = ?4 IS NULL WHERE id = ?1";
 
 /// Removes message `?1` (by primary key).
 pub const DELETE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
@@ -183,20 +223,30 @@ pub const COUNT_EXPIRED_SQL: &str = "SELECT count(*) FROM messages \
     WHERE queue = ?1 AND status = 'processing' AND lease_expires_at <= ?2";
 
 /// Delayed messages of queue `?1` at `?2`, and the earliest instant one becomes due (index
-/// `messages_delayed`).
+/// `messages_delayed`: two ranges, waiting and ready).
 pub const COUNT_DELAYED_SQL: &str = "SELECT count(*), min(retry_after) FROM messages \
-    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND retry_after > ?2";
+    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND ready IN (0, 1) \
+    AND retry_after > ?2";
 
-/// When the next delayed message of queue `?1` becomes due after `?2`: one seek in the index
-/// `messages_delayed`.
-pub const NEXT_DUE_SQL: &str = "SELECT min(retry_after) FROM messages \
-    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND retry_after > ?2";
+/// When the next delayed message of queue `?1` becomes due after `?2`: one seek in each range
+/// of the index `messages_delayed`.
+pub const NEXT_DUE_SQL: &str = "SELECT min(at) FROM ( \
+    SELECT min(retry_after) AS at FROM messages WHERE queue = ?1 AND status = 'pending' \
+        AND retry_after IS NOT NULL AND ready = 0 AND retry_after > ?2 \
+    UNION ALL \
+    SELECT min(retry_after) FROM messages WHERE queue = ?1 AND status = 'pending' \
+        AND retry_after IS NOT NULL AND ready = 1 AND retry_after > ?2)";
 
-/// The enqueue time of the oldest message of queue `?1` due at `?2`: the one `claim` would take
-/// (index `messages_due`).
-pub const OLDEST_DUE_SQL: &str = "SELECT created_at FROM messages \
-    WHERE queue = ?1 AND status = 'pending' AND (retry_after IS NULL OR retry_after <= ?2) \
-    ORDER BY created_at, id LIMIT 1";
+/// The enqueue time of the oldest message of queue `?1` due at `?2`: the head of the ready index
+/// `messages_ready`, or a waiting message whose `retry_after` has come and that no claim has
+/// moved yet (index `messages_delayed`).
+pub const OLDEST_DUE_SQL: &str = "SELECT min(created_at) FROM ( \
+    SELECT (SELECT created_at FROM messages WHERE queue = ?1 AND status = 'pending' \
+        AND ready = 1 AND (retry_after IS NULL OR retry_after <= ?2) \
+        ORDER BY created_at, id LIMIT 1) AS created_at \
+    UNION ALL \
+    SELECT min(created_at) FROM messages WHERE queue = ?1 AND status = 'pending' \
+        AND retry_after IS NOT NULL AND ready = 0 AND retry_after <= ?2)";
 
 /// When the oldest dead message of queue `?1` died (index `messages_dead_at`).
 pub const OLDEST_DEAD_SQL: &str =
@@ -252,31 +302,48 @@ fn wait_for_lock(tries: i32) -> bool {
     waited < BUSY_TIMEOUT
 }
 
+/// How much a commit survives, chosen at open (SQLite's `synchronous` in WAL mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous = FULL`: every commit syncs the WAL before it is acknowledged, so nothing
+    /// acknowledged is lost, even on power loss.
+    #[default]
+    Full,
+    /// `synchronous = NORMAL`: the WAL is synced at checkpoints only. Safe against the
+    /// application's crash; the last commits may be lost on power loss or an OS crash.
+    Normal,
+}
+
+impl Durability {
+    /// Every durability with its name, in the order documented.
+    pub const ALL: [(&'static str, Self); 2] = [("full", Self::Full), ("normal", Self::Normal)];
+
+    fn pragma(self) -> &'static str {
+        match self {
+            Self::Full => "PRAGMA synchronous = FULL",
+            Self::Normal => "PRAGMA synchronous = NORMAL",
+        }
+    }
+}
+
 /// A [`Store`] on one SQLite connection (a file, or `:memory:`).
 ///
 /// The connection belongs to the process that opened it: in a child made by `fork()` every call
-/// fails at once with a store error (see [`crate::fork`]).
+/// fails at once with a store error (see [`crate::fork`]). Threads share it with group commit
+/// (see [`crate::group_commit`]).
 #[derive(Debug)]
 pub struct SqliteStore {
-    /// `None` once closed.
-    conn: Arc<Slot>,
+    group: Group,
     /// The process that opened the connection.
     pid: u32,
 }
 
-/// The open connection, with the fork gate held: fields drop in order, the mutex before the gate,
-/// so that a fork never finds the mutex locked.
-struct Held<'a> {
-    conn: MutexGuard<'a, Option<Connection>>,
-    _gate: Gate,
-}
-
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`; `":memory:"` is a private in-memory
-    /// database. File databases use WAL journaling. A file of schema version 1 (deadletter 0.1.0)
-    /// is upgraded; a file whose schema version is newer than [`SCHEMA_VERSION`] is refused with
-    /// a store error.
-    pub fn open(path: &Path) -> Result<Self> {
+    /// database. File databases use WAL journaling, with `durability`. A file of schema version 1
+    /// (deadletter 0.1.0) or 2 is upgraded; a file whose schema version is newer than
+    /// [`SCHEMA_VERSION`] is refused with a store error.
+    pub fn open(path: &Path, durability: Durability) -> Result<Self> {
         let _gate = fork::enter();
         let conn = if path == Path::new(":memory:") {
             Connection::open_in_memory()
@@ -284,12 +351,13 @@ impl SqliteStore {
             Connection::open(path)
         }
         .map_err(Error::store)?;
-        Self::from_connection(conn)
+        Self::from_connection(conn, durability)
     }
 
-    /// Sets the connection up (busy handler, schema, WAL) and wraps it. The schema is checked
-    /// first, so that another application's file is refused before anything is written to it.
-    pub fn from_connection(mut conn: Connection) -> Result<Self> {
+    /// Sets the connection up (busy handler, schema, WAL, durability) and wraps it. The schema is
+    /// checked first, so that another application's file is refused before anything is written
+    /// to it.
+    pub fn from_connection(mut conn: Connection, durability: Durability) -> Result<Self> {
         conn.busy_handler(Some(wait_for_lock))
             .map_err(Error::store)?;
         migrate(&mut conn)?;
@@ -297,26 +365,30 @@ impl SqliteStore {
         let _mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
             .map_err(Error::store)?;
-        let conn = Arc::new(Mutex::new(Some(conn)));
-        fork::track(&conn);
+        conn.execute_batch(durability.pragma())
+            .map_err(Error::store)?;
         Ok(Self {
-            conn,
+            group: Group::new(conn),
             pid: std::process::id(),
         })
     }
 
-    /// Closes the connection; every later call fails with a store error. Closing twice is fine.
+    /// Closes the connection, after committing the calls that wait for a commit; every later
+    /// call fails with a store error. Closing twice is fine.
     pub fn close(&self) -> Result<()> {
-        let mut held = self.lock()?;
-        match held.conn.take() {
-            Some(conn) => conn.close().map_err(|(_, err)| Error::store(err)),
-            None => Ok(()),
-        }
+        self.check_process()?;
+        self.group.close()
+    }
+
+    /// How many write transactions this store committed (group commit makes them fewer than the
+    /// write calls when threads call at once).
+    pub fn commits(&self) -> u64 {
+        self.group.commits()
     }
 
     /// Whether [`SqliteStore::close`] was called; always true in a forked child.
     pub fn is_closed(&self) -> bool {
-        self.forked() || self.conn.lock().map_or(true, |conn| conn.is_none())
+        self.forked() || self.group.is_closed()
     }
 
     /// Whether this process is not the one that opened the connection (a child made by `fork()`).
@@ -324,18 +396,14 @@ impl SqliteStore {
         std::process::id() != self.pid
     }
 
-    /// Runs `f` on the open connection.
+    /// Runs `f` on the open connection, outside any transaction.
     pub fn with_connection<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
-        let mut held = self.lock()?;
-        let conn = held
-            .conn
-            .as_mut()
-            .ok_or_else(|| Error::Store("the database is closed".into()))?;
-        f(conn)
+        self.check_process()?;
+        self.group.read(f)
     }
 
-    /// The connection, in the process that opened it only (see [`crate::fork`]).
-    fn lock(&self) -> Result<Held<'_>> {
+    /// Fails in a process that did not open the connection (see [`crate::fork`]).
+    fn check_process(&self) -> Result<()> {
         if self.forked() {
             return Err(Error::Store(
                 "this database was opened before a fork, in the parent process, and a SQLite \
@@ -343,24 +411,14 @@ impl SqliteStore {
                     .into(),
             ));
         }
-        let gate = fork::enter();
-        let conn = self
-            .conn
-            .lock()
-            .map_err(|_| Error::Store("the connection was poisoned by a panic".into()))?;
-        Ok(Held { conn, _gate: gate })
+        Ok(())
     }
 
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction, committed only when `f` succeeds.
-    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        self.with_connection(|conn| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(Error::store)?;
-            let value = f(&tx)?;
-            tx.commit().map_err(Error::store)?;
-            Ok(value)
-        })
+    /// Runs `f` in a write transaction (`BEGIN IMMEDIATE`, shared with concurrent calls of this
+    /// store by group commit), committed before it returns; on `Err` nothing of it is written.
+    fn write<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        self.check_process()?;
+        self.group.write(f)
     }
 }
 
@@ -369,13 +427,13 @@ impl Drop for SqliteStore {
     /// connection: closing it could wait forever for a mutex held at the moment of the fork.
     fn drop(&mut self) {
         if self.forked() {
-            std::mem::forget(Arc::clone(&self.conn));
+            std::mem::forget(Arc::clone(self.group.session()));
         }
     }
 }
 
-/// Creates the schema in a new, empty database (version 0 -> 1 -> 2) or upgrades a version 1
-/// database, in the transaction that read the version; refuses another application's database
+/// Creates the schema in a new, empty database (version 0 -> 1 -> 2 -> 3) or upgrades a version
+/// 1 or 2 database, in the transaction that read the version; refuses another application's database
 /// (other tables at version 0, or no `messages` table with our columns at a version of ours) and
 /// unknown newer versions. A refused database is only read: the transaction is rolled back before
 /// any write.
@@ -397,18 +455,20 @@ fn migrate(conn: &mut Connection) -> Result<()> {
                         .into(),
                 ));
             }
-            tx.execute_batch(SCHEMA_V1).map_err(Error::store)?;
-            tx.execute_batch(UPGRADE_V2).map_err(Error::store)?;
-            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-                .map_err(Error::store)?;
+            upgrade(&tx, &[SCHEMA_V1, UPGRADE_V2, UPGRADE_V3])?;
         }
         1 => {
             ours(&tx, 1, V1_COLUMNS_SQL)?;
-            tx.execute_batch(UPGRADE_V2).map_err(Error::store)?;
-            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-                .map_err(Error::store)?;
+            upgrade(&tx, &[UPGRADE_V2, UPGRADE_V3])?;
         }
-        SCHEMA_VERSION => ours(&tx, SCHEMA_VERSION, select!("LIMIT 0"))?,
+        2 => {
+            ours(&tx, 2, select!("LIMIT 0"))?;
+            upgrade(&tx, &[UPGRADE_V3])?;
+        }
+        SCHEMA_VERSION => {
+            ours(&tx, SCHEMA_VERSION, select!("LIMIT 0"))?;
+            ours(&tx, SCHEMA_VERSION, READY_COLUMN_SQL)?;
+        }
         negative @ ..0 => {
             return Err(Error::Store(format!(
                 "not a deadletter database: it has schema version {negative}"
@@ -423,6 +483,18 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     }
     tx.commit().map_err(Error::store)
 }
+
+/// Runs `steps` in order and sets the schema version, in the transaction that read it.
+fn upgrade(tx: &Transaction<'_>, steps: &[&str]) -> Result<()> {
+    for step in steps {
+        tx.execute_batch(step).map_err(Error::store)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(Error::store)
+}
+
+/// The storage-only column of schema version 3, for [`ours`].
+const READY_COLUMN_SQL: &str = "SELECT ready FROM messages LIMIT 0";
 
 /// Every column of schema version 1 (deadletter 0.1.0), for [`ours`].
 const V1_COLUMNS_SQL: &str = "SELECT id, queue, payload, status, retry_count, max_retries, \
@@ -551,7 +623,7 @@ fn read_all(conn: &Connection, sql: &str, params: impl Params) -> Result<Vec<Mes
 }
 
 /// Persists `message` (the result of a step) over the row with its id.
-fn write_message(tx: &Transaction<'_>, message: &Message) -> Result<()> {
+fn write_message(tx: &Connection, message: &Message) -> Result<()> {
     let mut statement = tx.prepare_cached(WRITE_SQL).map_err(Error::store)?;
     statement
         .execute(params![
@@ -585,7 +657,7 @@ fn get_in(conn: &Connection, queue: &str, id: Id) -> Result<Option<Message>> {
 
 /// Inserts one message, or returns the stored one that carries its idempotency key
 /// (`deduplicated`).
-fn insert_one(tx: &Transaction<'_>, message: NewMessage) -> Result<Message> {
+fn insert_one(tx: &Connection, message: NewMessage) -> Result<Message> {
     // The store only assigns the id; every other field is the core's `with_id`.
     let template = message.with_id(0);
     let inserted = {
@@ -688,11 +760,15 @@ impl Store for SqliteStore {
     ) -> Result<Claimed> {
         self.write(|tx| {
             // Both sets are read before anything is written, like the reference store: a message
-            // whose lease just expired is not taken in the same call.
+            // whose lease just expired is not taken in the same call. Moving the messages whose
+            // backoff is over into the ready index changes no field.
             let expired = read_all(tx, EXPIRED_SQL, params![queue, now])?;
             let due = if limit == 0 {
                 Vec::new()
             } else {
+                tx.prepare_cached(PROMOTE_SQL)
+                    .and_then(|mut promote| promote.execute(params![queue, now]))
+                    .map_err(Error::store)?;
                 read_all(tx, CLAIM_SQL, params![queue, now, sql_int(limit)?])?
             };
             let claimed = Claimed {
@@ -814,9 +890,8 @@ impl Store for SqliteStore {
                 Ok((row.get(0)?, row.get(1)?))
             })
             .map_err(Error::store)?;
-            counts.oldest_due_created_at = one_row(&tx, OLDEST_DUE_SQL, now_in, |row| row.get(0))
-                .optional()
-                .map_err(Error::store)?;
+            counts.oldest_due_created_at =
+                one_row(&tx, OLDEST_DUE_SQL, now_in, |row| row.get(0)).map_err(Error::store)?;
             counts.oldest_dead_at = one_row(&tx, OLDEST_DEAD_SQL, params![queue], |row| row.get(0))
                 .map_err(Error::store)?;
             Ok(counts)

@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use _deadletter::sqlite::{
     BY_KEY_SQL, CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL, DELETE_SQL,
-    EXPIRED_SQL, GET_SQL, INSERT_SQL, LIST_SQL, LIST_STATUS_SQL, NEXT_DUE_SQL, OLDEST_DEAD_SQL,
-    OLDEST_DUE_SQL, QUEUES_SQL, SCHEMA_VERSION, SqliteStore, WRITE_SQL, select_sql,
+    Durability, EXPIRED_SQL, GET_SQL, INSERT_SQL, LIST_SQL, LIST_STATUS_SQL, NEXT_DUE_SQL,
+    OLDEST_DEAD_SQL, OLDEST_DUE_SQL, PROMOTE_SQL, QUEUES_SQL, SCHEMA_V1, SCHEMA_VERSION,
+    SqliteStore, UPGRADE_V2, WRITE_SQL, select_sql,
 };
 use deadletter::conformance::BASE;
 use deadletter::{
@@ -51,25 +52,30 @@ fn run_all(open: impl Fn() -> SqliteStore) -> usize {
 
 #[test]
 fn every_case_passes_in_memory() {
-    let n = run_all(|| SqliteStore::open(":memory:".as_ref()).expect("open"));
+    let n = run_all(|| SqliteStore::open(":memory:".as_ref(), Durability::Full).expect("open"));
     println!("{n} conformance cases passed on SQLite in memory");
 }
 
 #[test]
 fn every_case_passes_on_a_file() {
     // Each case starts on a new, empty database file; all are removed when the test ends.
-    let files = RefCell::new(Vec::new());
-    let n = run_all(|| {
-        let file = TempDb::new();
-        let store = SqliteStore::open(&file.0).expect("open");
-        files.borrow_mut().push(file);
-        store
-    });
-    println!("{n} conformance cases passed on SQLite files");
+    for (name, durability) in Durability::ALL {
+        let files = RefCell::new(Vec::new());
+        let n = run_all(|| {
+            let file = TempDb::new();
+            let store = SqliteStore::open(&file.0, durability).expect("open");
+            files.borrow_mut().push(file);
+            store
+        });
+        println!("{n} conformance cases passed on SQLite files, durability {name}");
+    }
 }
 
 fn engine(path: &Path) -> Engine<SqliteStore> {
-    Engine::new(SqliteStore::open(path).expect("open"), Limits::default())
+    Engine::new(
+        SqliteStore::open(path, Durability::Full).expect("open"),
+        Limits::default(),
+    )
 }
 
 fn item(payload: &str) -> Item<'_> {
@@ -105,18 +111,16 @@ fn a_file_keeps_its_messages_and_a_newer_schema_is_refused() {
         })
         .expect("bump version");
     drop(db);
-    let refused = SqliteStore::open(&file.0).expect_err("newer schema");
+    let refused = SqliteStore::open(&file.0, Durability::Full).expect_err("newer schema");
     assert_eq!(refused.code(), "store");
-    assert!(
-        refused.to_string().contains("schema version 3"),
-        "{refused}"
-    );
+    let newer = format!("schema version {}", SCHEMA_VERSION + 1);
+    assert!(refused.to_string().contains(&newer), "{refused}");
 }
 
 #[test]
 fn a_closed_store_fails_with_a_store_error() {
     let db = Engine::new(
-        SqliteStore::open(":memory:".as_ref()).expect("open"),
+        SqliteStore::open(":memory:".as_ref(), Durability::Full).expect("open"),
         Limits::default(),
     );
     db.store().close().expect("close");
@@ -125,7 +129,7 @@ fn a_closed_store_fails_with_a_store_error() {
     assert_eq!(err.code(), "store");
 }
 
-/// A message of the 0.1.0 fixture as version 2 reads it: what 0.1.0 stored, with the failures it
+/// A message of the 0.1.0 fixture as version 3 reads it: what 0.1.0 stored, with the failures it
 /// counted as dropped history and no `retry_after` outside pending.
 fn v1_message(id: i64, payload: &str, status: Status, counts: (u32, u32)) -> Message {
     let (retry_count, max_retries) = counts;
@@ -198,7 +202,7 @@ fn a_file_written_by_0_1_0_is_upgraded_in_place() {
     let file = TempDb::new();
     std::fs::copy(&fixture, &file.0).expect("copy the fixture");
     let db = engine(&file.0);
-    assert_eq!(user_version(db.store()), 2);
+    assert_eq!(user_version(db.store()), SCHEMA_VERSION);
     let read = |queue: &str| {
         pollster::block_on(db.list(queue.into(), Arg::Null, Arg::Null, Arg::Null)).expect("list")
     };
@@ -268,7 +272,7 @@ fn a_file_written_by_0_1_0_is_upgraded_in_place() {
     drop(db);
     assert_eq!(
         user_version(engine(&file.0).store()),
-        2,
+        SCHEMA_VERSION,
         "reopening changes nothing"
     );
 }
@@ -279,7 +283,7 @@ fn another_applications_file_is_refused() {
     let conn = rusqlite::Connection::open(&file.0).expect("open");
     conn.execute_batch("CREATE TABLE foo (x)").expect("create");
     drop(conn);
-    let refused = SqliteStore::open(&file.0).expect_err("foreign file");
+    let refused = SqliteStore::open(&file.0, Durability::Full).expect_err("foreign file");
     assert!(
         refused.to_string().contains("not a deadletter database"),
         "{refused}"
@@ -339,6 +343,7 @@ fn plan(store: &SqliteStore, sql: &str) -> Vec<String> {
 /// Every query of the store with its name, and whether it must read indexes only (never a row).
 fn queries() -> Vec<(String, String, bool)> {
     let mut all: Vec<(String, String, bool)> = [
+        ("promote", PROMOTE_SQL, false),
         ("claim", CLAIM_SQL, false),
         ("expired", EXPIRED_SQL, false),
         ("get", GET_SQL, false),
@@ -416,13 +421,30 @@ fn assert_plans(store: &SqliteStore, state: &str) {
             plan.iter().all(|d| !d.contains("TEMP B-TREE")),
             "{name} ({state}): sorts: {plan:?}"
         );
+        for index in indexes_of(&name) {
+            assert!(
+                plan.iter().any(|d| d.contains(&format!("INDEX {index} "))),
+                "{name} ({state}): not through {index}: {plan:?}"
+            );
+        }
+    }
+}
+
+/// The indexes that the claim's and the backoff statistics' queries must go through: claim never
+/// walks the messages in backoff.
+fn indexes_of(query: &str) -> &'static [&'static str] {
+    match query {
+        "claim" => &["messages_ready"],
+        "promote" | "count delayed" | "next due" => &["messages_delayed"],
+        "oldest due" => &["messages_ready", "messages_delayed"],
+        _ => &[],
     }
 }
 
 #[test]
 fn every_query_searches_an_index_without_sorting() {
     let file = TempDb::new();
-    let store = SqliteStore::open(&file.0).expect("open");
+    let store = SqliteStore::open(&file.0, Durability::Full).expect("open");
     let now = BASE + 1_000_000;
     fill(&store, now);
     assert_plans(&store, "no statistics");
@@ -471,8 +493,8 @@ fn fill(store: &SqliteStore, now: i64) {
                     .prepare(
                         "INSERT INTO messages (queue, payload, status, retry_count, max_retries, \
                          retry_after, last_error, created_at, updated_at, lease_token, \
-                         lease_expires_at, dead_at) \
-                         VALUES (?1, 'p', ?2, ?3, 3, ?4, ?5, ?6, ?6, ?7, ?8, ?9)",
+                         lease_expires_at, dead_at, ready) \
+                         VALUES (?1, 'p', ?2, ?3, 3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?4 IS NULL)",
                     )
                     .map_err(Error::store)?;
                 for i in 0..10_000_i64 {
@@ -542,4 +564,315 @@ fn fill(store: &SqliteStore, now: i64) {
             tx.commit().map_err(Error::store)
         })
         .expect("fill");
+}
+
+fn enqueue_at(db: &Engine<SqliteStore>, payload: &str, delay_ms: i64, now: i64) -> Message {
+    let delayed = Item {
+        payload: payload.into(),
+        delay_ms: delay_ms.into(),
+        ..Item::default()
+    };
+    pollster::block_on(db.enqueue("q".into(), &delayed, now)).expect("enqueue")
+}
+
+fn claim_at(db: &Engine<SqliteStore>, now: i64) -> Option<Message> {
+    let policy = Backoff::default();
+    let at = Moment {
+        policy: &policy,
+        sample: 0.0,
+        now,
+    };
+    pollster::block_on(db.claim("q".into(), Arg::Null, || "tok".into(), at))
+        .expect("claim")
+        .value
+}
+
+/// The virtual machine steps SQLite spends on one run of the claim's query, at `now`.
+fn claim_steps(store: &SqliteStore, now: i64) -> i32 {
+    store
+        .with_connection(|conn| {
+            let mut statement = conn.prepare(CLAIM_SQL).map_err(Error::store)?;
+            let found = statement
+                .query_map(params!["q", now, 1], |row| row.get::<_, i64>(0))
+                .map_err(Error::store)?
+                .count();
+            assert_eq!(found, 1);
+            Ok(statement.get_status(rusqlite::StatementStatus::VmStep))
+        })
+        .expect("claim steps")
+}
+
+#[test]
+fn claim_does_not_walk_the_messages_in_backoff() {
+    let file = TempDb::new();
+    let db = engine(&file.0);
+    // 10,000 messages in backoff, enqueued before the due one: the old claim index held them
+    // ahead of it, and claim read each of their entries.
+    for start in (0..10_000).step_by(1000) {
+        let items: Vec<Item<'_>> = (0..1000)
+            .map(|_| Item {
+                payload: "later".into(),
+                delay_ms: 3_600_000_i64.into(),
+                ..Item::default()
+            })
+            .collect();
+        pollster::block_on(db.enqueue_many("q".into(), &items, BASE + start)).expect("enqueue");
+    }
+    let due = enqueue_at(&db, "now", 0, BASE + 20_000);
+    let behind = claim_steps(db.store(), BASE + 30_000);
+
+    let alone = TempDb::new();
+    let reference = engine(&alone.0);
+    enqueue_at(&reference, "now", 0, BASE + 20_000);
+    let reference_steps = claim_steps(reference.store(), BASE + 30_000);
+    assert_eq!(behind, reference_steps, "claim read the delayed messages");
+
+    let taken = claim_at(&db, BASE + 30_000).expect("the due message");
+    assert_eq!(taken.id, due.id);
+    // An hour later all 10,000 are due: one claim moves them, then they come out in FIFO order.
+    let later = BASE + 3_600_000 + 10_000;
+    let first = claim_at(&db, later).expect("the oldest delayed message");
+    assert_eq!((first.id, first.retry_after), (1, None));
+    let second = claim_at(&db, later).expect("the next one");
+    assert_eq!(second.id, 2);
+}
+
+#[test]
+fn a_promoted_message_is_not_claimed_when_the_clock_goes_back() {
+    let file = TempDb::new();
+    let db = engine(&file.0);
+    let delayed = enqueue_at(&db, "delayed", 10_000, BASE);
+    let due = enqueue_at(&db, "due", 0, BASE + 1);
+    // At BASE + 20 s both are due: the claim moves the delayed one to the ready index and takes
+    // the oldest (the delayed one); then ...
+    let taken = claim_at(&db, BASE + 20_000).expect("the delayed message");
+    assert_eq!(taken.id, delayed.id);
+    let other = enqueue_at(&db, "again", 10_000, BASE + 2);
+    let promoted = claim_at(&db, BASE + 20_000).expect("the due message");
+    assert_eq!(promoted.id, due.id);
+    // ... `other` was moved by that claim (due at BASE + 10 s). With the clock back before its
+    // retry_after, it is delayed again: not claimed, counted as delayed, next due.
+    assert_eq!(claim_at(&db, BASE + 5_000), None);
+    let stats = pollster::block_on(db.stats("q".into(), BASE + 5_000)).expect("stats");
+    assert_eq!(
+        (stats.delayed, stats.next_due_at, stats.oldest_due_age_ms),
+        (1, Some(BASE + 10_002), None)
+    );
+    assert_eq!(claim_at(&db, BASE + 10_002).map(|m| m.id), Some(other.id));
+}
+
+/// A file as this store wrote it at schema version 2 (`now`: the instant of the test): pending
+/// due, pending whose backoff is over, pending in backoff, processing with an expired lease,
+/// succeeded.
+fn write_version_2(path: &Path, now: i64) {
+    let conn = rusqlite::Connection::open(path).expect("open");
+    conn.execute_batch(SCHEMA_V1).expect("v1");
+    conn.execute_batch(UPGRADE_V2).expect("v2");
+    conn.pragma_update(None, "user_version", 2)
+        .expect("version");
+    let mut insert = conn
+        .prepare(
+            "INSERT INTO messages (queue, payload, status, retry_count, max_retries, \
+                 retry_after, last_error, created_at, updated_at, lease_token, lease_expires_at, \
+                 errors, errors_dropped) \
+                 VALUES ('q', ?1, ?2, ?3, 3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, 0)",
+        )
+        .expect("insert");
+    let failed = r#"[{"attempt":1,"error":"boom","at":1767225600000}]"#;
+    let none = None::<i64>;
+    let rows = [
+        params![
+            "due",
+            "pending",
+            0,
+            none,
+            None::<&str>,
+            BASE + 3,
+            None::<&str>,
+            none,
+            "[]"
+        ],
+        params![
+            "over",
+            "pending",
+            1,
+            Some(now - 1),
+            Some("boom"),
+            BASE + 1,
+            None::<&str>,
+            none,
+            failed
+        ],
+        params![
+            "later",
+            "pending",
+            1,
+            Some(now + 50_000),
+            Some("boom"),
+            BASE,
+            None::<&str>,
+            none,
+            failed
+        ],
+        params![
+            "held",
+            "processing",
+            0,
+            none,
+            None::<&str>,
+            BASE + 2,
+            Some("t"),
+            Some(now - 5),
+            "[]"
+        ],
+        params![
+            "done",
+            "succeeded",
+            0,
+            none,
+            None::<&str>,
+            BASE + 4,
+            None::<&str>,
+            none,
+            "[]"
+        ],
+    ];
+    for row in rows {
+        insert.execute(row).expect("row");
+    }
+}
+
+#[test]
+fn a_version_2_file_is_upgraded_in_place() {
+    let file = TempDb::new();
+    let now = BASE + 100_000;
+    write_version_2(&file.0, now);
+    let db = engine(&file.0);
+    assert_eq!(user_version(db.store()), SCHEMA_VERSION);
+    let ready: Vec<(i64, i64)> = db
+        .store()
+        .with_connection(|conn| {
+            let mut statement = conn
+                .prepare("SELECT id, ready FROM messages ORDER BY id")
+                .map_err(Error::store)?;
+            let rows = statement
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+                .map_err(Error::store)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(Error::store)
+        })
+        .expect("ready");
+    assert_eq!(ready, [(1, 1), (2, 0), (3, 0), (4, 1), (5, 1)]);
+    let all =
+        pollster::block_on(db.list("q".into(), Arg::Null, Arg::Null, Arg::Null)).expect("list");
+    let fields: Vec<(&str, Status, Option<i64>)> = all
+        .iter()
+        .map(|m| (m.payload.as_str(), m.status, m.retry_after))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            ("due", Status::Pending, None),
+            ("over", Status::Pending, Some(now - 1)),
+            ("later", Status::Pending, Some(now + 50_000)),
+            ("held", Status::Processing, None),
+            ("done", Status::Succeeded, None),
+        ]
+    );
+    let stats = pollster::block_on(db.stats("q".into(), now)).expect("stats");
+    assert_eq!(
+        (
+            stats.pending,
+            stats.delayed,
+            stats.next_due_at,
+            stats.expired
+        ),
+        (3, 1, Some(now + 50_000), 1)
+    );
+    assert_eq!(stats.oldest_due_age_ms, Some(now - (BASE + 1)));
+    // FIFO among the due messages, the one whose backoff is over first; the expired lease goes
+    // back into backoff; the one still in backoff stays.
+    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("over".into()));
+    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("due".into()));
+    assert_eq!(claim_at(&db, now), None);
+    drop(db);
+    assert_eq!(user_version(engine(&file.0).store()), SCHEMA_VERSION);
+}
+
+/// Calls that queue while another call holds the connection share its successor's commit; a
+/// failing call among them (a step's error) changes nothing of the others, and each
+/// gets exactly the result it would have got alone.
+#[test]
+fn concurrent_calls_share_commits_and_keep_their_own_outcomes() {
+    let file = TempDb::new();
+    let db = engine(&file.0);
+    let store = db.store();
+    let ids: Vec<i64> = (0..9)
+        .map(|i| enqueue_at(&db, &format!("m{i}"), 0, BASE + i).id)
+        .collect();
+    let before = store.commits();
+    let first = ids[0];
+    let start = std::sync::Barrier::new(ids.len());
+    let outcomes: Vec<Result<Message, Error>> = std::thread::scope(|scope| {
+        let calls: Vec<_> = ids
+            .iter()
+            .map(|&id| {
+                let start = &start;
+                scope.spawn(move || {
+                    start.wait();
+                    if id == first {
+                        // Holds the connection long enough for the others to queue behind it.
+                        pollster::block_on(deadletter::Store::update(store, "q", id, |m| {
+                            std::thread::sleep(std::time::Duration::from_millis(300));
+                            Ok(Message {
+                                last_error: Some("first".into()),
+                                ..m
+                            })
+                        }))
+                    } else {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        pollster::block_on(deadletter::Store::update(store, "q", id, |m| {
+                            if id % 2 == 0 {
+                                Err(Error::Store(format!("refused {id}")))
+                            } else {
+                                Ok(Message {
+                                    last_error: Some(format!("changed {id}")),
+                                    ..m
+                                })
+                            }
+                        }))
+                    }
+                })
+            })
+            .collect();
+        calls.into_iter().map(|c| c.join().expect("call")).collect()
+    });
+    let commits = store.commits() - before;
+    assert!(
+        commits <= 3,
+        "{commits} commits for 9 calls: none was shared"
+    );
+    for (id, outcome) in ids.iter().zip(&outcomes) {
+        let stored = pollster::block_on(db.get("q".into(), (*id).into())).expect("get");
+        match outcome {
+            Ok(written) => {
+                assert!(*id == first || id % 2 == 1);
+                assert_eq!(written, &stored);
+            }
+            Err(err) => {
+                assert_eq!(err.to_string(), format!("store error: refused {id}"));
+                assert_eq!(
+                    stored.payload,
+                    format!("m{}", id - 1),
+                    "a refused call wrote"
+                );
+            }
+        }
+    }
+    assert_eq!(
+        outcomes.iter().filter(|o| o.is_ok()).count(),
+        1 + ids
+            .iter()
+            .filter(|id| *id % 2 == 1 && **id != ids[0])
+            .count()
+    );
 }

@@ -77,6 +77,7 @@ def open(
     max_connections: Optional[int] = None,
     connect_timeout: Optional[_Seconds] = None,
     lock_timeout: Optional[_Seconds] = None,
+    durability: Optional[Literal["full", "normal"]] = "full",
 ) -> Database:
     """Opens (creating if needed) a queue database: a SQLite file path (not empty:
     `ValidationError`, field ``path``), ``":memory:"``, or a PostgreSQL URL.
@@ -96,8 +97,13 @@ def open(
     or a timedelta, rounded to the millisecond, then 1 ms..=12 h. ``max_payload_bytes``: largest
     payload in bytes of UTF-8 (1..=67108864). ``random`` returns a float in ``[0, 1)``, the jitter
     source, called once per ``claim``, ``claim_many``, ``reap`` and ``fail`` (else
-    `ValidationError`, field ``random``); default: ``fastrand``. ``None`` for any option means its
-    default.
+    `ValidationError`, field ``random``); default: ``fastrand``. ``durability`` (SQLite only):
+    ``"full"`` (default: every commit syncs SQLite's WAL before the call returns; nothing
+    acknowledged is lost, even on power loss) or ``"normal"`` (synced at checkpoints only: safe
+    against the application's crash, the last commits may be lost on power loss; else
+    `ValidationError`, field ``durability``). Calls that threads make while another call of the
+    same `Database` commits share the next commit (group commit), each with its own outcome.
+    ``None`` for any option means its default.
 
     PostgreSQL only (given with a SQLite path: `ValidationError` naming each, code ``invalid``):
     ``schema``, the schema of the queue's tables, created with them when missing (1..=63 bytes,
