@@ -6,7 +6,7 @@ use postgres::Client;
 use crate::pool::db_error;
 
 /// The schema version this build creates and reads (the row of `deadletter_schema`).
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Longest schema name PostgreSQL keeps (`NAMEDATALEN - 1` bytes); a longer one would be cut
 /// silently, so it is refused.
@@ -35,11 +35,13 @@ pub fn quote_identifier(schema: &str) -> Result<String> {
     }
 }
 
-/// The DDL of version 1, for the quoted schema `{s}`. Timestamps are the core's UTC
-/// milliseconds (`bigint`); the payload is `bytea` so that it round-trips byte for byte whatever
-/// the database encoding (and may hold U+0000, which `text` cannot); names compare by bytes
-/// (`COLLATE "C"`), so `queues()` is in byte order as in every store.
-pub fn ddl(s: &str) -> String {
+/// The DDL of version 1, for the quoted schema `{s}`, exactly as the first PostgreSQL store
+/// created it. A new schema is created at version 1 and upgraded by [`upgrade_v2`], so new and
+/// upgraded schemas are the same. Timestamps are the core's UTC milliseconds (`bigint`); the
+/// payload is `bytea` so that it round-trips byte for byte whatever the database encoding (and
+/// may hold U+0000, which `text` cannot); names compare by bytes (`COLLATE "C"`), so `queues()`
+/// is in byte order as in every store.
+pub fn ddl_v1(s: &str) -> String {
     format!(
         r#"
 CREATE TABLE {s}.messages (
@@ -86,15 +88,65 @@ CREATE INDEX messages_by_queue ON {s}.messages (queue, id);
 CREATE UNIQUE INDEX messages_idempotency ON {s}.messages (queue, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 CREATE TABLE {s}.deadletter_schema (version integer NOT NULL);
-INSERT INTO {s}.deadletter_schema (version) VALUES ({SCHEMA_VERSION});
+INSERT INTO {s}.deadletter_schema (version) VALUES (1);
 "#
     )
 }
 
+/// Version 1 -> 2, for the quoted schema `{s}`: claim no longer walks the messages in backoff
+/// (issue 10).
+///
+/// `ready` is storage only (not a field of [`deadletter::Message`]): true when a `pending`
+/// message is in the ready index `messages_ready`, which holds the due messages in FIFO order;
+/// false while it waits in `messages_delayed` for its `retry_after`. Claim first marks ready the
+/// waiting messages whose `retry_after` has come (nothing observable changes), then takes the
+/// head of `messages_ready`: each message is moved once, and claim never walks delayed messages.
+/// Every write sets `ready` to `retry_after IS NULL`, and the check constraint makes the
+/// database refuse a row that has neither (whoever writes it), so a message without
+/// `retry_after` is always ready and `ready = false` never hides a due message from claim. A
+/// moved message keeps its `retry_after` until claimed: after a clock that went back it may be
+/// later than `now` again, so `messages_ready` keeps the instant it became due as its last key
+/// (claim skips it inside the index), and `messages_delayed` keeps moved messages for
+/// `next_due_at` and the counts. Existing rows get `ready` from their state: false for the
+/// pending messages in backoff (the first claim moves those whose backoff is over).
+///
+/// The upgrade holds the table's exclusive lock while it builds the two indexes: calls of other
+/// processes wait for it (up to their `lock_timeout`).
+pub fn upgrade_v2(s: &str) -> String {
+    format!(
+        r#"
+ALTER TABLE {s}.messages ADD COLUMN ready boolean NOT NULL DEFAULT true;
+UPDATE {s}.messages SET ready = false WHERE status = 'pending' AND retry_after IS NOT NULL;
+ALTER TABLE {s}.messages ADD CONSTRAINT messages_ready_or_delayed
+    CHECK (ready OR retry_after IS NOT NULL);
+DROP INDEX {s}.messages_due;
+DROP INDEX {s}.messages_delayed;
+-- claim, step 2 (and Counts::oldest_due_created_at): the ready messages in FIFO order. The last
+-- key is when the message became due (the smallest bigint when it always was): a message moved
+-- here before the clock went back is skipped inside the index.
+CREATE INDEX messages_ready ON {s}.messages
+    (queue, created_at, id, (coalesce(retry_after, '-9223372036854775808'::bigint)))
+    WHERE status = 'pending' AND ready;
+-- claim, first: the waiting messages (ready = false) whose retry_after has come, by retry_after;
+-- next_due_at and the counts: every message in backoff, waiting or already moved (ready = true)
+CREATE INDEX messages_delayed ON {s}.messages (queue, ready, retry_after, created_at)
+    WHERE status = 'pending' AND retry_after IS NOT NULL;
+UPDATE {s}.deadletter_schema SET version = 2;
+"#
+    )
+}
+
+/// The DDL of the current version ([`SCHEMA_VERSION`]) for the quoted schema `s`: what a new
+/// schema gets.
+pub fn ddl(s: &str) -> String {
+    ddl_v1(s) + &upgrade_v2(s)
+}
+
 /// Creates the schema `name` (quoted: `quoted`) and its tables when it is missing or empty;
-/// accepts it at [`SCHEMA_VERSION`]; refuses a schema that holds other tables and no
-/// `deadletter_schema`, or a newer version. Serialized between processes by an advisory lock, so
-/// that workers starting together create it once.
+/// accepts it at [`SCHEMA_VERSION`] and upgrades it from version 1, in the transaction that read
+/// the version; refuses a schema that holds other tables and no `deadletter_schema`, or a newer
+/// version (a refused schema is only read). Serialized between processes by an advisory lock,
+/// so that workers starting together create or upgrade it once.
 pub fn migrate(client: &mut Client, name: &str, quoted: &str) -> Result<()> {
     let mut tx = client.transaction().map_err(db_error)?;
     tx.execute(
@@ -121,6 +173,10 @@ pub fn migrate(client: &mut Client, name: &str, quoted: &str) -> Result<()> {
             .map_err(db_error)?
             .and_then(|row| row.get(0));
         return match version {
+            Some(1) => {
+                tx.batch_execute(&upgrade_v2(quoted)).map_err(db_error)?;
+                tx.commit().map_err(db_error)
+            }
             Some(SCHEMA_VERSION) => tx.commit().map_err(db_error),
             Some(newer) if newer > SCHEMA_VERSION => Err(Error::Store(format!(
                 "schema {name:?} has deadletter schema version {newer}; this deadletter reads \

@@ -11,10 +11,18 @@ const INSERTED: &str = "queue, payload, status, retry_count, max_retries, retry_
     last_error, created_at, updated_at, lease_token, lease_expires_at, idempotency_key, \
     first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at";
 
-/// When a pending message became due, as the `messages_due` index stores it: its `retry_after`,
+/// When a ready message became due, as the `messages_ready` index stores it: its `retry_after`,
 /// or the smallest bigint when it has none (due from the start). The same text as in the index,
 /// so that the planner matches them.
 const DUE_SINCE: &str = "coalesce(retry_after, '-9223372036854775808'::bigint)";
+
+/// The waiting messages: pending, in backoff, not yet moved to the ready index (the range
+/// `ready = false` of the index `messages_delayed`).
+const WAITING: &str = "status = 'pending' AND retry_after IS NOT NULL AND NOT ready";
+
+/// The pending messages in backoff already moved to the ready index (the range `ready = true` of
+/// `messages_delayed`): their `retry_after` had come when they were moved.
+const MOVED: &str = "status = 'pending' AND retry_after IS NOT NULL AND ready";
 
 /// The statements of one schema.
 #[derive(Debug, Clone)]
@@ -34,13 +42,20 @@ pub struct Sql {
     pub insert_many: String,
     /// Writes every column of message `$1` (`$2`..`$19`); a null `payload` (`$3`) or `errors`
     /// (`$16`) keeps the stored one, so that a transition does not rewrite a large payload.
+    /// `ready` is false exactly when the message has a `retry_after` (claim moves it when that
+    /// comes); inserts set it the same way.
     pub write: String,
     /// Claim, step 1: the processing messages of queue `$1` whose lease ran out at `$2`, in
     /// expiry order, locked; rows another transaction holds are skipped (it is acking or reaping
     /// them).
     pub expired: String,
-    /// Claim, step 2: at most `$3` pending messages of queue `$1` due at `$2`, FIFO, locked;
-    /// rows other workers are claiming are skipped instead of waited for.
+    /// Claim, before step 2: marks ready the waiting messages of queue `$1` whose `retry_after`
+    /// has come at `$2` (index `messages_delayed`, range `ready = false`), so that each is moved
+    /// once into the ready index; rows another transaction holds are skipped, never waited for.
+    pub promote: String,
+    /// Claim, step 2: at most `$3` ready messages of queue `$1` due at `$2`, FIFO (the head of
+    /// the index `messages_ready`), locked; rows other workers are claiming are skipped instead
+    /// of waited for.
     pub due: String,
     /// Queue `$1`, ids above `$2`, at most `$3`, by id.
     pub list: String,
@@ -55,11 +70,13 @@ pub struct Sql {
     /// Deletes the messages with ids `$1`.
     pub delete: String,
     /// The counters of queue `$1` at `$2`: by status (4), expired, delayed, next due, oldest
-    /// due `created_at`, oldest `dead_at`.
+    /// due `created_at` (the head of the ready index, or a waiting message whose `retry_after`
+    /// has come and that no claim has moved yet), oldest `dead_at`.
     pub counts: String,
     /// The distinct queue names in byte order, one index probe per queue (a loose index scan).
     pub queues: String,
-    /// The earliest `retry_after` after `$2` among the pending messages of queue `$1`.
+    /// The earliest `retry_after` after `$2` among the pending messages of queue `$1` (waiting,
+    /// or moved before the clock went back): one seek in each range of `messages_delayed`.
     pub next_due_at: String,
 }
 
@@ -69,19 +86,27 @@ impl Sql {
         let m = format!("{s}.messages");
         let select = |rest: &str| format!("SELECT {COLUMNS} FROM {m} {rest}");
         let count = |cond: &str| format!("(SELECT count(*) FROM {m} WHERE queue = $1 AND {cond})");
+        let next_due_at = format!(
+            "least( \
+               (SELECT min(retry_after) FROM {m} WHERE queue = $1 AND {WAITING} \
+                AND retry_after > $2), \
+               (SELECT min(retry_after) FROM {m} WHERE queue = $1 AND {MOVED} \
+                AND retry_after > $2))"
+        );
         Self {
             get: select("WHERE id = $1 AND queue = $2"),
             get_for_update: select("WHERE id = $1 AND queue = $2 FOR UPDATE"),
             find_key: select("WHERE queue = $1 AND idempotency_key = $2"),
             insert: format!(
-                "INSERT INTO {m} ({INSERTED}) \
+                "INSERT INTO {m} ({INSERTED}, ready) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-                 $17, $18) \
+                 $17, $18, $6::bigint IS NULL) \
                  ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL \
                  DO NOTHING RETURNING id"
             ),
             insert_many: format!(
-                "INSERT INTO {m} ({INSERTED}) SELECT {INSERTED} FROM unnest($1::text[], \
+                "INSERT INTO {m} ({INSERTED}, ready) SELECT {INSERTED}, retry_after IS NULL \
+                 FROM unnest($1::text[], \
                  $2::bytea[], $3::text[], $4::int[], $5::int[], $6::bigint[], $7::text[], \
                  $8::bigint[], $9::bigint[], $10::text[], $11::bigint[], $12::text[], \
                  $13::bigint[], $14::bigint[], $15::jsonb[], $16::bigint[], $17::bigint[], \
@@ -93,14 +118,19 @@ impl Sql {
                  created_at = $9, updated_at = $10, lease_token = $11, lease_expires_at = $12, \
                  idempotency_key = $13, first_failed_at = $14, dead_at = $15, \
                  errors = coalesce($16, errors), errors_dropped = $17, replay_count = $18, \
-                 replayed_at = $19 WHERE id = $1"
+                 replayed_at = $19, ready = $7::bigint IS NULL WHERE id = $1"
             ),
             expired: select(
                 "WHERE queue = $1 AND status = 'processing' AND lease_expires_at <= $2 \
                  ORDER BY lease_expires_at, id FOR UPDATE SKIP LOCKED",
             ),
+            promote: format!(
+                "UPDATE {m} SET ready = true WHERE id = ANY(ARRAY( \
+                   SELECT id FROM {m} WHERE queue = $1 AND {WAITING} AND retry_after <= $2 \
+                   ORDER BY retry_after FOR UPDATE SKIP LOCKED))"
+            ),
             due: select(&format!(
-                "WHERE queue = $1 AND status = 'pending' AND {DUE_SINCE} <= $2 \
+                "WHERE queue = $1 AND status = 'pending' AND ready AND {DUE_SINCE} <= $2 \
                  ORDER BY created_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
             )),
             list: select("WHERE queue = $1 AND id > $2 ORDER BY id LIMIT $3"),
@@ -118,12 +148,13 @@ impl Sql {
             many_for_update: select("WHERE queue = $1 AND id = ANY($2) ORDER BY id FOR UPDATE"),
             delete: format!("DELETE FROM {m} WHERE id = ANY($1)"),
             counts: format!(
-                "SELECT {}, {}, {}, {}, {}, {}, \
-                 (SELECT min(retry_after) FROM {m} \
-                  WHERE queue = $1 AND status = 'pending' AND retry_after > $2), \
-                 (SELECT created_at FROM {m} \
-                  WHERE queue = $1 AND status = 'pending' AND {DUE_SINCE} <= $2 \
-                  ORDER BY created_at, id LIMIT 1), \
+                "SELECT {}, {}, {}, {}, {}, {}, {next_due_at}, \
+                 least( \
+                   (SELECT created_at FROM {m} \
+                    WHERE queue = $1 AND status = 'pending' AND ready AND {DUE_SINCE} <= $2 \
+                    ORDER BY created_at, id LIMIT 1), \
+                   (SELECT min(created_at) FROM {m} \
+                    WHERE queue = $1 AND {WAITING} AND retry_after <= $2)), \
                  (SELECT min(dead_at) FROM {m} WHERE queue = $1 AND status = 'dead')",
                 count("status = 'pending'"),
                 count("status = 'processing'"),
@@ -140,10 +171,7 @@ impl Sql {
                    FROM q WHERE q.queue IS NOT NULL \
                  ) SELECT queue FROM q WHERE queue IS NOT NULL"
             ),
-            next_due_at: format!(
-                "SELECT min(retry_after) FROM {m} \
-                 WHERE queue = $1 AND status = 'pending' AND retry_after > $2"
-            ),
+            next_due_at: format!("SELECT {next_due_at}"),
         }
     }
 }

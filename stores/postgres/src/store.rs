@@ -381,7 +381,8 @@ impl Store for PostgresStore {
     ) -> Result<Claimed> {
         self.sessions.write(|conn| {
             // Both sets are read before anything is written: a message whose lease expires here
-            // is not taken in the same call, as in the reference store.
+            // is not taken in the same call, as in the reference store. Moving the messages
+            // whose backoff is over into the ready index changes no field.
             let statement = conn.prepare(&self.sql.expired)?;
             let rows = conn
                 .client
@@ -391,6 +392,10 @@ impl Store for PostgresStore {
             let due = if limit_n == 0 {
                 Vec::new()
             } else {
+                let statement = conn.prepare(&self.sql.promote)?;
+                conn.client
+                    .execute(&statement, &[&queue, &now])
+                    .map_err(db_error)?;
                 let statement = conn.prepare(&self.sql.due)?;
                 let rows = conn
                     .client

@@ -1,27 +1,30 @@
 //! The query plans that keep `claim` cheap on a large table: 1 000 000 messages, most finished,
-//! dead or in backoff. Claim's two reads must walk their partial indexes (no sequential scan, no
-//! sort), both as first planned and as the generic plan a session settles on.
+//! dead or in backoff. Claim's statements must walk their partial indexes (no sequential scan, no
+//! sort), both as first planned and as the generic plan a session settles on; and claim must not
+//! walk the messages in backoff (issue 10): with 10 000 of them older than the first due message
+//! it reads no more pages than with none.
 
 mod common;
 
 use common::Schemas;
 use deadletter::conformance::BASE;
-use deadletter::{Arg, Backoff, Engine, Error, Limits, Moment};
+use deadletter::{Arg, Backoff, Engine, Error, Item, Limits, Moment};
 use deadletter_postgres::PostgresStore;
+use postgres::types::{FromSql, Json};
 
 const ROWS: i64 = 1_000_000;
 const NOW: i64 = BASE + 2 * ROWS;
 
 /// 1 000 000 messages created 1 ms apart in two queues (`other` holds every tenth block of 100):
 /// per 100, 60 succeeded, 15 dead, 15 pending in backoff, 1 processing (its lease ran out in one
-/// of each 100 such), 9 pending and due. Then `VACUUM ANALYZE`, as autovacuum leaves a table
-/// that size: the planner knows its statistics and which pages are all-visible.
+/// of each 100 such), 9 pending and due; `ready` as the store writes it (false exactly for the
+/// messages in backoff).
 fn fill(store: &PostgresStore) {
     let table = store.qualified("messages");
     let sql = format!(
         "INSERT INTO {table} (queue, payload, status, retry_count, max_retries, retry_after, \
            last_error, created_at, updated_at, lease_token, lease_expires_at, idempotency_key, \
-           first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at) \
+           first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at, ready) \
          SELECT CASE WHEN (i / 100) % 10 = 9 THEN 'other' ELSE 'q' END, \
            convert_to('{{\"n\": ' || i || '}}', 'UTF8'), \
            CASE WHEN k < 60 THEN 'succeeded' WHEN k < 75 THEN 'dead' \
@@ -34,24 +37,42 @@ fn fill(store: &PostgresStore) {
            CASE WHEN k = 90 AND i % 10000 = 90 THEN {NOW} - 1000 \
                 WHEN k = 90 THEN {NOW} + 30000 END, \
            NULL, CASE WHEN k BETWEEN 60 AND 89 THEN {BASE} + i END, \
-           CASE WHEN k BETWEEN 60 AND 74 THEN {BASE} + i END, '[]', 0, 0, NULL \
+           CASE WHEN k BETWEEN 60 AND 74 THEN {BASE} + i END, '[]', 0, 0, NULL, \
+           k NOT BETWEEN 75 AND 89 \
          FROM (SELECT i, i % 100 AS k FROM generate_series(0, {ROWS} - 1) AS i) AS g"
     );
-    let fail = |err: postgres::Error| Error::Store(format!("{:?}", err.as_db_error()));
+    store
+        .with_client(|client| client.batch_execute(&sql).map_err(fail))
+        .expect("fill");
+}
+
+fn fail(err: postgres::Error) -> Error {
+    Error::Store(format!("{:?}", err.as_db_error()))
+}
+
+/// `VACUUM ANALYZE`, as autovacuum leaves a table that size: the planner knows its statistics
+/// and which pages are all-visible.
+fn vacuum(store: &PostgresStore) {
+    let table = store.qualified("messages");
     store
         .with_client(|client| {
-            client.batch_execute(&sql).map_err(fail)?;
             client
                 .batch_execute(&format!("VACUUM ANALYZE {table}"))
                 .map_err(fail)
         })
-        .expect("fill");
+        .expect("vacuum");
 }
 
-/// The plan of `sql` (parameters `$1` queue, `$2` now, `$3` limit when `types` has three), run
-/// with `EXPLAIN (ANALYZE, BUFFERS)` inside a transaction that is rolled back, as planned for
+/// The rows of `EXPLAIN (ANALYZE, BUFFERS{options}) sql` (parameters `$1` queue, `$2` now, `$3`
+/// limit when `types` has three), run inside a transaction that is rolled back, as planned for
 /// these values (`custom`) or as the generic plan a session reuses.
-fn explain(store: &PostgresStore, sql: &str, types: &str, args: &str, mode: &str) -> String {
+fn explain_rows<T: for<'a> FromSql<'a>>(
+    store: &PostgresStore,
+    sql: &str,
+    (types, args): (&str, &str),
+    mode: &str,
+    options: &str,
+) -> Vec<T> {
     store
         .with_client(|client| {
             let mut tx = client.transaction().map_err(Error::store)?;
@@ -61,36 +82,95 @@ fn explain(store: &PostgresStore, sql: &str, types: &str, args: &str, mode: &str
             .map_err(Error::store)?;
             let rows = tx
                 .query(
-                    &format!("EXPLAIN (ANALYZE, BUFFERS) EXECUTE p({args})"),
+                    &format!("EXPLAIN (ANALYZE, BUFFERS{options}) EXECUTE p({args})"),
                     &[],
                 )
                 .map_err(Error::store)?;
-            let lines: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+            let values = rows
+                .iter()
+                .map(|r| r.try_get(0))
+                .collect::<Result<Vec<T>, _>>()
+                .map_err(Error::store)?;
             tx.rollback().map_err(Error::store)?;
             client
                 .batch_execute("DEALLOCATE ALL")
                 .map_err(Error::store)?;
-            Ok(lines.join("\n"))
+            Ok(values)
         })
         .expect("explain")
+}
+
+/// The plan of `sql` in text (see [`explain_rows`]).
+fn explain(store: &PostgresStore, sql: &str, types: &str, args: &str, mode: &str) -> String {
+    explain_rows::<String>(store, sql, (types, args), mode, "").join("\n")
+}
+
+/// What one run of `sql` read, from its custom plan: (pages of tables and indexes, found in
+/// shared buffers or read, and rows the top node returned). Pages, not time: a count that does
+/// not vary from run to run on the same data.
+fn pages_read(store: &PostgresStore, sql: &str, types: &str, args: &str) -> (u64, u64) {
+    let rows: Vec<Json<serde_json::Value>> =
+        explain_rows(store, sql, (types, args), "custom", ", FORMAT JSON");
+    let Json(plan) = &rows[0];
+    let top = &plan[0]["Plan"];
+    let number = |key: &str| top[key].as_u64().unwrap_or_else(|| panic!("{key}: {plan}"));
+    (
+        number("Shared Hit Blocks") + number("Shared Read Blocks"),
+        number("Actual Rows"),
+    )
+}
+
+/// When the messages of the queues `ahead` and `none` are enqueued: after the million.
+const LATE: i64 = NOW - 10_000;
+
+/// Queue `ahead`: 10 000 messages delayed by an hour, then one due message, enqueued 5 s later
+/// (so every delayed one is older); queue `none`: the due message alone. Through the engine, so
+/// that the store writes them as it always does.
+fn enqueue_ahead_and_none(engine: &Engine<PostgresStore>) {
+    let later = Item {
+        payload: Arg::Str("later"),
+        delay_ms: Arg::Int(3_600_000),
+        ..Item::default()
+    };
+    let batch = vec![later; 1000];
+    for _ in 0..10 {
+        pollster::block_on(engine.enqueue_many("ahead".into(), &batch, LATE)).expect("enqueue");
+    }
+    let now = Item {
+        payload: Arg::Str("now"),
+        ..Item::default()
+    };
+    for queue in ["ahead", "none"] {
+        pollster::block_on(engine.enqueue(queue.into(), &now, LATE + 5000)).expect("enqueue");
+    }
 }
 
 #[test]
 fn claim_walks_its_partial_indexes_on_a_million_messages() {
     let schemas = Schemas::new("plans");
-    let store = schemas.store(1);
+    let engine = Engine::new(schemas.store(1), Limits::default());
+    let store = engine.store();
     let started = std::time::Instant::now();
-    fill(&store);
+    fill(store);
+    enqueue_ahead_and_none(&engine);
+    vacuum(store);
     println!("filled {ROWS} messages in {:?}", started.elapsed());
     let sql = store.statements();
     let now = NOW;
     let checks = [
         (
-            "claim, step 2 (due)",
+            "claim, step 2 (due: the head of the ready index)",
             &sql.due,
             "text, bigint, bigint",
             format!("'q', {now}, 1"),
-            "messages_due",
+            "messages_ready",
+        ),
+        (
+            "claim, before step 2 (promote: the waiting messages now due)",
+            &sql.promote,
+            "text, bigint",
+            format!("'q', {now}"),
+            "messages_delayed",
         ),
         (
             "claim, step 1 (expired leases)",
@@ -109,7 +189,7 @@ fn claim_walks_its_partial_indexes_on_a_million_messages() {
     ];
     for (name, statement, types, args, index) in &checks {
         for mode in ["custom", "generic"] {
-            let plan = explain(&store, statement, types, args, mode);
+            let plan = explain(store, statement, types, args, mode);
             println!("-- {name}, {mode} plan:\n{statement}\n{plan}\n");
             assert!(
                 plan.contains(&format!("using {index} on messages")),
@@ -120,7 +200,7 @@ fn claim_walks_its_partial_indexes_on_a_million_messages() {
         }
     }
     let counts = explain(
-        &store,
+        store,
         &sql.counts,
         "text, bigint",
         &format!("'q', {now}"),
@@ -129,10 +209,49 @@ fn claim_walks_its_partial_indexes_on_a_million_messages() {
     println!("-- counts (stats), generic plan:\n{counts}\n");
     assert!(!counts.contains("Seq Scan"), "{counts}");
 
+    // Issue 10: claim with 10 000 messages in backoff older than the first due one reads no more
+    // pages than with none. Before the ready index, the take walked one index entry per delayed
+    // message (about a hundred more pages here).
+    let mut read = Vec::new();
+    for queue in ["ahead", "none"] {
+        let steps = [
+            (
+                "promote",
+                &sql.promote,
+                "text, bigint",
+                format!("'{queue}', {now}"),
+            ),
+            (
+                "due",
+                &sql.due,
+                "text, bigint, bigint",
+                format!("'{queue}', {now}, 1"),
+            ),
+        ];
+        for (step, statement, types, args) in steps {
+            let plan = explain(store, statement, types, &args, "custom");
+            println!("-- claim's {step} on queue {queue:?}, custom plan:\n{plan}\n");
+            read.push(pages_read(store, statement, types, &args));
+        }
+    }
+    let [ahead_promote, ahead_due, none_promote, none_due] = read[..] else {
+        unreachable!("two steps on two queues")
+    };
+    println!(
+        "pages read (promote + due): 10 000 delayed ahead {} + {}, none {} + {}",
+        ahead_promote.0, ahead_due.0, none_promote.0, none_due.0
+    );
+    // Nothing to promote on either queue; the due message is taken on both.
+    assert_eq!((ahead_promote.1, ahead_due.1), (0, 1));
+    assert_eq!((none_promote.1, none_due.1), (0, 1));
+    assert!(
+        ahead_promote.0 <= none_promote.0 && ahead_due.0 <= none_due.0,
+        "claim read more with 10 000 delayed messages ahead: {read:?}"
+    );
+
     // And on this data claim does what it says: it reaps the 100 expired leases (messages
     // 90, 10 090, ...: all in q), then takes the oldest due message of q, id 92 (created 91 ms
     // after BASE; ids start at 1).
-    let engine = Engine::new(store, Limits::default());
     let policy = Backoff::default();
     let at = Moment {
         policy: &policy,
