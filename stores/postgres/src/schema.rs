@@ -114,7 +114,7 @@ INSERT INTO {s}.deadletter_schema (version) VALUES (1);
 /// processes wait for it (up to their `lock_timeout`).
 pub fn upgrade_v2(s: &str) -> String {
     format!(
-        r#"
+        r"
 ALTER TABLE {s}.messages ADD COLUMN ready boolean NOT NULL DEFAULT true;
 UPDATE {s}.messages SET ready = false WHERE status = 'pending' AND retry_after IS NOT NULL;
 ALTER TABLE {s}.messages ADD CONSTRAINT messages_ready_or_delayed
@@ -132,7 +132,7 @@ CREATE INDEX messages_ready ON {s}.messages
 CREATE INDEX messages_delayed ON {s}.messages (queue, ready, retry_after, created_at)
     WHERE status = 'pending' AND retry_after IS NOT NULL;
 UPDATE {s}.deadletter_schema SET version = 2;
-"#
+"
     )
 }
 

@@ -1,0 +1,330 @@
+//! Schema version 2's ready index (issue 10) beyond the conformance cases: the upgrade of a
+//! version-1 schema, messages in backoff coming out in FIFO order once due, and a moved message
+//! that is not taken when the clock goes back.
+
+mod common;
+
+use common::{Schemas, url};
+use deadletter::conformance::BASE;
+use deadletter::{Arg, Backoff, Engine, Item, Limits, Message, Moment, Status};
+use deadletter_postgres::{Options, PostgresStore, SCHEMA_VERSION, ddl, ddl_v1};
+
+fn admin() -> postgres::Client {
+    postgres::Client::connect(&url(), postgres::NoTls).expect("connect")
+}
+
+fn quoted(schema: &str) -> String {
+    format!("\"{schema}\"")
+}
+
+fn engine(schema: &str) -> Engine<PostgresStore> {
+    let options = Options {
+        schema: schema.to_owned(),
+        max_connections: 1,
+        ..Options::default()
+    };
+    Engine::new(
+        PostgresStore::open(&url(), &options).expect("open"),
+        Limits::default(),
+    )
+}
+
+fn enqueue_at(db: &Engine<PostgresStore>, payload: &str, delay_ms: i64, now: i64) -> Message {
+    let item = Item {
+        payload: Arg::Str(payload),
+        delay_ms: Arg::Int(delay_ms),
+        ..Item::default()
+    };
+    pollster::block_on(db.enqueue("q".into(), &item, now)).expect("enqueue")
+}
+
+fn claim_at(db: &Engine<PostgresStore>, now: i64) -> Option<Message> {
+    let policy = Backoff::default();
+    let at = Moment {
+        policy: &policy,
+        sample: 0.0,
+        now,
+    };
+    pollster::block_on(db.claim("q".into(), Arg::Null, || "tok".into(), at))
+        .expect("claim")
+        .value
+}
+
+/// `(id, ready)` of every message of `schema`, by id (`ready` is storage only: SQL reads it).
+fn ready(schema: &str) -> Vec<(i64, bool)> {
+    admin()
+        .query(
+            &format!(
+                "SELECT id, ready FROM {}.messages ORDER BY id",
+                quoted(schema)
+            ),
+            &[],
+        )
+        .expect("ready")
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect()
+}
+
+/// A schema as the version-1 store wrote it (`now`: the instant of the test), one message in
+/// each state, ids 1 to 7: pending and due, pending whose backoff is over, pending in backoff,
+/// processing with an expired lease, processing with a live lease, succeeded, dead.
+fn write_version_1(schema: &str, now: i64) {
+    let s = quoted(schema);
+    let failed = r#"'[{"attempt":1,"error":"boom","at":1767225600000}]'"#;
+    let (b, n) = (BASE, now);
+    admin()
+        .batch_execute(&format!(
+            "CREATE SCHEMA {s}; {ddl} \
+             INSERT INTO {s}.messages (queue, payload, status, retry_count, max_retries, \
+               retry_after, last_error, created_at, updated_at, lease_token, lease_expires_at, \
+               first_failed_at, dead_at, errors, errors_dropped, replay_count) VALUES \
+             ('q', 'due', 'pending', 0, 3, NULL, NULL, {b}+3, {b}+3, NULL, NULL, \
+               NULL, NULL, '[]', 0, 0), \
+             ('q', 'over', 'pending', 1, 3, {n}-1, 'boom', {b}+1, {b}+1, NULL, NULL, \
+               {b}+1, NULL, {failed}, 0, 0), \
+             ('q', 'later', 'pending', 1, 3, {n}+50000, 'boom', {b}, {b}, NULL, NULL, \
+               {b}, NULL, {failed}, 0, 0), \
+             ('q', 'held', 'processing', 0, 3, NULL, NULL, {b}+2, {b}+2, 't', {n}-5, \
+               NULL, NULL, '[]', 0, 0), \
+             ('q', 'leased', 'processing', 0, 3, NULL, NULL, {b}+5, {b}+5, 'u', {n}+30000, \
+               NULL, NULL, '[]', 0, 0), \
+             ('q', 'done', 'succeeded', 0, 3, NULL, NULL, {b}+4, {b}+4, NULL, NULL, \
+               NULL, NULL, '[]', 0, 0), \
+             ('q', 'gone', 'dead', 1, 1, NULL, 'boom', {b}+6, {b}+6, NULL, NULL, \
+               {b}+6, {b}+6, {failed}, 0, 0)",
+            ddl = ddl_v1(&s)
+        ))
+        .expect("version 1");
+}
+
+/// What defines a schema's tables, with the schema's name taken out: columns (name, type,
+/// nullability, default), constraints and indexes, sorted.
+fn definition(schema: &str) -> Vec<String> {
+    let mut admin = admin();
+    let mut lines: Vec<String> = admin
+        .query(
+            "SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable \
+               || ' ' || coalesce(column_default, '') \
+             FROM information_schema.columns WHERE table_schema = $1",
+            &[&schema],
+        )
+        .expect("columns")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    for sql in [
+        "SELECT conname || ' ' || pg_get_constraintdef(c.oid) FROM pg_constraint c \
+         JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = $1",
+        "SELECT indexdef FROM pg_indexes WHERE schemaname = $1",
+    ] {
+        let rows = admin.query(sql, &[&schema]).expect("definition");
+        lines.extend(rows.iter().map(|row| row.get::<_, String>(0)));
+    }
+    let mut lines: Vec<String> = lines
+        .into_iter()
+        .map(|line| line.replace(&quoted(schema), "S").replace(schema, "S"))
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn a_version_1_schema_is_upgraded_in_place_by_the_first_of_racing_opens() {
+    let schemas = Schemas::new("upgrade");
+    let name = schemas.name();
+    let now = BASE + 100_000;
+    write_version_1(&name, now);
+
+    // Four processes starting together: one upgrades, the others find version 2.
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| engine(&name));
+        }
+    });
+    let version: i32 = admin()
+        .query_one(
+            &format!("SELECT version FROM {}.deadletter_schema", quoted(&name)),
+            &[],
+        )
+        .expect("version")
+        .get(0);
+    assert_eq!(version, SCHEMA_VERSION);
+    // The upgraded schema is the one a new store creates.
+    let fresh = schemas.name();
+    admin()
+        .batch_execute(&format!(
+            "CREATE SCHEMA {0}; {1}",
+            quoted(&fresh),
+            ddl(&quoted(&fresh))
+        ))
+        .expect("fresh");
+    assert_eq!(definition(&name), definition(&fresh));
+    assert!(
+        definition(&name)
+            .iter()
+            .any(|line| line.contains("messages_ready ON S.messages")),
+        "{:?}",
+        definition(&name)
+    );
+
+    // `ready` from each message's state: false exactly for the pending ones in backoff.
+    assert_eq!(
+        ready(&name),
+        [
+            (1, true),
+            (2, false),
+            (3, false),
+            (4, true),
+            (5, true),
+            (6, true),
+            (7, true)
+        ]
+    );
+    let db = engine(&name);
+    let all =
+        pollster::block_on(db.list("q".into(), Arg::Null, Arg::Null, Arg::Null)).expect("list");
+    let fields: Vec<(&str, Status, Option<i64>)> = all
+        .iter()
+        .map(|m| (m.payload.as_str(), m.status, m.retry_after))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            ("due", Status::Pending, None),
+            ("over", Status::Pending, Some(now - 1)),
+            ("later", Status::Pending, Some(now + 50_000)),
+            ("held", Status::Processing, None),
+            ("leased", Status::Processing, None),
+            ("done", Status::Succeeded, None),
+            ("gone", Status::Dead, None),
+        ]
+    );
+    let stats = pollster::block_on(db.stats("q".into(), now)).expect("stats");
+    assert_eq!(
+        (
+            stats.pending,
+            stats.processing,
+            stats.succeeded,
+            stats.dead,
+            stats.delayed,
+            stats.next_due_at,
+            stats.expired,
+            stats.oldest_due_age_ms,
+        ),
+        (3, 2, 1, 1, 1, Some(now + 50_000), 1, Some(now - (BASE + 1)))
+    );
+    // FIFO among the due messages, the one whose backoff is over (not moved yet) first; the
+    // expired lease is reaped into backoff; the one still in backoff stays.
+    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("over".into()));
+    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("due".into()));
+    assert_eq!(claim_at(&db, now), None);
+    let held = pollster::block_on(db.get("q".into(), 4_i64.into())).expect("get");
+    assert_eq!(held.status, Status::Pending);
+    assert!(held.retry_after.is_some_and(|at| at > now), "{held:?}");
+    let moved = [
+        (1, true),
+        (2, true),
+        (3, false),
+        (4, false),
+        (5, true),
+        (6, true),
+        (7, true),
+    ];
+    assert_eq!(ready(&name), moved);
+    drop(db);
+    engine(&name);
+    assert_eq!(ready(&name), moved, "reopening changes nothing");
+}
+
+#[test]
+fn the_database_refuses_a_message_neither_ready_nor_in_backoff() {
+    // Whoever writes it: such a message would be invisible to claim.
+    let schemas = Schemas::new("check");
+    let name = schemas.name();
+    let db = engine(&name);
+    enqueue_at(&db, "due", 0, BASE);
+    let err = admin()
+        .execute(
+            &format!(
+                "UPDATE {}.messages SET ready = false WHERE id = 1",
+                quoted(&name)
+            ),
+            &[],
+        )
+        .expect_err("check constraint");
+    assert_eq!(
+        err.as_db_error().map(|e| e.constraint()),
+        Some(Some("messages_ready_or_delayed"))
+    );
+    assert_eq!(ready(&name), [(1, true)]);
+}
+
+#[test]
+fn ten_thousand_delayed_messages_come_out_in_fifo_order_once_due() {
+    let schemas = Schemas::new("fifo");
+    let name = schemas.name();
+    let db = engine(&name);
+    let later: Vec<Item<'_>> = (0..1000)
+        .map(|_| Item {
+            payload: Arg::Str("later"),
+            delay_ms: Arg::Int(3_600_000),
+            ..Item::default()
+        })
+        .collect();
+    for start in (0..10_000).step_by(1000) {
+        pollster::block_on(db.enqueue_many("q".into(), &later, BASE + start)).expect("enqueue");
+    }
+    let due = enqueue_at(&db, "now", 0, BASE + 20_000);
+    let taken = claim_at(&db, BASE + 30_000).expect("the due message");
+    assert_eq!(taken.id, due.id, "behind 10 000 delayed ones");
+    pollster::block_on(db.succeed("q".into(), due.id.into(), "tok".into(), BASE + 30_000))
+        .expect("ack");
+    assert!(ready(&name).iter().take(10_000).all(|(_, r)| !r));
+
+    // An hour later all 10 000 are due: one claim moves them all, then they come out in FIFO
+    // order, each with its backoff cleared.
+    let hour = BASE + 3_600_000 + 10_000;
+    let first = claim_at(&db, hour).expect("the oldest delayed message");
+    assert_eq!((first.id, first.retry_after), (1, None));
+    let waiting: Vec<_> = ready(&name).into_iter().filter(|(_, r)| !r).collect();
+    assert!(waiting.is_empty(), "every one moved once: {waiting:?}");
+    let stats = pollster::block_on(db.stats("q".into(), hour)).expect("stats");
+    assert_eq!(
+        (stats.pending, stats.delayed, stats.next_due_at),
+        (9_999, 0, None)
+    );
+    assert_eq!(stats.oldest_due_age_ms, Some(hour - BASE));
+    let ids: Vec<i64> = (0..5)
+        .filter_map(|_| claim_at(&db, hour))
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(ids, [2, 3, 4, 5, 6]);
+}
+
+#[test]
+fn a_moved_message_is_not_claimed_when_the_clock_goes_back() {
+    let schemas = Schemas::new("clock");
+    let db = engine(&schemas.name());
+    let delayed = enqueue_at(&db, "delayed", 10_000, BASE);
+    let due = enqueue_at(&db, "due", 0, BASE + 1);
+    // At BASE + 20 s both are due: the claim moves the delayed one to the ready index and takes
+    // the oldest (the delayed one); then ...
+    let taken = claim_at(&db, BASE + 20_000).expect("the delayed message");
+    assert_eq!(taken.id, delayed.id);
+    let other = enqueue_at(&db, "again", 10_000, BASE + 2);
+    let next = claim_at(&db, BASE + 20_000).expect("the due message");
+    assert_eq!(next.id, due.id);
+    // ... `other` was moved by that claim (due at BASE + 10 s). With the clock back before its
+    // retry_after (another worker's clock, say), it is delayed again: not claimed, counted as
+    // delayed, next due.
+    assert_eq!(claim_at(&db, BASE + 5_000), None);
+    let stats = pollster::block_on(db.stats("q".into(), BASE + 5_000)).expect("stats");
+    assert_eq!(
+        (stats.delayed, stats.next_due_at, stats.oldest_due_age_ms),
+        (1, Some(BASE + 10_002), None)
+    );
+    let next_due = pollster::block_on(db.next_due_at("q".into(), BASE + 5_000)).expect("next");
+    assert_eq!(next_due, Some(BASE + 10_002));
+    assert_eq!(claim_at(&db, BASE + 10_002).map(|m| m.id), Some(other.id));
+}
