@@ -53,5 +53,5 @@ mod sql;
 mod store;
 
 pub use schema::{MAX_SCHEMA_BYTES, SCHEMA_VERSION, ddl, ddl_v1, quote_identifier, upgrade_v2};
-pub use sql::{COLUMNS, Sql};
+pub use sql::{CLAIM_BEGIN, COLUMNS, Sql};
 pub use store::{MAX_CONNECTIONS, MAX_TIMEOUT, MAX_TIMEOUT_MS, Options, PostgresStore};

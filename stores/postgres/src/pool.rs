@@ -191,10 +191,16 @@ impl Sessions {
     /// server or from a step) nothing is written. A session found closed at `BEGIN` is replaced
     /// (nothing was sent yet); a failure after it is the caller's store error.
     pub fn write<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+        self.write_with("BEGIN", f)
+    }
+
+    /// [`Sessions::write`], starting the transaction with `begin`: `BEGIN` and settings of that
+    /// transaction (`SET LOCAL ...`), sent in one round trip.
+    pub fn write_with<T>(&self, begin: &str, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
         let mut attempt = 1;
         let mut conn = loop {
             let mut conn = self.get()?;
-            match conn.client.batch_execute("BEGIN") {
+            match conn.client.batch_execute(begin) {
                 Ok(()) => break conn,
                 Err(_) if conn.client.is_closed() && attempt < self.attempts() => attempt += 1,
                 Err(err) => return Err(db_error(err)),

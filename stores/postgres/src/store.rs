@@ -13,7 +13,7 @@ use r2d2::ManageConnection;
 use crate::pool::{self, Conn, Manager, Sessions, db_error};
 use crate::row;
 use crate::schema;
-use crate::sql::Sql;
+use crate::sql::{self, Sql};
 
 /// Most sessions one store may hold: [`Options::max_connections`] is in `1..=MAX_CONNECTIONS`.
 pub const MAX_CONNECTIONS: u32 = 1000;
@@ -379,7 +379,7 @@ impl Store for PostgresStore {
         expire: impl FnMut(Message) -> Result<Message>,
         take: impl FnMut(Message) -> Result<Message>,
     ) -> Result<Claimed> {
-        self.sessions.write(|conn| {
+        self.sessions.write_with(sql::CLAIM_BEGIN, |conn| {
             // Both sets are read before anything is written: a message whose lease expires here
             // is not taken in the same call, as in the reference store. Moving the messages
             // whose backoff is over into the ready index changes no field.
