@@ -1,9 +1,9 @@
 //! The query plans that keep `claim` cheap on a large table: 1 000 000 messages, most finished,
 //! dead or in backoff. Claim's statements must walk their partial indexes (no sequential scan, no
 //! sort), both as planned for the values and as the generic plan claim runs (see
-//! `deadletter_postgres::CLAIM_BEGIN`); and claim must not
-//! walk the messages in backoff (issue 10): with 10 000 of them older than the first due message
-//! it reads no more pages than with none.
+//! `deadletter_postgres::CLAIM_BEGIN`); and claim must not walk the messages in backoff (issue
+//! 10): with 10 000 of them older than the first due message it reads no more pages than with
+//! none.
 
 mod common;
 
