@@ -117,12 +117,14 @@ bench-scaling: python
 
 ## Benchmark, not a test: claim+succeed messages/s with 1, 4 and 16 workers on PostgreSQL (durable
 ## settings) beside SQLite, in one run: Rust threads over the store, then Python processes over the
-## package; then claim's query plans on 1 000 000 messages.
+## package; the cost of one claim with 10 000 delayed messages ahead against none (issue 10); then
+## claim's query plans on 1 000 000 messages.
 bench-postgres: python
 	scripts/setup.sh postgres
 	scripts/pg.sh run --durable bash -c \
 		'cargo bench -p deadletter-postgres --bench claim_throughput && \
 		$(PY) bindings-python/benches/postgres_throughput.py && \
+		cargo bench -p deadletter-postgres --bench claim_delayed && \
 		cargo test -q -p deadletter-postgres --test plans -- --nocapture'
 
 ## Benchmark, not a test: stats, claim and replay_all on a SQLite file of 1,000,000 messages, and how
