@@ -9,13 +9,13 @@
 //! the caller as `Error::Store`. The next call takes another session (a new connection when the
 //! old one died).
 //!
-//! **Claim** is one transaction: `SELECT ... FOR UPDATE SKIP LOCKED` on the index of expired
-//! leases; then it marks ready the messages whose backoff is over (a storage-only `ready` column:
-//! from the index of waiting messages by `retry_after` into the ready index, once each) and takes
-//! the head of the ready index (FIFO by `created_at`, then id), `FOR UPDATE SKIP LOCKED` too. It
-//! never walks the messages still in backoff, however many wait ahead of the due ones. Workers
-//! skip the rows others are claiming instead of waiting for them, so N workers do not serialize
-//! on each other. Every other transition locks only its own row (`SELECT ... FOR
+//! **Claim** is one transaction of two reads, both `FOR UPDATE SKIP LOCKED`: the first marks
+//! ready the messages whose backoff is over (a storage-only `ready` column moves them from the
+//! index of waiting messages, by `retry_after`, into the ready index, once each) and selects the
+//! expired leases; the second takes the head of the ready index (FIFO by `created_at`, then id).
+//! It never walks the messages still in backoff, however many wait ahead of the due ones.
+//! Workers skip the rows others are claiming instead of waiting for them, so N workers do not
+//! serialize on each other. Every other transition locks only its own row (`SELECT ... FOR
 //! UPDATE` by id). Timestamps are the core's UTC milliseconds (`bigint`); ids come from an
 //! identity column; the schema (default `deadletter`) is created and versioned by the store
 //! (table `deadletter_schema`), and a schema of another application or of a newer deadletter is

@@ -26,7 +26,7 @@ const MOVED: &str = "status = 'pending' AND retry_after IS NOT NULL AND ready";
 
 /// Starts claim's transaction. Its statements run their generic plans (made once per session,
 /// which `tests/plans.rs` checks), never a plan made for one call's values: while messages wait
-/// in backoff, the generic plan of [`Sql::promote`] is estimated for a third of them (the
+/// in backoff, the generic plan of [`Sql::expired`] is estimated to move a third of them (the
 /// planner's guess for `retry_after <= $2`), so PostgreSQL would choose to plan it again at every
 /// claim, for more than the statement itself costs.
 pub const CLAIM_BEGIN: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
@@ -53,13 +53,15 @@ pub struct Sql {
     /// comes); inserts set it the same way.
     pub write: String,
     /// Claim, step 1: the processing messages of queue `$1` whose lease ran out at `$2`, in
-    /// expiry order, locked; rows another transaction holds are skipped (it is acking or reaping
-    /// them).
+    /// expiry order, locked. First, in a data-modifying `WITH` (so that it costs no round trip
+    /// of its own), it marks ready the waiting messages of queue `$1` whose `retry_after` has
+    /// come at `$2` (index `messages_delayed`, range `ready = false`): each moves once into the
+    /// ready index that [`Sql::due`] takes the head of, and no field changes. Both skip the rows
+    /// another transaction holds (it is acking, reaping or moving them) instead of waiting.
     pub expired: String,
-    /// Claim, before step 2: marks ready the waiting messages of queue `$1` whose `retry_after`
-    /// has come at `$2` (index `messages_delayed`, range `ready = false`), so that each is moved
-    /// once into the ready index; rows another transaction holds are skipped, never waited for.
-    pub promote: String,
+    /// The move that [`Sql::expired`] starts with, alone (for `EXPLAIN`: PostgreSQL counts the
+    /// pages a data-modifying `WITH` reads apart from the statement's).
+    pub move_due: String,
     /// Claim, step 2: at most `$3` ready messages of queue `$1` due at `$2`, FIFO (the head of
     /// the index `messages_ready`), locked; rows other workers are claiming are skipped instead
     /// of waited for.
@@ -100,6 +102,11 @@ impl Sql {
                (SELECT min(retry_after) FROM {m} WHERE queue = $1 AND {MOVED} \
                 AND retry_after > $2))"
         );
+        let move_due = format!(
+            "UPDATE {m} SET ready = true WHERE id = ANY(ARRAY( \
+               SELECT id FROM {m} WHERE queue = $1 AND {WAITING} AND retry_after <= $2 \
+               ORDER BY retry_after FOR UPDATE SKIP LOCKED))"
+        );
         Self {
             get: select("WHERE id = $1 AND queue = $2"),
             get_for_update: select("WHERE id = $1 AND queue = $2 FOR UPDATE"),
@@ -127,15 +134,14 @@ impl Sql {
                  errors = coalesce($16, errors), errors_dropped = $17, replay_count = $18, \
                  replayed_at = $19, ready = $7::bigint IS NULL WHERE id = $1"
             ),
-            expired: select(
-                "WHERE queue = $1 AND status = 'processing' AND lease_expires_at <= $2 \
-                 ORDER BY lease_expires_at, id FOR UPDATE SKIP LOCKED",
+            expired: format!(
+                "WITH moved AS ({move_due}) {}",
+                select(
+                    "WHERE queue = $1 AND status = 'processing' AND lease_expires_at <= $2 \
+                     ORDER BY lease_expires_at, id FOR UPDATE SKIP LOCKED"
+                )
             ),
-            promote: format!(
-                "UPDATE {m} SET ready = true WHERE id = ANY(ARRAY( \
-                   SELECT id FROM {m} WHERE queue = $1 AND {WAITING} AND retry_after <= $2 \
-                   ORDER BY retry_after FOR UPDATE SKIP LOCKED))"
-            ),
+            move_due,
             due: select(&format!(
                 "WHERE queue = $1 AND status = 'pending' AND ready AND {DUE_SINCE} <= $2 \
                  ORDER BY created_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"

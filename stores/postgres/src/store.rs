@@ -381,8 +381,9 @@ impl Store for PostgresStore {
     ) -> Result<Claimed> {
         self.sessions.write_with(sql::CLAIM_BEGIN, |conn| {
             // Both sets are read before anything is written: a message whose lease expires here
-            // is not taken in the same call, as in the reference store. Moving the messages
-            // whose backoff is over into the ready index changes no field.
+            // is not taken in the same call, as in the reference store. The first statement
+            // also moves the messages whose backoff is over into the ready index (no field
+            // changes), which the second takes the head of.
             let statement = conn.prepare(&self.sql.expired)?;
             let rows = conn
                 .client
@@ -392,10 +393,6 @@ impl Store for PostgresStore {
             let due = if limit_n == 0 {
                 Vec::new()
             } else {
-                let statement = conn.prepare(&self.sql.promote)?;
-                conn.client
-                    .execute(&statement, &[&queue, &now])
-                    .map_err(db_error)?;
                 let statement = conn.prepare(&self.sql.due)?;
                 let rows = conn
                     .client
