@@ -176,7 +176,8 @@ impl std::fmt::Debug for PostgresStore {
 impl PostgresStore {
     /// Connects to the database at `url` (`postgresql://user:password@host:5432/db?...`, or
     /// libpq's `key=value` form), creates the schema `options.schema` when it is missing or empty
-    /// and checks its version.
+    /// and checks its version (a schema of version 1 is upgraded to [`crate::SCHEMA_VERSION`] in
+    /// one transaction, see [`crate::upgrade_v2`]).
     ///
     /// Errors: `validation_failed` listing every rejected argument: a URL that does not parse
     /// (field `url`, `invalid`; the message never quotes the URL, so no password shows), a bad
