@@ -6,7 +6,7 @@
 //! the ready index); `walked` has the same 10 000 marked ready, which is where schema 1 kept
 //! them (in the index claim takes the head of, skipped entry by entry): the reference of what
 //! the ready index saves. Each round times `CLAIMS` claims (one message each, through the
-//! engine: reap, promote, take, write, commit) on each schema, one schema after the other claim
+//! engine: move and reap, take, write, commit) on each schema, one schema after the other claim
 //! by claim, so that the three share whatever else the machine does; the figure is
 //! microseconds per claim, min / median / max over `ROUNDS` rounds after one warm-up.
 //! Sessions run with `synchronous_commit = off`: a commit's flush to disk costs the same on the
@@ -136,7 +136,7 @@ fn main() {
         })
         .expect("version");
     println!(
-        "claim with {DELAYED} delayed messages ahead vs none: us per claim (reap, promote, take, \
+        "claim with {DELAYED} delayed messages ahead vs none: us per claim (move and reap, take, \
          write, commit; one message), {ROUNDS} rounds of {CLAIMS} claims on each, interleaved, \
          after one warm-up, min / median / max; PostgreSQL {version}, synchronous_commit=off"
     );
