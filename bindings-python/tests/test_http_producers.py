@@ -4,7 +4,10 @@ and lease extension. Exact values: a virtual clock, which the app also reads for
 
 from __future__ import annotations
 
+import asyncio
+
 import deadletter
+import httpx
 import pytest
 from http_client import TestClient, at, client_of, fields, pending, problem
 from virtual_clock import Clock
@@ -79,6 +82,52 @@ def test_the_header_is_a_quoted_string_or_the_bare_key(
     assert r.json()["idempotency_key"] == stored
     again = client.post("/queues/q/messages", json={"payload": "x", "idempotency_key": stored})
     assert (again.status_code, again.json()["id"]) == (200, 1)
+
+
+def post_raw(db: deadletter.Database, header: bytes, body: dict[str, object]) -> httpx.Response:
+    """An enqueue whose ``Idempotency-Key`` header is these bytes, as they are (Starlette's test
+    client would re-encode them as UTF-8)."""
+
+    async def post() -> httpx.Response:
+        transport = httpx.ASGITransport(app=deadletter.http.app(db))
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.post(
+                "/queues/q/messages", json=body, headers=[(b"Idempotency-Key", header)]
+            )
+
+    return asyncio.run(post())
+
+
+def test_a_non_ascii_header_is_read_as_utf_8_and_finds_the_body_s_key(
+    db: deadletter.Database, client: TestClient
+) -> None:
+    first = post_raw(db, "clé".encode(), {"payload": "x"})
+    assert (first.status_code, first.json()["idempotency_key"]) == (201, "clé")
+    again = client.post("/queues/q/messages", json={"payload": "x", "idempotency_key": "clé"})
+    assert (again.status_code, again.json()["id"], again.json()["deduplicated"]) == (200, 1, True)
+    # The other way round: the body's key first, then the header's.
+    client.post("/queues/q/messages", json={"payload": "y", "idempotency_key": "ключ"})
+    header = post_raw(db, "ключ".encode(), {"payload": "y"})
+    assert (header.status_code, header.json()["id"], header.json()["deduplicated"]) == (
+        200,
+        2,
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"cl\xe9",  # Latin-1, not UTF-8
+        b'"cl\xc3\xa9"',  # UTF-8 in quotes: an RFC 8941 string is printable ASCII
+    ],
+)
+def test_a_header_that_is_not_utf_8_or_a_non_ascii_quoted_string_is_422(
+    db: deadletter.Database, client: TestClient, raw: bytes
+) -> None:
+    r = post_raw(db, raw, {"payload": "x"})
+    assert fields(problem(r, 422, "validation_failed")) == [("Idempotency-Key", "invalid")]
+    assert client.get("/queues/q/messages").json()["messages"] == []
 
 
 def test_the_body_may_carry_the_key_instead(client: TestClient) -> None:

@@ -204,8 +204,9 @@ OPERATIONS: dict[tuple[str, str], Json] = {
                 "name": "Idempotency-Key",
                 "in": "header",
                 "description": "The idempotency key: an RFC 8941 string (`\"8e03978e-40d5\"`, as "
-                "the IETF httpapi draft writes it) or the bare key (`8e03978e-40d5`); 1 to 255 "
-                "characters once unquoted. Sent at most once.",
+                "the IETF httpapi draft writes it; printable ASCII) or the bare key "
+                "(`8e03978e-40d5`; its bytes are read as UTF-8, so a non-ASCII key is sent bare); "
+                "1 to 255 characters once unquoted. Sent at most once.",
                 "schema": {"type": "string", "pattern": SF_STRING_OR_BARE},
             },
         ],

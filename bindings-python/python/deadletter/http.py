@@ -344,14 +344,18 @@ SF_STRING = re.compile(r'"((?:[ !#-\[\]-~]|\\["\\])*)"')
 
 def idempotency_header(request: Request) -> Optional[str]:
     """The key of the ``Idempotency-Key`` header: an RFC 8941 string (``"k-1"``, as the IETF
-    httpapi draft writes it) unquoted, or a bare value (``k-1``) as it is; ``None`` without the
-    header. Sent twice, or starting with ``"`` without being such a string: a validation error."""
+    httpapi draft writes it; printable ASCII) unquoted, or a bare value (``k-1``, any UTF-8) as it
+    is; ``None`` without the header. Sent twice, not UTF-8, or starting with ``"`` without being
+    such a string: a validation error."""
     values = request.headers.getlist(IDEMPOTENCY_HEADER)
     if not values:
         return None
     if len(values) > 1:
         raise invalid(IDEMPOTENCY_HEADER, "invalid", "is given more than once")
-    value = values[0]
+    try:  # Starlette decodes header bytes as Latin-1; the key is the bytes' UTF-8 text
+        value = values[0].encode("latin-1").decode("utf-8")
+    except UnicodeDecodeError:
+        raise invalid(IDEMPOTENCY_HEADER, "invalid", "is not UTF-8") from None
     if not value.startswith('"'):
         return value
     quoted = SF_STRING.fullmatch(value)
