@@ -57,7 +57,8 @@ use crate::store::{AnyStore, Postgres};
 /// in-memory SQLite database, or a str URL `postgresql://user:password@host:5432/dbname` (also
 /// `postgres://`; optional query parameters as libpq's, such as `connect_timeout`,
 /// `application_name` or `options`, or the host as `?host=/run/postgresql` for a Unix socket).
-/// The scheme alone decides: any other str or os.PathLike is a SQLite path.
+/// The scheme alone decides: any other str or os.PathLike is a SQLite path, always a file name
+/// (never a SQLite URI: `"file:x.db?mode=ro"` is the file of that name in the working directory).
 /// File databases use SQLite's WAL mode and may be shared by processes; a write waits up to 30 s
 /// for another process's lock. Each process opens its own: in a child made by `fork()` the
 /// databases opened before the fork raise `StoreError` (a fork waits until no thread is inside a
@@ -93,7 +94,8 @@ use crate::store::{AnyStore, Postgres};
 /// default 30) before raising `StoreError`.
 ///
 /// Raises `ValidationError` for a rejected argument (every one at once; an empty `path` is
-/// rejected, field `path`, as is a URL that does not parse), `StoreError` when the file cannot be
+/// rejected, field `path`, as is a path holding a NUL character (code `invalid`) or a URL that
+/// does not parse), `StoreError` when the file cannot be
 /// opened, is not a deadletter database, or was written by a newer deadletter (schema version),
 /// and when the server cannot be reached in `connect_timeout`, refuses the login, or the schema
 /// holds another application's tables or a newer deadletter's. A refused file or schema is left
@@ -154,6 +156,11 @@ fn open(
                 rejected.extend(only_for("a SQLite file", &[("durability", durability)]));
                 postgres_options(&postgres_only, &mut rejected)?
                     .map(|options| Target::Postgres(url, options))
+            }
+            (Ok(path), None) if path.as_os_str().as_encoded_bytes().contains(&0) => {
+                let message = "must not contain a NUL character";
+                rejected.push(FieldError::new("path", "invalid", message));
+                None
             }
             (Ok(path), None) => sqlite(path, &mut rejected),
             (Err(_), _) => {

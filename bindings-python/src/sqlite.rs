@@ -15,7 +15,7 @@
 //! [`BUSY_TIMEOUT`] so that no "database is locked" reaches a caller under normal contention.
 
 use std::ops::RangeInclusive;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ use deadletter::{
 };
 use rusqlite::types::ValueRef;
 use rusqlite::{
-    Connection, OptionalExtension, Params, Row, Transaction, TransactionBehavior, params,
+    Connection, OpenFlags, OptionalExtension, Params, Row, Transaction, TransactionBehavior, params,
 };
 
 use crate::fork;
@@ -326,6 +326,23 @@ impl Durability {
     }
 }
 
+/// How a file is opened: read-write, created when missing, without `SQLITE_OPEN_URI` (rusqlite's
+/// default sets it): a path is a file name, never a URI such as `file:x.db?mode=memory`.
+const FILE_FLAGS: OpenFlags = OpenFlags::SQLITE_OPEN_READ_WRITE
+    .union(OpenFlags::SQLITE_OPEN_CREATE)
+    .union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
+
+/// `path` as SQLite must read a file name: a relative path starts with `./`, because a SQLite
+/// library built with `SQLITE_USE_URI` (Debian's is) reads a name that starts with `file:` as a
+/// URI whatever the flags.
+fn file_name(path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        Path::new(".").join(path)
+    }
+}
+
 /// A [`Store`] on one SQLite connection (a file, or `:memory:`).
 ///
 /// The connection belongs to the process that opened it: in a child made by `fork()` every call
@@ -348,7 +365,7 @@ impl SqliteStore {
         let conn = if path == Path::new(":memory:") {
             Connection::open_in_memory()
         } else {
-            Connection::open(path)
+            Connection::open_with_flags(file_name(path), FILE_FLAGS)
         }
         .map_err(Error::store)?;
         Self::from_connection(conn, durability)

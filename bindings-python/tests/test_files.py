@@ -170,3 +170,26 @@ def test_the_edges_of_the_time_range_read_back_as_datetimes(tmp_path: Path) -> N
         m = db.queue("q").get(1)
     assert m.created_at == datetime(1, 1, 1, tzinfo=timezone.utc)
     assert m.updated_at == datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("name", ["file:bar.db?mode=memory", "file:foo.db"])
+def test_a_path_is_a_file_name_never_a_sqlite_uri(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with deadletter.open(name) as db:
+        db.queue("q").enqueue("kept")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no foo.db, nothing in memory
+    with deadletter.open(name) as db:
+        assert [m.payload for m in db.queue("q").list()] == ["kept"]
+    with deadletter.open(tmp_path / name) as db:  # the same file, by its absolute path
+        assert [m.payload for m in db.queue("q").list()] == ["kept"]
+
+
+@pytest.mark.parametrize("path", ["/tmp/a\x00b", Path("a\x00b")])
+def test_a_path_with_a_nul_character_is_a_validation_error(path: object) -> None:
+    with pytest.raises(deadletter.ValidationError) as raised:
+        deadletter.open(path)  # type: ignore[arg-type]
+    assert raised.value.errors == [
+        {"field": "path", "code": "invalid", "message": "must not contain a NUL character"}
+    ]

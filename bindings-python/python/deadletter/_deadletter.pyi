@@ -79,16 +79,17 @@ def open(
     lock_timeout: Optional[_Seconds] = None,
     durability: Optional[Literal["full", "normal"]] = "full",
 ) -> Database:
-    """Opens (creating if needed) a queue database: a SQLite file path (not empty:
-    `ValidationError`, field ``path``), ``":memory:"``, or a PostgreSQL URL.
+    """Opens (creating if needed) a queue database: a SQLite file path (not empty, no NUL
+    character: `ValidationError`, field ``path``), ``":memory:"``, or a PostgreSQL URL.
 
     ``path`` is a PostgreSQL URL when it is a str that starts with ``postgresql://`` or
     ``postgres://``: ``postgresql://user:password@host:5432/dbname``, with libpq's query
     parameters (``?connect_timeout=5``, ``?application_name=...``, ``?host=/run/postgresql`` for a
     Unix socket; no TLS: ``sslmode=require`` cannot connect). Anything else, and any
-    ``os.PathLike``, is a SQLite path; a SQLite file written by deadletter 0.1.0 is upgraded in
-    place. A URL that does not parse is a `ValidationError` (field ``path``); no error message
-    ever shows the URL's password.
+    ``os.PathLike``, is a SQLite path, always a file name, never a SQLite URI
+    (``"file:x.db?mode=ro"`` is the file of that name); a SQLite file written by deadletter 0.1.0 is
+    upgraded in place. A URL that does not parse is a `ValidationError` (field ``path``); no error
+    message ever shows the URL's password.
 
     ``clock`` returns an aware datetime (naive or not a datetime -> `ValidationError`, field
     ``clock``; so is an instant, or one derived from it by a lease, delay or backoff, outside
