@@ -60,11 +60,12 @@ use crate::store::{AnyStore, Postgres};
 /// The scheme alone decides: any other str or os.PathLike is a SQLite path, always a file name
 /// (never a SQLite URI: `"file:x.db?mode=ro"` is the file of that name in the working directory).
 /// File databases use SQLite's WAL mode and may be shared by processes; a write waits up to 30 s
-/// for another process's lock. Each process opens its own: in a child made by `fork()` the
-/// databases opened before the fork raise `StoreError` (a fork waits until no thread is inside a
-/// SQLite call). A file written by deadletter 0.1.0 (schema version 1) is upgraded in place, in
-/// one transaction. `clock`: a zero-argument callable returning an aware `datetime`
-/// (called once per operation, before any work; a naive datetime or another value raises
+/// for another process's lock (reads, on a second connection, do not wait behind it). Each
+/// process opens its own: in a child made by `fork()` the databases opened before the fork raise
+/// `StoreError` (a fork waits until no thread is inside a SQLite call). A file written by
+/// deadletter 0.1.0 (schema version 1) is upgraded in place, in one transaction. `clock`: a
+/// zero-argument callable returning an aware `datetime` (called once per operation, before any
+/// work; a naive datetime or another value raises
 /// `ValidationError`, field `clock`, as does an instant outside 0001-01-01T00:00:00Z to
 /// 9999-12-31T23:59:59.999Z or one that a lease, delay or backoff would push out of that range;
 /// an exception it raises propagates unchanged); default: the system clock in UTC. `lease`: the

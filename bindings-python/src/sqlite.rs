@@ -12,7 +12,10 @@
 //!
 //! Concurrency: the connection sits behind a mutex (one `Database` may be shared by threads); other
 //! processes on the same file are serialized by SQLite's write lock, waited for up to
-//! [`BUSY_TIMEOUT`] so that no "database is locked" reaches a caller under normal contention.
+//! [`BUSY_TIMEOUT`] so that no "database is locked" reaches a caller under normal contention. A
+//! file store reads through a second connection: a write that waits for another process's lock
+//! holds the first one, and reads (a health check, the statistics) go on meanwhile, as WAL
+//! allows.
 
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
@@ -351,6 +354,11 @@ fn file_name(path: &Path) -> PathBuf {
 #[derive(Debug)]
 pub struct SqliteStore {
     group: Group,
+    /// The connection of the calls that only read, for a file (`None` in memory: a second
+    /// connection would be another database). It never holds a write transaction, so reads never
+    /// wait behind a write that waits for another process's lock; every call that returned has
+    /// committed, so they see its work.
+    reader: Option<Group>,
     /// The process that opened the connection.
     pid: u32,
 }
@@ -362,13 +370,18 @@ impl SqliteStore {
     /// [`SCHEMA_VERSION`] is refused with a store error.
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {
         let _gate = fork::enter();
-        let conn = if path == Path::new(":memory:") {
-            Connection::open_in_memory()
-        } else {
-            Connection::open_with_flags(file_name(path), FILE_FLAGS)
+        if path == Path::new(":memory:") {
+            let conn = Connection::open_in_memory().map_err(Error::store)?;
+            return Self::from_connection(conn, durability);
         }
-        .map_err(Error::store)?;
-        Self::from_connection(conn, durability)
+        let open = || Connection::open_with_flags(file_name(path), FILE_FLAGS);
+        let mut store = Self::from_connection(open().map_err(Error::store)?, durability)?;
+        let reader = open().map_err(Error::store)?;
+        reader
+            .busy_handler(Some(wait_for_lock))
+            .map_err(Error::store)?;
+        store.reader = Some(Group::new(reader));
+        Ok(store)
     }
 
     /// Sets the connection up (busy handler, schema, WAL, durability) and wraps it. The schema is
@@ -386,6 +399,7 @@ impl SqliteStore {
             .map_err(Error::store)?;
         Ok(Self {
             group: Group::new(conn),
+            reader: None,
             pid: std::process::id(),
         })
     }
@@ -394,7 +408,8 @@ impl SqliteStore {
     /// call fails with a store error. Closing twice is fine.
     pub fn close(&self) -> Result<()> {
         self.check_process()?;
-        self.group.close()
+        let read = self.reader.as_ref().map_or(Ok(()), Group::close);
+        self.group.close().and(read)
     }
 
     /// How many write transactions this store committed (group commit makes them fewer than the
@@ -419,6 +434,12 @@ impl SqliteStore {
         self.group.read(f)
     }
 
+    /// Runs `f`, which only reads, on the reader connection (the connection, in memory).
+    fn read<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+        self.check_process()?;
+        self.reader.as_ref().unwrap_or(&self.group).read(f)
+    }
+
     /// Fails in a process that did not open the connection (see [`crate::fork`]).
     fn check_process(&self) -> Result<()> {
         if self.forked() {
@@ -441,10 +462,13 @@ impl SqliteStore {
 
 impl Drop for SqliteStore {
     /// In a forked child that did not run the fork hooks (a fork from C), leaks the parent's
-    /// connection: closing it could wait forever for a mutex held at the moment of the fork.
+    /// connections: closing it could wait forever for a mutex held at the moment of the fork.
     fn drop(&mut self) {
         if self.forked() {
             std::mem::forget(Arc::clone(self.group.session()));
+            if let Some(reader) = &self.reader {
+                std::mem::forget(Arc::clone(reader.session()));
+            }
         }
     }
 }
@@ -751,7 +775,7 @@ impl Store for SqliteStore {
     }
 
     async fn get(&self, queue: &str, id: Id) -> Result<Option<Message>> {
-        self.with_connection(|conn| get_in(conn, queue, id))
+        self.read(|conn| get_in(conn, queue, id))
     }
 
     async fn update(
@@ -802,7 +826,7 @@ impl Store for SqliteStore {
     async fn list(&self, query: &ListQuery<'_>) -> Result<Vec<Message>> {
         let after = query.after_id.unwrap_or(0);
         let limit = sql_int(query.limit)?;
-        self.with_connection(|conn| match query.status {
+        self.read(|conn| match query.status {
             None => read_all(conn, LIST_SQL, params![query.queue, after, limit]),
             Some(status) => read_all(
                 conn,
@@ -815,7 +839,7 @@ impl Store for SqliteStore {
     async fn select(&self, filter: &Filter<'_>, after_id: Id, limit: usize) -> Result<Vec<Id>> {
         let sql = select_sql(filter);
         let limit = sql_int(limit)?;
-        self.with_connection(|conn| {
+        self.read(|conn| {
             let mut statement = conn.prepare_cached(&sql).map_err(Error::store)?;
             let mut bound = vec![
                 (":queue", &filter.queue as &dyn rusqlite::ToSql),
@@ -878,7 +902,7 @@ impl Store for SqliteStore {
     }
 
     async fn counts(&self, queue: &str, now: Millis) -> Result<Counts> {
-        self.with_connection(|conn| {
+        self.read(|conn| {
             // One read transaction: every number comes from the same snapshot.
             let tx = conn.transaction().map_err(Error::store)?;
             let mut counts = Counts::default();
@@ -916,13 +940,13 @@ impl Store for SqliteStore {
     }
 
     async fn next_due_at(&self, queue: &str, now: Millis) -> Result<Option<Millis>> {
-        self.with_connection(|conn| {
+        self.read(|conn| {
             one_row(conn, NEXT_DUE_SQL, params![queue, now], |row| row.get(0)).map_err(Error::store)
         })
     }
 
     async fn queues(&self) -> Result<Vec<String>> {
-        self.with_connection(|conn| {
+        self.read(|conn| {
             let mut statement = conn.prepare_cached(QUEUES_SQL).map_err(Error::store)?;
             let rows = statement
                 .query_map([], |row| row.get(0))

@@ -26,6 +26,7 @@ import deadletter.http
 import httpx
 import pytest
 from deadletter import _serve, cli
+from lock_holder import write_lock_held
 from serving import deadletter_serve
 
 MESSAGES = 2000
@@ -203,6 +204,27 @@ def test_the_token_from_the_environment_guards_the_server(tmp_path: Path) -> Non
         assert httpx.get(url + "/healthz").status_code == 200
         r = httpx.get(url + "/queues/q/messages", headers={"Authorization": "Bearer from-env"})
         assert r.status_code == 200
+
+
+def test_the_server_answers_while_one_request_waits_for_the_write_lock(tmp_path: Path) -> None:
+    """Another process holds the file's write lock: an enqueue waits for it (up to SQLite's busy
+    timeout, 30 s), and meanwhile the server answers other requests at once (a short-timeout
+    client: /healthz used to wait behind the enqueue, ~32 s); released, the enqueue gets 201."""
+    path = tmp_path / "locked.db"
+    with deadletter_serve(path) as url, ThreadPoolExecutor(1) as pool:
+        with write_lock_held(path):
+            waiting = pool.submit(
+                httpx.post, url + "/queues/q/messages", json={"payload": "x"}, timeout=60
+            )
+            time.sleep(0.5)  # the enqueue is waiting for the lock by now
+            health = httpx.get(url + "/healthz", timeout=2)
+            assert (health.status_code, health.json()) == (200, {"status": "ok"})
+            stats = httpx.get(url + "/queues/q/stats", timeout=2)
+            assert (stats.status_code, stats.json()["pending"]) == (200, 0)
+            assert httpx.get(url + "/metrics", timeout=2).status_code == 200
+            assert not waiting.done()
+        created = waiting.result(timeout=60)
+        assert (created.status_code, created.json()["id"]) == (201, 1)
 
 
 class ServeCall:

@@ -19,12 +19,14 @@ import sys
 import threading
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import deadletter
+from lock_holder import write_lock_held
 
 BUNDLED_REASON = (
     "this build carries its own SQLite (SQLITE_BUNDLED, the release wheel): the sqlite3 module's "
@@ -207,3 +209,24 @@ def test_other_processes_read_the_file_safely_while_workers_write(tmp_path: Path
         check=True,
     ).stdout.split()
     assert final == [str(total), str(total), "0", "0", str(total), "0", "0", "ok"]
+
+
+def test_reads_go_on_while_a_write_waits_for_another_process_s_lock(tmp_path: Path) -> None:
+    """A file database reads through its own connection: while one thread's enqueue waits for the
+    write lock that another process holds, the other threads' reads answer at once (they used to
+    wait behind it, up to the 30 s busy timeout); the enqueue then goes through."""
+    path = tmp_path / "locked.db"
+    with deadletter.open(path) as db:
+        q = db.queue("q")
+        first = q.enqueue("before")
+        with ThreadPoolExecutor(1) as pool:
+            with write_lock_held(path):
+                waiting = pool.submit(q.enqueue, "during")
+                time.sleep(0.3)  # the enqueue is waiting for the lock by now
+                assert [m.payload for m in q.list()] == ["before"]
+                assert q.get(first.id).payload == "before"
+                assert (q.stats().pending, [s.queue for s in db.queues()]) == (1, ["q"])
+                assert q.next_due_at() is None
+                assert not waiting.done()
+            assert waiting.result(timeout=60).payload == "during"
+        assert [m.payload for m in q.list()] == ["before", "during"]

@@ -413,7 +413,8 @@ def path_segment(name: str) -> str:
 
 class Api:
     """The endpoints, over one database. Each calls one method of the public API in a thread
-    (SQLite may wait for a lock held by another process)."""
+    (SQLite may wait for a lock held by another process; meanwhile the database's reads, such as
+    ``/healthz``, still answer)."""
 
     def __init__(
         self,
