@@ -771,8 +771,10 @@ impl Queue {
     ///
     /// It stops when `stop_when_idle` is true and a poll finds nothing due, nothing in flight and
     /// nothing delayed (`next_due_at()` is None); when `stop` (a `threading.Event`) is set; on
-    /// SIGTERM, when called from the main thread (its handler is installed for the call, the
-    /// previous one restored after); on `KeyboardInterrupt`. Stopping ends the claims; running
+    /// SIGTERM, unless the application handles it (its disposition is not the default: it is
+    /// left alone, stop the loop with `stop`): deadletter's handler, installed from the main
+    /// thread, stops every `process` loop of the process (other threads' too) and is removed,
+    /// restoring the default, when the last of them ends; on `KeyboardInterrupt`. Stopping ends the claims; running
     /// handlers get `shutdown_timeout` to finish (their heartbeats go on), then the loop returns
     /// and their messages are left to their leases. A second `KeyboardInterrupt` while handlers
     /// finish propagates at once.
@@ -802,7 +804,11 @@ impl Queue {
     /// database call in a thread of its own executor (never on the event loop, nor behind the
     /// handlers' `asyncio.to_thread` calls in the default executor) and returns how many messages
     /// it handled. `stop` is an `asyncio.Event`; SIGTERM is handled through
-    /// `loop.add_signal_handler` when the event loop runs in the main thread on Unix. Cancelled
+    /// `loop.add_signal_handler` when the event loop runs in the main thread on Unix, unless the
+    /// application handles SIGTERM (its disposition is not the default when the loop starts: it
+    /// is left alone; stop the loop with `stop` or by cancelling it): one handler per event loop
+    /// stops every `process_async` loop on it, removed (the default restored) when the last of
+    /// them ends. Cancelled
     /// (what Ctrl-C does under `asyncio.run`), it stops claiming, waits up to `shutdown_timeout`
     /// for the running handlers, cancels those still running (their messages are left to their
     /// leases), then raises `asyncio.CancelledError`.

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import queue as queues
 import signal
 import subprocess
@@ -58,10 +59,10 @@ def in_thread(target: Any) -> tuple[threading.Thread, list[Any]]:
 
 
 def run_child_until_started_then_sigterm(
-    path: str, mode: str, *, sleep: float, shutdown: float
+    path: str, mode: str, *, sleep: float, shutdown: float, handlers: int = 3
 ) -> tuple[list[int], str, int]:
-    """Starts worker_child.py, waits until 3 handlers run, sends SIGTERM; returns the ids of the
-    started messages, everything the child printed, and its exit status."""
+    """Starts worker_child.py, waits until ``handlers`` handlers run, sends SIGTERM; returns the
+    ids of the started messages, everything the child printed, and its exit status."""
     child = subprocess.Popen(
         [sys.executable, str(CHILD), path, mode, str(sleep), str(shutdown)],
         stdout=subprocess.PIPE,
@@ -75,7 +76,7 @@ def run_child_until_started_then_sigterm(
     output: list[str] = []
     started: list[int] = []
     try:
-        while len(started) < 3:
+        while len(started) < handlers:
             line = lines.get(timeout=EVENT_TIMEOUT)
             output.append(line)
             if line.startswith("started "):
@@ -404,21 +405,106 @@ def test_past_the_shutdown_timeout_a_running_message_is_left_to_its_lease() -> N
     db.close()
 
 
-def test_the_sigterm_handler_is_installed_for_the_call_and_restored() -> None:
+def test_with_sigterm_at_its_default_the_loop_handles_it_and_restores_the_default() -> None:
     db, q = seeded(["a"])
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     seen: list[Any] = []
+    handler = lambda m: seen.append(signal.getsignal(signal.SIGTERM))  # noqa: E731
+    assert q.process(handler, stop_when_idle=True) == 1
+    assert len(seen) == 1 and callable(seen[0])  # deadletter's, while the loop ran
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    db.close()
+
+
+def test_an_applications_sigterm_handler_is_left_alone_and_still_fires() -> None:
+    db, q = seeded(["a", "b"])
+    fired: list[int] = []
 
     def mine(signum: int, frame: object) -> None:
-        raise AssertionError("not called")
+        fired.append(signum)
 
     previous = signal.signal(signal.SIGTERM, mine)
     try:
-        handler = lambda m: seen.append(signal.getsignal(signal.SIGTERM))  # noqa: E731
-        assert q.process(handler, stop_when_idle=True) == 1
+
+        def handler(message: deadletter.Message) -> None:
+            if message.payload == "a":
+                os.kill(os.getpid(), signal.SIGTERM)  # the application's: the loop goes on
+
+        assert q.process(handler, stop_when_idle=True) == 2
+        assert fired == [signal.SIGTERM]
         assert signal.getsignal(signal.SIGTERM) is mine
-        assert seen and seen[0] is not mine  # the loop's own, while it ran
+        signal.raise_signal(signal.SIGTERM)
+        assert fired == [signal.SIGTERM] * 2
     finally:
         signal.signal(signal.SIGTERM, previous)
+    assert [m.status for m in q.list()] == ["succeeded", "succeeded"]
+    db.close()
+
+
+ASYNC_APPLICATION_SIGTERM = """
+import asyncio, os, signal, sys
+import deadletter
+
+async def main() -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    fired = []
+
+    def on_sigterm() -> None:  # the application's own shutdown
+        fired.append(signal.SIGTERM)
+        stop.set()
+
+    loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    with deadletter.open(sys.argv[1]) as db:
+        q = db.queue("q")
+        q.enqueue("a")
+
+        async def handler(message: deadletter.Message) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        handled = await q.process_async(handler, stop=stop)
+    os.kill(os.getpid(), signal.SIGTERM)  # after the loop: still the application's
+    for _ in range(200):
+        if len(fired) == 2:
+            break
+        await asyncio.sleep(0.01)
+    print(handled, len(fired))
+
+asyncio.run(main())
+"""
+
+
+def test_process_async_leaves_the_applications_sigterm_handler_alone(tmp_path: Path) -> None:
+    """The handler that the application installed with ``loop.add_signal_handler`` before
+    `process_async` gets SIGTERM while the loop runs (the application stops it with ``stop``) and
+    after it returned (it used to be lost: SIGTERM was then ignored)."""
+    done = subprocess.run(
+        [sys.executable, "-c", ASYNC_APPLICATION_SIGTERM, str(tmp_path / "app.db")],
+        capture_output=True,
+        text=True,
+        timeout=EVENT_TIMEOUT,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "1 2\n", "")
+
+
+def test_process_async_with_sigterm_at_its_default_installs_then_removes_its_handler() -> None:
+    db, q = seeded(["a", "b"])
+    seen: list[Any] = []
+
+    async def handler(message: deadletter.Message) -> None:
+        seen.append(signal.getsignal(signal.SIGTERM))
+
+    async def two_loops() -> list[int]:
+        return list(
+            await asyncio.gather(
+                q.process_async(handler, stop_when_idle=True),
+                q.process_async(handler, stop_when_idle=True),
+            )
+        )
+
+    assert sum(asyncio.run(two_loops())) == 2
+    assert len(seen) == 2 and all(h is not signal.SIG_DFL for h in seen)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     db.close()
 
 
@@ -447,6 +533,31 @@ def test_sigterm_with_busy_handlers_exits_cleanly_with_nothing_lost(
         messages = db.queue("jobs").list()
     assert sorted(started) == [m.id for m in messages if m.status == "succeeded"]
     assert len(started) == 3
+    left = [m for m in messages if m.id not in started]
+    assert [(m.status, m.retry_count, m.lease_token, m.errors) for m in left] == [
+        ("pending", 0, None, [])
+    ] * 2
+
+
+@pytest.mark.parametrize("mode", ["threads2", "async2"])
+def test_one_sigterm_stops_every_loop_of_the_process_with_nothing_lost(
+    tmp_path: Path, mode: str
+) -> None:
+    """Two loops with 3 handlers each (``threads2``: one in the main thread, one in another
+    thread; ``async2``: two on one event loop): one SIGTERM stops both (it used to stop one, and
+    the other ran on), they finish their 6 messages and the process exits 0."""
+    path = str(tmp_path / "jobs.db")
+    with deadletter.open(path) as db:
+        db.queue("jobs").enqueue_many([f"job {n}" for n in range(8)])
+    started, output, code = run_child_until_started_then_sigterm(
+        path, mode, sleep=1.0, shutdown=20, handlers=6
+    )
+    assert code == 0, output
+    assert output.splitlines()[-1] == "handled 6", output
+    with deadletter.open(path) as db:
+        messages = db.queue("jobs").list()
+    assert sorted(started) == [m.id for m in messages if m.status == "succeeded"]
+    assert len(started) == 6
     left = [m for m in messages if m.id not in started]
     assert [(m.status, m.retry_count, m.lease_token, m.errors) for m in left] == [
         ("pending", 0, None, [])

@@ -287,7 +287,9 @@ class Queue:
         runs; a lost lease is logged on the ``"deadletter"`` logger. Idle, it sleeps until
         `next_due_at` or for ``poll_interval`` (0.001..=3600 s), whichever is sooner. Ends when
         ``stop_when_idle`` and nothing is due, in flight or delayed; when ``stop`` is set; on
-        SIGTERM (main thread) or ``KeyboardInterrupt``: claims stop, running handlers get
+        SIGTERM (deadletter's handler, installed from the main thread, stops every loop of the
+        process, unless the application handles SIGTERM: then it is left alone) or
+        ``KeyboardInterrupt``: claims stop, running handlers get
         ``shutdown_timeout`` (0..=3600 s) to finish, then their messages are left to their
         leases. `ValidationError` for a rejected argument (every one) or an ``async def``
         handler, before anything is claimed; a `StoreError` of a claim stops it, then is raised.
@@ -307,7 +309,9 @@ class Queue:
         ``concurrency`` handler tasks, every database call in a thread of its own executor
         (not on the event loop, nor behind ``asyncio.to_thread`` calls of the handlers).
         ``stop`` is an `asyncio.Event`; SIGTERM is handled through ``loop.add_signal_handler``
-        in the main thread. Cancelled (Ctrl-C under ``asyncio.run``), it stops claiming, waits
+        in the main thread (one handler stops every loop on the event loop), unless the
+        application handles SIGTERM: its handler is left alone (stop the loop with ``stop`` or by
+        cancelling it). Cancelled (Ctrl-C under ``asyncio.run``), it stops claiming, waits
         up to ``shutdown_timeout`` for the running handlers (then cancels them: their messages
         are left to their leases) and raises `asyncio.CancelledError`. The call itself validates
         (`ValidationError` for a rejected argument or a handler that is not ``async def``) and

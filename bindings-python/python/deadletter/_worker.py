@@ -17,6 +17,20 @@ never run twice by one loop. Stopping (SIGTERM, ``KeyboardInterrupt``, cancellat
 ends the claims; handlers still running get ``shutdown_timeout`` seconds to finish, heartbeats
 going on; after that the loop returns and their messages are left to their leases (another
 worker takes them once the lease ran out, counting it as a failed attempt).
+
+SIGTERM: a SIGTERM handler of the application (any disposition but the default when a loop
+starts) is left alone; stop the loops with ``stop`` then (or by cancelling ``process_async``).
+Otherwise deadletter installs one handler that stops every loop running, and removes it (the
+default is back) when the last of them ends:
+
+- the threaded loops share one per process, installed by a loop that starts in the main thread
+  (only the main thread may install one); while installed it stops the loops of every thread. A
+  loop started in another thread while none is installed is not stopped by SIGTERM (the default
+  ends the process). When the last loop ends in another thread, which may not restore the
+  default, the handler stays: the next SIGTERM, finding no loop, restores the default and acts
+  as it;
+- the ``process_async`` loops of one event loop (running in the main thread, on Unix) share one,
+  through ``loop.add_signal_handler``.
 """
 
 from __future__ import annotations
@@ -225,9 +239,11 @@ class _Threads:
 
     def run(self, stop: Optional[threading.Event]) -> int:
         restore: list[tuple[int, Any]] = []
+        main = threading.current_thread() is threading.main_thread()
         try:
-            if threading.current_thread() is threading.main_thread():
-                restore = self._install_signal_handlers()
+            _watch_sigterm_threads(self, main)
+            if main:
+                restore = self._install_sigint_handler()
             dispatcher = threading.Thread(
                 target=self._dispatch, name="deadletter-dispatcher", daemon=True
             )
@@ -249,6 +265,7 @@ class _Threads:
             self.abandoned = self.stopping = True  # before anything that may be interrupted
             for signum, handler in restore:
                 signal.signal(signum, handler)
+            _unwatch_sigterm_threads(self, main)
             self._abandon()
             if self.pending_signal is not None:  # arrived as the loop returned: passed on
                 signal.raise_signal(self.pending_signal)
@@ -257,29 +274,32 @@ class _Threads:
         with self.cond:
             return self.handled
 
-    def _install_signal_handlers(self) -> list[tuple[int, Any]]:
-        """SIGTERM, and SIGINT unless someone else handles it, stop the loop while it runs;
-        returns the handlers to restore."""
-        restore: list[tuple[int, Any]] = []
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            previous = signal.getsignal(signum)
-            if previous is None or (
-                signum == signal.SIGINT and previous is not signal.default_int_handler
-            ):
-                continue  # installed from C, or a SIGINT handler of the application's
-            signal.signal(signum, self._on_signal)
-            restore.append((signum, previous))
-        return restore
+    def _install_sigint_handler(self) -> list[tuple[int, Any]]:
+        """SIGINT, unless someone else handles it, stops the loop while it runs; returns the
+        handler to restore. (SIGTERM: `_watch_sigterm_threads`.)"""
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is not signal.default_int_handler:
+            return []  # installed from C, or a SIGINT handler of the application's
+        signal.signal(signal.SIGINT, self._on_sigint)
+        return [(signal.SIGINT, previous)]
 
-    def _on_signal(self, signum: int, frame: object) -> None:
-        """The first SIGINT or SIGTERM stops the loop; a second SIGINT raises KeyboardInterrupt;
-        one that arrives as `run` returns goes to the handler it restores."""
+    def _on_sigint(self, signum: int, frame: object) -> None:
+        """The first SIGINT stops the loop; a second one raises KeyboardInterrupt; one that
+        arrives as `run` returns goes to the handler it restores."""
         if self.returning:
             self.pending_signal = signum
-        elif self.signalled and signum == signal.SIGINT:
+        elif self.signalled:
             raise KeyboardInterrupt
         else:
-            self.signalled = self.signalled or signal.Signals(signum).name
+            self.signalled = "SIGINT"
+
+    def on_sigterm(self) -> None:
+        """Stops the loop (called by deadletter's SIGTERM handler, which takes no lock); a SIGTERM
+        that arrives as `run` returns is raised again once it has stopped watching it."""
+        if self.returning:
+            self.pending_signal = signal.SIGTERM
+        else:
+            self.signalled = self.signalled or "SIGTERM"
 
     def _stop(self, reason: str) -> None:
         """Stops claiming and waits up to the shutdown timeout for the running handlers."""
@@ -453,6 +473,51 @@ class _Threads:
             self.cond.notify_all()
 
 
+_thread_loops: set[_Threads] = set()
+"""The threaded loops running in this process, which deadletter's SIGTERM handler stops."""
+_thread_loops_lock = threading.Lock()
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """deadletter's SIGTERM handler of the threaded loops: stops every one running. With none
+    running (the last ended in a thread that may not restore the default), it restores the
+    default and raises the signal again, which ends the process as if it had never been
+    installed. It takes no lock: it runs between two bytecodes of the main thread, which may hold
+    it."""
+    loops = tuple(_thread_loops)  # one C call: atomic under the GIL
+    if not loops:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)
+    for loop in loops:
+        loop.on_sigterm()
+
+
+def _sigterm_is_free() -> bool:
+    """Whether SIGTERM may be deadletter's: its disposition is the default, or deadletter's own
+    handler of the threaded loops, left installed (not an application's handler, nor one
+    installed from C, nor asyncio's)."""
+    current = signal.getsignal(signal.SIGTERM)
+    return current is signal.SIG_DFL or current is _on_sigterm
+
+
+def _watch_sigterm_threads(loop: _Threads, main: bool) -> None:
+    """Lets SIGTERM stop ``loop``; from the main thread, installs deadletter's handler unless the
+    application handles SIGTERM."""
+    with _thread_loops_lock:
+        _thread_loops.add(loop)
+    if main and _sigterm_is_free():
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _unwatch_sigterm_threads(loop: _Threads, main: bool) -> None:
+    """``loop`` ended; from the main thread, the last one restores SIGTERM's default."""
+    with _thread_loops_lock:
+        _thread_loops.discard(loop)
+        last = not _thread_loops
+    if main and last and signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def process(
     queue: Queue,
     handler: Handler,
@@ -470,12 +535,13 @@ def process(
 
     It stops when ``stop_when_idle`` is true and a poll finds nothing due, nothing in flight and
     nothing delayed (``queue.next_due_at()`` is None); when ``stop`` (a `threading.Event`) is
-    set; on SIGTERM or SIGINT (Ctrl-C) when called from the main thread (its handlers are
-    installed for the call and the previous ones restored; SIGINT only while Python's default
-    handler is in place; a ``KeyboardInterrupt`` from another handler stops it too); all noticed
-    within 0.1 s. A second Ctrl-C while handlers finish raises ``KeyboardInterrupt`` at once.
-    An error of ``claim_many`` or ``next_due_at`` (a `StoreError`) stops it the same way, then
-    is raised.
+    set; on SIGTERM unless the application handles it (see the module's documentation: one
+    handler, installed from the main thread, stops every loop of the process); on SIGINT (Ctrl-C)
+    when called from the main thread while Python's default handler is in place (installed for
+    the call, then restored; a ``KeyboardInterrupt`` from another handler stops it too); all
+    noticed within 0.1 s. A second Ctrl-C while handlers finish raises ``KeyboardInterrupt`` at
+    once. An error of ``claim_many`` or ``next_due_at`` (a `StoreError`) stops it the same way,
+    then is raised.
     """
     plan = _plan(
         queue,
@@ -527,7 +593,7 @@ class _Tasks:
         self.executor = ThreadPoolExecutor(
             self.plan.concurrency + 1, thread_name_prefix="deadletter-db"
         )
-        previous = _add_sigterm(loop, self._request_stop)
+        _watch_sigterm_async(loop, self)
         watcher = asyncio.ensure_future(self._watch(stop)) if stop is not None else None
         cancelled = False
         error: Optional[BaseException] = None
@@ -543,8 +609,7 @@ class _Tasks:
         finally:
             if watcher is not None:
                 watcher.cancel()
-            if previous is not None:
-                _remove_sigterm(loop, previous)
+            _unwatch_sigterm_async(loop, self)
             self.executor.shutdown(wait=False)
         if cancelled:
             raise asyncio.CancelledError
@@ -694,24 +759,42 @@ def _exception_of(work: asyncio.Future[object]) -> Optional[BaseException]:
     return work.exception()
 
 
-def _add_sigterm(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> Any:
-    """Makes SIGTERM call ``callback`` while the loop runs, when the event loop allows it (Unix,
-    main thread); returns the previous handler to restore, or None."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous is None:
-        return None
+_async_loops: dict[asyncio.AbstractEventLoop, set[_Tasks]] = {}
+"""The ``process_async`` loops running on each event loop whose SIGTERM handler is deadletter's."""
+
+
+def _stop_async_loops(loop: asyncio.AbstractEventLoop) -> None:
+    """deadletter's SIGTERM handler on ``loop``: stops every ``process_async`` loop on it."""
+    for tasks in tuple(_async_loops.get(loop, ())):
+        tasks._request_stop()
+
+
+def _watch_sigterm_async(loop: asyncio.AbstractEventLoop, tasks: _Tasks) -> None:
+    """Lets SIGTERM stop ``tasks``: joins deadletter's handler on ``loop``, or installs it when the
+    event loop allows it (Unix, main thread) and the application does not handle SIGTERM."""
+    running = _async_loops.get(loop)
+    if running is not None:
+        running.add(tasks)
+        return
+    if threading.current_thread() is not threading.main_thread() or not _sigterm_is_free():
+        return
     try:
-        loop.add_signal_handler(signal.SIGTERM, callback)
+        loop.add_signal_handler(signal.SIGTERM, _stop_async_loops, loop)
     except (NotImplementedError, RuntimeError, ValueError):
-        return None
-    return previous
+        return
+    _async_loops[loop] = {tasks}
 
 
-def _remove_sigterm(loop: asyncio.AbstractEventLoop, previous: Any) -> None:
-    loop.remove_signal_handler(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, previous)
+def _unwatch_sigterm_async(loop: asyncio.AbstractEventLoop, tasks: _Tasks) -> None:
+    """``tasks`` ended; the last loop on ``loop`` removes the handler (SIGTERM's default is
+    back)."""
+    running = _async_loops.get(loop)
+    if running is None or tasks not in running:
+        return
+    running.discard(tasks)
+    if not running:
+        del _async_loops[loop]
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 def process_async(
@@ -731,7 +814,9 @@ def process_async(
     own executor (not the default one that ``asyncio.to_thread`` uses, which handlers may fill),
     none on the event loop. It ends like `process` (``stop_when_idle``,
     ``stop``: an `asyncio.Event`, SIGTERM through ``loop.add_signal_handler`` when the loop runs
-    in the main thread on Unix) and returns the count; cancelled (Ctrl-C under ``asyncio.run``),
+    in the main thread on Unix, unless the application handles SIGTERM: one handler per event
+    loop stops every ``process_async`` loop on it; see the module's documentation) and returns
+    the count; cancelled (Ctrl-C under ``asyncio.run``),
     it stops claiming, lets running handlers finish for up to ``shutdown_timeout`` (cancelling
     the rest), then raises `asyncio.CancelledError`.
     """
