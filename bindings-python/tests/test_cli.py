@@ -9,6 +9,7 @@ import json
 import os
 import pty
 import re
+import socket
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
@@ -256,6 +257,9 @@ def test_a_bad_stdin_line_names_its_line_and_what_was_enqueued_before(
         ["show", "db", "q", "x"],
         ["enqueue", "db", "q"],
         ["serve", "db", "--workers", "0"],
+        ["serve", "db", "--port", "99999"],
+        ["serve", "db", "--port", "-1"],
+        ["serve", "db", "--port", "http"],
         ["list", "db", "q", "--unknown"],
         ["stats"],
         ["replay", "db", "q"],  # neither ID nor --all
@@ -275,6 +279,51 @@ def test_a_bad_stdin_line_names_its_line_and_what_was_enqueued_before(
 def test_usage_errors_exit_2(argv: list[str]) -> None:
     status, out, _ = run(*argv)
     assert status == 2 and out == ""
+
+
+@pytest.mark.parametrize(
+    "argv, error",
+    [
+        (["--port", "99999"], "argument --port: must be 0..65535, got 99999"),
+        (["--port", "-1"], "argument --port: must be 0..65535, got -1"),
+        (["--host", "256.1.1.1"], "cannot listen on 256.1.1.1 port 8000: "),
+        (["--host", "192.0.2.7"], "cannot listen on 192.0.2.7 port 8000: "),  # not this machine's
+    ],
+)
+def test_serve_reports_an_address_it_cannot_listen_on_as_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], error: str
+) -> None:
+    status, out, _ = run("serve", str(tmp_path / "s.db"), *argv)
+    err = capsys.readouterr().err
+    assert (status, out) == (2, "")
+    assert err.startswith("usage: deadletter serve ")
+    assert err.splitlines()[-1].startswith(f"deadletter serve: error: {error}"), err
+    assert "Traceback" not in err and "WARNING" not in err
+    assert not (tmp_path / "s.db").exists()  # refused before anything started
+
+
+def test_serve_reports_a_port_in_use_as_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = str(taken.getsockname()[1])
+        status, _, _ = run("serve", str(tmp_path / "s.db"), "--port", port)
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert (status, last) == (
+        2,
+        f"deadletter serve: error: cannot listen on 127.0.0.1 port {port}: Address already in use",
+    )
+
+
+def test_help_lists_only_the_options_of_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run("serve", "--help")[0] == 0
+    serve = capsys.readouterr().out
+    assert "--schema" in serve and "--json" not in serve
+    assert "port, 0..65535 (default 8000)" in serve
+    assert run("show", "--help")[0] == 0
+    show = capsys.readouterr().out
+    assert "--json" in show
+    assert re.search(r"^  ID +the message's id$", show, re.MULTILINE), show
 
 
 def test_the_console_script_is_installed(path: str) -> None:

@@ -257,8 +257,9 @@ def test_serve_warns_when_it_exposes_the_api_without_a_token(
     token: str | None,
     warned: bool,
 ) -> None:
-    call = ServeCall()
+    call, checked = ServeCall(), ServeCall()
     monkeypatch.setattr(_serve, "run", call)
+    monkeypatch.setattr(_serve, "check_address", checked)  # 192.0.2.7 is no address of ours
     environ = {k: v for k, v in os.environ.items() if not k.startswith("DEADLETTER_")}
     monkeypatch.setattr(os, "environ", environ)  # what the CLI sets for its workers stays here
     argv = ["serve", str(tmp_path / "s.db"), "--host", host, "--port", "9", "--workers", "3"]
@@ -268,6 +269,7 @@ def test_serve_warns_when_it_exposes_the_api_without_a_token(
     err = capsys.readouterr().err
     assert ("WARNING: serving" in err) == warned, err
     assert call.args == (host, 9, 3, "info")
+    assert checked.args == (host, 9)
     assert environ[_serve.ENV_PATH] == str((tmp_path / "s.db").resolve())
     assert environ[_serve.ENV_MAX_PAYLOAD_BYTES] == "1048576"
     assert environ.get(_serve.ENV_TOKEN) == token

@@ -25,6 +25,7 @@ __all__ = [
     "ENV_SCHEMA",
     "ENV_TOKEN",
     "app_from_environment",
+    "check_address",
     "run",
 ]
 
@@ -65,6 +66,16 @@ class Config(uvicorn.Config):
 
     def bind_socket(self) -> socket.socket:
         return socket.socket(fileno=super().bind_socket().detach())
+
+
+def check_address(host: str, port: int) -> None:
+    """Binds a socket to ``host`` and ``port`` as uvicorn will, then closes it, so that an address
+    the server cannot listen on (a host that does not resolve or is not this machine's, a port in
+    use or not allowed) is known before anything starts; `OSError` saying why."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host, port))
 
 
 def run(host: str, port: int, workers: int, log_level: str) -> bool:

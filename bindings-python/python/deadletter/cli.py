@@ -361,6 +361,11 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             f"`deadletter serve` needs the server extra ({missing.name} is missing): "
             "pip install 'deadletter[server]'"
         ) from None
+    try:
+        _serve.check_address(args.host, args.port)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise Usage(f"cannot listen on {args.host} port {args.port}: {reason}") from None
     token = args.token or os.environ.get(_serve.ENV_TOKEN) or None
     if token is None and not is_loopback(args.host):
         err.write(
@@ -393,6 +398,13 @@ def is_loopback(host: str) -> bool:
 
 # ---------------------------------------------------------------------------------------------
 # Arguments
+
+
+def port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0..65535, got {value}")
+    return value
 
 
 def positive(text: str) -> int:
@@ -434,9 +446,10 @@ def parser() -> argparse.ArgumentParser:
     )
     root.add_argument("--version", action="version", version=f"deadletter {deadletter.__version__}")
     commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="write JSON instead of a table")
-    common.add_argument("--schema", help="a PostgreSQL URL's schema (default deadletter)")
+    writes = argparse.ArgumentParser(add_help=False)
+    writes.add_argument("--json", action="store_true", help="write JSON instead of a table")
+    schema = argparse.ArgumentParser(add_help=False)
+    schema.add_argument("--schema", help="a PostgreSQL URL's schema (default deadletter)")
 
     def command(
         name: str,
@@ -444,9 +457,11 @@ def parser() -> argparse.ArgumentParser:
         help: str,
         queue: Optional[str] = "QUEUE",
         details: str = "",
+        output: bool = True,
     ) -> argparse.ArgumentParser:
         description = f"{help}. {details}" if details else help
-        sub = commands.add_parser(name, help=help, description=description, parents=[common])
+        parents = [writes, schema] if output else [schema]
+        sub = commands.add_parser(name, help=help, description=description, parents=parents)
         sub.add_argument(
             "path", metavar="PATH", help="the SQLite database file, or a PostgreSQL URL"
         )
@@ -474,7 +489,7 @@ def parser() -> argparse.ArgumentParser:
     sub = command(
         "show", cmd_show, "one message: every field, its failed attempts and its payload"
     )
-    sub.add_argument("id", metavar="ID", type=int)
+    sub.add_argument("id", metavar="ID", type=int, help="the message's id")
 
     sub = command(
         "replay",
@@ -532,9 +547,15 @@ def parser() -> argparse.ArgumentParser:
         help="when the queue holds a message with this key, show it instead of enqueueing",
     )
 
-    sub = command("serve", cmd_serve, "serve the HTTP API and the dashboard (uvicorn)", queue=None)
+    sub = command(
+        "serve",
+        cmd_serve,
+        "serve the HTTP API and the dashboard (uvicorn)",
+        queue=None,
+        output=False,
+    )
     sub.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    sub.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    sub.add_argument("--port", type=port, default=8000, help="port, 0..65535 (default 8000)")
     sub.add_argument("--workers", type=positive, default=1, help="server processes (default 1)")
     sub.add_argument(
         "--token", help="require `Authorization: Bearer TOKEN` (default: $DEADLETTER_TOKEN)"
