@@ -276,6 +276,54 @@ def test_serve_warns_when_it_exposes_the_api_without_a_token(
     assert (tmp_path / "s.db").is_file()  # opened once before serving: errors show early
 
 
+@pytest.mark.parametrize(
+    "argv, environment, error",
+    [
+        (
+            ["--token", ""],
+            {},
+            "--token is empty: give a token, or omit --token to serve without one",
+        ),
+        (
+            [],
+            {"DEADLETTER_TOKEN": ""},
+            "DEADLETTER_TOKEN is set but empty: set a token, or unset it to serve without one",
+        ),
+        (
+            ["--token", ""],
+            {"DEADLETTER_TOKEN": "t"},
+            "--token is empty: give a token, or omit --token to serve without one",
+        ),
+    ],
+)
+def test_an_empty_token_is_a_usage_error_not_authentication_off(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    environment: dict[str, str],
+    error: str,
+) -> None:
+    call = ServeCall()
+    monkeypatch.setattr(_serve, "run", call)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("DEADLETTER_")}
+    monkeypatch.setattr(os, "environ", {**environ, **environment})
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["serve", str(tmp_path / "s.db"), *argv], out=sys.stdout, err=sys.stderr)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"deadletter serve: error: {error}"
+    assert call.args == () and not (tmp_path / "s.db").exists()
+
+
+def test_a_worker_process_refuses_an_empty_token_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(_serve.ENV_PATH, str(tmp_path / "w.db"))
+    monkeypatch.setenv(_serve.ENV_TOKEN, "")
+    with pytest.raises(ValueError, match="token must be a non-empty str"):
+        _serve.app_from_environment()
+
+
 def test_the_shared_listening_socket_is_tcp_so_responses_are_not_delayed() -> None:
     """uvicorn issue #3149: with protocol 0 on the listener, asyncio leaves Nagle on."""
     config = _serve.Config(_serve.FACTORY, factory=True, host="127.0.0.1", port=0, workers=2)

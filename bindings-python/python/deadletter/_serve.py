@@ -39,7 +39,8 @@ FACTORY = "deadletter._serve:app_from_environment"
 def app_from_environment() -> Starlette:
     """The app of one worker process: it opens its own connection to the file or PostgreSQL URL
     named by ``DEADLETTER_SERVE_PATH`` and closes it at shutdown. ``DEADLETTER_TOKEN``,
-    ``DEADLETTER_SERVE_MAX_PAYLOAD_BYTES`` and ``DEADLETTER_SERVE_SCHEMA`` are optional."""
+    ``DEADLETTER_SERVE_MAX_PAYLOAD_BYTES`` and ``DEADLETTER_SERVE_SCHEMA`` are optional; an empty
+    ``DEADLETTER_TOKEN`` raises `ValueError` (it would turn authentication off)."""
     max_payload = int(os.environ.get(ENV_MAX_PAYLOAD_BYTES, http.DEFAULT_MAX_PAYLOAD_BYTES))
     schema = os.environ.get(ENV_SCHEMA)
     db = deadletter.open(os.environ[ENV_PATH], max_payload_bytes=max_payload, schema=schema)
@@ -51,7 +52,7 @@ def app_from_environment() -> Starlette:
         finally:
             db.close()
 
-    token = os.environ.get(ENV_TOKEN) or None
+    token = os.environ.get(ENV_TOKEN)  # empty: http.build refuses it
     return http.build(db, token=token, max_payload_bytes=max_payload, lifespan=lifespan)
 
 

@@ -361,12 +361,18 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             f"`deadletter serve` needs the server extra ({missing.name} is missing): "
             "pip install 'deadletter[server]'"
         ) from None
+    token = args.token if args.token is not None else os.environ.get(_serve.ENV_TOKEN)
+    if token == "":  # never read as "no token": authentication would be off without a word
+        if args.token is not None:
+            raise Usage("--token is empty: give a token, or omit --token to serve without one")
+        raise Usage(
+            f"{_serve.ENV_TOKEN} is set but empty: set a token, or unset it to serve without one"
+        )
     try:
         _serve.check_address(args.host, args.port)
     except OSError as error:
         reason = error.strerror or str(error)
         raise Usage(f"cannot listen on {args.host} port {args.port}: {reason}") from None
-    token = args.token or os.environ.get(_serve.ENV_TOKEN) or None
     if token is None and not is_loopback(args.host):
         err.write(
             f"deadletter serve: WARNING: serving {args.host} without a token: anyone who can "
@@ -558,7 +564,8 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("--port", type=port, default=8000, help="port, 0..65535 (default 8000)")
     sub.add_argument("--workers", type=positive, default=1, help="server processes (default 1)")
     sub.add_argument(
-        "--token", help="require `Authorization: Bearer TOKEN` (default: $DEADLETTER_TOKEN)"
+        "--token",
+        help="require `Authorization: Bearer TOKEN` (default: $DEADLETTER_TOKEN; empty: refused)",
     )
     sub.add_argument(
         "--max-payload-bytes",
