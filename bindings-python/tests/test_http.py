@@ -493,6 +493,30 @@ def test_an_empty_token_is_refused(db: deadletter.Database) -> None:
         deadletter.http.app(db, token="")
 
 
+@pytest.mark.parametrize(
+    "arguments, error, message",
+    [
+        ({"db": "notadb"}, TypeError, "db must be a deadletter.Database, got str"),
+        (
+            {"clock": 5},
+            TypeError,
+            "clock must be a zero-argument callable returning an aware datetime, or None; got int",
+        ),
+        ({"token": b"s3cret"}, TypeError, "token must be a str or None, got bytes"),
+        ({"max_payload_bytes": "1024"}, TypeError, "max_payload_bytes must be an int, got str"),
+        ({"max_payload_bytes": True}, TypeError, "max_payload_bytes must be an int, got bool"),
+        ({"max_payload_bytes": 0}, ValueError, "max_payload_bytes must be 1..=67108864"),
+    ],
+)
+def test_app_checks_its_arguments_when_it_is_made(
+    db: deadletter.Database, arguments: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    options = {"db": db, **arguments}
+    with pytest.raises(error) as raised:
+        deadletter.http.app(options.pop("db"), **options)
+    assert str(raised.value).startswith(message)
+
+
 def test_healthz(client: TestClient) -> None:
     r = client.get("/healthz")
     assert r.status_code == 200 and r.json() == {"status": "ok"}

@@ -719,9 +719,42 @@ def app(
     ``max_payload_bytes``: the limit ``db`` was opened with; bodies over `body_limit` of it are
     refused with 413 before they are parsed. ``clock``: the clock ``db`` was opened with, if not
     the system's (it dates the ``Retry-After`` of an empty claim). The caller keeps ``db`` open
-    while the app serves and closes it afterwards. Raises `ValueError` for an empty token.
+    while the app serves and closes it afterwards. Raises `TypeError` naming an argument of the
+    wrong type (``db`` not a `deadletter.Database`, ``token`` not a str, ``max_payload_bytes`` not
+    an int, ``clock`` not callable) and `ValueError` for an empty token or a
+    ``max_payload_bytes`` outside 1..=67108864.
     """
     return build(db, token=token, max_payload_bytes=max_payload_bytes, clock=clock)
+
+
+MAX_PAYLOAD_BYTES_LIMIT = 64 << 20
+"""The largest ``max_payload_bytes`` `deadletter.open` accepts."""
+
+
+def check_arguments(db: Any, token: Any, max_payload_bytes: Any, clock: Any) -> None:
+    """`app`'s arguments, checked when the app is made rather than failing at request time."""
+
+    def kind(value: Any) -> str:
+        return type(value).__name__
+
+    if not isinstance(db, deadletter.Database):
+        raise TypeError(f"db must be a deadletter.Database, got {kind(db)}")
+    if token is not None and not isinstance(token, str):
+        raise TypeError(f"token must be a str or None, got {kind(token)}")
+    if token == "":
+        raise ValueError("token must be a non-empty str (or None for no authentication)")
+    if isinstance(max_payload_bytes, bool) or not isinstance(max_payload_bytes, int):
+        raise TypeError(f"max_payload_bytes must be an int, got {kind(max_payload_bytes)}")
+    if not 1 <= max_payload_bytes <= MAX_PAYLOAD_BYTES_LIMIT:
+        raise ValueError(
+            f"max_payload_bytes must be 1..={MAX_PAYLOAD_BYTES_LIMIT} (the limit db was opened "
+            f"with), got {max_payload_bytes}"
+        )
+    if clock is not None and not callable(clock):
+        raise TypeError(
+            f"clock must be a zero-argument callable returning an aware datetime, or None; "
+            f"got {kind(clock)}"
+        )
 
 
 def build(
@@ -733,8 +766,7 @@ def build(
     lifespan: Any = None,
 ) -> Starlette:
     """`app`, with an optional Starlette lifespan (``deadletter serve`` closes its database)."""
-    if token is not None and (not isinstance(token, str) or not token):
-        raise ValueError("token must be a non-empty str (or None for no authentication)")
+    check_arguments(db, token, max_payload_bytes, clock)
     return Starlette(
         routes=routes(Api(db, body_limit(max_payload_bytes), clock).endpoints()),
         middleware=[Middleware(RawPathRouting), Middleware(BearerAuth, token=token)],
