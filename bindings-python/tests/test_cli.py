@@ -315,6 +315,20 @@ def test_serve_reports_a_port_in_use_as_a_usage_error(
     )
 
 
+@pytest.mark.parametrize("module", ["uvicorn", "starlette", "prometheus_client"])
+def test_serve_without_the_server_extra_says_how_to_install_it(tmp_path: Path, module: str) -> None:
+    hidden = (
+        f"import sys; sys.modules[{module!r}] = None; from deadletter import cli; "
+        f"sys.exit(cli.main(['serve', {str(tmp_path / 's.db')!r}]))"
+    )
+    result = subprocess.run([sys.executable, "-c", hidden], capture_output=True, text=True)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"deadletter serve: `deadletter serve` needs the server extra ({module} is missing): "
+        "pip install 'deadletter[server]'\n"
+    )
+
+
 def test_help_lists_only_the_options_of_the_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert run("serve", "--help")[0] == 0
     serve = capsys.readouterr().out

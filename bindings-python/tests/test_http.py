@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -639,3 +641,16 @@ def test_the_app_mounts_under_a_prefix(db: deadletter.Database) -> None:
     assert client.get("/jobs/v1/").status_code == 200
     problem(client.get("/jobs/v1/nope"), 404, "not_found")
     assert client.get("/elsewhere").status_code == 404  # the outer app's own 404
+
+
+@pytest.mark.parametrize("module", ["prometheus_client", "starlette"])
+def test_without_the_server_extra_the_import_error_says_how_to_install_it(module: str) -> None:
+    hidden = f"import sys; sys.modules[{module!r}] = None; import deadletter.http"
+    result = subprocess.run([sys.executable, "-c", hidden], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"ImportError: deadletter.http needs the server extra ({module} is missing): "
+        "pip install 'deadletter[server]'"
+    )
+    queue_only = f"import sys; sys.modules[{module!r}] = None; import deadletter; print('ok')"
+    assert subprocess.run([sys.executable, "-c", queue_only], capture_output=True).stdout == b"ok\n"

@@ -357,8 +357,9 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     try:
         from . import _serve
     except ImportError as missing:
+        package = (missing.name or "a package").partition(".")[0]
         raise Failure(
-            f"`deadletter serve` needs the server extra ({missing.name} is missing): "
+            f"`deadletter serve` needs the server extra ({package} is missing): "
             "pip install 'deadletter[server]'"
         ) from None
     token = args.token if args.token is not None else os.environ.get(_serve.ENV_TOKEN)

@@ -63,17 +63,25 @@ from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import quote, unquote
 
-from prometheus_client.exposition import choose_encoder
-from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
-from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Receive, Scope, Send
+try:
+    from prometheus_client.exposition import choose_encoder
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.datastructures import Headers
+    from starlette.exceptions import HTTPException
+    from starlette.middleware import Middleware
+    from starlette.requests import Request
+    from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+    from starlette.routing import BaseRoute, Mount, Route
+    from starlette.staticfiles import StaticFiles
+    from starlette.types import ASGIApp, Receive, Scope, Send
+except ModuleNotFoundError as _missing:  # (private names: not the module's API)
+    _package = (_missing.name or "a package").partition(".")[0]
+    raise ImportError(
+        f"deadletter.http needs the server extra ({_package} is missing): "
+        "pip install 'deadletter[server]'",
+        name=_package,
+    ) from _missing
 
 import deadletter
 
