@@ -159,6 +159,45 @@ def test_show_prints_the_failed_attempts_uncut(tmp_path: Path) -> None:
     ]
 
 
+HOSTILE = "\x1b]0;owned\x07\x1b[2J\x9b31m\x01\x7f\r\nend\t"
+"""A payload and an error that would drive a terminal: OSC (set the title, ended by BEL), CSI
+(clear the screen; also as the one-byte C1 CSI), SOH, DEL, CR, LF, TAB."""
+SHOWN = r"\x1b]0;owned\x07\x1b[2J\x9b31m\x01\x7f\r\nend\t"
+RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # any but the lines' own \n
+
+
+def test_people_s_output_shows_control_characters_escaped(tmp_path: Path) -> None:
+    file = tmp_path / "hostile.db"
+    with deadletter.open(file, clock=lambda: T0) as db:
+        q = db.queue("q")
+        q.enqueue(HOSTILE)
+        m = q.claim()
+        assert m is not None
+        q.fail(m.id, HOSTILE, lease_token=m.lease_token, retryable=False)
+    status, listed, _ = run("list", str(file), "q")
+    assert status == 0 and not RAW_CONTROL.search(listed), repr(listed)
+    row = f" 1  dead    1/3      2026-01-01T00:00:00.000Z  {SHOWN}  {SHOWN}"
+    assert listed.splitlines()[1] == row
+    status, shown, _ = run("show", str(file), "q", "1")
+    assert status == 0 and not RAW_CONTROL.search(shown), repr(shown)
+    lines = shown.splitlines()
+    assert lines[6] == f"last_error        {SHOWN}"
+    assert lines[-4:] == [
+        "attempt  at                        error",
+        f"      1  2026-01-01T00:00:00.000Z  {SHOWN}",
+        "payload:",
+        SHOWN,
+    ]
+    # --json is JSON: the exact text, escaped by JSON.
+    assert json.loads(run("show", str(file), "q", "1", "--json")[1])["payload"] == HOSTILE
+    # An error message that carries such text is escaped on stderr too.
+    status, _, err = run("list", f"{tmp_path}/x\x1b[2J.db", "q")
+    assert (status, err) == (
+        1,
+        f"deadletter list: {tmp_path}/x\\x1b[2J.db: no such database file\n",
+    )
+
+
 def test_replay_sends_a_dead_message_back(path: str) -> None:
     status, out, _ = run("replay", path, "emails", "1")
     assert status == 0

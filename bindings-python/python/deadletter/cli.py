@@ -13,12 +13,13 @@ Commands (``deadletter COMMAND -h`` for their options)::
                                   (PAYLOAD [--idempotency-key K] | -)
 
 Output is an aligned table for people, or JSON with ``--json`` (messages and statistics as the
-HTTP API writes them), both written by `emit`. Exit status: 0 on success, 1 on a deadletter
-error (its message on stderr), 2 on a usage error. PATH is a SQLite file or a PostgreSQL URL
-(``postgresql://user:password@host/db``; every command takes ``--schema``, default
-``deadletter``). Commands other than ``serve`` and ``enqueue`` refuse a SQLite PATH that does not
-exist rather than create an empty database. A long ``replay --all`` or ``enqueue -`` shows its
-progress on stderr when that is a terminal. ``serve`` needs the
+HTTP API writes them), both written by `emit`. For people, control characters in values (a
+payload's, an error's) are shown escaped (``\\n``, ``\\x1b``), never sent to the terminal. Exit
+status: 0 on success, 1 on a deadletter error (its message on stderr), 2 on a usage error. PATH is
+a SQLite file or a PostgreSQL URL (``postgresql://user:password@host/db``; every command takes
+``--schema``, default ``deadletter``). Commands other than ``serve`` and ``enqueue`` refuse a
+SQLite PATH that does not exist rather than create an empty database. A long ``replay --all`` or
+``enqueue -`` shows its progress on stderr when that is a terminal. ``serve`` needs the
 ``server`` extra (``pip install 'deadletter[server]'``).
 """
 
@@ -128,9 +129,20 @@ def write_table(
 
 def cell(value: Any, width: Optional[int]) -> str:
     """One table cell: one line, at most ``width`` characters."""
-    text = "-" if value is None else str(value)
-    text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
+    text = printable("-" if value is None else str(value))
     return text if width is None or len(text) <= width else text[: width - 1] + "…"
+
+
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+"""The C0 and C1 control characters and DEL: what a terminal obeys (ESC, BEL, OSC, ...)."""
+NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character (`CONTROL`) escaped, ``\\n``, ``\\r``, ``\\t`` or
+    ``\\x1b``: people's output is one line per value and never drives the terminal (payloads and
+    errors come from whoever can enqueue). ``--json`` escapes them its own way."""
+    return CONTROL.sub(lambda m: NAMED.get(m.group(), f"\\x{ord(m.group()):02x}"), text)
 
 
 MESSAGE_COLUMNS = (
@@ -243,7 +255,7 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         out.write("errors:\n")
         attempts = [dict(entry) for entry in message.errors]
         emit(attempts, ATTEMPT_COLUMNS, as_json=False, out=out, width=None)
-    out.write("payload:\n" + message.payload + "\n")
+    out.write("payload:\n" + printable(message.payload) + "\n")
 
 
 def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
@@ -593,7 +605,7 @@ def main(
     except Usage as usage:
         args.parser.error(str(usage))  # exits with status 2
     except (deadletter.Error, Failure) as error:
-        err.write(f"deadletter {args.command}: {error}\n")
+        err.write(f"deadletter {args.command}: {printable(str(error))}\n")
         return 1
     except BrokenPipeError:  # `deadletter list ... | head`: quiet, as the Python docs advise
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
