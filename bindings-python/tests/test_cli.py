@@ -240,6 +240,20 @@ def test_enqueue_reads_one_payload_per_stdin_line(
     assert payloads == ['{"n": 1}', "", "last without newline"]
 
 
+def test_enqueue_drops_the_crlf_line_endings_of_stdin(path: str) -> None:
+    """Through the real script's stdin: a line ending CRLF loses both; a CR elsewhere stays."""
+    result = subprocess.run(
+        [SCRIPT, "enqueue", path, "crlf", "-"],
+        input=b"a\r\nb\r\n\r\nc\rd\r\nlf\nlast\r",
+        capture_output=True,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (0, b"")
+    with deadletter.open(path) as db:
+        payloads = [m.payload for m in db.queue("crlf").list()]
+    assert payloads == ["a", "b", "", "c\rd", "lf", "last\r"]
+
+
 def test_a_deadletter_error_exits_1_with_its_message_on_stderr(path: str) -> None:
     assert run("replay", path, "emails", "3") == (
         1,

@@ -307,9 +307,10 @@ def cmd_purge(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 
 
 def stdin_payloads(stream: TextIO) -> Iterator[str]:
-    """Every line of ``stream`` without its line ending (an empty line is an empty payload)."""
+    """Every line of ``stream`` without its line ending, ``\\n`` or ``\\r\\n`` (an empty line is an
+    empty payload; a ``\\r`` anywhere else stays in it)."""
     for line in stream:
-        yield line[:-1] if line.endswith("\n") else line
+        yield line[:-2] if line.endswith("\r\n") else line[:-1] if line.endswith("\n") else line
 
 
 def cmd_enqueue(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
@@ -553,7 +554,11 @@ def parser() -> argparse.ArgumentParser:
         "command; the transactions before it are committed, none of the 1000 lines of its own "
         "is enqueued.",
     )
-    sub.add_argument("payload", metavar="PAYLOAD", help="the payload, or - to read one per line")
+    sub.add_argument(
+        "payload",
+        metavar="PAYLOAD",
+        help="the payload, or - to read one per line (ending in LF or CRLF, which is not kept)",
+    )
     sub.add_argument(
         "--max-retries", type=int, help="attempts before a message is dead (1..10; default 3)"
     )
