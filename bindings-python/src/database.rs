@@ -548,9 +548,12 @@ impl Queue {
     }
 
     /// The heartbeat: the lease of a processing message now runs until now + `lease` (seconds or
-    /// a `timedelta`, 0.001..=43200; `None`: the database's lease). `lease_token` (a str) is
-    /// required and must be the current one, else `ConflictError` (reason `lease_lost`: the
-    /// lease expired and was reaped, or another worker holds it). A lease that ran out but was not
+    /// a `timedelta`, 0.001..=43200; `None`: the database's default lease, `open(lease=...)`,
+    /// 30 s by default, not the lease the message was claimed with). `lease_token` (a str) is
+    /// required and must be the current one, else `ConflictError`: reason `lease_lost` while the
+    /// message is processing under another worker's lease (its own expired, was reaped, and the
+    /// message was claimed again); reason `wrong_status` once it is no longer processing (reaped
+    /// into backoff or dead, or finished by another worker). A lease that ran out but was not
     /// reaped yet can still be extended.
     #[pyo3(signature = (id, *, lease_token, lease = None))]
     fn extend(

@@ -167,6 +167,43 @@ def test_exception_hierarchy_and_codes() -> None:
     assert not issubclass(deadletter.ConflictError, (ValueError, LookupError))
 
 
+def test_extend_without_a_lease_takes_the_database_s_not_the_claim_s() -> None:
+    clock = Clock()
+    q = deadletter.open(clock=clock, lease=30).queue("q")
+    q.enqueue("x")
+    m = q.claim(lease=300)
+    assert m is not None and m.lease_expires_at == T0 + timedelta(seconds=300)
+    clock.advance(10)
+    extended = q.extend(m.id, lease_token=m.lease_token)
+    assert extended.lease_expires_at == T0 + timedelta(seconds=40)  # now + 30 s, not + 300 s
+
+
+def test_a_stale_token_is_lease_lost_while_another_worker_holds_it_else_wrong_status() -> None:
+    """The two reasons a worker that outlived its lease can get (ConflictError's docstring)."""
+    clock = Clock()
+    q = deadletter.open(clock=clock, lease=10).queue("q")
+    q.enqueue("x", max_retries=3)
+    mine = q.claim()
+    assert mine is not None
+    clock.advance(11)
+    assert q.reap() == 1  # reaped: pending in backoff, no longer processing
+    stale = {"lease_token": mine.lease_token}
+    for call in (lambda: q.succeed(mine.id, **stale), lambda: q.extend(mine.id, **stale)):
+        with pytest.raises(deadletter.ConflictError) as refused:
+            call()
+        assert (refused.value.reason, refused.value.status) == ("wrong_status", "pending")
+    clock.advance(2)  # the backoff of the first failure is over
+    theirs = q.claim()
+    assert theirs is not None and theirs.id == mine.id  # another worker holds it now
+    with pytest.raises(deadletter.ConflictError) as refused:
+        q.fail(mine.id, "late", **stale)
+    assert (refused.value.reason, refused.value.status) == ("lease_lost", None)
+    q.succeed(theirs.id, lease_token=theirs.lease_token)  # finished by the other worker
+    with pytest.raises(deadletter.ConflictError) as refused:
+        q.succeed(mine.id, **stale)
+    assert (refused.value.reason, refused.value.status) == ("wrong_status", "succeeded")
+
+
 def test_message_is_immutable_comparable_and_printable() -> None:
     q = deadletter.open(clock=Clock()).queue("q")
     m = q.enqueue('{"a": 1}')

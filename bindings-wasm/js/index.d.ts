@@ -50,7 +50,7 @@ export interface FieldError {
  * - `not_found`: no message with this id in this queue (ids of other queues are invisible);
  *   `queue` and `id` say which.
  * - `conflict`: the transition is not allowed now (wrong status, or the lease token is not the
- *   current one: the lease expired and the message may be with another worker); `reason`, `id`
+ *   current one while the message is `processing`: another worker holds it); `reason`, `id`
  *   and, for `wrong_status`, `status` say which.
  * - `store`: IndexedDB failed (quota, abort, blocked open, closed database, I/O), the database is
  *   another application's, or a stored record holds a value deadletter never writes (the message
@@ -107,8 +107,11 @@ export declare class PermanentError extends Error {
 
 /**
  * Why a `conflict` happened: `wrong_status`, the operation is not allowed from the message's
- * current status (`status` says which); `lease_lost`, the lease token shown is not the current
- * one (the lease expired and the message may now be with another worker).
+ * current status (`status` says which); `lease_lost`, the message is `processing` but the lease
+ * token shown is not the current one (its lease expired, was reaped, and another worker claimed
+ * it). A worker that outlived its lease gets `lease_lost` while another worker holds the
+ * message, and `wrong_status` once the expired lease was reaped and the message is no longer
+ * processing (`pending` in backoff, `dead`, or `succeeded` by another worker).
  */
 export type ConflictReason = "wrong_status" | "lease_lost";
 
@@ -383,8 +386,9 @@ export declare class Queue {
   claimMany(n: number, options?: ClaimOptions): Promise<Message[]>;
   /**
    * The heartbeat: the lease of a `processing` message now runs `leaseMs` from now.
-   * Rejects with `validation_failed`, `not_found`, `conflict` (not processing, or the lease was
-   * lost: expired and reaped, or with another worker) or `store`.
+   * Without `leaseMs`, the database's default `leaseMs`, not the lease of the claim.
+   * Rejects with `validation_failed`, `not_found`, `conflict` (not processing: `wrong_status`;
+   * processing under another worker's lease: `lease_lost`) or `store`.
    */
   extend(id: number, options: ExtendOptions): Promise<Message>;
   /**

@@ -229,8 +229,9 @@ class Queue:
     def claim_many(self, n: int, *, lease: Optional[_Seconds] = None) -> list[Message]:
         """Like `claim` for up to ``n`` (1..=100) messages in one transaction."""
     def extend(self, id: int, *, lease_token: str, lease: Optional[_Seconds] = None) -> Message:
-        """The heartbeat: the lease runs until now + ``lease``. A token that is not current:
-        `ConflictError`."""
+        """The heartbeat: the lease runs until now + ``lease``; without ``lease``, the
+        database's default lease (``open(lease=...)``, 30 s by default), not the one the message
+        was claimed with. A token that is not current: `ConflictError` (see its ``reason``)."""
     def succeed(self, id: int, *, lease_token: Optional[str] = None) -> Message:
         """processing -> succeeded. A ``lease_token`` that is not current: `ConflictError`."""
     def fail(

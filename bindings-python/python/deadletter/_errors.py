@@ -87,9 +87,14 @@ class ConflictError(Error):
     """The transition is not allowed now.
 
     ``reason`` is ``"wrong_status"`` (the message's ``status`` does not allow the operation, e.g.
-    ``succeed`` on a pending message) or ``"lease_lost"`` (the lease token shown is not the
-    current one: the lease expired and the message may be with another worker; ``status`` is then
-    ``None``). ``id`` is the message's id.
+    ``succeed`` on a pending message) or ``"lease_lost"`` (the message is ``processing`` but the
+    lease token shown is not the current one: its lease expired, was reaped, and another worker
+    claimed it and holds it now; ``status`` is then ``None``). ``id`` is the message's id.
+
+    A worker that outlived its lease gets either: ``"lease_lost"`` while another worker holds the
+    message, ``"wrong_status"`` with the current ``status`` once the expired lease was reaped and
+    the message is no longer processing (``pending`` in backoff, ``dead``, or ``succeeded`` by
+    another worker).
     """
 
     code: ClassVar[ErrorCode] = "conflict"
