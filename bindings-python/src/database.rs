@@ -769,18 +769,19 @@ impl Queue {
     /// database's), and extends a running handler's lease every half lease; a lease lost all the
     /// same (`ConflictError` from `extend`) ends its heartbeats, and the handler's outcome is then
     /// refused and logged on the `logging` logger `"deadletter"` (as are handler exceptions, at
-    /// INFO). When nothing is due it sleeps until the next delayed message is due or for
-    /// `poll_interval`, whichever is sooner.
+    /// INFO with their traceback, the error and each part of the traceback cut at 4096 characters;
+    /// and stopping, with its reason). When nothing is due it sleeps until the next delayed message
+    /// is due or for `poll_interval`, whichever is sooner.
     ///
     /// It stops when `stop_when_idle` is true and a poll finds nothing due, nothing in flight and
     /// nothing delayed (`next_due_at()` is None); when `stop` (a `threading.Event`) is set; on
-    /// SIGTERM, unless the application handles it (its disposition is not the default: it is
-    /// left alone, stop the loop with `stop`): deadletter's handler, installed from the main
-    /// thread, stops every `process` loop of the process (other threads' too) and is removed,
-    /// restoring the default, when the last of them ends; on `KeyboardInterrupt`. Stopping ends the claims; running
-    /// handlers get `shutdown_timeout` to finish (their heartbeats go on), then the loop returns
-    /// and their messages are left to their leases. A second `KeyboardInterrupt` while handlers
-    /// finish propagates at once.
+    /// SIGTERM, unless the application handles it (its disposition is not the default: it is left
+    /// alone, stop the loop with `stop`): deadletter's handler, installed from the main thread,
+    /// stops every `process` loop of the process (other threads' too) and is removed, restoring the
+    /// default, when the last of them ends; on `KeyboardInterrupt`. Stopping ends the claims;
+    /// running handlers get `shutdown_timeout` to finish (their heartbeats go on), then the loop
+    /// returns and their messages are left to their leases. A second `KeyboardInterrupt` while
+    /// handlers finish propagates at once.
     ///
     /// `concurrency`: an int, 1..=1000 (default 1); `poll_interval`: 0.001..=3600 s (default
     /// 1 s); `shutdown_timeout`: 0..=3600 s (default 30 s); `lease`: 0.001..=43200 s (default

@@ -153,6 +153,34 @@ def test_an_exception_fails_the_message_with_its_type_and_text(
     db.close()
 
 
+def test_a_huge_exception_is_logged_once_and_capped(caplog: pytest.LogCaptureFixture) -> None:
+    """A 70 kB exception text: stored truncated past 64 KiB (the core's rule), and logged with
+    its traceback, the error and each part of the traceback capped at 4096 characters (it was
+    logged whole, twice: in the log message and in the traceback's last line)."""
+    db, q = seeded(["x"])
+    text = "ValueError: " + "x" * 70_000
+    stop = threading.Event()
+
+    def handler(m: deadletter.Message) -> None:
+        stop.set()
+        raise ValueError("x" * 70_000)
+
+    with caplog.at_level(logging.INFO, logger="deadletter"):
+        assert q.process(handler, stop=stop) == 1
+    stored = text[:65536] + f"…[truncated {len(text) - 65536} bytes]"
+    assert q.get(1).last_error == stored
+    [record] = [r for r in caplog.records if "handler raised" in r.getMessage()]
+    logged = record.getMessage()
+    assert logged.startswith(
+        f"message 1: handler raised {text[:4096]}… [{len(text) - 4096} more characters]\n"
+        "Traceback (most recent call last):\n"
+    )
+    assert logged.endswith(f"\n{text[:4096]}… [{len(text) - 4096} more characters]")
+    assert 8192 < len(logged) < 10_000
+    assert record.exc_info is None  # the traceback is in the message, capped
+    db.close()
+
+
 def test_a_permanent_error_dead_letters_on_the_first_failure() -> None:
     class Refused(deadletter.PermanentError):
         pass

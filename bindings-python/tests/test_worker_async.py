@@ -7,6 +7,7 @@ in test_worker.py (both modes)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Awaitable
@@ -273,6 +274,42 @@ def test_a_stop_event_returns_the_count_after_the_running_handler() -> None:
 
     assert run(already_set) == 0
     assert q.get(2).lease_token is None
+    db.close()
+
+
+def test_stopping_is_logged_as_process_logs_it(caplog: pytest.LogCaptureFixture) -> None:
+    db, q = seeded(["a", "b"])
+
+    async def stopped_by_event() -> int:
+        stop = asyncio.Event()
+
+        async def handler(m: deadletter.Message) -> None:
+            stop.set()
+            await asyncio.sleep(0.05)
+
+        return await q.process_async(handler, stop=stop)
+
+    async def cancelled() -> None:
+        started = asyncio.Event()
+
+        async def handler(m: deadletter.Message) -> None:
+            started.set()
+            await asyncio.sleep(0.05)
+
+        loop = asyncio.ensure_future(q.process_async(handler, shutdown_timeout=5))
+        await started.wait()
+        loop.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await loop
+
+    with caplog.at_level(logging.INFO, logger="deadletter"):
+        assert run(stopped_by_event) == 1
+        run(cancelled)
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("stopping")] == [
+        "stopping (stop event): no more claims; waiting up to 30 s for 1 running handlers",
+        "stopping (cancelled): no more claims; waiting up to 5 s for 1 running handlers",
+    ]
+    assert [m.status for m in q.list()] == ["succeeded", "succeeded"]
     db.close()
 
 

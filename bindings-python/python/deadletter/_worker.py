@@ -43,6 +43,7 @@ import queue as queues
 import signal
 import threading
 import time
+import traceback
 from collections.abc import Awaitable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
@@ -62,6 +63,10 @@ STOP_CHECK = 0.1
 (a signal, the ``stop`` event) or has ended. It sleeps in between rather than waiting on a lock:
 a signal handler may run, or ``KeyboardInterrupt`` be raised, at any point of that thread, and
 neither is safe inside ``threading.Condition.wait``."""
+
+LOG_TEXT_MAX = 4096
+"""The most characters of a handler's error, and of each part of its traceback, that the log
+shows; the message's ``errors`` keep the error as stored (up to 64 KiB)."""
 
 Handler = Callable[[Message], object]
 AsyncHandler = Callable[[Message], Awaitable[object]]
@@ -153,13 +158,25 @@ def _failure(exc: BaseException) -> str:
     return failure_text(type(exc).__name__, message)
 
 
+def _capped(text: str) -> str:
+    """``text`` cut at `LOG_TEXT_MAX` characters, saying how many more there were (a final
+    newline is kept)."""
+    body, end = (text[:-1], "\n") if text.endswith("\n") else (text, "")
+    if len(body) <= LOG_TEXT_MAX:
+        return text
+    return f"{body[:LOG_TEXT_MAX]}… [{len(body) - LOG_TEXT_MAX} more characters]{end}"
+
+
 def _outcome(message: Message, exc: Optional[BaseException]) -> tuple[Optional[str], bool]:
-    """(error, retryable) for a handler that raised ``exc``, logged at INFO with its traceback;
+    """(error, retryable) for a handler that raised ``exc``, logged at INFO with its traceback
+    (the error and each part of the traceback capped: an exception's text may be megabytes);
     (None, True) when it returned."""
     if exc is None:
         return None, True
     error = _failure(exc)
-    logger.info("message %d: handler raised %s", message.id, error, exc_info=exc)
+    parts = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    trace = "".join(_capped(part) for part in parts).rstrip("\n")
+    logger.info("message %d: handler raised %s\n%s", message.id, _capped(error), trace)
     return error, not isinstance(exc, PermanentError)
 
 
@@ -578,6 +595,7 @@ class _Tasks:
         self.next_poll = 0.0  # loop.time() of the next claim
         self.last_full = False
         self.stopping = False
+        self.reason: Optional[str] = None  # why it stops: "SIGTERM", "stop event"
         self.abandoned = False
         self.handled = 0
 
@@ -605,6 +623,14 @@ class _Tasks:
             except Exception as exc:  # noqa: BLE001 - raised once the handlers finished
                 error = exc
             self.stopping = True
+            reason = "cancelled" if cancelled else self.reason
+            if reason:
+                logger.info(
+                    "stopping (%s): no more claims; waiting up to %g s for %d running handlers",
+                    reason,
+                    self.plan.shutdown_timeout,
+                    len(self.tasks),
+                )
             await self._drain()
         finally:
             if watcher is not None:
@@ -619,9 +645,10 @@ class _Tasks:
 
     async def _watch(self, stop: asyncio.Event) -> None:
         await stop.wait()
-        self._request_stop()
+        self._request_stop("stop event")
 
-    def _request_stop(self) -> None:
+    def _request_stop(self, reason: str) -> None:
+        self.reason = self.reason or reason
         self.stopping = True
         self.wake.set()
 
@@ -766,7 +793,7 @@ _async_loops: dict[asyncio.AbstractEventLoop, set[_Tasks]] = {}
 def _stop_async_loops(loop: asyncio.AbstractEventLoop) -> None:
     """deadletter's SIGTERM handler on ``loop``: stops every ``process_async`` loop on it."""
     for tasks in tuple(_async_loops.get(loop, ())):
-        tasks._request_stop()
+        tasks._request_stop("SIGTERM")
 
 
 def _watch_sigterm_async(loop: asyncio.AbstractEventLoop, tasks: _Tasks) -> None:
