@@ -11,7 +11,7 @@ use deadletter::{Conflict, Error, FieldError};
 use js_sys::{Array, Function, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
-use crate::names::js_field;
+use crate::names::{js_field, js_message};
 
 thread_local! {
     static ERROR_CLASS: RefCell<Option<Function>> = const { RefCell::new(None) };
@@ -46,7 +46,11 @@ fn field_error(error: &FieldError) -> JsValue {
     let object = Object::new();
     set(&object, "field", &js_field(error.field).into());
     set(&object, "code", &error.code.into());
-    set(&object, "message", &error.message.as_str().into());
+    set(
+        &object,
+        "message",
+        &js_message(error.field, &error.message).into(),
+    );
     if let Some(index) = error.index {
         #[allow(clippy::cast_precision_loss)] // a batch index is small
         set(&object, "index", &JsValue::from_f64(index as f64));
@@ -68,9 +72,12 @@ pub fn to_js(error: &Error) -> JsValue {
         Error::Validation(fields) => {
             let parts: Vec<String> = fields
                 .iter()
-                .map(|f| match f.index {
-                    Some(i) => format!("items[{i}].{}: {}", js_field(f.field), f.message),
-                    None => format!("{}: {}", js_field(f.field), f.message),
+                .map(|f| {
+                    let message = js_message(f.field, &f.message);
+                    match f.index {
+                        Some(i) => format!("items[{i}].{}: {message}", js_field(f.field)),
+                        None => format!("{}: {message}", js_field(f.field)),
+                    }
                 })
                 .collect();
             (

@@ -31,6 +31,24 @@ pub fn js_field(core: &str) -> &str {
         .map_or(core, |(_, js)| js)
 }
 
+/// The core's instant fields: JavaScript passes a `Date` or a number of milliseconds since the
+/// epoch (`OwnedArg::instant`), where the core, which sees the number, says "an integer".
+const INSTANTS: [&str; 2] = ["dead_before", "dead_after"];
+
+/// A field error's message in JavaScript's terms (the instants' expected type), as Python's
+/// binding restates its own: `must be an integer, got a string` for `dead_after` becomes
+/// `must be a Date or an integer number of milliseconds since the epoch, got a string`.
+pub fn js_message(core: &str, message: &str) -> String {
+    if INSTANTS.contains(&core) {
+        message.replace(
+            "an integer",
+            "a Date or an integer number of milliseconds since the epoch",
+        )
+    } else {
+        message.to_owned()
+    }
+}
+
 /// Formats 16 random bytes as a version-4 UUID (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`), the form
 /// of every lease token.
 pub fn uuid_v4(mut bytes: [u8; 16]) -> String {
@@ -73,6 +91,16 @@ mod tests {
                 .collect();
             assert_eq!(camel, js);
         }
+    }
+
+    #[test]
+    fn instants_are_dates_or_milliseconds() {
+        let core = "must be an integer, got a string";
+        let js =
+            "must be a Date or an integer number of milliseconds since the epoch, got a string";
+        assert_eq!(js_message("dead_after", core), js);
+        assert_eq!(js_message("dead_before", core), js);
+        assert_eq!(js_message("limit", core), core);
     }
 
     #[test]

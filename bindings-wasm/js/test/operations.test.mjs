@@ -198,6 +198,13 @@ test("replayAll filters by error text and death time (Dates or ms), with a limit
   assert.deepEqual((await q.list({ status: "dead" })).map((m) => m.id), [4]);
   const bad = await rejects(q.replayAll({ deadBefore: new Date(NaN), deadAfter: 1.5, limit: 0, errorContains: 3 }), "validation_failed");
   assert.deepEqual(fields(bad), ["deadAfter:type", "deadBefore:type", "errorContains:type", "limit:out_of_range"]);
+  for (const field of ["deadAfter", "deadBefore"]) {
+    const text = await rejects(q.replayAll({ [field]: "2024-01-01" }), "validation_failed");
+    assert.deepEqual(text.errors, [
+      { field, code: "type", message: "must be a Date or an integer number of milliseconds since the epoch, got a string" },
+    ]);
+    assert.equal(text.message, `validation failed: ${field}: ${text.errors[0].message}`);
+  }
   assert.equal(await q.replayAll(), 1);
   assert.deepEqual(await q.list({ status: "dead" }), []);
   db.close();
