@@ -4,7 +4,7 @@
 use crate::arg::Arg;
 use crate::error::{Error, Result};
 use crate::machine::{self, Moment};
-use crate::message::{Message, Millis, NewMessage, Status};
+use crate::message::{Id, Message, Millis, NewMessage, Status};
 use crate::store::{Filter, ListQuery, Store};
 use crate::validate::{
     Check, DEFAULT_LIST_LIMIT, DEFAULT_MAX_RETRIES, LIST_LIMIT_RANGE, Limits, MAX_BATCH,
@@ -148,8 +148,7 @@ impl<S: Store> Engine<S> {
         batch: bool,
         now: Millis,
     ) -> Result<Vec<Message>> {
-        let mut check = Check::default();
-        check.now(now);
+        let mut check = Check::at(now);
         let queue = check.queue(&queue);
         if items.len() > MAX_BATCH {
             check.reject_too_large_batch(items.len(), MAX_BATCH);
@@ -238,8 +237,7 @@ impl<S: Store> Engine<S> {
         mut tokens: impl FnMut() -> String,
         at: Moment<'_>,
     ) -> Result<Outcome<Vec<Message>>> {
-        let mut check = Check::default();
-        check.now(at.now);
+        let mut check = Check::at(at.now);
         let queue = check.queue(&queue);
         let n = check.int("n", &n, (1, MAX_CLAIM_MANY), None);
         let lease = check.int(
@@ -281,10 +279,7 @@ impl<S: Store> Engine<S> {
     /// Counts the expired leases of `queue` as failed attempts now (what `claim` does first) and
     /// returns how many; so a queue whose workers all died still moves on when asked.
     pub async fn reap(&self, queue: Arg<'_>, at: Moment<'_>) -> Result<Outcome<u64>> {
-        let mut check = Check::default();
-        check.now(at.now);
-        let queue = check.queue(&queue);
-        let queue = check.finish(|| queue.unwrap_or_default())?;
+        let queue = only_queue(&queue, at.now)?;
         let mut expired = 0;
         let claimed = self
             .store
@@ -311,8 +306,7 @@ impl<S: Store> Engine<S> {
         lease_token: Arg<'_>,
         now: Millis,
     ) -> Result<Message> {
-        let mut check = Check::default();
-        check.now(now);
+        let mut check = Check::at(now);
         let (queue, id) = (check.queue(&queue), check.id(&id));
         let token = check.opt_string("lease_token", &lease_token);
         let (queue, id) = check.finish(|| (queue.unwrap_or_default(), id.unwrap_or_default()))?;
@@ -333,8 +327,7 @@ impl<S: Store> Engine<S> {
         retryable: Arg<'_>,
         at: Moment<'_>,
     ) -> Result<Outcome<Message>> {
-        let mut check = Check::default();
-        check.now(at.now);
+        let mut check = Check::at(at.now);
         let (queue, id) = (check.queue(&queue), check.id(&id));
         let error = check.text("error", &error);
         let token = check.opt_string("lease_token", &lease_token);
@@ -367,8 +360,7 @@ impl<S: Store> Engine<S> {
         lease_ms: Arg<'_>,
         now: Millis,
     ) -> Result<Message> {
-        let mut check = Check::default();
-        check.now(now);
+        let mut check = Check::at(now);
         let (queue, id) = (check.queue(&queue), check.id(&id));
         let token = check.string("lease_token", &lease_token);
         let lease = check.int(
@@ -392,10 +384,7 @@ impl<S: Store> Engine<S> {
 
     /// Sends a `dead` message back (redrive): -> `pending` with `retry_count` 0.
     pub async fn replay(&self, queue: Arg<'_>, id: Arg<'_>, now: Millis) -> Result<Message> {
-        let mut check = Check::default();
-        check.now(now);
-        let (queue, id) = (check.queue(&queue), check.id(&id));
-        let (queue, id) = check.finish(|| (queue.unwrap_or_default(), id.unwrap_or_default()))?;
+        let (queue, id) = one_message(Check::at(now), &queue, &id)?;
         self.store
             .update(queue, id, |m| machine::replay(m, now))
             .await
@@ -415,8 +404,7 @@ impl<S: Store> Engine<S> {
         limit: Arg<'_>,
         now: Millis,
     ) -> Result<u64> {
-        let mut check = Check::default();
-        check.now(now);
+        let mut check = Check::at(now);
         let queue = check.queue(&queue);
         let error_contains = check.opt_string("error_contains", &error_contains);
         let dead_before = check.opt_instant("dead_before", &dead_before);
@@ -460,8 +448,7 @@ impl<S: Store> Engine<S> {
         older_than_ms: Arg<'_>,
         now: Millis,
     ) -> Result<u64> {
-        let mut check = Check::default();
-        check.now(now);
+        let mut check = Check::at(now);
         let queue = check.queue(&queue);
         let status = check.finished_status(&status);
         let older = check.int(
@@ -494,7 +481,7 @@ impl<S: Store> Engine<S> {
         &self,
         filter: &Filter<'_>,
         limit: u64,
-        mut apply: impl AsyncFnMut(&[crate::message::Id]) -> Result<u64>,
+        mut apply: impl AsyncFnMut(&[Id]) -> Result<u64>,
     ) -> Result<u64> {
         let (mut done, mut after) = (0u64, 0);
         while done < limit {
@@ -512,9 +499,7 @@ impl<S: Store> Engine<S> {
     /// Removes one finished (`succeeded` or `dead`) message and returns it; `conflict` for any
     /// other status, `not_found` when the queue has no such message.
     pub async fn delete(&self, queue: Arg<'_>, id: Arg<'_>) -> Result<Message> {
-        let mut check = Check::default();
-        let (queue, id) = (check.queue(&queue), check.id(&id));
-        let (queue, id) = check.finish(|| (queue.unwrap_or_default(), id.unwrap_or_default()))?;
+        let (queue, id) = one_message(Check::default(), &queue, &id)?;
         let deleted = self
             .store
             .delete_many(queue, &[id], |m| machine::deletable(m).map(|()| true))
@@ -527,18 +512,13 @@ impl<S: Store> Engine<S> {
 
     /// The statistics of `queue` at `now` (see [`Stats`]), read from indexes.
     pub async fn stats(&self, queue: Arg<'_>, now: Millis) -> Result<Stats> {
-        let mut check = Check::default();
-        check.now(now);
-        let queue = check.queue(&queue);
-        let queue = check.finish(|| queue.unwrap_or_default())?;
+        let queue = only_queue(&queue, now)?;
         self.stats_of(queue, now).await
     }
 
     /// The statistics of every queue that holds messages, by name.
     pub async fn queues(&self, now: Millis) -> Result<Vec<Stats>> {
-        let mut check = Check::default();
-        check.now(now);
-        check.finish(|| ())?;
+        Check::at(now).finish(|| ())?;
         let mut all = Vec::new();
         for name in self.store.queues().await? {
             all.push(self.stats_of(&name, now).await?);
@@ -568,18 +548,13 @@ impl<S: Store> Engine<S> {
     /// `now` among its pending messages; `None` when none is delayed. Cheap (one index read): what
     /// an idle worker waits for.
     pub async fn next_due_at(&self, queue: Arg<'_>, now: Millis) -> Result<Option<Millis>> {
-        let mut check = Check::default();
-        check.now(now);
-        let queue = check.queue(&queue);
-        let queue = check.finish(|| queue.unwrap_or_default())?;
+        let queue = only_queue(&queue, now)?;
         self.store.next_due_at(queue, now).await
     }
 
     /// One message; `not_found` when `queue` has no message `id`.
     pub async fn get(&self, queue: Arg<'_>, id: Arg<'_>) -> Result<Message> {
-        let mut check = Check::default();
-        let (queue, id) = (check.queue(&queue), check.id(&id));
-        let (queue, id) = check.finish(|| (queue.unwrap_or_default(), id.unwrap_or_default()))?;
+        let (queue, id) = one_message(Check::default(), &queue, &id)?;
         let found = self.store.get(queue, id).await?;
         found.ok_or_else(|| Error::NotFound {
             queue: queue.to_owned(),
@@ -614,6 +589,19 @@ impl<S: Store> Engine<S> {
         })?;
         self.store.list(&query).await
     }
+}
+
+/// The checked name of a call on a whole queue at `now`.
+fn only_queue<'q>(queue: &Arg<'q>, now: Millis) -> Result<&'q str> {
+    let mut check = Check::at(now);
+    let queue = check.queue(queue);
+    check.finish(|| queue.unwrap_or_default())
+}
+
+/// The checked queue and id of a call on one message, with the rest of `check`.
+fn one_message<'q>(mut check: Check, queue: &Arg<'q>, id: &Arg<'_>) -> Result<(&'q str, Id)> {
+    let (queue, id) = (check.queue(queue), check.id(id));
+    check.finish(|| (queue.unwrap_or_default(), id.unwrap_or_default()))
 }
 
 fn count(messages: &[Message]) -> u64 {

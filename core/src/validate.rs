@@ -49,6 +49,13 @@ pub(crate) struct Check {
 }
 
 impl Check {
+    /// A check of a call made at `now`: starts with the clock's range.
+    pub(crate) fn at(now: Millis) -> Self {
+        let mut check = Self::default();
+        check.now(now);
+        check
+    }
+
     fn reject(&mut self, field: &'static str, code: &'static str, message: String) {
         self.errors.push(FieldError {
             field,
