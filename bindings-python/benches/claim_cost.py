@@ -24,7 +24,7 @@ ROUNDS = 3
 def fill(path: Path, finished: int, delayed: int) -> None:
     """Adds `finished` succeeded/dead rows and `delayed` rows in backoff to queue "q", directly in
     SQL for speed (the schema is created by deadletter.open first), with the storage-only `ready`
-    flag (schema version 3) as the store writes it: 0 for a message in backoff."""
+    flag (schema version 3 and later) as the store writes it: 0 for a message in backoff."""
     now = int(datetime.now(timezone.utc).timestamp() * 1000)
     with sqlite3.connect(path) as conn:
         columns = {row[1] for row in conn.execute("PRAGMA table_info(messages)")}

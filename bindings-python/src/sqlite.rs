@@ -6,9 +6,12 @@
 //! `select`, `counts`, `queues`) take no write lock. Its futures are ready at once: the binding
 //! drives them with `pollster::block_on`.
 //!
-//! Every query finds its rows through an index, without a full scan or a temporary sort (the
-//! Rust tests assert the plans), and the queries of `select`, `counts` and `queues` read indexes
-//! only, never a row with its payload.
+//! Every query finds its rows through an index, without a full scan (the Rust tests assert the
+//! plans). The indexes are those of the queries that exist, and a message leaves the indexes of
+//! the hot path when it finishes (schema version 4): a transition writes as few pages as it can.
+//! So the queries of the finished statuses pay instead: a page of `processing` messages is
+//! sorted by id (they are as many as the leases held), and succeeded messages are found by
+//! reading the rows of their queue in id order (`list`, `purge`; they are usually most of it).
 //!
 //! Concurrency: the connection sits behind a mutex (one `Database` may be shared by threads); other
 //! processes on the same file are serialized by SQLite's write lock, waited for up to
@@ -36,13 +39,13 @@ use crate::fork;
 use crate::group_commit::Group;
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// How long a call waits for another connection's write lock before failing with a store error.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The schema of version 1, exactly as deadletter 0.1.0 created it. A new database is created at
-/// version 1 and upgraded by [`UPGRADE_V2`] and [`UPGRADE_V3`], so new and upgraded files have the
+/// version 1 and upgraded by [`UPGRADE_V2`] to [`UPGRADE_V4`], so new and upgraded files have the
 /// same schema. Timestamps are UTC milliseconds since the Unix epoch.
 pub const SCHEMA_V1: &str = "
 CREATE TABLE messages (
@@ -139,6 +142,79 @@ CREATE INDEX messages_delayed ON messages (queue, ready, retry_after, created_at
     WHERE status = 'pending' AND retry_after IS NOT NULL;
 ";
 
+/// Version 3 -> 4: fewer pages per transition (issue 10). One message's enqueue + claim + succeed
+/// wrote 13 pages of WAL: every B-tree a transaction touches costs at least one page, and
+/// `AUTOINCREMENT` (its `sqlite_sequence` row) and the index of every status
+/// (`messages_by_queue_status_id`, two pages when a status changes) were in every transaction.
+/// Now 10: enqueue writes the table, `messages_by_queue_id`, `messages_pending` and
+/// `messages_ready`; claim the table, `messages_pending`, `messages_ready` and `messages_leased`;
+/// succeed the table and `messages_leased`.
+///
+/// The table is rebuilt without `AUTOINCREMENT` (same columns, same rows). Ids stay strictly
+/// increasing and are never reused: `retired_ids.up_to` is at least every id a deleted message
+/// had (here: the highest id `AUTOINCREMENT` gave), and a new message gets an id above it and
+/// above every stored one (see [`INSERT_SQL`] and [`RETIRE_SQL`]).
+pub const UPGRADE_V4: &str = "
+CREATE TABLE messages_v4 (
+    id               INTEGER PRIMARY KEY,
+    queue            TEXT    NOT NULL,
+    payload          TEXT    NOT NULL,
+    status           TEXT    NOT NULL,
+    retry_count      INTEGER NOT NULL,
+    max_retries      INTEGER NOT NULL,
+    retry_after      INTEGER,
+    last_error       TEXT,
+    created_at       INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    lease_token      TEXT,
+    lease_expires_at INTEGER,
+    idempotency_key  TEXT,
+    first_failed_at  INTEGER,
+    dead_at          INTEGER,
+    -- the failure history: a JSON array of {attempt, error, at}, oldest first
+    errors           TEXT    NOT NULL DEFAULT '[]',
+    errors_dropped   INTEGER NOT NULL DEFAULT 0,
+    replay_count     INTEGER NOT NULL DEFAULT 0,
+    replayed_at      INTEGER,
+    -- storage only: see UPGRADE_V3
+    ready            INTEGER NOT NULL DEFAULT 1 CHECK (ready IN (0, 1))
+) STRICT;
+INSERT INTO messages_v4 (id, queue, payload, status, retry_count, max_retries, retry_after,
+    last_error, created_at, updated_at, lease_token, lease_expires_at, idempotency_key,
+    first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at, ready)
+SELECT id, queue, payload, status, retry_count, max_retries, retry_after, last_error, created_at,
+    updated_at, lease_token, lease_expires_at, idempotency_key, first_failed_at, dead_at, errors,
+    errors_dropped, replay_count, replayed_at, ready FROM messages;
+-- one row: an id at or above every id a deleted message had
+CREATE TABLE retired_ids (up_to INTEGER NOT NULL) STRICT;
+INSERT INTO retired_ids (up_to)
+    SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0);
+DROP TABLE messages;
+ALTER TABLE messages_v4 RENAME TO messages;
+-- list: a queue's messages by id; queues; stats: the total; succeeded messages (list, purge) by
+-- reading these rows
+CREATE INDEX messages_by_queue_id ON messages (queue, id);
+-- list and stats: pending messages by id
+CREATE INDEX messages_pending ON messages (queue, id) WHERE status = 'pending';
+-- claim, step 1, and reap: processing messages in the order their leases run out (then id);
+-- stats: processing and expired; list: processing messages, sorted by id
+CREATE INDEX messages_leased ON messages (queue, lease_expires_at) WHERE status = 'processing';
+-- replay_all, purge, list and stats of dead messages, by id, with every column their filters read
+CREATE INDEX messages_dead ON messages (queue, id, dead_at, updated_at, last_error)
+    WHERE status = 'dead';
+-- stats: the oldest dead message
+CREATE INDEX messages_dead_at ON messages (queue, dead_at) WHERE status = 'dead';
+-- enqueue: at most one message per idempotency key and queue, enforced by SQLite itself
+CREATE UNIQUE INDEX messages_idempotency ON messages (queue, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+-- claim, step 2: the ready messages in FIFO order (see UPGRADE_V3)
+CREATE INDEX messages_ready ON messages (queue, created_at, id, retry_after)
+    WHERE status = 'pending' AND ready = 1;
+-- claim, first: waiting messages whose retry_after has come; stats and next_due_at
+CREATE INDEX messages_delayed ON messages (queue, ready, retry_after, created_at)
+    WHERE status = 'pending' AND retry_after IS NOT NULL;
+";
+
 /// `SELECT` every column of [`Message`] (in the order [`read_message`] reads them)
 /// `FROM messages`, followed by `$rest`.
 macro_rules! select {
@@ -185,21 +261,44 @@ pub const BY_KEY_SQL: &str = select!("WHERE queue = ?1 AND idempotency_key = ?2"
 /// A page of queue `?1`: ids above `?2`, at most `?3` (index `messages_by_queue_id`).
 pub const LIST_SQL: &str = select!("WHERE queue = ?1 AND id > ?2 ORDER BY id LIMIT ?3");
 
-/// A page of queue `?1` in status `?2`: ids above `?3`, at most `?4` (index
-/// `messages_by_queue_status_id`).
-pub const LIST_STATUS_SQL: &str =
-    select!("WHERE queue = ?1 AND status = ?2 AND id > ?3 ORDER BY id LIMIT ?4");
+/// A page of queue `?1` in `status`: ids above `?2`, at most `?3`, through the status's partial
+/// index, named (SQLite's planner, without statistics, would rather walk `messages_by_queue_id`
+/// in id order and read every row): `messages_pending`, `messages_leased` (then sorted by id:
+/// processing messages are as many as the leases held), `messages_dead`; succeeded messages,
+/// which have none, are read in id order through `messages_by_queue_id`.
+pub fn list_status_sql(status: Status) -> &'static str {
+    match status {
+        Status::Pending => select!(
+            "INDEXED BY messages_pending \
+             WHERE queue = ?1 AND status = 'pending' AND id > ?2 ORDER BY id LIMIT ?3"
+        ),
+        Status::Processing => select!(
+            "INDEXED BY messages_leased \
+             WHERE queue = ?1 AND status = 'processing' AND id > ?2 ORDER BY id LIMIT ?3"
+        ),
+        Status::Succeeded => select!(
+            "INDEXED BY messages_by_queue_id \
+             WHERE queue = ?1 AND status = 'succeeded' AND id > ?2 ORDER BY id LIMIT ?3"
+        ),
+        Status::Dead => select!(
+            "INDEXED BY messages_dead \
+             WHERE queue = ?1 AND status = 'dead' AND id > ?2 ORDER BY id LIMIT ?3"
+        ),
+    }
+}
 
 /// Inserts one new message unless its queue already holds one with its idempotency key (`ready`
-/// unless it has a `retry_after`). The
-/// unique index `messages_idempotency` is what guarantees one message per key (`ON CONFLICT`);
-/// the `NOT EXISTS` only keeps a duplicate from consuming an id (an `INSERT ... VALUES` that
-/// conflicts still advances `AUTOINCREMENT`), so ids stay those of the reference store.
-pub const INSERT_SQL: &str = "INSERT INTO messages (queue, payload, status, retry_count, \
+/// unless it has a `retry_after`). Its id is one above every stored id and above
+/// `retired_ids.up_to` (the ids of deleted messages), so ids are never reused; reading both is a
+/// seek each, and writes no page. The unique index `messages_idempotency` is what guarantees one
+/// message per key (`ON CONFLICT`); the `NOT EXISTS` only keeps a duplicate out before anything
+/// is computed for it.
+pub const INSERT_SQL: &str = "INSERT INTO messages (id, queue, payload, status, retry_count, \
     max_retries, retry_after, last_error, created_at, updated_at, lease_token, lease_expires_at, \
     idempotency_key, first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at, \
     ready) \
-    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
+    SELECT max(coalesce((SELECT max(id) FROM messages), 0), (SELECT up_to FROM retired_ids)) + 1, \
+    ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
     ?6 IS NULL \
     WHERE ?12 IS NULL \
        OR NOT EXISTS (SELECT 1 FROM messages WHERE queue = ?1 AND idempotency_key = ?12) \
@@ -217,9 +316,17 @@ pub const WRITE_SQL: &str = "UPDATE messages SET status = ?2, retry_count = ?3, 
 /// Removes message `?1` (by primary key).
 pub const DELETE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
 
-/// Counts of queue `?1` by status, from the index `messages_by_queue_status_id`.
-pub const COUNT_BY_STATUS_SQL: &str =
-    "SELECT status, count(*) FROM messages WHERE queue = ?1 GROUP BY status";
+/// Records that ids up to `?1` were given (after a delete), so that none is given again.
+pub const RETIRE_SQL: &str = "UPDATE retired_ids SET up_to = max(up_to, ?1)";
+
+/// The messages of queue `?1`: pending, processing, dead, and all, each from its index
+/// (`messages_pending`, `messages_leased`, `messages_dead_at`, `messages_by_queue_id`); the
+/// succeeded ones are the rest.
+pub const COUNT_BY_STATUS_SQL: &str = "SELECT \
+    (SELECT count(*) FROM messages WHERE queue = ?1 AND status = 'pending'), \
+    (SELECT count(*) FROM messages WHERE queue = ?1 AND status = 'processing'), \
+    (SELECT count(*) FROM messages WHERE queue = ?1 AND status = 'dead'), \
+    (SELECT count(*) FROM messages WHERE queue = ?1)";
 
 /// Processing messages of queue `?1` whose lease ran out at `?2` (index `messages_leased`).
 pub const COUNT_EXPIRED_SQL: &str = "SELECT count(*) FROM messages \
@@ -268,7 +375,7 @@ pub const QUEUES_SQL: &str = "WITH RECURSIVE names (queue) AS ( \
 /// with a term for each filter that is set (parameters `:queue`, `:error`, `:dead_after`,
 /// `:dead_before`, `:until`). The status is written as a literal so that SQLite can use the
 /// partial index of dead messages (`messages_dead`, which holds every column these filters read);
-/// other statuses read `messages_by_queue_status_id`. The unary `+` on `dead_at` keeps SQLite
+/// succeeded messages are read in id order through `messages_by_queue_id`. The unary `+` on `dead_at` keeps SQLite
 /// from walking `messages_dead_at` by date instead: that would sort every selected message again
 /// for each batch, where walking by id resumes where the last batch stopped.
 pub fn select_sql(filter: &Filter<'_>) -> String {
@@ -496,19 +603,25 @@ fn migrate(conn: &mut Connection) -> Result<()> {
                         .into(),
                 ));
             }
-            upgrade(&tx, &[SCHEMA_V1, UPGRADE_V2, UPGRADE_V3])?;
+            upgrade(&tx, &[SCHEMA_V1, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4])?;
         }
         1 => {
             ours(&tx, 1, V1_COLUMNS_SQL)?;
-            upgrade(&tx, &[UPGRADE_V2, UPGRADE_V3])?;
+            upgrade(&tx, &[UPGRADE_V2, UPGRADE_V3, UPGRADE_V4])?;
         }
         2 => {
             ours(&tx, 2, select!("LIMIT 0"))?;
-            upgrade(&tx, &[UPGRADE_V3])?;
+            upgrade(&tx, &[UPGRADE_V3, UPGRADE_V4])?;
+        }
+        3 => {
+            ours(&tx, 3, select!("LIMIT 0"))?;
+            ours(&tx, 3, READY_COLUMN_SQL)?;
+            upgrade(&tx, &[UPGRADE_V4])?;
         }
         SCHEMA_VERSION => {
             ours(&tx, SCHEMA_VERSION, select!("LIMIT 0"))?;
             ours(&tx, SCHEMA_VERSION, READY_COLUMN_SQL)?;
+            ours(&tx, SCHEMA_VERSION, RETIRED_IDS_SQL)?;
         }
         negative @ ..0 => {
             return Err(Error::Store(format!(
@@ -536,6 +649,9 @@ fn upgrade(tx: &Transaction<'_>, steps: &[&str]) -> Result<()> {
 
 /// The storage-only column of schema version 3, for [`ours`].
 const READY_COLUMN_SQL: &str = "SELECT ready FROM messages LIMIT 0";
+
+/// The table of schema version 4 that keeps ids from being reused, for [`ours`].
+const RETIRED_IDS_SQL: &str = "SELECT up_to FROM retired_ids LIMIT 0";
 
 /// Every column of schema version 1 (deadletter 0.1.0), for [`ours`].
 const V1_COLUMNS_SQL: &str = "SELECT id, queue, payload, status, retry_count, max_retries, \
@@ -830,8 +946,8 @@ impl Store for SqliteStore {
             None => read_all(conn, LIST_SQL, params![query.queue, after, limit]),
             Some(status) => read_all(
                 conn,
-                LIST_STATUS_SQL,
-                params![query.queue, status.as_str(), after, limit],
+                list_status_sql(status),
+                params![query.queue, after, limit],
             ),
         })
     }
@@ -897,6 +1013,11 @@ impl Store for SqliteStore {
                     deleted.push(current);
                 }
             }
+            if let Some(highest) = deleted.iter().map(|message| message.id).max() {
+                tx.prepare_cached(RETIRE_SQL)
+                    .and_then(|mut retire| retire.execute(params![highest]))
+                    .map_err(Error::store)?;
+            }
             Ok(deleted)
         })
     }
@@ -910,19 +1031,15 @@ impl Store for SqliteStore {
                 let mut statement = tx
                     .prepare_cached(COUNT_BY_STATUS_SQL)
                     .map_err(Error::store)?;
-                let rows = statement
-                    .query_map(params![queue], |row| {
-                        Ok((row.get::<_, String>(0)?, row.get::<_, u64>(1)?))
+                let [pending, processing, dead, all]: [u64; 4] = statement
+                    .query_row(params![queue], |row| {
+                        Ok([row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?])
                     })
                     .map_err(Error::store)?;
-                for row in rows {
-                    let (status, n) = row.map_err(Error::store)?;
-                    let slot = Status::ALL
-                        .iter()
-                        .position(|s| s.as_str() == status)
-                        .ok_or_else(|| Error::Store(format!("unknown status {status:?}")))?;
-                    counts.by_status[slot] = n;
-                }
+                let succeeded = all
+                    .checked_sub(pending + processing + dead)
+                    .ok_or_else(|| Error::Store("the indexes of messages disagree".into()))?;
+                counts.by_status = [pending, processing, succeeded, dead];
             }
             let now_in = params![queue, now];
             counts.expired =
