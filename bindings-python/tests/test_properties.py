@@ -2,12 +2,14 @@
 
 The model below restates the README's rules in plain Python: enqueue; claim (reap expired leases
 as failed attempts, then lease the first due pending message by enqueue time, then id); succeed
-and fail with the current, a stale, a made-up or no lease token; replay; and a clock that moves
-both ways. After every step the whole database must equal the model, and the invariants hold:
-one holder per message, `retry_after` set exactly while a message is pending in backoff (set by
-fail, cleared by claim and replay), `retry_count <= max_retries`, ids strictly increasing; and the
-failure context: one history entry per failed attempt (the last 20 kept, the rest counted),
-`first_failed_at` set once, `dead_at` set exactly while dead, replays counted.
+and fail with the current, a stale, a made-up or no lease token; replay; delete and purge; and a
+clock that moves both ways. After every step the whole database must equal the model, listed
+whole and by status, with the statistics' counts, and the invariants hold: one holder per
+message, `retry_after` set exactly while a message is pending in backoff (set by fail, cleared by
+claim and replay), `retry_count <= max_retries`, ids strictly increasing and never reused (a
+deleted message's id is not found, and is not given again); and the failure context: one history
+entry per failed attempt (the last 20 kept, the rest counted), `first_failed_at` set once,
+`dead_at` set exactly while dead, replays counted.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ EXAMPLES = 2000
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 BASE = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms
 QUEUES = ("a", "b")
+STATUSES = ("pending", "processing", "succeeded", "dead")
+FINISHED = ("succeeded", "dead")
 LEASE_EXPIRED = "lease expired"
 MAX_HISTORY = 20
 
@@ -149,6 +153,8 @@ class QueueMachine(RuleBasedStateMachine):
             ":memory:", clock=lambda: EPOCH + timedelta(milliseconds=self.now)
         )
         self.model: dict[int, Model] = {}
+        self.gone: dict[int, str] = {}  # deleted (or purged) ids, with their queue
+        self.last_id = 0
         self.tokens: list[str] = []  # every token handed out, for stale ones
 
     def teardown(self) -> None:
@@ -173,17 +179,25 @@ class QueueMachine(RuleBasedStateMachine):
 
     @rule(target=ids, queue=st.sampled_from(QUEUES), max_retries=st.integers(1, 4))
     def enqueue(self, queue: str, max_retries: int) -> int:
-        new_id = max(self.model, default=0) + 1
+        new_id = self.last_id + 1
         payload = f"p{new_id}"
         want = Model(
             new_id, queue, payload, "pending", 0, max_retries, None, None, self.now, self.now,
             None, None,
         )  # fmt: skip
         message = self.db.queue(queue).enqueue(payload, max_retries=max_retries)
-        assert message.id > max(self.model, default=0), "ids must strictly increase"
+        assert message.id > self.last_id, "ids must strictly increase, never reused"
         self.expect(lambda: message, want)
         self.model[new_id] = want
+        self.last_id = new_id
         return new_id
+
+    def deleted(self, message_id: int, call: Any) -> bool:
+        """For an id that was deleted: `call(queue)` must raise not_found; then True."""
+        if message_id not in self.gone:
+            return False
+        self.expect(lambda: call(self.db.queue(self.gone[message_id])), Refused("not_found"))
+        return True
 
     @rule(
         queue=st.sampled_from(QUEUES),
@@ -225,6 +239,8 @@ class QueueMachine(RuleBasedStateMachine):
 
     @rule(message_id=ids, which=st.sampled_from(["current", "stale", "none", "made-up"]))
     def succeed(self, message_id: int, which: str) -> None:
+        if self.deleted(message_id, lambda q: q.succeed(message_id)):
+            return
         m, token = self.model[message_id], self.token(message_id, which)
         try:
             want: Any = succeed(m, token, self.now)
@@ -240,6 +256,8 @@ class QueueMachine(RuleBasedStateMachine):
         retryable=st.booleans(),
     )
     def fail(self, message_id: int, which: str, retryable: bool) -> None:
+        if self.deleted(message_id, lambda q: q.fail(message_id, "e")):
+            return
         m, token = self.model[message_id], self.token(message_id, which)
         error = f"error at {self.now}"
         try:
@@ -253,6 +271,8 @@ class QueueMachine(RuleBasedStateMachine):
 
     @rule(message_id=ids)
     def replay(self, message_id: int) -> None:
+        if self.deleted(message_id, lambda q: q.replay(message_id)):
+            return
         m = self.model[message_id]
         try:
             want: Any = replay(m, self.now)
@@ -263,8 +283,40 @@ class QueueMachine(RuleBasedStateMachine):
             self.model[m.id] = want
 
     @rule(message_id=ids)
+    def delete(self, message_id: int) -> None:
+        if self.deleted(message_id, lambda q: q.delete(message_id)):
+            return
+        m = self.model[message_id]
+        if m.status not in FINISHED:
+            want: Any = Refused("conflict", "wrong_status", m.status)
+        else:
+            want = m
+        self.expect(lambda: self.db.queue(m.queue).delete(m.id), want)
+        if isinstance(want, Model):
+            del self.model[m.id]
+            self.gone[m.id] = m.queue
+
+    @rule(
+        queue=st.sampled_from(QUEUES),
+        status=st.sampled_from(FINISHED),
+        older_than_ms=st.sampled_from([0, 1, 1000, 30_000, 90_000]),
+    )
+    def purge(self, queue: str, status: str, older_than_ms: int) -> None:
+        until = self.now - older_than_ms
+        purged = [
+            m for m in self.model.values()
+            if m.queue == queue and m.status == status and m.updated_at <= until
+        ]  # fmt: skip
+        older_than = timedelta(milliseconds=older_than_ms)
+        assert self.db.queue(queue).purge(status=status, older_than=older_than) == len(purged)
+        for m in purged:
+            del self.model[m.id]
+            self.gone[m.id] = m.queue
+
+    @rule(message_id=ids)
     def other_queue_sees_nothing(self, message_id: int) -> None:
-        other = next(q for q in QUEUES if q != self.model[message_id].queue)
+        mine = self.gone.get(message_id) or self.model[message_id].queue
+        other = next(q for q in QUEUES if q != mine)
         self.expect(lambda: self.db.queue(other).get(message_id), Refused("not_found"))
 
     @rule(
@@ -288,6 +340,13 @@ class QueueMachine(RuleBasedStateMachine):
                     holders.add(m.lease_token)
             want = sorted((m for m in self.model.values() if m.queue == queue), key=lambda m: m.id)
             assert got == want, f"\n got {got}\nwant {want}"
+            handle = self.db.queue(queue)
+            for status in STATUSES:
+                listed = [observed(m) for m in handle.list(status=status, limit=1000)]
+                assert listed == [m for m in want if m.status == status], f"list {status}"
+            stats = handle.stats()
+            counted = {status: getattr(stats, status) for status in STATUSES}
+            assert counted == {s: sum(m.status == s for m in want) for s in STATUSES}, counted
 
 
 def follows_the_rules(m: Model) -> None:
