@@ -642,7 +642,9 @@ impl Queue {
     /// (case-sensitive); `dead_after` <= `dead_at` < `dead_before`: aware datetimes; `limit`: an
     /// int >= 1, the most to replay (default: all). Commits in batches of 200 messages, each in its
     /// own transaction, so other connections never wait long; a message replayed is pending
-    /// afterwards, so running it again does not replay it twice.
+    /// afterwards, so running it again does not replay it twice. Raises `ValidationError` (the
+    /// filters) or `StoreError`; when a batch fails, the batches before it stay replayed, and
+    /// calling again finishes the work.
     #[pyo3(signature = (*, error_contains = None, dead_before = None, dead_after = None, limit = None))]
     fn replay_all(
         &self,
@@ -672,7 +674,8 @@ impl Queue {
     /// Deletes the finished messages of this queue in `status` (`"succeeded"` or `"dead"`; any
     /// other value is a `ValidationError`) whose last change (`updated_at`) is at least
     /// `older_than` ago (seconds or a `timedelta`, >= 0), and returns how many. In batches of
-    /// 200, like `replay_all`.
+    /// 200, like `replay_all`: when a batch fails (`StoreError`), the batches before it stay
+    /// deleted, and calling again finishes the work.
     #[pyo3(signature = (*, status, older_than))]
     fn purge(
         &self,

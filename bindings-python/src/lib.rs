@@ -34,7 +34,7 @@ pub mod stats;
 pub mod store;
 pub mod worker;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use deadletter::{Engine, Error, FieldError, Limits};
 use deadletter_postgres::{Options as PostgresOptions, PostgresStore};
@@ -53,8 +53,8 @@ use crate::store::{AnyStore, Postgres};
 /// Opens (creating if needed) a queue database: a SQLite file, or a schema of a PostgreSQL
 /// database.
 ///
-/// `path`: a file path (str or os.PathLike; not empty), `":memory:"` (the default) for a private
-/// in-memory SQLite database, or a str URL `postgresql://user:password@host:5432/dbname` (also
+/// `path`: a file path (str or os.PathLike; not empty), the str `":memory:"` (the default) for a
+/// private in-memory SQLite database (`pathlib.Path(":memory:")` is the file of that name), or a str URL `postgresql://user:password@host:5432/dbname` (also
 /// `postgres://`; optional query parameters as libpq's, such as `connect_timeout`,
 /// `application_name` or `options`, or the host as `?host=/run/postgresql` for a Unix socket).
 /// The scheme alone decides: any other str or os.PathLike is a SQLite path, always a file name
@@ -147,7 +147,7 @@ fn open(
     };
     let target = match path.filter(|path| !path.is_none()) {
         None => sqlite(PathBuf::from(":memory:"), &mut rejected),
-        Some(path) => match (path.extract::<PathBuf>(), postgres_url(path)) {
+        Some(given) => match (given.extract::<PathBuf>(), postgres_url(given)) {
             (Ok(path), _) if path.as_os_str().is_empty() => {
                 let message = "must not be empty (\":memory:\" opens a database in memory)";
                 rejected.push(FieldError::new("path", "empty", message));
@@ -163,9 +163,15 @@ fn open(
                 rejected.push(FieldError::new("path", "invalid", message));
                 None
             }
+            // Only the str ":memory:" is the in-memory database; an os.PathLike is a file name.
+            (Ok(path), None)
+                if path == Path::new(":memory:") && !given.is_instance_of::<PyString>() =>
+            {
+                sqlite(Path::new(".").join(path), &mut rejected)
+            }
             (Ok(path), None) => sqlite(path, &mut rejected),
             (Err(_), _) => {
-                let kind = Value::from_py(Some(path)).arg().kind();
+                let kind = Value::from_py(Some(given)).arg().kind();
                 let message = format!("must be a str or an os.PathLike, got {kind}");
                 rejected.push(FieldError::new("path", "type", message));
                 None

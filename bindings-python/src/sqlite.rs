@@ -20,10 +20,11 @@
 //! holds the first one, and reads (a health check, the statistics) go on meanwhile, as WAL
 //! allows.
 
+use std::cell::Cell;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use deadletter::validate::{MAX_TIME, MIN_TIME};
 use deadletter::{
@@ -402,14 +403,30 @@ pub fn select_sql(filter: &Filter<'_>) -> String {
 /// How long [`wait_for_lock`] sleeps between two tries.
 const BUSY_SLEEP: Duration = Duration::from_millis(1);
 
-/// The busy handler: tries again every [`BUSY_SLEEP`] for [`BUSY_TIMEOUT`] (`tries` counts the
-/// calls so far). SQLite's own handler sleeps up to 100 ms between tries, so under contention a
-/// writer kept losing to processes that write back to back, for seconds: longer than a lease, so
-/// a worker's ack came after its lease had run out.
+thread_local! {
+    /// When this thread's current wait for a lock began (the busy handler's first call of it).
+    static WAIT_STARTED: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// The busy handler: tries again every [`BUSY_SLEEP`] until [`BUSY_TIMEOUT`] has passed since
+/// its first call for this lock (`tries` is 0 then), by the clock: a sleep lasts a little longer
+/// than asked, so counting tries made the wait about 32.5 s. SQLite's own handler sleeps up to
+/// 100 ms between tries, so under contention a writer kept losing to processes that write back to
+/// back, for seconds: longer than a lease, so a worker's ack came after its lease had run out.
 fn wait_for_lock(tries: i32) -> bool {
-    let waited = BUSY_SLEEP * u32::try_from(tries).unwrap_or(u32::MAX);
+    let now = Instant::now();
+    let started = WAIT_STARTED.with(|started| match started.get() {
+        Some(at) if tries > 0 => at,
+        _ => {
+            started.set(Some(now));
+            now
+        }
+    });
+    if now.duration_since(started) >= BUSY_TIMEOUT {
+        return false;
+    }
     std::thread::sleep(BUSY_SLEEP);
-    waited < BUSY_TIMEOUT
+    true
 }
 
 /// How much a commit survives, chosen at open (SQLite's `synchronous` in WAL mode).

@@ -272,6 +272,20 @@ def test_a_deadletter_error_exits_1_with_its_message_on_stderr(path: str) -> Non
     assert status == 1 and "queue: must be at most 255 characters" in err
 
 
+def test_memory_is_a_file_name_for_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An in-memory database would vanish with the command, and the message with it.
+    monkeypatch.chdir(tmp_path)
+    assert run("stats", ":memory:") == (
+        1,
+        "",
+        "deadletter stats: :memory:: no such database file\n",
+    )
+    assert run("enqueue", ":memory:", "q", "kept")[0] == 0
+    assert [p.name for p in tmp_path.iterdir()] == [":memory:"]
+    status, out, _ = run("list", ":memory:", "q", "--json")
+    assert status == 0 and [m["payload"] for m in json.loads(out)] == ["kept"]
+
+
 def test_a_missing_database_file_is_an_error_not_a_new_file(tmp_path: Path) -> None:
     missing = tmp_path / "typo.db"
     assert run("list", str(missing), "q") == (

@@ -186,6 +186,20 @@ def test_a_path_is_a_file_name_never_a_sqlite_uri(
         assert [m.payload for m in db.queue("q").list()] == ["kept"]
 
 
+def test_only_the_str_memory_is_in_memory_a_path_of_that_name_is_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with deadletter.open(":memory:") as db:
+        db.queue("q").enqueue("gone")
+    assert list(tmp_path.iterdir()) == []
+    with deadletter.open(Path(":memory:")) as db:
+        db.queue("q").enqueue("kept")
+    assert [p.name for p in tmp_path.iterdir()] == [":memory:"]
+    with deadletter.open(Path(":memory:")) as db:
+        assert [m.payload for m in db.queue("q").list()] == ["kept"]
+
+
 @pytest.mark.parametrize("path", ["/tmp/a\x00b", Path("a\x00b")])
 def test_a_path_with_a_nul_character_is_a_validation_error(path: object) -> None:
     with pytest.raises(deadletter.ValidationError) as raised:

@@ -126,7 +126,7 @@ def test_a_bad_queue_name_for_stats_is_422(client: TestClient) -> None:
         ({"dead_before": "2026-01-01T00:00:10.0009+00:00"}, [1]),  # floored to 10.000 s
         ({"dead_after": "2026-01-01t00:00:10z"}, [2, 3]),
         ({"dead_after": "2026-01-01T00:00:00-00:00", "error_contains": "503"}, [1, 3]),
-        ({"limit": 1}, [1]),  # the oldest death first
+        ({"limit": 1}, [1]),  # the lowest id first
         ({"limit": 2, "error_contains": "503"}, [1, 3]),
         (dict.fromkeys(("error_contains", "dead_before", "dead_after", "limit")), [1, 2, 3]),
     ],

@@ -44,7 +44,8 @@ export interface FieldError {
 }
 
 /**
- * The only error the package throws or rejects with. A call that fails has changed nothing.
+ * The only error the package throws or rejects with. A call that fails has changed nothing, but
+ * for the bulk operations `replayAll` and `purge`, which commit in batches (see each).
  * - `validation_failed`: an argument was rejected; `errors` lists every rejected field (or every
  *   unknown option key, see `FieldError.code`).
  * - `not_found`: no message with this id in this queue (ids of other queues are invisible);
@@ -416,13 +417,16 @@ export declare class Queue {
    */
   replay(id: number): Promise<Message>;
   /**
-   * Replays every dead message of this queue that the filters select, in id order, in batches of
-   * 200 (each batch one transaction); resolves to how many. Rejects with `validation_failed` or `store`.
+   * Replays every dead message of this queue that the filters select, in id order (the oldest
+   * message first), in batches of 200 (each batch one transaction); resolves to how many. Rejects
+   * with `validation_failed` or `store`; when a batch fails, the batches before it stay replayed:
+   * calling again finishes the work (only dead messages are touched).
    */
   replayAll(options?: ReplayAllOptions): Promise<number>;
   /**
    * Deletes the `succeeded` or `dead` messages last updated at least `olderThanMs` ago, in
-   * batches; resolves to how many. Rejects with `validation_failed` or `store`.
+   * batches of 200 (each one transaction); resolves to how many. Rejects with `validation_failed`
+   * or `store`; when a batch fails, the batches before it stay deleted: calling again finishes.
    */
   purge(options: PurgeOptions): Promise<number>;
   /**

@@ -80,7 +80,8 @@ def open(
     durability: Optional[Literal["full", "normal"]] = "full",
 ) -> Database:
     """Opens (creating if needed) a queue database: a SQLite file path (not empty, no NUL
-    character: `ValidationError`, field ``path``), ``":memory:"``, or a PostgreSQL URL.
+    character: `ValidationError`, field ``path``), the str ``":memory:"`` (a private in-memory
+    database; ``pathlib.Path(":memory:")`` is the file of that name), or a PostgreSQL URL.
 
     ``path`` is a PostgreSQL URL when it is a str that starts with ``postgresql://`` or
     ``postgres://``: ``postgresql://user:password@host:5432/dbname``, with libpq's query
@@ -197,7 +198,8 @@ class Database:
 class Queue:
     """One named queue. Methods raise `ValidationError`, `NotFoundError`, `ConflictError` or
     `StoreError` (also for a stored row that holds a value deadletter never writes, naming the
-    message and the column); a call that raises has changed nothing."""
+    message and the column); a call that raises has changed nothing, but for the bulk
+    operations ``replay_all`` and ``purge``, which commit in batches (see each)."""
 
     @property
     def name(self) -> str:
@@ -255,10 +257,14 @@ class Queue:
         limit: Optional[int] = None,
     ) -> int:
         """Replays the dead messages the filters select (``dead_after <= dead_at <
-        dead_before``, ``error_contains`` in ``last_error``), at most ``limit``; returns how
-        many. Commits in batches of 200."""
+        dead_before``, ``error_contains`` in ``last_error``) in id order (the oldest message
+        first), at most ``limit``; returns how many. Commits in batches of 200, each message
+        whole: when a batch fails (`StoreError`), the batches before it stay replayed; calling
+        again finishes the work (only dead messages are touched)."""
     def purge(self, *, status: Literal["succeeded", "dead"], older_than: _Seconds) -> int:
-        """Deletes the messages in ``status`` not changed for ``older_than``; returns how many."""
+        """Deletes the messages in ``status`` not changed for ``older_than`` (seconds or a
+        ``timedelta``); returns how many. Commits in batches of 200: when a batch fails
+        (`StoreError`), the batches before it stay deleted; calling again finishes the work."""
     def delete(self, id: int) -> Message:
         """Removes one succeeded or dead message and returns it; else `ConflictError`."""
     def reap(self) -> int:
@@ -323,7 +329,7 @@ class Queue:
         self,
         *,
         status: Optional[_Status] = None,
-        limit: int = 100,
+        limit: Optional[int] = 100,
         after_id: Optional[int] = None,
     ) -> list[Message]:
         """Messages ordered by id, optionally of one status, at most ``limit`` (1..=1000), with

@@ -2,7 +2,8 @@
 
 The codes are part of the public API and equal the core's (``deadletter::CODES`` in Rust,
 ``deadletter.CODES`` here): ``validation_failed``, ``not_found``, ``conflict``, ``store``.
-The native module raises these classes; a call that raises has changed nothing.
+The native module raises these classes; a call that raises has changed nothing (the bulk
+operations `replay_all` and `purge` commit in batches: see each).
 """
 
 from __future__ import annotations

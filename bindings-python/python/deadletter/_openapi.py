@@ -368,9 +368,10 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "operationId": "replayAll",
         "summary": "Replay every dead message the filters select",
         "description": "Selects dead messages with `dead_after <= dead_at < dead_before` whose "
-        "last error contains `error_contains` (case-sensitive), oldest death first, at most "
-        "`limit`; an empty body replays every dead message of the queue. Commits in batches "
-        "of 200 messages.",
+        "last error contains `error_contains` (case-sensitive), in id order (the oldest message "
+        "first), at most `limit`; an empty body replays every dead message of the queue. "
+        "Commits in batches of 200 messages: a request that fails keeps the batches before "
+        "it (run it again to finish; only dead messages are touched).",
         "parameters": [QUEUE],
         "requestBody": body("ReplayAllRequest", required=False),
         "responses": {

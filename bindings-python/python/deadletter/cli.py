@@ -218,12 +218,19 @@ def is_url(path: str) -> bool:
     return path.startswith(("postgresql://", "postgres://"))
 
 
-def existing(path: str) -> str:
-    """``path``, which must name an existing file or be a URL (operators' commands never create a
-    file)."""
-    if path != ":memory:" and not is_url(path) and not Path(path).is_file():
+def database(path: str) -> Union[str, Path]:
+    """What `deadletter.open` gets for the command line's PATH: a URL, or a file name (a
+    `pathlib.Path`, so that ``:memory:`` is the file of that name, not a database that would
+    vanish with the command)."""
+    return path if is_url(path) else Path(path)
+
+
+def existing(path: str) -> Union[str, Path]:
+    """``path`` for `deadletter.open`: it must name an existing file or be a URL (operators'
+    commands never create a file)."""
+    if not is_url(path) and not Path(path).is_file():
         raise Failure(f"{path}: no such database file")
-    return path
+    return database(path)
 
 
 def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
@@ -316,7 +323,7 @@ def stdin_payloads(stream: TextIO) -> Iterator[str]:
 def cmd_enqueue(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     if args.payload == "-" and args.idempotency_key is not None:
         raise Usage("--idempotency-key goes with one PAYLOAD, not with - (one key per message)")
-    with deadletter.open(args.path, schema=args.schema) as db:
+    with deadletter.open(database(args.path), schema=args.schema) as db:
         queue = db.queue(args.queue)
         if args.payload != "-":
             message = queue.enqueue(
@@ -393,7 +400,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             "reach it can read, replay and enqueue messages (set DEADLETTER_TOKEN or --token)\n"
         )
     deadletter.open(  # fail early
-        args.path, schema=args.schema, max_payload_bytes=args.max_payload_bytes
+        database(args.path), schema=args.schema, max_payload_bytes=args.max_payload_bytes
     ).close()
     # Each worker process builds its app from these (uvicorn imports a factory by name).
     os.environ[_serve.ENV_PATH] = args.path if is_url(args.path) else str(Path(args.path).resolve())
@@ -530,7 +537,7 @@ def parser() -> argparse.ArgumentParser:
         help="it died before INSTANT (default: when the command started; messages that die "
         "while it runs are not replayed)",
     )
-    sub.add_argument("--limit", type=positive, help="at most this many, oldest deaths first")
+    sub.add_argument("--limit", type=positive, help="at most this many, lowest ids first")
 
     sub = command(
         "purge",
