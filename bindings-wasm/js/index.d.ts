@@ -140,7 +140,7 @@ export interface Message {
   readonly status: Status;
   /** Failed attempts since enqueue or the last replay (an expired lease counts as one). */
   readonly retryCount: number;
-  /** Failed attempts allowed before the message is dead (1..10). */
+  /** How many failed attempts make the message dead (1..10): with 3, the third failure does (3 attempts in all). */
   readonly maxRetries: number;
   /**
    * Set exactly while the message is `pending` and waits for its backoff (after a failure) or
@@ -256,7 +256,7 @@ export interface QueueOptions {
 }
 
 export interface EnqueueOptions {
-  /** Failed attempts allowed before the message is dead: integer 1..10; default 3. */
+  /** How many failed attempts make the message dead: integer 1..10; default 3 (the third failure makes it dead). */
   maxRetries?: number | null;
   /**
    * A non-empty string of at most 255 characters: when a message of this queue already carries
@@ -496,18 +496,22 @@ export declare class Database {
   queues(): Promise<QueueStats[]>;
   /**
    * Calls `callback(message)` with every message that dies: after a call of this Database made
-   * it dead (committed), before that call resolves, in order; and, through a `BroadcastChannel`
-   * named `deadletter:<name>`, when a call of another `Database` on this database made it dead,
-   * in this page, another tab or a worker (structured clones: Dates survive). A callback that
+   * it dead (committed), before that call resolves, in order; and when a call of another
+   * `Database` on this database made it dead (structured clones: Dates survive). In a browser, on
+   * its own IndexedDB (the global `indexedDB`), that is any page, tab or worker of the origin,
+   * through a `BroadcastChannel` named `deadletter:<name>`. In Node, or with the `indexedDB`
+   * option, a database is private to its thread and factory: the Databases opened with the same
+   * factory and name in this thread hear each other, and nothing else does. A callback that
    * throws is reported with `console.error` and changes nothing. Returns the function that
    * unsubscribes it (calling it again does nothing). Throws a `validation_failed`
    * `DeadLetterError` (field `callback`) unless `callback` is a function.
    */
   onDead(callback: (message: Message) => void): () => void;
   /**
-   * Closes the IndexedDB connection (running transactions finish first) and the dead-letter
-   * channel. Every later call rejects with a `store` `DeadLetterError`. The connection also
-   * closes by itself when another tab upgrades the database.
+   * Closes the IndexedDB connection and the dead-letter channel once the calls already made
+   * (on this Database and its queues) have settled: `q.enqueue(x); db.close()` stores `x`.
+   * Every later call rejects with a `store` `DeadLetterError`. The connection also closes by
+   * itself when another tab upgrades the database (then calls reject with `store`).
    */
   close(): void;
 }

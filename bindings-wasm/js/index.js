@@ -19,10 +19,12 @@ export { DeadLetterError, PermanentError };
 // bundle (README: "With a bundler").
 const WASM = new URL("./deadletter_wasm_bg.wasm", import.meta.url);
 
+/** Whether this is Node (where every IndexedDB is an implementation private to its thread). */
+const NODE = typeof process !== "undefined" && process.versions != null && process.versions.node != null;
+
 /** Loads the WebAssembly module: from disk in Node, with fetch (streaming) elsewhere. */
 async function initialize() {
-  const node = typeof process !== "undefined" && process.versions != null && process.versions.node != null;
-  if (node && WASM.protocol === "file:") {
+  if (NODE && WASM.protocol === "file:") {
     // A specifier in a variable: a bundler targeting browsers must not try to resolve a Node
     // built-in that only this branch, in Node, imports.
     const fs = "node:fs/promises";
@@ -115,12 +117,14 @@ export class Queue {
   #handle;
   #name;
   #announce;
+  #run;
 
   /** @internal */
-  constructor(handle, name, announce) {
+  constructor(handle, name, announce, run) {
     this.#handle = handle;
     this.#name = name;
     this.#announce = announce;
+    this.#run = run;
   }
 
   /** The queue name. */
@@ -130,20 +134,20 @@ export class Queue {
 
   /** Runs a call that resolves to `{ value, dead }`: reports `dead`, resolves to `value`. */
   async #killing(run) {
-    const { value, dead } = await call(run);
+    const { value, dead } = await this.#run(run);
     this.#announce(dead);
     return value;
   }
 
   enqueue(payload, opts) {
-    return call(() => {
+    return this.#run(() => {
       const o = options(opts, ENQUEUE);
       return this.#handle.enqueue(payload, o.maxRetries, o.idempotencyKey, o.delayMs);
     });
   }
 
   enqueueMany(items) {
-    return call(() => {
+    return this.#run(() => {
       if (!Array.isArray(items)) {
         throw validationError([{ field: "items", code: "type", message: `must be an array, got ${describe(items)}` }]);
       }
@@ -167,14 +171,14 @@ export class Queue {
   }
 
   extend(id, opts) {
-    return call(() => {
+    return this.#run(() => {
       const o = options(opts, EXTEND);
       return this.#handle.extend(id, o.leaseToken, o.leaseMs);
     });
   }
 
   succeed(id, opts) {
-    return call(() => this.#handle.succeed(id, options(opts, SUCCEED).leaseToken));
+    return this.#run(() => this.#handle.succeed(id, options(opts, SUCCEED).leaseToken));
   }
 
   fail(id, error, opts) {
@@ -189,41 +193,41 @@ export class Queue {
   }
 
   replay(id) {
-    return call(() => this.#handle.replay(id));
+    return this.#run(() => this.#handle.replay(id));
   }
 
   replayAll(opts) {
-    return call(() => {
+    return this.#run(() => {
       const o = options(opts, REPLAY_ALL);
       return this.#handle.replayAll(o.errorContains, o.deadBefore, o.deadAfter, o.limit);
     });
   }
 
   purge(opts) {
-    return call(() => {
+    return this.#run(() => {
       const o = options(opts, PURGE);
       return this.#handle.purge(o.status, o.olderThanMs);
     });
   }
 
   delete(id) {
-    return call(() => this.#handle.delete(id));
+    return this.#run(() => this.#handle.delete(id));
   }
 
   stats() {
-    return call(() => this.#handle.stats());
+    return this.#run(() => this.#handle.stats());
   }
 
   nextDueAt() {
-    return call(() => this.#handle.nextDueAt());
+    return this.#run(() => this.#handle.nextDueAt());
   }
 
   get(id) {
-    return call(() => this.#handle.get(id));
+    return this.#run(() => this.#handle.get(id));
   }
 
   list(opts) {
-    return call(() => {
+    return this.#run(() => {
       const o = options(opts, LIST);
       return this.#handle.list(o.status, o.limit, o.afterId);
     });
@@ -275,16 +279,36 @@ function notify(callbacks, messages) {
   }
 }
 
+/**
+ * The Databases of this thread that listen for deaths without a BroadcastChannel, by IndexedDB
+ * factory, then database name: a factory and a name are one database.
+ */
+const LISTENING = new WeakMap();
+
+/** The set of listening Databases of `factory` and `name`. */
+function listening(factory, name) {
+  let byName = LISTENING.get(factory);
+  if (byName === undefined) LISTENING.set(factory, (byName = new Map()));
+  let set = byName.get(name);
+  if (set === undefined) byName.set(name, (set = new Set()));
+  return set;
+}
+
 /** An open queue database. Get it with `open(name, options)`. */
 export class Database {
   #handle;
+  #factory;
   #callbacks = [];
-  /** The BroadcastChannel `deadletter:<name>` (made on first use; null without BroadcastChannel). */
+  /** The BroadcastChannel `deadletter:<name>` (made on first use; null where deaths are not shared through one). */
   #channel;
+  /** Calls started and not settled: `close()` waits for them. */
+  #running = 0;
+  #closing = false;
 
   /** @internal */
-  constructor(handle) {
+  constructor(handle, factory) {
     this.#handle = handle;
+    this.#factory = factory;
   }
 
   /** The IndexedDB database name. */
@@ -292,12 +316,36 @@ export class Database {
     return this.#handle.name;
   }
 
+  /**
+   * Runs one call: rejects at once after `close()`; otherwise the call counts as running until
+   * it settles, and the connection closes when the last running call has settled.
+   */
+  async #run(fn) {
+    if (this.#closing) {
+      throw new DeadLetterError("store error: the database is closed", { code: "store" });
+    }
+    this.#running += 1;
+    try {
+      return await call(fn);
+    } finally {
+      this.#running -= 1;
+      if (this.#closing && this.#running === 0) this.#shut();
+    }
+  }
+
+  /** Closes the connection and the channel (after `close()`, once no call is running). */
+  #shut() {
+    this.#handle.close();
+    this.#channel?.close();
+    this.#channel = null;
+  }
+
   /** The queue `name` (1..255 characters) with `options.backoff`; throws a `validation_failed` DeadLetterError. */
   queue(name, opts) {
     try {
       const b = options(options(opts, QUEUE).backoff, BACKOFF, "backoff");
       const handle = this.#handle.queue(name, b.initialMs, b.multiplier, b.capMs, b.jitter);
-      return new Queue(handle, name, (dead) => this.#announce(dead));
+      return new Queue(handle, name, (dead) => this.#announce(dead), (fn) => this.#run(fn));
     } catch (err) {
       throw asDeadLetterError(err);
     }
@@ -305,7 +353,7 @@ export class Database {
 
   /** The statistics of every queue that holds messages, by name. */
   queues() {
-    return call(() => this.#handle.queues());
+    return this.#run(() => this.#handle.queues());
   }
 
   /** Calls `callback(message)` for each message that dies (here, or in another tab, worker or Database on this database). */
@@ -319,41 +367,60 @@ export class Database {
     return () => {
       const at = this.#callbacks.indexOf(entry);
       if (at >= 0) this.#callbacks.splice(at, 1);
-      if (this.#callbacks.length === 0 && this.#channel) this.#channel.onmessage = null;
+      if (this.#callbacks.length === 0) this.#deaf();
     };
   }
 
+  /**
+   * The BroadcastChannel of this database, or null: only a browser's own IndexedDB (the global
+   * `indexedDB` of a page or worker) is one database for every tab and worker of the origin. In
+   * Node, or with an `indexedDB` option, the database is private to this thread (and factory), so
+   * deaths are shared with this thread's Databases only.
+   */
   #broadcast() {
     if (this.#channel === undefined) {
-      this.#channel = typeof BroadcastChannel === "function" ? new BroadcastChannel(`deadletter:${this.name}`) : null;
-      // Node: an open channel must not keep the process alive.
-      this.#channel?.unref?.();
+      const shared = !NODE && this.#factory === globalThis.indexedDB && typeof BroadcastChannel === "function";
+      this.#channel = shared ? new BroadcastChannel(`deadletter:${this.name}`) : null;
     }
     return this.#channel;
   }
 
   #listen() {
     const channel = this.#broadcast();
-    if (channel && channel.onmessage === null) {
+    if (channel === null) {
+      listening(this.#factory, this.name).add(this);
+    } else if (channel.onmessage === null) {
       channel.onmessage = ({ data }) => {
         if (isRecord(data) && isRecord(data.dead)) notify(this.#callbacks, [data.dead]);
       };
     }
   }
 
-  /** Reports messages this Database's calls made dead: to its callbacks, then to the channel. */
+  #deaf() {
+    if (this.#channel) this.#channel.onmessage = null;
+    LISTENING.get(this.#factory)?.get(this.name)?.delete(this);
+  }
+
+  /** Reports messages this Database's calls made dead: to its callbacks, then to the others. */
   #announce(dead) {
     if (dead.length === 0) return;
     notify(this.#callbacks, dead);
     const channel = this.#broadcast();
-    for (const message of dead) channel?.postMessage({ dead: message });
+    if (channel !== null) {
+      for (const message of dead) channel.postMessage({ dead: message });
+      return;
+    }
+    // As a channel would deliver them: structured clones, to every other Database listening.
+    for (const other of LISTENING.get(this.#factory)?.get(this.name) ?? []) {
+      if (other !== this) notify(other.#callbacks, dead.map((message) => structuredClone(message)));
+    }
   }
 
-  /** Closes the connection; every later call rejects with a `store` DeadLetterError. */
+  /** Closes the connection once the calls already made have settled; every later call rejects with a `store` DeadLetterError. */
   close() {
-    this.#handle.close();
-    this.#channel?.close();
-    this.#channel = null;
+    this.#closing = true;
+    this.#deaf();
+    if (this.#running === 0) this.#shut();
   }
 }
 
@@ -371,6 +438,6 @@ export function open(name, opts) {
   return call(async () => {
     const o = options(opts, OPEN);
     const handle = await openDatabase(name, o.indexedDB, o.leaseMs, o.maxPayloadBytes, o.clock, o.random);
-    return new Database(handle);
+    return new Database(handle, o.indexedDB ?? globalThis.indexedDB);
   });
 }

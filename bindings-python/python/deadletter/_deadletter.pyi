@@ -356,7 +356,8 @@ class Message:
         """Failed attempts since enqueue or the last replay; an expired lease counts as one."""
     @property
     def max_retries(self) -> int:
-        """Attempts allowed before the message is dead (1..=10)."""
+        """How many failed attempts make the message dead (1..=10): with 3, the third failure
+        does (3 attempts in all)."""
     @property
     def retry_after(self) -> Optional[datetime]:
         """Set exactly while pending in backoff (after a failure, or an enqueue delay): not

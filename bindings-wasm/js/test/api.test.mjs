@@ -118,6 +118,24 @@ test("close: later calls reject with a store error", async () => {
   await rejects(db.queue("other").enqueue(42), "store");
 });
 
+test("close: the calls made before it settle first, the message of a fire-and-forget enqueue is kept", async () => {
+  const name = fresh();
+  const db = await open(name);
+  const q = db.queue("q");
+  const enqueued = q.enqueue("kept");
+  const counted = db.queues();
+  db.close();
+  const later = rejects(q.enqueue("refused"), "store");
+  assert.equal((await enqueued).payload, "kept");
+  const names = (await counted).map((s) => s.queue);
+  // Read before or after the enqueue commits (the two calls run at once): either way, it settles.
+  assert.ok(names.length === 0 || (names.length === 1 && names[0] === "q"), String(names));
+  await later;
+  const again = await open(name);
+  assert.deepEqual((await again.queue("q").list()).map((m) => [m.id, m.payload]), [[1, "kept"]]);
+  again.close();
+});
+
 test("an explicit indexedDB factory is used, not the global one", async () => {
   // A second factory of the implementation installed globally (fake-indexeddb/auto): a factory
   // of another implementation (or another copy of fake-indexeddb) would not match the global

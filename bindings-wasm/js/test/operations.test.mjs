@@ -5,6 +5,7 @@
 // Run: node --require fake-indexeddb/auto --test bindings-wasm/js/test/  (after build.sh)
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { Worker } from "node:worker_threads";
 import { DeadLetterError, backoffMs, open } from "../../../build/pkg/index.js";
 
 const BASE = Date.UTC(2026, 0, 1);
@@ -261,7 +262,7 @@ test("stats and queues: plain objects read from indexes", async () => {
   db.close();
 });
 
-test("onDead: this Database's callbacks in order, a throwing one only reported; other Databases through BroadcastChannel", async () => {
+test("onDead: this Database's callbacks in order, a throwing one only reported; other Databases on this database", async () => {
   const name = fresh();
   let now = BASE;
   const a = await open(name, { clock: () => now });
@@ -300,6 +301,30 @@ test("onDead: this Database's callbacks in order, a throwing one only reported; 
     b.close();
   }
   assert.throws(() => a.onDead("nope"), (e) => e instanceof DeadLetterError && e.errors[0].field === "callback");
+});
+
+test("onDead: a database of another factory or thread with the same name is another database", async () => {
+  const name = fresh();
+  const heard = [];
+  const mine = await open(name);
+  mine.onDead((m) => heard.push(m.lastError));
+  // Another factory of the same implementation: another database, whatever its name.
+  const other = await open(name, { indexedDB: new globalThis.IDBFactory() });
+  const q = other.queue("q");
+  await q.enqueue("theirs");
+  const c = await q.claim();
+  await q.fail(c.id, "in another factory", { leaseToken: c.leaseToken, retryable: false });
+  other.close();
+  // Another thread: its own fake-indexeddb.
+  const worker = new Worker(new URL("../../tests/threads/dead-in-thread.mjs", import.meta.url), { workerData: name });
+  const exited = await new Promise((resolve, reject) => {
+    worker.on("error", reject);
+    worker.on("exit", resolve);
+  });
+  assert.equal(exited, 0);
+  await new Promise((resolve) => setTimeout(resolve, 200)); // what a channel would deliver by now
+  assert.deepEqual(heard, []);
+  mine.close();
 });
 
 test("backoff policies per queue, with the random source as the jitter sample", async () => {
