@@ -209,7 +209,8 @@ export interface OpenOptions {
   /**
    * The IndexedDB factory to use; default `globalThis.indexedDB`. It must be of the IndexedDB
    * implementation whose classes are the globals (`IDBKeyRange`, `IDBCursor`, ...), e.g. another
-   * `new IDBFactory()`: in Node, install fake-indexeddb's globals (`fake-indexeddb/auto`).
+   * `new IDBFactory()`: in Node, install fake-indexeddb's globals (`fake-indexeddb/auto`). A value
+   * without an `open` method is rejected (`validation_failed`, field `indexedDB`, code `type`).
    */
   indexedDB?: IDBFactory;
   /**

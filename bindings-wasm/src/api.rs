@@ -157,7 +157,8 @@ async fn open(
             )
         })?;
         Some(found.unchecked_into::<IdbFactory>())
-    } else if factory.is_object() {
+    } else if Reflect::get(&factory, &"open".into()).is_ok_and(|open| open.is_function()) {
+        // An object with an `open` method: an IDBFactory as far as can be told before using it.
         Some(factory.unchecked_into::<IdbFactory>())
     } else {
         rejected.push(type_error("indexedDB", "an IDBFactory", &factory));

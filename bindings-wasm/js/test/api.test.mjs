@@ -149,7 +149,10 @@ test("an explicit indexedDB factory is used, not the global one", async () => {
   assert.deepEqual((await mine.queue("q").list()).map((m) => m.payload), ["only here"]);
   mine.close();
   global.close();
-  await rejects(open(fresh(), { indexedDB: "nope" }), "validation_failed");
+  for (const factory of ["nope", {}, { open: 5 }]) {
+    const err = await rejects(open(fresh(), { indexedDB: factory }), "validation_failed");
+    assert.deepEqual(err.errors.map((e) => [e.field, e.code]), [["indexedDB", "type"]]);
+  }
 });
 
 test("messages persist across a reopen of the same name; ids keep increasing", async () => {
