@@ -132,11 +132,16 @@ export class Queue {
     return this.#name;
   }
 
-  /** Runs a call that resolves to `{ value, dead }`: reports `dead`, resolves to `value`. */
-  async #killing(run) {
-    const { value, dead } = await this.#run(run);
-    this.#announce(dead);
-    return value;
+  /**
+   * Runs a call that resolves to `{ value, dead }`: reports `dead` (while the call still counts
+   * as running, so that a `close()` meanwhile keeps the channel open for it), resolves to `value`.
+   */
+  #killing(run) {
+    return this.#run(async () => {
+      const { value, dead } = await run();
+      this.#announce(dead);
+      return value;
+    });
   }
 
   enqueue(payload, opts) {
