@@ -218,13 +218,15 @@ export interface OpenOptions {
    * `Date.now`. Called once per call, before anything is read or written. A time that is no time
    * (NaN, an invalid Date, a string) rejects the call with a `type` error on `clock`; a time
    * outside 0001-01-01T00:00:00Z..9999-12-31T23:59:59.999Z, or one from which a lease, backoff or
-   * delay would pass its end, with `out_of_range` on `clock`; nothing is written then.
+   * delay would pass its end, with `out_of_range` on `clock`; nothing is written then. If it
+   * throws, the call rejects with what it threw, unchanged, and nothing is read or written.
    */
   clock?: () => Date | number;
   /**
    * The jitter source: returns a number in [0, 1), called once per `claim`, `claimMany`, `reap`
    * and `fail` (the messages one call reschedules get samples spread from it); default
-   * `Math.random`. Anything else rejects that call (`validation_failed`, field `random`). For tests.
+   * `Math.random`. Anything else rejects that call (`validation_failed`, field `random`); if it
+   * throws, the call rejects with what it threw, unchanged, and nothing is written. For tests.
    */
   random?: () => number;
   /** Default lease (visibility timeout) of `claim`, in milliseconds: 1..43200000 (12 h); default 30000. */
@@ -474,7 +476,8 @@ export declare class Queue {
    * Rejects with `validation_failed` before doing anything (an option, `handler` not a function,
    * `signal` not an `AbortSignal`, an unknown option key), or, after the running handlers
    * settled, with the `DeadLetterError` of a `claimMany` or `nextDueAt` that failed (`store`:
-   * the database was closed, IndexedDB failed; `validation_failed`: the clock).
+   * the database was closed, IndexedDB failed; `validation_failed`: the clock), or with what the
+   * `clock` option threw.
    */
   process(handler: (message: Message) => unknown, options?: ProcessOptions): Promise<number>;
 }

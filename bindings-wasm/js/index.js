@@ -49,11 +49,51 @@ function asDeadLetterError(err) {
   return new DeadLetterError(`store error: ${message}`, { code: "store" });
 }
 
-async function call(fn) {
+/** `{ err }`: what a user's `clock` or `random` threw while the package called it, else null. */
+let thrown = null;
+
+/**
+ * `fn`, a user's `clock` or `random` option, as the package calls it: what it throws is noted, so
+ * that the call that read it rejects with that very value, as in Python (the package reads them
+ * synchronously, at the start of a call). Anything but a function is passed on for validation.
+ */
+function noting(fn) {
+  if (typeof fn !== "function") return fn;
+  return () => {
+    try {
+      return fn();
+    } catch (err) {
+      thrown = { err };
+      throw err;
+    }
+  };
+}
+
+/** What `fn` (a call into the WebAssembly) returns; a throw of the user's clock or random source unchanged, any other failure as a DeadLetterError. */
+function direct(fn) {
+  thrown = null;
   try {
-    return await fn();
+    return fn();
   } catch (err) {
-    throw asDeadLetterError(err);
+    throw thrown ? thrown.err : asDeadLetterError(err);
+  } finally {
+    thrown = null;
+  }
+}
+
+/** Like `direct` for a call that returns a promise: the clock and random source are read before its first await. */
+async function call(fn) {
+  thrown = null;
+  let own = null;
+  try {
+    const pending = fn();
+    own = thrown;
+    thrown = null;
+    return await pending;
+  } catch (err) {
+    own ??= thrown;
+    thrown = null;
+    throw own ? own.err : asDeadLetterError(err);
   }
 }
 
@@ -261,8 +301,11 @@ export class Queue {
         plan?.free();
         throw validationError(rejected);
       }
+      return { plan, signal };
+    }).then(async ({ plan, signal }) => {
+      // Not inside `call`: the loop rejects with what its calls rejected with, unchanged.
       try {
-        const idleWaitMs = (nextDueAt) => plan.idleWaitMs(this.#handle, nextDueAt);
+        const idleWaitMs = (nextDueAt) => direct(() => plan.idleWaitMs(this.#handle, nextDueAt));
         return await work({ queue: this, handler, plan, idleWaitMs, failureText, signal });
       } finally {
         plan.free();
@@ -442,7 +485,7 @@ export function backoffMs(retryCount) {
 export function open(name, opts) {
   return call(async () => {
     const o = options(opts, OPEN);
-    const handle = await openDatabase(name, o.indexedDB, o.leaseMs, o.maxPayloadBytes, o.clock, o.random);
+    const handle = await openDatabase(name, o.indexedDB, o.leaseMs, o.maxPayloadBytes, noting(o.clock), noting(o.random));
     return new Database(handle, o.indexedDB ?? globalThis.indexedDB);
   });
 }

@@ -14,7 +14,8 @@ const MAX_CLAIM = 100;
 /**
  * Runs a worker loop until `signal` aborts; resolves to the number of messages whose handler
  * completed (returned or threw). Rejects with the `DeadLetterError` of a failed `claimMany` or
- * `nextDueAt` (a closed database, a failing clock), after the running handlers settled.
+ * `nextDueAt` (a closed database, a clock out of range), or with what the clock threw, after the
+ * running handlers settled.
  *
  * @param {object} loop
  * @param {import("./index.js").Queue} loop.queue

@@ -107,6 +107,40 @@ test("open validates its options", async () => {
   bad.close();
 });
 
+test("a clock or random source that throws rejects the call with what it threw, unchanged; nothing is written", async () => {
+  let clockFails = false;
+  let randomFails = false;
+  const clockError = new RangeError("clock unplugged");
+  const randomError = { reason: "not even an Error" };
+  const db = await open(fresh(), {
+    clock: () => {
+      if (clockFails) throw clockError;
+      return BASE;
+    },
+    random: () => {
+      if (randomFails) throw randomError;
+      return 0.5;
+    },
+  });
+  const q = db.queue("q");
+  await q.enqueue("kept");
+  clockFails = true;
+  for (const call of [() => q.enqueue("lost"), () => q.claim(), () => q.stats(), () => db.queues()]) {
+    await assert.rejects(call(), (err) => err === clockError);
+  }
+  clockFails = false;
+  randomFails = true;
+  await assert.rejects(q.claim(), (err) => err === randomError);
+  randomFails = false;
+  // Nothing was written, and the next calls are not haunted by the earlier throws.
+  assert.deepEqual((await q.list()).map((m) => [m.payload, m.status]), [["kept", "pending"]]);
+  const claimed = await q.claim({ leaseMs: 1000 });
+  assert.equal(claimed.payload, "kept");
+  assert.equal(claimed.leaseExpiresAt.getTime(), BASE + 1000);
+  await rejects(q.succeed(claimed.id, { leaseToken: "wrong" }), "conflict");
+  db.close();
+});
+
 test("close: later calls reject with a store error", async () => {
   const db = await open(fresh());
   const q = db.queue("q");

@@ -431,6 +431,35 @@ test("a failing claim rejects the loop with its DeadLetterError", LIMIT, async (
   assert.match(err.message, /closed/);
 });
 
+test("a clock that throws rejects the loop with what it threw, once the running handler settled", LIMIT, async () => {
+  const broken = new Error("clock unplugged");
+  let clockFails = false;
+  let throws = 0;
+  const db = await open(fresh(), {
+    clock: () => {
+      if (!clockFails) return BASE;
+      throws += 1;
+      throw broken;
+    },
+  });
+  const q = db.queue("jobs");
+  await q.enqueue("one");
+  let finish;
+  const handled = [];
+  const loop = q.process((m) => new Promise((resolve) => { finish = () => { handled.push(m.payload); resolve(); }; }), { pollIntervalMs: 5, concurrency: 2 });
+  await until(() => finish !== undefined, "the handler");
+  clockFails = true; // the loop, with a free slot, reads it for its next claim
+  await until(() => throws > 0, "a call on the broken clock");
+  clockFails = false; // the handler's ack reads it too
+  finish();
+  const err = await loop.then(() => assert.fail("expected a rejection"), (e) => e);
+  assert.equal(err, broken);
+  assert.equal(throws, 1);
+  assert.deepEqual(handled, ["one"]);
+  assert.equal((await q.get(1)).status, "succeeded");
+  db.close();
+});
+
 test("once the loop resolves, Node exits by itself: no timer is left behind", LIMIT, () => {
   // A child process: an idle loop (poll interval one hour) and a stuck handler under heartbeats,
   // aborted; then the event loop must be empty of timers and the process must end on its own.
