@@ -495,6 +495,15 @@ def test_an_empty_token_is_refused(db: deadletter.Database) -> None:
         deadletter.http.app(db, token="")
 
 
+@pytest.mark.parametrize("token", [" s3cret", "s3cret\n", " "])
+def test_a_token_with_surrounding_whitespace_is_refused(
+    db: deadletter.Database, token: str
+) -> None:
+    # A client's credential is read stripped: such a token would answer every request with 401.
+    with pytest.raises(ValueError, match="must not begin or end with whitespace"):
+        deadletter.http.app(db, token=token)
+
+
 @pytest.mark.parametrize(
     "arguments, error, message",
     [

@@ -266,6 +266,25 @@ def test_a_batch_is_all_or_nothing_and_its_errors_name_the_item(client: TestClie
     assert client.get("/queues/q/messages").json()["messages"] == []
 
 
+def test_a_batch_refuses_the_idempotency_key_header_and_enqueues_nothing(
+    client: TestClient,
+) -> None:
+    # Ignored, the header would let a client's retry of a batch enqueue it twice.
+    for _ in range(2):
+        r = client.post(
+            "/queues/q/messages:batch", json={"items": ["a"]}, headers={"Idempotency-Key": "k"}
+        )
+        body = problem(r, 422, "validation_failed")
+        assert body["errors"] == [
+            {
+                "field": "Idempotency-Key",
+                "code": "invalid",
+                "message": "is not taken by a batch: give each item its own idempotency_key",
+            }
+        ]
+    assert client.get("/queues/q/messages").json()["messages"] == []
+
+
 @pytest.mark.parametrize(
     "body, expected",
     [

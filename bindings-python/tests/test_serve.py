@@ -294,6 +294,16 @@ def test_serve_warns_when_it_exposes_the_api_without_a_token(
             {"DEADLETTER_TOKEN": "t"},
             "--token is empty: give a token, or omit --token to serve without one",
         ),
+        (
+            ["--token", " s3cret"],
+            {},
+            "--token begins or ends with whitespace: no client could send it",
+        ),
+        (
+            [],
+            {"DEADLETTER_TOKEN": "s3cret\n"},
+            "DEADLETTER_TOKEN begins or ends with whitespace: no client could send it",
+        ),
     ],
 )
 def test_an_empty_token_is_a_usage_error_not_authentication_off(

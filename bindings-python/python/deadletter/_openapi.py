@@ -232,7 +232,9 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "operationId": "enqueueBatch",
         "summary": "Enqueue up to 1000 messages in one transaction, all or nothing",
         "description": "Each item is a payload or an object with the fields of an enqueue body. "
-        "Validation errors carry the item's `index`.",
+        "Validation errors carry the item's `index`. Idempotency keys go in the items: an "
+        "`Idempotency-Key` header is a 422 here. The body may weigh 6 times the largest payload "
+        "plus 64 KiB (413 beyond).",
         "parameters": [QUEUE],
         "requestBody": body("EnqueueBatchRequest", required=True),
         "responses": {

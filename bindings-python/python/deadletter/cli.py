@@ -389,6 +389,9 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         raise Usage(
             f"{_serve.ENV_TOKEN} is set but empty: set a token, or unset it to serve without one"
         )
+    if token is not None and token != token.strip():  # clients' credentials are read stripped
+        origin = "--token" if args.token is not None else _serve.ENV_TOKEN
+        raise Usage(f"{origin} begins or ends with whitespace: no client could send it")
     try:
         _serve.check_address(args.host, args.port)
     except OSError as error:

@@ -484,6 +484,13 @@ class Api:
 
     async def enqueue_batch(self, request: Request) -> Response:
         queue = self.queue(request)
+        if request.headers.getlist(IDEMPOTENCY_HEADER):
+            # One key cannot name several messages, and ignoring it would duplicate a retried batch.
+            raise invalid(
+                IDEMPOTENCY_HEADER,
+                "invalid",
+                "is not taken by a batch: give each item its own idempotency_key",
+            )
         data = await self.body(request, ("items",), required=True)
         messages = await run_in_threadpool(queue.enqueue_many, data["items"])
         created = any(not m.deduplicated for m in messages)
@@ -729,8 +736,8 @@ def app(
     the system's (it dates the ``Retry-After`` of an empty claim). The caller keeps ``db`` open
     while the app serves and closes it afterwards. Raises `TypeError` naming an argument of the
     wrong type (``db`` not a `deadletter.Database`, ``token`` not a str, ``max_payload_bytes`` not
-    an int, ``clock`` not callable) and `ValueError` for an empty token or a
-    ``max_payload_bytes`` outside 1..=67108864.
+    an int, ``clock`` not callable) and `ValueError` for an empty token, one that begins or ends
+    with whitespace, or a ``max_payload_bytes`` outside 1..=67108864.
     """
     return build(db, token=token, max_payload_bytes=max_payload_bytes, clock=clock)
 
@@ -751,6 +758,9 @@ def check_arguments(db: Any, token: Any, max_payload_bytes: Any, clock: Any) -> 
         raise TypeError(f"token must be a str or None, got {kind(token)}")
     if token == "":
         raise ValueError("token must be a non-empty str (or None for no authentication)")
+    if token is not None and token != token.strip():
+        # A client's credential is read without surrounding whitespace: it could never match.
+        raise ValueError("token must not begin or end with whitespace")
     if isinstance(max_payload_bytes, bool) or not isinstance(max_payload_bytes, int):
         raise TypeError(f"max_payload_bytes must be an int, got {kind(max_payload_bytes)}")
     if not 1 <= max_payload_bytes <= MAX_PAYLOAD_BYTES_LIMIT:
