@@ -5,6 +5,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use deadletter::validate::MAX_TIME;
 use deadletter::{Arg, Error, FieldError, Millis};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDateTime, PyDelta, PyFloat, PyInt, PyString, PyTzInfo};
@@ -70,15 +71,18 @@ impl Value {
         })
     }
 
-    /// An instant given as an aware `datetime`, as UTC milliseconds (microseconds floored).
-    /// Anything else, a naive `datetime` included, becomes [`Value::Other`] (or `Null` for
-    /// `None`), so the core rejects it as the wrong type: an `int` is never taken for an instant.
-    pub fn instant(value: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    /// A bound of a filter on instants stored in milliseconds (`dead_after <= dead_at <
+    /// dead_before`), given as an aware `datetime`: UTC milliseconds rounded up, which keeps the
+    /// comparison exact (for a whole `m`, `m >= t` and `m < t` hold exactly when they do for
+    /// `ceil(t)`), clamped to the core's last instant. Anything else, a naive `datetime`
+    /// included, becomes [`Value::Other`] (or `Null` for `None`), so the core rejects it as the
+    /// wrong type: an `int` is never taken for an instant.
+    pub fn bound(value: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let Some(value) = value.filter(|v| !v.is_none()) else {
             return Ok(Self::Null);
         };
         Ok(match read_instant(value)? {
-            Instant::Millis(ms) => Self::Int(ms),
+            Instant::Micros(us) => Self::Int(millis((us + 999).div_euclid(1000))?.min(MAX_TIME)),
             Instant::Naive => Self::Other("a naive datetime (without tzinfo)".into()),
             Instant::NotDatetime => Self::Other(describe_type(value)),
         })
@@ -158,8 +162,8 @@ pub fn to_opt_datetime(py: Python<'_>, ms: Option<Millis>) -> PyResult<Option<Bo
 
 /// What a value given as an instant turned out to be.
 enum Instant {
-    /// An aware `datetime`, in UTC milliseconds (microseconds floored).
-    Millis(Millis),
+    /// An aware `datetime`, in UTC microseconds since the epoch.
+    Micros(i128),
     /// A `datetime` without a UTC offset.
     Naive,
     /// Not a `datetime`.
@@ -174,9 +178,7 @@ fn read_instant(value: &Bound<'_, PyAny>) -> PyResult<Instant> {
         return Ok(Instant::Naive);
     }
     let since_epoch = value.sub(epoch(value.py())?)?;
-    Ok(Instant::Millis(millis(
-        micros(&since_epoch)?.div_euclid(1000),
-    )?))
+    Ok(Instant::Micros(micros(&since_epoch)?))
 }
 
 /// A `timedelta`'s length in microseconds, from its `days`, `seconds` and `microseconds`.
@@ -197,7 +199,7 @@ fn millis(ms: i128) -> PyResult<Millis> {
 pub fn to_millis(value: &Bound<'_, PyAny>, field: &'static str) -> PyResult<Millis> {
     let py = value.py();
     match read_instant(value)? {
-        Instant::Millis(ms) => Ok(ms),
+        Instant::Micros(us) => millis(us.div_euclid(1000)),
         Instant::NotDatetime => {
             let message = format!("must return a datetime, got {}", describe_type(value));
             Err(reject(py, field, "type", message))

@@ -639,7 +639,8 @@ impl Queue {
 
     /// Replays every dead message of this queue that the filters select, in id order, and
     /// returns how many (an int). `error_contains`: a str the `last_error` contains
-    /// (case-sensitive); `dead_after` <= `dead_at` < `dead_before`: aware datetimes; `limit`: an
+    /// (case-sensitive); `dead_after` <= `dead_at` < `dead_before`: aware datetimes (exactly:
+    /// bounds between two milliseconds are rounded up, as `dead_at` is whole ms); `limit`: an
     /// int >= 1, the most to replay (default: all). Commits in batches of 200 messages, each in its
     /// own transaction, so other connections never wait long; a message replayed is pending
     /// afterwards, so running it again does not replay it twice. Raises `ValidationError` (the
@@ -655,7 +656,7 @@ impl Queue {
         limit: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<u64> {
         let error_contains = Value::from_py(error_contains);
-        let (before, after) = (Value::instant(dead_before)?, Value::instant(dead_after)?);
+        let (before, after) = (Value::bound(dead_before)?, Value::bound(dead_after)?);
         let limit = Value::from_py(limit);
         let now = self.shared.now(py)?;
         let engine = &self.shared.engine;

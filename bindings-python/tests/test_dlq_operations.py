@@ -49,6 +49,31 @@ def test_replay_all_filters_by_dead_at_half_open() -> None:
     assert (replayed.status, replayed.replay_count, replayed.dead_at) == ("pending", 1, None)
 
 
+def test_replay_all_bounds_finer_than_a_millisecond_are_exact() -> None:
+    # dead_at is kept in milliseconds; dead_after <= dead_at < dead_before holds exactly for
+    # bounds between two milliseconds (they are rounded up, not down).
+    clock = Clock()
+    q = deadletter.open(clock=clock).queue("q")
+    dead = kill(q, clock, "boom", 10)
+    assert dead.dead_at == T0 + timedelta(seconds=10)
+    us = timedelta(microseconds=1)
+    for bounds, replayed in [
+        ({"dead_after": dead.dead_at + 600 * us}, 0),
+        ({"dead_after": dead.dead_at + 1 * us}, 0),
+        ({"dead_before": dead.dead_at + 400 * us}, 1),
+        ({"dead_before": dead.dead_at + 1 * us}, 1),
+        ({"dead_after": dead.dead_at - 400 * us}, 1),
+        ({"dead_before": dead.dead_at}, 0),
+        ({"dead_before": datetime.max.replace(tzinfo=timezone.utc)}, 1),
+    ]:
+        assert (bounds, q.replay_all(**bounds)) == (bounds, replayed)
+        if replayed:
+            c = q.claim()
+            assert c is not None and c.id == dead.id
+            q.fail(c.id, "boom", lease_token=c.lease_token)
+    assert q.get(dead.id).replay_count == 4
+
+
 def test_replay_all_limit_and_batches() -> None:
     clock = Clock()
     q = deadletter.open(clock=clock).queue("q")

@@ -122,8 +122,14 @@ def test_a_bad_queue_name_for_stats_is_422(client: TestClient) -> None:
         ({"dead_after": at(10)}, [2, 3]),  # inclusive
         ({"dead_before": at(10)}, [1]),  # exclusive
         ({"dead_after": at(5), "dead_before": at(20)}, [2]),
-        ({"dead_before": "2026-01-01T00:00:10.0019Z"}, [1, 2]),  # floored to 10.001 s
-        ({"dead_before": "2026-01-01T00:00:10.0009+00:00"}, [1]),  # floored to 10.000 s
+        # Message 2 died at 10.000 s: sub-millisecond bounds compare exactly with it.
+        ({"dead_before": "2026-01-01T00:00:10.0019Z"}, [1, 2]),
+        ({"dead_before": "2026-01-01T00:00:10.0009+00:00"}, [1, 2]),
+        ({"dead_before": "2026-01-01T00:00:10.0000001Z"}, [1, 2]),  # beyond the microsecond
+        ({"dead_after": "2026-01-01T00:00:10.0001Z"}, [3]),
+        ({"dead_after": "2026-01-01T00:00:10.0000001Z"}, [3]),
+        ({"dead_after": "2026-01-01T00:00:09.9999Z"}, [2, 3]),
+        ({"dead_before": "9999-12-31T23:59:59.99999999Z"}, [1, 2, 3]),
         ({"dead_after": "2026-01-01t00:00:10z"}, [2, 3]),
         ({"dead_after": "2026-01-01T00:00:00-00:00", "error_contains": "503"}, [1, 3]),
         ({"limit": 1}, [1]),  # the lowest id first

@@ -257,7 +257,8 @@ class Queue:
         limit: Optional[int] = None,
     ) -> int:
         """Replays the dead messages the filters select (``dead_after <= dead_at <
-        dead_before``, ``error_contains`` in ``last_error``) in id order (the oldest message
+        dead_before``, exactly: a bound between two milliseconds is rounded up, ``dead_at``
+        being whole milliseconds; ``error_contains`` in ``last_error``) in id order (the oldest message
         first), at most ``limit``; returns how many. Commits in batches of 200, each message
         whole: when a batch fails (`StoreError`), the batches before it stay replayed; calling
         again finishes the work (only dead messages are touched)."""

@@ -48,11 +48,18 @@ def jsonable(value: Any) -> Any:
 
 
 def parse_timestamp(text: str) -> datetime:
-    """An instant written as `INSTANT_PATTERN` says, as an aware datetime in UTC (microseconds:
-    further digits are dropped). `ValueError` for any other text, or a day the month lacks."""
+    """An instant written as `INSTANT_PATTERN` says, as an aware datetime in UTC. Digits beyond
+    the microsecond round it up, so the instant read is never before the one written: the
+    replay filters' bounds (``dead_after <= dead_at < dead_before``) stay exact, as the queue
+    rounds them up to the millisecond. `ValueError` for any other text, or a day the month
+    lacks."""
     if not INSTANT.fullmatch(text):
         raise ValueError(f"{text!r} is not an RFC 3339 date-time in UTC")
     moment = datetime.strptime(f"{text[:10]} {text[11:19]}", "%Y-%m-%d %H:%M:%S")
     fraction = FRACTION.match(text, 19)
-    micros = int(fraction.group(1)[:6].ljust(6, "0")) if fraction else 0
-    return moment.replace(microsecond=micros, tzinfo=timezone.utc)
+    digits = fraction.group(1) if fraction else ""
+    micros = int(digits[:6].ljust(6, "0")) + (1 if digits[6:].strip("0") else 0)
+    try:
+        return moment.replace(tzinfo=timezone.utc) + timedelta(microseconds=micros)
+    except OverflowError:  # after 9999-12-31T23:59:59.999999Z: later than every instant
+        return datetime.max.replace(tzinfo=timezone.utc)
