@@ -349,6 +349,30 @@ def test_usage_errors_exit_2(argv: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
+    "argv",
+    [
+        ["show", "{path}", "q", "1_0"],  # int() would read 10
+        ["show", "{path}", "q", "\u0661"],  # ARABIC-INDIC DIGIT ONE: int() would read 1
+        ["list", "{path}", "q", "--limit", " 5"],
+        ["replay", "{path}", "q", "--all", "--limit", "1e3"],
+        ["enqueue", "{path}", "q", "x", "--max-retries", "0x3"],
+        ["serve", "{path}", "--port", "8_000"],
+    ],
+)
+def test_integer_arguments_are_ascii_digits_only(
+    path: str, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with deadletter.open(path) as db:
+        for payload in ("a",) * 10:
+            db.queue("q").enqueue(payload)
+    status, out, _ = run(*(a.format(path=path) for a in argv))
+    assert (status, out) == (2, "")
+    assert "is not an integer" in capsys.readouterr().err  # argparse writes to sys.stderr
+    with deadletter.open(path) as db:
+        assert [m.status for m in db.queue("q").list()] == ["pending"] * 10
+
+
+@pytest.mark.parametrize(
     "argv, error",
     [
         (["--port", "99999"], "argument --port: must be 0..65535, got 99999"),

@@ -430,15 +430,25 @@ def is_loopback(host: str) -> bool:
 # Arguments
 
 
+INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def integer(text: str) -> int:
+    """A whole number in ASCII digits: not ``int()``'s ``3_7`` (37) or other scripts' digits."""
+    if not INTEGER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer")
+    return int(text)
+
+
 def port(text: str) -> int:
-    value = int(text)
+    value = integer(text)
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"must be 0..65535, got {value}")
     return value
 
 
 def positive(text: str) -> int:
-    value = int(text)
+    value = integer(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
@@ -512,14 +522,14 @@ def parser() -> argparse.ArgumentParser:
     sub = command("list", cmd_list, "list messages by id, optionally of one status")
     sub.add_argument("--status", help="pending, processing, succeeded or dead")
     sub.add_argument(
-        "--limit", type=int, default=100, help="at most this many (1..1000; default 100)"
+        "--limit", type=integer, default=100, help="at most this many (1..1000; default 100)"
     )
-    sub.add_argument("--after-id", type=int, help="only ids above this one (the next page)")
+    sub.add_argument("--after-id", type=integer, help="only ids above this one (the next page)")
 
     sub = command(
         "show", cmd_show, "one message: every field, its failed attempts and its payload"
     )
-    sub.add_argument("id", metavar="ID", type=int, help="the message's id")
+    sub.add_argument("id", metavar="ID", type=integer, help="the message's id")
 
     sub = command(
         "replay",
@@ -527,7 +537,7 @@ def parser() -> argparse.ArgumentParser:
         "replay (redrive) a dead message, or with --all the dead messages the filters select",
         details="Each goes back to pending with retry count 0.",
     )
-    sub.add_argument("id", metavar="ID", type=int, nargs="?", help="the dead message")
+    sub.add_argument("id", metavar="ID", type=integer, nargs="?", help="the dead message")
     sub.add_argument("--all", action="store_true", help="every dead message the filters select")
     sub.add_argument("--error-contains", metavar="TEXT", help="its last error contains TEXT")
     sub.add_argument(
@@ -570,7 +580,7 @@ def parser() -> argparse.ArgumentParser:
         help="the payload, or - to read one per line (ending in LF or CRLF, which is not kept)",
     )
     sub.add_argument(
-        "--max-retries", type=int, help="attempts before a message is dead (1..10; default 3)"
+        "--max-retries", type=integer, help="attempts before a message is dead (1..10; default 3)"
     )
     sub.add_argument(
         "--delay", type=seconds, metavar="DURATION", help="not claimable before this long"
