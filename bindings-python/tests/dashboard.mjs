@@ -110,8 +110,17 @@ try {
   result.deadAfterReplayAll = await deadIds(page);
   result.countsAfterReplayAll = await counts(page);
 
-  // Purge the succeeded messages.
+  // An empty age purges nothing: the form does not submit (no confirmation asked).
   await page.selectOption("#purge-status", "succeeded");
+  await page.fill("#purge-days", "");
+  const asked = (result.dialogs ?? []).length;
+  await page.click("#purge");
+  await page.waitForTimeout(300); // a confirmation would have been reported by now
+  result.emptyAgeDialogs = (result.dialogs ?? []).length - asked;
+  result.emptyAgeValid = await page.$eval("#purge-days", (input) => input.validity.valid);
+  result.countsAfterEmptyAge = await counts(page);
+
+  // Purge the succeeded messages.
   await page.fill("#purge-days", "0");
   await act(page, "#purge");
   result.purgeNotice = await page.textContent("#notice");

@@ -108,8 +108,11 @@ def test_the_dashboard_replays_dead_messages(tmp_path: Path) -> None:
     # Replay all matching "410", then purge the succeeded messages (older than 0 days).
     assert result["dialogs"] == [
         f'Replay every dead message of "{QUEUE}" with error_contains "410"?',
-        f'Delete every succeeded message of "{QUEUE}" not changed for < 1 s?',
+        f'Delete every succeeded message of "{QUEUE}", whatever its age?',
     ]
+    # An empty "older than" is not a purge of everything: the form refuses to submit.
+    assert (result["emptyAgeDialogs"], result["emptyAgeValid"]) == (0, False)
+    assert result["countsAfterEmptyAge"] == result["countsAfterReplayAll"]
     assert result["replayAllNotice"] == "Replayed 1 dead message."
     assert result["deadAfterReplayAll"] == [3]
     assert (result["countsAfterReplayAll"]["dead"], result["countsAfterReplayAll"]["pending"]) == (

@@ -261,7 +261,8 @@ async function replayAll(queue) {
 async function purge(queue) {
   const status = $("purge-status").value;
   const olderThan = Number($("purge-days").value) * 86400;
-  if (!confirm(`Delete every ${status} message of "${queue}" not changed for ${age(olderThan)}?`)) return;
+  const which = olderThan > 0 ? `not changed for ${age(olderThan)}` : "whatever its age";
+  if (!confirm(`Delete every ${status} message of "${queue}", ${which}?`)) return;
   const result = await api("POST", `${queuePath(queue)}/purge`, { status, older_than: olderThan });
   notice(`Purged ${plural(result.purged, "message")}.`);
   await Promise.all([renderQueue(queue), renderQueues()]);
