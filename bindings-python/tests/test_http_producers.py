@@ -266,6 +266,31 @@ def test_a_batch_is_all_or_nothing_and_its_errors_name_the_item(client: TestClie
     assert client.get("/queues/q/messages").json()["messages"] == []
 
 
+@pytest.mark.parametrize(
+    "path, body, message",
+    [
+        ("messages", {"payload": None}, "must be a string, got null"),
+        ("messages", {"payload": {"a": 1}}, "must be a string, got an object"),
+        ("messages", {"payload": [1]}, "must be a string, got an array"),
+        ("messages", {"payload": 1.5}, "must be a string, got a number"),
+        ("messages", {"payload": "x", "max_retries": True}, "must be an integer, got a boolean"),
+        ("messages", {"payload": "x", "idempotency_key": 5}, "must be a string, got an integer"),
+        ("messages", {"payload": "x", "delay": "5"}, "must be a number of seconds, got a string"),
+        ("messages:batch", {"items": None}, "must be an array of payloads or objects, got null"),
+        ("claim", {"lease": "5"}, "must be a number of seconds, got a string"),
+        ("replay", {"dead_before": 5}, "must be an RFC 3339 date-time in UTC, got an integer"),
+        ("messages/1/fail", {"error": "x", "retryable": "no"}, "must be a boolean, got a string"),
+    ],
+)
+def test_validation_messages_name_json_types_not_python_ones(
+    client: TestClient, path: str, body: dict[str, object], message: str
+) -> None:
+    r = client.post(f"/queues/q/{path}", json=body)
+    problem_body = problem(r, 422, "validation_failed")
+    assert [e["message"] for e in problem_body["errors"]] == [message]
+    assert problem_body["detail"].endswith(message)
+
+
 def test_a_batch_refuses_the_idempotency_key_header_and_enqueues_nothing(
     client: TestClient,
 ) -> None:

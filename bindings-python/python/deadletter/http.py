@@ -155,12 +155,38 @@ def problem(
     )
 
 
+JSON_TERMS = [
+    (re.compile(r"\bgot an? (?:Fields|dict)\b"), "got an object"),
+    (re.compile(r"\bgot a list\b"), "got an array"),
+    (re.compile(r"\bgot a float\b"), "got a number"),
+    (re.compile(r"\bgot a bool\b"), "got a boolean"),
+    (re.compile(r"\bgot a NoneType\b"), "got null"),
+    (re.compile(r"\bgot an int\b"), "got an integer"),
+    (re.compile(r"\bgot a str\b"), "got a string"),
+    (re.compile(r"\bmust be a bool\b"), "must be a boolean"),
+    (re.compile(r" or a datetime\.timedelta\b"), ""),
+    (re.compile(r"\bmust be an aware datetime\b"), "must be an RFC 3339 date-time in UTC"),
+    (re.compile(r"\ba list of payloads or dicts\b"), "an array of payloads or objects"),
+]
+"""The Python API's words for types in validation messages, and what a JSON client sent instead."""
+
+
+def in_json_terms(text: str) -> str:
+    """A validation message of the Python API as a JSON client reads it (`JSON_TERMS`)."""
+    for pattern, words in JSON_TERMS:
+        text = pattern.sub(words, text)
+    return text
+
+
 def error_problem(_: Request, exc: Exception) -> Response:
-    """A `deadletter.Error` as its problem (members copied from the exception's attributes)."""
+    """A `deadletter.Error` as its problem (members copied from the exception's attributes;
+    validation messages in JSON's terms)."""
     assert isinstance(exc, deadletter.Error)
     spec = PROBLEMS[exc.code]
     members = {member: getattr(exc, attr) for member, attr in spec.members if hasattr(exc, attr)}
-    return problem(exc.code, str(exc), **members)
+    if isinstance(exc, deadletter.ValidationError):
+        members["errors"] = [{**e, "message": in_json_terms(e["message"])} for e in exc.errors]
+    return problem(exc.code, in_json_terms(str(exc)), **members)
 
 
 def http_problem(request: Request, exc: Exception) -> Response:
