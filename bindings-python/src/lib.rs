@@ -228,10 +228,11 @@ enum Target {
     Postgres(String, PostgresOptions),
 }
 
-/// `path` when it is a str that starts with a PostgreSQL scheme.
+/// `path` when it is a str that starts with a PostgreSQL scheme (in any case; given back in
+/// lower case).
 fn postgres_url(path: &Bound<'_, PyAny>) -> Option<String> {
     let text = path.cast::<PyString>().ok()?.to_cow().ok()?;
-    store::is_postgres_url(&text).then(|| text.into_owned())
+    store::postgres_url(&text)
 }
 
 /// A PostgreSQL URL's options (`schema`, `max_connections`, `connect_timeout`, `lock_timeout`,

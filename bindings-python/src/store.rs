@@ -21,11 +21,16 @@ use crate::sqlite::SqliteStore;
 /// The scheme prefixes that make `open`'s first argument a PostgreSQL URL (libpq's two).
 pub const POSTGRES_SCHEMES: [&str; 2] = ["postgresql://", "postgres://"];
 
-/// Whether `path` (a str given to `open`) is a PostgreSQL URL rather than a SQLite path.
-pub fn is_postgres_url(path: &str) -> bool {
-    POSTGRES_SCHEMES
-        .iter()
-        .any(|scheme| path.starts_with(scheme))
+/// `path` (a str given to `open`) with its scheme in lower case when it is a PostgreSQL URL
+/// (schemes are case-insensitive, RFC 3986; the driver reads only lower case), else `None`: a
+/// SQLite path. (`POSTGRESQL://user:pw@host` was a file name, quoted with its password in the
+/// error that it could not be opened.)
+pub fn postgres_url(path: &str) -> Option<String> {
+    POSTGRES_SCHEMES.iter().find_map(|scheme| {
+        let head = path.get(..scheme.len())?;
+        head.eq_ignore_ascii_case(scheme)
+            .then(|| format!("{scheme}{}", &path[scheme.len()..]))
+    })
 }
 
 /// A SQLite or a PostgreSQL store.

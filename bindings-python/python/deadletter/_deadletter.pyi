@@ -112,8 +112,8 @@ def open(
     no NUL; default ``"deadletter"``); ``max_connections``, the most connections this database
     holds at once, opened when needed and kept for reuse (1..=1000, default 10); ``connect_timeout``
     (default 10 s) and ``lock_timeout`` (default 30 s), seconds or timedelta in 0.001..=3600: how
-    long a call waits for a connection, and for a message another call is changing, before
-    `StoreError`.
+    long a call waits for a connection (a free one, or a new one's login), and for a message
+    another call is changing, before `StoreError`.
 
     Raises `ValidationError` for rejected arguments (all of them at once), `StoreError` when the
     file cannot be opened, is not a deadletter database (another application's) or has a newer

@@ -215,7 +215,7 @@ class Progress:
 
 def is_url(path: str) -> bool:
     """Whether ``path`` is a PostgreSQL URL (as `deadletter.open` tells)."""
-    return path.startswith(("postgresql://", "postgres://"))
+    return path[:13].lower().startswith(("postgresql://", "postgres://"))
 
 
 def database(path: str) -> Union[str, Path]:

@@ -1,14 +1,14 @@
-//! Connections: an r2d2 pool of `postgres` clients, each with its prepared statements, and the
-//! one place where driver and pool errors become [`Error::Store`].
+//! Connections: a pool of `postgres` clients, each with its prepared statements, and the one
+//! place where driver and pool errors become [`Error::Store`].
 
 use std::collections::HashMap;
-use std::sync::RwLock;
-use std::time::Duration;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
 
 use deadletter::{Error, Result};
 use postgres::{Client, NoTls, Statement};
-use r2d2::{ManageConnection, Pool, PooledConnection};
-use r2d2_postgres::PostgresConnectionManager;
 
 /// Settings of every session: a row lock is waited for at most `lock_timeout` (then the call
 /// fails with a store error and writes nothing); a session that sits in an open transaction for a
@@ -52,8 +52,7 @@ impl Conn {
     }
 }
 
-/// A driver error that displays its cause: the pool keeps only the text of the last failed
-/// connection attempt, and the driver's own text stops at "db error".
+/// A driver error that displays its cause (the driver's own text stops at "db error").
 #[derive(Debug)]
 pub struct ConnectError(pub postgres::Error);
 
@@ -69,101 +68,200 @@ impl std::fmt::Display for ConnectError {
     }
 }
 
-impl std::error::Error for ConnectError {}
-
-/// `r2d2_postgres`'s manager, with the session settings and a statement cache per session.
+/// Opens sessions on one database, each set up with the session settings.
 #[derive(Debug)]
-pub struct Manager {
-    inner: PostgresConnectionManager<NoTls>,
+pub struct Connector {
+    config: postgres::Config,
     setup: String,
+    timeout: Duration,
 }
 
-impl Manager {
-    /// Sessions on `config`, set up with `lock_timeout` (see [`session_setup`]).
-    pub fn new(config: postgres::Config, lock_timeout: Duration) -> Self {
+impl Connector {
+    /// Sessions on `config`, set up with `lock_timeout` (see [`session_setup`]); a login that
+    /// takes longer than `timeout` fails.
+    pub fn new(config: postgres::Config, lock_timeout: Duration, timeout: Duration) -> Self {
         Self {
-            inner: PostgresConnectionManager::new(config, NoTls),
+            config,
             setup: session_setup(lock_timeout),
+            timeout,
+        }
+    }
+
+    /// A new session, or the reason there is none (text fit for a store error).
+    ///
+    /// The login runs on a thread of its own, waited for at most `timeout`: the driver's
+    /// `connect_timeout` bounds only the TCP connection, so a server (or a proxy) that accepts
+    /// and never answers would hold the caller forever. A login that times out is left to end by
+    /// itself on its thread, which then drops its session: it holds nothing of the pool.
+    pub fn connect(&self) -> std::result::Result<Conn, String> {
+        let (sender, receiver) = mpsc::channel();
+        let (config, setup) = (self.config.clone(), self.setup.clone());
+        thread::Builder::new()
+            .name("deadletter-postgres-login".into())
+            .spawn(move || {
+                let session = config.connect(NoTls).and_then(|mut client| {
+                    client.batch_execute(&setup)?;
+                    Ok(client)
+                });
+                // Nobody listens after a timeout: the session is dropped (closed) here.
+                let _ = sender.send(session);
+            })
+            .map_err(|err| format!("cannot start the login: {err}"))?;
+        match receiver.recv_timeout(self.timeout) {
+            Ok(Ok(client)) => Ok(Conn {
+                client,
+                statements: HashMap::new(),
+            }),
+            Ok(Err(err)) => Err(ConnectError(err).to_string()),
+            Err(RecvTimeoutError::Timeout) => Err(format!(
+                "the server did not complete the login within {:?}",
+                self.timeout
+            )),
+            Err(RecvTimeoutError::Disconnected) => Err("the login failed".into()),
         }
     }
 }
 
-impl ManageConnection for Manager {
-    type Connection = Conn;
-    type Error = ConnectError;
-
-    fn connect(&self) -> Result<Conn, ConnectError> {
-        let mut client = self.inner.connect().map_err(ConnectError)?;
-        client.batch_execute(&self.setup).map_err(ConnectError)?;
-        Ok(Conn {
-            client,
-            statements: HashMap::new(),
-        })
-    }
-
-    fn is_valid(&self, conn: &mut Conn) -> Result<(), ConnectError> {
-        self.inner.is_valid(&mut conn.client).map_err(ConnectError)
-    }
-
-    fn has_broken(&self, conn: &mut Conn) -> bool {
-        self.inner.has_broken(&mut conn.client)
-    }
-}
-
-/// The pool of one store. Sessions are opened on demand (none is kept open before the first
-/// call) up to `max_size`; a caller waits `wait` at most for one.
-pub fn build(manager: Manager, max_size: u32, wait: Duration) -> Pool<Manager> {
-    Pool::builder()
-        .max_size(max_size)
-        .min_idle(Some(0))
-        .connection_timeout(wait)
-        // A dead session is found when it is used (see `Sessions::write`), not by an extra round
-        // trip before every call.
-        .test_on_check_out(false)
-        .build_unchecked(manager)
-}
-
-/// How a store reaches the server: the pool, and the retry rule for sessions that died.
+/// The sessions of one store: opened on demand (none before the first call) up to `max_size`,
+/// kept idle between calls, closed when found broken. A caller waits `wait` at most for one.
+///
+/// Written here rather than taken from r2d2: r2d2 parks its worker threads in `parking_lot`'s
+/// global table, which a forked child inherits with entries of threads it does not have; the
+/// child's own pool then crashed (SIGSEGV) as soon as it started its threads. This pool has no
+/// thread of its own and uses only `std::sync`.
 pub struct Sessions {
-    /// `None` once closed.
-    pool: RwLock<Option<Pool<Manager>>>,
+    connector: Connector,
+    state: Mutex<State>,
+    /// Signalled when a session is given back or a slot frees up.
+    freed: Condvar,
     max_size: u32,
+    wait: Duration,
+}
+
+struct State {
+    idle: Vec<Conn>,
+    /// Sessions open or being opened, idle ones included.
+    open: u32,
+    closed: bool,
+}
+
+/// A session lent to one call; given back to the pool (or closed, if broken) when dropped.
+pub struct Session<'a> {
+    conn: Option<Conn>,
+    sessions: &'a Sessions,
+}
+
+impl std::ops::Deref for Session<'_> {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        self.conn.as_ref().expect("a session is lent until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Session<'_> {
+    fn deref_mut(&mut self) -> &mut Conn {
+        self.conn.as_mut().expect("a session is lent until dropped")
+    }
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else { return };
+        let mut state = self.sessions.lock();
+        if state.closed || conn.client.is_closed() {
+            state.open -= 1;
+            drop(state);
+            drop(conn); // closes the session outside the lock
+        } else {
+            state.idle.push(conn);
+        }
+        self.sessions.freed.notify_one();
+    }
 }
 
 impl Sessions {
-    /// Sessions from `pool`.
-    pub fn new(pool: Pool<Manager>) -> Self {
+    /// Sessions from `connector`, at most `max_size` at once; a call waits `wait` at most.
+    pub fn new(connector: Connector, max_size: u32, wait: Duration) -> Self {
         Self {
-            max_size: pool.max_size(),
-            pool: RwLock::new(Some(pool)),
+            connector,
+            state: Mutex::new(State {
+                idle: Vec::new(),
+                open: 0,
+                closed: false,
+            }),
+            freed: Condvar::new(),
+            max_size,
+            wait,
         }
+    }
+
+    /// The state (a panic while it was held left nothing half-done: every change is one step).
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Closes every idle session and refuses new calls (store error); calls in flight finish
     /// and their sessions close when they return. Closing twice is fine.
     pub fn close(&self) {
-        let pool = self.pool.write().map(|mut pool| pool.take());
-        drop(pool);
+        let idle = {
+            let mut state = self.lock();
+            state.closed = true;
+            let idle = std::mem::take(&mut state.idle);
+            state.open -= u32::try_from(idle.len()).unwrap_or(state.open);
+            idle
+        };
+        drop(idle);
+        self.freed.notify_all();
     }
 
     /// Whether [`Sessions::close`] was called.
     pub fn is_closed(&self) -> bool {
-        self.pool.read().map_or(true, |pool| pool.is_none())
+        self.lock().closed
     }
 
-    fn get(&self) -> Result<PooledConnection<Manager>> {
-        let pool = self
-            .pool
-            .read()
-            .map_err(|_| Error::Store("the pool was poisoned by a panic".into()))?
-            .clone()
-            .ok_or_else(|| Error::Store("the database is closed".into()))?;
-        pool.get().map_err(|err| {
-            Error::Store(format!(
-                "PostgreSQL: no connection within {:?}: {err}",
-                pool.connection_timeout()
-            ))
-        })
+    /// An idle session, else a new one while fewer than `max_size` are open, else the first
+    /// one given back within `wait`.
+    fn get(&self) -> Result<Session<'_>> {
+        let deadline = Instant::now() + self.wait;
+        let mut state = self.lock();
+        loop {
+            if state.closed {
+                return Err(Error::Store("the database is closed".into()));
+            }
+            if let Some(conn) = state.idle.pop() {
+                return Ok(Session {
+                    conn: Some(conn),
+                    sessions: self,
+                });
+            }
+            if state.open < self.max_size {
+                state.open += 1;
+                drop(state);
+                return match self.connector.connect() {
+                    Ok(conn) => Ok(Session {
+                        conn: Some(conn),
+                        sessions: self,
+                    }),
+                    Err(reason) => {
+                        self.lock().open -= 1;
+                        self.freed.notify_one();
+                        Err(Error::Store(format!("PostgreSQL: no connection: {reason}")))
+                    }
+                };
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::Store(format!(
+                    "PostgreSQL: no connection within {:?}: all {} sessions are in use",
+                    self.wait, self.max_size
+                )));
+            }
+            state = self
+                .freed
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
     }
 
     /// How many times a call tries another session when the one it got turns out closed before

@@ -8,9 +8,7 @@ use deadletter::{
     Result, Store, apply_step, validate,
 };
 
-use r2d2::ManageConnection;
-
-use crate::pool::{self, Conn, Manager, Sessions, db_error};
+use crate::pool::{self, Conn, Connector, Sessions, db_error};
 use crate::row;
 use crate::schema;
 use crate::sql::{self, Sql};
@@ -211,20 +209,14 @@ impl PostgresStore {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(options.connect_timeout);
         }
-        let manager = Manager::new(config, options.lock_timeout);
-        // The first session is opened here rather than by the pool, which would retry for
-        // `connect_timeout`: a refused login or a missing database fails at once, with the
-        // server's reason.
-        let mut first = manager
+        let connector = Connector::new(config, options.lock_timeout, options.connect_timeout);
+        // A refused login or a missing database fails here, with the server's reason.
+        let mut first = connector
             .connect()
             .map_err(|err| Error::Store(format!("PostgreSQL: cannot connect: {err}")))?;
         schema::migrate(&mut first.client, &options.schema, &quoted)?;
         drop(first);
-        let sessions = Sessions::new(pool::build(
-            manager,
-            options.max_connections,
-            options.connect_timeout,
-        ));
+        let sessions = Sessions::new(connector, options.max_connections, options.connect_timeout);
         Ok(Self {
             sessions,
             sql: Sql::new(&quoted),

@@ -419,3 +419,79 @@ fn a_closed_store_fails_with_a_store_error_and_ends_its_sessions() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn a_server_that_accepts_and_never_answers_fails_the_open_within_connect_timeout() {
+    // The driver's connect_timeout bounds only the TCP connection; a proxy whose backend is gone
+    // accepts and stays silent. The login is bounded too.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let silent = std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().take(1).collect();
+        std::thread::sleep(Duration::from_secs(3));
+        drop(held);
+    });
+    let options = Options {
+        connect_timeout: Duration::from_millis(300),
+        ..Options::default()
+    };
+    let started = std::time::Instant::now();
+    let err = PostgresStore::open(
+        &format!("postgresql://u:secret@127.0.0.1:{port}/db"),
+        &options,
+    )
+    .expect_err("no login");
+    let waited = started.elapsed();
+    assert_eq!(err.code(), "store");
+    assert_eq!(
+        err.to_string(),
+        "store error: PostgreSQL: cannot connect: the server did not complete the login within 300ms"
+    );
+    assert!(waited < Duration::from_secs(2), "waited {waited:?}");
+    silent.join().expect("listener");
+}
+
+#[test]
+fn a_call_waits_connect_timeout_for_a_session_when_all_are_in_use() {
+    let schemas = Schemas::new("busy");
+    let name = schemas.name();
+    let options = Options {
+        schema: name.clone(),
+        max_connections: 1,
+        connect_timeout: Duration::from_millis(200),
+        ..Options::default()
+    };
+    let engine = Engine::new(
+        PostgresStore::open(&url(), &options).expect("open"),
+        Limits::default(),
+    );
+    let first = pollster::block_on(engine.enqueue("q".into(), &item("a"), BASE)).expect("enqueue");
+    // The store's one session waits for a row another session holds; meanwhile a second call
+    // must wait for a session, then fail.
+    let mut admin = admin();
+    let mut holder = admin.transaction().expect("begin");
+    holder
+        .execute(
+            &format!("SELECT 1 FROM \"{name}\".messages WHERE id = $1 FOR UPDATE"),
+            &[&first.id],
+        )
+        .expect("hold the message");
+    std::thread::scope(|scope| {
+        let waiting =
+            scope.spawn(|| pollster::block_on(engine.replay("q".into(), first.id.into(), BASE)));
+        std::thread::sleep(Duration::from_millis(300)); // the replay holds the session by now
+        let started = std::time::Instant::now();
+        let err = pollster::block_on(engine.get("q".into(), first.id.into())).expect_err("busy");
+        assert!(started.elapsed() >= Duration::from_millis(200));
+        assert_eq!(
+            err.to_string(),
+            "store error: PostgreSQL: no connection within 200ms: all 1 sessions are in use"
+        );
+        holder.rollback().expect("release");
+        let err = waiting.join().expect("replay").expect_err("not dead");
+        assert_eq!(err.code(), "conflict");
+    });
+    // Given back, the session serves the next call.
+    let message = pollster::block_on(engine.get("q".into(), first.id.into())).expect("get");
+    assert_eq!(message.payload, "a");
+}
