@@ -194,8 +194,16 @@ pub fn migrate(client: &mut Client, name: &str, quoted: &str) -> Result<()> {
             tables.join(", ")
         )));
     }
-    tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {quoted}"))
-        .map_err(db_error)?;
+    // Not `CREATE SCHEMA IF NOT EXISTS`: it needs the right to create schemas in the database
+    // even when the schema exists, and a role given only an empty schema made for it has not.
+    let exists = tx
+        .query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&name])
+        .map_err(db_error)?
+        .is_some();
+    if !exists {
+        tx.batch_execute(&format!("CREATE SCHEMA {quoted}"))
+            .map_err(db_error)?;
+    }
     tx.batch_execute(&ddl(quoted)).map_err(db_error)?;
     tx.commit().map_err(db_error)
 }

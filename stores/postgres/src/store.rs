@@ -152,6 +152,30 @@ fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// Locks the idempotency keys of a batch of one queue until its transaction ends, every batch
+/// in one order (by the keys' hashes), when it holds more than one: each key is inserted in
+/// item order (so that ids ascend in item order), and two batches holding the same new keys in
+/// different orders would each wait for a key the other inserted ("deadlock detected"). One key
+/// alone cannot close such a cycle. Transaction-level advisory locks, on 64-bit hashes of the
+/// queue and key: a collision only makes two batches wait for each other in turn.
+fn lock_keys(conn: &mut Conn, templates: &[Message]) -> Result<()> {
+    const LOCK_KEYS: &str = "SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT \
+        hashtextextended(quote_literal($1::text) || quote_literal(k), 0) AS h \
+        FROM unnest($2::text[]) AS k) AS keys ORDER BY h";
+    let keys: Vec<&str> = templates
+        .iter()
+        .filter_map(|m| m.idempotency_key.as_deref())
+        .collect();
+    let (Some(first), true) = (templates.first(), keys.len() > 1) else {
+        return Ok(());
+    };
+    let statement = conn.prepare(LOCK_KEYS)?;
+    conn.client
+        .execute(&statement, &[&first.queue, &keys])
+        .map(drop)
+        .map_err(db_error)
+}
+
 /// A [`Store`] on a PostgreSQL database, shared by any number of processes and machines.
 ///
 /// Each call takes a session from the pool and, for writes, runs one transaction on it; its
@@ -316,6 +340,7 @@ impl Store for PostgresStore {
                     .map(|(m, id)| Message { id, ..m.clone() })
                     .collect());
             }
+            lock_keys(conn, &templates)?;
             let mut out = Vec::with_capacity(templates.len());
             for template in &templates {
                 if let Some(key) = &template.idempotency_key {

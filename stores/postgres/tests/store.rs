@@ -356,6 +356,57 @@ fn racing_producers_with_the_same_idempotency_keys_store_each_key_once() {
 }
 
 #[test]
+fn racing_batches_with_the_same_keys_in_different_orders_never_deadlock() {
+    // Each transaction inserts its keys in item order; two batches holding the same keys in
+    // different orders waited for each other (PostgreSQL: "deadlock detected", 40P01).
+    let schemas = Schemas::new("keyorder");
+    let name = schemas.name();
+    open(&name).expect("create");
+    // Round r's batches hold keys 20r..20r+60: new keys in every round, most shared.
+    let keys: Vec<String> = (0..260).map(|k| format!("key-{k}")).collect();
+    let start = std::sync::Barrier::new(4);
+    let results: Vec<deadletter::Result<()>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4_usize)
+            .map(|worker| {
+                let (keys, name, start) = (&keys, &name, &start);
+                scope.spawn(move || {
+                    let engine = Engine::new(open(name).expect("open"), Limits::default());
+                    start.wait();
+                    for round in 0..10_usize {
+                        // A different order in every worker and round: rotated, every other one reversed.
+                        let mut order: Vec<&String> =
+                            keys[20 * round..20 * round + 60].iter().collect();
+                        order.rotate_left((worker * 17 + round * 7) % 60);
+                        if (worker + round) % 2 == 1 {
+                            order.reverse();
+                        }
+                        let items: Vec<Item<'_>> = order
+                            .iter()
+                            .map(|key| Item {
+                                payload: Arg::Str("p"),
+                                idempotency_key: Arg::Str(key),
+                                ..Item::default()
+                            })
+                            .collect();
+                        pollster::block_on(engine.enqueue_many("q".into(), &items, BASE))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    for result in &results {
+        assert!(result.is_ok(), "{result:?}");
+    }
+    let stored: i64 = admin()
+        .query_one(&format!("SELECT count(*) FROM \"{name}\".messages"), &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(stored, 240);
+}
+
+#[test]
 fn racing_batches_get_ascending_ids_in_item_order_and_each_id_its_own_payload() {
     let schemas = Schemas::new("batches");
     let name = schemas.name();
@@ -494,4 +545,43 @@ fn a_call_waits_connect_timeout_for_a_session_when_all_are_in_use() {
     // Given back, the session serves the next call.
     let message = pollster::block_on(engine.get("q".into(), first.id.into())).expect("get");
     assert_eq!(message.payload, "a");
+}
+
+#[test]
+fn a_role_given_only_an_empty_schema_made_for_it_can_open_it() {
+    // The README's second way: a role without the right to create schemas in the database, and
+    // an empty schema an administrator made for it.
+    let schemas = Schemas::new("granted");
+    let name = schemas.name();
+    let role = format!("{name}_role");
+    let mut admin = admin();
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE \"{role}\" LOGIN PASSWORD 'pw'; CREATE SCHEMA \"{name}\" AUTHORIZATION \"{role}\""
+        ))
+        .expect("role and schema");
+    let can_create: bool = admin
+        .query_one(
+            "SELECT has_database_privilege($1, current_database(), 'CREATE')",
+            &[&role],
+        )
+        .expect("privilege")
+        .get(0);
+    assert!(!can_create, "the role must not be able to create schemas");
+    let url = url();
+    let (_, host) = url.split_once('@').expect("user@host");
+    let options = Options {
+        schema: name.clone(),
+        ..Options::default()
+    };
+    let opened = PostgresStore::open(&format!("postgresql://{role}:pw@{host}"), &options);
+    let engine = Engine::new(opened.expect("open"), Limits::default());
+    let m = pollster::block_on(engine.enqueue("q".into(), &item("a"), BASE)).expect("enqueue");
+    assert_eq!(m.id, 1);
+    drop(engine);
+    admin
+        .batch_execute(&format!(
+            "DROP SCHEMA \"{name}\" CASCADE; DROP ROLE \"{role}\""
+        ))
+        .expect("clean up");
 }
