@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use deadletter::{Engine, Error, FieldError, Limits};
 use deadletter_postgres::{Options as PostgresOptions, PostgresStore};
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyTuple};
+use pyo3::types::{PyBool, PyString, PyTuple};
 
 use crate::convert::Value;
 use crate::database::{Database, Queue, Shared};
@@ -92,7 +92,9 @@ use crate::store::{AnyStore, Postgres};
 /// needed, kept for reuse; a thread in a call holds one); `connect_timeout`, how long a call
 /// waits for a connection (seconds or a `timedelta`, 0.001..=3600, default 10); `lock_timeout`,
 /// how long a call waits for a message that another call is changing (same units and range,
-/// default 30) before raising `StoreError`.
+/// default 30) before raising `StoreError`; `create`, a bool (default True): whether a missing
+/// schema is created with its tables; False raises `StoreError` for a schema without
+/// deadletter's tables and creates nothing (for tools that only read).
 ///
 /// Raises `ValidationError` for a rejected argument (every one at once; an empty `path` is
 /// rejected, field `path`, as is a path holding a NUL character (code `invalid`) or a URL that
@@ -115,8 +117,9 @@ use crate::store::{AnyStore, Postgres};
         connect_timeout = None,
         lock_timeout = None,
         durability = None,
+        create = None,
     ),
-    text_signature = "(path=':memory:', *, clock=None, lease=30.0, max_payload_bytes=1048576, random=None, schema=None, max_connections=None, connect_timeout=None, lock_timeout=None, durability='full')"
+    text_signature = "(path=':memory:', *, clock=None, lease=30.0, max_payload_bytes=1048576, random=None, schema=None, max_connections=None, connect_timeout=None, lock_timeout=None, durability='full', create=True)"
 )]
 #[allow(clippy::too_many_arguments)] // one per keyword option
 fn open(
@@ -131,6 +134,7 @@ fn open(
     connect_timeout: Option<&Bound<'_, PyAny>>,
     lock_timeout: Option<&Bound<'_, PyAny>>,
     durability: Option<&Bound<'_, PyAny>>,
+    create: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Database> {
     let mut rejected = Vec::new();
     // The options that apply to one kind of database only: given for the other kind, each is
@@ -140,6 +144,7 @@ fn open(
         ("max_connections", max_connections),
         ("connect_timeout", connect_timeout),
         ("lock_timeout", lock_timeout),
+        ("create", create),
     ];
     let sqlite = |path: PathBuf, rejected: &mut Vec<FieldError>| {
         rejected.extend(only_for("a PostgreSQL URL", &postgres_only));
@@ -236,12 +241,25 @@ fn postgres_url(path: &Bound<'_, PyAny>) -> Option<String> {
 }
 
 /// A PostgreSQL URL's options (`schema`, `max_connections`, `connect_timeout`, `lock_timeout`,
-/// in that order), or `None` with their rejections added to `rejected`.
+/// `create`, in that order), or `None` with their rejections added to `rejected`.
 fn postgres_options(
-    given: &[(&'static str, Option<&Bound<'_, PyAny>>); 4],
+    given: &[(&'static str, Option<&Bound<'_, PyAny>>); 5],
     rejected: &mut Vec<FieldError>,
 ) -> PyResult<Option<PostgresOptions>> {
-    let [schema, max_connections, connect, lock] = given.map(|(_, value)| value);
+    let [schema, max_connections, connect, lock, create] = given.map(|(_, value)| value);
+    let create = match create.filter(|c| !c.is_none()) {
+        None => Some(true),
+        Some(given) => given
+            .cast::<PyBool>()
+            .map(PyBoolMethods::is_true)
+            .ok()
+            .or_else(|| {
+                let kind = Value::from_py(Some(given)).arg().kind();
+                let message = format!("must be a bool, got {kind}");
+                rejected.push(FieldError::new("create", "type", message));
+                None
+            }),
+    };
     let (schema, max_connections) = (Value::from_py(schema), Value::from_py(max_connections));
     let (connect, lock) = (Value::duration(connect)?, Value::duration(lock)?);
     let options = PostgresOptions::from_args(
@@ -250,9 +268,12 @@ fn postgres_options(
         &connect.arg(),
         &lock.arg(),
     );
-    Ok(options
+    let options = options
         .map_err(|err| rejected.extend(err.field_errors().iter().cloned()))
-        .ok())
+        .ok();
+    Ok(options
+        .zip(create)
+        .map(|(options, create)| PostgresOptions { create, ..options }))
 }
 
 /// A rejection (code `invalid`) for each of `options` that was given (not `None`) although it

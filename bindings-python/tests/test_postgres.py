@@ -54,8 +54,11 @@ def test_postgresql_options_given_with_a_sqlite_path_are_rejected_by_name(tmp_pa
         with pytest.raises(deadletter.ValidationError) as caught:
             deadletter.open(path, lock_timeout=timedelta(seconds=5))
         assert fields(caught.value) == [("lock_timeout", "invalid")]
+    with pytest.raises(deadletter.ValidationError) as caught:
+        deadletter.open(tmp_path / "jobs.db", create=False)
+    assert fields(caught.value) == [("create", "invalid")]
     # None is every option's default, for SQLite too.
-    with deadletter.open(":memory:", schema=None, max_connections=None) as db:
+    with deadletter.open(":memory:", schema=None, max_connections=None, create=None) as db:
         assert not db.closed
 
 
@@ -130,6 +133,30 @@ def test_an_unreachable_server_is_a_store_error_without_the_password() -> None:
 
 # ---------------------------------------------------------------------------------------------
 # With a server
+
+
+def test_create_must_be_a_bool() -> None:
+    for given in ("no", 0, 1.0):
+        with pytest.raises(deadletter.ValidationError) as caught:
+            deadletter.open("postgresql://u:sekret@127.0.0.1:1/db", create=given)
+        assert fields(caught.value) == [("create", "type")]
+
+
+@needs_postgres
+def test_create_false_opens_only_a_schema_that_holds_deadletter_queues(
+    schemas: postgres.Schemas,
+) -> None:
+    missing, made = schemas.name(), schemas.name()
+    with pytest.raises(deadletter.StoreError) as caught:
+        deadletter.open(postgres.url(), schema=missing, create=False)
+    assert str(caught.value) == (
+        f'store error: schema "{missing}" holds no deadletter queues (it is missing or empty); '
+        "nothing was created"
+    )
+    assert postgres.psql(f"SELECT count(*) FROM pg_namespace WHERE nspname = '{missing}'").strip() == "0"
+    deadletter.open(postgres.url(), schema=made).close()
+    with deadletter.open(postgres.url(), schema=made, create=False) as db:
+        assert db.queue("q").enqueue("x").id == 1
 
 
 @needs_postgres
@@ -375,11 +402,18 @@ def test_the_cli_takes_a_url_and_a_schema(schemas: postgres.Schemas, tmp_path: P
     assert run_cli("replay", url, "emails", "1", "--schema", schema)[0] == 0
     status, out, _ = run_cli("show", url, "emails", "1", "--schema", schema, "--json")
     assert (status, json.loads(out)["status"]) == (0, "pending")
-    # The other schema is another database; a SQLite path takes no schema.
+    # Operators' commands never create a schema: a mistyped one is an error, not an empty queue.
     other = schemas.name()
-    assert run_cli("list", url, "emails", "--schema", other)[1].splitlines() == [
-        "id  status  retries  updated_at  last_error  payload"
-    ]
+    for command in (["list", "emails"], ["stats"], ["show", "emails", "1"], ["purge", "emails",
+                    "--status", "dead", "--older-than", "0"]):
+        assert run_cli(command[0], url, *command[1:], "--schema", other) == (
+            1,
+            "",
+            f'deadletter {command[0]}: store error: schema "{other}" holds no deadletter queues '
+            "(it is missing or empty); nothing was created\n",
+        )
+    assert postgres.psql(f"SELECT count(*) FROM pg_namespace WHERE nspname = '{other}'").strip() == "0"
+    # A SQLite path takes no schema.
     sqlite = tmp_path / "jobs.db"
     deadletter.open(sqlite).close()
     assert run_cli("list", str(sqlite), "emails", "--schema", schema) == (

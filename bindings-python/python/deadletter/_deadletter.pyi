@@ -78,13 +78,14 @@ def open(
     connect_timeout: Optional[_Seconds] = None,
     lock_timeout: Optional[_Seconds] = None,
     durability: Optional[Literal["full", "normal"]] = "full",
+    create: Optional[bool] = True,
 ) -> Database:
     """Opens (creating if needed) a queue database: a SQLite file path (not empty, no NUL
     character: `ValidationError`, field ``path``), the str ``":memory:"`` (a private in-memory
     database; ``pathlib.Path(":memory:")`` is the file of that name), or a PostgreSQL URL.
 
     ``path`` is a PostgreSQL URL when it is a str that starts with ``postgresql://`` or
-    ``postgres://``: ``postgresql://user:password@host:5432/dbname``, with libpq's query
+    ``postgres://`` (in any case): ``postgresql://user:password@host:5432/dbname``, with libpq's query
     parameters (``?connect_timeout=5``, ``?application_name=...``, ``?host=/run/postgresql`` for a
     Unix socket; no TLS: ``sslmode=require`` cannot connect). Anything else, and any
     ``os.PathLike``, is a SQLite path, always a file name, never a SQLite URI
@@ -113,7 +114,9 @@ def open(
     holds at once, opened when needed and kept for reuse (1..=1000, default 10); ``connect_timeout``
     (default 10 s) and ``lock_timeout`` (default 30 s), seconds or timedelta in 0.001..=3600: how
     long a call waits for a connection (a free one, or a new one's login), and for a message
-    another call is changing, before `StoreError`.
+    another call is changing, before `StoreError`; ``create`` (default True): whether a missing
+    schema is created; False raises `StoreError` for a schema without deadletter's tables and
+    creates nothing (for tools that only read, as the CLI's ``stats``, ``list`` and ``show``).
 
     Raises `ValidationError` for rejected arguments (all of them at once), `StoreError` when the
     file cannot be opened, is not a deadletter database (another application's) or has a newer

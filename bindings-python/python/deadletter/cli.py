@@ -225,16 +225,19 @@ def database(path: str) -> Union[str, Path]:
     return path if is_url(path) else Path(path)
 
 
-def existing(path: str) -> Union[str, Path]:
-    """``path`` for `deadletter.open`: it must name an existing file or be a URL (operators'
-    commands never create a file)."""
-    if not is_url(path) and not Path(path).is_file():
-        raise Failure(f"{path}: no such database file")
-    return database(path)
+def open_existing(args: argparse.Namespace) -> deadletter.Database:
+    """The database of ``args.path`` for operators' commands, which never create one: a file
+    must exist, a PostgreSQL schema must hold deadletter's tables (``create=False``: a mistyped
+    ``--schema`` is an error, not an empty queue)."""
+    if is_url(args.path):
+        return deadletter.open(args.path, schema=args.schema, create=False)
+    if not Path(args.path).is_file():
+        raise Failure(f"{args.path}: no such database file")
+    return deadletter.open(database(args.path), schema=args.schema)
 
 
 def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
-    with deadletter.open(existing(args.path), schema=args.schema) as db:
+    with open_existing(args) as db:
         if args.queue is None:
             rows: Rows = [stats.to_dict() for stats in db.queues()]
         else:
@@ -243,7 +246,7 @@ def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 
 
 def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
-    with deadletter.open(existing(args.path), schema=args.schema) as db:
+    with open_existing(args) as db:
         page = db.queue(args.queue).list(
             status=args.status, limit=args.limit, after_id=args.after_id
         )
@@ -252,7 +255,7 @@ def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 
 
 def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
-    with deadletter.open(existing(args.path), schema=args.schema) as db:
+    with open_existing(args) as db:
         message = db.queue(args.queue).get(args.id)
     if args.json:
         emit(message.to_dict(), (), as_json=True, out=out)
@@ -271,7 +274,7 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         raise Usage("give a message ID or --all")
     if args.id is not None and any(f is not None for f in filters):
         raise Usage("--error-contains, --dead-after, --dead-before and --limit go with --all")
-    with deadletter.open(existing(args.path), schema=args.schema) as db:
+    with open_existing(args) as db:
         queue = db.queue(args.queue)
         if args.id is not None:
             message = queue.replay(args.id)
@@ -308,7 +311,7 @@ def replay_all(queue: deadletter.Queue, args: argparse.Namespace, progress: Prog
 
 
 def cmd_purge(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
-    with deadletter.open(existing(args.path), schema=args.schema) as db:
+    with open_existing(args) as db:
         purged = db.queue(args.queue).purge(status=args.status, older_than=args.older_than)
     emit({"purged": purged}, ("purged",), as_json=args.json, out=out)
 

@@ -146,8 +146,9 @@ pub fn ddl(s: &str) -> String {
 /// accepts it at [`SCHEMA_VERSION`] and upgrades it from version 1, in the transaction that read
 /// the version; refuses a schema that holds other tables and no `deadletter_schema`, or a newer
 /// version (a refused schema is only read). Serialized between processes by an advisory lock,
-/// so that workers starting together create or upgrade it once.
-pub fn migrate(client: &mut Client, name: &str, quoted: &str) -> Result<()> {
+/// so that workers starting together create or upgrade it once. Unless `create`, a schema
+/// without deadletter's tables is refused instead of created.
+pub fn migrate(client: &mut Client, name: &str, quoted: &str, create: bool) -> Result<()> {
     let mut tx = client.transaction().map_err(db_error)?;
     tx.execute(
         "SELECT pg_advisory_xact_lock(hashtextextended('deadletter schema ' || $1, 0))",
@@ -192,6 +193,12 @@ pub fn migrate(client: &mut Client, name: &str, quoted: &str) -> Result<()> {
             "schema {name:?} is not a deadletter schema: it holds other tables ({}) and no \
              deadletter_schema table; choose another schema",
             tables.join(", ")
+        )));
+    }
+    if !create {
+        return Err(Error::Store(format!(
+            "schema {name:?} holds no deadletter queues (it is missing or empty); nothing was \
+             created"
         )));
     }
     // Not `CREATE SCHEMA IF NOT EXISTS`: it needs the right to create schemas in the database

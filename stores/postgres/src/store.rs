@@ -39,6 +39,11 @@ pub struct Options {
     /// operator replays it) before failing with a store error (1 ms..=1 h). Claims never wait:
     /// they skip messages being claimed. Default 30 s, as SQLite's busy timeout.
     pub lock_timeout: Duration,
+    /// Whether `open` creates the schema and its tables when they are missing. Default true.
+    /// Off, a schema without deadletter's tables (missing, or empty) is a store error and nothing
+    /// is created: for tools that only read, where a mistyped schema name must not look like an
+    /// empty queue (the CLI's `stats`, `list` and `show`).
+    pub create: bool,
 }
 
 impl Default for Options {
@@ -48,6 +53,7 @@ impl Default for Options {
             max_connections: 10,
             connect_timeout: Duration::from_secs(10),
             lock_timeout: Duration::from_secs(30),
+            create: true,
         }
     }
 }
@@ -108,6 +114,7 @@ impl Options {
                     max_connections: u32::try_from(max).map_err(Error::store)?,
                     connect_timeout: Duration::from_millis(connect.unsigned_abs()),
                     lock_timeout: Duration::from_millis(lock.unsigned_abs()),
+                    create: defaults.create,
                 })
             }
             _ => Err(Error::Validation(rejected)),
@@ -238,7 +245,7 @@ impl PostgresStore {
         let mut first = connector
             .connect()
             .map_err(|err| Error::Store(format!("PostgreSQL: cannot connect: {err}")))?;
-        schema::migrate(&mut first.client, &options.schema, &quoted)?;
+        schema::migrate(&mut first.client, &options.schema, &quoted, options.create)?;
         drop(first);
         let sessions = Sessions::new(connector, options.max_connections, options.connect_timeout);
         Ok(Self {
@@ -601,6 +608,7 @@ mod tests {
                 max_connections: 3,
                 connect_timeout: Duration::from_millis(1500),
                 lock_timeout: Duration::from_millis(1),
+                create: true,
             }
         );
         let err = Options::from_args(
@@ -644,6 +652,7 @@ mod tests {
             max_connections: 0,
             connect_timeout: Duration::ZERO,
             lock_timeout: Duration::from_secs(3601),
+            create: true,
         };
         let err =
             PostgresStore::open("postgresql://u:sekret@host:notaport/db", &options).unwrap_err();
