@@ -158,6 +158,11 @@ fn open(
                 rejected.push(FieldError::new("path", "empty", message));
                 None
             }
+            (Ok(_), Some(url)) if url.contains('\0') => {
+                let message = "must not contain a NUL character";
+                rejected.push(FieldError::new("path", "invalid", message));
+                None
+            }
             (Ok(_), Some(url)) => {
                 rejected.extend(only_for("a SQLite file", &[("durability", durability)]));
                 postgres_options(&postgres_only, &mut rejected)?

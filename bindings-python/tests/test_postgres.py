@@ -135,6 +135,17 @@ def test_an_unreachable_server_is_a_store_error_without_the_password() -> None:
 # With a server
 
 
+def test_a_url_with_nul_or_a_system_schema_is_a_validation_error() -> None:
+    with pytest.raises(deadletter.ValidationError) as caught:
+        deadletter.open("postgresql://u:sekret@127.0.0.1:1/d\0b")
+    assert fields(caught.value) == [("path", "invalid")]
+    for schema in ("pg_catalog", "pg_mine", "information_schema"):
+        with pytest.raises(deadletter.ValidationError) as caught:
+            deadletter.open("postgresql://u:sekret@127.0.0.1:1/db", schema=schema)
+        assert fields(caught.value) == [("schema", "invalid")]
+        assert "reserved" in str(caught.value)
+
+
 def test_create_must_be_a_bool() -> None:
     for given in ("no", 0, 1.0):
         with pytest.raises(deadletter.ValidationError) as caught:

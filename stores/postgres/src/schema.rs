@@ -24,6 +24,12 @@ pub fn quote_identifier(schema: &str) -> Result<String> {
         ))
     } else if schema.contains('\0') {
         Some(("invalid", "must not contain NUL".to_owned()))
+    } else if schema.starts_with("pg_") || schema == "information_schema" {
+        Some((
+            "invalid",
+            "names a PostgreSQL system schema (pg_* and information_schema are reserved)"
+                .to_owned(),
+        ))
     } else {
         None
     };
@@ -183,16 +189,22 @@ pub fn migrate(client: &mut Client, name: &str, quoted: &str, create: bool) -> R
                 "schema {name:?} has deadletter schema version {newer}; this deadletter reads \
                  version {SCHEMA_VERSION} (upgrade deadletter to open it)"
             ))),
-            other => Err(Error::Store(format!(
-                "schema {name:?} has an unknown deadletter schema version {other:?}"
+            Some(other) => Err(Error::Store(format!(
+                "schema {name:?} has an unknown deadletter schema version {other}"
+            ))),
+            None => Err(Error::Store(format!(
+                "schema {name:?} has a deadletter_schema table without a version"
             ))),
         };
     }
     if !tables.is_empty() {
+        let mut shown = tables[..tables.len().min(5)].join(", ");
+        if tables.len() > 5 {
+            shown = format!("{shown} and {} more", tables.len() - 5);
+        }
         return Err(Error::Store(format!(
-            "schema {name:?} is not a deadletter schema: it holds other tables ({}) and no \
-             deadletter_schema table; choose another schema",
-            tables.join(", ")
+            "schema {name:?} is not a deadletter schema: it holds other tables ({shown}) and no \
+             deadletter_schema table; choose another schema"
         )));
     }
     if !create {
@@ -237,6 +249,11 @@ mod tests {
         assert_eq!(codes(""), [("schema", "empty")]);
         assert_eq!(codes(&"x".repeat(64)), [("schema", "too_long")]);
         assert_eq!(codes("a\0b"), [("schema", "invalid")]);
+        // PostgreSQL's own schemas (CREATE SCHEMA pg_x is refused by the server, 42939).
+        for system in ["pg_catalog", "pg_temp", "pg_x", "information_schema"] {
+            assert_eq!(codes(system), [("schema", "invalid")], "{system}");
+        }
+        assert!(quote_identifier("Pg_x").is_ok());
         assert!(quote_identifier(&"é".repeat(31)).is_ok());
     }
 }
