@@ -240,7 +240,12 @@ impl PostgresStore {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(options.connect_timeout);
         }
-        let connector = Connector::new(config, options.lock_timeout, options.connect_timeout);
+        // The URL's `connect_timeout`, when it has one, bounds the login too.
+        let login = config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(options.connect_timeout);
+        let connector = Connector::new(config, options.lock_timeout, login);
         // A refused login or a missing database fails here, with the server's reason.
         let mut first = connector
             .connect()
