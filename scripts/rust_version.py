@@ -1,6 +1,6 @@
 """Checks that the workspace's `rust-version` is true of Cargo.lock: no locked package declares
-that it needs a newer Rust (a `cargo update` can pull one in: r2d2's scheduled-thread-pool 0.2.8
-needs parking_lot 0.13, Rust 1.95). Run by `make lint`; prints the offenders and exits 1."""
+that it needs a newer Rust (a `cargo update` can pull one in, e.g. parking_lot 0.13 needs Rust
+1.95). Run by `make lint`; prints the offenders and exits 1."""
 
 from __future__ import annotations
 

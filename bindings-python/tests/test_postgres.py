@@ -241,7 +241,7 @@ print(statuses)
 def test_forked_children_work_on_their_own_databases(
     schemas: postgres.Schemas, parent: str
 ) -> None:
-    # With r2d2's pool (until 0.2.0) a child forked after the parent had opened the store
+    # With r2d2's pool (the store's first) a child forked after the parent had opened the store
     # crashed (SIGSEGV) once its own pool started threads: r2d2 parks them in parking_lot's
     # global table, which the child inherited with entries of threads it did not have. A new
     # interpreter, as a service that forks its workers is (this one's threads may hide it).
