@@ -94,6 +94,12 @@ impl Connector {
     /// and never answers would hold the caller forever. A login that times out is left to end by
     /// itself on its thread, which then drops its session: it holds nothing of the pool.
     pub fn connect(&self) -> std::result::Result<Conn, String> {
+        self.connect_within(self.timeout)
+    }
+
+    /// [`Connector::connect`], waiting at most `limit` (at most the login timeout).
+    fn connect_within(&self, limit: Duration) -> std::result::Result<Conn, String> {
+        let limit = limit.min(self.timeout);
         let (sender, receiver) = mpsc::channel();
         let (config, setup) = (self.config.clone(), self.setup.clone());
         thread::Builder::new()
@@ -107,15 +113,14 @@ impl Connector {
                 let _ = sender.send(session);
             })
             .map_err(|err| format!("cannot start the login: {err}"))?;
-        match receiver.recv_timeout(self.timeout) {
+        match receiver.recv_timeout(limit) {
             Ok(Ok(client)) => Ok(Conn {
                 client,
                 statements: HashMap::new(),
             }),
             Ok(Err(err)) => Err(ConnectError(err).to_string()),
             Err(RecvTimeoutError::Timeout) => Err(format!(
-                "the server did not complete the login within {:?}",
-                self.timeout
+                "the server did not complete the login within {limit:?}"
             )),
             Err(RecvTimeoutError::Disconnected) => Err("the login failed".into()),
         }
@@ -168,7 +173,9 @@ impl Drop for Session<'_> {
     fn drop(&mut self) {
         let Some(conn) = self.conn.take() else { return };
         let mut state = self.sessions.lock();
-        if state.closed || conn.client.is_closed() {
+        // A call that panicked may have left a transaction open on it (row locks, uncommitted
+        // writes that the next BEGIN would join): close it rather than lend it again.
+        if state.closed || conn.client.is_closed() || thread::panicking() {
             state.open -= 1;
             drop(state);
             drop(conn); // closes the session outside the lock
@@ -237,7 +244,12 @@ impl Sessions {
             if state.open < self.max_size {
                 state.open += 1;
                 drop(state);
-                return match self.connector.connect() {
+                // A caller that waited for the slot logs in within what is left of its wait.
+                let left = deadline.saturating_duration_since(Instant::now());
+                return match self
+                    .connector
+                    .connect_within(left.max(Duration::from_millis(1)))
+                {
                     Ok(conn) => Ok(Session {
                         conn: Some(conn),
                         sessions: self,
@@ -301,7 +313,12 @@ impl Sessions {
             match conn.client.batch_execute(begin) {
                 Ok(()) => break conn,
                 Err(_) if conn.client.is_closed() && attempt < self.attempts() => attempt += 1,
-                Err(err) => return Err(db_error(err)),
+                Err(err) => {
+                    // `BEGIN` may have run before a later statement of the batch failed: end
+                    // the aborted transaction, or every later call on this session would fail.
+                    let _ = conn.client.batch_execute("ROLLBACK");
+                    return Err(db_error(err));
+                }
             }
         };
         match f(&mut conn) {

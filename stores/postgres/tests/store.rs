@@ -585,3 +585,59 @@ fn a_role_given_only_an_empty_schema_made_for_it_can_open_it() {
         ))
         .expect("clean up");
 }
+
+#[test]
+fn a_call_that_panics_holds_no_row_lock_afterwards() {
+    // A panic in a step (here the caller's lease-token closure, inside claim's transaction) must
+    // not lend its session again with the transaction open: its row locks would stay, and the
+    // next BEGIN on it would join the half-done transaction.
+    let schemas = Schemas::new("panicked");
+    let name = schemas.name();
+    let engine = Engine::new(open(&name).expect("open"), Limits::default());
+    let other = Engine::new(open(&name).expect("open"), Limits::default());
+    let policy = deadletter::Backoff::default();
+    let at = || deadletter::Moment {
+        policy: &policy,
+        sample: 0.0,
+        now: BASE,
+    };
+    let items = [item("a"), item("b")];
+    pollster::block_on(engine.enqueue_many("q".into(), &items, BASE)).expect("enqueue");
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pollster::block_on(engine.claim_many(
+            "q".into(),
+            2_i64.into(),
+            Arg::Null,
+            || panic!("token"),
+            at(),
+        ))
+    }));
+    assert!(panicked.is_err());
+    // The other store's workers can claim both (the server ends the closed session's
+    // transaction as soon as it sees the socket close).
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let claimed = pollster::block_on(other.claim_many(
+            "q".into(),
+            2_i64.into(),
+            Arg::Null,
+            || "t".into(),
+            at(),
+        ))
+        .expect("claim")
+        .value;
+        if claimed.len() == 2 {
+            break;
+        }
+        assert!(claimed.is_empty(), "{claimed:?}");
+        assert!(std::time::Instant::now() < deadline, "the rows stay locked");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // And the first store works on a new session.
+    assert_eq!(
+        pollster::block_on(engine.get("q".into(), 1_i64.into()))
+            .expect("get")
+            .status,
+        Status::Processing
+    );
+}
