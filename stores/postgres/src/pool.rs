@@ -68,10 +68,15 @@ impl std::fmt::Display for ConnectError {
     }
 }
 
+/// `duration` in whole milliseconds (for messages: `364ms`, not `364.299959ms`).
+fn whole_ms(duration: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// Opens sessions on one database, each set up with the session settings.
 #[derive(Debug)]
 pub struct Connector {
-    config: postgres::Config,
+    config: tokio_postgres::Config,
     setup: String,
     timeout: Duration,
 }
@@ -79,7 +84,7 @@ pub struct Connector {
 impl Connector {
     /// Sessions on `config`, set up with `lock_timeout` (see [`session_setup`]); a login that
     /// takes longer than `timeout` fails.
-    pub fn new(config: postgres::Config, lock_timeout: Duration, timeout: Duration) -> Self {
+    pub fn new(config: tokio_postgres::Config, lock_timeout: Duration, timeout: Duration) -> Self {
         Self {
             config,
             setup: session_setup(lock_timeout),
@@ -89,10 +94,12 @@ impl Connector {
 
     /// A new session, or the reason there is none (text fit for a store error).
     ///
-    /// The login runs on a thread of its own, waited for at most `timeout`: the driver's
-    /// `connect_timeout` bounds only the TCP connection, so a server (or a proxy) that accepts
-    /// and never answers would hold the caller forever. A login that times out is left to end by
-    /// itself on its thread, which then drops its session: it holds nothing of the pool.
+    /// The driver's `connect_timeout` bounds only the TCP connection: a server, or a proxy,
+    /// that accepts and never answers would hold a login forever. So a first login, made with
+    /// the async client, is given up at the timeout (its socket closed, nothing left behind);
+    /// only once it succeeded is the session itself opened, on a thread of its own waited for
+    /// what is left of the timeout (should the server fall silent in between, that thread ends
+    /// when its connection does, and drops its session: it holds nothing of the pool).
     pub fn connect(&self) -> std::result::Result<Conn, String> {
         self.connect_within(self.timeout)
     }
@@ -100,8 +107,14 @@ impl Connector {
     /// [`Connector::connect`], waiting at most `limit` (at most the login timeout).
     fn connect_within(&self, limit: Duration) -> std::result::Result<Conn, String> {
         let limit = limit.min(self.timeout);
+        let started = Instant::now();
+        self.probe(limit)?;
+        let limit = limit
+            .saturating_sub(started.elapsed())
+            .max(Duration::from_millis(1));
         let (sender, receiver) = mpsc::channel();
-        let (config, setup) = (self.config.clone(), self.setup.clone());
+        let config = postgres::Config::from(self.config.clone());
+        let setup = self.setup.clone();
         thread::Builder::new()
             .name("deadletter-postgres-login".into())
             .spawn(move || {
@@ -120,10 +133,35 @@ impl Connector {
             }),
             Ok(Err(err)) => Err(ConnectError(err).to_string()),
             Err(RecvTimeoutError::Timeout) => Err(format!(
-                "the server did not complete the login within {limit:?}"
+                "the server did not complete the login within {:?}",
+                whole_ms(limit)
             )),
             Err(RecvTimeoutError::Disconnected) => Err("the login failed".into()),
         }
+    }
+
+    /// Logs in and out once, giving up at `limit`: the future is then dropped, which closes its
+    /// socket. `Err` is the reason, as [`Connector::connect`] gives it.
+    fn probe(&self, limit: Duration) -> std::result::Result<(), String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|err| format!("cannot start the login: {err}"))?;
+        runtime.block_on(async {
+            match tokio::time::timeout(limit, self.config.connect(NoTls)).await {
+                Err(_) => Err(format!(
+                    "the server did not complete the login within {:?}",
+                    whole_ms(limit)
+                )),
+                Ok(Err(err)) => Err(ConnectError(err).to_string()),
+                Ok(Ok((client, connection))) => {
+                    // Without its client the connection says goodbye (Terminate) and ends.
+                    drop(client);
+                    let _ = tokio::time::timeout(limit, connection).await;
+                    Ok(())
+                }
+            }
+        })
     }
 }
 

@@ -220,7 +220,7 @@ impl PostgresStore {
         let mut rejected = options.rejected();
         // The parser's messages name the option at fault, never its value, so no password
         // leaks into them.
-        let config = url.parse::<postgres::Config>().map_err(|err| {
+        let config = url.parse::<tokio_postgres::Config>().map_err(|err| {
             rejected.push(FieldError::new(
                 "url",
                 "invalid",
