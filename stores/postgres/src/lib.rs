@@ -24,8 +24,8 @@
 //!
 //! ## Client and pool
 //! The synchronous [`postgres`] crate (sfackler's `rust-postgres`, the maintained client that
-//! `tokio-postgres` powers), pooled by `pool.rs` (a mutex, a condition variable, no thread of
-//! its own: r2d2, used at first, made forked children crash, see `pool::Sessions`). The
+//! `tokio-postgres` powers), pooled by `pool.rs` (a mutex, a condition variable, no lasting
+//! thread: r2d2, used at first, made forked children crash, see `pool::Sessions`). The
 //! store trait's futures are then ready when polled, as the SQLite store's are, so the Python
 //! binding drives both with `pollster::block_on` and no async runtime is exposed to it;
 //! `deadpool-postgres` would have needed one. Each session keeps its prepared statements, so a

@@ -170,8 +170,9 @@ impl Connector {
 ///
 /// Written here rather than taken from r2d2: r2d2 parks its worker threads in `parking_lot`'s
 /// global table, which a forked child inherits with entries of threads it does not have; the
-/// child's own pool then crashed (SIGSEGV) as soon as it started its threads. This pool has no
-/// thread of its own and uses only `std::sync`.
+/// child's own pool then crashed (SIGSEGV) as soon as it started its threads. This pool keeps
+/// no thread (a login runs on a short-lived one, see [`Connector::connect`]) and waits with
+/// `std::sync` only.
 pub struct Sessions {
     connector: Connector,
     state: Mutex<State>,
