@@ -188,19 +188,18 @@ class RawSql:
 
     name = "raw SQL"
     default = "full"
+    SCHEMA = """
+        CREATE TABLE IF NOT EXISTS jobs (
+            id INTEGER PRIMARY KEY, payload TEXT NOT NULL, status INTEGER NOT NULL,
+            lease_until INTEGER);
+        CREATE INDEX IF NOT EXISTS ready ON jobs (id) WHERE status = 0;
+        """
 
     def __init__(self, folder: Path, durability: str) -> None:
         self.conn = sqlite3.connect(folder / "q.db", isolation_level=None)
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute(f"PRAGMA synchronous = {durability.upper()}")
-        self.conn.executescript(
-            """
-            CREATE TABLE IF NOT EXISTS jobs (
-                id INTEGER PRIMARY KEY, payload TEXT NOT NULL, status INTEGER NOT NULL,
-                lease_until INTEGER);
-            CREATE INDEX IF NOT EXISTS ready ON jobs (id) WHERE status = 0;
-            """
-        )
+        self.conn.executescript(self.SCHEMA)
 
     def enqueue(self) -> None:
         self.conn.execute("INSERT INTO jobs (payload, status) VALUES (?, 0)", (PAYLOAD,))
@@ -228,22 +227,15 @@ class RawSqlIndexed(RawSql):
     """The reference with the B-trees deadletter writes (see the module docs)."""
 
     name = "raw SQL+idx"
-
-    def __init__(self, folder: Path, durability: str) -> None:
-        self.conn = sqlite3.connect(folder / "q.db", isolation_level=None)
-        self.conn.execute("PRAGMA journal_mode = WAL")
-        self.conn.execute(f"PRAGMA synchronous = {durability.upper()}")
-        self.conn.executescript(
-            """
-            CREATE TABLE IF NOT EXISTS jobs (
-                id INTEGER PRIMARY KEY, queue TEXT NOT NULL, payload TEXT NOT NULL,
-                status INTEGER NOT NULL, created_at INTEGER NOT NULL, lease_until INTEGER);
-            CREATE INDEX IF NOT EXISTS by_queue ON jobs (queue, id);
-            CREATE INDEX IF NOT EXISTS pending ON jobs (queue, id) WHERE status = 0;
-            CREATE INDEX IF NOT EXISTS ready ON jobs (queue, created_at, id) WHERE status = 0;
-            CREATE INDEX IF NOT EXISTS leased ON jobs (queue, lease_until) WHERE status = 1;
-            """
-        )
+    SCHEMA = """
+        CREATE TABLE IF NOT EXISTS jobs (
+            id INTEGER PRIMARY KEY, queue TEXT NOT NULL, payload TEXT NOT NULL,
+            status INTEGER NOT NULL, created_at INTEGER NOT NULL, lease_until INTEGER);
+        CREATE INDEX IF NOT EXISTS by_queue ON jobs (queue, id);
+        CREATE INDEX IF NOT EXISTS pending ON jobs (queue, id) WHERE status = 0;
+        CREATE INDEX IF NOT EXISTS ready ON jobs (queue, created_at, id) WHERE status = 0;
+        CREATE INDEX IF NOT EXISTS leased ON jobs (queue, lease_until) WHERE status = 1;
+        """
 
     def enqueue(self) -> None:
         self.conn.execute(

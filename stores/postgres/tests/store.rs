@@ -31,6 +31,26 @@ fn open(schema: &str) -> deadletter::Result<PostgresStore> {
     PostgresStore::open(&url(), &options)
 }
 
+/// An engine over a store opened on the test server with `options`.
+fn engine(options: &Options) -> Engine<PostgresStore> {
+    Engine::new(
+        PostgresStore::open(&url(), options).expect("open"),
+        Limits::default(),
+    )
+}
+
+/// Locks message `id` of schema `schema` (`FOR UPDATE`) until the returned transaction ends.
+fn hold<'a>(admin: &'a mut postgres::Client, schema: &str, id: i64) -> postgres::Transaction<'a> {
+    let mut holder = admin.transaction().expect("begin");
+    holder
+        .execute(
+            &format!("SELECT 1 FROM \"{schema}\".messages WHERE id = $1 FOR UPDATE"),
+            &[&id],
+        )
+        .expect("hold the message");
+    holder
+}
+
 #[test]
 fn a_schema_keeps_its_messages_and_foreign_or_newer_schemas_are_refused() {
     let schemas = Schemas::new("life");
@@ -262,10 +282,7 @@ fn a_row_held_past_the_lock_timeout_is_a_store_error_and_claims_skip_it() {
         lock_timeout: Duration::from_millis(200),
         ..Options::default()
     };
-    let engine = Engine::new(
-        PostgresStore::open(&url(), &options).expect("open"),
-        Limits::default(),
-    );
+    let engine = engine(&options);
     let policy = deadletter::Backoff::default();
     let at = |now| deadletter::Moment {
         policy: &policy,
@@ -276,13 +293,7 @@ fn a_row_held_past_the_lock_timeout_is_a_store_error_and_claims_skip_it() {
         let first = engine.enqueue("q".into(), &item("a"), BASE).await.unwrap();
         let second = engine.enqueue("q".into(), &item("b"), BASE).await.unwrap();
         let mut admin = admin();
-        let mut holder = admin.transaction().expect("begin");
-        holder
-            .execute(
-                &format!("SELECT 1 FROM \"{name}\".messages WHERE id = $1 FOR UPDATE"),
-                &[&first.id],
-            )
-            .expect("hold the first message");
+        let holder = hold(&mut admin, &name, first.id);
 
         let err = engine
             .replay("q".into(), first.id.into(), BASE)
@@ -528,21 +539,12 @@ fn a_call_waits_connect_timeout_for_a_session_when_all_are_in_use() {
         connect_timeout: Duration::from_millis(200),
         ..Options::default()
     };
-    let engine = Engine::new(
-        PostgresStore::open(&url(), &options).expect("open"),
-        Limits::default(),
-    );
+    let engine = engine(&options);
     let first = pollster::block_on(engine.enqueue("q".into(), &item("a"), BASE)).expect("enqueue");
     // The store's one session waits for a row another session holds; meanwhile a second call
     // must wait for a session, then fail.
     let mut admin = admin();
-    let mut holder = admin.transaction().expect("begin");
-    holder
-        .execute(
-            &format!("SELECT 1 FROM \"{name}\".messages WHERE id = $1 FOR UPDATE"),
-            &[&first.id],
-        )
-        .expect("hold the message");
+    let holder = hold(&mut admin, &name, first.id);
     std::thread::scope(|scope| {
         let waiting =
             scope.spawn(|| pollster::block_on(engine.replay("q".into(), first.id.into(), BASE)));
