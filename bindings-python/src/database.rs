@@ -639,7 +639,7 @@ impl Queue {
 
     /// Replays every dead message of this queue that the filters select, in id order, and
     /// returns how many (an int). `error_contains`: a str the `last_error` contains
-    /// (case-sensitive); `dead_after` <= `dead_at` < `dead_before`: aware datetimes (exactly:
+    /// (case-sensitive; no NUL, which no error text holds: else `ValidationError`); `dead_after` <= `dead_at` < `dead_before`: aware datetimes (exactly:
     /// bounds between two milliseconds are rounded up, as `dead_at` is whole ms); `limit`: an
     /// int >= 1, the most to replay (default: all). Commits in batches of 200 messages, each in its
     /// own transaction, so other connections never wait long; a message replayed is pending

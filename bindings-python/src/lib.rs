@@ -80,13 +80,13 @@ use crate::store::{AnyStore, Postgres};
 /// even on power loss) or `"normal"` (the WAL is synced at checkpoints only: safe against the
 /// application's crash, but the last commits may be lost on power loss or an OS crash; many
 /// times faster one call at a time); another value raises `ValidationError`, field
-/// `durability` (SQLite only: given with a PostgreSQL URL, a `ValidationError`, code `invalid`;
-/// PostgreSQL commits as its server is configured). With either, the calls that threads make
+/// `durability` (SQLite only: `"normal"` with a PostgreSQL URL is a `ValidationError`, code
+/// `invalid`; `"full"`, the default, is taken: PostgreSQL commits as its server is configured). With either, the calls that threads make
 /// while another call of the same `Database` is committing share the next commit (group commit),
 /// each keeping its own outcome. `None` for an option means its default.
 ///
 /// PostgreSQL only (given with a SQLite path, each is a `ValidationError` naming it, code
-/// `invalid`): `schema`, a str (1..=63 bytes, no NUL; default `"deadletter"`), the schema that
+/// `invalid`; but `create=True`, the default, is taken: a SQLite file is created when missing): `schema`, a str (1..=63 bytes, no NUL; default `"deadletter"`), the schema that
 /// holds the queue's tables, created with them when missing; `max_connections`, an int
 /// (1..=1000, default 10), the most connections this database holds open at once (opened when
 /// needed, kept for reuse; a thread in a call holds one); `connect_timeout`, how long a call
@@ -281,12 +281,20 @@ fn postgres_options(
         .map(|(options, create)| PostgresOptions { create, ..options }))
 }
 
-/// A rejection (code `invalid`) for each of `options` that was given (not `None`) although it
-/// applies only to `kind` of database, which the path does not name.
+/// A rejection (code `invalid`) for each of `options` that was given (neither `None` nor its
+/// documented default) although it applies only to `kind` of database, which the path does not
+/// name. The defaults hold for either kind, so a wrapper may forward them: `create=True` (a
+/// SQLite file is created when missing) and `durability="full"` (a PostgreSQL commit is
+/// acknowledged once the server made it durable).
 fn only_for(kind: &str, options: &[(&'static str, Option<&Bound<'_, PyAny>>)]) -> Vec<FieldError> {
+    let default = |name: &str, value: &Bound<'_, PyAny>| match name {
+        "create" => value.cast::<PyBool>().is_ok_and(PyBoolMethods::is_true),
+        "durability" => value.extract::<String>().is_ok_and(|d| d == "full"),
+        _ => false,
+    };
     options
         .iter()
-        .filter(|(_, value)| value.is_some_and(|v| !v.is_none()))
+        .filter(|(name, value)| value.is_some_and(|v| !v.is_none() && !default(name, v)))
         .map(|(name, _)| FieldError::new(name, "invalid", format!("applies only to {kind}")))
         .collect()
 }

@@ -3,8 +3,11 @@ threads, and the exception hierarchy."""
 
 from __future__ import annotations
 
+import multiprocessing
+import pickle
 import sqlite3
 import threading
+from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -165,6 +168,35 @@ def test_exception_hierarchy_and_codes() -> None:
     assert (lost.value.reason, lost.value.status, lost.value.id) == ("lease_lost", None, m.id)
     assert issubclass(deadletter.StoreError, deadletter.Error)
     assert not issubclass(deadletter.ConflictError, (ValueError, LookupError))
+
+
+def test_errors_pickle_with_their_fields_and_cross_a_process_pool() -> None:
+    q = deadletter.open().queue("q")
+    raised: list[deadletter.Error] = []
+    calls = (
+        lambda: q.enqueue("x", max_retries=0),
+        lambda: q.get(7),
+        lambda: q.succeed(q.enqueue("x").id),
+    )
+    for call in calls:
+        with pytest.raises(deadletter.Error) as info:
+            call()
+        raised.append(info.value)
+    raised.append(deadletter.StoreError("database is closed"))
+    for err in raised:
+        back = pickle.loads(pickle.dumps(err))
+        assert (type(back), str(back), vars(back)) == (type(err), str(err), vars(err))
+    out_of_range = {"field": "max_retries", "code": "out_of_range"}
+    assert vars(raised[0]) == {"errors": [{**out_of_range, "message": "must be between 1 and 10"}]}
+    assert vars(raised[2]) == {"id": 1, "reason": "wrong_status", "status": "pending"}
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with pytest.raises(deadletter.NotFoundError) as info:
+            pool.submit(_get_missing, 42).result(timeout=60)
+    assert (info.value.queue, info.value.id, info.value.code) == ("q", 42, "not_found")
+
+
+def _get_missing(id: int) -> None:
+    deadletter.open().queue("q").get(id)
 
 
 def test_extend_without_a_lease_takes_the_database_s_not_the_claim_s() -> None:

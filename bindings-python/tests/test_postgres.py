@@ -57,9 +57,17 @@ def test_postgresql_options_given_with_a_sqlite_path_are_rejected_by_name(tmp_pa
     with pytest.raises(deadletter.ValidationError) as caught:
         deadletter.open(tmp_path / "jobs.db", create=False)
     assert fields(caught.value) == [("create", "invalid")]
-    # None is every option's default, for SQLite too.
+    # None is every option's default, for SQLite too; so are the defaults given explicitly (a
+    # wrapper may forward them), for either kind: create=True, durability="full".
     with deadletter.open(":memory:", schema=None, max_connections=None, create=None) as db:
         assert not db.closed
+    with deadletter.open(tmp_path / "jobs.db", create=True, durability="full") as db:
+        assert db.queue("q").enqueue("x").id == 1
+    url = "postgresql://u@host:notaport/db"
+    for durability, rejected in (("full", "path"), (None, "path"), ("normal", "durability")):
+        with pytest.raises(deadletter.ValidationError) as caught:  # (the URL's port: after)
+            deadletter.open(url, durability=durability, create=True)
+        assert fields(caught.value) == [(rejected, "invalid")]
 
 
 def test_the_scheme_alone_makes_a_url() -> None:

@@ -277,6 +277,28 @@ def test_a_stop_event_returns_the_count_after_the_running_handler() -> None:
     db.close()
 
 
+def test_a_stop_event_bound_to_another_event_loop_still_stops_the_loop() -> None:
+    # Waited on in an earlier asyncio.run, the event is bound to that loop (on Python 3.9 an
+    # event made outside a running loop is bound to another one too): awaiting it here raises,
+    # which the loop once swallowed and then never stopped.
+    db, q = seeded(["a", "b", "c"])
+    stop = asyncio.Event()
+
+    async def bind_elsewhere() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.01)
+
+    asyncio.run(bind_elsewhere())
+
+    async def handler(m: deadletter.Message) -> None:
+        stop.set()
+        await asyncio.sleep(0.5)  # the loop looks at the event every STOP_CHECK (0.1 s)
+
+    assert run(lambda: q.process_async(handler, stop=stop)) == 1
+    assert [m.status for m in q.list()] == ["succeeded", "pending", "pending"]
+    db.close()
+
+
 def test_stopping_is_logged_as_process_logs_it(caplog: pytest.LogCaptureFixture) -> None:
     db, q = seeded(["a", "b"])
 

@@ -2,6 +2,7 @@
 // `tsc --noEmit -p bindings-wasm/examples` (strict) against the hand-written js/index.d.ts.
 import {
   type BackoffOptions,
+  type ClaimedMessage,
   CODES,
   type ClaimOptions,
   type ConflictReason,
@@ -87,9 +88,8 @@ export async function main(indexedDB: IDBFactory): Promise<void> {
   const current: Message = await q.get(queued.id);
   console.log(`${current.id} is ${current.status}, lease ${current.leaseExpiresAt?.getTime() ?? "none"}`);
 
-  const batch: Message[] = await q.claimMany(10, { leaseMs: 5_000 });
+  const batch: ClaimedMessage[] = await q.claimMany(10, { leaseMs: 5_000 });
   for (const m of batch) {
-    if (m.leaseToken === null) continue;
     const held: Message = await q.extend(m.id, { leaseToken: m.leaseToken, leaseMs: 10_000 });
     await q.fail(held.id, "still broken", { leaseToken: m.leaseToken, retryable: false });
   }

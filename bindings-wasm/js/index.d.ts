@@ -176,6 +176,15 @@ export interface Message {
   readonly deduplicated: boolean;
 }
 
+/** A message as `claim`, `claimMany` and `process` hand it out: leased, so its token is there. */
+export interface ClaimedMessage extends Message {
+  readonly status: "processing";
+  /** The token to pass to `succeed`, `fail` and `extend`. */
+  readonly leaseToken: string;
+  /** When the lease runs out, unless `extend` pushes it on. */
+  readonly leaseExpiresAt: Date;
+}
+
 /** The statistics of one queue at the clock's now (`Queue.stats`, `Database.queues`): a plain object. */
 export interface QueueStats {
   readonly queue: string;
@@ -309,7 +318,7 @@ export interface ListOptions {
 
 /** Which dead messages `replayAll` sends back; every filter is optional. */
 export interface ReplayAllOptions {
-  /** Only messages whose `lastError` contains this text (case-sensitive). */
+  /** Only messages whose `lastError` contains this text (case-sensitive; without NUL, which no error text holds: else `validation_failed`). */
   errorContains?: string | null;
   /** Only messages with `deadAt` before this instant (a `Date` or milliseconds since the epoch). */
   deadBefore?: Date | number | null;
@@ -381,13 +390,13 @@ export declare class Queue {
    * counted as failed attempts (under this handle's backoff; those that die go to `onDead`).
    * Rejects with `validation_failed` or `store`.
    */
-  claim(options?: ClaimOptions): Promise<Message | null>;
+  claim(options?: ClaimOptions): Promise<ClaimedMessage | null>;
   /**
    * Like `claim` for up to `n` (integer 1..100) due messages, in claim order, in one transaction,
    * each with its own lease token; resolves to an empty array when nothing is due.
    * Rejects with `validation_failed` or `store`.
    */
-  claimMany(n: number, options?: ClaimOptions): Promise<Message[]>;
+  claimMany(n: number, options?: ClaimOptions): Promise<ClaimedMessage[]>;
   /**
    * The heartbeat: the lease of a `processing` message now runs `leaseMs` from now.
    * Without `leaseMs`, the database's default `leaseMs`, not the lease of the claim.
@@ -479,7 +488,7 @@ export declare class Queue {
    * the database was closed, IndexedDB failed; `validation_failed`: the clock), or with what the
    * `clock` option threw.
    */
-  process(handler: (message: Message) => unknown, options?: ProcessOptions): Promise<number>;
+  process(handler: (message: ClaimedMessage) => unknown, options?: ProcessOptions): Promise<number>;
 }
 
 /** An open queue database (one IndexedDB database). */
@@ -506,7 +515,8 @@ export declare class Database {
    * through a `BroadcastChannel` named `deadletter:<name>`. In Node, or with the `indexedDB`
    * option, a database is private to its thread and factory: the Databases opened with the same
    * factory and name in this thread hear each other, and nothing else does. A callback that
-   * throws is reported with `console.error` and changes nothing. Returns the function that
+   * throws is reported with `console.error` and changes nothing. After `close()` the Database
+   * hears nothing more (a callback added then is never called). Returns the function that
    * unsubscribes it (calling it again does nothing). Throws a `validation_failed`
    * `DeadLetterError` (field `callback`) unless `callback` is a function.
    */

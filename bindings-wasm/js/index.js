@@ -434,6 +434,7 @@ export class Database {
   }
 
   #listen() {
+    if (this.#closing) return; // closed: it hears nothing more
     const channel = this.#broadcast();
     if (channel === null) {
       listening(this.#factory, this.name).add(this);

@@ -14,9 +14,10 @@
 //! [`crate::connection`] for why nothing else may be awaited there). In particular `claim` expires
 //! the queue's overdue leases and takes the first due messages in the same transaction, so two
 //! tabs or workers can never take the same message. It asks two things at once: the timed lane up
-//! to `now` (usually empty: nothing to expire, nothing that became due) and the first messages of
-//! the ready lane; so messages waiting for their backoff are never walked, and only messages that
-//! are acted on are loaded. `counts` reads index counts and keys, and loads only what the next
+//! to `now` (usually empty: nothing to expire, nothing that became due; at most a page of
+//! [`TIMED_PAGE`], the rest walked one record at a time) and the first messages of the ready
+//! lane; so messages waiting for their backoff are never walked, only messages that are acted on
+//! are loaded, and never many at once. `counts` reads index counts and keys, and loads only what the next
 //! claim acts on; `select` walks keys and loads a message only when its filter needs `lastError`
 //! or `deadAt`. No operation scans the whole store or loads it into memory.
 
@@ -164,6 +165,44 @@ fn assigned_id(key: &JsValue) -> Result<Id> {
         .ok_or_else(|| Error::Store(format!("IndexedDB assigned a bad key {key:?}")))
 }
 
+/// The most records of the claim index's timed lane that a claim loads at once: a claim after an
+/// outage may find many thousands come due, whose payloads must not all be in memory together
+/// (a WebAssembly module has at most 4 GiB).
+const TIMED_PAGE: u32 = 100;
+
+/// The messages of `became_due`, then the rest of the timed lane up to `now` in `range`, one
+/// record at a time, join the ready lane; the overdue leases there are expired (returned as
+/// `expire` left them).
+async fn walk_timed(
+    store: &IdbObjectStore,
+    index: &IdbIndex,
+    range: &IdbKeyRange,
+    now: Millis,
+    expire: &mut dyn FnMut(Message) -> Result<Message>,
+    became_due: &mut Vec<(Message, JsValue)>,
+) -> Result<Vec<Message>> {
+    for (_, record) in became_due.drain(..) {
+        make_ready(&record)?;
+        put_record(store, &record).await?;
+    }
+    let mut expired = Vec::new();
+    let mut walk = request(index.open_cursor_with_range(range), "openCursor")?;
+    while let Some(current) = cursor::<IdbCursorWithValue>((&mut walk).await?) {
+        let record = current.value().map_err(|e| js_error("cursor", &e))?;
+        let message = from_record(&record)?;
+        if machine::lease_expired(&message, now) {
+            let next = expire(message)?;
+            put(store, &next).await?;
+            expired.push(next);
+        } else if machine::is_due(&message, now) {
+            make_ready(&record)?;
+            put_record(store, &record).await?;
+        }
+        advance(&current)?;
+    }
+    Ok(expired)
+}
+
 /// Where `id` and `updatedAt` are in a key of the list index.
 const LIST_ID: u32 = 2;
 const LIST_UPDATED_AT: u32 = 3;
@@ -256,20 +295,26 @@ impl IdbStore {
         let limit_u32 = u32::try_from(limit).unwrap_or(u32::MAX);
         self.write(async |store| {
             let index = index(store, BY_CLAIM)?;
-            // Both reads at once: the timed lane up to now, and the first `limit` ready messages.
-            let timed = request(index.get_all_with_key(&timed), "getAll")?;
-            let first = match limit {
-                0 => None,
-                _ => Some(request(
+            // Both reads at once: the timed lane up to now (its first page), and the first
+            // `limit` ready messages.
+            let timed_page = request(
+                index.get_all_with_key_and_limit(&timed, TIMED_PAGE),
+                "getAll",
+            )?;
+            let ready_page = || {
+                request(
                     index.get_all_with_key_and_limit(&ready, limit_u32),
                     "getAll",
-                )?),
+                )
             };
+            let mut first = (limit > 0).then(ready_page).transpose()?;
             // 1. In (at, id) order: the overdue leases are expired; the pending messages whose
             //    retryAfter has passed join the candidates (the ready lane, once written).
             let mut expired = Vec::new();
             let mut became_due = Vec::new();
-            for record in records(&timed.await?) {
+            let timed_page = records(&timed_page.await?);
+            let whole = timed_page.length() < TIMED_PAGE;
+            for record in timed_page {
                 let message = from_record(&record)?;
                 if machine::lease_expired(&message, now) {
                     let next = expire(message)?;
@@ -278,6 +323,13 @@ impl IdbStore {
                 } else if machine::is_due(&message, now) {
                     became_due.push((message, record));
                 }
+            }
+            if !whole {
+                // More came due than a page: all join the ready lane, one record in memory at a
+                // time, and the ready lane is read again (claim order is theirs now).
+                let walked = walk_timed(store, &index, &timed, now, expire, &mut became_due);
+                expired.extend(walked.await?);
+                first = (limit > 0).then(ready_page).transpose()?;
             }
             let Some(first) = first else {
                 return Ok(Claimed {
@@ -422,11 +474,14 @@ async fn oldest_due(store: &IdbObjectStore, q: &JsValue, now: Millis) -> Result<
     let ready = between(&[q.clone(), READY.into()], NEG_INF, false, INF)?;
     let index = index(store, BY_CLAIM)?;
     let mut oldest: Option<Millis> = None;
-    for record in records(&request(index.get_all_with_key(&timed), "getAll")?.await?) {
-        let message = from_record(&record)?;
+    // One record at a time (after an outage, many thousands may have come due).
+    let mut walk = request(index.open_cursor_with_range(&timed), "openCursor")?;
+    while let Some(current) = cursor::<IdbCursorWithValue>((&mut walk).await?) {
+        let message = from_record(&current.value().map_err(|e| js_error("cursor", &e))?)?;
         if message.status == Status::Pending && machine::is_due(&message, now) {
             oldest = Some(oldest.map_or(message.created_at, |o| o.min(message.created_at)));
         }
+        advance(&current)?;
     }
     let mut walk = request(index.open_cursor_with_range(&ready), "openCursor")?;
     while let Some(current) = cursor::<IdbCursorWithValue>((&mut walk).await?) {

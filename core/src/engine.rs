@@ -391,10 +391,10 @@ impl<S: Store> Engine<S> {
     }
 
     /// Replays every dead message of `queue` that the filters select (`error_contains`: text the
-    /// `last_error` contains, case-sensitive; `dead_after <= dead_at < dead_before`, instants in
-    /// UTC ms), at most `limit` (1.., default all), in id order; returns how many. Batches of
-    /// [`BATCH`] messages, each in its own write transaction; a message replayed once is pending
-    /// afterwards, so running it again does not replay it twice.
+    /// `last_error` contains, case-sensitive, without NUL; `dead_after <= dead_at <
+    /// dead_before`, instants in UTC ms), at most `limit` (1.., default all), in id order;
+    /// returns how many. Batches of [`BATCH`] messages, each in its own write transaction; a
+    /// message replayed once is pending afterwards, so running it again does not replay it twice.
     pub async fn replay_all(
         &self,
         queue: Arg<'_>,
@@ -406,7 +406,7 @@ impl<S: Store> Engine<S> {
     ) -> Result<u64> {
         let mut check = Check::at(now);
         let queue = check.queue(&queue);
-        let error_contains = check.opt_string("error_contains", &error_contains);
+        let error_contains = check.opt_text("error_contains", &error_contains);
         let dead_before = check.opt_instant("dead_before", &dead_before);
         let dead_after = check.opt_instant("dead_after", &dead_after);
         let limit = match limit {

@@ -191,6 +191,14 @@ impl Check {
         Some(text)
     }
 
+    /// An optional string without NUL (a text to look for in error texts, which never hold NUL).
+    pub(crate) fn opt_text<'a>(&mut self, field: &'static str, arg: &Arg<'a>) -> Option<&'a str> {
+        match arg {
+            Arg::Null => None,
+            other => self.text(field, other),
+        }
+    }
+
     /// A required string.
     pub(crate) fn string<'a>(&mut self, field: &'static str, arg: &Arg<'a>) -> Option<&'a str> {
         match *arg {

@@ -9,10 +9,10 @@ UTC. Exceptions come from ``deadletter._errors``.
 import asyncio
 import os
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Callable, Literal, Optional, TypedDict, Union, final
+from typing import Any, Callable, Literal, Optional, TypedDict, Union, final
 
 from ._errors import ErrorCode
 
@@ -66,6 +66,11 @@ class _Item(_ItemKeys, total=False):
     idempotency_key: Optional[str]
     delay: Optional[_Seconds]
 
+# `Queue.enqueue_many`'s items. A Sequence (covariant), so that a `list[str]` or a
+# `list[dict[str, Any]]` variable is one; at run time only a list or a tuple is (a str is a
+# `ValidationError`), and the queue checks each dict's keys.
+_Batch = Sequence[Union[str, _Item, dict[str, Any]]]
+
 def open(
     path: Union[str, os.PathLike[str]] = ":memory:",
     *,
@@ -104,11 +109,13 @@ def open(
     ``"full"`` (default: every commit syncs SQLite's WAL before the call returns; nothing
     acknowledged is lost, even on power loss) or ``"normal"`` (synced at checkpoints only: safe
     against the application's crash, the last commits may be lost on power loss; else
-    `ValidationError`, field ``durability``). Calls that threads make while another call of the
+    `ValidationError`, field ``durability``; with a PostgreSQL URL only ``"full"`` is taken, as its
+    server commits as configured). Calls that threads make while another call of the
     same `Database` commits share the next commit (group commit), each with its own outcome.
     ``None`` for any option means its default.
 
-    PostgreSQL only (given with a SQLite path: `ValidationError` naming each, code ``invalid``):
+    PostgreSQL only (given with a SQLite path: `ValidationError` naming each, code ``invalid``;
+    but ``create=True``, the default, is taken: a SQLite file is created when missing):
     ``schema``, the schema of the queue's tables, created with them when missing (1..=63 bytes,
     no NUL; default ``"deadletter"``); ``max_connections``, the most connections this database
     holds at once, opened when needed and kept for reuse (1..=1000, default 10); ``connect_timeout``
@@ -221,9 +228,7 @@ class Queue:
         """Adds a pending message. ``max_retries``: 1..=10 attempts before it is dead;
         ``idempotency_key``: returns the queue's message with that key (``deduplicated``) instead
         of inserting; ``delay``: not claimable before now + delay (0..=30 days)."""
-    def enqueue_many(
-        self, items: Union[list[Union[str, _Item]], tuple[Union[str, _Item], ...]]
-    ) -> list[Message]:
+    def enqueue_many(self, items: _Batch) -> list[Message]:
         """Adds up to 1000 items (payloads or dicts of `enqueue`'s arguments) in one transaction,
         all or nothing; field errors carry ``index``."""
     def claim(self, *, lease: Optional[_Seconds] = None) -> Optional[Message]:
@@ -261,7 +266,7 @@ class Queue:
     ) -> int:
         """Replays the dead messages the filters select (``dead_after <= dead_at <
         dead_before``, exactly: a bound between two milliseconds is rounded up, ``dead_at``
-        being whole milliseconds; ``error_contains`` in ``last_error``) in id order (the oldest message
+        being whole milliseconds; ``error_contains`` in ``last_error``, case-sensitive, without NUL) in id order (the oldest message
         first), at most ``limit``; returns how many. Commits in batches of 200, each message
         whole: when a batch fails (`StoreError`), the batches before it stay replayed; calling
         again finishes the work (only dead messages are touched)."""

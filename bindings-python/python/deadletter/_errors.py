@@ -69,6 +69,10 @@ class ValidationError(Error, ValueError):
         super().__init__(message)
         self.errors: list[FieldError] = errors
 
+    def __reduce__(self) -> tuple[type[ValidationError], tuple[str, list[FieldError]]]:
+        # Pickled with its fields (multiprocessing, concurrent.futures send errors back so).
+        return (type(self), (str(self), self.errors))
+
 
 class NotFoundError(Error, LookupError):
     """The queue has no message with this id (ids of other queues are invisible); a `LookupError`.
@@ -82,6 +86,9 @@ class NotFoundError(Error, LookupError):
         super().__init__(message)
         self.queue: str = queue
         self.id: int = id
+
+    def __reduce__(self) -> tuple[type[NotFoundError], tuple[str, str, int]]:
+        return (type(self), (str(self), self.queue, self.id))
 
 
 class ConflictError(Error):
@@ -111,6 +118,9 @@ class ConflictError(Error):
         self.id: int = id
         self.reason: Literal["wrong_status", "lease_lost"] = reason
         self.status: Optional[str] = status
+
+    def __reduce__(self) -> tuple[type[ConflictError], tuple[str, int, str, Optional[str]]]:
+        return (type(self), (str(self), self.id, self.reason, self.status))
 
 
 class StoreError(Error):

@@ -653,7 +653,7 @@ SCHEMAS: Json = {
         "properties": {
             "error_contains": {
                 "type": ["string", "null"],
-                "description": "Only messages whose last error contains this text.",
+                "description": "Only messages whose last error contains this text (case-sensitive; no NUL, which no error text holds).",
             },
             "dead_before": {**nullable(INSTANT), "description": "Only deaths before (exclusive)."},
             "dead_after": {**nullable(INSTANT), "description": "Only deaths at or after."},

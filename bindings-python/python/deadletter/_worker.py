@@ -644,7 +644,13 @@ class _Tasks:
         return self.handled
 
     async def _watch(self, stop: asyncio.Event) -> None:
-        await stop.wait()
+        try:
+            await stop.wait()
+        except RuntimeError:
+            # The event is bound to another event loop (it was waited on there; on Python 3.9,
+            # made outside a running one) and cannot be awaited here: it is looked at instead.
+            while not stop.is_set():
+                await asyncio.sleep(STOP_CHECK)
         self._request_stop("stop event")
 
     def _request_stop(self, reason: str) -> None:

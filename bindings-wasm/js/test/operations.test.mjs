@@ -303,6 +303,24 @@ test("onDead: this Database's callbacks in order, a throwing one only reported; 
   assert.throws(() => a.onDead("nope"), (e) => e instanceof DeadLetterError && e.errors[0].field === "callback");
 });
 
+test("onDead: a closed Database hears no more deaths, whenever its callbacks were added", async () => {
+  const name = fresh();
+  const a = await open(name);
+  const b = await open(name);
+  const heard = [];
+  a.onDead((m) => heard.push(["before", m.id]));
+  a.close();
+  a.onDead((m) => heard.push(["after", m.id]));
+  const bHeard = new Promise((resolve) => b.onDead(resolve));
+  const q = b.queue("q");
+  const m = await q.enqueue("poison", { maxRetries: 1 });
+  const c = await q.claim();
+  await q.fail(m.id, "malformed", { leaseToken: c.leaseToken });
+  assert.equal((await bHeard).id, m.id);
+  assert.deepEqual(heard, []);
+  b.close();
+});
+
 test("onDead: a database of another factory or thread with the same name is another database", async () => {
   const name = fresh();
   const heard = [];
