@@ -170,6 +170,25 @@ fn assigned_id(key: &JsValue) -> Result<Id> {
 /// (a WebAssembly module has at most 4 GiB).
 const TIMED_PAGE: u32 = 100;
 
+/// One record of the timed lane up to `now`: an overdue lease is expired (written, and added to
+/// `expired` as `expire` left it); a pending message that came due is given back with its record.
+async fn sort_timed(
+    store: &IdbObjectStore,
+    record: JsValue,
+    now: Millis,
+    expire: &mut dyn FnMut(Message) -> Result<Message>,
+    expired: &mut Vec<Message>,
+) -> Result<Option<(Message, JsValue)>> {
+    let message = from_record(&record)?;
+    if machine::lease_expired(&message, now) {
+        let next = expire(message)?;
+        put(store, &next).await?;
+        expired.push(next);
+        return Ok(None);
+    }
+    Ok(machine::is_due(&message, now).then_some((message, record)))
+}
+
 /// The messages of `became_due`, then the rest of the timed lane up to `now` in `range`, one
 /// record at a time, join the ready lane; the overdue leases there are expired (returned as
 /// `expire` left them).
@@ -189,12 +208,7 @@ async fn walk_timed(
     let mut walk = request(index.open_cursor_with_range(range), "openCursor")?;
     while let Some(current) = cursor::<IdbCursorWithValue>((&mut walk).await?) {
         let record = current.value().map_err(|e| js_error("cursor", &e))?;
-        let message = from_record(&record)?;
-        if machine::lease_expired(&message, now) {
-            let next = expire(message)?;
-            put(store, &next).await?;
-            expired.push(next);
-        } else if machine::is_due(&message, now) {
+        if let Some((_, record)) = sort_timed(store, record, now, expire, &mut expired).await? {
             make_ready(&record)?;
             put_record(store, &record).await?;
         }
@@ -315,14 +329,7 @@ impl IdbStore {
             let timed_page = records(&timed_page.await?);
             let whole = timed_page.length() < TIMED_PAGE;
             for record in timed_page {
-                let message = from_record(&record)?;
-                if machine::lease_expired(&message, now) {
-                    let next = expire(message)?;
-                    put(store, &next).await?;
-                    expired.push(next);
-                } else if machine::is_due(&message, now) {
-                    became_due.push((message, record));
-                }
+                became_due.extend(sort_timed(store, record, now, expire, &mut expired).await?);
             }
             if !whole {
                 // More came due than a page: all join the ready lane, one record in memory at a
