@@ -22,6 +22,7 @@
 //!     q.succeed(m.id, lease_token=m.lease_token)
 //! ```
 
+pub mod constants;
 pub mod convert;
 pub mod database;
 pub mod errors;
@@ -351,6 +352,7 @@ fn deadletter_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyQueueStats>()?;
     m.add_class::<PyBackoff>()?;
     worker::register(m)?;
+    constants::register(m)?;
     m.add("CODES", PyTuple::new(m.py(), deadletter::CODES)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("SQLITE_VERSION", rusqlite::version())?;

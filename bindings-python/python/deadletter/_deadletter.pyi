@@ -17,9 +17,28 @@ from typing import Any, Callable, Literal, Optional, TypedDict, Union, final
 from ._errors import ErrorCode
 
 __all__ = [
+    "BATCH",
     "CODES",
+    "DEFAULT_LIST_LIMIT",
+    "DEFAULT_MAX_PAYLOAD_BYTES",
+    "DEFAULT_MAX_RETRIES",
+    "DELAY_RANGE_MS",
+    "LEASE_EXPIRED",
+    "LEASE_RANGE_MS",
+    "LIST_LIMIT_RANGE",
+    "MAX_BATCH",
+    "MAX_CLAIM_MANY",
+    "MAX_ERROR_BYTES",
+    "MAX_HISTORY",
+    "MAX_ID",
+    "MAX_IDEMPOTENCY_KEY_CHARS",
+    "MAX_PAYLOAD_BYTES_RANGE",
+    "MAX_QUEUE_CHARS",
+    "MAX_RETRIES_RANGE",
     "SQLITE_BUNDLED",
     "SQLITE_VERSION",
+    "STATUSES",
+    "TIME_RANGE_MS",
     "Backoff",
     "Database",
     "Message",
@@ -48,6 +67,51 @@ CODES: tuple[ErrorCode, ...]
 
 _Status = Literal["pending", "processing", "succeeded", "dead"]
 _Seconds = Union[int, float, timedelta]
+
+# The core's names and limits (bindings-python/src/constants.rs), for the package's own modules:
+# the HTTP API's OpenAPI document and metrics, the dashboard (through that document) and the CLI
+# show these, never a copy. A range is (low, high), both included; ``_MS``: milliseconds, the
+# core's unit.
+
+STATUSES: tuple[_Status, ...]
+"""Every status, in lifecycle order (``deadletter::Status::ALL``)."""
+MAX_QUEUE_CHARS: int
+"""The longest queue name, in characters."""
+MAX_IDEMPOTENCY_KEY_CHARS: int
+"""The longest idempotency key, in characters."""
+MAX_RETRIES_RANGE: tuple[int, int]
+"""The ``max_retries`` a message may have."""
+DEFAULT_MAX_RETRIES: int
+"""``max_retries`` when omitted."""
+LEASE_RANGE_MS: tuple[int, int]
+"""A lease (visibility timeout), once rounded to the millisecond."""
+DELAY_RANGE_MS: tuple[int, int]
+"""An enqueue ``delay``, once rounded to the millisecond."""
+MAX_PAYLOAD_BYTES_RANGE: tuple[int, int]
+"""The ``max_payload_bytes`` a database may be opened with."""
+DEFAULT_MAX_PAYLOAD_BYTES: int
+"""`open`'s default ``max_payload_bytes``."""
+LIST_LIMIT_RANGE: tuple[int, int]
+"""A `Queue.list` page size."""
+DEFAULT_LIST_LIMIT: int
+"""`Queue.list`'s default ``limit``."""
+MAX_BATCH: int
+"""The most items of one `Queue.enqueue_many`."""
+MAX_CLAIM_MANY: int
+"""The most messages one `Queue.claim_many` takes."""
+MAX_ID: int
+"""The largest message id (``2**63 - 1``)."""
+TIME_RANGE_MS: tuple[int, int]
+"""The instants a message can hold, in UTC milliseconds since the Unix epoch:
+0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z."""
+BATCH: int
+"""The most messages one transaction of `Queue.replay_all` or `Queue.purge` changes."""
+MAX_HISTORY: int
+"""How many failed attempts a message's ``errors`` keeps (the most recent)."""
+MAX_ERROR_BYTES: int
+"""The longest stored error text, in bytes of UTF-8; a longer one is cut."""
+LEASE_EXPIRED: str
+"""The error recorded for an attempt whose lease ran out."""
 
 class _FailedAttempt(TypedDict):
     """One entry of `Message.errors`."""
