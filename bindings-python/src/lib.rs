@@ -1,9 +1,9 @@
 //! # deadletter-py
 //!
 //! The Python binding of [`deadletter`] (native module `deadletter._deadletter`, wrapped by the
-//! pure-Python package in `python/deadletter/`) and its SQLite store, [`sqlite::SqliteStore`];
-//! `open` picks that store or `deadletter_postgres::PostgresStore` from its path or URL
-//! ([`store::AnyStore`]).
+//! pure-Python package in `python/deadletter/`): `open` picks the store from its path or URL,
+//! `deadletter_sqlite::SqliteStore` or `deadletter_postgres::PostgresStore`
+//! ([`store::AnyStore`]), and registers the SQLite store's fork hooks ([`fork`]).
 //!
 //! The binding maps Python values to [`deadletter::Arg`] without judging them ([`convert`]),
 //! reads the clock and the jitter sample with the GIL held, then releases the GIL and runs one
@@ -27,10 +27,8 @@ pub mod convert;
 pub mod database;
 pub mod errors;
 pub mod fork;
-pub mod group_commit;
 pub mod message;
 pub mod policy;
-pub mod sqlite;
 pub mod stats;
 pub mod store;
 pub mod worker;
@@ -39,6 +37,7 @@ use std::path::{Path, PathBuf};
 
 use deadletter::{Engine, Error, FieldError, Limits};
 use deadletter_postgres::{Options as PostgresOptions, PostgresStore};
+use deadletter_sqlite::{Durability, SqliteStore};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyString, PyTuple};
 
@@ -47,7 +46,6 @@ use crate::database::{Database, Queue, Shared};
 use crate::errors::to_py_err;
 use crate::message::PyMessage;
 use crate::policy::PyBackoff;
-use crate::sqlite::{Durability, SqliteStore};
 use crate::stats::PyQueueStats;
 use crate::store::{AnyStore, Postgres};
 
@@ -355,7 +353,7 @@ fn deadletter_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     constants::register(m)?;
     m.add("CODES", PyTuple::new(m.py(), deadletter::CODES)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("SQLITE_VERSION", rusqlite::version())?;
+    m.add("SQLITE_VERSION", deadletter_sqlite::rusqlite::version())?;
     m.add("SQLITE_BUNDLED", cfg!(feature = "bundled-sqlite"))?;
     fork::install(m)
 }

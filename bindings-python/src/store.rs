@@ -7,7 +7,7 @@
 //! sessions, so in the child every call of a store opened before the fork fails at once with a
 //! store error, `close` touches nothing, and dropping the store leaks it instead of closing its
 //! sessions. Opening a new store in the child works. (The SQLite store has its own rules, in
-//! [`crate::fork`].)
+//! `deadletter_sqlite::fork`.)
 
 use std::sync::Arc;
 
@@ -15,8 +15,7 @@ use deadletter::{
     Claimed, Counts, Error, Filter, Id, ListQuery, Message, Millis, NewMessage, Result, Store,
 };
 use deadletter_postgres::PostgresStore;
-
-use crate::sqlite::SqliteStore;
+use deadletter_sqlite::SqliteStore;
 
 /// The scheme prefixes that make `open`'s first argument a PostgreSQL URL (libpq's two).
 pub const POSTGRES_SCHEMES: [&str; 2] = ["postgresql://", "postgres://"];

@@ -1,6 +1,9 @@
 //! The runner for the shared conformance cases in `tests/conformance/` (format: `tests/README.md`).
-//! Any [`Store`] is correct when it passes them; `core` runs them on [`crate::MemoryStore`], the
-//! Python binding's Rust tests on SQLite.
+//! Any [`Store`] is correct when it passes them. Every store crate runs them through [`harness`],
+//! one test per case: `core` on [`crate::MemoryStore`], `deadletter-sqlite` and
+//! `deadletter-postgres` on theirs.
+
+pub mod harness;
 
 use std::path::{Path, PathBuf};
 
@@ -59,34 +62,6 @@ pub fn load(dir: &Path) -> Vec<Case> {
         }
     }
     cases
-}
-
-/// Runs every shared case, each on a fresh store from `open`, and panics with the list of
-/// failures if any case fails. Returns how many cases passed.
-///
-/// # Panics
-/// When a case fails, or when there are fewer than 60 cases (the directory was not found whole).
-pub async fn run_all<S: Store>(open: impl Fn() -> S) -> usize {
-    let cases = load(&cases_dir());
-    assert!(cases.len() >= 60, "only {} conformance cases", cases.len());
-    let mut failures = Vec::new();
-    for case in &cases {
-        let outcome = match limits(case) {
-            Ok(limits) => run(case, &Engine::new(open(), limits)).await,
-            Err(err) => Err(format!("bad options: {err}")),
-        };
-        if let Err(why) = outcome {
-            failures.push(format!("{}: {why}", case.name));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases failed:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
-    cases.len()
 }
 
 /// The open-time limits a case asks for.

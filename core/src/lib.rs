@@ -9,8 +9,12 @@
 //! This crate holds the rules and nothing else: the state machine ([`machine`]), argument
 //! validation ([`validate`]), the error codes ([`Error`]) and the operations ([`Engine`]) over a
 //! [`Store`]. It reads no clock (every operation takes `now`), draws no random numbers (lease tokens
-//! come from the caller) and does no I/O. [`MemoryStore`] is the reference store; the SQLite store
-//! lives with the Python binding and the IndexedDB store with the WebAssembly binding.
+//! come from the caller) and does no I/O. [`MemoryStore`] is the reference store; the other stores
+//! live in their own crates (`deadletter-sqlite`, `deadletter-postgres`) and the IndexedDB store
+//! with the WebAssembly binding. What they share about storage (the claim lane of a message, the
+//! checks on a message read back, the schema-version decision, the upgrade of deadletter 0.1.0's
+//! messages) is decided once, in [`storage`]; the shared cases every store must pass are run by
+//! [`conformance`] (feature `conformance`), one test per case.
 //!
 //! ## One trait for synchronous and asynchronous stores
 //! [`Store`] methods return futures. SQLite answers synchronously, so its futures are ready at
@@ -53,6 +57,7 @@ mod error;
 pub mod machine;
 mod memory;
 mod message;
+pub mod storage;
 mod store;
 pub mod validate;
 pub mod worker;

@@ -1,11 +1,8 @@
-//! The shared conformance cases on the reference store.
-#![cfg(feature = "conformance")]
+//! The shared conformance cases on the reference store, one test per case (`harness = false`).
 
 use deadletter::MemoryStore;
-use deadletter::conformance::run_all;
+use deadletter::conformance::harness;
 
-#[test]
-fn every_case_passes_on_the_memory_store() {
-    let passed = pollster::block_on(run_all(MemoryStore::new));
-    println!("{passed} conformance cases passed on the memory store");
+fn main() -> std::process::ExitCode {
+    harness::run(harness::trials("", MemoryStore::new))
 }

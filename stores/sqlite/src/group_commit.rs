@@ -28,7 +28,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use deadletter::{Error, Result};
 use rusqlite::Connection;
 
-use crate::fork::{self, Gate};
+use crate::fork::{self, Gate, Inherited};
 
 /// A store's connection and the transaction that calls left open for others, behind one mutex
 /// (the list of open connections in [`crate::fork`] holds it too).
@@ -40,10 +40,12 @@ pub struct Session {
     waiting: Option<Arc<Batch>>,
 }
 
-impl Session {
-    /// Takes the connection out (closing it is the caller's business); later calls fail.
-    pub fn take(&mut self) -> Option<Connection> {
-        self.conn.take()
+impl Inherited for Mutex<Session> {
+    fn take_connection(&self) -> Option<Connection> {
+        self.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .conn
+            .take()
     }
 }
 

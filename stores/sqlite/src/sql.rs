@@ -1,0 +1,206 @@
+//! Every statement of the store. Queue names, payloads and every other value are bound
+//! parameters; the one statement built at run time ([`select_sql`]) splices in only the status,
+//! from [`Status::as_str`].
+//!
+//! Every query finds its rows through an index, without a full scan (`tests/plans.rs` asserts
+//! the plans, with and without `ANALYZE`). The indexes are those of the queries that exist, and a
+//! message leaves the indexes of the hot path when it finishes (schema version 4): a transition
+//! writes as few pages as it can. So the queries of the finished statuses pay instead: a page of
+//! `processing` messages is sorted by id (they are as many as the leases held), and succeeded
+//! messages are found by reading the rows of their queue in id order (`list`, `purge`; they are
+//! usually most of it).
+
+use deadletter::{Filter, Status};
+
+/// `SELECT` every column of [`deadletter::Message`] (in the order `row::read` reads them)
+/// `FROM messages`, followed by `$rest`.
+macro_rules! select {
+    ($rest:literal) => {
+        concat!(
+            "SELECT id, queue, payload, status, retry_count, max_retries, retry_after, ",
+            "last_error, created_at, updated_at, lease_token, lease_expires_at, idempotency_key, ",
+            "first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at ",
+            "FROM messages ",
+            $rest
+        )
+    };
+}
+
+/// Claim, step 1: the `processing` messages of queue `?1` whose lease ran out at `?2`, in the
+/// order the leases ran out (then id), through the index `messages_leased`: only the expired
+/// messages' rows are read.
+pub const EXPIRED_SQL: &str = select!(
+    "WHERE queue = ?1 AND status = 'processing' AND lease_expires_at <= ?2 \
+     ORDER BY lease_expires_at, id"
+);
+
+/// Claim, first: moves the waiting messages of queue `?1` whose `retry_after` has come at `?2`
+/// into the ready index (`ready = 1`), through the index `messages_delayed`: only the messages
+/// that became due since the last claim are read.
+pub const PROMOTE_SQL: &str = "UPDATE messages SET ready = 1 \
+    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND ready = 0 \
+    AND retry_after <= ?2";
+
+/// Claim, step 2: the first `?3` ready messages of queue `?1` due at `?2`, FIFO by `created_at`
+/// then id, through the index `messages_ready`: no sort, no table scan, no message in backoff
+/// (the `retry_after` term only skips a message moved there before the clock went back).
+pub const CLAIM_SQL: &str = select!(
+    "WHERE queue = ?1 AND status = 'pending' AND ready = 1 \
+     AND (retry_after IS NULL OR retry_after <= ?2) ORDER BY created_at, id LIMIT ?3"
+);
+
+/// Message `?1` of queue `?2` (by primary key).
+pub const GET_SQL: &str = select!("WHERE id = ?1 AND queue = ?2");
+
+/// The message of queue `?1` that carries idempotency key `?2`.
+pub const BY_KEY_SQL: &str = select!("WHERE queue = ?1 AND idempotency_key = ?2");
+
+/// A page of queue `?1`: ids above `?2`, at most `?3` (index `messages_by_queue_id`).
+pub const LIST_SQL: &str = select!("WHERE queue = ?1 AND id > ?2 ORDER BY id LIMIT ?3");
+
+/// A page of queue `?1` in `status`: ids above `?2`, at most `?3`, through the status's partial
+/// index, named (SQLite's planner, without statistics, would rather walk `messages_by_queue_id`
+/// in id order and read every row): `messages_pending`, `messages_leased` (then sorted by id:
+/// processing messages are as many as the leases held), `messages_dead`; succeeded messages,
+/// which have none, are read in id order through `messages_by_queue_id`.
+pub fn list_status_sql(status: Status) -> &'static str {
+    match status {
+        Status::Pending => select!(
+            "INDEXED BY messages_pending \
+             WHERE queue = ?1 AND status = 'pending' AND id > ?2 ORDER BY id LIMIT ?3"
+        ),
+        Status::Processing => select!(
+            "INDEXED BY messages_leased \
+             WHERE queue = ?1 AND status = 'processing' AND id > ?2 ORDER BY id LIMIT ?3"
+        ),
+        Status::Succeeded => select!(
+            "INDEXED BY messages_by_queue_id \
+             WHERE queue = ?1 AND status = 'succeeded' AND id > ?2 ORDER BY id LIMIT ?3"
+        ),
+        Status::Dead => select!(
+            "INDEXED BY messages_dead \
+             WHERE queue = ?1 AND status = 'dead' AND id > ?2 ORDER BY id LIMIT ?3"
+        ),
+    }
+}
+
+/// Inserts one new message (`?1`..`?18`: every column but the id, `?19` its `ready` flag, the
+/// core's [`deadletter::storage::ready`]) unless its queue already holds one with its idempotency
+/// key. Its id is one above every stored id and above
+/// `retired_ids.up_to` (the ids of deleted messages), so ids are never reused; reading both is a
+/// seek each, and writes no page. The unique index `messages_idempotency` is what guarantees one
+/// message per key (`ON CONFLICT`); the `NOT EXISTS` only keeps a duplicate out before anything
+/// is computed for it.
+pub const INSERT_SQL: &str = "INSERT INTO messages (id, queue, payload, status, retry_count, \
+    max_retries, retry_after, last_error, created_at, updated_at, lease_token, lease_expires_at, \
+    idempotency_key, first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at, \
+    ready) \
+    SELECT max(coalesce((SELECT max(id) FROM messages), 0), (SELECT up_to FROM retired_ids)) + 1, \
+    ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
+    ?19 \
+    WHERE ?12 IS NULL \
+       OR NOT EXISTS (SELECT 1 FROM messages WHERE queue = ?1 AND idempotency_key = ?12) \
+    ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING";
+
+/// Writes the columns a step may change. `queue`, `payload`, `max_retries`, `created_at` and
+/// `idempotency_key` are fixed at insert (no step of the core changes them), so the indexes that
+/// hold only those are never rewritten by an update.
+/// `?15` is `ready`, the core's [`deadletter::storage::ready`]: 0 exactly while the message waits
+/// for its `retry_after` (claim moves it when that comes, with [`PROMOTE_SQL`]).
+pub const WRITE_SQL: &str = "UPDATE messages SET status = ?2, retry_count = ?3, retry_after = ?4, \
+    last_error = ?5, updated_at = ?6, lease_token = ?7, lease_expires_at = ?8, \
+    first_failed_at = ?9, dead_at = ?10, errors = ?11, errors_dropped = ?12, replay_count = ?13, \
+    replayed_at = ?14, ready = ?15 WHERE id = ?1";
+
+/// Removes message `?1` (by primary key).
+pub const DELETE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
+
+/// Records that ids up to `?1` were given (after a delete), so that none is given again.
+pub const RETIRE_SQL: &str = "UPDATE retired_ids SET up_to = max(up_to, ?1)";
+
+/// The messages of queue `?1`: pending, processing, dead, and all, each from its index
+/// (`messages_pending`, `messages_leased`, `messages_dead_at`, `messages_by_queue_id`); the
+/// succeeded ones are the rest.
+pub const COUNT_BY_STATUS_SQL: &str = "SELECT \
+    (SELECT count(*) FROM messages WHERE queue = ?1 AND status = 'pending'), \
+    (SELECT count(*) FROM messages WHERE queue = ?1 AND status = 'processing'), \
+    (SELECT count(*) FROM messages WHERE queue = ?1 AND status = 'dead'), \
+    (SELECT count(*) FROM messages WHERE queue = ?1)";
+
+/// Processing messages of queue `?1` whose lease ran out at `?2` (index `messages_leased`).
+pub const COUNT_EXPIRED_SQL: &str = "SELECT count(*) FROM messages \
+    WHERE queue = ?1 AND status = 'processing' AND lease_expires_at <= ?2";
+
+/// Delayed messages of queue `?1` at `?2`, and the earliest instant one becomes due (index
+/// `messages_delayed`: two ranges, waiting and ready).
+pub const COUNT_DELAYED_SQL: &str = "SELECT count(*), min(retry_after) FROM messages \
+    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND ready IN (0, 1) \
+    AND retry_after > ?2";
+
+/// When the next delayed message of queue `?1` becomes due after `?2`: one seek in each range
+/// of the index `messages_delayed`.
+pub const NEXT_DUE_SQL: &str = "SELECT min(at) FROM ( \
+    SELECT min(retry_after) AS at FROM messages WHERE queue = ?1 AND status = 'pending' \
+        AND retry_after IS NOT NULL AND ready = 0 AND retry_after > ?2 \
+    UNION ALL \
+    SELECT min(retry_after) FROM messages WHERE queue = ?1 AND status = 'pending' \
+        AND retry_after IS NOT NULL AND ready = 1 AND retry_after > ?2)";
+
+/// The enqueue time of the oldest message of queue `?1` due at `?2`: the head of the ready index
+/// `messages_ready`, or a waiting message whose `retry_after` has come and that no claim has
+/// moved yet (index `messages_delayed`).
+pub const OLDEST_DUE_SQL: &str = "SELECT min(created_at) FROM ( \
+    SELECT (SELECT created_at FROM messages WHERE queue = ?1 AND status = 'pending' \
+        AND ready = 1 AND (retry_after IS NULL OR retry_after <= ?2) \
+        ORDER BY created_at, id LIMIT 1) AS created_at \
+    UNION ALL \
+    SELECT min(created_at) FROM messages WHERE queue = ?1 AND status = 'pending' \
+        AND retry_after IS NOT NULL AND ready = 0 AND retry_after <= ?2)";
+
+/// When the oldest dead message of queue `?1` died (index `messages_dead_at`).
+pub const OLDEST_DEAD_SQL: &str =
+    "SELECT min(dead_at) FROM messages WHERE queue = ?1 AND status = 'dead'";
+
+/// The names of the queues that hold messages, ascending: a skip-scan of the index
+/// `messages_by_queue_id` that seeks once per queue instead of reading every message.
+pub const QUEUES_SQL: &str = "WITH RECURSIVE names (queue) AS ( \
+        SELECT min(queue) FROM messages \
+        UNION ALL \
+        SELECT (SELECT min(queue) FROM messages WHERE queue > names.queue) \
+        FROM names WHERE names.queue IS NOT NULL \
+    ) SELECT queue FROM names WHERE queue IS NOT NULL";
+
+/// The query of [`deadletter::Store::select`] for `filter`: ids ascending above `:after`, at most `:limit`,
+/// with a term for each filter that is set (parameters `:queue`, `:error`, `:dead_after`,
+/// `:dead_before`, `:until`). The status is written as a literal so that SQLite can use the
+/// partial index of dead messages (`messages_dead`, which holds every column these filters read);
+/// succeeded messages are read in id order through `messages_by_queue_id`. The unary `+` on `dead_at` keeps SQLite
+/// from walking `messages_dead_at` by date instead: that would sort every selected message again
+/// for each batch, where walking by id resumes where the last batch stopped.
+pub fn select_sql(filter: &Filter<'_>) -> String {
+    let mut sql = format!(
+        "SELECT id FROM messages WHERE queue = :queue AND status = '{}' AND id > :after",
+        filter.status.as_str()
+    );
+    if filter.error_contains.is_some() {
+        sql.push_str(" AND instr(last_error, :error) > 0");
+    }
+    if filter.dead_after.is_some() {
+        sql.push_str(" AND +dead_at >= :dead_after");
+    }
+    if filter.dead_before.is_some() {
+        sql.push_str(" AND +dead_at < :dead_before");
+    }
+    if filter.updated_until.is_some() {
+        sql.push_str(" AND updated_at <= :until");
+    }
+    sql.push_str(" ORDER BY id LIMIT :limit");
+    sql
+}
+
+/// Every column of the current schema's `messages`, reading no row (the schema check at open).
+pub const COLUMNS_SQL: &str = select!("LIMIT 0");
+
+/// A page of every queue's messages, ids above `?1`, at most `?2` (by primary key): the upgrade
+/// of version 1's rows.
+pub const PAGE_SQL: &str = select!("WHERE id > ?1 ORDER BY id LIMIT ?2");

@@ -1,0 +1,87 @@
+//! What the SQLite tests share: temporary database files, removed afterwards, and a few calls
+//! through the engine.
+#![allow(dead_code)] // each test file uses its own part
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use deadletter::{Arg, Backoff, Engine, Error, Item, Limits, Message, Moment};
+use deadletter_sqlite::{Durability, SqliteStore};
+
+/// A fresh path in the system's temporary directory, removed (with its WAL files) on drop.
+pub struct TempDb(pub PathBuf);
+
+impl TempDb {
+    /// A path no file has yet.
+    pub fn new() -> Self {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let name = format!("deadletter-test-{}-{n}.db", std::process::id());
+        let temp = Self(std::env::temp_dir().join(name));
+        temp.remove();
+        temp
+    }
+
+    fn remove(&self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut path = self.0.clone().into_os_string();
+            path.push(suffix);
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+/// The engine over a store on `path`, with the default limits.
+pub fn engine(path: &Path) -> Engine<SqliteStore> {
+    Engine::new(
+        SqliteStore::open(path, Durability::Full).expect("open"),
+        Limits::default(),
+    )
+}
+
+/// An item of `payload` and nothing else.
+pub fn item(payload: &str) -> Item<'_> {
+    Item {
+        payload: payload.into(),
+        ..Item::default()
+    }
+}
+
+/// The schema version of the store's file (`PRAGMA user_version`).
+pub fn user_version(store: &SqliteStore) -> i64 {
+    store
+        .with_connection(|conn| {
+            conn.query_row("PRAGMA user_version", [], |row| row.get(0))
+                .map_err(Error::store)
+        })
+        .expect("user_version")
+}
+
+/// Enqueues `payload` on queue `q` at `now`, due `delay_ms` later.
+pub fn enqueue_at(db: &Engine<SqliteStore>, payload: &str, delay_ms: i64, now: i64) -> Message {
+    let delayed = Item {
+        payload: payload.into(),
+        delay_ms: delay_ms.into(),
+        ..Item::default()
+    };
+    pollster::block_on(db.enqueue("q".into(), &delayed, now)).expect("enqueue")
+}
+
+/// Claims from queue `q` at `now`.
+pub fn claim_at(db: &Engine<SqliteStore>, now: i64) -> Option<Message> {
+    let policy = Backoff::default();
+    let at = Moment {
+        policy: &policy,
+        sample: 0.0,
+        now,
+    };
+    pollster::block_on(db.claim("q".into(), Arg::Null, || "tok".into(), at))
+        .expect("claim")
+        .value
+}

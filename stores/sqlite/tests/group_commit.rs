@@ -1,0 +1,87 @@
+//! Group commit: the calls of one process that queue while another holds the connection share
+//! the next commit, each keeping its own outcome.
+
+mod common;
+
+use common::{TempDb, engine, enqueue_at};
+use deadletter::conformance::BASE;
+use deadletter::{Error, Message};
+
+/// Calls that queue while another call holds the connection share its successor's commit; a
+/// failing call among them (a step's error) changes nothing of the others, and each
+/// gets exactly the result it would have got alone.
+#[test]
+fn concurrent_calls_share_commits_and_keep_their_own_outcomes() {
+    let file = TempDb::new();
+    let db = engine(&file.0);
+    let store = db.store();
+    let ids: Vec<i64> = (0..9)
+        .map(|i| enqueue_at(&db, &format!("m{i}"), 0, BASE + i).id)
+        .collect();
+    let before = store.commits();
+    let first = ids[0];
+    let start = std::sync::Barrier::new(ids.len());
+    let outcomes: Vec<Result<Message, Error>> = std::thread::scope(|scope| {
+        let calls: Vec<_> = ids
+            .iter()
+            .map(|&id| {
+                let start = &start;
+                scope.spawn(move || {
+                    start.wait();
+                    if id == first {
+                        // Holds the connection long enough for the others to queue behind it.
+                        pollster::block_on(deadletter::Store::update(store, "q", id, |m| {
+                            std::thread::sleep(std::time::Duration::from_millis(300));
+                            Ok(Message {
+                                last_error: Some("first".into()),
+                                ..m
+                            })
+                        }))
+                    } else {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        pollster::block_on(deadletter::Store::update(store, "q", id, |m| {
+                            if id % 2 == 0 {
+                                Err(Error::Store(format!("refused {id}")))
+                            } else {
+                                Ok(Message {
+                                    last_error: Some(format!("changed {id}")),
+                                    ..m
+                                })
+                            }
+                        }))
+                    }
+                })
+            })
+            .collect();
+        calls.into_iter().map(|c| c.join().expect("call")).collect()
+    });
+    let commits = store.commits() - before;
+    assert!(
+        commits <= 3,
+        "{commits} commits for 9 calls: none was shared"
+    );
+    for (id, outcome) in ids.iter().zip(&outcomes) {
+        let stored = pollster::block_on(db.get("q".into(), (*id).into())).expect("get");
+        match outcome {
+            Ok(written) => {
+                assert!(*id == first || id % 2 == 1);
+                assert_eq!(written, &stored);
+            }
+            Err(err) => {
+                assert_eq!(err.to_string(), format!("store error: refused {id}"));
+                assert_eq!(
+                    stored.payload,
+                    format!("m{}", id - 1),
+                    "a refused call wrote"
+                );
+            }
+        }
+    }
+    assert_eq!(
+        outcomes.iter().filter(|o| o.is_ok()).count(),
+        1 + ids
+            .iter()
+            .filter(|id| *id % 2 == 1 && **id != ids[0])
+            .count()
+    );
+}

@@ -1,0 +1,89 @@
+//! What the conformance cases cannot show: a file's life (reopen, a newer schema, another
+//! application's file), a closed store, and racing connections on one idempotency key.
+
+mod common;
+
+use common::{TempDb, engine, item, user_version};
+use deadletter::conformance::BASE;
+use deadletter::{Engine, Error, Item, Limits, Message};
+use deadletter_sqlite::{Durability, SCHEMA_VERSION, SqliteStore};
+
+#[test]
+fn a_file_keeps_its_messages_and_a_newer_schema_is_refused() {
+    let file = TempDb::new();
+    let db = engine(&file.0);
+    let m = pollster::block_on(db.enqueue("q".into(), &item("hé ✓"), BASE)).expect("enqueue");
+    assert_eq!(user_version(db.store()), SCHEMA_VERSION);
+    drop(db);
+    let db = engine(&file.0);
+    let again = pollster::block_on(db.get("q".into(), m.id.into())).expect("get");
+    assert_eq!(again, m);
+    db.store()
+        .with_connection(|conn| {
+            conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+                .map_err(Error::store)
+        })
+        .expect("bump version");
+    drop(db);
+    let refused = SqliteStore::open(&file.0, Durability::Full).expect_err("newer schema");
+    assert_eq!(refused.code(), "store");
+    let newer = format!("schema version {}", SCHEMA_VERSION + 1);
+    assert!(refused.to_string().contains(&newer), "{refused}");
+}
+
+#[test]
+fn a_closed_store_fails_with_a_store_error() {
+    let db = Engine::new(
+        SqliteStore::open(":memory:".as_ref(), Durability::Full).expect("open"),
+        Limits::default(),
+    );
+    db.store().close().expect("close");
+    db.store().close().expect("close twice");
+    let err = pollster::block_on(db.get("q".into(), 1_i64.into())).expect_err("closed");
+    assert_eq!(err.code(), "store");
+}
+
+#[test]
+fn another_applications_file_is_refused() {
+    let file = TempDb::new();
+    let conn = rusqlite::Connection::open(&file.0).expect("open");
+    conn.execute_batch("CREATE TABLE foo (x)").expect("create");
+    drop(conn);
+    let refused = SqliteStore::open(&file.0, Durability::Full).expect_err("foreign file");
+    assert!(
+        refused.to_string().contains("not a deadletter database"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn two_connections_racing_with_one_key_insert_one_message() {
+    let file = TempDb::new();
+    drop(engine(&file.0));
+    let keyed = Item {
+        payload: "x".into(),
+        idempotency_key: "k".into(),
+        ..Item::default()
+    };
+    let results: Vec<Message> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let path = file.0.clone();
+                let keyed = keyed.clone();
+                scope.spawn(move || {
+                    let db = engine(&path);
+                    (0..50)
+                        .map(|_| pollster::block_on(db.enqueue("q".into(), &keyed, BASE)))
+                        .collect::<Result<Vec<_>, _>>()
+                        .expect("enqueue")
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("worker"))
+            .collect()
+    });
+    assert_eq!(results.iter().filter(|m| !m.deduplicated).count(), 1);
+    assert!(results.iter().all(|m| m.id == 1));
+}

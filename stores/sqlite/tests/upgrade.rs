@@ -1,0 +1,339 @@
+//! Files of older schema versions upgraded in place: deadletter 0.1.0's (schema version 1, the
+//! fixture `tests/fixtures/v0.1.0.sqlite`), version 2's (before the ready index), and ids that
+//! stay unique across the upgrade to version 4.
+
+mod common;
+
+use std::path::Path;
+
+use common::{TempDb, claim_at, engine, item, user_version};
+use deadletter::conformance::BASE;
+use deadletter::{Arg, Backoff, Error, FailedAttempt, Message, Moment, Status};
+use deadletter_sqlite::{SCHEMA_V1, SCHEMA_VERSION, UPGRADE_V2, UPGRADE_V3};
+use rusqlite::params;
+
+/// A message of the 0.1.0 fixture as version 3 reads it: what 0.1.0 stored, with the failures it
+/// counted as dropped history and no `retry_after` outside pending.
+fn v1_message(id: i64, payload: &str, status: Status, counts: (u32, u32)) -> Message {
+    let (retry_count, max_retries) = counts;
+    Message {
+        id,
+        queue: "emails".into(),
+        payload: payload.into(),
+        status,
+        retry_count,
+        max_retries,
+        retry_after: None,
+        last_error: None,
+        created_at: BASE,
+        updated_at: BASE + 10_000,
+        lease_token: None,
+        lease_expires_at: None,
+        idempotency_key: None,
+        first_failed_at: None,
+        dead_at: None,
+        errors: Vec::new(),
+        errors_dropped: retry_count,
+        replay_count: 0,
+        replayed_at: None,
+        deduplicated: false,
+    }
+}
+
+/// What `tests/fixtures/make_v1_sqlite.py` left in `tests/fixtures/v0.1.0.sqlite`.
+fn fixture_messages() -> Vec<Message> {
+    let processing = Status::Processing;
+    vec![
+        Message {
+            last_error: Some("boom".into()),
+            lease_token: Some("3af2372f-a438-4bdd-801f-f029843f632a".into()),
+            lease_expires_at: Some(BASE + 70_000),
+            ..v1_message(1, r#"{"to": "a@example.com"}"#, processing, (1, 3))
+        },
+        Message {
+            updated_at: BASE,
+            lease_token: Some("5d91d29d-6a48-48a9-9c57-90722f796f7d".into()),
+            lease_expires_at: Some(BASE + 60_000),
+            ..v1_message(2, "claimed", processing, (0, 5))
+        },
+        v1_message(3, "acked", Status::Succeeded, (0, 3)),
+        Message {
+            retry_after: Some(BASE + 12_000),
+            last_error: Some("HTTP 503".into()),
+            ..v1_message(4, "retried", Status::Pending, (1, 4))
+        },
+        Message {
+            last_error: Some("malformed".into()),
+            dead_at: Some(BASE + 10_000),
+            ..v1_message(5, "poison", Status::Dead, (1, 1))
+        },
+        Message {
+            updated_at: BASE + 15_000,
+            ..v1_message(6, "replayed", Status::Pending, (0, 1))
+        },
+        Message {
+            queue: "other queue/ü".into(),
+            updated_at: BASE,
+            ..v1_message(7, &"x".repeat(1000), Status::Pending, (0, 3))
+        },
+    ]
+}
+
+#[test]
+fn a_file_written_by_0_1_0_is_upgraded_in_place() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/v0.1.0.sqlite");
+    let file = TempDb::new();
+    std::fs::copy(&fixture, &file.0).expect("copy the fixture");
+    let db = engine(&file.0);
+    assert_eq!(user_version(db.store()), SCHEMA_VERSION);
+    let read = |queue: &str| {
+        pollster::block_on(db.list(queue.into(), Arg::Null, Arg::Null, Arg::Null)).expect("list")
+    };
+    let mut all = read("emails");
+    all.extend(read("other queue/ü"));
+    assert_eq!(all, fixture_messages());
+
+    // The upgraded file works: expired leases are reaped into the new history, claim takes the
+    // oldest due message, fail records it, replay counts, ids continue.
+    let now = BASE + 100_000;
+    let policy = Backoff::default();
+    let at = Moment {
+        policy: &policy,
+        sample: 0.0,
+        now,
+    };
+    let claimed =
+        pollster::block_on(db.claim("emails".into(), Arg::Null, || "t".into(), at)).expect("claim");
+    let taken = claimed.value.expect("message 4 is due");
+    assert_eq!((taken.id, taken.retry_after), (4, None));
+    let one = pollster::block_on(db.get("emails".into(), 1_i64.into())).expect("get 1");
+    assert_eq!(
+        (
+            one.status,
+            one.retry_count,
+            one.retry_after,
+            one.errors_dropped
+        ),
+        (Status::Pending, 2, Some(now + 4_000), 1)
+    );
+    let lease_expired = FailedAttempt {
+        attempt: 2,
+        error: "lease expired".into(),
+        at: now,
+    };
+    assert_eq!(one.errors, vec![lease_expired]);
+    let failed = pollster::block_on(db.fail(
+        "emails".into(),
+        4_i64.into(),
+        "HTTP 500".into(),
+        "t".into(),
+        Arg::Null,
+        at,
+    ))
+    .expect("fail");
+    assert_eq!(
+        (
+            failed.value.retry_count,
+            failed.value.errors.len(),
+            failed.value.errors[0].attempt
+        ),
+        (2, 1, 2)
+    );
+    let replayed =
+        pollster::block_on(db.replay("emails".into(), 5_i64.into(), now)).expect("replay");
+    assert_eq!(
+        (
+            replayed.status,
+            replayed.dead_at,
+            replayed.replay_count,
+            replayed.replayed_at
+        ),
+        (Status::Pending, None, 1, Some(now))
+    );
+    let next = pollster::block_on(db.enqueue("emails".into(), &item("new"), now)).expect("enqueue");
+    assert_eq!(next.id, 8);
+    drop(db);
+    assert_eq!(
+        user_version(engine(&file.0).store()),
+        SCHEMA_VERSION,
+        "reopening changes nothing"
+    );
+}
+
+/// A file as this store wrote it at schema version 2 (`now`: the instant of the test): pending
+/// due, pending whose backoff is over, pending in backoff, processing with an expired lease,
+/// succeeded.
+fn write_version_2(path: &Path, now: i64) {
+    let conn = rusqlite::Connection::open(path).expect("open");
+    conn.execute_batch(SCHEMA_V1).expect("v1");
+    conn.execute_batch(UPGRADE_V2).expect("v2");
+    conn.pragma_update(None, "user_version", 2)
+        .expect("version");
+    let mut insert = conn
+        .prepare(
+            "INSERT INTO messages (queue, payload, status, retry_count, max_retries, \
+                 retry_after, last_error, created_at, updated_at, lease_token, lease_expires_at, \
+                 errors, errors_dropped) \
+                 VALUES ('q', ?1, ?2, ?3, 3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, 0)",
+        )
+        .expect("insert");
+    let failed = r#"[{"attempt":1,"error":"boom","at":1767225600000}]"#;
+    let none = None::<i64>;
+    let rows = [
+        params![
+            "due",
+            "pending",
+            0,
+            none,
+            None::<&str>,
+            BASE + 3,
+            None::<&str>,
+            none,
+            "[]"
+        ],
+        params![
+            "over",
+            "pending",
+            1,
+            Some(now - 1),
+            Some("boom"),
+            BASE + 1,
+            None::<&str>,
+            none,
+            failed
+        ],
+        params![
+            "later",
+            "pending",
+            1,
+            Some(now + 50_000),
+            Some("boom"),
+            BASE,
+            None::<&str>,
+            none,
+            failed
+        ],
+        params![
+            "held",
+            "processing",
+            0,
+            none,
+            None::<&str>,
+            BASE + 2,
+            Some("t"),
+            Some(now - 5),
+            "[]"
+        ],
+        params![
+            "done",
+            "succeeded",
+            0,
+            none,
+            None::<&str>,
+            BASE + 4,
+            None::<&str>,
+            none,
+            "[]"
+        ],
+    ];
+    for row in rows {
+        insert.execute(row).expect("row");
+    }
+}
+
+#[test]
+fn a_version_2_file_is_upgraded_in_place() {
+    let file = TempDb::new();
+    let now = BASE + 100_000;
+    write_version_2(&file.0, now);
+    let db = engine(&file.0);
+    assert_eq!(user_version(db.store()), SCHEMA_VERSION);
+    let ready: Vec<(i64, i64)> = db
+        .store()
+        .with_connection(|conn| {
+            let mut statement = conn
+                .prepare("SELECT id, ready FROM messages ORDER BY id")
+                .map_err(Error::store)?;
+            let rows = statement
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+                .map_err(Error::store)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(Error::store)
+        })
+        .expect("ready");
+    assert_eq!(ready, [(1, 1), (2, 0), (3, 0), (4, 1), (5, 1)]);
+    let all =
+        pollster::block_on(db.list("q".into(), Arg::Null, Arg::Null, Arg::Null)).expect("list");
+    let fields: Vec<(&str, Status, Option<i64>)> = all
+        .iter()
+        .map(|m| (m.payload.as_str(), m.status, m.retry_after))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            ("due", Status::Pending, None),
+            ("over", Status::Pending, Some(now - 1)),
+            ("later", Status::Pending, Some(now + 50_000)),
+            ("held", Status::Processing, None),
+            ("done", Status::Succeeded, None),
+        ]
+    );
+    let stats = pollster::block_on(db.stats("q".into(), now)).expect("stats");
+    assert_eq!(
+        (
+            stats.pending,
+            stats.delayed,
+            stats.next_due_at,
+            stats.expired
+        ),
+        (3, 1, Some(now + 50_000), 1)
+    );
+    assert_eq!(stats.oldest_due_age_ms, Some(now - (BASE + 1)));
+    // FIFO among the due messages, the one whose backoff is over first; the expired lease goes
+    // back into backoff; the one still in backoff stays.
+    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("over".into()));
+    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("due".into()));
+    assert_eq!(claim_at(&db, now), None);
+    drop(db);
+    assert_eq!(user_version(engine(&file.0).store()), SCHEMA_VERSION);
+}
+
+/// Schema version 4 gives ids without `AUTOINCREMENT`: an id that a message deleted before the
+/// upgrade had is not given again, from a file of version 2 or 3; nor one deleted after it.
+#[test]
+fn ids_are_not_reused_across_the_upgrade_to_version_4() {
+    for version in [2, 3] {
+        let file = TempDb::new();
+        let now = BASE + 100_000;
+        write_version_2(&file.0, now);
+        {
+            let conn = rusqlite::Connection::open(&file.0).expect("open");
+            if version == 3 {
+                conn.execute_batch(UPGRADE_V3).expect("v3");
+                conn.pragma_update(None, "user_version", 3)
+                    .expect("version");
+            }
+            // The highest id: AUTOINCREMENT remembers 5, max(id) is now 4.
+            conn.execute("DELETE FROM messages WHERE id = 5", [])
+                .expect("delete");
+        }
+        let db = engine(&file.0);
+        assert_eq!(user_version(db.store()), SCHEMA_VERSION, "from {version}");
+        let enqueue = |payload: &str| {
+            pollster::block_on(db.enqueue("q".into(), &item(payload), now))
+                .expect("enqueue")
+                .id
+        };
+        assert_eq!(enqueue("after the upgrade"), 6, "from {version}");
+        // Finish the newest message, delete it, enqueue: 7, not 6.
+        db.store()
+            .with_connection(|conn| {
+                conn.execute("UPDATE messages SET status = 'succeeded' WHERE id = 6", [])
+                    .map(drop)
+                    .map_err(Error::store)
+            })
+            .expect("finish 6");
+        let deleted = pollster::block_on(db.delete("q".into(), 6_i64.into())).expect("delete");
+        assert_eq!(deleted.id, 6);
+        assert_eq!(enqueue("after a delete"), 7, "from {version}");
+    }
+}
