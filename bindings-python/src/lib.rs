@@ -47,7 +47,7 @@ use crate::errors::to_py_err;
 use crate::message::PyMessage;
 use crate::policy::PyBackoff;
 use crate::stats::PyQueueStats;
-use crate::store::{AnyStore, Postgres};
+use crate::store::AnyStore;
 
 /// Opens (creating if needed) a queue database: a SQLite file, or a schema of a PostgreSQL
 /// database.
@@ -219,7 +219,7 @@ fn open(
             .map(AnyStore::Sqlite),
         Target::Postgres(url, options) => py
             .detach(|| PostgresStore::open(&url, &options))
-            .map(|store| AnyStore::Postgres(Postgres::new(store))),
+            .map(|store| AnyStore::Postgres(Box::new(store))),
     }
     .map_err(|err| to_py_err(py, &err))?;
     Ok(Database::new(Shared::new(

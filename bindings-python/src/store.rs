@@ -1,18 +1,10 @@
 //! [`AnyStore`]: the store a `Database` runs on, SQLite or PostgreSQL, chosen by `open` from its
 //! path or URL. One [`Engine`](deadletter::Engine) type serves both: every [`Store`] method is
-//! passed on to the store inside, whose futures are ready at once.
-//!
-//! Fork safety of PostgreSQL: a child made by `fork()` shares the parent's sockets. Any byte the
-//! child sent on them (a query, or the goodbye a closing client sends) would land in the parent's
-//! sessions, so in the child every call of a store opened before the fork fails at once with a
-//! store error, `close` touches nothing, and dropping the store leaks it instead of closing its
-//! sessions. Opening a new store in the child works. (The SQLite store has its own rules, in
-//! `deadletter_sqlite::fork`.)
-
-use std::sync::Arc;
+//! passed on to the store inside, whose futures are ready at once. Each store keeps its own fork
+//! rules (a store opened before a `fork()` fails every call in the child); this file only picks.
 
 use deadletter::{
-    Claimed, Counts, Error, Filter, Id, ListQuery, Message, Millis, NewMessage, Result, Store,
+    Claimed, Counts, Filter, Id, ListQuery, Message, Millis, NewMessage, Result, Store,
 };
 use deadletter_postgres::PostgresStore;
 use deadletter_sqlite::SqliteStore;
@@ -37,52 +29,8 @@ pub fn postgres_url(path: &str) -> Option<String> {
 pub enum AnyStore {
     /// A SQLite file or `:memory:`.
     Sqlite(SqliteStore),
-    /// A schema of a PostgreSQL database, usable in the process that opened it.
-    Postgres(Postgres),
-}
-
-/// A [`PostgresStore`] and the process that opened it.
-#[derive(Debug)]
-pub struct Postgres {
-    store: Arc<PostgresStore>,
-    pid: u32,
-}
-
-impl Postgres {
-    /// `store`, opened by this process.
-    pub fn new(store: PostgresStore) -> Self {
-        Self {
-            store: Arc::new(store),
-            pid: std::process::id(),
-        }
-    }
-
-    /// Whether this process is not the one that opened the store (a child made by `fork()`).
-    fn forked(&self) -> bool {
-        std::process::id() != self.pid
-    }
-
-    /// The store, in the process that opened it only.
-    fn here(&self) -> Result<&PostgresStore> {
-        if self.forked() {
-            return Err(Error::Store(
-                "this database was opened before a fork, in the parent process, whose PostgreSQL \
-                 connections must not be used by a child: open the database again in this \
-                 process"
-                    .into(),
-            ));
-        }
-        Ok(&self.store)
-    }
-}
-
-impl Drop for Postgres {
-    /// In a forked child, leaks the store: closing its sessions would end the parent's.
-    fn drop(&mut self) {
-        if self.forked() {
-            std::mem::forget(Arc::clone(&self.store));
-        }
-    }
+    /// A schema of a PostgreSQL database (boxed: its pool and statements are large).
+    Postgres(Box<PostgresStore>),
 }
 
 impl AnyStore {
@@ -91,10 +39,7 @@ impl AnyStore {
     pub fn close(&self) -> Result<()> {
         match self {
             Self::Sqlite(store) => store.close(),
-            Self::Postgres(pg) => {
-                pg.here()?.close();
-                Ok(())
-            }
+            Self::Postgres(store) => store.close(),
         }
     }
 
@@ -102,20 +47,17 @@ impl AnyStore {
     pub fn is_closed(&self) -> bool {
         match self {
             Self::Sqlite(store) => store.is_closed(),
-            Self::Postgres(pg) => pg.forked() || pg.store.is_closed(),
+            Self::Postgres(store) => store.is_closed(),
         }
     }
 }
 
-/// `store.$call.await` on whichever store this is (the PostgreSQL one only in its own process).
+/// `store.$call.await` on whichever store this is.
 macro_rules! delegate {
     ($self:ident, $store:ident => $call:expr) => {
         match $self {
             AnyStore::Sqlite($store) => $call.await,
-            AnyStore::Postgres(pg) => {
-                let $store = pg.here()?;
-                $call.await
-            }
+            AnyStore::Postgres($store) => $call.await,
         }
     };
 }

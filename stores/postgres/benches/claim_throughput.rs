@@ -1,19 +1,17 @@
 //! Benchmark, not a test: claim+succeed messages per second with 1, 4 and 16 workers on
 //! PostgreSQL, beside SQLite on the same machine in the same run.
 //!
-//! Workers are threads, each with its own connection (a store with one session for PostgreSQL,
-//! its own `rusqlite::Connection` for SQLite): to the database that is what processes are. Each
-//! round enqueues `MESSAGES` messages (not timed), then the workers claim and ack until none is
-//! left; a round's figure is messages / wall time. Fresh schema or file per round; one warm-up
-//! round per row is not counted.
+//! Workers are threads, each with its own store and connection (a store with one session for
+//! PostgreSQL, a `deadletter_sqlite::SqliteStore` on the file for SQLite): to the database that
+//! is what processes are. Each round enqueues `MESSAGES` messages (not timed), then the workers
+//! claim and ack through the engine until none is left; a round's figure is messages / wall
+//! time. Fresh schema or file per round; one warm-up round per row is not counted.
 //!
-//! SQLite is measured with the raw rusqlite loop below (the SQLite store lives in the Python
-//! binding, which depends on this crate): the same transactions the store runs (claim: reap
-//! expired leases, take the first due message in FIFO order, write it; ack: read, write), WAL,
-//! `synchronous = FULL`, on a file in the temp dir. The stores themselves, through the Python
-//! package with worker processes: `bindings-python/benches/postgres_throughput.py`.
-//! PostgreSQL runs with `fsync` and `synchronous_commit` on (`make bench-postgres` starts its
-//! cluster with `scripts/pg.sh run --durable`), so both make each commit durable.
+//! Both stores make each commit durable: SQLite with WAL and `synchronous = FULL`
+//! (`Durability::Full`), on a file in the temp dir; PostgreSQL with `fsync` and
+//! `synchronous_commit` on (`make bench-postgres` starts its cluster with
+//! `scripts/pg.sh run --durable`). The same stores through the Python package with worker
+//! processes: `bindings-python/benches/postgres_throughput.py`.
 //!
 //! Run: `make bench-postgres` (or `scripts/pg.sh run --durable cargo bench -p deadletter-postgres`).
 
@@ -21,9 +19,9 @@ use std::path::PathBuf;
 use std::sync::Barrier;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use deadletter::{Arg, Backoff, Engine, Item, Limits, Millis, Moment};
+use deadletter::{Arg, Backoff, Engine, Item, Limits, Millis, Moment, Store};
 use deadletter_postgres::{Options, PostgresStore};
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use deadletter_sqlite::{Durability, SqliteStore};
 
 const MESSAGES: usize = 2_000;
 const ROUNDS: usize = 5;
@@ -48,18 +46,13 @@ fn measure(mut round: impl FnMut() -> Duration) -> (f64, f64, f64) {
     (rates[0], rates[ROUNDS / 2], rates[ROUNDS - 1])
 }
 
-/// One PostgreSQL round on a fresh schema: the workers' wall time.
-fn postgres_round(url: &str, workers: usize, round: usize) -> Duration {
-    let schema = format!("bench_{}_{workers}_{round}", std::process::id());
-    let open = |max_connections| {
-        let options = Options {
-            schema: schema.clone(),
-            max_connections,
-            ..Options::default()
-        };
-        PostgresStore::open(url, &options).expect("open")
-    };
-    let producer = Engine::new(open(1), Limits::default());
+/// One round: `MESSAGES` messages enqueued by `producer`, then claimed and acked by the workers,
+/// each on its own store from `open`, until none is left; the workers' wall time.
+fn claim_and_ack<S: Store + Sync>(
+    producer: &Engine<S>,
+    workers: usize,
+    open: impl Fn() -> S,
+) -> Duration {
     let items = vec![
         Item {
             payload: Arg::Str("{\"to\": \"alice@example.com\"}"),
@@ -71,7 +64,7 @@ fn postgres_round(url: &str, workers: usize, round: usize) -> Duration {
         pollster::block_on(producer.enqueue_many("bench".into(), &items, now())).expect("enqueue");
     }
     let engines: Vec<_> = (0..workers)
-        .map(|_| Engine::new(open(1), Limits::default()))
+        .map(|_| Engine::new(open(), Limits::default()))
         .collect();
     let barrier = Barrier::new(workers + 1);
     let elapsed = std::thread::scope(|scope| {
@@ -110,6 +103,22 @@ fn postgres_round(url: &str, workers: usize, round: usize) -> Duration {
     .elapsed();
     let stats = pollster::block_on(producer.stats("bench".into(), now())).expect("stats");
     assert_eq!(stats.succeeded, MESSAGES as u64, "every message acked once");
+    elapsed
+}
+
+/// One PostgreSQL round on a fresh schema, dropped afterwards.
+fn postgres_round(url: &str, workers: usize, round_number: usize) -> Duration {
+    let schema = format!("bench_{}_{workers}_{round_number}", std::process::id());
+    let open = || {
+        let options = Options {
+            schema: schema.clone(),
+            max_connections: 1,
+            ..Options::default()
+        };
+        PostgresStore::open(url, &options).expect("open")
+    };
+    let producer = Engine::new(open(), Limits::default());
+    let elapsed = claim_and_ack(&producer, workers, open);
     producer
         .store()
         .with_client(|client| {
@@ -121,135 +130,15 @@ fn postgres_round(url: &str, workers: usize, round: usize) -> Duration {
     elapsed
 }
 
-/// The SQLite reference: the claim and ack transactions of the SQLite store, written directly.
-const SQLITE_SCHEMA: &str = "
-CREATE TABLE messages (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL, payload TEXT NOT NULL,
-    status TEXT NOT NULL, retry_count INTEGER NOT NULL, max_retries INTEGER NOT NULL,
-    retry_after INTEGER, last_error TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
-    lease_token TEXT, lease_expires_at INTEGER
-) STRICT;
-CREATE INDEX messages_by_queue_status_created ON messages (queue, status, created_at, id, retry_after);
-CREATE INDEX messages_by_queue_status_lease ON messages (queue, status, lease_expires_at);
-CREATE INDEX messages_by_queue_status_id ON messages (queue, status, id);
-CREATE INDEX messages_by_queue_id ON messages (queue, id);
-";
-
-fn sqlite_open(path: &PathBuf) -> Connection {
-    let conn = Connection::open(path).expect("open");
-    conn.busy_timeout(Duration::from_secs(30)).expect("busy");
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .expect("wal");
-    conn.pragma_update(None, "synchronous", "FULL")
-        .expect("sync");
-    conn
-}
-
-fn sqlite_worker(conn: &mut Connection) {
-    loop {
-        let now = now();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .expect("begin");
-        let expired: Vec<i64> = {
-            let mut s = tx
-                .prepare_cached(
-                    "SELECT id FROM messages WHERE queue = ?1 AND status = 'processing' \
-                     AND lease_expires_at <= ?2 ORDER BY lease_expires_at, id",
-                )
-                .expect("prepare");
-            s.query_map(params!["bench", now], |r| r.get(0))
-                .expect("query")
-                .collect::<Result<_, _>>()
-                .expect("rows")
-        };
-        assert!(expired.is_empty(), "no lease runs out in this benchmark");
-        let next: Option<(i64, String)> = tx
-            .prepare_cached(
-                "SELECT id, payload FROM messages WHERE queue = ?1 AND status = 'pending' \
-                 AND (retry_after IS NULL OR retry_after <= ?2) ORDER BY created_at, id LIMIT 1",
-            )
-            .expect("prepare")
-            .query_row(params!["bench", now], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()
-            .expect("claim");
-        let Some((id, _payload)) = next else { break };
-        let token = uuid::Uuid::new_v4().to_string();
-        tx.prepare_cached(
-            "UPDATE messages SET status = 'processing', lease_token = ?2, \
-             lease_expires_at = ?3, retry_after = NULL, updated_at = ?4 WHERE id = ?1",
-        )
-        .expect("prepare")
-        .execute(params![id, token, now + 30_000, now])
-        .expect("take");
-        tx.commit().expect("commit");
-
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .expect("begin");
-        let held: String = tx
-            .prepare_cached("SELECT lease_token FROM messages WHERE id = ?1 AND queue = ?2")
-            .expect("prepare")
-            .query_row(params![id, "bench"], |r| r.get(0))
-            .expect("read");
-        assert_eq!(held, token);
-        tx.prepare_cached(
-            "UPDATE messages SET status = 'succeeded', lease_token = NULL, \
-             lease_expires_at = NULL, updated_at = ?2 WHERE id = ?1",
-        )
-        .expect("prepare")
-        .execute(params![id, now])
-        .expect("ack");
-        tx.commit().expect("commit");
-    }
-}
-
-/// One SQLite round on a fresh file: the workers' wall time.
-fn sqlite_round(workers: usize, round: usize) -> Duration {
-    let path = std::env::temp_dir().join(format!(
-        "deadletter-bench-{}-{workers}-{round}.db",
+/// One SQLite round on a fresh file, removed afterwards.
+fn sqlite_round(workers: usize, round_number: usize) -> Duration {
+    let path: PathBuf = std::env::temp_dir().join(format!(
+        "deadletter-bench-{}-{workers}-{round_number}.db",
         std::process::id()
     ));
-    let mut producer = sqlite_open(&path);
-    producer.execute_batch(SQLITE_SCHEMA).expect("schema");
-    let tx = producer.transaction().expect("begin");
-    let t = now();
-    for _ in 0..MESSAGES {
-        tx.execute(
-            "INSERT INTO messages (queue, payload, status, retry_count, max_retries, created_at, \
-             updated_at) VALUES ('bench', '{\"to\": \"alice@example.com\"}', 'pending', 0, 3, ?1, ?1)",
-            params![t],
-        )
-        .expect("insert");
-    }
-    tx.commit().expect("commit");
-    let mut conns: Vec<Connection> = (0..workers).map(|_| sqlite_open(&path)).collect();
-    let barrier = Barrier::new(workers + 1);
-    let elapsed = std::thread::scope(|scope| {
-        for conn in &mut conns {
-            let barrier = &barrier;
-            scope.spawn(move || {
-                barrier.wait();
-                sqlite_worker(conn);
-            });
-        }
-        barrier.wait();
-        Instant::now()
-    })
-    .elapsed();
-    let acked: i64 = producer
-        .query_row(
-            "SELECT count(*) FROM messages WHERE status = 'succeeded'",
-            [],
-            |r| r.get(0),
-        )
-        .expect("count");
-    assert_eq!(
-        usize::try_from(acked),
-        Ok(MESSAGES),
-        "every message acked once"
-    );
-    drop(conns);
+    let open = || SqliteStore::open(&path, Durability::Full).expect("open");
+    let producer = Engine::new(open(), Limits::default());
+    let elapsed = claim_and_ack(&producer, workers, open);
     drop(producer);
     for suffix in ["", "-wal", "-shm"] {
         let mut file = path.clone().into_os_string();
@@ -281,8 +170,8 @@ fn main() {
          workers are threads with their own connection; {cores} cores"
     );
     println!(
-        "PostgreSQL {server} ({durable}) vs SQLite {} (raw rusqlite loop, WAL, synchronous=FULL)",
-        rusqlite::version()
+        "PostgreSQL {server} ({durable}) vs SQLite {} (deadletter-sqlite, WAL, synchronous=FULL)",
+        deadletter_sqlite::rusqlite::version()
     );
     println!(
         "{:<12} {:>7} {:>9} {:>9} {:>9}",

@@ -20,7 +20,13 @@
 //! identity column; the schema (default `deadletter`) is created and versioned by the store
 //! (table `deadletter_schema`), and a schema of another application or of a newer deadletter is
 //! refused. Queue names and payloads are only ever bound parameters. The DDL is in `schema.rs`,
-//! every statement in `sql.rs`.
+//! every statement in `sql.rs`, the row mapping in `row.rs`. What it shares with the other
+//! stores (a message's claim lane, the checks on a row read back, the schema-version decision)
+//! is the core's [`deadletter::storage`].
+//!
+//! **Forks**: a store belongs to the process that opened it. In a child made by `fork()`, every
+//! call of a store opened before the fork fails with a store error and nothing is sent on the
+//! parent's sessions, not even when the store is closed or dropped (`fork.rs`).
 //!
 //! ## Client and pool
 //! The synchronous [`postgres`] crate (sfackler's `rust-postgres`, the maintained client that
@@ -50,6 +56,7 @@
 //! # Ok::<_, deadletter::Error>(())
 //! ```
 
+mod fork;
 mod pool;
 mod row;
 mod schema;

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use deadletter::{Error, Result};
 use postgres::{Client, NoTls, Statement};
 
+use crate::fork::Owner;
+
 /// Settings of every session: a row lock is waited for at most `lock_timeout` (then the call
 /// fails with a store error and writes nothing); a session that sits in an open transaction for a
 /// minute (its process froze mid-call) is ended by the server, so its row locks do not outlive it.
@@ -173,8 +175,13 @@ impl Connector {
 /// child's own pool then crashed (SIGSEGV) as soon as it started its threads. This pool keeps
 /// no thread (a login runs on a short-lived one, see [`Connector::connect`]) and waits with
 /// `std::sync` only.
+///
+/// Its sessions belong to the process that made it (see `fork.rs`): in a child made by `fork()`
+/// every call and `close` fail with a store error, and dropping it forgets the idle sessions
+/// instead of closing them.
 pub struct Sessions {
     connector: Connector,
+    owner: Owner,
     state: Mutex<State>,
     /// Signalled when a session is given back or a slot frees up.
     freed: Condvar,
@@ -187,6 +194,17 @@ struct State {
     /// Sessions open or being opened, idle ones included.
     open: u32,
     closed: bool,
+}
+
+impl Drop for Sessions {
+    /// In a forked child, forgets the idle sessions: closing them would end the parent's. (The
+    /// state is reached without its mutex, which a thread of the parent may have held.)
+    fn drop(&mut self) {
+        if self.owner.forked() {
+            let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+            std::mem::forget(std::mem::take(&mut state.idle));
+        }
+    }
 }
 
 /// A session lent to one call; given back to the pool (or closed, if broken) when dropped.
@@ -230,6 +248,7 @@ impl Sessions {
     pub fn new(connector: Connector, max_size: u32, wait: Duration) -> Self {
         Self {
             connector,
+            owner: Owner::this_process(),
             state: Mutex::new(State {
                 idle: Vec::new(),
                 open: 0,
@@ -247,8 +266,10 @@ impl Sessions {
     }
 
     /// Closes every idle session and refuses new calls (store error); calls in flight finish
-    /// and their sessions close when they return. Closing twice is fine.
-    pub fn close(&self) {
+    /// and their sessions close when they return. Closing twice is fine. In a forked child, a
+    /// store error that touches nothing.
+    pub fn close(&self) -> Result<()> {
+        self.owner.check()?;
         let idle = {
             let mut state = self.lock();
             state.closed = true;
@@ -258,16 +279,18 @@ impl Sessions {
         };
         drop(idle);
         self.freed.notify_all();
+        Ok(())
     }
 
-    /// Whether [`Sessions::close`] was called.
+    /// Whether [`Sessions::close`] was called; always true in a forked child.
     pub fn is_closed(&self) -> bool {
-        self.lock().closed
+        self.owner.forked() || self.lock().closed
     }
 
     /// An idle session, else a new one while fewer than `max_size` are open, else the first
     /// one given back within `wait`.
     fn get(&self) -> Result<Session<'_>> {
+        self.owner.check()?;
         let deadline = Instant::now() + self.wait;
         let mut state = self.lock();
         loop {

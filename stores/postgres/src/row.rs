@@ -1,6 +1,7 @@
 //! A [`Message`] to and from a row of `messages` (columns in [`crate::sql::COLUMNS`] order).
 
-use deadletter::{Error, FailedAttempt, Message, Result, Status};
+use deadletter::storage::{self, StoredMessage, corrupt};
+use deadletter::{Error, FailedAttempt, Message, Result};
 use postgres::Row;
 use postgres::types::{FromSql, Json, ToSql};
 
@@ -10,26 +11,22 @@ fn col<'a, T: FromSql<'a>>(row: &'a Row, index: usize) -> Result<T> {
     row.try_get(index).map_err(db_error)
 }
 
-fn count(value: i64, field: &str) -> Result<u32> {
-    u32::try_from(value).map_err(|_| Error::Store(format!("stored {field} {value} out of range")))
-}
-
-/// Reads one row selected with [`crate::sql::COLUMNS`].
+/// Reads one row selected with [`crate::sql::COLUMNS`]. The columns' types are the database's
+/// to enforce; the values are the core's to check ([`StoredMessage::check`]: a known status,
+/// counts within `u32`, instants within the range deadletter writes), with the same store error,
+/// naming the message and the column, as every store.
 pub fn read(row: &Row) -> Result<Message> {
     let id: i64 = col(row, 0)?;
-    let status: &str = col(row, 3)?;
     let payload: Vec<u8> = col(row, 2)?;
     let Json(errors): Json<Vec<FailedAttempt>> = col(row, 15)?;
-    Ok(Message {
+    StoredMessage {
         id,
         queue: col(row, 1)?,
         payload: String::from_utf8(payload)
-            .map_err(|_| Error::Store(format!("the payload of message {id} is not UTF-8")))?,
-        status: Status::parse(status).ok_or_else(|| {
-            Error::Store(format!("message {id} has an unknown status {status:?}"))
-        })?,
-        retry_count: count(col::<i32>(row, 4)?.into(), "retry_count")?,
-        max_retries: count(col::<i32>(row, 5)?.into(), "max_retries")?,
+            .map_err(|_| corrupt(id, "payload", "holds bytes that are not UTF-8"))?,
+        status: col(row, 3)?,
+        retry_count: col::<i32>(row, 4)?.into(),
+        max_retries: col::<i32>(row, 5)?.into(),
         retry_after: col(row, 6)?,
         last_error: col(row, 7)?,
         created_at: col(row, 8)?,
@@ -40,11 +37,11 @@ pub fn read(row: &Row) -> Result<Message> {
         first_failed_at: col(row, 13)?,
         dead_at: col(row, 14)?,
         errors,
-        errors_dropped: count(col(row, 16)?, "errors_dropped")?,
-        replay_count: count(col(row, 17)?, "replay_count")?,
+        errors_dropped: col(row, 16)?,
+        replay_count: col(row, 17)?,
         replayed_at: col(row, 18)?,
-        deduplicated: false,
-    })
+    }
+    .check()
 }
 
 /// Reads every row.
@@ -87,7 +84,7 @@ pub fn insert(conn: &mut Conn, sql: &str, message: &Message) -> Result<Option<i6
     storable(message)?;
     let statement = conn.prepare(sql)?;
     let errors = Json(&message.errors);
-    let params: [&(dyn ToSql + Sync); 18] = [
+    let params: [&(dyn ToSql + Sync); 19] = [
         &message.queue,
         &message.payload.as_bytes(),
         &message.status.as_str(),
@@ -106,6 +103,7 @@ pub fn insert(conn: &mut Conn, sql: &str, message: &Message) -> Result<Option<i6
         &i64::from(message.errors_dropped),
         &i64::from(message.replay_count),
         &message.replayed_at,
+        &storage::ready(message),
     ];
     let row = conn
         .client
@@ -142,7 +140,8 @@ pub fn insert_many(conn: &mut Conn, sql: &str, messages: &[Message]) -> Result<V
     let replays: Vec<i64> = messages.iter().map(|m| i64::from(m.replay_count)).collect();
     let created: Vec<i64> = messages.iter().map(|m| m.created_at).collect();
     let updated: Vec<i64> = messages.iter().map(|m| m.updated_at).collect();
-    let params: [&(dyn ToSql + Sync); 18] = [
+    let ready: Vec<bool> = messages.iter().map(storage::ready).collect();
+    let params: [&(dyn ToSql + Sync); 19] = [
         &queue,
         &payload,
         &status,
@@ -161,6 +160,7 @@ pub fn insert_many(conn: &mut Conn, sql: &str, messages: &[Message]) -> Result<V
         &dropped,
         &replays,
         &opt(|m| m.replayed_at),
+        &ready,
     ];
     let rows = conn.client.query(&statement, &params).map_err(db_error)?;
     let mut ids = rows
@@ -178,14 +178,15 @@ pub fn insert_many(conn: &mut Conn, sql: &str, messages: &[Message]) -> Result<V
     Ok(ids)
 }
 
-/// Persists `after` (a step's result) over the row of `before` (what was read), sending the
-/// payload and the failure history only when the step changed them.
+/// Persists `after` (a step's result) over the row of `before` (what was read), in the lane the
+/// core gives it ([`storage::ready`]), sending the payload and the failure history only when the
+/// step changed them.
 pub fn write(conn: &mut Conn, sql: &str, before: &Message, after: &Message) -> Result<()> {
     storable(after)?;
     let statement = conn.prepare(sql)?;
     let payload = (after.payload != before.payload).then_some(after.payload.as_bytes());
     let errors = (after.errors != before.errors).then_some(Json(&after.errors));
-    let params: [&(dyn ToSql + Sync); 19] = [
+    let params: [&(dyn ToSql + Sync); 20] = [
         &before.id,
         &after.queue,
         &payload,
@@ -205,6 +206,7 @@ pub fn write(conn: &mut Conn, sql: &str, before: &Message, after: &Message) -> R
         &i64::from(after.errors_dropped),
         &i64::from(after.replay_count),
         &after.replayed_at,
+        &storage::ready(after),
     ];
     conn.client.execute(&statement, &params).map_err(db_error)?;
     Ok(())

@@ -1,5 +1,6 @@
 //! The tables and indexes of one deadletter schema, and the migration that creates them.
 
+use deadletter::storage::{Found, Migration, Place};
 use deadletter::{Error, FieldError, Result};
 use postgres::Client;
 
@@ -145,15 +146,20 @@ UPDATE {s}.deadletter_schema SET version = 2;
 /// The DDL of the current version ([`SCHEMA_VERSION`]) for the quoted schema `s`: what a new
 /// schema gets.
 pub fn ddl(s: &str) -> String {
-    ddl_v1(s) + &upgrade_v2(s)
+    STEPS.iter().map(|step| step(s)).collect()
 }
 
+/// The DDL that brings version N to N + 1, for the quoted schema `s`, from 0 (an empty schema)
+/// on: a new schema is created at version 1 and upgraded, so new and upgraded schemas are the
+/// same.
+const STEPS: [fn(&str) -> String; 2] = [ddl_v1, upgrade_v2];
+
 /// Creates the schema `name` (quoted: `quoted`) and its tables when it is missing or empty;
-/// accepts it at [`SCHEMA_VERSION`] and upgrades it from version 1, in the transaction that read
-/// the version; refuses a schema that holds other tables and no `deadletter_schema`, or a newer
-/// version (a refused schema is only read). Serialized between processes by an advisory lock,
-/// so that workers starting together create or upgrade it once. Unless `create`, a schema
-/// without deadletter's tables is refused instead of created.
+/// accepts it at [`SCHEMA_VERSION`] and upgrades it from an older version, in the transaction
+/// that read the version, as the core decides ([`Place::migration`]); refuses a schema that holds
+/// other tables and no `deadletter_schema`, a newer or unknown version (a refused schema is only
+/// read), and, unless `create`, a schema without deadletter's tables. Serialized between
+/// processes by an advisory lock, so that workers starting together create or upgrade it once.
 pub fn migrate(client: &mut Client, name: &str, quoted: &str, create: bool) -> Result<()> {
     let mut tx = client.transaction().map_err(db_error)?;
     tx.execute(
@@ -171,7 +177,13 @@ pub fn migrate(client: &mut Client, name: &str, quoted: &str, create: bool) -> R
         .iter()
         .map(|row| row.get(0))
         .collect();
-    if tables.iter().any(|t| t == "deadletter_schema") {
+    let place_name = format!("schema {name:?}");
+    let place = Place {
+        name: &place_name,
+        kind: "schema",
+    };
+    let others;
+    let found = if tables.iter().any(|t| t == "deadletter_schema") {
         let version: Option<i32> = tx
             .query_opt(
                 &format!("SELECT max(version) FROM {quoted}.deadletter_schema"),
@@ -179,51 +191,41 @@ pub fn migrate(client: &mut Client, name: &str, quoted: &str, create: bool) -> R
             )
             .map_err(db_error)?
             .and_then(|row| row.get(0));
-        return match version {
-            Some(1) => {
-                tx.batch_execute(&upgrade_v2(quoted)).map_err(db_error)?;
-                tx.commit().map_err(db_error)
-            }
-            Some(SCHEMA_VERSION) => tx.commit().map_err(db_error),
-            Some(newer) if newer > SCHEMA_VERSION => Err(Error::Store(format!(
-                "schema {name:?} has deadletter schema version {newer}; this deadletter reads \
-                 version {SCHEMA_VERSION} (upgrade deadletter to open it)"
-            ))),
-            Some(other) => Err(Error::Store(format!(
-                "schema {name:?} has an unknown deadletter schema version {other}"
-            ))),
-            None => Err(Error::Store(format!(
-                "schema {name:?} has a deadletter_schema table without a version"
-            ))),
-        };
-    }
-    if !tables.is_empty() {
+        let version =
+            version.ok_or_else(|| place.not_ours("its deadletter_schema table has no version"))?;
+        Found::Version(version.into())
+    } else if tables.is_empty() {
+        Found::Empty
+    } else {
         let mut shown = tables[..tables.len().min(5)].join(", ");
         if tables.len() > 5 {
             shown = format!("{shown} and {} more", tables.len() - 5);
         }
-        return Err(Error::Store(format!(
-            "schema {name:?} is not a deadletter schema: it holds other tables ({shown}) and no \
-             deadletter_schema table; choose another schema"
-        )));
+        others = format!("other tables ({shown})");
+        Found::Foreign(&others)
+    };
+    let from = match place.migration(found, SCHEMA_VERSION.into(), create)? {
+        Migration::Current => return tx.commit().map_err(db_error),
+        Migration::Upgrade { from } => from,
+        Migration::Create => {
+            // Not `CREATE SCHEMA IF NOT EXISTS`: it needs the right to create schemas in the
+            // database even when the schema exists, and a role given only an empty schema made
+            // for it has not.
+            let exists = tx
+                .query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&name])
+                .map_err(db_error)?
+                .is_some();
+            if !exists {
+                tx.batch_execute(&format!("CREATE SCHEMA {quoted}"))
+                    .map_err(db_error)?;
+            }
+            0
+        }
+    };
+    let first = usize::try_from(from).map_err(Error::store)?;
+    for step in STEPS.get(first..).unwrap_or_default() {
+        tx.batch_execute(&step(quoted)).map_err(db_error)?;
     }
-    if !create {
-        return Err(Error::Store(format!(
-            "schema {name:?} holds no deadletter queues (it is missing or empty); nothing was \
-             created"
-        )));
-    }
-    // Not `CREATE SCHEMA IF NOT EXISTS`: it needs the right to create schemas in the database
-    // even when the schema exists, and a role given only an empty schema made for it has not.
-    let exists = tx
-        .query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&name])
-        .map_err(db_error)?
-        .is_some();
-    if !exists {
-        tx.batch_execute(&format!("CREATE SCHEMA {quoted}"))
-            .map_err(db_error)?;
-    }
-    tx.batch_execute(&ddl(quoted)).map_err(db_error)?;
     tx.commit().map_err(db_error)
 }
 

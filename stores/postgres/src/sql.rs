@@ -40,17 +40,19 @@ pub struct Sql {
     pub get_for_update: String,
     /// The message of queue `$1` with idempotency key `$2`.
     pub find_key: String,
-    /// Inserts one message (`$1`..`$18`: every column but the id) unless a message of its queue
-    /// already carries its idempotency key; returns the new id, or no row on such a conflict.
+    /// Inserts one message (`$1`..`$18`: every column but the id; `$19`: `ready`, the core's
+    /// [`deadletter::storage::ready`]) unless a message of its queue already carries its
+    /// idempotency key; returns the new id, or no row on such a conflict.
     pub insert: String,
-    /// Inserts messages without idempotency keys given column by column as arrays (`$1`..`$18`,
+    /// Inserts messages without idempotency keys given column by column as arrays (`$1`..`$19`,
     /// in [`Sql::insert`]'s order), in array order; returns their ids (ascending in that order:
     /// the identity is drawn row by row as they are inserted).
     pub insert_many: String,
     /// Writes every column of message `$1` (`$2`..`$19`); a null `payload` (`$3`) or `errors`
     /// (`$16`) keeps the stored one, so that a transition does not rewrite a large payload.
-    /// `ready` is false exactly when the message has a `retry_after` (claim moves it when that
-    /// comes); inserts set it the same way.
+    /// `$20` is `ready`, the core's [`deadletter::storage::ready`]: false exactly while the
+    /// message waits for its `retry_after` (claim moves it when that comes); inserts set it the
+    /// same way.
     pub write: String,
     /// Claim, step 1: the processing messages of queue `$1` whose lease ran out at `$2`, in
     /// expiry order, locked. First, in a data-modifying `WITH` (so that it costs no round trip
@@ -114,17 +116,18 @@ impl Sql {
             insert: format!(
                 "INSERT INTO {m} ({INSERTED}, ready) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-                 $17, $18, $6::bigint IS NULL) \
+                 $17, $18, $19) \
                  ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL \
                  DO NOTHING RETURNING id"
             ),
             insert_many: format!(
-                "INSERT INTO {m} ({INSERTED}, ready) SELECT {INSERTED}, retry_after IS NULL \
+                "INSERT INTO {m} ({INSERTED}, ready) SELECT {INSERTED}, ready \
                  FROM unnest($1::text[], \
                  $2::bytea[], $3::text[], $4::int[], $5::int[], $6::bigint[], $7::text[], \
                  $8::bigint[], $9::bigint[], $10::text[], $11::bigint[], $12::text[], \
                  $13::bigint[], $14::bigint[], $15::jsonb[], $16::bigint[], $17::bigint[], \
-                 $18::bigint[]) WITH ORDINALITY AS v({INSERTED}, ord) ORDER BY ord RETURNING id"
+                 $18::bigint[], $19::boolean[]) WITH ORDINALITY AS v({INSERTED}, ready, ord) \
+                 ORDER BY ord RETURNING id"
             ),
             write: format!(
                 "UPDATE {m} SET queue = $2, payload = coalesce($3, payload), status = $4, \
@@ -132,7 +135,7 @@ impl Sql {
                  created_at = $9, updated_at = $10, lease_token = $11, lease_expires_at = $12, \
                  idempotency_key = $13, first_failed_at = $14, dead_at = $15, \
                  errors = coalesce($16, errors), errors_dropped = $17, replay_count = $18, \
-                 replayed_at = $19, ready = $7::bigint IS NULL WHERE id = $1"
+                 replayed_at = $19, ready = $20 WHERE id = $1"
             ),
             expired: format!(
                 "WITH moved AS ({move_due}) {}",

@@ -261,12 +261,13 @@ impl PostgresStore {
     }
 
     /// Closes the store: idle sessions now, busy ones when their call returns; every later call
-    /// fails with a store error. Closing twice is fine.
-    pub fn close(&self) {
-        self.sessions.close();
+    /// fails with a store error. Closing twice is fine. In a child made by `fork()` (see
+    /// `fork.rs`), a store error that leaves the parent's sessions alone.
+    pub fn close(&self) -> Result<()> {
+        self.sessions.close()
     }
 
-    /// Whether [`PostgresStore::close`] was called.
+    /// Whether [`PostgresStore::close`] was called; always true in a child made by `fork()`.
     pub fn is_closed(&self) -> bool {
         self.sessions.is_closed()
     }

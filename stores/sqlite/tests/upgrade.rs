@@ -9,7 +9,9 @@ use std::path::Path;
 use common::{TempDb, claim_at, engine, item, user_version};
 use deadletter::conformance::BASE;
 use deadletter::{Arg, Backoff, Error, FailedAttempt, Message, Moment, Status};
-use deadletter_sqlite::{SCHEMA_V1, SCHEMA_VERSION, UPGRADE_V2, UPGRADE_V3};
+use deadletter_sqlite::{
+    Durability, SCHEMA_V1, SCHEMA_VERSION, SqliteStore, UPGRADE_V2, UPGRADE_V3,
+};
 use rusqlite::params;
 
 /// A message of the 0.1.0 fixture as version 3 reads it: what 0.1.0 stored, with the failures it
@@ -158,6 +160,33 @@ fn a_file_written_by_0_1_0_is_upgraded_in_place() {
         SCHEMA_VERSION,
         "reopening changes nothing"
     );
+}
+
+/// A 0.1.0 file with a row that 0.1.0 could not have written (an instant out of the range
+/// deadletter writes) is refused by the upgrade, which reads every row through the core's checks:
+/// the store error names the message and the column, and the file is left as it was. (Before the
+/// core's mapping, the file was upgraded and only reading that message failed.)
+#[test]
+fn a_0_1_0_file_with_a_row_deadletter_never_writes_is_refused_unchanged() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/v0.1.0.sqlite");
+    let file = TempDb::new();
+    std::fs::copy(&fixture, &file.0).expect("copy the fixture");
+    let conn = rusqlite::Connection::open(&file.0).expect("open");
+    conn.execute(
+        "UPDATE messages SET created_at = 253402300800000 WHERE id = 3",
+        [],
+    )
+    .expect("corrupt");
+    drop(conn);
+    let before = std::fs::read(&file.0).expect("read");
+    let err = SqliteStore::open(&file.0, Durability::Full).expect_err("refused");
+    assert_eq!(
+        err.to_string(),
+        "store error: message 3 is corrupt: column created_at: holds 253402300800000, outside \
+         the time range deadletter writes (0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, in \
+         UTC milliseconds)"
+    );
+    assert_eq!(std::fs::read(&file.0).expect("read"), before);
 }
 
 /// A file as this store wrote it at schema version 2 (`now`: the instant of the test): pending
