@@ -27,8 +27,11 @@ pub mod convert;
 pub mod database;
 pub mod errors;
 pub mod fork;
+pub mod item;
 pub mod message;
 pub mod policy;
+pub mod queue;
+pub mod shared;
 pub mod stats;
 pub mod store;
 pub mod worker;
@@ -42,10 +45,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyString, PyTuple};
 
 use crate::convert::Value;
-use crate::database::{Database, Queue, Shared};
+use crate::database::Database;
 use crate::errors::to_py_err;
 use crate::message::PyMessage;
 use crate::policy::PyBackoff;
+use crate::queue::Queue;
+use crate::shared::Shared;
 use crate::stats::PyQueueStats;
 use crate::store::AnyStore;
 

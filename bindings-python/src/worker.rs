@@ -1,37 +1,25 @@
 //! What the Python worker loop takes from the core's worker rules ([`deadletter::worker`]): its
 //! validated options, when to heartbeat, how long to sleep when idle, and the error text of a
 //! handler's exception. The loop's mechanics (threads, asyncio tasks, signals) are pure Python, in
-//! `deadletter._worker`; `Queue.process` and `Queue.process_async` hand their arguments to it.
+//! `deadletter._worker`; `Queue.process` and `Queue.process_async` hand their arguments to it
+//! (`queue.rs`).
 
 use std::sync::Arc;
 
 use deadletter::Millis;
 use deadletter::worker::{Plan, failure_text as text_of};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::PyString;
 
 use crate::convert::{Value, to_millis};
-use crate::database::{Queue, Shared};
 use crate::errors::to_py_err;
-
-/// The Python module that runs the loops.
-const LOOP_MODULE: &str = "deadletter._worker";
+use crate::queue::Queue;
+use crate::shared::Shared;
 
 /// Registers this module's class and function in the native module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<WorkerPlan>()?;
     m.add_function(wrap_pyfunction!(failure_text, m)?)
-}
-
-/// Calls `deadletter._worker.<name>(queue, handler, **options)`.
-pub fn delegate<'py>(
-    queue: &Bound<'py, Queue>,
-    name: &str,
-    handler: &Bound<'py, PyAny>,
-    options: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let function = queue.py().import(LOOP_MODULE)?.getattr(name)?;
-    function.call((queue, handler), options)
 }
 
 /// The validated options of one worker loop over one queue, made by `deadletter._worker` (not a
