@@ -1,9 +1,11 @@
 //! The runner for the shared conformance cases in `tests/conformance/` (format: `tests/README.md`).
 //! Any [`Store`] is correct when it passes them. Every store crate runs them through [`harness`],
 //! one test per case: `core` on [`crate::MemoryStore`], `deadletter-sqlite` and
-//! `deadletter-postgres` on theirs.
+//! `deadletter-postgres` on theirs. Their own tests share [`kit`]: steps at an instant, and the
+//! scenarios no case can write.
 
 pub mod harness;
+pub mod kit;
 
 use std::path::{Path, PathBuf};
 

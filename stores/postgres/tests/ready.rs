@@ -5,8 +5,9 @@
 mod common;
 
 use common::{Schemas, url};
-use deadletter::conformance::BASE;
-use deadletter::{Arg, Backoff, Engine, Item, Limits, Message, Moment, Status};
+use deadletter::conformance::kit::{claim_at, enqueue_at};
+use deadletter::conformance::{BASE, kit};
+use deadletter::{Arg, Engine, Item, Limits, Status};
 use deadletter_postgres::{Options, PostgresStore, SCHEMA_VERSION, ddl, ddl_v1};
 
 fn admin() -> postgres::Client {
@@ -27,27 +28,6 @@ fn engine(schema: &str) -> Engine<PostgresStore> {
         PostgresStore::open(&url(), &options).expect("open"),
         Limits::default(),
     )
-}
-
-fn enqueue_at(db: &Engine<PostgresStore>, payload: &str, delay_ms: i64, now: i64) -> Message {
-    let item = Item {
-        payload: Arg::Str(payload),
-        delay_ms: Arg::Int(delay_ms),
-        ..Item::default()
-    };
-    pollster::block_on(db.enqueue("q".into(), &item, now)).expect("enqueue")
-}
-
-fn claim_at(db: &Engine<PostgresStore>, now: i64) -> Option<Message> {
-    let policy = Backoff::default();
-    let at = Moment {
-        policy: &policy,
-        sample: 0.0,
-        now,
-    };
-    pollster::block_on(db.claim("q".into(), Arg::Null, || "tok".into(), at))
-        .expect("claim")
-        .value
 }
 
 /// `(id, ready)` of every message of `schema`, by id (`ready` is storage only: SQL reads it).
@@ -305,26 +285,5 @@ fn ten_thousand_delayed_messages_come_out_in_fifo_order_once_due() {
 #[test]
 fn a_moved_message_is_not_claimed_when_the_clock_goes_back() {
     let schemas = Schemas::new("clock");
-    let db = engine(&schemas.name());
-    let delayed = enqueue_at(&db, "delayed", 10_000, BASE);
-    let due = enqueue_at(&db, "due", 0, BASE + 1);
-    // At BASE + 20 s both are due: the claim moves the delayed one to the ready index and takes
-    // the oldest (the delayed one); then ...
-    let taken = claim_at(&db, BASE + 20_000).expect("the delayed message");
-    assert_eq!(taken.id, delayed.id);
-    let other = enqueue_at(&db, "again", 10_000, BASE + 2);
-    let next = claim_at(&db, BASE + 20_000).expect("the due message");
-    assert_eq!(next.id, due.id);
-    // ... `other` was moved by that claim (due at BASE + 10 s). With the clock back before its
-    // retry_after (another worker's clock, say), it is delayed again: not claimed, counted as
-    // delayed, next due.
-    assert_eq!(claim_at(&db, BASE + 5_000), None);
-    let stats = pollster::block_on(db.stats("q".into(), BASE + 5_000)).expect("stats");
-    assert_eq!(
-        (stats.delayed, stats.next_due_at, stats.oldest_due_age_ms),
-        (1, Some(BASE + 10_002), None)
-    );
-    let next_due = pollster::block_on(db.next_due_at("q".into(), BASE + 5_000)).expect("next");
-    assert_eq!(next_due, Some(BASE + 10_002));
-    assert_eq!(claim_at(&db, BASE + 10_002).map(|m| m.id), Some(other.id));
+    kit::a_moved_message_is_not_claimed_when_the_clock_goes_back(&engine(&schemas.name()), BASE);
 }

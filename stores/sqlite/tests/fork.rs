@@ -10,8 +10,9 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
-use common::{TempDb, engine, enqueue_at};
+use common::{TempDb, engine};
 use deadletter::conformance::BASE;
+use deadletter::conformance::kit::enqueue_at;
 use deadletter::{Message, Store};
 use deadletter_sqlite::fork;
 

@@ -3,8 +3,9 @@
 
 mod common;
 
-use common::{TempDb, engine, enqueue_at};
+use common::{TempDb, engine};
 use deadletter::conformance::BASE;
+use deadletter::conformance::kit::enqueue_at;
 use deadletter::{Error, Message};
 
 /// Calls that queue while another call holds the connection share its successor's commit; a

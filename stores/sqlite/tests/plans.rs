@@ -5,8 +5,9 @@
 
 mod common;
 
-use common::{TempDb, claim_at, engine, enqueue_at};
+use common::{TempDb, engine};
 use deadletter::conformance::BASE;
+use deadletter::conformance::kit::{claim_at, enqueue_at};
 use deadletter::{Arg, Backoff, Engine, Error, Filter, Item, Limits, Moment, Status};
 use deadletter_sqlite::{
     BY_KEY_SQL, CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL, DELETE_SQL,

@@ -6,8 +6,9 @@ mod common;
 
 use std::path::Path;
 
-use common::{TempDb, claim_at, engine, item, user_version};
+use common::{TempDb, engine, item, user_version};
 use deadletter::conformance::BASE;
+use deadletter::conformance::kit::claim_at;
 use deadletter::{Arg, Backoff, Error, FailedAttempt, Message, Moment, Status};
 use deadletter_sqlite::{
     Durability, SCHEMA_V1, SCHEMA_VERSION, SqliteStore, UPGRADE_V2, UPGRADE_V3,

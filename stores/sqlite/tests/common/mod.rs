@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use deadletter::{Arg, Backoff, Engine, Error, Item, Limits, Message, Moment};
+use deadletter::{Engine, Error, Item, Limits};
 use deadletter_sqlite::{Durability, SqliteStore};
 
 /// A fresh path in the system's temporary directory, removed (with its WAL files) on drop.
@@ -61,27 +61,4 @@ pub fn user_version(store: &SqliteStore) -> i64 {
                 .map_err(Error::store)
         })
         .expect("user_version")
-}
-
-/// Enqueues `payload` on queue `q` at `now`, due `delay_ms` later.
-pub fn enqueue_at(db: &Engine<SqliteStore>, payload: &str, delay_ms: i64, now: i64) -> Message {
-    let delayed = Item {
-        payload: payload.into(),
-        delay_ms: delay_ms.into(),
-        ..Item::default()
-    };
-    pollster::block_on(db.enqueue("q".into(), &delayed, now)).expect("enqueue")
-}
-
-/// Claims from queue `q` at `now`.
-pub fn claim_at(db: &Engine<SqliteStore>, now: i64) -> Option<Message> {
-    let policy = Backoff::default();
-    let at = Moment {
-        policy: &policy,
-        sample: 0.0,
-        now,
-    };
-    pollster::block_on(db.claim("q".into(), Arg::Null, || "tok".into(), at))
-        .expect("claim")
-        .value
 }
