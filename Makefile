@@ -3,9 +3,9 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
+# The interpreter's shared library, for the one set of Rust test binaries that links pyo3
+# (deadletter-py's own); the stores and the core need no Python.
 PYLIB := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))')
-# Rust test binaries that link pyo3 need the interpreter's shared library.
-export LD_LIBRARY_PATH := $(PYLIB):$(LD_LIBRARY_PATH)
 export PYO3_PYTHON := $(CURDIR)/$(PY)
 
 .PHONY: demo demo-http test setup python test-rust test-postgres test-python lint js test-js test-wasm-browser test-browser browser-demo bench bench-js bench-python bench-postgres bench-dlq bench-produce bench-http bench-metrics bench-anchors bench-scaling dist test-dist
@@ -37,15 +37,21 @@ lint: setup python
 	cargo clippy --workspace --all-targets --all-features -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown -p deadletter-wasm --all-targets -- -D warnings
 
-# The PostgreSQL store's tests need a server: test-postgres runs them.
+## The core, deadletter-sqlite and the binding's Rust tests: every shared conformance case as its
+## own test on the memory store and on SQLite (in memory and on files); the SQLite store's plans,
+## upgrades, group commit and fork hooks. All features: SQLite is the bundled library here (a
+## plain `cargo test -p deadletter-sqlite` uses the system's). The PostgreSQL store's tests need
+## a server: test-postgres runs them.
 test-rust: python
-	cargo test --workspace --all-features --exclude deadletter-postgres
+	cargo test --workspace --all-features --exclude deadletter-postgres --exclude deadletter-py
+	LD_LIBRARY_PATH=$(PYLIB):$$LD_LIBRARY_PATH cargo test -p deadletter-py --all-features
 
 ## The PostgreSQL store (stores/postgres) on a throwaway cluster that scripts/pg.sh starts (initdb +
 ## pg_ctl in a temporary folder, as the postgres user when root) and always stops: every conformance
-## case, claim's plans on 1 000 000 rows, 8 workers, a server restart; then the Python package on
-## it (the tests marked `postgres`: every conformance case, 8 processes, a fork, a restart under a
-## call, the CLI and `deadletter serve` on a URL). To see the plans:
+## case as its own test (a fresh schema each), claim's plans on 1 000 000 rows, 8 workers, a server
+## restart; then the Python package on it (the tests marked `postgres`: every conformance case,
+## 8 processes, a fork, a restart under a call, the CLI and `deadletter serve` on a URL). To see
+## the plans:
 ## scripts/pg.sh run cargo test -p deadletter-postgres --test plans -- --nocapture
 test-postgres: python
 	scripts/setup.sh postgres
@@ -116,7 +122,7 @@ bench-scaling: python
 	$(PY) bindings-python/benches/scaling.py
 
 ## Benchmark, not a test: claim+succeed messages/s with 1, 4 and 16 workers on PostgreSQL (durable
-## settings) beside SQLite, in one run: Rust threads over the store, then Python processes over the
+## settings) beside SQLite, in one run: Rust threads over each store, then Python processes over the
 ## package; the cost of one claim with 10 000 delayed messages ahead against none (issue 10); then
 ## claim's query plans on 1 000 000 messages.
 bench-postgres: python
