@@ -18,6 +18,7 @@ from pathlib import Path
 import deadletter
 import pytest
 from deadletter import cli
+from deadletter.cli import _arguments, _commands, _output
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 SCRIPT = Path(sys.executable).with_name("deadletter")
@@ -299,8 +300,8 @@ def test_a_missing_database_file_is_an_error_not_a_new_file(tmp_path: Path) -> N
 def test_a_bad_stdin_line_names_its_line_and_what_was_enqueued_before(
     path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Lines go in chunks of `cli.CHUNK` (1000; 2 here), each all or nothing."""
-    monkeypatch.setattr(cli, "CHUNK", 2)
+    """Lines go in chunks of `_commands.CHUNK` (1000; 2 here), each all or nothing."""
+    monkeypatch.setattr(_commands, "CHUNK", 2)
     too_long = "x" * (1 << 20) + "x"  # over the default 1 MiB limit
     lines = ["ok 1", "ok 2", "ok 3", too_long, "never read"]
     monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(lines)))
@@ -343,9 +344,15 @@ def test_a_bad_stdin_line_names_its_line_and_what_was_enqueued_before(
         ["enqueue", "db", "q", "x", "--delay", "-5"],
     ],
 )
-def test_usage_errors_exit_2(argv: list[str]) -> None:
+def test_usage_errors_exit_2(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PATH "db" is relative: in a directory of its own, a command that opened (so created) it
+    # before refusing its arguments is seen, and leaves no file where the tests run.
+    monkeypatch.chdir(tmp_path)
     status, out, _ = run(*argv)
     assert status == 2 and out == ""
+    assert list(tmp_path.iterdir()) == []  # a usage error creates nothing
 
 
 @pytest.mark.parametrize(
@@ -557,7 +564,7 @@ def test_stats_of_every_queue_and_of_one(path: str) -> None:
 
 def test_durations_in_tables() -> None:
     assert [
-        cli.duration(timedelta(seconds=s))
+        _output.duration(timedelta(seconds=s))
         for s in (0, 0.5, 42, 100, 3600, 5400, 86400 * 2 + 3600 * 4 + 5, 86400)
     ] == ["0s", "0.5s", "42s", "1m 40s", "1h", "1h 30m", "2d 4h", "1d"]
 
@@ -596,8 +603,8 @@ def test_replay_all_goes_in_chunks_with_progress_on_a_terminal(
 ) -> None:
     file = tmp_path / "dead.db"
     dead_letters(file, ["e"] * 5)
-    monkeypatch.setattr(cli, "CHUNK", 2)
-    monkeypatch.setattr(cli, "PROGRESS_EVERY", 0)
+    monkeypatch.setattr(_commands, "CHUNK", 2)
+    monkeypatch.setattr(_output, "PROGRESS_EVERY", 0)
     out, err = io.StringIO(), Terminal()
     assert cli.main(["replay", str(file), "q", "--all"], out=out, err=err) == 0
     assert out.getvalue() == "replayed  5\n"
@@ -646,7 +653,7 @@ def test_purge(path: str) -> None:
 
 
 def test_purge_durations() -> None:
-    assert [cli.seconds(t).total_seconds() for t in ("90", "90s", "1.5m", "12h", "7d", ".5")] == [
+    assert [_arguments.seconds(t).total_seconds() for t in ("90", "90s", "1.5m", "12h", "7d", ".5")] == [
         90,
         90,
         90,

@@ -16,7 +16,7 @@ import deadletter
 import deadletter.http
 import jsonschema_rs
 import pytest
-from deadletter._openapi import OPERATIONS
+from deadletter.http._openapi import OPERATIONS
 from http_client import TestClient, at, client_of, fields, pending, problem
 from starlette.applications import Starlette
 from starlette.routing import Mount

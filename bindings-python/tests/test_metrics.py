@@ -1,4 +1,4 @@
-"""The Prometheus metrics of a database (deadletter._metrics), read through prometheus-client's own
+"""The Prometheus metrics of a database (deadletter.http._metrics), read through prometheus-client's own
 text format and parser (the route, `GET /metrics`, is in test_http_operators.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 import deadletter
-from deadletter import _metrics
+from deadletter.http import _metrics
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

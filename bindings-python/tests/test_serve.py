@@ -25,7 +25,8 @@ import deadletter
 import deadletter.http
 import httpx
 import pytest
-from deadletter import _serve, cli
+from deadletter import cli
+from deadletter.http import _serve
 from lock_holder import write_lock_held
 from serving import deadletter_serve
 
@@ -228,7 +229,7 @@ def test_the_server_answers_while_one_request_waits_for_the_write_lock(tmp_path:
 
 
 class ServeCall:
-    """Records the arguments of `deadletter._serve.run` instead of serving."""
+    """Records the arguments of `deadletter.http._serve.run` instead of serving."""
 
     def __init__(self) -> None:
         self.args: tuple[Any, ...] = ()

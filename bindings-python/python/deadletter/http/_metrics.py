@@ -1,4 +1,5 @@
-"""Prometheus metrics of a queue database, for ``GET /metrics`` of `deadletter.http`.
+"""Prometheus metrics of a queue database, for ``GET /metrics`` of `deadletter.http`: one gauge per
+queue and status (the core's status names), one of the oldest dead message's age.
 
 Metrics (gauges, read at scrape time from `Database.queues`, which counts from indexes; the text
 format is prometheus-client's)::
@@ -18,9 +19,9 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 import deadletter
 
-__all__ = ["QueueCollector", "registry"]
+from .._deadletter import STATUSES
 
-STATUSES = ("pending", "processing", "succeeded", "dead")
+__all__ = ["STATUSES", "QueueCollector", "registry"]
 
 
 class QueueCollector(Collector):

@@ -17,7 +17,8 @@ from uvicorn.supervisors import Multiprocess
 
 import deadletter
 
-from . import http
+from .._deadletter import DEFAULT_MAX_PAYLOAD_BYTES
+from ._app import build
 
 __all__ = [
     "ENV_MAX_PAYLOAD_BYTES",
@@ -33,7 +34,7 @@ ENV_PATH = "DEADLETTER_SERVE_PATH"
 ENV_SCHEMA = "DEADLETTER_SERVE_SCHEMA"
 ENV_MAX_PAYLOAD_BYTES = "DEADLETTER_SERVE_MAX_PAYLOAD_BYTES"
 ENV_TOKEN = "DEADLETTER_TOKEN"
-FACTORY = "deadletter._serve:app_from_environment"
+FACTORY = "deadletter.http._serve:app_from_environment"
 
 
 def app_from_environment() -> Starlette:
@@ -41,7 +42,7 @@ def app_from_environment() -> Starlette:
     named by ``DEADLETTER_SERVE_PATH`` and closes it at shutdown. ``DEADLETTER_TOKEN``,
     ``DEADLETTER_SERVE_MAX_PAYLOAD_BYTES`` and ``DEADLETTER_SERVE_SCHEMA`` are optional; an empty
     ``DEADLETTER_TOKEN`` raises `ValueError` (it would turn authentication off)."""
-    max_payload = int(os.environ.get(ENV_MAX_PAYLOAD_BYTES, http.DEFAULT_MAX_PAYLOAD_BYTES))
+    max_payload = int(os.environ.get(ENV_MAX_PAYLOAD_BYTES, DEFAULT_MAX_PAYLOAD_BYTES))
     schema = os.environ.get(ENV_SCHEMA)
     db = deadletter.open(os.environ[ENV_PATH], max_payload_bytes=max_payload, schema=schema)
 
@@ -52,8 +53,8 @@ def app_from_environment() -> Starlette:
         finally:
             db.close()
 
-    token = os.environ.get(ENV_TOKEN)  # empty: http.build refuses it
-    return http.build(db, token=token, max_payload_bytes=max_payload, lifespan=lifespan)
+    token = os.environ.get(ENV_TOKEN)  # empty: build refuses it
+    return build(db, token=token, max_payload_bytes=max_payload, lifespan=lifespan)
 
 
 class Config(uvicorn.Config):

@@ -1,14 +1,15 @@
 // The dashboard of `deadletter serve`. It uses only the public HTTP API, with URLs relative to
 // the page (so it works wherever the app is mounted). State lives in the URL hash:
 // #queue=NAME&message=ID. Data is only ever written with textContent, never parsed as HTML.
+// The status names and limits it shows are the server's, read from its OpenAPI document.
 
 const API = new URL(".", document.baseURI);
 const PAGE = 50;
 const TOKEN_KEY = "deadletter-token";
 const $ = (id) => document.getElementById(id);
 
-const STATUSES = ["pending", "processing", "succeeded", "dead"];
-
+/** What the server's queue allows, from its OpenAPI document (`loadSchema`); never retyped here. */
+let schema = null;
 let token = sessionStorage.getItem(TOKEN_KEY);
 let nextAfterId = null;
 
@@ -128,6 +129,34 @@ function button(text, onClick) {
   return b;
 }
 
+/**
+ * Reads, once, the status names (in lifecycle order), the statuses purge takes and the longest
+ * queue name from the server's `openapi.json`, and lays out what depends on them: a column per
+ * status in the queue table, the purge form's choices, the queue field's length.
+ */
+async function loadSchema() {
+  if (schema) return schema;
+  const { schemas } = (await api("GET", "openapi.json")).components;
+  const loaded = {
+    statuses: schemas.Message.properties.status.enum,
+    purgeable: schemas.PurgeRequest.properties.status.enum,
+    maxQueueChars: schemas.Message.properties.queue.maxLength,
+  };
+  const oldest = $("oldest-dead-head");
+  for (const status of loaded.statuses) {
+    const th = document.createElement("th");
+    th.className = "n";
+    th.textContent = status;
+    oldest.before(th);
+  }
+  const purgeStatus = $("purge-status");
+  purgeStatus.replaceChildren(...loaded.purgeable.map((status) => new Option(status)));
+  purgeStatus.value = "dead"; // this page is about dead letters
+  $("queue-input").maxLength = loaded.maxQueueChars;
+  schema = loaded;
+  return schema;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Queues
 
@@ -144,7 +173,7 @@ async function renderQueues() {
     a.href = link(stats.queue);
     a.textContent = stats.queue;
     name.append(a);
-    for (const status of STATUSES) {
+    for (const status of schema.statuses) {
       cell(row, String(stats[status]), status === "dead" && stats.dead > 0 ? "n dead" : "n");
     }
     cell(row, stats.oldest_dead_age == null ? "–" : age(stats.oldest_dead_age), "oldest-dead");
@@ -161,7 +190,7 @@ async function renderCounts(queue) {
   const stats = await api("GET", `${queuePath(queue)}/stats`);
   const counts = $("counts");
   counts.replaceChildren();
-  const items = STATUSES.map((status) => [status, String(stats[status])]);
+  const items = schema.statuses.map((status) => [status, String(stats[status])]);
   items.push(["oldest dead", stats.oldest_dead_age == null ? "–" : age(stats.oldest_dead_age)]);
   for (const [name, value] of items) {
     const div = document.createElement("div");
@@ -323,6 +352,7 @@ async function render() {
   $("queue").hidden = true;
   $("message").hidden = true;
   $("token-form").hidden = true;
+  await loadSchema();
   const work = [renderQueues()];
   if (queue) work.push(renderQueue(queue));
   if (queue && message) work.push(renderMessage(queue, message));

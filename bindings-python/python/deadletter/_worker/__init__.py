@@ -1,0 +1,33 @@
+"""The worker loops behind `Queue.process` (threads) and `Queue.process_async` (asyncio).
+
+The rules come from the Rust core through the native module: `WorkerPlan` validates the options
+and says when to heartbeat (every half lease) and how long an idle loop sleeps (until the next
+delayed message is due, or the poll interval, whichever is sooner); `failure_text` makes the
+error a raising handler leaves. This package holds only the mechanics: `threads` (the loop of
+`process`), `tasks` (the loop of `process_async`), what both share (`common`: `PermanentError`,
+argument checks, recording a handler's outcome) and their SIGTERM handler (`sigterm`). The native
+module calls `process` and `process_async` from here.
+
+Both loops work the same way. One dispatcher claims with ``claim_many`` up to the free handler
+slots; each claimed message is in flight until its handler returned or raised and the loop
+recorded the outcome with ``succeed`` or ``fail`` (with the message's lease token). While a
+handler runs, its lease is extended every ``WorkerPlan.heartbeat`` seconds; an ``extend`` that
+raises `ConflictError` means the lease was lost (it ran out and another claim took the
+message): heartbeats for it stop, and the outcome of its handler is refused with
+`ConflictError` too, logged on the ``"deadletter"`` logger. A message is never acked twice, and
+never run twice by one loop. Stopping (SIGTERM, ``KeyboardInterrupt``, cancellation, ``stop``)
+ends the claims; handlers still running get ``shutdown_timeout`` seconds to finish, heartbeats
+going on; after that the loop returns and their messages are left to their leases (another
+worker takes them once the lease ran out, counting it as a failed attempt).
+
+SIGTERM: a SIGTERM handler of the application (any disposition but the default when a loop
+starts) is left alone; stop the loops with ``stop`` then (or by cancelling ``process_async``).
+Otherwise deadletter installs one handler that stops every loop running, and removes it (the
+default is back) when the last of them ends (`sigterm` tells the details).
+"""
+
+from .common import PermanentError
+from .tasks import process_async
+from .threads import process
+
+__all__ = ["PermanentError", "process", "process_async"]

@@ -1,0 +1,183 @@
+"""What both worker loops share: `PermanentError`, the validation of their arguments (the core's
+`WorkerPlan` and the Python-only ones, reported together), and what becomes of a handler's result
+(the error text, the log line, the ``succeed`` or ``fail`` that records it)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import threading
+import traceback
+from collections.abc import Awaitable
+from datetime import datetime, timedelta
+from typing import Any, Callable, Optional, TypeVar, Union, cast
+
+from .._deadletter import Message, Queue, WorkerPlan, failure_text
+from .._errors import ConflictError, FieldError, ValidationError
+
+__all__ = [
+    "STOP_CHECK",
+    "AsyncHandler",
+    "Handler",
+    "PermanentError",
+    "Seconds",
+    "T",
+    "logger",
+    "outcome",
+    "plan_of",
+    "record",
+    "token",
+]
+
+logger = logging.getLogger("deadletter")
+
+STOP_CHECK = 0.1
+"""How often, in seconds, the thread that called `process` looks whether the loop should stop
+(a signal, the ``stop`` event) or has ended. It sleeps in between rather than waiting on a lock:
+a signal handler may run, or ``KeyboardInterrupt`` be raised, at any point of that thread, and
+neither is safe inside ``threading.Condition.wait``."""
+
+LOG_TEXT_MAX = 4096
+"""The most characters of a handler's error, and of each part of its traceback, that the log
+shows; the message's ``errors`` keep the error as stored (up to ``MAX_ERROR_BYTES``)."""
+
+Handler = Callable[[Message], object]
+AsyncHandler = Callable[[Message], Awaitable[object]]
+Seconds = Union[int, float, timedelta]
+T = TypeVar("T")
+
+
+class PermanentError(Exception):
+    """Raised by a handler of `Queue.process` or `Queue.process_async` (this class or a
+    subclass): the message fails with ``retryable=False``, so it is dead at once, whatever retries
+    it has left. Its error is ``"<class name>: <message>"``, as for any other exception; raise
+    it for a failure that retrying cannot cure (a malformed payload, a refused request)."""
+
+    __module__ = "deadletter"
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation: the core's options (WorkerPlan) and the Python-only arguments, reported together
+
+
+def describe(value: object) -> str:
+    """``an int``, ``a list``: a value's type, as the native module's messages name it."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in tuple('aeiou') else 'a'} {name}"
+
+
+def is_async(handler: object) -> bool:
+    """Whether calling ``handler`` makes a coroutine (an ``async def`` function or method, a
+    ``functools.partial`` of one, or an object whose ``__call__`` is one)."""
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+        getattr(handler, "__call__", None)
+    )
+
+
+def plan_of(
+    queue: Queue,
+    handler: Any,
+    *,
+    want_async: bool,
+    concurrency: Any,
+    poll_interval: Any,
+    stop_when_idle: Any,
+    shutdown_timeout: Any,
+    lease: Any,
+    stop: Any,
+) -> WorkerPlan:
+    """The validated plan; `ValidationError` listing every rejected argument otherwise (the
+    values are the caller's, unchecked: the core judges the options)."""
+    fields: list[FieldError] = []
+
+    def reject(field: str, message: str) -> None:
+        fields.append({"field": field, "code": "type", "message": message})
+
+    if not callable(handler):
+        reject("handler", f"must be a callable taking a Message, got {describe(handler)}")
+    elif want_async and not is_async(handler):
+        reject("handler", "must be an async def function (use process for a plain function)")
+    elif not want_async and is_async(handler):
+        reject("handler", "is an async def function: use process_async")
+    plan: Optional[WorkerPlan] = None
+    try:
+        plan = WorkerPlan(
+            queue,
+            concurrency=concurrency,
+            poll_interval=poll_interval,
+            shutdown_timeout=shutdown_timeout,
+            lease=lease,
+        )
+    except ValidationError as err:
+        fields.extend(err.errors)
+    if not isinstance(stop_when_idle, bool):
+        reject("stop_when_idle", f"must be a bool, got {describe(stop_when_idle)}")
+    event = asyncio.Event if want_async else threading.Event
+    if stop is not None and not isinstance(stop, event):
+        name = f"{event.__module__}.{event.__qualname__}"
+        reject("stop", f"must be a {name} or None, got {describe(stop)}")
+    if fields or plan is None:
+        described = "; ".join(f"{f['field']}: {f['message']}" for f in fields)
+        raise ValidationError(f"validation failed: {described}", fields)
+    return plan
+
+
+def failure(exc: BaseException) -> str:
+    """The error recorded for a handler that raised ``exc``."""
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not lose the failure
+        message = "<the exception's str() failed>"
+    return failure_text(type(exc).__name__, message)
+
+
+def capped(text: str) -> str:
+    """``text`` cut at `LOG_TEXT_MAX` characters, saying how many more there were (a final
+    newline is kept)."""
+    body, end = (text[:-1], "\n") if text.endswith("\n") else (text, "")
+    if len(body) <= LOG_TEXT_MAX:
+        return text
+    return f"{body[:LOG_TEXT_MAX]}… [{len(body) - LOG_TEXT_MAX} more characters]{end}"
+
+
+def outcome(message: Message, exc: Optional[BaseException]) -> tuple[Optional[str], bool]:
+    """(error, retryable) for a handler that raised ``exc``, logged at INFO with its traceback
+    (the error and each part of the traceback capped: an exception's text may be megabytes);
+    (None, True) when it returned."""
+    if exc is None:
+        return None, True
+    error = failure(exc)
+    parts = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    trace = "".join(capped(part) for part in parts).rstrip("\n")
+    logger.info("message %d: handler raised %s\n%s", message.id, capped(error), trace)
+    return error, not isinstance(exc, PermanentError)
+
+
+def record(
+    queue: Queue, message: Message, error: Optional[str], retryable: bool
+) -> tuple[bool, Optional[datetime]]:
+    """Acks or fails ``message`` with its lease token; returns (recorded, retry_after). A lost
+    lease (`ConflictError`) or a failing store is logged, and the message is left to its lease."""
+    try:
+        if error is None:
+            queue.succeed(message.id, lease_token=message.lease_token)
+            return True, None
+        failed = queue.fail(message.id, error, lease_token=message.lease_token, retryable=retryable)
+        return True, failed.retry_after
+    except ConflictError as err:
+        logger.warning(
+            "message %d: the handler's %s was not recorded: %s",
+            message.id,
+            "success" if error is None else "failure",
+            err,
+        )
+    except Exception:
+        logger.exception("message %d: recording the handler's outcome failed", message.id)
+    return False, None
+
+
+def token(message: Message) -> str:
+    """The lease token of a message the loop claimed (never None)."""
+    return cast(str, message.lease_token)
+

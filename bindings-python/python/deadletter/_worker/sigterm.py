@@ -1,0 +1,115 @@
+"""SIGTERM for the worker loops: one handler of deadletter's stops every loop running, installed
+only when the application leaves SIGTERM alone, and removed (the default back) when the last
+loop ends.
+
+- The threaded loops (`threads`) share one per process, installed by a loop that starts in the
+  main thread (only the main thread may install one); while installed it stops the loops of
+  every thread. A loop started in another thread while none is installed is not stopped by
+  SIGTERM (the default ends the process). When the last loop ends in another thread, which may
+  not restore the default, the handler stays: the next SIGTERM, finding no loop, restores the
+  default and acts as it.
+- The ``process_async`` loops (`tasks`) of one event loop (running in the main thread, on Unix)
+  share one, through ``loop.add_signal_handler``.
+
+A loop is anything with an ``on_sigterm()`` method (`Stoppable`), so that this module imports
+neither loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from typing import Protocol
+
+__all__ = ["Stoppable", "unwatch_async", "unwatch_threads", "watch_async", "watch_threads"]
+
+
+class Stoppable(Protocol):
+    """A worker loop that SIGTERM stops."""
+
+    def on_sigterm(self) -> None:
+        """Stops the loop; called from a signal handler (so it takes no lock)."""
+
+
+_thread_loops: set[Stoppable] = set()
+"""The threaded loops running in this process, which deadletter's SIGTERM handler stops."""
+_thread_loops_lock = threading.Lock()
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """deadletter's SIGTERM handler of the threaded loops: stops every one running. With none
+    running (the last ended in a thread that may not restore the default), it restores the
+    default and raises the signal again, which ends the process as if it had never been
+    installed. It takes no lock: it runs between two bytecodes of the main thread, which may hold
+    it."""
+    loops = tuple(_thread_loops)  # one C call: atomic under the GIL
+    if not loops:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)
+    for loop in loops:
+        loop.on_sigterm()
+
+
+def _sigterm_is_free() -> bool:
+    """Whether SIGTERM may be deadletter's: its disposition is the default, or deadletter's own
+    handler of the threaded loops, left installed (not an application's handler, nor one
+    installed from C, nor asyncio's)."""
+    current = signal.getsignal(signal.SIGTERM)
+    return current is signal.SIG_DFL or current is _on_sigterm
+
+
+def watch_threads(loop: Stoppable, main: bool) -> None:
+    """Lets SIGTERM stop the threaded ``loop``; from the main thread, installs deadletter's
+    handler unless the application handles SIGTERM."""
+    with _thread_loops_lock:
+        _thread_loops.add(loop)
+    if main and _sigterm_is_free():
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def unwatch_threads(loop: Stoppable, main: bool) -> None:
+    """``loop`` ended; from the main thread, the last one restores SIGTERM's default."""
+    with _thread_loops_lock:
+        _thread_loops.discard(loop)
+        last = not _thread_loops
+    if main and last and signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+_async_loops: dict[asyncio.AbstractEventLoop, set[Stoppable]] = {}
+"""The ``process_async`` loops running on each event loop whose SIGTERM handler is deadletter's."""
+
+
+def _stop_async_loops(loop: asyncio.AbstractEventLoop) -> None:
+    """deadletter's SIGTERM handler on ``loop``: stops every ``process_async`` loop on it."""
+    for tasks in tuple(_async_loops.get(loop, ())):
+        tasks.on_sigterm()
+
+
+def watch_async(loop: asyncio.AbstractEventLoop, tasks: Stoppable) -> None:
+    """Lets SIGTERM stop ``tasks``: joins deadletter's handler on ``loop``, or installs it when the
+    event loop allows it (Unix, main thread) and the application does not handle SIGTERM."""
+    running = _async_loops.get(loop)
+    if running is not None:
+        running.add(tasks)
+        return
+    if threading.current_thread() is not threading.main_thread() or not _sigterm_is_free():
+        return
+    try:
+        loop.add_signal_handler(signal.SIGTERM, _stop_async_loops, loop)
+    except (NotImplementedError, RuntimeError, ValueError):
+        return
+    _async_loops[loop] = {tasks}
+
+
+def unwatch_async(loop: asyncio.AbstractEventLoop, tasks: Stoppable) -> None:
+    """``tasks`` ended; the last loop on ``loop`` removes the handler (SIGTERM's default is
+    back)."""
+    running = _async_loops.get(loop)
+    if running is None or tasks not in running:
+        return
+    running.discard(tasks)
+    if not running:
+        del _async_loops[loop]
+        loop.remove_signal_handler(signal.SIGTERM)

@@ -1,0 +1,275 @@
+"""`process_async`, the worker loop of `Queue.process_async` on asyncio: the awaiting coroutine
+claims (with ``claim_many``, up to the free handler slots), each message is a task that runs its
+handler and heartbeats, and every database call runs in a thread of the loop's own executor. How
+the loop behaves (in flight, heartbeats, lost leases, stopping) is told in the package's
+docstring."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any, Callable, Optional
+
+from .._deadletter import MAX_CLAIM_MANY, Message, Queue, WorkerPlan
+from .._errors import ConflictError
+from .common import STOP_CHECK, AsyncHandler, Seconds, T, logger, outcome, plan_of, record, token
+from .sigterm import unwatch_async, watch_async
+
+__all__ = ["process_async"]
+
+
+class _Tasks:
+    """`process_async`: the dispatcher is the awaiting coroutine; each message is a task that
+    runs its handler and heartbeats; every database call runs in a thread of the loop's own
+    executor, so that handlers filling the event loop's default executor (``asyncio.to_thread``)
+    never hold up a heartbeat."""
+
+    def __init__(
+        self, queue: Queue, handler: AsyncHandler, plan: WorkerPlan, stop_when_idle: bool
+    ) -> None:
+        self.queue, self.handler, self.plan = queue, handler, plan
+        self.stop_when_idle = stop_when_idle
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.next_poll = 0.0  # loop.time() of the next claim
+        self.last_full = False
+        self.stopping = False
+        self.reason: Optional[str] = None  # why it stops: "SIGTERM", "stop event"
+        self.abandoned = False
+        self.handled = 0
+
+    async def run(self, stop: Optional[asyncio.Event]) -> int:
+        loop = asyncio.get_running_loop()
+        self.wake = asyncio.Event()  # a handler finished, or stop (made here: Python 3.9 binds
+        # an Event to the loop running when it is made)
+        if stop is not None and stop.is_set():
+            return 0
+        self.next_poll = loop.time()
+        # Threads are made as needed: one per running handler (its heartbeats and ack) and one
+        # for the claims, at most.
+        self.executor = ThreadPoolExecutor(
+            self.plan.concurrency + 1, thread_name_prefix="deadletter-db"
+        )
+        watch_async(loop, self)
+        watcher = asyncio.ensure_future(self._watch(stop)) if stop is not None else None
+        cancelled = False
+        error: Optional[BaseException] = None
+        try:
+            try:
+                await self._claim_loop(loop)
+            except asyncio.CancelledError:
+                cancelled = True
+            except Exception as exc:  # noqa: BLE001 - raised once the handlers finished
+                error = exc
+            self.stopping = True
+            reason = "cancelled" if cancelled else self.reason
+            if reason:
+                logger.info(
+                    "stopping (%s): no more claims; waiting up to %g s for %d running handlers",
+                    reason,
+                    self.plan.shutdown_timeout,
+                    len(self.tasks),
+                )
+            await self._drain()
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+            unwatch_async(loop, self)
+            self.executor.shutdown(wait=False)
+        if cancelled:
+            raise asyncio.CancelledError
+        if error is not None:
+            raise error
+        return self.handled
+
+    async def _watch(self, stop: asyncio.Event) -> None:
+        try:
+            await stop.wait()
+        except RuntimeError:
+            # The event is bound to another event loop (it was waited on there; on Python 3.9,
+            # made outside a running one) and cannot be awaited here: it is looked at instead.
+            while not stop.is_set():
+                await asyncio.sleep(STOP_CHECK)
+        self._request_stop("stop event")
+
+    def on_sigterm(self) -> None:
+        """Stops the loop (deadletter's SIGTERM handler on this event loop calls it)."""
+        self._request_stop("SIGTERM")
+
+    def _request_stop(self, reason: str) -> None:
+        self.reason = self.reason or reason
+        self.stopping = True
+        self.wake.set()
+
+    async def _claim_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        while not self.stopping:
+            self.wake.clear()
+            free = self.plan.concurrency - len(self.tasks)
+            if free > 0 and loop.time() >= self.next_poll:
+                if await self._poll(loop, free):
+                    return
+                continue
+            timeout = max(0.0, self.next_poll - loop.time()) if free > 0 else None
+            try:
+                await asyncio.wait_for(self.wake.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _poll(self, loop: asyncio.AbstractEventLoop, free: int) -> bool:
+        asked = min(free, MAX_CLAIM_MANY)
+        # Read before the claim (`threads._Threads._poll` says why).
+        due = await self._db(self.queue.next_due_at)
+        claim = asyncio.ensure_future(
+            self._db(self.queue.claim_many, asked, lease=self.plan.lease)
+        )
+        try:
+            claimed = await asyncio.shield(claim)
+        except asyncio.CancelledError:
+            # The claim goes on in its thread: its messages are in flight like the others.
+            try:
+                claimed = await claim
+            except Exception:  # noqa: BLE001 - cancelled anyway; nothing was claimed
+                claimed = []
+            for message in claimed:
+                self._start(message)
+            raise
+        for message in claimed:
+            self._start(message)
+        if len(claimed) == asked:
+            self.last_full, self.next_poll = True, loop.time()
+            return False
+        if self.stop_when_idle and due is None and not self.tasks:
+            return True
+        self.last_full, self.next_poll = False, loop.time() + self.plan.idle_wait(due)
+        return False
+
+    async def _db(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``call(*args, **kwargs)`` in the loop's executor, off the event loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(call, *args, **kwargs))
+
+    def _start(self, message: Message) -> None:
+        task = asyncio.ensure_future(self._run(message))
+        self.tasks.add(task)
+
+    async def _run(self, message: Message) -> None:
+        retry_after = None
+        recorded = False
+        work: Optional[asyncio.Future[object]] = None
+        try:
+            exc: Optional[BaseException] = None
+            try:
+                work = asyncio.ensure_future(self.handler(message))
+            except Exception as raised:  # noqa: BLE001 - calling it raised at once
+                exc = raised
+            if work is not None:
+                await self._heartbeats(message, work)
+                exc = _exception_of(work)
+            error, retryable = outcome(message, exc)
+            if not self.abandoned:
+                recorded, retry_after = await self._db(
+                    record, self.queue, message, error, retryable
+                )
+        except asyncio.CancelledError:
+            if work is not None:
+                work.cancel()  # past the shutdown timeout: left to its lease
+            raise
+        finally:
+            self._finished(asyncio.current_task(), recorded, retry_after)
+
+    async def _heartbeats(self, message: Message, work: asyncio.Future[object]) -> None:
+        """Waits for ``work``, extending the lease every heartbeat until it is done or lost."""
+        lost = False
+        while not work.done():
+            await asyncio.wait({work}, timeout=self.plan.heartbeat)
+            if work.done() or lost:
+                continue
+            try:
+                await self._db(
+                    self.queue.extend,
+                    message.id,
+                    lease_token=token(message),
+                    lease=self.plan.lease,
+                )
+            except ConflictError as err:
+                lost = True
+                logger.warning("message %d: lease lost, heartbeats stop: %s", message.id, err)
+            except Exception:  # noqa: BLE001 - the next heartbeat tries again
+                logger.warning("message %d: heartbeat failed", message.id, exc_info=True)
+
+    def _finished(
+        self, task: Optional[asyncio.Task[Any]], recorded: bool, retry_after: Optional[datetime]
+    ) -> None:
+        if task is not None:
+            self.tasks.discard(task)
+        self.handled += recorded
+        now = asyncio.get_running_loop().time()
+        if self.last_full or (self.stop_when_idle and not self.tasks):
+            self.next_poll = now
+        elif retry_after is not None:
+            try:
+                self.next_poll = min(self.next_poll, now + self.plan.idle_wait(retry_after))
+            except Exception:  # noqa: BLE001 - a failing clock: the next poll sees it
+                pass
+        self.wake.set()
+
+    async def _drain(self) -> None:
+        """Waits for the running handlers up to the shutdown timeout, then cancels the rest."""
+        if not self.tasks:
+            return
+        try:
+            _, late = await asyncio.wait(set(self.tasks), timeout=self.plan.shutdown_timeout)
+        except asyncio.CancelledError:
+            late = set(self.tasks)
+            raise
+        finally:
+            if late:
+                self.abandoned = True
+                for task in late:
+                    task.cancel()
+
+
+def _exception_of(work: asyncio.Future[object]) -> Optional[BaseException]:
+    """What the handler's task raised (a `CancelledError` when it was cancelled), or None."""
+    if work.cancelled():
+        return asyncio.CancelledError()
+    return work.exception()
+
+
+def process_async(
+    queue: Queue,
+    handler: AsyncHandler,
+    *,
+    concurrency: Optional[int] = None,
+    poll_interval: Optional[Seconds] = None,
+    stop_when_idle: bool = False,
+    shutdown_timeout: Optional[Seconds] = None,
+    lease: Optional[Seconds] = None,
+    stop: Optional[asyncio.Event] = None,
+) -> Coroutine[Any, Any, int]:
+    """`Queue.process_async`: validates at once, then returns the coroutine of the loop.
+
+    It runs at most ``concurrency`` handler tasks; every database call runs in a thread of its
+    own executor (not the default one that ``asyncio.to_thread`` uses, which handlers may fill),
+    none on the event loop. It ends like `process` (``stop_when_idle``,
+    ``stop``: an `asyncio.Event`, SIGTERM through ``loop.add_signal_handler`` when the loop runs
+    in the main thread on Unix, unless the application handles SIGTERM: one handler per event
+    loop stops every ``process_async`` loop on it; see `sigterm`) and returns
+    the count; cancelled (Ctrl-C under ``asyncio.run``),
+    it stops claiming, lets running handlers finish for up to ``shutdown_timeout`` (cancelling
+    the rest), then raises `asyncio.CancelledError`.
+    """
+    plan = plan_of(
+        queue,
+        handler,
+        want_async=True,
+        concurrency=concurrency,
+        poll_interval=poll_interval,
+        stop_when_idle=stop_when_idle,
+        shutdown_timeout=shutdown_timeout,
+        lease=lease,
+        stop=stop,
+    )
+    return _Tasks(queue, handler, plan, bool(stop_when_idle)).run(stop)

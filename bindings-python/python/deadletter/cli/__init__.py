@@ -1,0 +1,61 @@
+"""The ``deadletter`` console script: an operator's way into a queue database, and the server.
+
+Commands (``deadletter COMMAND -h`` for their options)::
+
+    deadletter serve PATH [--host 127.0.0.1] [--port 8000] [--workers N] [--token T]
+    deadletter stats PATH [QUEUE]
+    deadletter list PATH QUEUE [--status S] [--limit N] [--after-id ID]
+    deadletter show PATH QUEUE ID
+    deadletter replay PATH QUEUE (ID | --all [--error-contains T] [--dead-after I]
+                                             [--dead-before I] [--limit N])
+    deadletter purge PATH QUEUE --status {succeeded,dead} --older-than DURATION
+    deadletter enqueue PATH QUEUE [--max-retries N] [--delay DURATION]
+                                  (PAYLOAD [--idempotency-key K] | -)
+
+Output is an aligned table for people, or JSON with ``--json`` (messages and statistics as the
+HTTP API writes them), both written by `emit`. For people, control characters in values (a
+payload's, an error's) are shown escaped (``\\n``, ``\\x1b``), never sent to the terminal. Exit
+status: 0 on success, 1 on a deadletter error (its message on stderr), 2 on a usage error. PATH is
+a SQLite file or a PostgreSQL URL (``postgresql://user:password@host/db``; every command takes
+``--schema``, default ``deadletter``). Commands other than ``serve`` and ``enqueue`` refuse a
+SQLite PATH that does not exist rather than create an empty database. A long ``replay --all`` or
+``enqueue -`` shows its progress on stderr when that is a terminal. ``serve`` needs the
+``server`` extra (``pip install 'deadletter[server]'``).
+
+The package: `_arguments` (the parser and its argument types), `_commands` (one function a
+command, over the public `deadletter` API) and `_output` (`emit`, the one writer of tables and
+JSON, and the progress line). Limits and status names in the help come from the core.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Optional, TextIO
+
+import deadletter
+
+from ._arguments import parser
+from ._commands import Failure, Usage
+from ._output import printable
+
+__all__ = ["main"]
+
+
+def main(
+    argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+) -> int:
+    """Runs one command; returns the exit status (argparse exits with 2 on a usage error)."""
+    args = parser().parse_args(argv)
+    try:
+        args.run(args, out, err)
+    except Usage as usage:
+        args.parser.error(str(usage))  # exits with status 2
+    except (deadletter.Error, Failure) as error:
+        err.write(f"deadletter {args.command}: {printable(str(error))}\n")
+        return 1
+    except BrokenPipeError:  # `deadletter list ... | head`: quiet, as the Python docs advise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return 0

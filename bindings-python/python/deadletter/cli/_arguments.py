@@ -1,0 +1,235 @@
+"""The CLI's arguments: `parser`, every command's options (limits and status names from the
+core), and the argument types that read integers, durations and instants strictly."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from datetime import datetime, timedelta
+from typing import Callable, Optional
+
+import deadletter
+
+from .._deadletter import (
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    DEFAULT_MAX_RETRIES,
+    LIST_LIMIT_RANGE,
+    MAX_BATCH,
+    MAX_RETRIES_RANGE,
+    STATUSES,
+)
+from .._json import parse_timestamp
+from ._commands import (
+    cmd_enqueue,
+    cmd_list,
+    cmd_purge,
+    cmd_replay,
+    cmd_serve,
+    cmd_show,
+    cmd_stats,
+)
+
+__all__ = ["instant", "integer", "low_high", "parser", "port", "positive", "seconds"]
+
+
+INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def integer(text: str) -> int:
+    """A whole number in ASCII digits: not ``int()``'s ``3_7`` (37) or other scripts' digits."""
+    if not INTEGER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer")
+    return int(text)
+
+
+def port(text: str) -> int:
+    value = integer(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0..65535, got {value}")
+    return value
+
+
+def positive(text: str) -> int:
+    value = integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([smhd]?)")
+UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def seconds(text: str) -> timedelta:
+    """A duration: seconds, or a number with ``s``, ``m``, ``h`` or ``d`` (``90``, ``15m``,
+    ``1.5h``, ``7d``)."""
+    match = DURATION.fullmatch(text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 90, 15m, 12h or 7d")
+    return timedelta(seconds=float(match.group(1)) * UNITS[match.group(2)])
+
+
+def instant(text: str) -> datetime:
+    """An RFC 3339 date-time in UTC, as the JSON output writes them."""
+    try:
+        return parse_timestamp(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an RFC 3339 date-time in UTC, such as 2026-11-30T16:24:03Z"
+        ) from None
+
+
+def low_high(bounds: tuple[int, int]) -> str:
+    """A range of the core as the help shows it: ``1..1000``."""
+    return f"{bounds[0]}..{bounds[1]}"
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of every command."""
+    root = argparse.ArgumentParser(
+        prog="deadletter",
+        description="Operate deadletter queue databases (SQLite files, PostgreSQL URLs) and serve "
+        "their HTTP API.",
+    )
+    root.add_argument("--version", action="version", version=f"deadletter {deadletter.__version__}")
+    commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    writes = argparse.ArgumentParser(add_help=False)
+    writes.add_argument("--json", action="store_true", help="write JSON instead of a table")
+    schema = argparse.ArgumentParser(add_help=False)
+    schema.add_argument("--schema", help="a PostgreSQL URL's schema (default deadletter)")
+
+    def command(
+        name: str,
+        run: Callable[..., None],
+        help: str,
+        queue: Optional[str] = "QUEUE",
+        details: str = "",
+        output: bool = True,
+    ) -> argparse.ArgumentParser:
+        description = f"{help}. {details}" if details else help
+        parents = [writes, schema] if output else [schema]
+        sub = commands.add_parser(name, help=help, description=description, parents=parents)
+        sub.add_argument(
+            "path", metavar="PATH", help="the SQLite database file, or a PostgreSQL URL"
+        )
+        if queue == "QUEUE":
+            sub.add_argument("queue", metavar="QUEUE", help="the queue name")
+        elif queue == "[QUEUE]":
+            sub.add_argument("queue", metavar="QUEUE", nargs="?", help="one queue (default: all)")
+        sub.set_defaults(run=run, parser=sub)
+        return sub
+
+    command(
+        "stats",
+        cmd_stats,
+        "counts per status and oldest ages of every queue that holds messages, or of one",
+        queue="[QUEUE]",
+    )
+
+    sub = command("list", cmd_list, "list messages by id, optionally of one status")
+    sub.add_argument("--status", help=f"{', '.join(STATUSES[:-1])} or {STATUSES[-1]}")
+    sub.add_argument(
+        "--limit",
+        type=integer,
+        default=DEFAULT_LIST_LIMIT,
+        help=f"at most this many ({low_high(LIST_LIMIT_RANGE)}; default {DEFAULT_LIST_LIMIT})",
+    )
+    sub.add_argument("--after-id", type=integer, help="only ids above this one (the next page)")
+
+    sub = command(
+        "show", cmd_show, "one message: every field, its failed attempts and its payload"
+    )
+    sub.add_argument("id", metavar="ID", type=integer, help="the message's id")
+
+    sub = command(
+        "replay",
+        cmd_replay,
+        "replay (redrive) a dead message, or with --all the dead messages the filters select",
+        details="Each goes back to pending with retry count 0.",
+    )
+    sub.add_argument("id", metavar="ID", type=integer, nargs="?", help="the dead message")
+    sub.add_argument("--all", action="store_true", help="every dead message the filters select")
+    sub.add_argument("--error-contains", metavar="TEXT", help="its last error contains TEXT")
+    sub.add_argument(
+        "--dead-after", metavar="INSTANT", type=instant, help="it died at or after INSTANT"
+    )
+    sub.add_argument(
+        "--dead-before",
+        metavar="INSTANT",
+        type=instant,
+        help="it died before INSTANT (default: when the command started; messages that die "
+        "while it runs are not replayed)",
+    )
+    sub.add_argument("--limit", type=positive, help="at most this many, lowest ids first")
+
+    sub = command(
+        "purge",
+        cmd_purge,
+        "delete the succeeded or dead messages not changed for a while",
+    )
+    # The finished statuses, which the core's purge takes (it exports no list of them).
+    sub.add_argument("--status", required=True, choices=["succeeded", "dead"])
+    sub.add_argument(
+        "--older-than",
+        required=True,
+        type=seconds,
+        metavar="DURATION",
+        help="not changed for this long: seconds, or 15m, 12h, 7d",
+    )
+
+    sub = command(
+        "enqueue",
+        cmd_enqueue,
+        "enqueue a payload, or one payload per line of stdin (-)",
+        details=f"Lines are enqueued {MAX_BATCH} per transaction, all or nothing: a bad line stops "
+        f"the command; the transactions before it are committed, none of the {MAX_BATCH} lines of "
+        "its own is enqueued.",
+    )
+    sub.add_argument(
+        "payload",
+        metavar="PAYLOAD",
+        help="the payload, or - to read one per line (ending in LF or CRLF, which is not kept)",
+    )
+    sub.add_argument(
+        "--max-retries",
+        type=integer,
+        help=f"attempts before a message is dead ({low_high(MAX_RETRIES_RANGE)}; "
+        f"default {DEFAULT_MAX_RETRIES})",
+    )
+    sub.add_argument(
+        "--delay", type=seconds, metavar="DURATION", help="not claimable before this long"
+    )
+    sub.add_argument(
+        "--idempotency-key",
+        metavar="KEY",
+        help="when the queue holds a message with this key, show it instead of enqueueing",
+    )
+
+    sub = command(
+        "serve",
+        cmd_serve,
+        "serve the HTTP API and the dashboard (uvicorn)",
+        queue=None,
+        output=False,
+    )
+    sub.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    sub.add_argument("--port", type=port, default=8000, help="port, 0..65535 (default 8000)")
+    sub.add_argument("--workers", type=positive, default=1, help="server processes (default 1)")
+    sub.add_argument(
+        "--token",
+        help="require `Authorization: Bearer TOKEN` (default: $DEADLETTER_TOKEN; empty: refused)",
+    )
+    sub.add_argument(
+        "--max-payload-bytes",
+        type=positive,
+        default=DEFAULT_MAX_PAYLOAD_BYTES,
+        help=f"payload limit (default {DEFAULT_MAX_PAYLOAD_BYTES})",
+    )
+    sub.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug", "trace"],
+        help="uvicorn's log level (info shows each request)",
+    )
+    return root

@@ -1,0 +1,272 @@
+"""The CLI's commands: one ``cmd_*`` function a command, each a few calls of the public
+`deadletter` API and one `emit`; the usage and failure exceptions that `main` turns into exit
+statuses 2 and 1."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from itertools import islice
+from pathlib import Path
+from typing import Any, TextIO, Union
+
+import deadletter
+
+from .._deadletter import MAX_BATCH
+from ._output import (
+    ATTEMPT_COLUMNS,
+    ENQUEUED_COLUMNS,
+    LIST_COLUMNS,
+    MESSAGE_COLUMNS,
+    STATS_COLUMNS,
+    Progress,
+    Record,
+    Rows,
+    emit,
+    listed,
+    printable,
+)
+
+__all__ = [
+    "Failure",
+    "Usage",
+    "cmd_enqueue",
+    "cmd_list",
+    "cmd_purge",
+    "cmd_replay",
+    "cmd_serve",
+    "cmd_show",
+    "cmd_stats",
+]
+
+CHUNK = MAX_BATCH
+"""Messages per ``enqueue_many`` (the core's limit of one batch) and per ``replay_all`` call of
+``replay --all``."""
+
+
+class Failure(Exception):
+    """A failure that is not the queue's (a missing file, a missing extra): exit status 1."""
+
+
+class Usage(Exception):
+    """Arguments that do not go together: exit status 2, with the command's usage."""
+
+
+def is_url(path: str) -> bool:
+    """Whether ``path`` is a PostgreSQL URL (as `deadletter.open` tells)."""
+    return path[:13].lower().startswith(("postgresql://", "postgres://"))
+
+
+def database(path: str) -> Union[str, Path]:
+    """What `deadletter.open` gets for the command line's PATH: a URL, or a file name (a
+    `pathlib.Path`, so that ``:memory:`` is the file of that name, not a database that would
+    vanish with the command)."""
+    return path if is_url(path) else Path(path)
+
+
+def open_existing(args: argparse.Namespace) -> deadletter.Database:
+    """The database of ``args.path`` for operators' commands, which never create one: a file
+    must exist, a PostgreSQL schema must hold deadletter's tables (``create=False``: a mistyped
+    ``--schema`` is an error, not an empty queue)."""
+    if is_url(args.path):
+        return deadletter.open(args.path, schema=args.schema, create=False)
+    if not Path(args.path).is_file():
+        raise Failure(f"{args.path}: no such database file")
+    return deadletter.open(database(args.path), schema=args.schema)
+
+
+def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    with open_existing(args) as db:
+        if args.queue is None:
+            rows: Rows = [stats.to_dict() for stats in db.queues()]
+        else:
+            rows = db.queue(args.queue).stats().to_dict()
+        emit(rows, STATS_COLUMNS, as_json=args.json, out=out)
+
+
+def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    with open_existing(args) as db:
+        page = db.queue(args.queue).list(
+            status=args.status, limit=args.limit, after_id=args.after_id
+        )
+        rows = [m.to_dict() for m in page] if args.json else [listed(m) for m in page]
+        emit(rows, LIST_COLUMNS, as_json=args.json, out=out)
+
+
+def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    with open_existing(args) as db:
+        message = db.queue(args.queue).get(args.id)
+    if args.json:
+        emit(message.to_dict(), (), as_json=True, out=out)
+        return
+    emit(message.to_dict(), MESSAGE_COLUMNS, as_json=False, out=out, width=None)
+    if message.errors:
+        out.write("errors:\n")
+        attempts = [dict(entry) for entry in message.errors]
+        emit(attempts, ATTEMPT_COLUMNS, as_json=False, out=out, width=None)
+    out.write("payload:\n" + printable(message.payload) + "\n")
+
+
+def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    filters = (args.error_contains, args.dead_after, args.dead_before, args.limit)
+    if (args.id is None) == (not args.all):
+        raise Usage("give a message ID or --all")
+    if args.id is not None and any(f is not None for f in filters):
+        raise Usage("--error-contains, --dead-after, --dead-before and --limit go with --all")
+    with open_existing(args) as db:
+        queue = db.queue(args.queue)
+        if args.id is not None:
+            message = queue.replay(args.id)
+            columns = ("id", "queue", "status", "replay_count")
+            emit(message.to_dict(), columns, as_json=args.json, out=out)
+            return
+        replayed = replay_all(queue, args, Progress("replayed", err))
+    emit({"replayed": replayed}, ("replayed",), as_json=args.json, out=out)
+
+
+def replay_all(queue: deadletter.Queue, args: argparse.Namespace, progress: Progress) -> int:
+    """`Queue.replay_all` in calls of `CHUNK` messages, for progress. The messages that die while
+    it runs are not replayed: without ``--dead-before``, the upper bound is the moment it
+    started (so that the calls end even while workers keep killing replayed messages)."""
+    start = datetime.now(timezone.utc) + timedelta(milliseconds=1)  # dead_before is exclusive
+    before = args.dead_before or start
+    total = 0
+    try:
+        while args.limit is None or total < args.limit:
+            chunk = CHUNK if args.limit is None else min(CHUNK, args.limit - total)
+            replayed = queue.replay_all(
+                error_contains=args.error_contains,
+                dead_after=args.dead_after,
+                dead_before=before,
+                limit=chunk,
+            )
+            total += replayed
+            progress.update(total)
+            if replayed < chunk:
+                break
+    finally:
+        progress.done()
+    return total
+
+
+def cmd_purge(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    with open_existing(args) as db:
+        purged = db.queue(args.queue).purge(status=args.status, older_than=args.older_than)
+    emit({"purged": purged}, ("purged",), as_json=args.json, out=out)
+
+
+def stdin_payloads(stream: TextIO) -> Iterator[str]:
+    """Every line of ``stream`` without its line ending, ``\\n`` or ``\\r\\n`` (an empty line is an
+    empty payload; a ``\\r`` anywhere else stays in it)."""
+    for line in stream:
+        yield line[:-2] if line.endswith("\r\n") else line[:-1] if line.endswith("\n") else line
+
+
+def cmd_enqueue(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    if args.payload == "-" and args.idempotency_key is not None:
+        raise Usage("--idempotency-key goes with one PAYLOAD, not with - (one key per message)")
+    with deadletter.open(database(args.path), schema=args.schema) as db:
+        queue = db.queue(args.queue)
+        if args.payload != "-":
+            message = queue.enqueue(
+                args.payload,
+                max_retries=args.max_retries,
+                idempotency_key=args.idempotency_key,
+                delay=args.delay,
+            )
+            columns = ENQUEUED_COLUMNS + (("deduplicated",) if message.deduplicated else ())
+            emit(message.to_dict(), columns, as_json=args.json, out=out)
+            return
+        summary = enqueue_lines(queue, args, Progress("enqueued", err))
+    emit(summary, tuple(summary), as_json=args.json, out=out)
+
+
+def enqueue_lines(
+    queue: deadletter.Queue, args: argparse.Namespace, progress: Progress
+) -> Record:
+    """One message per line of stdin, by `Queue.enqueue_many` in chunks of `CHUNK` lines: each
+    chunk is enqueued whole or not at all, so a bad line stops the command with the chunks
+    before its own enqueued."""
+    options = {"max_retries": args.max_retries, "delay": args.delay}
+    ids: list[int] = []
+    lines = stdin_payloads(sys.stdin)
+    try:
+        while chunk := list(islice(lines, CHUNK)):
+            items: list[Any] = chunk
+            if any(value is not None for value in options.values()):
+                items = [{"payload": line, **options} for line in chunk]
+            try:
+                ids += [m.id for m in queue.enqueue_many(items)]
+            except deadletter.ValidationError as error:
+                first = error.errors[0]
+                line = len(ids) + first.get("index", 0) + 1
+                raise Failure(
+                    f"line {line}: {first['field']}: {first['message']} (lines {len(ids) + 1}"
+                    f" to {len(ids) + len(chunk)} were not enqueued; the {len(ids)} before them"
+                    " were)"
+                ) from error
+            progress.update(len(ids))
+    finally:
+        progress.done()
+    return {
+        "enqueued": len(ids),
+        "first_id": ids[0] if ids else None,
+        "last_id": ids[-1] if ids else None,
+    }
+
+
+def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    try:
+        from ..http import _serve
+    except ImportError as missing:
+        package = (missing.name or "a package").partition(".")[0]
+        raise Failure(
+            f"`deadletter serve` needs the server extra ({package} is missing): "
+            "pip install 'deadletter[server]'"
+        ) from None
+    token = args.token if args.token is not None else os.environ.get(_serve.ENV_TOKEN)
+    if token == "":  # never read as "no token": authentication would be off without a word
+        if args.token is not None:
+            raise Usage("--token is empty: give a token, or omit --token to serve without one")
+        raise Usage(
+            f"{_serve.ENV_TOKEN} is set but empty: set a token, or unset it to serve without one"
+        )
+    if token is not None and token != token.strip():  # clients' credentials are read stripped
+        origin = "--token" if args.token is not None else _serve.ENV_TOKEN
+        raise Usage(f"{origin} begins or ends with whitespace: no client could send it")
+    try:
+        _serve.check_address(args.host, args.port)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise Usage(f"cannot listen on {args.host} port {args.port}: {reason}") from None
+    if token is None and not is_loopback(args.host):
+        err.write(
+            f"deadletter serve: WARNING: serving {args.host} without a token: anyone who can "
+            "reach it can read, replay and enqueue messages (set DEADLETTER_TOKEN or --token)\n"
+        )
+    deadletter.open(  # fail early
+        database(args.path), schema=args.schema, max_payload_bytes=args.max_payload_bytes
+    ).close()
+    # Each worker process builds its app from these (uvicorn imports a factory by name).
+    os.environ[_serve.ENV_PATH] = args.path if is_url(args.path) else str(Path(args.path).resolve())
+    os.environ[_serve.ENV_MAX_PAYLOAD_BYTES] = str(args.max_payload_bytes)
+    if args.schema is not None:
+        os.environ[_serve.ENV_SCHEMA] = args.schema
+    if token is not None:
+        os.environ[_serve.ENV_TOKEN] = token
+    if not _serve.run(args.host, args.port, args.workers, args.log_level):
+        raise Failure("the server did not start (see uvicorn's messages above)")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only listens on this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,180 @@
+"""The CLI's output: `emit`, the one function that writes every command's result, as an aligned
+table for people (durations readable, control characters escaped, long cells cut) or as JSON
+(``--json``: as the HTTP API writes messages and statistics); the columns each command shows;
+and the progress line of long commands on a terminal."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any, Optional, TextIO, Union
+
+import deadletter
+
+from .._deadletter import STATUSES
+from .._json import jsonable
+
+__all__ = [
+    "ATTEMPT_COLUMNS",
+    "ENQUEUED_COLUMNS",
+    "LIST_COLUMNS",
+    "MESSAGE_COLUMNS",
+    "STATS_COLUMNS",
+    "Progress",
+    "Record",
+    "Rows",
+    "emit",
+    "listed",
+    "printable",
+]
+
+Record = dict[str, Any]
+Rows = Union[Record, list[Record]]
+
+CELL_WIDTH = 48  # characters of a table cell before it is cut with "…" (--json never cuts)
+PROGRESS_EVERY = 0.2  # seconds between progress lines on a terminal
+
+
+def emit(
+    rows: Rows,
+    columns: Sequence[str],
+    *,
+    as_json: bool,
+    out: TextIO,
+    width: Optional[int] = CELL_WIDTH,
+) -> None:
+    """Writes ``rows`` as JSON, or as a table of ``columns``: a list of records is one row per
+    record, a single record is one ``column  value`` line per column. Table cells are cut at
+    ``width`` characters (``None``: never)."""
+    if as_json:
+        out.write(json.dumps(jsonable(rows), ensure_ascii=False, indent=2) + "\n")
+        return
+    if isinstance(rows, dict):
+        records = [{"field": c, "value": readable(rows.get(c))} for c in columns]
+        write_table(records, ("field", "value"), header=False, out=out, width=width)
+    else:
+        records = [{c: readable(r.get(c)) for c in columns} for r in rows]
+        write_table(records, columns, header=True, out=out, width=width)
+
+
+def readable(value: Any) -> Any:
+    """A value as a table shows it: durations as ``1h 30m``, the rest as in JSON."""
+    return duration(value) if isinstance(value, timedelta) else jsonable(value)
+
+
+def duration(value: timedelta) -> str:
+    """``42s``, ``1.5s``, ``1m 40s``, ``1h 30m``, ``2d 4h``: the two largest units."""
+    seconds = value.total_seconds()
+    if seconds < 60:
+        return f"{seconds:g}s"
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (seconds, "s")]
+    first = next(i for i, (n, _) in enumerate(parts) if n)
+    return " ".join(f"{n}{unit}" for n, unit in parts[first : first + 2] if n)
+
+
+def write_table(
+    records: list[Record],
+    columns: Sequence[str],
+    *,
+    header: bool,
+    out: TextIO,
+    width: Optional[int],
+) -> None:
+    """Aligned columns; numbers right-aligned, ``None`` as ``-``, long cells cut."""
+    cells = [[cell(r.get(c), width) for c in columns] for r in records]
+    numeric = [
+        bool(records) and all(isinstance(r.get(c), int) for r in records) for c in columns
+    ]
+    lines = ([list(columns)] if header else []) + cells
+    widths = [max((len(line[i]) for line in lines), default=0) for i in range(len(columns))]
+    for line in lines:
+        padded = [
+            text.rjust(size) if right else text.ljust(size)
+            for text, size, right in zip(line, widths, numeric)
+        ]
+        out.write("  ".join(padded).rstrip() + "\n")
+
+
+def cell(value: Any, width: Optional[int]) -> str:
+    """One table cell: one line, at most ``width`` characters."""
+    text = printable("-" if value is None else str(value))
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
+
+
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+"""The C0 and C1 control characters and DEL: what a terminal obeys (ESC, BEL, OSC, ...)."""
+NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character (`CONTROL`) escaped, ``\\n``, ``\\r``, ``\\t`` or
+    ``\\x1b``: people's output is one line per value and never drives the terminal (payloads and
+    errors come from whoever can enqueue). ``--json`` escapes them its own way."""
+    return CONTROL.sub(lambda m: NAMED.get(m.group(), f"\\x{ord(m.group()):02x}"), text)
+
+
+MESSAGE_COLUMNS = (
+    "id",
+    "queue",
+    "status",
+    "retry_count",
+    "max_retries",
+    "retry_after",
+    "last_error",
+    "created_at",
+    "updated_at",
+    "lease_expires_at",
+    "idempotency_key",
+    "first_failed_at",
+    "dead_at",
+    "errors_dropped",
+    "replay_count",
+    "replayed_at",
+)
+LIST_COLUMNS = ("id", "status", "retries", "updated_at", "last_error", "payload")
+ATTEMPT_COLUMNS = ("attempt", "at", "error")
+ENQUEUED_COLUMNS = ("id", "queue", "status", "max_retries", "retry_after", "idempotency_key")
+STATS_COLUMNS = (
+    "queue",
+    *STATUSES,
+    "expired",
+    "delayed",
+    "next_due_at",
+    "oldest_due_age",
+    "oldest_dead_age",
+)
+
+
+def listed(message: deadletter.Message) -> Record:
+    """A message as a row of `list`: the retry count as ``n/max``."""
+    record = message.to_dict()
+    record["retries"] = f"{message.retry_count}/{message.max_retries}"
+    return record
+
+
+class Progress:
+    """``<what> N`` on stderr, rewritten in place, only when stderr is a terminal."""
+
+    def __init__(self, what: str, err: TextIO) -> None:
+        self.what = what
+        self.err = err
+        self.shown = err.isatty()
+        self.last = 0.0
+
+    def update(self, count: int) -> None:
+        now = time.monotonic()
+        if self.shown and now - self.last >= PROGRESS_EVERY:
+            self.last = now
+            self.err.write(f"\r{self.what} {count}")
+            self.err.flush()
+
+    def done(self) -> None:
+        if self.shown and self.last:
+            self.err.write("\r\033[K")
+            self.err.flush()

@@ -1,0 +1,418 @@
+"""The OpenAPI 3.1 document of `deadletter.http`, served at ``/openapi.json``: one entry of
+`OPERATIONS` per endpoint of `_routes.Api` (a test checks both ways), and `document`, which
+assembles it with the components of `_schemas`. schemathesis tests the server against it; the
+dashboard reads the status names and limits from it."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .._deadletter import (
+    BATCH,
+    DEFAULT_LIST_LIMIT,
+    LIST_LIMIT_RANGE,
+    MAX_BATCH,
+    MAX_ID,
+    MAX_IDEMPOTENCY_KEY_CHARS,
+)
+from ._schemas import (
+    IDEMPOTENCY_HEADER_PATTERN,
+    PARAMETERS,
+    RESPONSES,
+    SCHEMAS,
+    STATUSES,
+    Json,
+    json_content,
+    ref,
+)
+
+__all__ = ["OPERATIONS", "document"]
+
+
+def body(name: str, *, required: bool) -> Json:
+    """A JSON request body with the schema ``components/schemas/<name>``."""
+    return {"required": required, "content": json_content(ref("schemas", name))}
+
+
+def ok(description: str, schema: Json) -> Json:
+    return {"description": description, "content": json_content(schema)}
+
+
+MESSAGE_OK = ok("The message after the operation.", ref("schemas", "Message"))
+
+
+def problems(*names: str) -> Json:
+    """The problem responses of an operation, by status: ``Unauthorized``, ``NotFound``, ..."""
+    statuses = {
+        "Unauthorized": "401",
+        "NotFound": "404",
+        "Conflict": "409",
+        "TooLarge": "413",
+        "ValidationFailed": "422",
+        "StoreUnavailable": "503",
+    }
+    return {statuses[name]: ref("responses", name) for name in names}
+
+
+def link(operation_id: str, description: str, body: Any = None, *, by_id: bool = True) -> Json:
+    """An OpenAPI link from a message response to ``operation_id`` on the same queue (and the
+    same message when ``by_id``): the workflow for readers, stateful tests for schemathesis."""
+    parameters = {"queue": "$request.path.queue"}
+    if by_id:
+        parameters["id"] = "$response.body#/id"
+    result: Json = {
+        "operationId": operation_id,
+        "description": description,
+        "parameters": parameters,
+    }
+    if body is not None:
+        result["requestBody"] = body
+    return result
+
+
+def location(description: str) -> Json:
+    return {"description": description, "schema": {"type": "string"}}
+
+
+def count(name: str) -> Json:
+    """``{"<name>": n}``."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [name],
+        "properties": {name: {"type": "integer", "minimum": 0}},
+    }
+
+
+LEASED = "$response.body#/lease_token"
+CLAIM_NEXT = link("claim", "Claim the next due message of the queue.", by_id=False)
+ENQUEUED_LINKS = {
+    "GetMessage": link("getMessage", "Read the message back."),
+    "Claim": CLAIM_NEXT,
+}
+MESSAGES: Json = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["messages"],
+    "properties": {"messages": {"type": "array", "items": ref("schemas", "Message")}},
+}
+
+
+# Which problems each kind of route can answer.
+READ = ("Unauthorized", "NotFound", "ValidationFailed", "StoreUnavailable")
+WRITE = ("Unauthorized", "NotFound", "TooLarge", "ValidationFailed", "StoreUnavailable")
+TRANSITION = (*WRITE, "Conflict")
+
+QUEUE = ref("parameters", "queue")
+ID = ref("parameters", "id")
+
+OPERATIONS: dict[tuple[str, str], Json] = {
+    ("/queues", "get"): {
+        "operationId": "listQueues",
+        "summary": "Every queue that holds messages, with its statistics, by name",
+        "responses": {
+            "200": ok(
+                "The statistics of each queue.",
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["queues"],
+                    "properties": {
+                        "queues": {"type": "array", "items": ref("schemas", "QueueStats")}
+                    },
+                },
+            ),
+            **problems("Unauthorized", "StoreUnavailable"),
+        },
+    },
+    ("/queues/{queue}/stats", "get"): {
+        "operationId": "queueStats",
+        "summary": "A queue's counts per status and its oldest ages, read from indexes",
+        "parameters": [QUEUE],
+        "responses": {
+            "200": ok("The queue's statistics now.", ref("schemas", "QueueStats")),
+            **problems(*READ),
+        },
+    },
+    ("/queues/{queue}/messages", "post"): {
+        "operationId": "enqueue",
+        "summary": "Enqueue a message",
+        "description": "With an idempotency key (the `Idempotency-Key` header or the body's "
+        "`idempotency_key`, not both), a queue that already holds a message with that key, in "
+        "any status, answers 200 with that message as it is now (`deduplicated` true) and "
+        "inserts nothing; the key alone decides (the payload is not compared). The key is "
+        "free again once its message is deleted or purged.",
+        "parameters": [
+            QUEUE,
+            {
+                "name": "Idempotency-Key",
+                "in": "header",
+                "description": "The idempotency key: an RFC 8941 string (`\"8e03978e-40d5\"`, as "
+                "the IETF httpapi draft writes it; printable ASCII) or the bare key "
+                "(`8e03978e-40d5`; its bytes are read as UTF-8, so a non-ASCII key is sent bare); "
+                f"1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters once unquoted. Sent at most once.",
+                "schema": {"type": "string", "pattern": IDEMPOTENCY_HEADER_PATTERN},
+            },
+        ],
+        "requestBody": body("EnqueueRequest", required=True),
+        "responses": {
+            "201": {
+                "description": "The new pending message.",
+                "headers": {"Location": location("The new message's path.")},
+                "content": json_content(ref("schemas", "Message")),
+                "links": ENQUEUED_LINKS,
+            },
+            "200": {
+                "description": "The queue's message with this idempotency key, as it is now "
+                "(`deduplicated` true); nothing was inserted.",
+                "headers": {"Content-Location": location("The message's path.")},
+                "content": json_content(ref("schemas", "Message")),
+                "links": ENQUEUED_LINKS,
+            },
+            **problems(*WRITE),
+        },
+    },
+    ("/queues/{queue}/messages:batch", "post"): {
+        "operationId": "enqueueBatch",
+        "summary": f"Enqueue up to {MAX_BATCH} messages in one transaction, all or nothing",
+        "description": "Each item is a payload or an object with the fields of an enqueue body. "
+        "Validation errors carry the item's `index`. Idempotency keys go in the items: an "
+        "`Idempotency-Key` header is a 422 here. The body may weigh 6 times the largest payload "
+        "plus 64 KiB (413 beyond).",
+        "parameters": [QUEUE],
+        "requestBody": body("EnqueueBatchRequest", required=True),
+        "responses": {
+            "201": ok("The messages, in item order; at least one is new.", MESSAGES),
+            "200": ok("The messages, in item order; every one was deduplicated.", MESSAGES),
+            **problems(*WRITE),
+        },
+    },
+    ("/queues/{queue}/messages", "get"): {
+        "operationId": "listMessages",
+        "summary": "List messages by id, optionally of one status (keyset pagination)",
+        "parameters": [
+            QUEUE,
+            {"name": "status", "in": "query", "schema": {"enum": STATUSES}},
+            {
+                "name": "limit",
+                "in": "query",
+                "description": f"Page size (default {DEFAULT_LIST_LIMIT}).",
+                "schema": {
+                    "type": "integer",
+                    "minimum": LIST_LIMIT_RANGE[0],
+                    "maximum": LIST_LIMIT_RANGE[1],
+                },
+            },
+            {
+                "name": "after_id",
+                "in": "query",
+                "description": "Only ids above this one: the previous page's next_after_id.",
+                "schema": {"type": "integer", "minimum": 0, "maximum": MAX_ID},
+            },
+        ],
+        "responses": {
+            "200": ok("A page of messages.", ref("schemas", "MessagePage")),
+            **problems(*READ),
+        },
+    },
+    ("/queues/{queue}/messages/{id}", "get"): {
+        "operationId": "getMessage",
+        "summary": "One message",
+        "parameters": [QUEUE, ID],
+        "responses": {"200": ok("The message.", ref("schemas", "Message")), **problems(*READ)},
+    },
+    ("/queues/{queue}/messages/{id}", "delete"): {
+        "operationId": "deleteMessage",
+        "summary": "Delete a succeeded or dead message",
+        "description": "A pending or processing message is refused with 409 `conflict`.",
+        "parameters": [QUEUE, ID],
+        "responses": {
+            "200": ok("The message as it was deleted.", ref("schemas", "Message")),
+            **problems(*TRANSITION),
+        },
+    },
+    ("/queues/{queue}/claim", "post"): {
+        "operationId": "claim",
+        "summary": "Lease the next due message (FIFO)",
+        "description": "Expired leases of the queue count as failed attempts first.",
+        "parameters": [QUEUE],
+        "requestBody": body("ClaimRequest", required=False),
+        "responses": {
+            "200": {
+                **ok("The leased message, with its lease_token.", ref("schemas", "Message")),
+                "links": {
+                    "Succeed": link(
+                        "succeed", "Ack it with its lease token.", {"lease_token": LEASED}
+                    ),
+                    "Fail": link(
+                        "fail",
+                        "Fail the attempt with its lease token.",
+                        {"error": "failed through a link", "lease_token": LEASED},
+                    ),
+                    "FailPermanently": link(
+                        "fail",
+                        "Send it to the dead-letter queue at once.",
+                        {"error": "permanent", "lease_token": LEASED, "retryable": False},
+                    ),
+                    "Extend": link(
+                        "extend", "Extend its lease (a heartbeat).", {"lease_token": LEASED}
+                    ),
+                },
+            },
+            "204": {
+                "description": "No message is due.",
+                "headers": {
+                    "Retry-After": {
+                        "description": "Seconds until the queue's next delayed message is due "
+                        "(rounded up); absent when none is delayed.",
+                        "schema": {"type": "string", "pattern": "^[0-9]+$"},
+                    }
+                },
+            },
+            **problems(*WRITE),
+        },
+    },
+    ("/queues/{queue}/messages/{id}/extend", "post"): {
+        "operationId": "extend",
+        "summary": "Heartbeat: the lease runs until now + lease",
+        "description": "409 `conflict` once the lease is lost (the token is not the current one).",
+        "parameters": [QUEUE, ID],
+        "requestBody": body("ExtendRequest", required=True),
+        "responses": {"200": MESSAGE_OK, **problems(*TRANSITION)},
+    },
+    ("/queues/{queue}/messages/{id}/succeed", "post"): {
+        "operationId": "succeed",
+        "summary": "Ack: processing -> succeeded",
+        "parameters": [QUEUE, ID],
+        "requestBody": body("SucceedRequest", required=False),
+        "responses": {"200": MESSAGE_OK, **problems(*TRANSITION)},
+    },
+    ("/queues/{queue}/messages/{id}/fail", "post"): {
+        "operationId": "fail",
+        "summary": "Fail an attempt: pending after backoff, or dead",
+        "parameters": [QUEUE, ID],
+        "requestBody": body("FailRequest", required=True),
+        "responses": {
+            "200": {
+                **MESSAGE_OK,
+                "links": {
+                    "Replay": link("replay", "Replay it once it is dead."),
+                    "Delete": link("deleteMessage", "Delete it once it is dead."),
+                    "Claim": CLAIM_NEXT,
+                },
+            },
+            **problems(*TRANSITION),
+        },
+    },
+    ("/queues/{queue}/messages/{id}/replay", "post"): {
+        "operationId": "replay",
+        "summary": "Replay (redrive) a dead message: dead -> pending, retry_count 0",
+        "parameters": [QUEUE, ID],
+        "requestBody": body("Empty", required=False),
+        "responses": {
+            "200": {**MESSAGE_OK, "links": {"Claim": CLAIM_NEXT}},
+            **problems(*TRANSITION),
+        },
+    },
+    ("/queues/{queue}/replay", "post"): {
+        "operationId": "replayAll",
+        "summary": "Replay every dead message the filters select",
+        "description": "Selects dead messages with `dead_after <= dead_at < dead_before` whose "
+        "last error contains `error_contains` (case-sensitive), in id order (the oldest message "
+        "first), at most `limit`; an empty body replays every dead message of the queue. "
+        f"Commits in batches of {BATCH} messages: a request that fails keeps the batches before "
+        "it (run it again to finish; only dead messages are touched).",
+        "parameters": [QUEUE],
+        "requestBody": body("ReplayAllRequest", required=False),
+        "responses": {
+            "200": ok("How many messages were replayed.", count("replayed")),
+            **problems(*WRITE),
+        },
+    },
+    ("/queues/{queue}/purge", "post"): {
+        "operationId": "purge",
+        "summary": "Delete the succeeded or dead messages not changed for older_than seconds",
+        "description": f"Commits in batches of {BATCH} messages; their idempotency keys are free "
+        "again.",
+        "parameters": [QUEUE],
+        "requestBody": body("PurgeRequest", required=True),
+        "responses": {
+            "200": ok("How many messages were deleted.", count("purged")),
+            **problems(*WRITE),
+        },
+    },
+    ("/metrics", "get"): {
+        "operationId": "metrics",
+        "summary": "Prometheus metrics: messages per queue and status, oldest dead age",
+        "description": "`deadletter_messages{queue, status}` and "
+        "`deadletter_oldest_dead_age_seconds{queue}` (gauges, read from indexes at scrape "
+        "time). The OpenMetrics format when the Accept header asks for it.",
+        "responses": {
+            "200": {
+                "description": "The Prometheus text exposition format.",
+                "content": {
+                    "text/plain": {"schema": {"type": "string"}},
+                    "application/openmetrics-text": {"schema": {"type": "string"}},
+                },
+            },
+            **problems("Unauthorized", "StoreUnavailable"),
+        },
+    },
+    ("/healthz", "get"): {
+        "operationId": "healthz",
+        "summary": "200 while the database answers (needs no token)",
+        "security": [],
+        "responses": {
+            "200": ok(
+                "The database answered.",
+                {
+                    "type": "object",
+                    "required": ["status"],
+                    "properties": {"status": {"const": "ok"}},
+                },
+            ),
+            **problems("StoreUnavailable"),
+        },
+    },
+    ("/openapi.json", "get"): {
+        "operationId": "openapi",
+        "summary": "This document",
+        "responses": {"200": ok("OpenAPI 3.1", {"type": "object"}), **problems("Unauthorized")},
+    },
+    ("/", "get"): {
+        "operationId": "dashboard",
+        "summary": "The dashboard page (its files need no token; it asks for one)",
+        "security": [],
+        "responses": {
+            "200": {"description": "HTML", "content": {"text/html": {"schema": {"type": "string"}}}}
+        },
+    },
+}
+
+
+def document() -> Json:
+    """A new copy of the whole document."""
+    paths: Json = {}
+    for (path, method), operation in OPERATIONS.items():
+        paths.setdefault(path, {})[method] = operation
+    return copy.deepcopy(
+        {
+            "openapi": "3.1.0",
+            "info": {
+                "title": "deadletter",
+                "version": "1",
+                "summary": "A message queue with retries, backoff and a dead-letter queue.",
+                "description": "Every error is an RFC 9457 application/problem+json object with "
+                "a stable `code`. Timestamps are RFC 3339 UTC strings with milliseconds.",
+            },
+            "paths": paths,
+            "components": {
+                "schemas": SCHEMAS,
+                "responses": RESPONSES,
+                "parameters": PARAMETERS,
+                "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            },
+            "security": [{"bearer": []}, {}],
+        }
+    )

@@ -1,0 +1,227 @@
+"""Reading requests: the body (its size limit, JSON objects with known fields only), query
+parameters, percent-encoded path segments, RFC 3339 instants and the ``Idempotency-Key`` header.
+Only JSON and URL decoding: every rule on the values is the queue's, which gets them as sent."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Optional
+from urllib.parse import unquote
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+
+import deadletter
+
+from .._json import parse_timestamp
+from ._problems import invalid, validation_error
+
+__all__ = [
+    "IDEMPOTENCY_HEADER",
+    "Fields",
+    "body_limit",
+    "idempotency_header",
+    "instants",
+    "integer",
+    "parse_body",
+    "query",
+    "read",
+    "renamed",
+    "segment",
+]
+
+
+def body_limit(max_payload_bytes: int) -> int:
+    """The largest request body accepted: any payload of ``max_payload_bytes`` fits, even with
+    every byte escaped as ``\\u00XX`` (6 bytes), plus 64 KiB for the other fields."""
+    return 6 * max_payload_bytes + (64 << 10)
+
+
+INTEGER = re.compile(r"-?[0-9]+")
+
+
+def integer(text: str) -> Any:
+    """A decimal integer as an int; anything else unchanged, for the queue to reject."""
+    return int(text) if INTEGER.fullmatch(text) else text
+
+
+def segment(request: Request, name: str) -> str:
+    """A percent-decoded path parameter (the app routes on the raw path: see `RawPathRouting`)."""
+    try:
+        return unquote(request.path_params[name], errors="strict")
+    except UnicodeDecodeError:
+        raise invalid(name, "type", "is not percent-encoded UTF-8") from None
+
+
+def query(request: Request, fields: Mapping[str, Callable[[str], Any]]) -> Fields:
+    """The query parameters named in ``fields``, each converted by its function; an unknown or
+    repeated parameter is a validation error."""
+    errors: list[deadletter.FieldError] = []
+    values = Fields()
+    for name, value in request.query_params.multi_items():
+        if name not in fields:
+            expected = ", ".join(fields) or "none"
+            errors.append(
+                {
+                    "field": name,
+                    "code": "unknown",
+                    "message": f"is not a query parameter of this route (expected: {expected})",
+                }
+            )
+        elif name in values:
+            errors.append({"field": name, "code": "invalid", "message": "is given more than once"})
+        else:
+            values[name] = fields[name](value)
+    if errors:
+        raise validation_error(errors)
+    return values
+
+
+def no_constants(name: str) -> object:
+    """``NaN`` and ``Infinity`` are not JSON."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def json_number(text: str) -> Any:
+    """A JSON number written with a fraction or an exponent: an int when its value is integral
+    (JSON has one number type: ``10.0`` is the integer 10, as JSON Schema says), else a float."""
+    value = float(text)
+    return int(value) if value.is_integer() else value
+
+
+class Fields(dict[str, Any]):
+    """A request body's fields; an absent one reads as ``None`` (the API's "omitted")."""
+
+    def __missing__(self, key: str) -> None:
+        return None
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> Fields:
+    """A JSON object whose keys all differ."""
+    data = Fields()
+    for key, value in pairs:
+        if key in data:
+            raise ValueError(f"the key {key!r} appears more than once")
+        data[key] = value
+    return data
+
+
+JSON_KINDS = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+}
+
+
+async def read(request: Request, limit: int) -> bytes:
+    """The raw body, or a 413 problem as soon as it is known to exceed ``limit`` bytes (from
+    ``Content-Length``, or while reading a chunked body). Starlette's own ``max_body_size``
+    answers a declared oversize body in text/plain, hence these few lines."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise HTTPException(413)
+    chunks = bytearray()
+    async for chunk in request.stream():
+        chunks += chunk
+        if len(chunks) > limit:
+            raise HTTPException(413)
+    return bytes(chunks)
+
+
+def parse_body(raw: bytes, fields: Iterable[str], *, required: bool) -> Fields:
+    """A request body: a JSON object with only ``fields`` (none required here: a missing one is
+    ``None``, which the queue rejects where it needs a value). No body at all is ``{}`` unless
+    ``required``; a body of whitespace only is not JSON."""
+    if not raw.strip():
+        if raw or required:
+            what = "only whitespace" if raw else "empty"
+            raise invalid("body", "type", f"must be a JSON object; the body is {what}")
+        return Fields()
+    try:
+        data = json.loads(
+            raw, parse_constant=no_constants, parse_float=json_number, object_pairs_hook=unique_keys
+        )
+    except (ValueError, RecursionError) as err:
+        raise invalid("body", "invalid", f"is not JSON: {err}") from None
+    if not isinstance(data, Fields):  # objects are Fields (unique_keys)
+        kind = JSON_KINDS.get(type(data), "null")
+        raise invalid("body", "type", f"must be a JSON object, got {kind}")
+    allowed = tuple(fields)
+    unknown = [key for key in data if key not in allowed]
+    if unknown:
+        expected = ", ".join(allowed) or "no fields"
+        raise validation_error(
+            [
+                {
+                    "field": key,
+                    "code": "unknown",
+                    "message": f"is not a field of this body (expected: {expected})",
+                }
+                for key in unknown
+            ]
+        )
+    return data
+
+
+def instants(data: Fields, names: Iterable[str]) -> None:
+    """Replaces the RFC 3339 strings of ``data[name]`` by aware datetimes (`parse_timestamp`);
+    other values stay as they are, for the queue to reject. A string that is not an instant in
+    UTC (the pattern of the OpenAPI document) or names no real day is a validation error."""
+    errors: list[deadletter.FieldError] = []
+    for name in names:
+        if isinstance(data[name], str):
+            try:
+                data[name] = parse_timestamp(data[name])
+            except ValueError:
+                message = (
+                    "must be an RFC 3339 date-time in UTC, such as 2026-11-30T16:24:03.123Z "
+                    "(Z or +00:00)"
+                )
+                errors.append({"field": name, "code": "invalid", "message": message})
+    if errors:
+        raise validation_error(errors)
+
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+SF_STRING = re.compile(r'"((?:[ !#-\[\]-~]|\\["\\])*)"')
+"""An RFC 8941 sf-string: printable ASCII in double quotes, ``\\"`` and ``\\\\`` escaped."""
+
+
+def idempotency_header(request: Request) -> Optional[str]:
+    """The key of the ``Idempotency-Key`` header: an RFC 8941 string (``"k-1"``, as the IETF
+    httpapi draft writes it; printable ASCII) unquoted, or a bare value (``k-1``, any UTF-8) as it
+    is; ``None`` without the header. Sent twice, not UTF-8, or starting with ``"`` without being
+    such a string: a validation error."""
+    values = request.headers.getlist(IDEMPOTENCY_HEADER)
+    if not values:
+        return None
+    if len(values) > 1:
+        raise invalid(IDEMPOTENCY_HEADER, "invalid", "is given more than once")
+    try:  # Starlette decodes header bytes as Latin-1; the key is the bytes' UTF-8 text
+        value = values[0].encode("latin-1").decode("utf-8")
+    except UnicodeDecodeError:
+        raise invalid(IDEMPOTENCY_HEADER, "invalid", "is not UTF-8") from None
+    if not value.startswith('"'):
+        return value
+    quoted = SF_STRING.fullmatch(value)
+    if quoted is None:
+        raise invalid(
+            IDEMPOTENCY_HEADER,
+            "invalid",
+            'starts with a double quote but is not an RFC 8941 string ("...", printable ASCII, '
+            'with \\" and \\\\ as its only escapes)',
+        )
+    return re.sub(r"\\(.)", r"\1", quoted.group(1))
+
+
+def renamed(error: deadletter.ValidationError, old: str, new: str) -> deadletter.ValidationError:
+    """``error`` with the field ``old`` called ``new`` (an argument that came from a header)."""
+    errors: list[deadletter.FieldError] = [
+        {**e, "field": new} if e["field"] == old else e
+        for e in error.errors
+    ]
+    return validation_error(errors)

@@ -1,0 +1,310 @@
+"""The endpoints (`Api`: one method a route, each a thin call of the public API) and the Starlette
+routes they make, with the dashboard's files under ``/static``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Optional
+from urllib.parse import quote
+
+from prometheus_client.exposition import choose_encoder
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+import deadletter
+
+from .._deadletter import DEFAULT_LIST_LIMIT
+from .._json import jsonable
+from . import _metrics
+from ._openapi import document
+from ._problems import invalid
+from ._requests import (
+    IDEMPOTENCY_HEADER,
+    Fields,
+    idempotency_header,
+    instants,
+    integer,
+    parse_body,
+    query,
+    read,
+    renamed,
+    segment,
+)
+
+__all__ = ["Api", "Endpoint", "path_segment", "routes"]
+
+STATIC = Path(__file__).with_name("static")
+
+
+def message_response(
+    message: deadletter.Message, status: int = 200, headers: Optional[Mapping[str, str]] = None
+) -> Response:
+    """A message as JSON."""
+    return JSONResponse(jsonable(message.to_dict()), status, headers=headers)
+
+
+def system_clock() -> datetime:
+    """Now, in UTC (`deadletter.open`'s default clock)."""
+    return datetime.now(timezone.utc)
+
+
+def retry_after(due: datetime, now: datetime) -> str:
+    """``Retry-After``: the whole seconds from ``now`` until ``due``, rounded up (0 when past)."""
+    return str(max(0, math.ceil((due - now) / timedelta(milliseconds=1) / 1000)))
+
+
+def message_path(request: Request, message: deadletter.Message) -> str:
+    """The message's URL path, under the prefix the app is mounted at."""
+    prefix = quote(request.scope.get("root_path", ""), safe="/")
+    return f"{prefix}/queues/{path_segment(message.queue)}/messages/{message.id}"
+
+
+def path_segment(name: str) -> str:
+    """``name`` percent-encoded as one path segment; ``.`` and ``..`` too (as ``%2E``), since
+    clients remove dot segments from paths."""
+    return "%2E" * len(name) if name in (".", "..") else quote(name, safe="")
+
+
+class Api:
+    """The endpoints, over one database. Each calls one method of the public API in a thread
+    (SQLite may wait for a lock held by another process; meanwhile the database's reads, such as
+    ``/healthz``, still answer)."""
+
+    def __init__(
+        self,
+        db: deadletter.Database,
+        body_limit: int,
+        clock: Optional[Callable[[], datetime]] = None,
+    ) -> None:
+        self.db = db
+        self.body_limit = body_limit
+        self.clock = clock or system_clock
+        self.metrics_registry = _metrics.registry(db)
+
+    async def body(self, request: Request, fields: Iterable[str], *, required: bool) -> Fields:
+        """The JSON object of the request body (`parse_body`); 413 past the size limit."""
+        return parse_body(await read(request, self.body_limit), fields, required=required)
+
+    def queue(self, request: Request) -> deadletter.Queue:
+        """The queue named by the ``{queue}`` path segment."""
+        return self.db.queue(segment(request, "queue"))
+
+    def id(self, request: Request) -> Any:
+        """The ``{id}`` path segment: an int, or the text for the queue to reject."""
+        return integer(segment(request, "id"))
+
+    async def list_queues(self, request: Request) -> Response:
+        queues = await run_in_threadpool(self.db.queues)
+        return JSONResponse({"queues": [jsonable(stats.to_dict()) for stats in queues]})
+
+    async def queue_stats(self, request: Request) -> Response:
+        stats = await run_in_threadpool(self.queue(request).stats)
+        return JSONResponse(jsonable(stats.to_dict()))
+
+    async def enqueue(self, request: Request) -> Response:
+        queue = self.queue(request)
+        data = await self.body(
+            request, ("payload", "max_retries", "idempotency_key", "delay"), required=True
+        )
+        header = idempotency_header(request)
+        if header is not None and data["idempotency_key"] is not None:
+            raise invalid(
+                IDEMPOTENCY_HEADER,
+                "invalid",
+                "is given as this header and as the body's idempotency_key: give one",
+            )
+        try:
+            message = await run_in_threadpool(
+                queue.enqueue,
+                data["payload"],
+                max_retries=data["max_retries"],
+                idempotency_key=data["idempotency_key"] if header is None else header,
+                delay=data["delay"],
+            )
+        except deadletter.ValidationError as error:
+            raise error if header is None else renamed(error, "idempotency_key", IDEMPOTENCY_HEADER)
+        path = message_path(request, message)
+        if message.deduplicated:
+            return message_response(message, 200, {"Content-Location": path})
+        return message_response(message, 201, {"Location": path})
+
+    async def enqueue_batch(self, request: Request) -> Response:
+        queue = self.queue(request)
+        if request.headers.getlist(IDEMPOTENCY_HEADER):
+            # One key cannot name several messages, and ignoring it would duplicate a retried batch.
+            raise invalid(
+                IDEMPOTENCY_HEADER,
+                "invalid",
+                "is not taken by a batch: give each item its own idempotency_key",
+            )
+        data = await self.body(request, ("items",), required=True)
+        messages = await run_in_threadpool(queue.enqueue_many, data["items"])
+        created = any(not m.deduplicated for m in messages)
+        return JSONResponse(
+            {"messages": [jsonable(m.to_dict()) for m in messages]}, 201 if created else 200
+        )
+
+    async def list_messages(self, request: Request) -> Response:
+        queue = self.queue(request)
+        params = query(request, {"status": str, "limit": integer, "after_id": integer})
+        limit = params.get("limit", DEFAULT_LIST_LIMIT)
+        page = await run_in_threadpool(
+            queue.list, status=params["status"], limit=limit, after_id=params["after_id"]
+        )
+        full = bool(page) and len(page) == limit
+        return JSONResponse(
+            {
+                "messages": [jsonable(m.to_dict()) for m in page],
+                "next_after_id": page[-1].id if full else None,
+            }
+        )
+
+    async def get_message(self, request: Request) -> Response:
+        queue = self.queue(request)
+        return message_response(await run_in_threadpool(queue.get, self.id(request)))
+
+    async def delete_message(self, request: Request) -> Response:
+        queue = self.queue(request)
+        return message_response(await run_in_threadpool(queue.delete, self.id(request)))
+
+    async def claim(self, request: Request) -> Response:
+        queue = self.queue(request)
+        data = await self.body(request, ("lease",), required=False)
+        message = await run_in_threadpool(queue.claim, lease=data["lease"])
+        if message is not None:
+            return message_response(message)
+        due = await run_in_threadpool(queue.next_due_at)
+        headers = {} if due is None else {"Retry-After": retry_after(due, self.clock())}
+        return Response(status_code=204, headers=headers)
+
+    async def extend(self, request: Request) -> Response:
+        queue = self.queue(request)
+        id = self.id(request)
+        data = await self.body(request, ("lease_token", "lease"), required=True)
+        message = await run_in_threadpool(
+            queue.extend, id, lease_token=data["lease_token"], lease=data["lease"]
+        )
+        return message_response(message)
+
+    async def succeed(self, request: Request) -> Response:
+        queue = self.queue(request)
+        id = self.id(request)
+        data = await self.body(request, ("lease_token",), required=False)
+        message = await run_in_threadpool(queue.succeed, id, lease_token=data["lease_token"])
+        return message_response(message)
+
+    async def fail(self, request: Request) -> Response:
+        queue = self.queue(request)
+        id = self.id(request)
+        data = await self.body(request, ("error", "lease_token", "retryable"), required=True)
+        message = await run_in_threadpool(
+            queue.fail,
+            id,
+            data["error"],
+            lease_token=data["lease_token"],
+            retryable=data["retryable"],
+        )
+        return message_response(message)
+
+    async def replay(self, request: Request) -> Response:
+        queue = self.queue(request)
+        id = self.id(request)
+        await self.body(request, (), required=False)
+        return message_response(await run_in_threadpool(queue.replay, id))
+
+    async def replay_all(self, request: Request) -> Response:
+        queue = self.queue(request)
+        filters = ("error_contains", "dead_before", "dead_after", "limit")
+        data = await self.body(request, filters, required=False)
+        instants(data, ("dead_before", "dead_after"))
+        replayed = await run_in_threadpool(
+            queue.replay_all,
+            error_contains=data["error_contains"],
+            dead_before=data["dead_before"],
+            dead_after=data["dead_after"],
+            limit=data["limit"],
+        )
+        return JSONResponse({"replayed": replayed})
+
+    async def purge(self, request: Request) -> Response:
+        queue = self.queue(request)
+        data = await self.body(request, ("status", "older_than"), required=True)
+        purged = await run_in_threadpool(
+            queue.purge, status=data["status"], older_than=data["older_than"]
+        )
+        return JSONResponse({"purged": purged})
+
+    async def metrics(self, request: Request) -> Response:
+        """The queue metrics in the format the ``Accept`` header asks for (prometheus-client's
+        negotiation: OpenMetrics, else the Prometheus text format)."""
+        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+        body = await run_in_threadpool(encoder, self.metrics_registry)
+        return Response(body, headers={"Content-Type": content_type})
+
+    async def healthz(self, request: Request) -> Response:
+        """200 while the database answers a read (an index lookup on a queue named ``healthz``)."""
+        await run_in_threadpool(self.db.queue("healthz").list, limit=1)
+        return JSONResponse({"status": "ok"})
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(document())
+
+    async def dashboard(self, request: Request) -> Response:
+        return FileResponse(STATIC / "index.html")
+
+    def endpoints(self) -> dict[tuple[str, str], Endpoint]:
+        """Every endpoint by (path, method): `_openapi.OPERATIONS` has the same keys (a test
+        checks it), so a new operation is one method here and one entry there."""
+        q = "/queues/{queue}"
+        m = q + "/messages/{id}"
+        return {
+            ("/queues", "get"): self.list_queues,
+            (q + "/stats", "get"): self.queue_stats,
+            (q + "/messages", "post"): self.enqueue,
+            (q + "/messages:batch", "post"): self.enqueue_batch,
+            (q + "/messages", "get"): self.list_messages,
+            (m, "get"): self.get_message,
+            (m, "delete"): self.delete_message,
+            (q + "/claim", "post"): self.claim,
+            (m + "/extend", "post"): self.extend,
+            (m + "/succeed", "post"): self.succeed,
+            (m + "/fail", "post"): self.fail,
+            (m + "/replay", "post"): self.replay,
+            (q + "/replay", "post"): self.replay_all,
+            (q + "/purge", "post"): self.purge,
+            ("/metrics", "get"): self.metrics,
+            ("/healthz", "get"): self.healthz,
+            ("/openapi.json", "get"): self.openapi,
+            ("/", "get"): self.dashboard,
+        }
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def routes(endpoints: Mapping[tuple[str, str], Endpoint]) -> list[BaseRoute]:
+    """One Starlette route per path (so that a 405's ``Allow`` lists all its methods), and the
+    dashboard's files under ``/static``."""
+    by_path: dict[str, dict[str, Endpoint]] = {}
+    for (path, method), endpoint in endpoints.items():
+        by_path.setdefault(path, {})[method.upper()] = endpoint
+
+    def dispatcher(methods: dict[str, Endpoint]) -> Endpoint:
+        async def dispatch(request: Request) -> Response:
+            return await methods["GET" if request.method == "HEAD" else request.method](request)
+
+        return dispatch
+
+    return [
+        *(
+            Route(path, dispatcher(methods), methods=list(methods))
+            for path, methods in by_path.items()
+        ),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]

@@ -1,0 +1,472 @@
+"""The components of the OpenAPI document of `deadletter.http` (``/openapi.json``): the schemas
+of messages, statistics, request bodies and problems, the problem responses and the path
+parameters, with the JSON Schema helpers that `_openapi`'s operations use too. Every status name
+and limit in them is the core's (`deadletter._deadletter`), never a copy."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from .._deadletter import (
+    DELAY_RANGE_MS,
+    DEFAULT_MAX_RETRIES,
+    LEASE_EXPIRED,
+    LEASE_RANGE_MS,
+    MAX_BATCH,
+    MAX_ERROR_BYTES,
+    MAX_HISTORY,
+    MAX_ID,
+    MAX_IDEMPOTENCY_KEY_CHARS,
+    MAX_QUEUE_CHARS,
+    MAX_RETRIES_RANGE,
+    TIME_RANGE_MS,
+)
+from .._deadletter import STATUSES as CORE_STATUSES
+from .._json import INSTANT_PATTERN
+
+__all__ = [
+    "IDEMPOTENCY_HEADER_PATTERN",
+    "PARAMETERS",
+    "RESPONSES",
+    "SCHEMAS",
+    "STATUSES",
+    "Json",
+    "json_content",
+    "ref",
+]
+
+Json = dict[str, Any]
+
+STATUSES: list[str] = list(CORE_STATUSES)
+"""The core's status names, in lifecycle order."""
+
+def ref(kind: str, name: str) -> Json:
+    """``{"$ref": "#/components/<kind>/<name>"}``."""
+    return {"$ref": f"#/components/{kind}/{name}"}
+
+
+def nullable(schema: Json) -> Json:
+    """``schema`` or JSON ``null``: an omitted optional field may also be sent as null."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+NO_NUL = r"^[^\u0000]*$"
+"""Strings the core refuses with NUL (U+0000) in them: queue names, idempotency keys, error texts
+(not every store can hold it)."""
+
+TIMESTAMP: Json = {
+    "type": "string",
+    "format": "date-time",
+    "pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$",
+    "description": "RFC 3339, UTC, milliseconds: 2026-11-30T16:24:03.123Z",
+}
+
+INSTANT: Json = {
+    "type": "string",
+    "format": "date-time",
+    "pattern": INSTANT_PATTERN,
+    "description": "RFC 3339 in UTC, as the API writes instants (2026-11-30T16:24:03.123Z; "
+    "+00:00 is accepted for Z, other offsets are not); fractions floored to the millisecond.",
+}
+
+def seconds(low_ms: int, high_ms: int, description: str) -> Json:
+    """A duration in seconds. The queue rounds it to the nearest millisecond (half away from
+    zero), then checks ``low_ms..=high_ms``: the bounds here are those of the numbers that round
+    into that range (``0.0005`` is a lease of 1 ms; ``-0.0004`` a delay of 0)."""
+    low: Json = (
+        {"exclusiveMinimum": -0.0005} if low_ms == 0 else {"minimum": (low_ms - 0.5) / 1000}
+    )
+    return {
+        "type": "number",
+        **low,
+        "exclusiveMaximum": (high_ms + 0.5) / 1000,
+        "description": f"{description} Rounded to the millisecond, then "
+        f"{Decimal(low_ms) / 1000} to {Decimal(high_ms) / 1000} seconds.",
+    }
+
+
+LEASE = seconds(*LEASE_RANGE_MS, "Seconds (the server's default lease when omitted).")
+
+SECONDS_AGE: Json = {
+    "type": ["number", "null"],
+    "minimum": 0,
+    "description": "Seconds (with milliseconds), or null.",
+}
+
+IDEMPOTENCY_KEY: Json = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_IDEMPOTENCY_KEY_CHARS,
+    "pattern": NO_NUL,
+}
+
+IDEMPOTENCY_HEADER_PATTERN = (
+    r'^(?:"(?:[ !#-\[\]-~]|\\["\\])'
+    + f"{{1,{MAX_IDEMPOTENCY_KEY_CHARS}}}"
+    + r'"|[^"\u0000][^\u0000]'
+    + f"{{0,{MAX_IDEMPOTENCY_KEY_CHARS - 1}}})$"
+)
+"""The ``Idempotency-Key`` header: an RFC 8941 sf-string (``"8e03978e-..."``, as the IETF draft
+writes it) or, as most clients send it, the bare key; 1 to `MAX_IDEMPOTENCY_KEY_CHARS` characters
+once unquoted."""
+
+
+def json_content(schema: Json) -> Json:
+    return {"application/json": {"schema": schema}}
+
+
+def problem_schema(code: str, extra: Json | None = None, required: tuple[str, ...] = ()) -> Json:
+    """A problem object with ``code`` fixed, plus the members of that code."""
+    return {
+        "allOf": [
+            ref("schemas", "Problem"),
+            {
+                "type": "object",
+                "required": list(required),
+                "properties": {"code": {"const": code}, **(extra or {})},
+            },
+        ]
+    }
+
+
+def problem_response(description: str, schema: Json, headers: Json | None = None) -> Json:
+    response: Json = {
+        "description": description,
+        "content": {"application/problem+json": {"schema": schema}},
+    }
+    if headers:
+        response["headers"] = headers
+    return response
+
+
+MESSAGE_PROPERTIES: Json = {
+    "id": {"type": "integer", "minimum": 1},
+    "queue": {"type": "string", "minLength": 1, "maxLength": MAX_QUEUE_CHARS, "pattern": NO_NUL},
+    "payload": {"type": "string"},
+    "status": {"enum": STATUSES},
+    "retry_count": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Failed attempts since enqueue or the last replay.",
+    },
+    "max_retries": {
+        "type": "integer",
+        "minimum": MAX_RETRIES_RANGE[0],
+        "maximum": MAX_RETRIES_RANGE[1],
+    },
+    "retry_after": {
+        **nullable(TIMESTAMP),
+        "description": "Set exactly while pending in backoff or delayed: not claimable before.",
+    },
+    "last_error": {"type": ["string", "null"], "pattern": NO_NUL},
+    "created_at": TIMESTAMP,
+    "updated_at": TIMESTAMP,
+    "lease_token": {"type": ["string", "null"]},
+    "lease_expires_at": nullable(TIMESTAMP),
+    "idempotency_key": nullable(IDEMPOTENCY_KEY),
+    "deduplicated": {
+        "type": "boolean",
+        "description": "On an enqueue's answer: the queue already held a message with the key.",
+    },
+    "first_failed_at": nullable(TIMESTAMP),
+    "dead_at": {**nullable(TIMESTAMP), "description": "While dead: when it last became dead."},
+    "errors": {
+        "type": "array",
+        "maxItems": MAX_HISTORY,
+        "description": "The failure history, oldest first, at most the last "
+        f"{MAX_HISTORY} attempts.",
+        "items": {"$ref": "#/components/schemas/FailedAttempt"},
+    },
+    "errors_dropped": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "How many older entries of the history were dropped.",
+    },
+    "replay_count": {"type": "integer", "minimum": 0},
+    "replayed_at": nullable(TIMESTAMP),
+}
+
+COUNT_NOTES = {"pending": "Due, in backoff or delayed.", "processing": "Expired leases included."}
+"""What two of the statistics' counts per status include."""
+
+STATS_PROPERTIES: Json = {
+    "queue": MESSAGE_PROPERTIES["queue"],
+    **{
+        status: {
+            "type": "integer",
+            "minimum": 0,
+            **({"description": COUNT_NOTES[status]} if status in COUNT_NOTES else {}),
+        }
+        for status in STATUSES
+    },
+    "expired": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Processing messages whose lease has run out (not reaped yet).",
+    },
+    "delayed": {"type": "integer", "minimum": 0, "description": "Pending, not due yet."},
+    "next_due_at": {
+        **nullable(TIMESTAMP),
+        "description": "When the next delayed message becomes due.",
+    },
+    "oldest_due_age": {
+        **SECONDS_AGE,
+        "description": "Seconds the oldest due pending message has waited since it was enqueued.",
+    },
+    "oldest_dead_age": {
+        **SECONDS_AGE,
+        "description": "Seconds since the oldest dead message died.",
+    },
+}
+
+
+def closed_object(properties: Json, description: str) -> Json:
+    """An object with exactly ``properties``, all required."""
+    return {
+        "type": "object",
+        "description": description,
+        "additionalProperties": False,
+        "required": list(properties),
+        "properties": properties,
+    }
+
+
+ENQUEUE_PROPERTIES: Json = {
+    "payload": {
+        "type": "string",
+        "description": "Stored as is; at most the server's payload limit in UTF-8 bytes.",
+    },
+    "max_retries": nullable(
+        {
+            "type": "integer",
+            "minimum": MAX_RETRIES_RANGE[0],
+            "maximum": MAX_RETRIES_RANGE[1],
+            "default": DEFAULT_MAX_RETRIES,
+        }
+    ),
+    "idempotency_key": {
+        **nullable(IDEMPOTENCY_KEY),
+        "description": "Or the Idempotency-Key header (not both).",
+    },
+    "delay": nullable(
+        seconds(*DELAY_RANGE_MS, "Seconds before the message may be claimed (default 0).")
+    ),
+}
+
+SCHEMAS: Json = {
+    "Message": closed_object(
+        MESSAGE_PROPERTIES,
+        "Message.to_dict() of the Python package, timestamps as RFC 3339 strings.",
+    ),
+    "FailedAttempt": closed_object(
+        {
+            "attempt": {"type": "integer", "minimum": 1},
+            "error": {"type": "string", "pattern": NO_NUL},
+            "at": TIMESTAMP,
+        },
+        f"One failed attempt; an expired lease is the error `{LEASE_EXPIRED}`.",
+    ),
+    "QueueStats": closed_object(
+        STATS_PROPERTIES, "QueueStats.to_dict() of the Python package; ages in seconds."
+    ),
+    "MessagePage": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["messages", "next_after_id"],
+        "properties": {
+            "messages": {"type": "array", "items": ref("schemas", "Message")},
+            "next_after_id": {
+                "type": ["integer", "null"],
+                "description": "after_id of the next page; null when this page is not full.",
+            },
+        },
+    },
+    "EnqueueRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["payload"],
+        "properties": ENQUEUE_PROPERTIES,
+    },
+    "EnqueueBatchRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["items"],
+        "properties": {
+            "items": {
+                "type": "array",
+                "maxItems": MAX_BATCH,
+                "items": {
+                    "anyOf": [
+                        ENQUEUE_PROPERTIES["payload"],
+                        {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": ["payload"],
+                            "properties": ENQUEUE_PROPERTIES,
+                        },
+                    ]
+                },
+            }
+        },
+    },
+    "ClaimRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"lease": nullable(LEASE)},
+    },
+    "ExtendRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["lease_token"],
+        "properties": {"lease_token": {"type": "string"}, "lease": nullable(LEASE)},
+    },
+    "SucceedRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"lease_token": {"type": ["string", "null"]}},
+    },
+    "FailRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["error"],
+        "properties": {
+            "error": {
+                "type": "string",
+                "pattern": NO_NUL,
+                "description": "Kept as the last error and in the history (cut past "
+                f"{MAX_ERROR_BYTES // 1024} KiB).",
+            },
+            "lease_token": {"type": ["string", "null"]},
+            "retryable": nullable({"type": "boolean", "default": True}),
+        },
+    },
+    "ReplayAllRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "error_contains": {
+                "type": ["string", "null"],
+                "description": "Only messages whose last error contains this text (case-sensitive; no NUL, which no error text holds).",
+            },
+            "dead_before": {**nullable(INSTANT), "description": "Only deaths before (exclusive)."},
+            "dead_after": {**nullable(INSTANT), "description": "Only deaths at or after."},
+            "limit": nullable({"type": "integer", "minimum": 1, "maximum": MAX_ID}),
+        },
+    },
+    "PurgeRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["status", "older_than"],
+        "properties": {
+            # The finished statuses, which the core's purge takes (it exports no list of them).
+            "status": {"enum": ["succeeded", "dead"]},
+            "older_than": seconds(
+                0,
+                TIME_RANGE_MS[1] - TIME_RANGE_MS[0],  # the core's span of instants, 0001 to 9999
+                "Seconds since the message last changed (updated_at).",
+            ),
+        },
+    },
+    "Empty": {"type": "object", "additionalProperties": False},
+    "Problem": {
+        "type": "object",
+        "description": "RFC 9457 problem details, with the stable error code.",
+        "required": ["type", "title", "status", "detail", "code"],
+        "properties": {
+            "type": {"type": "string", "format": "uri"},
+            "title": {"type": "string"},
+            "status": {"type": "integer"},
+            "detail": {"type": "string"},
+            "code": {"type": "string"},
+        },
+    },
+    "FieldError": {
+        "type": "object",
+        "required": ["field", "code", "message"],
+        "properties": {
+            "field": {
+                "type": "string",
+                "description": "queue, id, payload, body, a query parameter, ...",
+            },
+            "code": {
+                "enum": [
+                    "type",
+                    "empty",
+                    "too_long",
+                    "too_large",
+                    "out_of_range",
+                    "invalid",
+                    "unknown",
+                ]
+            },
+            "message": {"type": "string"},
+            "index": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "The item of a batch the field belongs to.",
+            },
+        },
+    },
+}
+
+RESPONSES: Json = {
+    "Unauthorized": problem_response(
+        "No `Authorization: Bearer <token>` header with the server's token.",
+        problem_schema("unauthorized"),
+        {"WWW-Authenticate": {"schema": {"type": "string"}}},
+    ),
+    "NotFound": problem_response(
+        "No message with this id in this queue (queue and id are given), or no such route.",
+        problem_schema("not_found", {"queue": {"type": "string"}, "id": {"type": "integer"}}),
+    ),
+    "Conflict": problem_response(
+        "The message's status does not allow the operation, or the lease token is not the "
+        "current one (the lease expired).",
+        problem_schema(
+            "conflict",
+            {
+                "id": {"type": "integer"},
+                "reason": {"enum": ["wrong_status", "lease_lost"]},
+                "message_status": {"enum": [*STATUSES, None]},
+            },
+            ("id", "reason", "message_status"),
+        ),
+    ),
+    "TooLarge": problem_response(
+        "The body is larger than 6 x the payload limit + 64 KiB (refused before parsing).",
+        problem_schema("too_large"),
+    ),
+    "ValidationFailed": problem_response(
+        "Rejected input: every rejected field, path segment or query parameter is listed.",
+        problem_schema(
+            "validation_failed",
+            {"errors": {"type": "array", "minItems": 1, "items": ref("schemas", "FieldError")}},
+            ("errors",),
+        ),
+    ),
+    "StoreUnavailable": problem_response(
+        "SQLite failed or stayed locked; retry after Retry-After seconds.",
+        problem_schema("store"),
+        {"Retry-After": {"schema": {"type": "string"}}},
+    ),
+}
+
+PARAMETERS: Json = {
+    "queue": {
+        "name": "queue",
+        "in": "path",
+        "required": True,
+        "description": "The queue name, percent-encoded (a/b is a%2Fb): "
+        f"1..={MAX_QUEUE_CHARS} characters, "
+        "without NUL.",
+        "schema": MESSAGE_PROPERTIES["queue"],
+    },
+    "id": {
+        "name": "id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+    },
+}
+
