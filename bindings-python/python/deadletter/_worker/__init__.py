@@ -9,13 +9,18 @@ argument checks, recording a handler's outcome) and their SIGTERM handler (`sigt
 module calls `process` and `process_async` from here.
 
 Both loops work the same way. One dispatcher claims with ``claim_many`` up to the free handler
-slots; each claimed message is in flight until its handler returned or raised and the loop
-recorded the outcome with ``succeed`` or ``fail`` (with the message's lease token). While a
-handler runs, its lease is extended every ``WorkerPlan.heartbeat`` seconds; an ``extend`` that
-raises `ConflictError` means the lease was lost (it ran out and another claim took the
-message): heartbeats for it stop, and the outcome of its handler is refused with
-`ConflictError` too, logged on the ``"deadletter"`` logger. A message is never acked twice, and
-never run twice by one loop. Stopping (SIGTERM, ``KeyboardInterrupt``, cancellation, ``stop``)
+slots. A slot is one claim (one lease token), taken until its handler returned or raised and the
+loop recorded the outcome with ``succeed`` or ``fail`` with that token. While a handler runs,
+its slot's lease is extended every ``WorkerPlan.heartbeat`` seconds; an ``extend`` that raises
+`ConflictError` means the lease was lost (it ran out and a claim took the message): heartbeats
+for that slot stop, and the outcome of its handler is refused with `ConflictError` too, logged
+on the ``"deadletter"`` logger. A message is never acked twice. One loop runs a message twice
+at once only when the lease ran out under its handler (the process was paused past the lease:
+SIGSTOP, a VM pause, a long garbage collection) and a claim, the loop's own or another
+worker's, took it again: the second run is a slot of its own, with its own token and
+heartbeats, so the pause costs one attempt (``lease expired``), never the message. (A lease
+that ran out but that no claim took yet is still extended: the dispatcher heartbeats before it
+claims.) Stopping (SIGTERM, ``KeyboardInterrupt``, cancellation, ``stop``)
 ends the claims; handlers still running get ``shutdown_timeout`` seconds to finish, heartbeats
 going on; after that the loop returns and their messages are left to their leases (another
 worker takes them once the lease ran out, counting it as a failed attempt).

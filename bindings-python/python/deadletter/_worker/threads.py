@@ -22,7 +22,10 @@ __all__ = ["process"]
 
 
 class _Slot:
-    """One message in flight."""
+    """One claim in flight: a message under one lease token, with its own heartbeats. The same
+    message may be in two slots at once: a process paused past its lease (SIGSTOP, a VM pause)
+    finds its message reaped and claims it again while the first handler still runs; each slot
+    keeps to its own token, so the first run's outcome is refused and the second's recorded."""
 
     __slots__ = ("done", "lock", "lost", "message", "next_beat")
 
@@ -45,7 +48,7 @@ class _Threads:
         self.stop_when_idle = stop_when_idle
         self.cond = threading.Condition()
         # Guarded by cond:
-        self.inflight: dict[int, _Slot] = {}
+        self.inflight: set[_Slot] = set()  # one per claim, never keyed by message id
         self.threads: list[threading.Thread] = []
         self.next_poll = time.monotonic()
         self.last_full = False  # the last claim filled every slot it asked for
@@ -177,6 +180,10 @@ class _Threads:
                     deadline is not None and (not self.inflight or now >= deadline)
                 ):
                     return
+            # Heartbeats before claims: after a pause past the lease, a lease nobody reaped yet
+            # is extended rather than reaped by this loop's own claim (one attempt lost).
+            self._heartbeat(now)
+            with self.cond:
                 free = self.plan.concurrency - len(self.inflight)
                 poll = deadline is None and free > 0 and now >= self.next_poll
             if poll:
@@ -187,9 +194,8 @@ class _Threads:
                     self.error = exc
                     self._request_stop()
                 continue
-            self._heartbeat(now)
             with self.cond:
-                wake = min((s.next_beat for s in self.inflight.values()), default=float("inf"))
+                wake = min((s.next_beat for s in self.inflight), default=float("inf"))
                 if deadline is not None:
                     wake = min(wake, deadline)
                 elif len(self.inflight) < self.plan.concurrency:
@@ -223,7 +229,7 @@ class _Threads:
     def _start(self, message: Message) -> None:
         slot = _Slot(message, time.monotonic() + self.plan.heartbeat)
         with self.cond:
-            self.inflight[message.id] = slot
+            self.inflight.add(slot)
             if len(self.threads) < len(self.inflight):
                 name = f"deadletter-handler-{len(self.threads) + 1}"
                 thread = threading.Thread(target=self._work, name=name, daemon=True)
@@ -233,7 +239,7 @@ class _Threads:
 
     def _heartbeat(self, now: float) -> None:
         with self.cond:
-            due = [s for s in self.inflight.values() if s.next_beat <= now]
+            due = [s for s in self.inflight if s.next_beat <= now]
         for slot in due:
             with slot.lock:
                 if not (slot.done or slot.lost):
@@ -288,7 +294,7 @@ class _Threads:
             except Exception:  # noqa: BLE001 - a failing clock: the next poll sees it
                 wake_in = None
         with self.cond:
-            self.inflight.pop(slot.message.id, None)
+            self.inflight.discard(slot)
             self.handled += recorded
             now = time.monotonic()
             if self.last_full or (self.stop_when_idle and not self.inflight):
