@@ -57,12 +57,14 @@
 //! ```
 
 mod fork;
+mod options;
 mod pool;
 mod row;
 mod schema;
 mod sql;
 mod store;
 
+pub use options::{MAX_CONNECTIONS, MAX_TIMEOUT, MAX_TIMEOUT_MS, Options};
 pub use schema::{MAX_SCHEMA_BYTES, SCHEMA_VERSION, ddl, ddl_v1, quote_identifier, upgrade_v2};
 pub use sql::{CLAIM_BEGIN, COLUMNS, Sql};
-pub use store::{MAX_CONNECTIONS, MAX_TIMEOUT, MAX_TIMEOUT_MS, Options, PostgresStore};
+pub use store::PostgresStore;

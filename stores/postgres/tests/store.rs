@@ -1,6 +1,6 @@
 //! What the conformance cases cannot show: the schema's life (reopen, foreign and newer schemas),
-//! options, byte-exact payloads, rows changed behind the store's back, and failures of the server
-//! (a killed session, a held row lock, racing idempotency keys).
+//! options, byte-exact payloads, and failures of the server (a killed session, a held row lock,
+//! racing idempotency keys).
 
 mod common;
 
@@ -214,51 +214,6 @@ fn payloads_round_trip_byte_for_byte_and_nul_in_a_queue_name_is_refused_before_t
         assert!(err.to_string().contains("U+0000"), "{err}");
         assert_eq!(engine.queues(BASE).await.unwrap().len(), 1);
     });
-}
-
-/// A row changed behind the store's back to hold an instant deadletter never writes is the same
-/// store error as in every store, naming the message and the column (the core's check); the
-/// other messages still read. (Before the check, PostgreSQL returned such a message as it was.)
-#[test]
-fn a_value_deadletter_never_writes_is_a_store_error_naming_message_and_column() {
-    let schemas = Schemas::new("corrupt");
-    let name = schemas.name();
-    let engine = Engine::new(open(&name).expect("open"), Limits::default());
-    for payload in ["one", "two", "three"] {
-        pollster::block_on(engine.enqueue("q".into(), &item(payload), BASE)).expect("enqueue");
-    }
-    let mut admin = admin();
-    let table = format!("\"{name}\".messages");
-    admin
-        .batch_execute(&format!(
-            "UPDATE {table} SET created_at = 253402300800000 WHERE id = 1; \
-             UPDATE {table} SET errors = '[{{\"attempt\": 1, \"error\": \"x\", \
-             \"at\": -62135596800001}}]' WHERE id = 2"
-        ))
-        .expect("corrupt two rows");
-    let time_range = "outside the time range deadletter writes (0001-01-01T00:00:00Z to \
-                      9999-12-31T23:59:59.999Z, in UTC milliseconds)";
-    let err = pollster::block_on(engine.get("q".into(), 1_i64.into())).expect_err("corrupt");
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "store error: message 1 is corrupt: column created_at: holds 253402300800000, \
-             {time_range}"
-        )
-    );
-    let err = pollster::block_on(engine.get("q".into(), 2_i64.into())).expect_err("corrupt");
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "store error: message 2 is corrupt: column errors: holds a failure at \
-             -62135596800001, {time_range}"
-        )
-    );
-    let err = pollster::block_on(engine.list("q".into(), Arg::Null, Arg::Null, Arg::Null))
-        .expect_err("a page with a corrupt message");
-    assert_eq!(err.code(), "store");
-    let three = pollster::block_on(engine.get("q".into(), 3_i64.into())).expect("get");
-    assert_eq!(three.payload, "three");
 }
 
 /// The backend pid of the store's only session.

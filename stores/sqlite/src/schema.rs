@@ -39,7 +39,7 @@ CREATE INDEX messages_by_queue_id ON messages (queue, id);
 /// indexes of the new operations.
 ///
 /// Existing rows get the new columns' defaults here; once the table has the current shape,
-/// [`migrate`] gives them what 0.1.0 knew ([`deadletter::storage::upgrade_v1`]).
+/// the migration gives them what 0.1.0 knew ([`deadletter::storage::upgrade_v1`]).
 pub const UPGRADE_V2: &str = "
 ALTER TABLE messages ADD COLUMN idempotency_key TEXT;
 ALTER TABLE messages ADD COLUMN first_failed_at INTEGER;
