@@ -52,7 +52,7 @@
 
 mod arg;
 pub mod backoff;
-mod engine;
+pub mod engine;
 mod error;
 pub mod machine;
 mod memory;
@@ -67,7 +67,10 @@ pub mod conformance;
 
 pub use arg::Arg;
 pub use backoff::{Backoff, Jitter};
-pub use engine::{BATCH, Engine, Item, Outcome, Stats, backoff};
+pub use engine::{
+    BATCH, Batches, ClaimArgs, Engine, EnqueueArgs, ExtendArgs, FailArgs, Item, LaneClaim,
+    MessageArgs, Outcome, PurgeArgs, ReplayAllArgs, ReplayArgs, Stats, SucceedArgs, Write, backoff,
+};
 pub use error::{CODES, Conflict, Error, FieldError, Result};
 pub use machine::Moment;
 pub use memory::MemoryStore;

@@ -1,0 +1,365 @@
+//! The public operations, in three halves that a caller without a [`Store`] can use on their own:
+//!
+//! - validate ([`request`]): each operation's arguments checked into a typed request
+//!   ([`ClaimArgs`], [`FailArgs`], ...) with `now` and the open-time [`Limits`];
+//! - plan ([`plan`]): what a store without a query language reads and writes for a claim over
+//!   lanes ([`LaneClaim`]) and the batches of the bulk operations ([`Batches`]);
+//! - apply ([`apply`]): each request's step on one message read (the next message or the error).
+//!
+//! [`Engine`] is those halves over a [`Store`], written once for every store, synchronous or not.
+//! The WebAssembly binding exports the same halves to JavaScript, whose IndexedDB store calls them
+//! inside its own transactions.
+
+pub mod apply;
+pub mod plan;
+pub mod request;
+
+use crate::arg::Arg;
+use crate::error::{Error, Result};
+use crate::machine::{self, Moment};
+use crate::message::{Id, Message, Millis};
+use crate::store::{Claimed, Store};
+use crate::validate::{Check, Limits};
+
+pub use apply::{Outcome, Sift, Stats, sift};
+pub use plan::{BATCH, Batches, LaneClaim, TIMED_PAGE, Write};
+pub use request::{
+    ClaimArgs, EnqueueArgs, ExtendArgs, FailArgs, Item, MessageArgs, PurgeArgs, ReplayAllArgs,
+    ReplayArgs, SucceedArgs, clock_at, list_query, queue_at,
+};
+
+/// The delay before the next attempt after the `retry_count`-th failure, in milliseconds:
+/// `min(2^retry_count, 3600)` seconds, the default [`crate::Backoff`]. `retry_count`: integer >= 0,
+/// any size up to `i64::MAX`. Bindings expose it so users can show or plan the schedule.
+pub fn backoff(retry_count: &Arg<'_>) -> Result<Millis> {
+    let mut check = Check::default();
+    let count = check.int("retry_count", retry_count, (0, i64::MAX), None);
+    check.finish(|| {
+        machine::backoff_ms(
+            count
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(u32::MAX),
+        )
+    })
+}
+
+/// A queue database: the rules of deadletter applied over a [`Store`].
+///
+/// Every method takes `now` (UTC milliseconds) from the caller and returns an error without
+/// changing anything when an argument is rejected or a transition is not allowed; bulk operations
+/// (`replay_all`, `purge`) commit batch by batch, each batch atomically.
+#[derive(Debug)]
+pub struct Engine<S> {
+    store: S,
+    limits: Limits,
+}
+
+impl<S: Store> Engine<S> {
+    /// An engine over `store` with the open-time `limits`.
+    pub fn new(store: S, limits: Limits) -> Self {
+        Self { store, limits }
+    }
+
+    /// The store underneath.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The limits it was opened with.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Adds a `pending` message (see [`Item`] for the arguments). With an idempotency key that a
+    /// stored message of the queue carries, returns that message (`deduplicated` true) and
+    /// inserts nothing, whatever its status.
+    pub async fn enqueue(&self, queue: Arg<'_>, item: &Item<'_>, now: Millis) -> Result<Message> {
+        let args = EnqueueArgs::new(&queue, std::slice::from_ref(item), false, now, &self.limits)?;
+        let mut batch = self.store.insert(args.messages).await?;
+        batch
+            .pop()
+            .ok_or_else(|| Error::Store("the store returned no message".into()))
+    }
+
+    /// Adds every item in one transaction, all or nothing, in order (at most 1000). Idempotency
+    /// keys are honoured against stored messages and inside the batch (the first occurrence
+    /// wins). Field errors carry the index of their item.
+    pub async fn enqueue_many(
+        &self,
+        queue: Arg<'_>,
+        items: &[Item<'_>],
+        now: Millis,
+    ) -> Result<Vec<Message>> {
+        let args = EnqueueArgs::new(&queue, items, true, now, &self.limits)?;
+        self.store.insert(args.messages).await
+    }
+
+    /// Takes the next due message of `queue` (FIFO by `created_at`, then id) and leases it to the
+    /// caller for `lease_ms` (1..=12 h; default: the open-time lease) under a token from
+    /// `tokens` (drawn at random by the binding). Expired leases of the queue are first counted
+    /// as failed attempts under `at`'s policy. `None` when nothing is due.
+    ///
+    /// Leases are reaped lazily, by this call or [`Engine::reap`] (as SQS makes a message visible
+    /// again only when it is received): until then, a message whose lease ran out still reads as
+    /// `processing`, and its worker may still ack, fail or extend it with its token.
+    pub async fn claim(
+        &self,
+        queue: Arg<'_>,
+        lease_ms: Arg<'_>,
+        tokens: impl FnMut() -> String,
+        at: Moment<'_>,
+    ) -> Result<Outcome<Option<Message>>> {
+        let claimed = self
+            .claim_many(queue, Arg::Int(1), lease_ms, tokens, at)
+            .await?;
+        Ok(Outcome {
+            value: claimed.value.into_iter().next(),
+            dead: claimed.dead,
+        })
+    }
+
+    /// Like [`Engine::claim`] for up to `n` (1..=100) due messages, in claim order, in one
+    /// transaction; empty when nothing is due.
+    pub async fn claim_many(
+        &self,
+        queue: Arg<'_>,
+        n: Arg<'_>,
+        lease_ms: Arg<'_>,
+        tokens: impl FnMut() -> String,
+        at: Moment<'_>,
+    ) -> Result<Outcome<Vec<Message>>> {
+        let args = ClaimArgs::new(&queue, &n, &lease_ms, at, &self.limits)?;
+        let claimed = self.run_claim(&args, tokens).await?;
+        Ok(Outcome::new(claimed.taken, &claimed.expired))
+    }
+
+    /// Counts the expired leases of `queue` as failed attempts now (what `claim` does first) and
+    /// returns how many; so a queue whose workers all died still moves on when asked.
+    pub async fn reap(&self, queue: Arg<'_>, at: Moment<'_>) -> Result<Outcome<u64>> {
+        let args = ClaimArgs::reap(&queue, at)?;
+        let reaped = self.run_claim(&args, String::new).await?;
+        Ok(Outcome::new(apply::count(&reaped.expired), &reaped.expired))
+    }
+
+    /// One [`Store::claim`] with the steps of `args`.
+    async fn run_claim(
+        &self,
+        args: &ClaimArgs,
+        mut tokens: impl FnMut() -> String,
+    ) -> Result<Claimed> {
+        let mut expired = 0;
+        self.store
+            .claim(
+                &args.queue,
+                args.now,
+                args.n,
+                |message| {
+                    expired += 1;
+                    args.expire(message, expired - 1)
+                },
+                |message| {
+                    debug_assert!(
+                        machine::is_due(&message, args.now),
+                        "store picked a message that is not due"
+                    );
+                    args.take(message, tokens())
+                },
+            )
+            .await
+    }
+
+    /// Acks a `processing` message: -> `succeeded`. `lease_token`, when given, must be the current
+    /// one (else `conflict`: the lease was lost).
+    pub async fn succeed(
+        &self,
+        queue: Arg<'_>,
+        id: Arg<'_>,
+        lease_token: Arg<'_>,
+        now: Millis,
+    ) -> Result<Message> {
+        let args = SucceedArgs::new(&queue, &id, &lease_token, now)?;
+        self.store
+            .update(&args.queue, args.id, |m| args.step(m))
+            .await
+    }
+
+    /// Records a failed attempt of a `processing` message: back to `pending` after the backoff of
+    /// `at`'s policy, or `dead` when retries are used up or `retryable` is false. `error` must be
+    /// a string (stored truncated past 64 KiB); `retryable` a bool, default true.
+    pub async fn fail(
+        &self,
+        queue: Arg<'_>,
+        id: Arg<'_>,
+        error: Arg<'_>,
+        lease_token: Arg<'_>,
+        retryable: Arg<'_>,
+        at: Moment<'_>,
+    ) -> Result<Outcome<Message>> {
+        let args = FailArgs::new(&queue, &id, &error, &lease_token, &retryable, at)?;
+        let message = self
+            .store
+            .update(&args.queue, args.id, |m| args.step(m))
+            .await?;
+        Ok(Outcome::new(
+            message.clone(),
+            std::slice::from_ref(&message),
+        ))
+    }
+
+    /// The heartbeat: moves the lease of a `processing` message to `now + lease_ms` (1..=12 h;
+    /// default: the open-time lease). `lease_token` is required and must be the current one
+    /// (else `conflict`: the lease was lost, expired and reaped or taken by another worker).
+    pub async fn extend(
+        &self,
+        queue: Arg<'_>,
+        id: Arg<'_>,
+        lease_token: Arg<'_>,
+        lease_ms: Arg<'_>,
+        now: Millis,
+    ) -> Result<Message> {
+        let args = ExtendArgs::new(&queue, &id, &lease_token, &lease_ms, now, &self.limits)?;
+        self.store
+            .update(&args.queue, args.id, |m| args.step(m))
+            .await
+    }
+
+    /// Sends a `dead` message back (redrive): -> `pending` with `retry_count` 0.
+    pub async fn replay(&self, queue: Arg<'_>, id: Arg<'_>, now: Millis) -> Result<Message> {
+        let args = ReplayArgs::new(&queue, &id, now)?;
+        self.store
+            .update(&args.queue, args.id, |m| args.step(m))
+            .await
+    }
+
+    /// Replays every dead message of `queue` that the filters select (`error_contains`: text the
+    /// `last_error` contains, case-sensitive, without NUL; `dead_after <= dead_at <
+    /// dead_before`, instants in UTC ms), at most `limit` (1.., default all), in id order;
+    /// returns how many. Batches of [`BATCH`] messages, each in its own write transaction; a
+    /// message replayed once is pending afterwards, so running it again does not replay it twice.
+    pub async fn replay_all(
+        &self,
+        queue: Arg<'_>,
+        error_contains: Arg<'_>,
+        dead_before: Arg<'_>,
+        dead_after: Arg<'_>,
+        limit: Arg<'_>,
+        now: Millis,
+    ) -> Result<u64> {
+        let args = ReplayAllArgs::new(
+            &queue,
+            &error_contains,
+            &dead_before,
+            &dead_after,
+            &limit,
+            now,
+        )?;
+        let filter = args.filter();
+        self.in_batches(&filter, args.limit, async |ids| {
+            let replayed = self
+                .store
+                .update_many(&args.queue, ids, |m| args.step(m))
+                .await?;
+            Ok(apply::count(&replayed))
+        })
+        .await
+    }
+
+    /// Deletes the finished messages of `queue` in `status` (`succeeded` or `dead` only; any
+    /// other status is a validation error) whose `updated_at` is at least `older_than_ms`
+    /// (>= 0) before `now`; returns how many. In batches, like [`Engine::replay_all`].
+    pub async fn purge(
+        &self,
+        queue: Arg<'_>,
+        status: Arg<'_>,
+        older_than_ms: Arg<'_>,
+        now: Millis,
+    ) -> Result<u64> {
+        let args = PurgeArgs::new(&queue, &status, &older_than_ms, now)?;
+        let filter = args.filter();
+        self.in_batches(&filter, u64::MAX, async |ids| {
+            let deleted = self
+                .store
+                .delete_many(&args.queue, ids, |m| Ok(args.selects(m)))
+                .await?;
+            Ok(apply::count(&deleted))
+        })
+        .await
+    }
+
+    /// Runs `apply` on the ids `filter` selects, as [`Batches`] say; returns how many `apply`
+    /// reported.
+    async fn in_batches(
+        &self,
+        filter: &crate::Filter<'_>,
+        limit: u64,
+        mut apply: impl AsyncFnMut(&[Id]) -> Result<u64>,
+    ) -> Result<u64> {
+        let mut batches = Batches::new(limit);
+        while let Some((after, room)) = batches.next() {
+            let ids = self.store.select(filter, after, room).await?;
+            let applied = if ids.is_empty() {
+                0
+            } else {
+                apply(&ids).await?
+            };
+            batches.record(&ids, applied);
+        }
+        Ok(batches.done())
+    }
+
+    /// Removes one finished (`succeeded` or `dead`) message and returns it; `conflict` for any
+    /// other status, `not_found` when the queue has no such message.
+    pub async fn delete(&self, queue: Arg<'_>, id: Arg<'_>) -> Result<Message> {
+        let args = MessageArgs::new(&queue, &id)?;
+        let deleted = self
+            .store
+            .delete_many(&args.queue, &[args.id], |m| args.delete(m).map(|()| true))
+            .await?;
+        args.found(deleted.into_iter().next())
+    }
+
+    /// The statistics of `queue` at `now` (see [`Stats`]), read from indexes.
+    pub async fn stats(&self, queue: Arg<'_>, now: Millis) -> Result<Stats> {
+        let queue = queue_at(&queue, now)?;
+        let counts = self.store.counts(&queue, now).await?;
+        Ok(Stats::new(&queue, &counts, now))
+    }
+
+    /// The statistics of every queue that holds messages, by name.
+    pub async fn queues(&self, now: Millis) -> Result<Vec<Stats>> {
+        clock_at(now)?;
+        let mut all = Vec::new();
+        for name in self.store.queues().await? {
+            let counts = self.store.counts(&name, now).await?;
+            all.push(Stats::new(&name, &counts, now));
+        }
+        Ok(all)
+    }
+
+    /// When the next delayed message of `queue` becomes due: the earliest `retry_after` later than
+    /// `now` among its pending messages; `None` when none is delayed. Cheap (one index read): what
+    /// an idle worker waits for.
+    pub async fn next_due_at(&self, queue: Arg<'_>, now: Millis) -> Result<Option<Millis>> {
+        let queue = queue_at(&queue, now)?;
+        self.store.next_due_at(&queue, now).await
+    }
+
+    /// One message; `not_found` when `queue` has no message `id`.
+    pub async fn get(&self, queue: Arg<'_>, id: Arg<'_>) -> Result<Message> {
+        let args = MessageArgs::new(&queue, &id)?;
+        args.found(self.store.get(&args.queue, args.id).await?)
+    }
+
+    /// Messages of `queue` ordered by id: only `status` when given (`pending`, `processing`,
+    /// `succeeded`, `dead`), at most `limit` (1..=1000, default 100), ids above `after_id`.
+    pub async fn list(
+        &self,
+        queue: Arg<'_>,
+        status: Arg<'_>,
+        limit: Arg<'_>,
+        after_id: Arg<'_>,
+    ) -> Result<Vec<Message>> {
+        let query = list_query(&queue, &status, &limit, &after_id)?;
+        self.store.list(&query).await
+    }
+}

@@ -1,0 +1,364 @@
+//! Plan: what a store without a query language does for the operations that look at more than
+//! one message, sans I/O. The store reads what the plan asks for, hands it over, and writes what
+//! the plan answers; every decision (which message is due, which lease ran out, which messages a
+//! claim takes and in what order, when a bulk operation is over) is made here.
+//!
+//! - [`LaneClaim`]: one `claim` over a claim index kept in lanes ([`crate::storage::Lane`]),
+//!   read page by page (IndexedDB's store, whose transaction JavaScript drives; a host of the
+//!   WebAssembly core with a sorted map).
+//! - [`Batches`]: the batches of `replay_all` and `purge` ([`super::Engine`] runs them too).
+
+use crate::error::Result;
+use crate::machine;
+use crate::message::{Id, Message};
+use crate::store::Claimed;
+
+use super::request::ClaimArgs;
+
+/// How many messages one transaction of `replay_all` or `purge` touches at most, so that other
+/// connections never wait long for the write lock.
+pub const BATCH: usize = 200;
+
+/// The most messages of the timed part of a claim index that a [`LaneClaim`] is given at once
+/// (one page): a claim after an outage may find many thousands come due, whose payloads must not
+/// all be in memory together (a WebAssembly module has at most 4 GiB).
+pub const TIMED_PAGE: usize = 100;
+
+/// One write a [`LaneClaim`] asks the store for, in its transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Write {
+    /// Write the message as it is, in its own lane ([`crate::storage::Lane::of`]).
+    Put(Message),
+    /// Write the message, unchanged, into the ready lane: its `retry_after` has come, and it now
+    /// waits in claim order with the other due messages (it keeps its `retry_after` until it is
+    /// claimed).
+    Ready(Message),
+}
+
+/// One `claim` (or `reap`: `n` 0) over a claim index kept in lanes, sans I/O.
+///
+/// Inside one write transaction the store:
+/// 1. reads, at once, the timed part of the index up to `now` (the `Waiting` and `Leased` messages
+///    whose instant is `<= now`, in (instant, id) order, at most [`TIMED_PAGE`]) and, when
+///    [`LaneClaim::wanted`] is not 0, that many messages from the head of the ready lane (claim
+///    order: `created_at`, then id);
+/// 2. hands each timed message to [`LaneClaim::timed`] and writes what it answers (an expired
+///    lease; a message whose `retry_after` came stays a candidate);
+/// 3. when the timed page was full: writes what [`LaneClaim::overflow`] answers, walks the rest of
+///    the timed part up to `now` one message at a time through [`LaneClaim::timed`] (which then
+///    moves each due message into the ready lane at once), and reads the head of the ready lane
+///    again;
+/// 4. hands the ready page to [`LaneClaim::ready`] and writes what it answers; while
+///    [`LaneClaim::wanted`] is not 0 (the clock went back and a message was moved back to wait),
+///    reads that many from the head of the ready lane and goes on with step 4;
+/// 5. once the transaction committed, [`LaneClaim::finish`] says what was expired and taken.
+///
+/// So messages still waiting for their backoff are never read (issue 10), and the work is
+/// bounded by what is acted on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaneClaim {
+    args: ClaimArgs,
+    expired: Vec<Message>,
+    /// Messages of the timed page whose `retry_after` came: candidates for this claim.
+    due: Vec<Message>,
+    /// Past a full timed page: due messages go to the ready lane at once.
+    walking: bool,
+    taken: Vec<Message>,
+    wanted: usize,
+}
+
+impl LaneClaim {
+    /// The plan of the claim `args` asks for.
+    pub fn new(args: ClaimArgs) -> Self {
+        let wanted = args.n;
+        Self {
+            args,
+            expired: Vec::new(),
+            due: Vec::new(),
+            walking: false,
+            taken: Vec::new(),
+            wanted,
+        }
+    }
+
+    /// The claim's checked arguments.
+    pub fn args(&self) -> &ClaimArgs {
+        &self.args
+    }
+
+    /// One message of the timed part up to `now`, in (instant, id) order: a lease that ran out is
+    /// expired (the write is returned); a pending message whose `retry_after` came is kept as a
+    /// candidate (after [`LaneClaim::overflow`]: moved into the ready lane at once); anything else
+    /// is left alone.
+    pub fn timed(&mut self, message: Message) -> Result<Option<Write>> {
+        let now = self.args.now;
+        if machine::lease_expired(&message, now) {
+            let next = self.args.expire(message, self.expired.len())?;
+            self.expired.push(next.clone());
+            return Ok(Some(Write::Put(next)));
+        }
+        if machine::is_due(&message, now) {
+            if self.walking {
+                return Ok(Some(Write::Ready(message)));
+            }
+            self.due.push(message);
+        }
+        Ok(None)
+    }
+
+    /// The timed page was full: the candidates so far move into the ready lane (the writes are
+    /// returned), where the claim then finds them in claim order; from now on [`LaneClaim::timed`]
+    /// moves each due message at once.
+    pub fn overflow(&mut self) -> Vec<Write> {
+        self.walking = true;
+        self.due.drain(..).map(Write::Ready).collect()
+    }
+
+    /// How many messages the store reads from the head of the ready lane next: 0 when the claim
+    /// takes nothing more.
+    pub fn wanted(&self) -> usize {
+        self.wanted
+    }
+
+    /// The head of the ready lane, at most [`LaneClaim::wanted`] messages in claim order: the
+    /// first due messages among them and the candidates of the timed part are taken, in claim
+    /// order, each under a token drawn from `tokens`; a candidate left over moves into the ready
+    /// lane; a ready message that is not due (the clock went back since it was moved there) is
+    /// written back to wait in its own lane, and then the ready lane is read again past it
+    /// ([`LaneClaim::wanted`]). Returns the writes.
+    pub fn ready(
+        &mut self,
+        page: Vec<Message>,
+        mut tokens: impl FnMut() -> String,
+    ) -> Result<Vec<Write>> {
+        let room = self.wanted;
+        let full = page.len() == room;
+        let mut candidates: Vec<(Message, bool)> = page.into_iter().map(|m| (m, false)).collect();
+        let mut left = Vec::new();
+        for message in self.due.drain(..) {
+            let key = (message.created_at, message.id);
+            let at = candidates.partition_point(|(m, _)| (m.created_at, m.id) < key);
+            if at < room {
+                candidates.insert(at, (message, true));
+            } else {
+                left.push(Write::Ready(message));
+            }
+            // Over the room: the last candidate waits. One of the ready lane stays where it is.
+            if candidates.len() > room
+                && let Some((last, true)) = candidates.pop()
+            {
+                left.push(Write::Ready(last));
+            }
+        }
+        let mut writes = Vec::with_capacity(candidates.len() + left.len());
+        let mut moved_back = false;
+        for (message, _) in candidates {
+            if machine::is_due(&message, self.args.now) {
+                let next = self.args.take(message, tokens())?;
+                self.taken.push(next.clone());
+                writes.push(Write::Put(next));
+            } else {
+                writes.push(Write::Put(message));
+                moved_back = true;
+            }
+        }
+        writes.append(&mut left);
+        let short = self.args.n - self.taken.len();
+        self.wanted = if moved_back && full { short } else { 0 };
+        Ok(writes)
+    }
+
+    /// What the claim wrote: the expired leases as the claim left them, and the messages taken,
+    /// in claim order.
+    pub fn finish(self) -> Claimed {
+        Claimed {
+            expired: self.expired,
+            taken: self.taken,
+        }
+    }
+}
+
+/// The batches of a bulk operation (`replay_all`, `purge`): ids selected in ascending order, at
+/// most [`BATCH`] at a time, each batch applied in its own write transaction, until `limit`
+/// messages were applied or none is left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Batches {
+    limit: u64,
+    done: u64,
+    after: Id,
+    over: bool,
+}
+
+impl Batches {
+    /// Batches until `limit` messages were applied (`u64::MAX`: all).
+    pub fn new(limit: u64) -> Self {
+        Self {
+            limit,
+            done: 0,
+            after: 0,
+            over: false,
+        }
+    }
+
+    /// The next selection: ids above the first number, at most the second; `None` when the
+    /// operation is over.
+    pub fn next(&self) -> Option<(Id, usize)> {
+        if self.over || self.done >= self.limit {
+            return None;
+        }
+        let room = usize::try_from(self.limit - self.done)
+            .unwrap_or(usize::MAX)
+            .min(BATCH);
+        Some((self.after, room))
+    }
+
+    /// What the last selection found (`ids`, ascending) and how many of them its write applied.
+    /// No id: the operation is over.
+    pub fn record(&mut self, ids: &[Id], applied: u64) {
+        match ids.last() {
+            Some(&last) => {
+                self.done = self.done.saturating_add(applied);
+                self.after = last;
+            }
+            None => self.over = true,
+        }
+    }
+
+    /// How many messages were applied so far.
+    pub fn done(&self) -> u64 {
+        self.done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Arg, Backoff, Limits, Millis, Moment, NewMessage, Status};
+
+    const NOW: Millis = 1_767_225_600_000;
+
+    fn plan(n: i64) -> LaneClaim {
+        let policy = Backoff::default();
+        let at = Moment {
+            policy: &policy,
+            sample: 0.0,
+            now: NOW,
+        };
+        let args = ClaimArgs::new(
+            &"q".into(),
+            &Arg::Int(n),
+            &Arg::Null,
+            at,
+            &Limits::default(),
+        )
+        .unwrap();
+        LaneClaim::new(args)
+    }
+
+    fn message(id: Id, created_at: Millis, retry_after: Option<Millis>) -> Message {
+        NewMessage {
+            queue: "q".into(),
+            payload: format!("m{id}"),
+            max_retries: 1,
+            idempotency_key: None,
+            retry_after,
+            now: created_at,
+        }
+        .with_id(id)
+    }
+
+    fn leased(id: Id, until: Millis) -> Message {
+        Message {
+            status: Status::Processing,
+            lease_token: Some("old".into()),
+            lease_expires_at: Some(until),
+            ..message(id, NOW - 100, None)
+        }
+    }
+
+    fn ids(writes: &[Write]) -> Vec<String> {
+        writes
+            .iter()
+            .map(|w| match w {
+                Write::Put(m) => format!("put {} {}", m.id, m.status),
+                Write::Ready(m) => format!("ready {}", m.id),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn candidates_of_the_timed_lane_are_taken_in_claim_order_with_the_ready_ones() {
+        let mut claim = plan(2);
+        assert_eq!(
+            claim.timed(leased(1, NOW)).unwrap().map(|w| ids(&[w])),
+            Some(vec!["put 1 dead".into()])
+        );
+        assert_eq!(claim.timed(message(2, NOW - 50, Some(NOW))).unwrap(), None);
+        assert_eq!(claim.timed(message(5, NOW - 5, Some(NOW))).unwrap(), None);
+        let mut tokens = ["a", "b"].into_iter().map(str::to_owned);
+        let page = vec![message(3, NOW - 60, None), message(4, NOW - 40, None)];
+        let writes = claim.ready(page, || tokens.next().unwrap()).unwrap();
+        assert_eq!(
+            ids(&writes),
+            ["put 3 processing", "put 2 processing", "ready 5"]
+        );
+        assert_eq!(claim.wanted(), 0);
+        let done = claim.finish();
+        assert_eq!(done.expired.iter().map(|m| m.id).collect::<Vec<_>>(), [1]);
+        let taken: Vec<_> = done
+            .taken
+            .iter()
+            .map(|m| (m.id, m.lease_token.clone()))
+            .collect();
+        assert_eq!(taken, [(3, Some("a".into())), (2, Some("b".into()))]);
+    }
+
+    #[test]
+    fn a_ready_message_that_is_not_due_after_the_clock_went_back_waits_and_the_lane_is_read_again()
+    {
+        let mut claim = plan(1);
+        let early = message(1, NOW - 60, Some(NOW + 1_000));
+        let writes = claim.ready(vec![early], || "t".into()).unwrap();
+        assert_eq!(ids(&writes), ["put 1 pending"]);
+        assert_eq!(claim.wanted(), 1);
+        let writes = claim
+            .ready(vec![message(2, NOW - 50, None)], || "t".into())
+            .unwrap();
+        assert_eq!(ids(&writes), ["put 2 processing"]);
+        assert_eq!(claim.wanted(), 0);
+    }
+
+    #[test]
+    fn past_a_full_page_due_messages_move_to_the_ready_lane_at_once() {
+        let mut claim = plan(1);
+        assert_eq!(claim.timed(message(1, NOW - 1, Some(NOW))).unwrap(), None);
+        assert_eq!(ids(&claim.overflow()), ["ready 1"]);
+        let moved = claim.timed(message(2, NOW - 2, Some(NOW - 1))).unwrap();
+        assert_eq!(moved.map(|w| ids(&[w])), Some(vec!["ready 2".into()]));
+        // A reap (n 0) reads no ready page.
+        let policy = Backoff::default();
+        let at = Moment {
+            policy: &policy,
+            sample: 0.0,
+            now: NOW,
+        };
+        let reap = LaneClaim::new(ClaimArgs::reap(&"q".into(), at).unwrap());
+        assert_eq!(reap.wanted(), 0);
+    }
+
+    #[test]
+    fn batches_stop_at_the_limit_or_when_nothing_is_left() {
+        let mut batches = Batches::new(250);
+        assert_eq!(batches.next(), Some((0, BATCH)));
+        batches.record(&[3, 9], 2);
+        assert_eq!(batches.next(), Some((9, 200)));
+        batches.record(&(10..210).collect::<Vec<_>>(), 200);
+        assert_eq!(batches.next(), Some((209, 48)));
+        batches.record(&[300], 0);
+        batches.record(&[], 0);
+        assert_eq!((batches.next(), batches.done()), (None, 202));
+        let mut two = Batches::new(2);
+        two.record(&[1, 2], 2);
+        assert_eq!(two.next(), None);
+    }
+}
