@@ -13,9 +13,10 @@ from virtual_clock import T0, Clock
 
 with warnings.catch_warnings():  # Starlette 1.x prefers httpx2 for its test client; httpx works
     warnings.filterwarnings("ignore", "Using `httpx` with `starlette.testclient`")
-    from starlette.testclient import TestClient
+    from starlette.testclient import TestClient as StarletteTestClient
 
 __all__ = [
+    "JSON",
     "PROBLEM",
     "T0",
     "Clock",
@@ -28,6 +29,18 @@ __all__ = [
 ]
 
 PROBLEM = "application/problem+json"
+JSON = {"Content-Type": "application/json"}
+"""The header of a request body sent as bytes (``json=`` sets it itself)."""
+
+
+class TestClient(StarletteTestClient):
+    """Starlette's test client addressing http://localhost rather than its http://testserver, a
+    name the API does not answer for unless allowed (``allowed_hosts``)."""
+
+    __test__ = False  # not a test class, despite its name
+
+    def __init__(self, app: Any, base_url: str = "http://localhost", **options: Any) -> None:
+        super().__init__(app, base_url=base_url, **options)
 
 
 def client_of(db: deadletter.Database, clock: Clock, **options: Any) -> TestClient:

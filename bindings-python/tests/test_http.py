@@ -17,7 +17,7 @@ import deadletter.http
 import jsonschema_rs
 import pytest
 from deadletter.http._openapi import OPERATIONS
-from http_client import TestClient, at, client_of, fields, pending, problem
+from http_client import JSON, TestClient, at, client_of, fields, pending, problem
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from virtual_clock import Clock
@@ -289,10 +289,11 @@ def test_too_large_is_413_before_parsing() -> None:
     assert limit == 6 * 10 + 65536
     body = b'{"payload": "' + b"x" * (limit - 14) + b'"}'  # limit + 1 bytes, valid JSON
     assert len(body) == limit + 1
-    problem(client.post("/queues/q/messages", content=body), 413, "too_large")
-    problem(client.post("/queues/q/messages", content=b"[" * (limit + 1)), 413, "too_large")
+    problem(client.post("/queues/q/messages", content=body, headers=JSON), 413, "too_large")
+    too_deep = client.post("/queues/q/messages", content=b"[" * (limit + 1), headers=JSON)
+    problem(too_deep, 413, "too_large")
     # One byte less is parsed, and then the payload is judged by the queue.
-    r = client.post("/queues/q/messages", content=body[:13] + body[15:])
+    r = client.post("/queues/q/messages", content=body[:13] + body[15:], headers=JSON)
     assert fields(problem(r, 422, "validation_failed")) == [("payload", "too_large")]
 
 
@@ -363,15 +364,19 @@ def test_every_error_code_of_the_queue_has_a_problem() -> None:
 def test_a_bad_enqueue_body_is_422_naming_the_field(
     client: TestClient, content: bytes, field: str, code: str
 ) -> None:
-    r = client.post("/queues/q/messages", content=content)
+    r = client.post("/queues/q/messages", content=content, headers=JSON)
     assert fields(problem(r, 422, "validation_failed")) == [(field, code)]
     assert client.get("/queues/q/messages").json()["messages"] == []  # nothing changed
 
 
 def test_integral_json_numbers_are_integers(client: TestClient) -> None:
-    r = client.post("/queues/q/messages", content=b'{"payload": "x", "max_retries": 5.0}')
+    r = client.post(
+        "/queues/q/messages", content=b'{"payload": "x", "max_retries": 5.0}', headers=JSON
+    )
     assert r.status_code == 201 and r.json()["max_retries"] == 5
-    r = client.post("/queues/q/messages", content=b'{"payload": "x", "max_retries": 4e0}')
+    r = client.post(
+        "/queues/q/messages", content=b'{"payload": "x", "max_retries": 4e0}', headers=JSON
+    )
     assert r.json()["max_retries"] == 4
 
 
@@ -406,7 +411,8 @@ def test_bad_bodies_and_ids_of_the_other_routes(
 ) -> None:
     client.post("/queues/q/messages", json={"payload": "x"})
     before = client.get("/queues/q/messages/1").json()
-    assert fields(problem(client.post(path, content=content), 422, "validation_failed")) == expected
+    r = client.post(path, content=content, headers=JSON)
+    assert fields(problem(r, 422, "validation_failed")) == expected
     assert client.get("/queues/q/messages/1").json() == before
 
 

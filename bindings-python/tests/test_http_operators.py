@@ -7,7 +7,7 @@ from typing import Any
 
 import deadletter
 import pytest
-from http_client import TestClient, at, client_of, fields, problem
+from http_client import JSON, TestClient, at, client_of, fields, problem
 from prometheus_client.parser import text_string_to_metric_families
 from virtual_clock import Clock
 
@@ -219,7 +219,7 @@ def test_a_purged_messages_idempotency_key_is_free_again(client: TestClient, clo
 def test_a_bad_purge_body_is_422_and_purges_nothing(
     client: TestClient, content: bytes, expected: list[tuple[str, str]]
 ) -> None:
-    r = client.post("/queues/emails/purge", content=content)
+    r = client.post("/queues/emails/purge", content=content, headers=JSON)
     assert fields(problem(r, 422, "validation_failed")) == expected
     assert len(statuses(client)) == 5
 

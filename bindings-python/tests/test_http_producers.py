@@ -9,7 +9,7 @@ import asyncio
 import deadletter
 import httpx
 import pytest
-from http_client import TestClient, at, client_of, fields, pending, problem
+from http_client import JSON, TestClient, at, client_of, fields, pending, problem
 from virtual_clock import Clock
 
 
@@ -90,7 +90,7 @@ def post_raw(db: deadletter.Database, header: bytes, body: dict[str, object]) ->
 
     async def post() -> httpx.Response:
         transport = httpx.ASGITransport(app=deadletter.http.app(db))
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             return await client.post(
                 "/queues/q/messages", json=body, headers=[(b"Idempotency-Key", header)]
             )
@@ -372,5 +372,5 @@ def test_a_bad_extend_body_is_422(
 ) -> None:
     client.post("/queues/q/messages", json={"payload": "x"})
     client.post("/queues/q/claim")
-    r = client.post("/queues/q/messages/1/extend", content=content)
+    r = client.post("/queues/q/messages/1/extend", content=content, headers=JSON)
     assert fields(problem(r, 422, "validation_failed")) == expected

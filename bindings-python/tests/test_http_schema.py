@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import schemathesis
 from hypothesis import HealthCheck, settings
+from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
 import deadletter
@@ -24,17 +25,24 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 MAX_PAYLOAD_BYTES = 4096
 
 
+def make_app(db: deadletter.Database) -> Starlette:
+    """The app, answering for schemathesis's host name (``testserver``)."""
+    return deadletter.http.app(
+        db, token=TOKEN, max_payload_bytes=MAX_PAYLOAD_BYTES, allowed_hosts=["testserver"]
+    )
+
+
 class Server:
     """The app under test, over a database that `reset` replaces with an empty one."""
 
     def __init__(self) -> None:
         self.db = deadletter.open(":memory:", max_payload_bytes=MAX_PAYLOAD_BYTES)
-        self.app = deadletter.http.app(self.db, token=TOKEN, max_payload_bytes=MAX_PAYLOAD_BYTES)
+        self.app = make_app(self.db)
 
     def reset(self) -> None:
         self.db.close()
         self.db = deadletter.open(":memory:", max_payload_bytes=MAX_PAYLOAD_BYTES)
-        self.app = deadletter.http.app(self.db, token=TOKEN, max_payload_bytes=MAX_PAYLOAD_BYTES)
+        self.app = make_app(self.db)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.app(scope, receive, send)

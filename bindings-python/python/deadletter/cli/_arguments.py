@@ -221,6 +221,23 @@ def parser() -> argparse.ArgumentParser:
         help="require `Authorization: Bearer TOKEN` (default: $DEADLETTER_TOKEN; empty: refused)",
     )
     sub.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name clients address the server by (the Host header), besides localhost, "
+        "IP addresses and the --host name: queue.example.com, *.example.com, or * for any; "
+        "repeatable (others: 421)",
+    )
+    sub.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="an origin (https://app.example.com) whose web pages may call the API, with CORS, "
+        "besides the server's own; repeatable (others: 403)",
+    )
+    sub.add_argument(
         "--max-payload-bytes",
         type=positive,
         default=DEFAULT_MAX_PAYLOAD_BYTES,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -238,6 +239,12 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     if token is not None and token != token.strip():  # clients' credentials are read stripped
         origin = "--token" if args.token is not None else _serve.ENV_TOKEN
         raise Usage(f"{origin} begins or ends with whitespace: no client could send it")
+    hosts = [*args.allowed_host, *_serve.host_name(args.host)]
+    try:
+        _serve.check_hosts(args.allowed_host, "--allowed-host")
+        _serve.check_origins(args.allow_origin, "--allow-origin")
+    except ValueError as error:
+        raise Usage(str(error)) from None
     try:
         _serve.check_address(args.host, args.port)
     except OSError as error:
@@ -247,6 +254,12 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         err.write(
             f"deadletter serve: WARNING: serving {args.host} without a token: anyone who can "
             "reach it can read, replay and enqueue messages (set DEADLETTER_TOKEN or --token)\n"
+        )
+    if not (args.allowed_host or is_loopback(args.host)):
+        names = ", ".join(["localhost", *_serve.host_name(args.host)])
+        err.write(
+            f"deadletter serve: requests addressed to a host name other than {names} are "
+            "refused (421): give --allowed-host NAME for each name clients use\n"
         )
     deadletter.open(  # fail early
         database(args.path), schema=args.schema, max_payload_bytes=args.max_payload_bytes
@@ -258,6 +271,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         os.environ[_serve.ENV_SCHEMA] = args.schema
     if token is not None:
         os.environ[_serve.ENV_TOKEN] = token
+    os.environ[_serve.ENV_ALLOWED_HOSTS] = json.dumps(hosts)
+    os.environ[_serve.ENV_ALLOW_ORIGINS] = json.dumps(args.allow_origin)
     if not _serve.run(args.host, args.port, args.workers, args.log_level):
         raise Failure("the server did not start (see uvicorn's messages above)")
 

@@ -47,13 +47,18 @@ Errors are RFC 9457 ``application/problem+json`` objects with ``type``, ``title`
 or has unknown fields, field code ``unknown``), ``not_found`` 404, ``conflict`` 409, ``store`` 503
 (``Retry-After``), and the HTTP layer's own ``unauthorized`` 401, ``too_large`` 413 (a body over
 ``6 * max_payload_bytes + 64 KiB``, refused before it is parsed: enough for any accepted payload
-in its most escaped JSON form), ``method_not_allowed`` 405 and ``internal`` 500.
+in its most escaped JSON form), ``method_not_allowed`` 405, ``internal`` 500, and the refusals of
+`_guard`, token or not: ``unsupported_media_type`` 415 (a body not sent as
+``application/json``), ``forbidden`` 403 (an ``Origin`` that is neither the server's own nor an
+allowed one), ``misdirected_request`` 421 (a ``Host`` that is neither ``localhost``, an IP
+address nor an allowed name: DNS rebinding) and ``bad_request`` 400 (a malformed ``Host``).
 
-The package, one role a module: `_app` (the factory `app`, its middleware), `_routes` (the
-endpoints), `_requests` (reading bodies, query parameters, path segments, headers), `_problems`
-(`PROBLEMS`: errors to responses), `_openapi` and `_schemas` (the OpenAPI document), `_metrics`,
-`_serve` (``deadletter serve`` under uvicorn) and ``static/`` (the dashboard). Status names and
-limits come from the core through the native module; the dashboard reads them from
+The package, one role a module: `_app` (the factory `app`, its middleware), `_guard` (what keeps
+web pages from driving the API through a browser: ``Host``, ``Origin``, the body's media type),
+`_routes` (the endpoints), `_requests` (reading bodies, query parameters, path segments, headers),
+`_problems` (`PROBLEMS`: errors to responses), `_openapi` and `_schemas` (the OpenAPI document),
+`_metrics`, `_serve` (``deadletter serve`` under uvicorn) and ``static/`` (the dashboard). Status
+names and limits come from the core through the native module; the dashboard reads them from
 ``/openapi.json``.
 """
 

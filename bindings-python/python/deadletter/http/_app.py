@@ -1,10 +1,12 @@
 """The application: `app` (and `build`, which ``deadletter serve`` calls with a lifespan) checks its
-arguments and assembles the routes, the middleware (routing on the raw path, bearer tokens) and
-the exception handlers that answer with problems."""
+arguments and assembles the routes, the middleware (routing on the raw path, the ``Host`` and
+``Origin`` checks of `_guard`, CORS for the allowed origins, bearer tokens) and the exception
+handlers that answer with problems."""
 
 from __future__ import annotations
 
 import hmac
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Callable, Optional
 from urllib.parse import unquote
@@ -13,11 +15,13 @@ from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import deadletter
 
 from .._deadletter import DEFAULT_MAX_PAYLOAD_BYTES, MAX_PAYLOAD_BYTES_RANGE
+from ._guard import Guard, check_hosts, check_origins
 from ._problems import error_problem, http_problem, internal_problem, problem
 from ._requests import body_limit
 from ._routes import Api, routes
@@ -92,20 +96,40 @@ def app(
     token: Optional[str] = None,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     clock: Optional[Callable[[], datetime]] = None,
+    allowed_hosts: Sequence[str] = (),
+    allow_origins: Sequence[str] = (),
 ) -> Starlette:
     """The HTTP API over ``db``, as an ASGI application to serve or mount under any prefix.
 
     ``token``: when given (a non-empty str), every route but ``/healthz`` and the dashboard's
-    files requires ``Authorization: Bearer <token>`` (401 problem otherwise).
+    files requires ``Authorization: Bearer <token>`` (401 problem otherwise). Without one, the
+    API is open to every program that can reach it, every local user of the machine included.
+    ``allowed_hosts``: the names, besides ``localhost`` and IP addresses, that requests may be
+    addressed to (their ``Host`` header): ``queue.example.com``, ``*.example.com`` for its
+    subdomains, ``*`` for any name (when the application it is mounted in checks ``Host``
+    itself); 421 problem otherwise (a page re-pointed at this server by DNS rebinding carries its
+    own name). ``allow_origins``: origins (``https://app.example.com``) besides the server's own
+    whose requests are served, with CORS headers; a request with any other ``Origin`` is refused
+    with 403. Request bodies must be ``Content-Type: application/json`` (415 otherwise). These
+    checks apply with a token too (`_guard` says why).
     ``max_payload_bytes``: the limit ``db`` was opened with; bodies over `body_limit` of it are
     refused with 413 before they are parsed. ``clock``: the clock ``db`` was opened with, if not
     the system's (it dates the ``Retry-After`` of an empty claim). The caller keeps ``db`` open
     while the app serves and closes it afterwards. Raises `TypeError` naming an argument of the
     wrong type (``db`` not a `deadletter.Database`, ``token`` not a str, ``max_payload_bytes`` not
-    an int, ``clock`` not callable) and `ValueError` for an empty token, one that begins or ends
-    with whitespace, or a ``max_payload_bytes`` outside 1..=67108864.
+    an int, ``clock`` not callable, ``allowed_hosts`` or ``allow_origins`` not a list of str)
+    and `ValueError` for an empty token, one that begins or ends with whitespace, a
+    ``max_payload_bytes`` outside 1..=67108864, a host that is not a name or an address without
+    a port, or an origin that is not ``http(s)://host[:port]``.
     """
-    return build(db, token=token, max_payload_bytes=max_payload_bytes, clock=clock)
+    return build(
+        db,
+        token=token,
+        max_payload_bytes=max_payload_bytes,
+        clock=clock,
+        allowed_hosts=allowed_hosts,
+        allow_origins=allow_origins,
+    )
 
 
 def check_arguments(db: Any, token: Any, max_payload_bytes: Any, clock: Any) -> None:
@@ -138,19 +162,45 @@ def check_arguments(db: Any, token: Any, max_payload_bytes: Any, clock: Any) -> 
         )
 
 
+def listed(name: str, values: Any) -> list[str]:
+    """``values`` as a list, when it is a list, tuple or set (a str is not: it would be read
+    letter by letter)."""
+    if not isinstance(values, (list, tuple, set, frozenset)):
+        raise TypeError(f"{name} must be a list of str, got {type(values).__name__}")
+    return list(values)
+
+
 def build(
     db: deadletter.Database,
     *,
     token: Optional[str],
     max_payload_bytes: int,
     clock: Optional[Callable[[], datetime]] = None,
+    allowed_hosts: Sequence[str] = (),
+    allow_origins: Sequence[str] = (),
     lifespan: Any = None,
 ) -> Starlette:
     """`app`, with an optional Starlette lifespan (``deadletter serve`` closes its database)."""
     check_arguments(db, token, max_payload_bytes, clock)
+    hosts = check_hosts(listed("allowed_hosts", allowed_hosts))
+    origins = check_origins(listed("allow_origins", allow_origins))
+    cors = [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=sorted(origins),
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
+            expose_headers=["Location", "Content-Location", "Retry-After"],
+        )
+    ]
     return Starlette(
         routes=routes(Api(db, body_limit(max_payload_bytes), clock).endpoints()),
-        middleware=[Middleware(RawPathRouting), Middleware(BearerAuth, token=token)],
+        middleware=[
+            Middleware(RawPathRouting),
+            Middleware(Guard, allowed_hosts=hosts, allow_origins=origins),
+            *(cors if origins else []),
+            Middleware(BearerAuth, token=token),
+        ],
         exception_handlers={
             deadletter.Error: error_problem,
             HTTPException: http_problem,

@@ -45,10 +45,14 @@ MESSAGE_OK = ok("The message after the operation.", ref("schemas", "Message"))
 def problems(*names: str) -> Json:
     """The problem responses of an operation, by status: ``Unauthorized``, ``NotFound``, ..."""
     statuses = {
+        "BadRequest": "400",
         "Unauthorized": "401",
+        "Forbidden": "403",
         "NotFound": "404",
         "Conflict": "409",
         "TooLarge": "413",
+        "UnsupportedMediaType": "415",
+        "MisdirectedRequest": "421",
         "ValidationFailed": "422",
         "StoreUnavailable": "503",
     }
@@ -99,7 +103,9 @@ MESSAGES: Json = {
 }
 
 
-# Which problems each kind of route can answer.
+# Which problems each kind of route can answer. Every route can also answer those of `_guard`
+# (`GUARDED`), and every route with a body 415: `document` adds them.
+GUARDED = ("BadRequest", "Forbidden", "MisdirectedRequest")
 READ = ("Unauthorized", "NotFound", "ValidationFailed", "StoreUnavailable")
 WRITE = ("Unauthorized", "NotFound", "TooLarge", "ValidationFailed", "StoreUnavailable")
 TRANSITION = (*WRITE, "Conflict")
@@ -395,6 +401,9 @@ def document() -> Json:
     """A new copy of the whole document."""
     paths: Json = {}
     for (path, method), operation in OPERATIONS.items():
+        guarded = (*GUARDED, "UnsupportedMediaType") if "requestBody" in operation else GUARDED
+        responses = {**operation["responses"], **problems(*guarded)}
+        operation = {**operation, "responses": dict(sorted(responses.items()))}
         paths.setdefault(path, {})[method] = operation
     return copy.deepcopy(
         {

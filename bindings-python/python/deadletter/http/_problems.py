@@ -52,8 +52,12 @@ PROBLEMS: dict[str, Problem] = {
     ),
     "store": Problem(503, "Store unavailable", headers={"Retry-After": "1"}),
     # The HTTP layer's own.
+    "bad_request": Problem(400, "Bad request"),
     "unauthorized": Problem(401, "Unauthorized", headers={"WWW-Authenticate": "Bearer"}),
+    "forbidden": Problem(403, "Forbidden"),
     "too_large": Problem(413, "Content too large"),
+    "unsupported_media_type": Problem(415, "Unsupported media type"),
+    "misdirected_request": Problem(421, "Misdirected request"),
     "method_not_allowed": Problem(405, "Method not allowed"),
     "internal": Problem(500, "Internal server error"),
 }
@@ -116,7 +120,12 @@ def http_problem(request: Request, exc: Exception) -> Response:
     """Starlette's own HTTP errors (no route, wrong method, body too large) as problems."""
     assert isinstance(exc, HTTPException)
     where = f"{request.method} {request.url.path}"
-    codes = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
+    codes = {
+        404: "not_found",
+        405: "method_not_allowed",
+        413: "too_large",
+        415: "unsupported_media_type",
+    }
     code = codes.get(exc.status_code)
     if code is None:
         return PlainTextResponse(exc.detail, exc.status_code, headers=exc.headers)
@@ -124,6 +133,8 @@ def http_problem(request: Request, exc: Exception) -> Response:
         "not_found": f"no route for {where}",
         "method_not_allowed": f"{where}: method not allowed",
         "too_large": "the request body is larger than this server accepts",
+        "unsupported_media_type": "the request body must be JSON, sent with "
+        "`Content-Type: application/json`",
     }
     return problem(code, details[code], headers=exc.headers)
 

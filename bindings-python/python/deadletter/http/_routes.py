@@ -23,6 +23,7 @@ from .._deadletter import DEFAULT_LIST_LIMIT
 from .._json import jsonable
 from . import _metrics
 from ._openapi import document
+from ._guard import json_body
 from ._problems import invalid
 from ._requests import (
     IDEMPOTENCY_HEADER,
@@ -88,7 +89,9 @@ class Api:
         self.metrics_registry = _metrics.registry(db)
 
     async def body(self, request: Request, fields: Iterable[str], *, required: bool) -> Fields:
-        """The JSON object of the request body (`parse_body`); 413 past the size limit."""
+        """The JSON object of the request body (`parse_body`); 415 unless it is declared
+        ``application/json`` (`json_body`), 413 past the size limit."""
+        json_body(request)
         return parse_body(await read(request, self.body_limit), fields, required=required)
 
     def queue(self, request: Request) -> deadletter.Queue:

@@ -433,6 +433,24 @@ RESPONSES: Json = {
             ("id", "reason", "message_status"),
         ),
     ),
+    "BadRequest": problem_response(
+        "The Host header is sent more than once, or is not host[:port].",
+        problem_schema("bad_request"),
+    ),
+    "Forbidden": problem_response(
+        "The request's Origin is neither this server's own origin nor one it allows "
+        "(`deadletter serve --allow-origin`): a page of another site cannot drive the API.",
+        problem_schema("forbidden"),
+    ),
+    "MisdirectedRequest": problem_response(
+        "The Host header names a host this server does not answer for: localhost, IP addresses "
+        "and the names it allows (`deadletter serve --allowed-host`); against DNS rebinding.",
+        problem_schema("misdirected_request"),
+    ),
+    "UnsupportedMediaType": problem_response(
+        "The request has a body (or a Content-Type) that is not `application/json`.",
+        problem_schema("unsupported_media_type"),
+    ),
     "TooLarge": problem_response(
         "The body is larger than 6 x the payload limit + 64 KiB (refused before parsing).",
         problem_schema("too_large"),

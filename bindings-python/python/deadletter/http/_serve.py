@@ -6,6 +6,8 @@ process (uvicorn spawns them) finds them when it imports `app_from_environment` 
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
 import socket
 from collections.abc import AsyncIterator
@@ -19,14 +21,20 @@ import deadletter
 
 from .._deadletter import DEFAULT_MAX_PAYLOAD_BYTES
 from ._app import build
+from ._guard import check_hosts, check_origins
 
 __all__ = [
+    "ENV_ALLOWED_HOSTS",
+    "ENV_ALLOW_ORIGINS",
     "ENV_MAX_PAYLOAD_BYTES",
     "ENV_PATH",
     "ENV_SCHEMA",
     "ENV_TOKEN",
     "app_from_environment",
     "check_address",
+    "check_hosts",
+    "check_origins",
+    "host_name",
     "run",
 ]
 
@@ -34,14 +42,17 @@ ENV_PATH = "DEADLETTER_SERVE_PATH"
 ENV_SCHEMA = "DEADLETTER_SERVE_SCHEMA"
 ENV_MAX_PAYLOAD_BYTES = "DEADLETTER_SERVE_MAX_PAYLOAD_BYTES"
 ENV_TOKEN = "DEADLETTER_TOKEN"
+ENV_ALLOWED_HOSTS = "DEADLETTER_SERVE_ALLOWED_HOSTS"
+ENV_ALLOW_ORIGINS = "DEADLETTER_SERVE_ALLOW_ORIGINS"
 FACTORY = "deadletter.http._serve:app_from_environment"
 
 
 def app_from_environment() -> Starlette:
     """The app of one worker process: it opens its own connection to the file or PostgreSQL URL
     named by ``DEADLETTER_SERVE_PATH`` and closes it at shutdown. ``DEADLETTER_TOKEN``,
-    ``DEADLETTER_SERVE_MAX_PAYLOAD_BYTES`` and ``DEADLETTER_SERVE_SCHEMA`` are optional; an empty
-    ``DEADLETTER_TOKEN`` raises `ValueError` (it would turn authentication off)."""
+    ``DEADLETTER_SERVE_MAX_PAYLOAD_BYTES``, ``DEADLETTER_SERVE_SCHEMA`` and the JSON lists
+    ``DEADLETTER_SERVE_ALLOWED_HOSTS`` and ``DEADLETTER_SERVE_ALLOW_ORIGINS`` are optional; an
+    empty ``DEADLETTER_TOKEN`` raises `ValueError` (it would turn authentication off)."""
     max_payload = int(os.environ.get(ENV_MAX_PAYLOAD_BYTES, DEFAULT_MAX_PAYLOAD_BYTES))
     schema = os.environ.get(ENV_SCHEMA)
     db = deadletter.open(os.environ[ENV_PATH], max_payload_bytes=max_payload, schema=schema)
@@ -54,7 +65,24 @@ def app_from_environment() -> Starlette:
             db.close()
 
     token = os.environ.get(ENV_TOKEN)  # empty: build refuses it
-    return build(db, token=token, max_payload_bytes=max_payload, lifespan=lifespan)
+    return build(
+        db,
+        token=token,
+        max_payload_bytes=max_payload,
+        allowed_hosts=json.loads(os.environ.get(ENV_ALLOWED_HOSTS, "[]")),
+        allow_origins=json.loads(os.environ.get(ENV_ALLOW_ORIGINS, "[]")),
+        lifespan=lifespan,
+    )
+
+
+def host_name(host: str) -> list[str]:
+    """``[host]`` when the server binds a name (``--host queue.lan``): requests addressed to the
+    name it was told to listen on are its own; ``[]`` for an address."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return [host]
+    return []
 
 
 class Config(uvicorn.Config):
