@@ -32,12 +32,13 @@ def deadletter_serve(
     token: Optional[str] = None,
     args: Sequence[str] = (),
     log: Optional[Path] = None,
+    port: Optional[int] = None,
 ) -> Iterator[str]:
     """``deadletter serve PATH`` on a free port of 127.0.0.1; yields its base URL once
     ``/healthz`` answers 200, and stops it (SIGTERM, as Ctrl-C would) afterwards. ``path``: a
     SQLite file, or a PostgreSQL URL (a str; then ``log`` is required). The server's output goes
-    to ``log`` (default: a file beside the database)."""
-    port = free_port()
+    to ``log`` (default: a file beside the database). ``port``: default, a free one."""
+    port = port or free_port()
     command = [
         sys.executable,
         "-m",

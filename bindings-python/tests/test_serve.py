@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -28,7 +30,7 @@ import pytest
 from deadletter import cli
 from deadletter.http import _serve
 from lock_holder import write_lock_held
-from serving import deadletter_serve
+from serving import STARTUP_TIMEOUT, deadletter_serve, free_port
 
 MESSAGES = 2000
 HTTP_WORKERS = 8
@@ -342,3 +344,66 @@ def test_the_shared_listening_socket_is_tcp_so_responses_are_not_delayed() -> No
         assert listener.proto == socket.IPPROTO_TCP
         assert listener.family == socket.AF_INET and listener.type == socket.SOCK_STREAM
         assert listener.get_inheritable()  # the worker processes get it
+
+
+def living_children(pid: int) -> set[int]:
+    """The processes whose parent is ``pid`` and that have not exited (zombies excluded), from
+    /proc."""
+    children = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:  # gone meanwhile
+            continue
+        if stat and int(stat.rpartition(")")[2].split()[1]) == pid:
+            children.add(int(entry.name))
+    return alive(children)
+
+
+def alive(pids: set[int]) -> set[int]:
+    """Those of ``pids`` that still run (a zombie has exited: only its parent has to reap it)."""
+    running = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            running.add(pid)
+    return running
+
+
+def test_the_worker_processes_exit_when_serve_is_killed(tmp_path: Path) -> None:
+    # `kill -9` of the supervisor used to leave its workers serving, holding the port: a
+    # restart failed with "Address already in use".
+    port = free_port()
+    command = [sys.executable, "-m", "deadletter.cli", "serve", str(tmp_path / "k.db")]
+    options = ["--port", str(port), "--workers", "2", "--log-level", "warning"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEADLETTER_")}
+    supervisor = subprocess.Popen([*command, *options], env=env, cwd=tmp_path)
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while len(workers) < 2 or not answers(f"http://127.0.0.1:{port}/healthz"):
+            assert supervisor.poll() is None and time.monotonic() < deadline, "did not start"
+            workers = living_children(supervisor.pid)
+            time.sleep(0.1)
+        supervisor.send_signal(signal.SIGKILL)
+        supervisor.wait()
+        deadline = time.monotonic() + 10
+        while alive(workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert alive(workers) == set(), "the workers outlived their supervisor"
+        with deadletter_serve(tmp_path / "k.db", port=port) as url:  # the port is free again
+            assert httpx.get(url + "/healthz").status_code == 200
+    finally:
+        supervisor.kill()
+        for pid in alive(workers):  # the old code's orphans
+            os.kill(pid, signal.SIGKILL)
+
+
+def answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False

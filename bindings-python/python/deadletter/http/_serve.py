@@ -6,10 +6,15 @@ process (uvicorn spawns them) finds them when it imports `app_from_environment` 
 
 from __future__ import annotations
 
+import ctypes
 import ipaddress
 import json
 import os
+import signal
 import socket
+import sys
+import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -44,6 +49,8 @@ ENV_MAX_PAYLOAD_BYTES = "DEADLETTER_SERVE_MAX_PAYLOAD_BYTES"
 ENV_TOKEN = "DEADLETTER_TOKEN"
 ENV_ALLOWED_HOSTS = "DEADLETTER_SERVE_ALLOWED_HOSTS"
 ENV_ALLOW_ORIGINS = "DEADLETTER_SERVE_ALLOW_ORIGINS"
+ENV_SUPERVISOR = "DEADLETTER_SERVE_SUPERVISOR_PID"
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 FACTORY = "deadletter.http._serve:app_from_environment"
 
 
@@ -53,6 +60,9 @@ def app_from_environment() -> Starlette:
     ``DEADLETTER_SERVE_MAX_PAYLOAD_BYTES``, ``DEADLETTER_SERVE_SCHEMA`` and the JSON lists
     ``DEADLETTER_SERVE_ALLOWED_HOSTS`` and ``DEADLETTER_SERVE_ALLOW_ORIGINS`` are optional; an
     empty ``DEADLETTER_TOKEN`` raises `ValueError` (it would turn authentication off)."""
+    supervisor = os.environ.get(ENV_SUPERVISOR)
+    if supervisor is not None:
+        exit_with_supervisor(int(supervisor))
     max_payload = int(os.environ.get(ENV_MAX_PAYLOAD_BYTES, DEFAULT_MAX_PAYLOAD_BYTES))
     schema = os.environ.get(ENV_SCHEMA)
     db = deadletter.open(os.environ[ENV_PATH], max_payload_bytes=max_payload, schema=schema)
@@ -73,6 +83,32 @@ def app_from_environment() -> Starlette:
         allow_origins=json.loads(os.environ.get(ENV_ALLOW_ORIGINS, "[]")),
         lifespan=lifespan,
     )
+
+
+def exit_with_supervisor(supervisor: int) -> None:
+    """In a worker process of ``deadletter serve --workers N``: a SIGTERM (uvicorn's graceful
+    shutdown) once the supervisor that started it is gone. A supervisor killed with SIGKILL (or
+    the OOM killer) cannot stop its workers: they served on, holding the port, and a restart
+    failed with "Address already in use".
+
+    On Linux, ``prctl(PR_SET_PDEATHSIG)``: the kernel sends the signal when the parent dies, with
+    no thread and no polling (uvicorn starts the workers from the supervisor's main thread, the
+    one whose end the kernel watches). Elsewhere, a daemon thread looks at ``os.getppid()`` every
+    half second. Either way, a supervisor that died before this call is noticed at once."""
+    if not sys.platform.startswith("linux"):
+
+        def watch() -> None:
+            while os.getppid() == supervisor:
+                time.sleep(0.5)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        threading.Thread(target=watch, name="deadletter-supervisor-watch", daemon=True).start()
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != supervisor:  # died before the call
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def host_name(host: str) -> list[str]:
@@ -115,6 +151,7 @@ def run(host: str, port: int, workers: int, log_level: str) -> bool:
         FACTORY, factory=True, host=host, port=port, workers=workers, log_level=log_level
     )
     if workers > 1:
+        os.environ[ENV_SUPERVISOR] = str(os.getpid())  # its workers exit when it dies
         Multiprocess(config, sockets=[config.bind_socket()]).run()
         return True
     server = uvicorn.Server(config)
