@@ -2,7 +2,8 @@
 # Builds the npm package `deadletter` into build/pkg (git-ignored): the wasm (profile
 # `wasm-release`: the release profile optimized for size), its wasm-bindgen glue (--target web),
 # the module shrunk by binaryen's `wasm-opt -Oz` (npm package `binaryen`; it also drops the name
-# section), and the hand-written entry, types and package.json, whose version is set here to the
+# section), and the hand-written JavaScript (the entry, the backend, the IndexedDB store in
+# store/), types and package.json, whose version is set here to the
 # Cargo workspace's (the Python package's too). Prints the .wasm's size (bindings-wasm/size.mjs).
 # Usage: bindings-wasm/build.sh   (from anywhere; needs scripts/setup.sh wasm)
 set -euo pipefail
@@ -20,8 +21,9 @@ npx --no-install wasm-opt -Oz --strip-producers \
   --enable-nontrapping-float-to-int --enable-reference-types --enable-sign-ext \
   "$out/deadletter_wasm_bg.wasm" -o "$out/deadletter_wasm_bg.wasm"
 cp bindings-wasm/js/index.js bindings-wasm/js/errors.js bindings-wasm/js/worker.js \
-  bindings-wasm/js/index.d.ts \
+  bindings-wasm/js/core.js bindings-wasm/js/backend.js bindings-wasm/js/index.d.ts \
   bindings-wasm/js/conformance.mjs bindings-wasm/README.md LICENSE "$out/"
+cp -r bindings-wasm/js/store "$out/store"
 pkgid=$(cargo pkgid -p deadletter-wasm)   # path+file:///...#deadletter-wasm@X.Y.Z
 VERSION="${pkgid##*@}" node -e '
   const fs = require("node:fs");

@@ -1,43 +1,15 @@
 // The npm package `deadletter`: a reliable message queue (retries, exponential backoff, a
 // dead-letter queue) persisted in IndexedDB. The rules live in the Rust core compiled to
-// WebAssembly; this module loads it and gives it a JavaScript shape. Types: index.d.ts.
-import init, {
-  WorkerPlan,
-  backoffMs as wasmBackoffMs,
-  errorCodes,
-  failureText,
-  openDatabase,
-  setErrorClass,
-} from "./deadletter_wasm.js";
+// WebAssembly (core.js), which decides synchronously; the IndexedDB store (store/) is JavaScript
+// that drives the transactions with its answers, through the backend (backend.js). This module
+// gives it its public shape: `open`, `Database`, `Queue` over the backend's handles. Types:
+// index.d.ts.
+import { backoffMs as coreBackoffMs, errorCodes, failureText, openDatabase } from "./backend.js";
+import { NODE } from "./core.js";
 import { DeadLetterError, PermanentError } from "./errors.js";
 import { work } from "./worker.js";
 
 export { DeadLetterError, PermanentError };
-
-// Next to this file. Bundlers that follow `new URL(..., import.meta.url)` (Vite, webpack 5, Parcel)
-// emit the .wasm as an asset; esbuild keeps the expression, so the .wasm must sit next to the
-// bundle (README: "With a bundler").
-const WASM = new URL("./deadletter_wasm_bg.wasm", import.meta.url);
-
-/** Whether this is Node (where every IndexedDB is an implementation private to its thread). */
-const NODE = typeof process !== "undefined" && process.versions != null && process.versions.node != null;
-
-/** Loads the WebAssembly module: from disk in Node, with fetch (streaming) elsewhere. */
-async function initialize() {
-  if (NODE && WASM.protocol === "file:") {
-    // A specifier in a variable: a bundler targeting browsers must not try to resolve a Node
-    // built-in that only this branch, in Node, imports.
-    const fs = "node:fs/promises";
-    const { readFile } = await import(/* webpackIgnore: true */ /* @vite-ignore */ fs);
-    await init({ module_or_path: await readFile(WASM) });
-  } else {
-    await init({ module_or_path: WASM });
-  }
-  setErrorClass(DeadLetterError);
-}
-
-// Loaded once, when the package is imported, so that every export is usable synchronously.
-await initialize();
 
 /** The stable error codes, straight from the Rust core (`deadletter::CODES`). */
 export const CODES = Object.freeze(errorCodes());
@@ -288,7 +260,7 @@ export class Queue {
       }
       let plan = null;
       try {
-        plan = new WorkerPlan(this.#handle, o.concurrency, o.pollIntervalMs, o.shutdownTimeoutMs, o.leaseMs);
+        plan = this.#handle.workerPlan(o.concurrency, o.pollIntervalMs, o.shutdownTimeoutMs, o.leaseMs);
       } catch (err) {
         if (!(err instanceof DeadLetterError && err.code === "validation_failed")) throw err;
         rejected.push(...err.errors);
@@ -305,7 +277,7 @@ export class Queue {
     }).then(async ({ plan, signal }) => {
       // Not inside `call`: the loop rejects with what its calls rejected with, unchanged.
       try {
-        const idleWaitMs = (nextDueAt) => direct(() => plan.idleWaitMs(this.#handle, nextDueAt));
+        const idleWaitMs = (nextDueAt) => direct(() => plan.idleWaitMs(nextDueAt));
         return await work({ queue: this, handler, plan, idleWaitMs, failureText, signal });
       } finally {
         plan.free();
@@ -476,7 +448,7 @@ export class Database {
 /** `min(2^retryCount, 3600)` seconds in milliseconds: the delay after the retryCount-th failure. */
 export function backoffMs(retryCount) {
   try {
-    return wasmBackoffMs(retryCount);
+    return coreBackoffMs(retryCount);
   } catch (err) {
     throw asDeadLetterError(err);
   }

@@ -1,42 +1,54 @@
 //! # deadletter-wasm
 //!
-//! The WebAssembly binding of [deadletter](../deadletter/index.html) for browsers, workers and
-//! Node: an IndexedDB [`Store`](deadletter::Store) ([`idb_store::IdbStore`]) and the objects
-//! behind the npm package `deadletter` (`js/index.js` is its hand-written entry, `js/index.d.ts`
-//! its types). Every rule (validation, state machine, backoff) stays in the core; this crate maps
-//! JavaScript values to [`deadletter::Arg`] without judging them, reads the clock, draws lease
-//! tokens from `crypto.getRandomValues`, persists in IndexedDB and maps errors to
-//! `DeadLetterError` once (`errors.rs`).
+//! The WebAssembly binding of [deadletter](../deadletter/index.html): the core's rules for the npm
+//! package `deadletter`, whose JavaScript drives IndexedDB (`js/store/`) while this module decides,
+//! synchronously. It exports no future and no IndexedDB binding: only
+//! - the checks of every call's arguments ([`rules`]: the options of a database and a queue, the
+//!   clock's time and the jitter sample), each into a plan of the operation ([`plans`]) that
+//!   answers, for every record the store read inside its transaction, what to write (the core's
+//!   steps), and what the call resolves to once committed;
+//! - the records ([`record`]: a message as an IndexedDB record, with its claim lane, and back
+//!   through the core's checks; as the API's object), the key ranges the store reads ([`keys`]),
+//!   and the schema decisions ([`schema`]: create, upgrade, take or refuse; older records);
+//! - the error mapping to `DeadLetterError` ([`errors`]), the worker loop's rules ([`worker`]),
+//!   `backoffMs`, and the names and lease tokens ([`names`]).
 //!
-//! The worker loop (`Queue.process`) takes its rules from the core through [`worker`]; its
-//! mechanics (timers, promises, `AbortSignal`, online and offline events) are `js/worker.js`.
-//!
-//! ```js
-//! import { open } from "deadletter";
-//! const db = await open("app-queue");
-//! const q = db.queue("emails");
-//! await q.enqueue('{"to":"alice"}', { maxRetries: 5 });
-//! const m = await q.claim();
-//! if (m) await q.succeed(m.id, { leaseToken: m.leaseToken });
-//! ```
+//! Every rule (validation, state machine, backoff, claim order, storage checks) stays in the core;
+//! this crate maps JavaScript values to [`deadletter::Arg`] without judging them ([`args`]) and
+//! records to messages and back.
 //!
 //! Natively only [`names`] is compiled; everything else is `wasm32` only.
 
 pub mod names;
 
 #[cfg(target_arch = "wasm32")]
-pub mod api;
-#[cfg(target_arch = "wasm32")]
 pub mod args;
-#[cfg(target_arch = "wasm32")]
-pub mod connection;
 #[cfg(target_arch = "wasm32")]
 pub mod errors;
 #[cfg(target_arch = "wasm32")]
-pub mod idb_store;
+pub mod keys;
+#[cfg(target_arch = "wasm32")]
+pub mod plans;
 #[cfg(target_arch = "wasm32")]
 pub mod record;
 #[cfg(target_arch = "wasm32")]
-pub mod request;
+pub mod rules;
+#[cfg(target_arch = "wasm32")]
+pub mod schema;
 #[cfg(target_arch = "wasm32")]
 pub mod worker;
+
+/// The delay before the next attempt after the `retryCount`-th failure, in milliseconds:
+/// `min(2^retryCount, 3600)` seconds. Throws a `validation_failed` `DeadLetterError` unless
+/// `retryCount` is an integer >= 0 (of any size: `2**53` and `2**63 - 1` give 3600000; `2**64`
+/// is `out_of_range`, as in Python).
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen::prelude::wasm_bindgen(js_name = backoffMs)]
+pub fn backoff_ms(retry_count: &wasm_bindgen::JsValue) -> Result<f64, wasm_bindgen::JsValue> {
+    let delay = rules::js(deadletter::backoff(
+        &args::OwnedArg::from_js(retry_count).arg(),
+    ))?;
+    // At most 3_600_000: exact as f64.
+    #[allow(clippy::cast_precision_loss)]
+    Ok(delay as f64)
+}

@@ -4,64 +4,73 @@
 //! Both message forms use the JavaScript field names (`retryCount`, `leaseExpiresAt`, ...). A
 //! record keeps timestamps as numbers of milliseconds (null stays null, which keeps a message out
 //! of the indexes that name that field); the API object turns them into `Date`s. A record also
-//! has `lane` and `at`, its place in the claim index (see [`to_record`]), which reading ignores,
-//! and never `deduplicated` (a property of an enqueue's result, not of the message).
+//! has `lane` and `at`, its place in the claim index (the core's [`Lane`], see [`to_record`]),
+//! which reading ignores, and never `deduplicated` (a property of an enqueue's result, not of
+//! the message). A record read back goes through the core's checks ([`StoredMessage::check`]):
+//! a value deadletter never writes is the same `store` error as in every other store.
 
-use deadletter::validate::{MAX_TIME, MIN_TIME};
-use deadletter::{Error, FailedAttempt, Message, Millis, Result, Stats, Status};
+use deadletter::storage::{Lane, StoredMessage, corrupt, upgrade_v1};
+use deadletter::{Error, FailedAttempt, Id, Message, Millis, Result, Stats};
 use js_sys::{Array, Date, Object, Reflect};
 use wasm_bindgen::JsValue;
 
-/// Every property name this module reads or writes.
-const KEYS: [&str; 34] = [
-    "id",
-    "queue",
-    "payload",
-    "status",
-    "retryCount",
-    "maxRetries",
-    "retryAfter",
-    "lastError",
-    "createdAt",
-    "updatedAt",
-    "leaseToken",
-    "leaseExpiresAt",
-    "idempotencyKey",
-    "firstFailedAt",
-    "deadAt",
-    "errors",
-    "errorsDropped",
-    "replayCount",
-    "replayedAt",
-    "lane",
-    "at",
-    "deduplicated",
-    "attempt",
-    "error",
-    "at",
-    "pending",
-    "processing",
-    "succeeded",
-    "dead",
-    "expired",
-    "delayed",
-    "nextDueAt",
-    "oldestDueAgeMs",
-    "oldestDeadAgeMs",
+/// Every property name this module reads or writes, with the core's name of the field (what a
+/// corrupt-record error names).
+const KEYS: [(&str, &str); 33] = [
+    ("id", "id"),
+    ("queue", "queue"),
+    ("payload", "payload"),
+    ("status", "status"),
+    ("retryCount", "retry_count"),
+    ("maxRetries", "max_retries"),
+    ("retryAfter", "retry_after"),
+    ("lastError", "last_error"),
+    ("createdAt", "created_at"),
+    ("updatedAt", "updated_at"),
+    ("leaseToken", "lease_token"),
+    ("leaseExpiresAt", "lease_expires_at"),
+    ("idempotencyKey", "idempotency_key"),
+    ("firstFailedAt", "first_failed_at"),
+    ("deadAt", "dead_at"),
+    ("errors", "errors"),
+    ("errorsDropped", "errors_dropped"),
+    ("replayCount", "replay_count"),
+    ("replayedAt", "replayed_at"),
+    ("lane", "lane"),
+    ("at", "at"),
+    ("deduplicated", "deduplicated"),
+    ("attempt", "attempt"),
+    ("error", "error"),
+    ("pending", "pending"),
+    ("processing", "processing"),
+    ("succeeded", "succeeded"),
+    ("dead", "dead"),
+    ("expired", "expired"),
+    ("delayed", "delayed"),
+    ("nextDueAt", "next_due_at"),
+    ("oldestDueAgeMs", "oldest_due_age_ms"),
+    ("oldestDeadAgeMs", "oldest_dead_age_ms"),
 ];
 
 thread_local! {
     /// [`KEYS`] as JavaScript strings, made once: a record has about twenty properties, and
     /// making each name anew for every property of every record costs a string conversion each.
-    static JS_KEYS: Vec<JsValue> = KEYS.iter().map(|k| JsValue::from_str(k)).collect();
+    static JS_KEYS: Vec<JsValue> = KEYS.iter().map(|(k, _)| JsValue::from_str(k)).collect();
 }
 
 /// Runs `f` with `key` as a JavaScript string (cached when it is one of [`KEYS`]).
 fn with_key<T>(key: &str, f: impl FnOnce(&JsValue) -> T) -> T {
-    match KEYS.iter().position(|k| *k == key) {
+    match KEYS.iter().position(|(k, _)| *k == key) {
         Some(at) => JS_KEYS.with(|keys| f(&keys[at])),
         None => f(&JsValue::from_str(key)),
     }
+}
+
+/// The core's name of a record's property.
+fn core_name(key: &str) -> &str {
+    KEYS.iter()
+        .find(|(k, _)| *k == key)
+        .map_or(key, |(_, core)| core)
 }
 
 fn set(object: &Object, key: &str, value: &JsValue) {
@@ -73,8 +82,9 @@ fn opt_str(value: Option<&str>) -> JsValue {
     value.map_or(JsValue::NULL, JsValue::from_str)
 }
 
-#[allow(clippy::cast_precision_loss)] // ids and millisecond timestamps are far below 2^53
-fn number(n: i64) -> JsValue {
+/// A whole number as a JavaScript number (ids, counts and timestamps are far below 2^53).
+#[allow(clippy::cast_precision_loss)]
+pub fn number(n: i64) -> JsValue {
     JsValue::from_f64(n as f64)
 }
 
@@ -89,7 +99,6 @@ fn build(message: &Message, with_id: bool, time: impl Fn(Millis) -> JsValue) -> 
     if with_id {
         set(&object, "id", &number(message.id));
     }
-    let status = message.status.as_str();
     let errors: Array = message
         .errors
         .iter()
@@ -104,7 +113,7 @@ fn build(message: &Message, with_id: bool, time: impl Fn(Millis) -> JsValue) -> 
     let fields: [(&str, JsValue); 18] = [
         ("queue", message.queue.as_str().into()),
         ("payload", message.payload.as_str().into()),
-        ("status", status.into()),
+        ("status", message.status.as_str().into()),
         ("retryCount", message.retry_count.into()),
         ("maxRetries", message.max_retries.into()),
         ("retryAfter", opt_time(message.retry_after)),
@@ -130,45 +139,40 @@ fn build(message: &Message, with_id: bool, time: impl Fn(Millis) -> JsValue) -> 
     object
 }
 
-/// `lane` of a record in the claim index whose turn comes at a time, `at`: a `processing` message
-/// (`at`: when its lease runs out) or a `pending` one waiting for its backoff or delay (`at`: its
-/// `retryAfter`). The claim index sorts them by `(at, id)`, so the part with `at <= now` is what
-/// a claim has to act on first: leases to expire, messages that became due.
+/// `lane` of a record whose turn comes at a time, `at`: [`Lane::Waiting`] (a `pending` message
+/// in backoff or delayed, until its `retryAfter`) and [`Lane::Leased`] (a `processing` one, until
+/// its lease runs out). The claim index sorts them by `(at, id)`, so its part with `at <= now`
+/// is what a claim acts on first.
 pub const TIMED: f64 = 0.0;
-/// `lane` of a `pending` message that is due whatever the time: enqueued without delay, replayed,
-/// or moved here by a claim once its `retryAfter` had passed ([`make_ready`]). `at` is its
-/// `createdAt`, so the lane is in claim order, `(createdAt, id)`.
+/// `lane` of a [`Lane::Ready`] message, and of one a claim moved there once its `retryAfter` had
+/// passed: `at` is its `createdAt`, so the lane is in claim order, `(createdAt, id)`.
 pub const READY: f64 = 1.0;
 
-/// The record stored for `message`; without `id` for a new message (the store assigns it). It
-/// also holds `lane` and `at`, storage-only numbers that place it in the claim index: [`TIMED`]
-/// with `leaseExpiresAt` for a `processing` message and with `retryAfter` for a `pending` one that
-/// has one, [`READY`] with `createdAt` for a `pending` one without; null for a finished message,
-/// which keeps it out of the index.
+fn put_place(record: &Object, lane: JsValue, at: JsValue) {
+    set(record, "lane", &lane);
+    set(record, "at", &at);
+}
+
+/// The record stored for `message`; without `id` for a new message (the store assigns it). Its
+/// `lane` and `at` place it in the claim index as the core's [`Lane::of`] says: [`TIMED`] with
+/// `retryAfter` (waiting) or `leaseExpiresAt` (leased), [`READY`] with `createdAt`; null for a
+/// finished message, which keeps it out of the index.
 pub fn to_record(message: &Message, with_id: bool) -> Object {
     let record = build(message, with_id, number);
-    let (lane, at) = match (message.status, message.retry_after) {
-        (Status::Pending, Some(at)) => (JsValue::from_f64(TIMED), number(at)),
-        (Status::Pending, None) => (JsValue::from_f64(READY), number(message.created_at)),
-        (Status::Processing, _) => match message.lease_expires_at {
-            Some(at) => (JsValue::from_f64(TIMED), number(at)),
-            None => (JsValue::NULL, JsValue::NULL),
-        },
-        (Status::Succeeded | Status::Dead, _) => (JsValue::NULL, JsValue::NULL),
-    };
-    set(&record, "lane", &lane);
-    set(&record, "at", &at);
+    match Lane::of(message) {
+        Some(Lane::Ready) => put_place(&record, READY.into(), number(message.created_at)),
+        Some(Lane::Waiting(at) | Lane::Leased(at)) => put_place(&record, TIMED.into(), number(at)),
+        None => put_place(&record, JsValue::NULL, JsValue::NULL),
+    }
     record
 }
 
-/// Moves a stored `pending` record whose `retryAfter` has passed to the [`READY`] lane, in place
-/// (the message itself does not change: it keeps its `retryAfter` until it is claimed).
-pub fn make_ready(record: &JsValue) -> Result<()> {
-    let created_at = field(record, "createdAt")?;
-    for (name, value) in [("lane", JsValue::from_f64(READY)), ("at", created_at)] {
-        with_key(name, |key| Reflect::set(record, key, &value)).map_err(|e| corrupt(name, &e))?;
-    }
-    Ok(())
+/// The record of `message`, unchanged, in the [`READY`] lane: a claim moves a waiting message
+/// there once its `retryAfter` has passed (it keeps its `retryAfter` until it is claimed).
+pub fn to_ready_record(message: &Message) -> Object {
+    let record = build(message, true, number);
+    put_place(&record, READY.into(), number(message.created_at));
+    record
 }
 
 /// The object the JavaScript API returns: timestamps (also each error's `at`) as `Date`s, and
@@ -203,57 +207,8 @@ pub fn stats_to_js(stats: &Stats) -> JsValue {
     object.into()
 }
 
-/// Brings a record written by schema version 1 or 2 (0.1.0) to version 3, in place: the fields
-/// added in 3 get what the message's past allows to know (`errors` empty, its `retryCount`
-/// failures counted in `errorsDropped`, `deadAt` = `updatedAt` for a dead message, zeros and
-/// nulls elsewhere); `retryAfter` is cleared unless the message is pending (0.1.0 left it on
-/// claimed messages; now it is set exactly while a message waits for its backoff). The upgrade
-/// then reads it with [`from_record`] and writes it again with [`to_record`].
-pub fn upgrade_record(record: &JsValue) -> Result<()> {
-    let get = |name: &str| field(record, name);
-    let put = |name: &str, value: &JsValue| {
-        with_key(name, |key| Reflect::set(record, key, value))
-            .map(drop)
-            .map_err(|e| corrupt(name, &e))
-    };
-    let status = get("status")?;
-    if status.as_string().as_deref() != Some(Status::Pending.as_str()) {
-        put("retryAfter", &JsValue::NULL)?;
-    }
-    let dead = status.as_string().as_deref() == Some(Status::Dead.as_str());
-    put(
-        "deadAt",
-        &if dead {
-            get("updatedAt")?
-        } else {
-            JsValue::NULL
-        },
-    )?;
-    put("errors", &Array::new())?;
-    put("errorsDropped", &get("retryCount")?)?;
-    put("idempotencyKey", &JsValue::NULL)?;
-    put("firstFailedAt", &JsValue::NULL)?;
-    put("replayCount", &JsValue::from_f64(0.0))?;
-    put("replayedAt", &JsValue::NULL)
-}
-
-fn corrupt(field: &str, value: &JsValue) -> Error {
-    Error::Store(format!(
-        "corrupt record in IndexedDB: field {field} is {value:?}"
-    ))
-}
-
-fn field(record: &JsValue, name: &str) -> Result<JsValue> {
-    with_key(name, |key| Reflect::get(record, key)).map_err(|e| corrupt(name, &e))
-}
-
-fn int(record: &JsValue, name: &str) -> Result<i64> {
-    let value = field(record, name)?;
-    whole(&value).ok_or_else(|| corrupt(name, &value))
-}
-
 /// A whole number within ±2^53 (the cast is then exact).
-fn whole(value: &JsValue) -> Option<i64> {
+pub fn whole(value: &JsValue) -> Option<i64> {
     match value.as_f64() {
         #[allow(clippy::cast_possible_truncation)]
         Some(n) if n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_991.0 => Some(n as i64),
@@ -261,109 +216,163 @@ fn whole(value: &JsValue) -> Option<i64> {
     }
 }
 
-/// A timestamp: a whole number of milliseconds within the range deadletter writes
-/// (`MIN_TIME..=MAX_TIME`, what every binding can represent).
-fn time(record: &JsValue, name: &str) -> Result<Millis> {
-    let ms = int(record, name)?;
-    if (MIN_TIME..=MAX_TIME).contains(&ms) {
-        Ok(ms)
+/// How a record's value is named in a corrupt-record error.
+fn kind(value: &JsValue) -> String {
+    if value.is_undefined() {
+        "nothing".into()
+    } else if let Some(n) = whole(value) {
+        // Formatted as an integer: no float formatting code in the module.
+        format!("the number {n}")
+    } else if value.as_f64().is_some() {
+        "a number that is not a whole one within 2^53".into()
+    } else if value.is_string() {
+        "a string".into()
     } else {
-        Err(Error::Store(format!(
-            "corrupt record in IndexedDB: field {name} is {ms}, outside the time range deadletter \
-             writes (0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, in UTC milliseconds)"
-        )))
+        crate::args::kind(value).into()
     }
 }
 
-fn opt_time(record: &JsValue, name: &str) -> Result<Option<Millis>> {
-    if field(record, name)?.is_null() {
-        Ok(None)
-    } else {
-        time(record, name).map(Some)
+/// The properties of one stored record, read with the store's own checks (a value of the wrong
+/// type, or a missing one, is [`corrupt`] naming the message and the field). `lenient`: a field
+/// that is absent takes its default (a record of schema version 1 or 2, before the fields of 3).
+struct Reader<'r> {
+    record: &'r JsValue,
+    id: Id,
+    lenient: bool,
+}
+
+impl Reader<'_> {
+    fn fault(&self, key: &str, why: impl std::fmt::Display) -> Error {
+        corrupt(self.id, core_name(key), why)
+    }
+
+    /// The value of `key`; `None` for null (and, when lenient, for absent).
+    fn value(&self, key: &str) -> Result<Option<JsValue>> {
+        let value = with_key(key, |k| Reflect::get(self.record, k))
+            .map_err(|_| self.fault(key, "cannot be read"))?;
+        if value.is_null() || (self.lenient && value.is_undefined()) {
+            Ok(None)
+        } else {
+            Ok(Some(value))
+        }
+    }
+
+    fn required<T>(&self, key: &str, found: Option<T>) -> Result<T> {
+        found.ok_or_else(|| self.fault(key, "is null"))
+    }
+
+    fn text(&self, key: &str) -> Result<Option<String>> {
+        match self.value(key)? {
+            None => Ok(None),
+            Some(v) => v
+                .as_string()
+                .map(Some)
+                .ok_or_else(|| self.fault(key, format_args!("holds {}, not a string", kind(&v)))),
+        }
+    }
+
+    fn int(&self, key: &str) -> Result<Option<i64>> {
+        match self.value(key)? {
+            None => Ok(None),
+            Some(v) => whole(&v).map(Some).ok_or_else(|| {
+                self.fault(key, format_args!("holds {}, not a whole number", kind(&v)))
+            }),
+        }
+    }
+
+    fn history(&self) -> Result<Vec<FailedAttempt>> {
+        let Some(value) = self.value("errors")? else {
+            return if self.lenient {
+                Ok(Vec::new())
+            } else {
+                Err(self.fault("errors", "is null"))
+            };
+        };
+        if !Array::is_array(&value) {
+            return Err(self.fault("errors", format_args!("holds {}, not a list", kind(&value))));
+        }
+        let entry_of = |entry: JsValue| {
+            let at = Reader {
+                record: &entry,
+                id: self.id,
+                lenient: false,
+            };
+            let (attempt, error, when) = (at.int("attempt")?, at.text("error")?, at.int("at")?);
+            match (attempt.and_then(|a| u32::try_from(a).ok()), error, when) {
+                (Some(attempt), Some(error), Some(at)) => Ok(FailedAttempt { attempt, error, at }),
+                _ => Err(self.fault("errors", "holds an entry without attempt, error and at")),
+            }
+        };
+        Array::from(&value)
+            .iter()
+            .map(|entry| entry_of(entry).map_err(|_| self.fault("errors", "holds a bad entry")))
+            .collect()
+    }
+
+    fn read(&self) -> Result<Message> {
+        let text = |key| self.required(key, self.text(key)?);
+        let int = |key| self.required(key, self.int(key)?);
+        let counted = |key| match self.int(key)? {
+            None if self.lenient => Ok(0),
+            found => self.required(key, found),
+        };
+        let status = text("status")?;
+        StoredMessage {
+            id: self.id,
+            queue: text("queue")?,
+            payload: text("payload")?,
+            status: &status,
+            retry_count: int("retryCount")?,
+            max_retries: int("maxRetries")?,
+            retry_after: self.int("retryAfter")?,
+            last_error: self.text("lastError")?,
+            created_at: int("createdAt")?,
+            updated_at: int("updatedAt")?,
+            lease_token: self.text("leaseToken")?,
+            lease_expires_at: self.int("leaseExpiresAt")?,
+            idempotency_key: self.text("idempotencyKey")?,
+            first_failed_at: self.int("firstFailedAt")?,
+            dead_at: self.int("deadAt")?,
+            errors: self.history()?,
+            errors_dropped: counted("errorsDropped")?,
+            replay_count: counted("replayCount")?,
+            replayed_at: self.int("replayedAt")?,
+        }
+        .check()
     }
 }
 
-fn count(record: &JsValue, name: &str) -> Result<u32> {
-    let n = int(record, name)?;
-    u32::try_from(n).map_err(|_| corrupt(name, &number(n)))
-}
-
-fn string(record: &JsValue, name: &str) -> Result<String> {
-    let value = field(record, name)?;
-    value.as_string().ok_or_else(|| corrupt(name, &value))
-}
-
-fn opt_string(record: &JsValue, name: &str) -> Result<Option<String>> {
-    let value = field(record, name)?;
-    if value.is_null() {
-        Ok(None)
-    } else {
-        value
-            .as_string()
-            .map(Some)
-            .ok_or_else(|| corrupt(name, &value))
-    }
-}
-
-fn history(record: &JsValue) -> Result<Vec<FailedAttempt>> {
-    let value = field(record, "errors")?;
-    if !Array::is_array(&value) {
-        return Err(corrupt("errors", &value));
-    }
-    Array::from(&value)
-        .iter()
-        .map(|entry| {
-            Ok(FailedAttempt {
-                attempt: count(&entry, "attempt")?,
-                error: string(&entry, "error")?,
-                at: time(&entry, "at")?,
-            })
-        })
-        .collect::<Result<_>>()
-        .map_err(|err| match err {
-            Error::Store(why) => Error::Store(format!("{why} (in errors)")),
-            other => other,
-        })
+fn record_id(record: &JsValue) -> Result<Id> {
+    let id = with_key("id", |k| Reflect::get(record, k)).unwrap_or(JsValue::UNDEFINED);
+    whole(&id).ok_or_else(|| Error::Store("an IndexedDB record without a whole-number id".into()))
 }
 
 /// Reads a stored record back; a `store` error naming the message and the field when it holds a
-/// value this binding never writes (a timestamp outside the range, a wrong type, a missing field,
-/// an unknown status).
+/// value this binding never writes (a timestamp outside the range, a wrong type, a missing
+/// field, an unknown status): see [`StoredMessage::check`].
 pub fn from_record(record: &JsValue) -> Result<Message> {
-    let id = int(record, "id")?;
-    read(record, id).map_err(|err| match err {
-        Error::Store(why) => Error::Store(why.replacen(
-            "corrupt record in IndexedDB",
-            &format!("message {id} is corrupt in IndexedDB"),
-            1,
-        )),
-        other => other,
-    })
+    let id = record_id(record)?;
+    Reader {
+        record,
+        id,
+        lenient: false,
+    }
+    .read()
 }
 
-fn read(record: &JsValue, id: i64) -> Result<Message> {
-    let status = string(record, "status")?;
-    Ok(Message {
+/// The record of schema version 4 for a record written by schema version `from` (1, 2 or 3), for
+/// the upgrade transaction: one of 1 or 2 (deadletter 0.1.0) is read with the fields of 3 at
+/// their defaults and given what 0.1.0 knew ([`upgrade_v1`]); every record is then written as
+/// this version writes it, so it gets its place in the new indexes.
+pub fn upgrade_record(record: &JsValue, from: u32) -> Result<Object> {
+    let id = record_id(record)?;
+    let old = from < 3;
+    let message = Reader {
+        record,
         id,
-        queue: string(record, "queue")?,
-        payload: string(record, "payload")?,
-        status: Status::parse(&status)
-            .ok_or_else(|| corrupt("status", &JsValue::from_str(&status)))?,
-        retry_count: count(record, "retryCount")?,
-        max_retries: count(record, "maxRetries")?,
-        retry_after: opt_time(record, "retryAfter")?,
-        last_error: opt_string(record, "lastError")?,
-        created_at: time(record, "createdAt")?,
-        updated_at: time(record, "updatedAt")?,
-        lease_token: opt_string(record, "leaseToken")?,
-        lease_expires_at: opt_time(record, "leaseExpiresAt")?,
-        idempotency_key: opt_string(record, "idempotencyKey")?,
-        first_failed_at: opt_time(record, "firstFailedAt")?,
-        dead_at: opt_time(record, "deadAt")?,
-        errors: history(record)?,
-        errors_dropped: count(record, "errorsDropped")?,
-        replay_count: count(record, "replayCount")?,
-        replayed_at: opt_time(record, "replayedAt")?,
-        deduplicated: false,
-    })
+        lenient: old,
+    }
+    .read()?;
+    let message = if old { upgrade_v1(message) } else { message };
+    Ok(to_record(&message, true))
 }

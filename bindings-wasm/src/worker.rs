@@ -6,9 +6,9 @@
 use deadletter::worker::{self, Plan};
 use wasm_bindgen::prelude::*;
 
-use crate::api::QueueHandle;
 use crate::args::OwnedArg;
 use crate::errors;
+use crate::rules::{js, now};
 
 /// The validated options of one `Queue.process` loop (internal; see `js/worker.js`).
 #[wasm_bindgen]
@@ -24,12 +24,12 @@ fn ms(value: i64) -> f64 {
 #[wasm_bindgen]
 impl WorkerPlan {
     /// Checks the options (`undefined`/`null`: concurrency 1, poll interval 1000 ms, shutdown
-    /// timeout 30000 ms, the database's lease). Throws a `validation_failed` `DeadLetterError`
-    /// listing every rejected field (`concurrency`, `pollIntervalMs`, `shutdownTimeoutMs`,
-    /// `leaseMs`).
+    /// timeout 30000 ms, `default_lease_ms`, the database's lease). Throws a `validation_failed`
+    /// `DeadLetterError` listing every rejected field (`concurrency`, `pollIntervalMs`,
+    /// `shutdownTimeoutMs`, `leaseMs`).
     #[wasm_bindgen(constructor)]
     pub fn new(
-        queue: &QueueHandle,
+        default_lease_ms: f64,
         concurrency: &JsValue,
         poll_interval_ms: &JsValue,
         shutdown_timeout_ms: &JsValue,
@@ -42,7 +42,8 @@ impl WorkerPlan {
             &poll.arg(),
             &shutdown.arg(),
             &lease.arg(),
-            queue.default_lease_ms(),
+            #[allow(clippy::cast_possible_truncation)] // the database's checked lease
+            (default_lease_ms as i64),
         )
         .map(|plan| Self { plan })
         .map_err(|e| errors::to_js(&e))
@@ -72,13 +73,13 @@ impl WorkerPlan {
         ms(self.plan.shutdown_timeout_ms)
     }
 
-    /// How long an idle loop sleeps, in milliseconds, at the time of `queue`'s clock: until
-    /// `nextDueAt` (what `Queue.nextDueAt` resolved to: a `Date` or null) or for the poll
-    /// interval, whichever is sooner; at least 1. Throws a `DeadLetterError` when the clock fails
-    /// or the database is closed.
+    /// How long an idle loop sleeps, in milliseconds, at `clock` (what the database's clock
+    /// returned): until `nextDueAt` (what `Queue.nextDueAt` resolved to: a `Date` or null) or for
+    /// the poll interval, whichever is sooner; at least 1. Throws a `validation_failed`
+    /// `DeadLetterError` when the clock's value is no time.
     #[wasm_bindgen(js_name = idleWaitMs)]
-    pub fn idle_wait_ms(&self, queue: &QueueHandle, next_due_at: &JsValue) -> Result<f64, JsValue> {
-        let now = queue.now().map_err(|e| errors::to_js(&e))?;
+    pub fn idle_wait_ms(&self, clock: &JsValue, next_due_at: &JsValue) -> Result<f64, JsValue> {
+        let now = js(now(clock))?;
         let next = match OwnedArg::instant(next_due_at) {
             OwnedArg::Int(at) => Some(at),
             _ => None,

@@ -1,0 +1,132 @@
+// IndexedDB requests and transactions as promises: the store's I/O, and its one discipline.
+//
+// An IndexedDB transaction commits by itself as soon as control returns to the event loop with
+// none of its requests pending. Awaiting anything else inside it (a timer, `fetch`, the user's
+// clock, a promise of another transaction) lets it commit half-way: the next request then throws
+// `TransactionInactiveError`, or, with a careless store, the write lands in a second transaction
+// and the read-decide-write is no longer atomic. So inside `transaction(...)` the store awaits only
+// that transaction's own requests (a request's promise resolves in a microtask of its `success`
+// event, while the transaction is still active), and the decisions between them are the core's
+// synchronous plans (the WebAssembly module); the clock is read, the lease tokens drawn and the
+// arguments checked before the transaction opens. A request made after the transaction went
+// inactive throws, and `transaction` reports it as a `store` error with nothing written (the
+// store tests show it, in Node and in Chromium's IndexedDB).
+
+import { DeadLetterError } from "../errors.js";
+
+/** The `store` DeadLetterError of a thrown IndexedDB error (a DOMException) or of `why`. */
+export function storeError(context, why) {
+  // Read name and message structurally: a DOMException of fake-indexeddb or of another realm is
+  // not `instanceof` this realm's class.
+  const text = why !== null && typeof why === "object" && typeof why.name === "string" && typeof why.message === "string"
+    ? `${why.name}: ${why.message}`
+    : String(why);
+  return new DeadLetterError(`store error: IndexedDB ${context}: ${text}`, { code: "store" });
+}
+
+/** `request`'s result, or its error as a `store` DeadLetterError. */
+export function settle(request, what) {
+  return new Promise((resolve, reject) => {
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(storeError(what, request.error));
+  });
+}
+
+/** Calls `make()` (an IndexedDB method that makes a request) and settles it; a method that throws (`DataError`, `TransactionInactiveError`...) is a `store` error. */
+export function request(what, make) {
+  let req;
+  try {
+    req = make();
+  } catch (err) {
+    return Promise.reject(storeError(what, err));
+  }
+  return settle(req, what);
+}
+
+/** The `IDBKeyRange` of a range the WebAssembly module named: `[lower, upper, lowerOpen, upperOpen]`. */
+export function keyRange([lower, upper, lowerOpen, upperOpen]) {
+  return IDBKeyRange.bound(lower, upper, lowerOpen, upperOpen);
+}
+
+/**
+ * Walks the cursor that `open()` makes (`index.openCursor(...)`, `openKeyCursor(...)`), calling
+ * `visit(cursor)` for each position, synchronously; `visit` returns false to stop there. The
+ * walk awaits only the cursor's own request.
+ */
+export async function walk(what, open, visit) {
+  let req;
+  try {
+    req = open();
+  } catch (err) {
+    throw storeError(what, err);
+  }
+  for (;;) {
+    const cursor = await settle(req, what);
+    if (cursor === null || visit(cursor) === false) return;
+    try {
+      cursor.continue();
+    } catch (err) {
+      throw storeError(what, err);
+    }
+  }
+}
+
+/** The first key of `range` in `index`, or undefined. */
+export async function firstKey(index, range) {
+  let key;
+  await walk("openKeyCursor", () => index.openKeyCursor(range), (cursor) => {
+    key = cursor.key;
+    return false;
+  });
+  return key;
+}
+
+/** Puts each record (without awaiting: requests run in order, a failure aborts the transaction). */
+export function putAll(store, records) {
+  for (const record of records) store.put(record);
+}
+
+/**
+ * Runs `body(store)` inside one transaction of `db` on object store `name` and waits for it to
+ * commit; resolves to what `body` resolved to.
+ *
+ * `body` must await only requests of this transaction (see the top of this file). When it
+ * throws, the transaction is aborted, so nothing it wrote stays, and the error is rethrown; when
+ * the commit itself fails (quota, I/O, a request made after the transaction went inactive) the
+ * result is a `store` error. Once `body` has resolved, `commit()` (where there is one) sends the
+ * commit with the last requests instead of after their answers.
+ */
+export async function transaction(db, name, mode, body) {
+  let tx;
+  try {
+    tx = db.transaction(name, mode);
+  } catch (err) {
+    throw storeError("transaction", err);
+  }
+  // Watched before the first await: `body` may let the transaction finish.
+  const done = new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onabort = () => reject(tx.error ? storeError("transaction aborted", tx.error) : storeError("transaction", "aborted"));
+  });
+  let value;
+  try {
+    value = await body(tx.objectStore(name));
+  } catch (err) {
+    try {
+      tx.abort();
+    } catch {
+      // already finished (committed by itself, or aborted): fine
+    }
+    await done.catch(() => {});
+    throw err instanceof DeadLetterError ? err : storeError("transaction", err);
+  }
+  if (typeof tx.commit === "function") {
+    try {
+      tx.commit();
+    } catch {
+      // already committing
+    }
+  }
+  await done;
+  return value;
+}

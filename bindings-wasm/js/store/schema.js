@@ -1,0 +1,214 @@
+// The IndexedDB schema of the store: one object store, its indexes, and the version upgrades;
+// opening a database within a time limit, refusing another application's database without
+// changing it. What to do with the version found (create, upgrade, take, refuse) is the core's
+// decision (`schemaDecision`: deadletter::storage's `Place::migration`), and so is the record of
+// an older version as version 4 writes it (`upgradeRecord`, with the 0.1.0 mapping).
+//
+// Version 1 had `claim` on [queue, status, createdAt]; 2 added `id` and `dueAt` to it; 3 added
+// the failure history, dead-letter and idempotency fields to every record, the indexes
+// `idempotency`, `delayed` and `dead`, and `id` and `updatedAt` to `list`; 4 puts `claim` on
+// [queue, lane, at, id] (records get `lane` and `at` in place of `dueAt`).
+
+import { schemaDecision, upgradeRecord } from "../core.js";
+import { DeadLetterError } from "../errors.js";
+import { settle, storeError } from "./requests.js";
+
+/** The one object store. */
+export const STORE = "messages";
+/** Schema version. */
+export const VERSION = 4;
+/** How long `open` waits (blocked by other connections, queued behind an upgrade), in ms. */
+export const OPEN_TIMEOUT_MS = 5_000;
+
+/**
+ * The indexes of version 4, by name: [keyPath, unique]. Within one index key, entries come in
+ * primary-key (= id) order, which gives id-ordered pages. The key ranges the store reads in them
+ * come from the WebAssembly module (src/keys.rs), which knows these key paths.
+ * - `claim`: two lanes (the record's `lane` and `at`, from the core's lane rule): the messages
+ *   whose turn comes at a time (leases, backoffs and delays) by that time; the due pending
+ *   messages in claim order. Finished messages are not in it.
+ * - `expiry`: processing messages by the end of their lease (only they have `leaseExpiresAt`).
+ * - `list`: one status in id order, with `updatedAt`: list by status, counts, bulk selections.
+ * - `queue`: list without a status (id order within a key) and the queue names.
+ * - `idempotency` (unique): at most one message of a queue carries a key.
+ * - `delayed`: pending messages by `retryAfter` (null otherwise): delayed count, next due.
+ * - `dead`: dead messages by `deadAt`: the oldest death.
+ */
+export const INDEXES = {
+  claim: [["queue", "lane", "at", "id"], false],
+  expiry: [["queue", "status", "leaseExpiresAt"], false],
+  list: [["queue", "status", "id", "updatedAt"], false],
+  queue: ["queue", false],
+  idempotency: [["queue", "idempotencyKey"], true],
+  delayed: [["queue", "status", "retryAfter"], false],
+  dead: [["queue", "status", "deadAt"], false],
+};
+
+/** The key path of every index of schema `version` (1 to 4), by name. */
+function shape(version) {
+  const indexes = {
+    expiry: INDEXES.expiry[0],
+    queue: INDEXES.queue[0],
+    claim: version === 1 ? ["queue", "status", "createdAt"]
+      : version < 4 ? ["queue", "status", "createdAt", "id", "dueAt"]
+      : INDEXES.claim[0],
+  };
+  if (version < 3) {
+    indexes.list = ["queue", "status"];
+  } else {
+    for (const name of ["list", "idempotency", "delayed", "dead"]) indexes[name] = INDEXES[name][0];
+  }
+  return indexes;
+}
+
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * What the database holds where our store belongs, for `schemaDecision`: `[others, misshapen]`,
+ * `others` describing the database when it has no `messages` store, `misshapen` saying why its
+ * `messages` store is not the one of schema `version` (keyed by an auto-incremented `id`, every
+ * index of `shape(version)`); both null when it is ours. Reads names only.
+ */
+function look(db, tx, version) {
+  const names = [...db.objectStoreNames];
+  if (!names.includes(STORE)) {
+    return [names.length === 0 ? "no object store" : `other object stores (${names.join(", ")})`, null];
+  }
+  const store = (tx ?? db.transaction(STORE)).objectStore(STORE);
+  if (!same(store.keyPath, "id") || !store.autoIncrement) {
+    return [null, `its "${STORE}" store is not keyed by an auto-incremented id`];
+  }
+  for (const [name, keyPath] of Object.entries(shape(version))) {
+    const found = store.indexNames.contains(name) ? store.index(name).keyPath : null;
+    if (!same(found, keyPath)) return [null, `its "${STORE}" store has no index "${name}" on ${JSON.stringify(keyPath)}`];
+  }
+  return [null, null];
+}
+
+/** The indexes a store of version `from` lacks (or has with an older key path) for version 4. */
+function createIndexes(store, from) {
+  const create = (name) => store.createIndex(name, INDEXES[name][0], { unique: INDEXES[name][1] });
+  if (from === 0) {
+    create("expiry");
+    create("queue");
+  } else {
+    store.deleteIndex("claim");
+  }
+  create("claim");
+  if (from < 3) {
+    if (from > 0) store.deleteIndex("list");
+    for (const name of ["list", "idempotency", "delayed", "dead"]) create(name);
+  }
+}
+
+/** Rewrites every record of version `from` as version 4 writes it, inside the upgrade transaction. */
+async function upgradeRecords(store, from) {
+  const req = store.openCursor();
+  for (;;) {
+    const cursor = await settle(req, "upgrade");
+    if (cursor === null) return;
+    cursor.update(upgradeRecord(cursor.value, from));
+    cursor.continue();
+  }
+}
+
+/** Waits `ms`; the returned promise's `cancel()` stops the timer. */
+function timeout(ms) {
+  let timer;
+  const expired = new Promise((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  expired.cancel = () => clearTimeout(timer);
+  return expired;
+}
+
+/**
+ * Opens database `name` of `factory` (creating it at version 4, or upgrading it from 1, 2 or 3)
+ * and resolves to the connection.
+ *
+ * Another application's database of that name is refused with a `store` error and left as it was:
+ * at an older version without deadletter's store and indexes the upgrade is aborted; at version 4
+ * it is checked after opening (without writing) and closed; above 4 IndexedDB refuses to open it,
+ * and a second, plain open says what it holds. An open that has not completed after
+ * `OPEN_TIMEOUT_MS` (blocked by another connection that does not close, or queued behind another
+ * tab's upgrade or delete) fails with a `store` error instead of hanging; should it go through
+ * later, that connection is closed at once.
+ */
+export async function open(factory, name) {
+  let req;
+  try {
+    req = factory.open(name, VERSION);
+  } catch (err) {
+    throw storeError("open", err);
+  }
+  let refusal = null;
+  req.onupgradeneeded = (event) => {
+    const tx = req.transaction;
+    const from = event.oldVersion;
+    try {
+      const [others, misshapen] = from === 0 ? [null, null] : look(req.result, tx, from);
+      const decision = schemaDecision(name, from, others, misshapen);
+      if (decision === 0) {
+        createIndexes(req.result.createObjectStore(STORE, { keyPath: "id", autoIncrement: true }), 0);
+      } else {
+        const store = tx.objectStore(STORE);
+        createIndexes(store, from);
+        upgradeRecords(store, from).catch((err) => {
+          refusal = storeError(`open of "${name}"`, `upgrading the records failed: ${err.message}`);
+          tx.abort();
+        });
+      }
+    } catch (err) {
+      refusal = err instanceof DeadLetterError ? err : storeError(`open of "${name}"`, `creating or upgrading the schema failed: ${err}`);
+      tx.abort();
+    }
+  };
+  const opening = settle(req, `open of "${name}"`);
+  const expired = timeout(OPEN_TIMEOUT_MS);
+  const outcome = await Promise.race([opening.then((db) => ({ db }), (error) => ({ error })), expired]);
+  expired.cancel();
+  if (outcome === undefined) {
+    // Should the open go through later, close that connection straight away.
+    opening.then((db) => db.close(), () => {});
+    throw storeError(`open of "${name}"`, `timed out after ${OPEN_TIMEOUT_MS} ms: blocked by another connection (another tab?) that does not close, or queued behind its upgrade or delete`);
+  }
+  if (outcome.db !== undefined) {
+    const db = outcome.db;
+    try {
+      const [others, misshapen] = look(db, null, db.version);
+      schemaDecision(name, db.version, others, misshapen);
+    } catch (err) {
+      db.close();
+      throw err instanceof DeadLetterError ? err : storeError(`open of "${name}"`, err);
+    }
+    return db;
+  }
+  if (refusal !== null) throw refusal;
+  if (req.error?.name === "VersionError") throw await newer(factory, name);
+  throw outcome.error;
+}
+
+/**
+ * The refusal of database `name`, whose version is above ours: opened at its own version
+ * (without an upgrade: one that would create it, had it just been deleted, is aborted), to say
+ * what it holds.
+ */
+async function newer(factory, name) {
+  const req = factory.open(name);
+  req.onupgradeneeded = () => req.transaction.abort();
+  let db;
+  try {
+    db = await settle(req, `open of "${name}"`);
+  } catch (err) {
+    return err;
+  }
+  try {
+    const [others] = look(db, null, VERSION);
+    schemaDecision(name, db.version, others, null);
+    return storeError(`open of "${name}"`, "VersionError");
+  } catch (err) {
+    return err;
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,102 @@
+//! The key ranges the IndexedDB store (`js/store/`) reads, as plain arrays
+//! `[lower, upper, lowerOpen, upperOpen]` that `js/store/requests.js` turns into `IDBKeyRange`s:
+//! which part of which index holds the messages an operation looks at (due, delayed, leased until
+//! now, of one status) is decided here, with the record's `lane` and `at` ([`crate::record`]).
+//! The indexes' key paths are those `js/store/schema.js` creates:
+//!
+//! | index | key path |
+//! | --- | --- |
+//! | `claim` | `[queue, lane, at, id]` |
+//! | `list` | `[queue, status, id, updatedAt]` |
+//! | `expiry` | `[queue, status, leaseExpiresAt]` |
+//! | `delayed` | `[queue, status, retryAfter]` |
+//! | `dead` | `[queue, status, deadAt]` |
+
+use deadletter::{Millis, Status};
+use js_sys::Array;
+use wasm_bindgen::JsValue;
+
+use crate::record::{READY, TIMED};
+
+const INF: f64 = f64::INFINITY;
+const NEG_INF: f64 = f64::NEG_INFINITY;
+
+fn key(parts: &[JsValue]) -> JsValue {
+    parts.iter().collect::<Array>().into()
+}
+
+/// The keys from `[..prefix, lower]` to `[..prefix, upper]` (a longer key under `[..prefix, x]`
+/// sorts with `x`'s part); `lower_open` leaves out the keys whose next part is `lower`; `upper` is
+/// included.
+fn between(prefix: &[JsValue], lower: f64, lower_open: bool, upper: f64) -> JsValue {
+    let part = |x: f64| [prefix, &[JsValue::from_f64(x)]].concat();
+    // Every longer key under [..prefix, u] is below [..prefix, u, +inf], and no number is above
+    // +inf, so [..prefix, +inf] bounds them all.
+    let upper = if upper == INF {
+        key(&part(INF))
+    } else {
+        key(&[part(upper).as_slice(), &[JsValue::from_f64(INF)]].concat())
+    };
+    let lower = if lower_open {
+        key(&[part(lower).as_slice(), &[JsValue::from_f64(INF)]].concat())
+    } else {
+        key(&part(lower))
+    };
+    [lower, upper, lower_open.into(), false.into()]
+        .into_iter()
+        .collect::<Array>()
+        .into()
+}
+
+#[allow(clippy::cast_precision_loss)] // instants and ids are far below 2^53
+fn float(n: i64) -> f64 {
+    n as f64
+}
+
+fn of(queue: &str, status: Status) -> [JsValue; 2] {
+    [queue.into(), status.as_str().into()]
+}
+
+/// Index `claim`: the timed lane of `queue` up to `now` (leases that ran out, backoffs and delays
+/// that are over), in `(at, id)` order.
+pub fn timed(queue: &str, now: Millis) -> JsValue {
+    between(&[queue.into(), TIMED.into()], NEG_INF, false, float(now))
+}
+
+/// Index `claim`: the ready lane of `queue`, in claim order (`createdAt`, then id).
+pub fn ready(queue: &str) -> JsValue {
+    between(&[queue.into(), READY.into()], NEG_INF, false, INF)
+}
+
+/// Index `list`: the messages of `queue` in `status` with an id above `after`, in id order.
+pub fn status_after(queue: &str, status: Status, after: i64) -> JsValue {
+    between(&of(queue, status), float(after), true, INF)
+}
+
+/// Index `list`: every message of `queue` in `status`.
+pub fn status(queue: &str, status: Status) -> JsValue {
+    between(&of(queue, status), NEG_INF, false, INF)
+}
+
+/// Index `expiry`: the `processing` messages of `queue` whose lease ran out at `now`.
+pub fn overdue(queue: &str, now: Millis) -> JsValue {
+    between(&of(queue, Status::Processing), NEG_INF, false, float(now))
+}
+
+/// Index `delayed`: the `pending` messages of `queue` whose `retryAfter` is after `now`, the
+/// earliest first.
+pub fn delayed(queue: &str, now: Millis) -> JsValue {
+    between(&of(queue, Status::Pending), float(now), true, INF)
+}
+
+/// Index `dead`: the dead messages of `queue`, by when they died.
+pub fn dead(queue: &str) -> JsValue {
+    between(&of(queue, Status::Dead), NEG_INF, false, INF)
+}
+
+/// Part `at` of an index key, as the whole number it was stored as (an id or an instant).
+pub fn part(index_key: &JsValue, at: u32) -> Option<i64> {
+    js_sys::Reflect::get(index_key, &at.into())
+        .ok()
+        .and_then(|v| crate::record::whole(&v))
+}

@@ -1,0 +1,665 @@
+//! The plans of the operations (internal; made by [`crate::rules::QueueRules`], run by
+//! `js/backend.js` through the IndexedDB store `js/store/store.js`): each holds one call's
+//! checked request and answers, for every record the store read inside its transaction, what to
+//! write (the core's steps: [`deadletter::engine::apply`], [`deadletter::engine::plan`]); after
+//! the commit, `finish` gives what the call resolves to. JavaScript decides nothing about a
+//! message: it reads the ranges a plan names, hands the records over and writes what it is given.
+//!
+//! A plan that throws inside a transaction (a `DeadLetterError`: `not_found`, `conflict`, a
+//! corrupt record) makes the store abort it, so nothing is written.
+
+use deadletter::engine::{Sift, sift};
+use deadletter::{
+    Batches, ClaimArgs, EnqueueArgs, Error, ExtendArgs, FailArgs, Id, LaneClaim, ListQuery,
+    Message, MessageArgs, Millis, Outcome, PurgeArgs, ReplayAllArgs, ReplayArgs, Result, Stats,
+    Status, SucceedArgs, Write, machine,
+};
+use js_sys::{Array, Object, Reflect, Uint8Array};
+use wasm_bindgen::prelude::*;
+
+use crate::names::uuid_v4;
+use crate::record::{from_record, number, stats_to_js, to_js, to_ready_record, to_record, whole};
+use crate::rules::js;
+use crate::{errors, keys};
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_namespace = crypto, js_name = getRandomValues, catch)]
+    fn get_random_values(buffer: &Uint8Array) -> std::result::Result<JsValue, JsValue>;
+}
+
+/// `count` fresh lease tokens: version-4 UUIDs from one call of `crypto.getRandomValues`.
+fn lease_tokens(count: usize) -> Result<Vec<String>> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let buffer = Uint8Array::new_with_length(u32::try_from(16 * count).unwrap_or(u32::MAX));
+    get_random_values(&buffer).map_err(|_| Error::Store("crypto.getRandomValues failed".into()))?;
+    let bytes = buffer.to_vec();
+    Ok(bytes
+        .chunks_exact(16)
+        .map(|chunk| {
+            let mut token = [0u8; 16];
+            token.copy_from_slice(chunk);
+            uuid_v4(token)
+        })
+        .collect())
+}
+
+/// `{ value, dead }`: what a call that can make messages dead resolves to.
+fn outcome(value: &JsValue, dead: &[Message]) -> JsValue {
+    let object = Object::new();
+    let _ = Reflect::set(&object, &"value".into(), value);
+    let _ = Reflect::set(&object, &"dead".into(), &messages(dead));
+    object.into()
+}
+
+fn messages(list: &[Message]) -> JsValue {
+    list.iter().map(to_js).collect::<Array>().into()
+}
+
+/// An id as a JavaScript number.
+#[allow(clippy::cast_precision_loss)] // ids are far below 2^53
+fn float(id: Id) -> f64 {
+    id as f64
+}
+
+#[allow(clippy::cast_precision_loss)] // counts are far below 2^53
+fn count(n: u64) -> JsValue {
+    JsValue::from_f64(n as f64)
+}
+
+/// The records of a [`LaneClaim`]'s writes.
+fn records(writes: Vec<Write>) -> Array {
+    writes
+        .iter()
+        .map(|write| match write {
+            Write::Put(message) => JsValue::from(to_record(message, true)),
+            Write::Ready(message) => JsValue::from(to_ready_record(message)),
+        })
+        .collect()
+}
+
+/// The messages of an array of records (`undefined` entries: nothing found, skipped).
+fn read_all(records: &Array) -> Result<Vec<Message>> {
+    records
+        .iter()
+        .filter(|r| !r.is_undefined())
+        .map(|r| from_record(&r))
+        .collect()
+}
+
+/// `Queue.enqueue` and `Queue.enqueueMany`: the records to add, in order, each after the lookup
+/// of its idempotency key (when it has one) came back empty.
+#[wasm_bindgen]
+pub struct EnqueuePlan {
+    args: EnqueueArgs,
+}
+
+impl EnqueuePlan {
+    pub(crate) fn new(args: EnqueueArgs) -> Self {
+        Self { args }
+    }
+}
+
+#[wasm_bindgen]
+impl EnqueuePlan {
+    /// The record of each new message, without an id (the store assigns it).
+    pub fn records(&self) -> Array {
+        self.args
+            .messages
+            .iter()
+            .map(|new| JsValue::from(to_record(&new.clone().with_id(0), false)))
+            .collect()
+    }
+
+    /// For each record, the key of the unique index `idempotency` (`[queue, idempotencyKey]`)
+    /// to look up before adding it, or null when it carries no key.
+    pub fn keys(&self) -> Array {
+        self.args
+            .messages
+            .iter()
+            .map(|m| match &m.idempotency_key {
+                Some(k) => [JsValue::from_str(&m.queue), JsValue::from_str(k)]
+                    .into_iter()
+                    .collect::<Array>()
+                    .into(),
+                None => JsValue::NULL,
+            })
+            .collect()
+    }
+
+    /// The messages, once committed: `results` holds, for each record, the id the store assigned
+    /// (a number) or the stored record that carried its idempotency key (`deduplicated` true).
+    pub fn finish(self, results: &Array) -> std::result::Result<Array, JsValue> {
+        let out = Array::new();
+        for (new, result) in self.args.messages.into_iter().zip(results.iter()) {
+            let message = match whole(&result) {
+                Some(id) => new.with_id(id),
+                None => Message {
+                    deduplicated: true,
+                    ..js(from_record(&result))?
+                },
+            };
+            out.push(&to_js(&message));
+        }
+        Ok(out)
+    }
+}
+
+/// `Queue.claim`, `Queue.claimMany` and `Queue.reap`: a [`LaneClaim`] over the `claim` index.
+/// The store reads [`ClaimPlan::ranges`], hands the timed page to [`ClaimPlan::timed`] (and,
+/// when [`ClaimPlan::walking`], the rest of the timed range one record at a time), then the head
+/// of the ready lane to [`ClaimPlan::ready`] while [`ClaimPlan::wanted`] is not 0, writing every
+/// record it is given back.
+#[wasm_bindgen]
+pub struct ClaimPlan {
+    plan: LaneClaim,
+    tokens: std::vec::IntoIter<String>,
+    walking: bool,
+    reap: bool,
+}
+
+impl ClaimPlan {
+    pub(crate) fn new(args: ClaimArgs, reap: bool) -> std::result::Result<Self, JsValue> {
+        let tokens = js(lease_tokens(args.n))?.into_iter();
+        Ok(Self {
+            plan: LaneClaim::new(args),
+            tokens,
+            walking: false,
+            reap,
+        })
+    }
+}
+
+#[wasm_bindgen]
+impl ClaimPlan {
+    /// `[timed, ready]`: the timed lane of the queue up to now, and its ready lane.
+    pub fn ranges(&self) -> Array {
+        let args = self.plan.args();
+        [keys::timed(&args.queue, args.now), keys::ready(&args.queue)]
+            .into_iter()
+            .collect()
+    }
+
+    /// How many records of the timed range to read at once.
+    #[wasm_bindgen(getter, js_name = pageSize)]
+    #[allow(clippy::cast_possible_truncation)] // a small constant
+    pub fn page_size(&self) -> u32 {
+        deadletter::engine::TIMED_PAGE as u32
+    }
+
+    /// How many records to read from the head of the ready lane now: 0 when nothing more.
+    #[wasm_bindgen(getter)]
+    pub fn wanted(&self) -> u32 {
+        u32::try_from(self.plan.wanted()).unwrap_or(u32::MAX)
+    }
+
+    /// Whether the timed page was full: the store walks the rest of the timed range one record
+    /// at a time through [`ClaimPlan::timed`], then reads the ready lane again.
+    #[wasm_bindgen(getter)]
+    pub fn walking(&self) -> bool {
+        self.walking
+    }
+
+    /// Records of the timed range, in key order; returns the records to write.
+    pub fn timed(&mut self, page: &Array) -> std::result::Result<Array, JsValue> {
+        let mut writes = Vec::new();
+        for record in page.iter() {
+            let message = js(from_record(&record))?;
+            writes.extend(js(self.plan.timed(message))?);
+        }
+        if !self.walking && page.length() as usize == deadletter::engine::TIMED_PAGE {
+            self.walking = true;
+            writes.extend(self.plan.overflow());
+        }
+        Ok(records(writes))
+    }
+
+    /// Records of the head of the ready lane, in key order; returns the records to write.
+    pub fn ready(&mut self, page: &Array) -> std::result::Result<Array, JsValue> {
+        let page = js(read_all(page))?;
+        let tokens = &mut self.tokens;
+        let writes = self.plan.ready(page, || tokens.next().unwrap_or_default());
+        Ok(records(js(writes)?))
+    }
+
+    /// Once committed: `{ value, dead }`, `value` the messages taken (for `reap`, how many leases
+    /// were expired).
+    pub fn finish(self) -> JsValue {
+        let reap = self.reap;
+        let claimed = self.plan.finish();
+        let expired = Outcome::new((), &claimed.expired);
+        let value = if reap {
+            count(u64::try_from(claimed.expired.len()).unwrap_or(u64::MAX))
+        } else {
+            messages(&claimed.taken)
+        };
+        outcome(&value, &expired.dead)
+    }
+}
+
+/// The step of a call on one message.
+pub enum Update {
+    /// `Queue.succeed`.
+    Succeed(SucceedArgs),
+    /// `Queue.fail`.
+    Fail(FailArgs),
+    /// `Queue.extend`.
+    Extend(ExtendArgs),
+    /// `Queue.replay`.
+    Replay(ReplayArgs),
+}
+
+/// `Queue.succeed`, `fail`, `extend` and `replay`: the store reads the record of [`UpdatePlan::id`]
+/// and writes what [`UpdatePlan::step`] returns.
+#[wasm_bindgen]
+pub struct UpdatePlan {
+    update: Update,
+    written: Option<Message>,
+}
+
+impl UpdatePlan {
+    pub(crate) fn new(update: Update) -> Self {
+        Self {
+            update,
+            written: None,
+        }
+    }
+
+    fn target(&self) -> (&str, Id) {
+        match &self.update {
+            Update::Succeed(a) => (&a.queue, a.id),
+            Update::Fail(a) => (&a.queue, a.id),
+            Update::Extend(a) => (&a.queue, a.id),
+            Update::Replay(a) => (&a.queue, a.id),
+        }
+    }
+
+    fn apply(&self, found: &JsValue) -> Result<Message> {
+        let (queue, id) = self.target();
+        let message = if found.is_undefined() {
+            None
+        } else {
+            Some(from_record(found)?)
+        };
+        let message = MessageArgs {
+            queue: queue.to_owned(),
+            id,
+        }
+        .found(message)?;
+        match &self.update {
+            Update::Succeed(a) => a.step(message),
+            Update::Fail(a) => a.step(message),
+            Update::Extend(a) => a.step(message),
+            Update::Replay(a) => a.step(message),
+        }
+    }
+}
+
+#[wasm_bindgen]
+impl UpdatePlan {
+    /// The id of the message to read.
+    #[wasm_bindgen(getter)]
+    pub fn id(&self) -> f64 {
+        float(self.target().1)
+    }
+
+    /// The record the store found under the id (`undefined` when none); returns the record to
+    /// write. Throws `not_found` (no message of the queue), `conflict` or a corrupt-record `store`
+    /// error.
+    pub fn step(&mut self, found: &JsValue) -> std::result::Result<Object, JsValue> {
+        let next = js(self.apply(found))?;
+        let record = to_record(&next, true);
+        self.written = Some(next);
+        Ok(record)
+    }
+
+    /// Once committed: `{ value, dead }`.
+    pub fn finish(self) -> std::result::Result<JsValue, JsValue> {
+        let message = self
+            .written
+            .ok_or_else(|| errors::to_js(&Error::Store("finished before its step".into())))?;
+        let written = Outcome::new(to_js(&message), std::slice::from_ref(&message));
+        Ok(outcome(&written.value, &written.dead))
+    }
+}
+
+/// `Queue.get` and `Queue.delete`: one message by id.
+#[wasm_bindgen]
+pub struct ReadPlan {
+    args: MessageArgs,
+}
+
+impl ReadPlan {
+    pub(crate) fn new(args: MessageArgs) -> Self {
+        Self { args }
+    }
+}
+
+#[wasm_bindgen]
+impl ReadPlan {
+    /// The id of the message to read.
+    #[wasm_bindgen(getter)]
+    pub fn id(&self) -> f64 {
+        float(self.args.id)
+    }
+
+    /// The message of the record found under the id (`undefined` when none). Throws `not_found`
+    /// (nothing, or a message of another queue) or a corrupt-record `store` error.
+    pub fn found(&self, found: &JsValue) -> std::result::Result<JsValue, JsValue> {
+        let message = if found.is_undefined() {
+            None
+        } else {
+            Some(js(from_record(found))?)
+        };
+        Ok(to_js(&js(self.args.found(message))?))
+    }
+
+    /// `Queue.delete`, inside the write: of the records found (`undefined`: none), the ids to
+    /// delete. Throws `conflict` for a message that is not finished (a live message is never
+    /// deleted from under its worker).
+    pub fn deletable(&self, found: &Array) -> std::result::Result<Array, JsValue> {
+        let mine: Vec<Message> = js(read_all(found))?
+            .into_iter()
+            .filter(|m| m.queue == self.args.queue)
+            .collect();
+        let ids = Array::new();
+        for message in &mine {
+            js(self.args.delete(message))?;
+            ids.push(&number(message.id));
+        }
+        Ok(ids)
+    }
+}
+
+/// What one write of a bulk operation does.
+enum Bulk {
+    Replay(ReplayAllArgs),
+    Purge(PurgeArgs),
+}
+
+/// `Queue.replayAll` and `Queue.purge`, in [`Batches`]: while [`BulkPlan::next`] names a
+/// selection, the store walks the keys of the `list` index in that range, asking
+/// [`BulkPlan::sift`] about each (and [`BulkPlan::matches`] about the record when it says so),
+/// then, in a write, hands the records of the ids it kept to [`BulkPlan::step`] and writes (or, for
+/// a purge, deletes) what it returns; [`BulkPlan::record`] closes the batch.
+#[wasm_bindgen]
+pub struct BulkPlan {
+    bulk: Bulk,
+    batches: Batches,
+}
+
+impl BulkPlan {
+    pub(crate) fn replay(args: ReplayAllArgs) -> Self {
+        let batches = Batches::new(args.limit);
+        Self {
+            bulk: Bulk::Replay(args),
+            batches,
+        }
+    }
+
+    pub(crate) fn purge(args: PurgeArgs) -> Self {
+        Self {
+            bulk: Bulk::Purge(args),
+            batches: Batches::new(u64::MAX),
+        }
+    }
+
+    fn filter(&self) -> deadletter::Filter<'_> {
+        match &self.bulk {
+            Bulk::Replay(a) => a.filter(),
+            Bulk::Purge(a) => a.filter(),
+        }
+    }
+}
+
+#[wasm_bindgen]
+impl BulkPlan {
+    /// The next selection, `[range, room]`: at most `room` ids of the `list` index's `range`;
+    /// `undefined` when the operation is over.
+    pub fn next(&self) -> Option<Array> {
+        let (after, room) = self.batches.next()?;
+        let filter = self.filter();
+        let range = keys::status_after(filter.queue, filter.status, after);
+        #[allow(clippy::cast_precision_loss)] // at most BATCH
+        Some(
+            [range, JsValue::from_f64(room as f64)]
+                .into_iter()
+                .collect(),
+        )
+    }
+
+    /// One key of the selection's range (`[queue, status, id, updatedAt]`): 0 skip it, 1 select
+    /// it, 2 read the record and ask [`BulkPlan::matches`].
+    pub fn sift(&self, key: &JsValue) -> std::result::Result<u8, JsValue> {
+        let updated_at = keys::part(key, 3)
+            .ok_or_else(|| errors::to_js(&Error::Store("a bad key in index list".into())))?;
+        Ok(match sift(&self.filter(), updated_at) {
+            Sift::Skip => 0,
+            Sift::Take => 1,
+            Sift::Load => 2,
+        })
+    }
+
+    /// Whether the filter selects the message of `record`.
+    pub fn matches(&self, record: &JsValue) -> std::result::Result<bool, JsValue> {
+        Ok(self.filter().matches(&js(from_record(record))?))
+    }
+
+    /// Inside the write, the records found under the selected ids (`undefined`: gone): for
+    /// `replayAll` the records to write, for `purge` the ids to delete.
+    pub fn step(&self, found: &Array) -> std::result::Result<Array, JsValue> {
+        let out = Array::new();
+        for message in js(read_all(found))? {
+            if message.queue != self.filter().queue {
+                continue;
+            }
+            match &self.bulk {
+                Bulk::Replay(a) => {
+                    if let Some(next) = js(a.step(message))? {
+                        out.push(&to_record(&next, true));
+                    }
+                }
+                Bulk::Purge(a) => {
+                    if a.selects(&message) {
+                        out.push(&number(message.id));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Closes a batch: the ids selected (ascending) and how many the write applied.
+    pub fn record(&mut self, ids: &Array, applied: u32) {
+        let ids: Vec<Id> = ids.iter().filter_map(|id| whole(&id)).collect();
+        self.batches.record(&ids, applied.into());
+    }
+
+    /// How many messages were replayed or deleted.
+    #[wasm_bindgen(getter)]
+    pub fn done(&self) -> f64 {
+        #[allow(clippy::cast_precision_loss)] // a count, far below 2^53
+        let done = self.batches.done() as f64;
+        done
+    }
+}
+
+/// `Queue.stats`: the store counts the ranges of [`StatsPlan::ranges`], reads the first keys of
+/// two of them, and walks the claim lanes through [`StatsPlan::timed`] and [`StatsPlan::ready`]
+/// for the oldest due message.
+#[wasm_bindgen]
+pub struct StatsPlan {
+    queue: String,
+    now: Millis,
+    oldest_due: Option<Millis>,
+}
+
+impl StatsPlan {
+    pub(crate) fn new(queue: String, now: Millis) -> Self {
+        Self {
+            queue,
+            now,
+            oldest_due: None,
+        }
+    }
+
+    fn due(&mut self, record: &JsValue) -> Result<bool> {
+        let message = from_record(record)?;
+        let due = machine::is_due(&message, self.now);
+        if due {
+            let at = message.created_at;
+            self.oldest_due = Some(self.oldest_due.map_or(at, |o| o.min(at)));
+        }
+        Ok(due)
+    }
+}
+
+#[wasm_bindgen]
+impl StatsPlan {
+    /// The ranges: `byStatus` (index `list`, one per status in lifecycle order), `expired`
+    /// (index `expiry`), `delayed` (index `delayed`, whose first key is the next due instant),
+    /// `dead` (index `dead`, whose first key is the oldest death), `timed` and `ready` (index
+    /// `claim`).
+    pub fn ranges(&self) -> Object {
+        let (q, now) = (self.queue.as_str(), self.now);
+        let by_status: Array = Status::ALL.iter().map(|s| keys::status(q, *s)).collect();
+        let object = Object::new();
+        for (name, range) in [
+            ("byStatus", by_status.into()),
+            ("expired", keys::overdue(q, now)),
+            ("delayed", keys::delayed(q, now)),
+            ("dead", keys::dead(q)),
+            ("timed", keys::timed(q, now)),
+            ("ready", keys::ready(q)),
+        ] {
+            let _ = Reflect::set(&object, &name.into(), &range);
+        }
+        object
+    }
+
+    /// A record of the timed range (in any order).
+    pub fn timed(&mut self, record: &JsValue) -> std::result::Result<(), JsValue> {
+        js(self.due(record)).map(drop)
+    }
+
+    /// A record of the ready lane, in claim order: true once the walk may stop (it found the
+    /// first due message).
+    pub fn ready(&mut self, record: &JsValue) -> std::result::Result<bool, JsValue> {
+        js(self.due(record))
+    }
+
+    /// The statistics, from `counts` (the counts of `byStatus`, then `expired` and `delayed`)
+    /// and the first keys of `delayed` and `dead` (`undefined` when empty).
+    pub fn finish(
+        self,
+        counts: &Array,
+        first_delayed: &JsValue,
+        first_dead: &JsValue,
+    ) -> std::result::Result<JsValue, JsValue> {
+        let mut numbers = counts
+            .iter()
+            .map(|n| whole(&n).and_then(|n| u64::try_from(n).ok()));
+        let mut next = || {
+            numbers
+                .next()
+                .flatten()
+                .ok_or_else(|| errors::to_js(&Error::Store("IndexedDB count failed".into())))
+        };
+        let counts = deadletter::Counts {
+            by_status: [next()?, next()?, next()?, next()?],
+            expired: next()?,
+            delayed: next()?,
+            next_due_at: keys::part(first_delayed, 2),
+            oldest_due_created_at: self.oldest_due,
+            oldest_dead_at: keys::part(first_dead, 2),
+        };
+        Ok(stats_to_js(&Stats::new(&self.queue, &counts, self.now)))
+    }
+}
+
+/// `Database.queues`: the names the store found, in byte order, and a [`StatsPlan`] for each at
+/// one instant.
+#[wasm_bindgen]
+pub struct QueuesPlan {
+    now: Millis,
+}
+
+impl QueuesPlan {
+    pub(crate) fn new(now: Millis) -> Self {
+        Self { now }
+    }
+}
+
+#[wasm_bindgen]
+impl QueuesPlan {
+    /// `names` in ascending byte (code point) order: IndexedDB orders strings by UTF-16 code unit.
+    pub fn sort(&self, names: &Array) -> Array {
+        let mut all: Vec<String> = names.iter().filter_map(|n| n.as_string()).collect();
+        all.sort_unstable();
+        all.iter().map(|n| JsValue::from_str(n)).collect()
+    }
+
+    /// The statistics plan of queue `name` at this call's instant.
+    pub fn stats(&self, name: String) -> StatsPlan {
+        StatsPlan::new(name, self.now)
+    }
+}
+
+/// `Queue.list`: with a status, one page of the `list` index ([`ListPlan::range`]); without,
+/// the `queue` index from the id after [`ListPlan::after_id`].
+#[wasm_bindgen]
+pub struct ListPlan {
+    queue: String,
+    range: JsValue,
+    limit: usize,
+    after_id: Id,
+}
+
+impl ListPlan {
+    pub(crate) fn new(query: &ListQuery<'_>) -> Self {
+        let after_id = query.after_id.unwrap_or(0);
+        Self {
+            queue: query.queue.to_owned(),
+            range: query.status.map_or(JsValue::NULL, |s| {
+                keys::status_after(query.queue, s, after_id)
+            }),
+            limit: query.limit,
+            after_id,
+        }
+    }
+}
+
+#[wasm_bindgen]
+impl ListPlan {
+    /// The queue, the key of index `queue`.
+    #[wasm_bindgen(getter)]
+    pub fn queue(&self) -> String {
+        self.queue.clone()
+    }
+
+    /// The range of index `list` to read, with a status; null without.
+    #[wasm_bindgen(getter)]
+    pub fn range(&self) -> JsValue {
+        self.range.clone()
+    }
+
+    /// The page size.
+    #[wasm_bindgen(getter)]
+    #[allow(clippy::cast_possible_truncation)] // at most 1000
+    pub fn limit(&self) -> u32 {
+        self.limit as u32
+    }
+
+    /// Only ids above this one.
+    #[wasm_bindgen(getter, js_name = afterId)]
+    pub fn after_id(&self) -> f64 {
+        float(self.after_id)
+    }
+
+    /// The messages of the records read, in order.
+    pub fn finish(self, page: &Array) -> std::result::Result<Array, JsValue> {
+        Ok(js(read_all(page))?.iter().map(to_js).collect())
+    }
+}
