@@ -21,11 +21,26 @@
 // A user's `clock` or `random` is called synchronously, at the start of a call, before any
 // transaction opens.
 
-import { WorkerPlan, dueAt, openRules } from "./core.js";
+import { WorkerPlan, dueAt, messagesOf, openRules, statsPlan } from "./core.js";
 import { DeadLetterError } from "./errors.js";
 import { IdbStore } from "./store/store.js";
 
 export { backoffMs, errorCodes, failureText } from "./core.js";
+
+/**
+ * Code point order, which is UTF-8's byte order (the order of queue names in every store), for
+ * names IndexedDB gives in UTF-16 code unit order (they differ where a surrogate pair meets a
+ * character from U+E000 on).
+ */
+function byCodePoint(a, b) {
+  for (let i = 0, j = 0; i < a.length && j < b.length; ) {
+    const [x, y] = [a.codePointAt(i), b.codePointAt(j)];
+    if (x !== y) return x - y;
+    i += x > 0xffff ? 2 : 1;
+    j += y > 0xffff ? 2 : 1;
+  }
+  return a.length - b.length;
+}
 
 function closed() {
   return new DeadLetterError("store error: the database is closed", { code: "store" });
@@ -88,14 +103,10 @@ class Handle {
 
   async queues() {
     const { store, rules } = this.#ctx;
-    const plan = rules.queues(this.#ctx.now());
-    try {
-      const all = [];
-      for (const name of plan.sort(await store.queues())) all.push(await store.counts(plan.stats(name)));
-      return all;
-    } finally {
-      plan.free();
-    }
+    const now = rules.queues(this.#ctx.now());
+    const all = [];
+    for (const name of (await store.queues()).sort(byCodePoint)) all.push(await store.counts(statsPlan(name, now)));
+    return all;
   }
 
   close() {
@@ -223,8 +234,7 @@ class QueueHandle {
   async list(status, limit, afterId) {
     this.#ctx.open();
     const plan = this.#rules.list(status, limit, afterId);
-    const records = await this.#ctx.store.list(plan.queue, plan.range, plan.limit, plan.afterId);
-    return plan.finish(records);
+    return messagesOf(await this.#ctx.store.list(plan.queue, plan.range, plan.limit, plan.afterId));
   }
 
   workerPlan(concurrency, pollIntervalMs, shutdownTimeoutMs, leaseMs) {

@@ -52,3 +52,8 @@ pub fn backoff_ms(retry_count: &wasm_bindgen::JsValue) -> Result<f64, wasm_bindg
     #[allow(clippy::cast_precision_loss)]
     Ok(delay as f64)
 }
+
+/// The module's allocator: talc, smaller than Rust's default (dlmalloc) on wasm.
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();

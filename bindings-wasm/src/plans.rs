@@ -579,87 +579,38 @@ impl StatsPlan {
     }
 }
 
-/// `Database.queues`: the names the store found, in byte order, and a [`StatsPlan`] for each at
-/// one instant.
-#[wasm_bindgen]
-pub struct QueuesPlan {
-    now: Millis,
+/// `Database.queues`: the statistics plan of queue `name` (a name the store found) at `now`,
+/// the instant [`crate::rules::DatabaseRules::queues`] checked.
+#[wasm_bindgen(js_name = statsPlan)]
+pub fn stats_plan(name: String, now: f64) -> StatsPlan {
+    #[allow(clippy::cast_possible_truncation)] // a checked instant, whole
+    StatsPlan::new(name, now as Millis)
 }
 
-impl QueuesPlan {
-    pub(crate) fn new(now: Millis) -> Self {
-        Self { now }
+/// `Queue.list`: `{ queue, range, limit, afterId }`: with a status, the `range` of the `list`
+/// index to read (ids above `afterId`, at most `limit`); without, `range` is null and the store
+/// reads the `queue` index from the id after `afterId`. The page read goes to [`messages_of`].
+pub fn list_plan(query: &ListQuery<'_>) -> JsValue {
+    let after_id = query.after_id.unwrap_or(0);
+    let range = query.status.map_or(JsValue::NULL, |s| {
+        keys::status_after(query.queue, s, after_id)
+    });
+    let object = Object::new();
+    #[allow(clippy::cast_precision_loss)] // at most 1000
+    let limit = JsValue::from_f64(query.limit as f64);
+    for (key, value) in [
+        ("queue", JsValue::from_str(query.queue)),
+        ("range", range),
+        ("limit", limit),
+        ("afterId", number(after_id)),
+    ] {
+        let _ = Reflect::set(&object, &key.into(), &value);
     }
+    object.into()
 }
 
-#[wasm_bindgen]
-impl QueuesPlan {
-    /// `names` in ascending byte (code point) order: IndexedDB orders strings by UTF-16 code unit.
-    pub fn sort(&self, names: &Array) -> Array {
-        let mut all: Vec<String> = names.iter().filter_map(|n| n.as_string()).collect();
-        all.sort_unstable();
-        all.iter().map(|n| JsValue::from_str(n)).collect()
-    }
-
-    /// The statistics plan of queue `name` at this call's instant.
-    pub fn stats(&self, name: String) -> StatsPlan {
-        StatsPlan::new(name, self.now)
-    }
-}
-
-/// `Queue.list`: with a status, one page of the `list` index ([`ListPlan::range`]); without,
-/// the `queue` index from the id after [`ListPlan::after_id`].
-#[wasm_bindgen]
-pub struct ListPlan {
-    queue: String,
-    range: JsValue,
-    limit: usize,
-    after_id: Id,
-}
-
-impl ListPlan {
-    pub(crate) fn new(query: &ListQuery<'_>) -> Self {
-        let after_id = query.after_id.unwrap_or(0);
-        Self {
-            queue: query.queue.to_owned(),
-            range: query.status.map_or(JsValue::NULL, |s| {
-                keys::status_after(query.queue, s, after_id)
-            }),
-            limit: query.limit,
-            after_id,
-        }
-    }
-}
-
-#[wasm_bindgen]
-impl ListPlan {
-    /// The queue, the key of index `queue`.
-    #[wasm_bindgen(getter)]
-    pub fn queue(&self) -> String {
-        self.queue.clone()
-    }
-
-    /// The range of index `list` to read, with a status; null without.
-    #[wasm_bindgen(getter)]
-    pub fn range(&self) -> JsValue {
-        self.range.clone()
-    }
-
-    /// The page size.
-    #[wasm_bindgen(getter)]
-    #[allow(clippy::cast_possible_truncation)] // at most 1000
-    pub fn limit(&self) -> u32 {
-        self.limit as u32
-    }
-
-    /// Only ids above this one.
-    #[wasm_bindgen(getter, js_name = afterId)]
-    pub fn after_id(&self) -> f64 {
-        float(self.after_id)
-    }
-
-    /// The messages of the records read, in order.
-    pub fn finish(self, page: &Array) -> std::result::Result<Array, JsValue> {
-        Ok(js(read_all(page))?.iter().map(to_js).collect())
-    }
+/// The messages of the records of one page of `Queue.list`, in order.
+#[wasm_bindgen(js_name = messagesOf)]
+pub fn messages_of(page: &Array) -> std::result::Result<Array, JsValue> {
+    Ok(js(read_all(page))?.iter().map(to_js).collect())
 }

@@ -17,7 +17,7 @@ use wasm_bindgen::prelude::*;
 use crate::args::{OwnedArg, OwnedItem, function, kind};
 use crate::errors;
 use crate::plans::{
-    BulkPlan, ClaimPlan, EnqueuePlan, ListPlan, QueuesPlan, ReadPlan, StatsPlan, Update, UpdatePlan,
+    BulkPlan, ClaimPlan, EnqueuePlan, ReadPlan, StatsPlan, Update, UpdatePlan, list_plan,
 };
 use crate::{keys, record};
 
@@ -189,11 +189,12 @@ impl DatabaseRules {
         }
     }
 
-    /// `Database.queues` at the clock's time `clock`.
-    pub fn queues(&self, clock: &JsValue) -> std::result::Result<QueuesPlan, JsValue> {
+    /// `Database.queues`: the clock's time `clock`, checked, for [`crate::plans::stats_plan`].
+    pub fn queues(&self, clock: &JsValue) -> std::result::Result<f64, JsValue> {
         let now = js(now(clock))?;
         js(deadletter::engine::clock_at(now))?;
-        Ok(QueuesPlan::new(now))
+        #[allow(clippy::cast_precision_loss)] // a checked instant, within ±2^53
+        Ok(now as f64)
     }
 }
 
@@ -405,7 +406,7 @@ impl QueueRules {
         status: &JsValue,
         limit: &JsValue,
         after_id: &JsValue,
-    ) -> std::result::Result<ListPlan, JsValue> {
+    ) -> std::result::Result<JsValue, JsValue> {
         let [status, limit, after] = [status, limit, after_id].map(OwnedArg::from_js);
         let query = deadletter::engine::list_query(
             &self.queue(),
@@ -413,7 +414,7 @@ impl QueueRules {
             &limit.arg(),
             &after.arg(),
         );
-        js(query.map(|q| ListPlan::new(&q)))
+        js(query.map(|q| list_plan(&q)))
     }
 }
 
