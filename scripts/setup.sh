@@ -49,9 +49,9 @@ wasm_env() {
 }
 
 browser_env() {
-  if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  if ! command -v chromium >/dev/null; then
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
   fi
 }
 

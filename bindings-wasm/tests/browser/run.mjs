@@ -3,21 +3,25 @@
 // 1. conformance: every case of tests/conformance/*.json, each on a fresh database, through
 //    bindings-wasm/js/conformance.mjs (the same runner as the Node tests, served from the built
 //    package, which holds a copy of it);
-// 2. two workers: two dedicated module workers claim from one database of 500 messages until it
+// 2. store: the IndexedDB store's own cases (bindings-wasm/js/test/store-cases.mjs, which Node runs
+//    on fake-indexeddb too): its transaction discipline (a foreign await inside a transaction is a
+//    store error that writes nothing; a failing step or request rolls back), its unique index,
+//    the claim's walk of a long timed lane, the refusal of another application's database;
+// 3. two workers: two dedicated module workers claim from one database of 500 messages until it
 //    is empty; every message must be claimed exactly once, and both workers must claim some;
-// 3. race: two dedicated workers race 1000 enqueues each over 100 idempotency keys and leave
+// 4. race: two dedicated workers race 1000 enqueues each over 100 idempotency keys and leave
 //    exactly 100 messages; then their worker loops (`queue.process`) handle each exactly once;
-// 4. offline: the worker loop claims nothing while Playwright keeps the browser offline (no timer
+// 5. offline: the worker loop claims nothing while Playwright keeps the browser offline (no timer
 //    runs meanwhile) and resumes on the `online` event;
-// 5. dead letters across tabs: two tabs of one browser context watch one database with onDead; a
+// 6. dead letters across tabs: two tabs of one browser context watch one database with onDead; a
 //    message dies in a dedicated worker of the first tab, then one in the second tab; every
 //    callback of the other tab (and of the tab itself) must fire with that message, Dates intact;
-// 6. demo: examples/browser/ relays the webhook examples on `queue.process`, drains, shows the error
+// 7. demo: examples/browser/ relays the webhook examples on `queue.process`, drains, shows the error
 //    history of dead messages, pauses and resumes, is fixed, replays the dead messages and ends
 //    with every message succeeded; screenshots go to
 //    build/browser-demo-drained.png (after the first drain) and build/browser-demo.png (the end).
 //
-// Usage: node bindings-wasm/tests/browser/run.mjs [--pkg DIR] [--only conformance,workers,race,offline,dead,demo]
+// Usage: node bindings-wasm/tests/browser/run.mjs [--pkg DIR] [--only conformance,store,workers,race,offline,dead,demo]
 // (`make test-browser` builds the package first). Prints "N passed, M failed" last and exits
 // non-zero on any failure.
 
@@ -49,7 +53,7 @@ const arg = (name) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const pkgDir = resolve(arg("--pkg") ?? process.env.DEADLETTER_PKG ?? DEFAULT_PKG_DIR);
-const only = new Set((arg("--only") ?? "conformance,workers,race,offline,dead,demo").split(","));
+const only = new Set((arg("--only") ?? "conformance,store,workers,race,offline,dead,demo").split(","));
 
 /** `promise`, or a rejection naming `what` after `ms`: a hung page must not hang the run. */
 function within(ms, what, promise) {
@@ -101,6 +105,17 @@ async function conformance(browser, url) {
     bad += 1;
   }
   console.log(`conformance: ${ok} passed, ${bad} failed (Chromium IndexedDB, ${cases.length} cases)`);
+  await page.context().close();
+}
+
+/** The IndexedDB store's own cases (js/test/store-cases.mjs): its transaction discipline on the real IndexedDB. */
+async function storeCases(browser, url) {
+  const page = await openSuitesPage(browser, url, "store");
+  for (const name of await page.evaluate(() => window.suites.listStoreCases())) {
+    const result = await within(CASE_TIMEOUT_MS, name, page.evaluate((n) => window.suites.runStoreCase(n), name))
+      .catch((err) => ({ ok: false, error: err.message }));
+    report(result.ok, `store: ${name}`, result.error ?? "");
+  }
   await page.context().close();
 }
 
@@ -369,7 +384,7 @@ async function main() {
   const server = await startServer({ pkgDir });
   const browser = await launchChromium();
   console.log(`Chromium ${browser.version()}; pages from ${server.url}; package ${pkgDir}`);
-  const suites = { conformance, workers: twoWorkers, race, offline: offlinePause, dead: deadAcrossTabs, demo };
+  const suites = { conformance, store: storeCases, workers: twoWorkers, race, offline: offlinePause, dead: deadAcrossTabs, demo };
   try {
     for (const [name, suite] of Object.entries(suites)) {
       if (!only.has(name)) continue;

@@ -54,6 +54,33 @@ async function runCase(file, name) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The IndexedDB store's own cases (bindings-wasm/js/test/store-cases.mjs), on the real IndexedDB
+
+const STORE_CASES_URL = "/bindings-wasm/js/test/store-cases.mjs";
+
+async function storeModules() {
+  const [index, requests, schema, store] = await Promise.all(
+    ["index.js", "store/requests.js", "store/schema.js", "store/store.js"].map((f) => import(`/pkg/${f}`)),
+  );
+  return { index, requests, schema, store };
+}
+
+/** The names of the store's cases. */
+async function listStoreCases() {
+  return Object.keys((await import(STORE_CASES_URL)).CASES);
+}
+
+/** Runs one of the store's cases. */
+async function runStoreCase(name) {
+  try {
+    await (await import(STORE_CASES_URL)).CASES[name](await storeModules(), indexedDB);
+    return { ok: true };
+  } catch (err) {
+    return { ok: false, error: describe(err) };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Two dedicated module workers claiming from one database
 
 /** Starts a claim worker; resolves to the worker once it has opened the database. */
@@ -446,6 +473,8 @@ async function benchDelayed(rounds, delayed = 1000, payloadBytes = 1000, perRoun
 window.suites = {
   listCases,
   runCase,
+  listStoreCases,
+  runStoreCase,
   twoWorkers,
   race,
   offlinePrepare,

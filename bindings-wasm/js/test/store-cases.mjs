@@ -1,0 +1,182 @@
+// The IndexedDB store's own cases (js/store/), environment-neutral: its transaction discipline,
+// its indexes, its schema checks and the claim's walk of the timed lane. Run in Node on
+// fake-indexeddb (store.test.mjs) and in Chromium's real IndexedDB (tests/browser/run.mjs, suite
+// "store"), each case on a fresh database.
+//
+// Why the discipline matters: an IndexedDB transaction commits as soon as none of its requests is
+// pending when control returns to the event loop. A step that awaited anything foreign (a timer,
+// fetch, another transaction) between its read and its write would write outside the transaction
+// it read in. The store awaits only its own requests, its plans are synchronous; these cases show
+// that if it did otherwise, `transaction` would report a `store` error and write nothing.
+//
+// `pkg` is the built package's modules: { index, requests, schema, store } (index.js,
+// store/requests.js, store/schema.js, store/store.js).
+
+const BASE = Date.UTC(2026, 0, 1);
+let serial = 0;
+const fresh = (what) => `store-${what}-${Date.now()}-${(serial += 1)}-${Math.random().toString(36).slice(2)}`;
+
+function check(ok, what) {
+  if (!ok) throw new Error(what);
+}
+
+function equal(actual, expected, what) {
+  const [a, e] = [JSON.stringify(actual), JSON.stringify(expected)];
+  if (a !== e) throw new Error(`${what}: got ${a}, expected ${e}`);
+}
+
+async function rejects(promise, pattern, what) {
+  try {
+    await promise;
+  } catch (err) {
+    check(err?.name === "DeadLetterError" && err.code === "store", `${what}: not a store DeadLetterError: ${err}`);
+    check(pattern.test(err.message), `${what}: ${err.message} does not match ${pattern}`);
+    return err;
+  }
+  throw new Error(`${what}: did not reject`);
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A record as the store writes it for a pending message `id` (the shape of schema 4). */
+function record(id, fields = {}) {
+  return {
+    id, queue: "q", payload: "p", status: "pending", retryCount: 0, maxRetries: 3, retryAfter: null,
+    lastError: null, createdAt: BASE, updatedAt: BASE, leaseToken: null, leaseExpiresAt: null,
+    idempotencyKey: null, firstFailedAt: null, deadAt: null, errors: [], errorsDropped: 0,
+    replayCount: 0, replayedAt: null, lane: 1, at: BASE, ...fields,
+  };
+}
+
+/** A database of the store's schema, opened with the store's own `open`. */
+async function database(pkg, factory) {
+  const name = fresh("db");
+  return { name, db: await pkg.schema.open(factory, name) };
+}
+
+async function count(pkg, db) {
+  return pkg.requests.transaction(db, "messages", "readonly", (store) => pkg.requests.request("count", () => store.count()));
+}
+
+/** The cases, by name: each `async (pkg, indexedDB)`. */
+export const CASES = {
+  async "awaiting something foreign inside a transaction is a store error and writes nothing"(pkg, factory) {
+    const { db } = await database(pkg, factory);
+    const outcome = pkg.requests.transaction(db, "messages", "readwrite", async (store) => {
+      await sleep(20); // the transaction commits (empty) while this waits
+      await pkg.requests.request("put", () => store.put(record(1)));
+    });
+    await rejects(outcome, /TransactionInactiveError/, "a put after a timer");
+    equal(await count(pkg, db), 0, "records");
+    db.close();
+  },
+
+  async "a step that throws after a write rolls the write back"(pkg, factory) {
+    const { db } = await database(pkg, factory);
+    const outcome = pkg.requests.transaction(db, "messages", "readwrite", async (store) => {
+      await pkg.requests.request("put", () => store.put(record(1)));
+      throw new pkg.index.DeadLetterError("a later step failed", { code: "conflict" });
+    });
+    try {
+      await outcome;
+      throw new Error("did not reject");
+    } catch (err) {
+      equal([err.code, err.message], ["conflict", "a later step failed"], "the step's own error");
+    }
+    equal(await count(pkg, db), 0, "records");
+    db.close();
+  },
+
+  async "the same write without a foreign await commits, also with its puts not awaited"(pkg, factory) {
+    const { db } = await database(pkg, factory);
+    await pkg.requests.transaction(db, "messages", "readwrite", async (store) => {
+      await pkg.requests.request("get", () => store.get(1));
+      pkg.requests.putAll(store, [record(1), record(2)]);
+    });
+    equal(await count(pkg, db), 2, "records");
+    db.close();
+  },
+
+  async "a failing request aborts the transaction: a store error, the earlier write rolled back"(pkg, factory) {
+    const { db } = await database(pkg, factory);
+    await pkg.requests.transaction(db, "messages", "readwrite", async (store) => store.put(record(1)));
+    const outcome = pkg.requests.transaction(db, "messages", "readwrite", async (store) => {
+      store.put(record(2));
+      await pkg.requests.request("add", () => store.add(record(1))); // id 1 exists
+    });
+    await rejects(outcome, /ConstraintError/, "add of an existing id");
+    equal(await count(pkg, db), 1, "records");
+    db.close();
+  },
+
+  async "the idempotency index is unique per queue, whatever writes the record"(pkg, factory) {
+    const { name } = await database(pkg, factory);
+    const dl = await pkg.index.open(name, { indexedDB: factory, clock: () => BASE });
+    const first = await dl.queue("q").enqueue("a", { idempotencyKey: "k" });
+    equal((await dl.queue("q").enqueue("b", { idempotencyKey: "k" })).id, first.id, "deduplicated");
+    check(!(await dl.queue("other").enqueue("c", { idempotencyKey: "k" })).deduplicated, "another queue");
+    dl.close();
+    const db = await pkg.schema.open(factory, name);
+    const twin = record(undefined, { idempotencyKey: "k" });
+    delete twin.id;
+    const outcome = pkg.requests.transaction(db, "messages", "readwrite", (store) => pkg.requests.request("add", () => store.add(twin)));
+    await rejects(outcome, /ConstraintError/, "a twin of the key");
+    db.close();
+  },
+
+  async "claim walks a timed lane longer than a page one record at a time: every due message joins the ready lane, every lease expires"(pkg, factory) {
+    let now = BASE;
+    const dl = await pkg.index.open(fresh("walk"), { indexedDB: factory, clock: () => now, random: () => 0 });
+    const q = dl.queue("jobs");
+    // 150 delayed by 1 s, then 120 claimed under a 1 s lease: 270 records in the timed lane.
+    await q.enqueueMany(Array.from({ length: 150 }, (_, i) => ({ payload: `d${i}`, delayMs: 1000 })));
+    await q.enqueueMany(Array.from({ length: 120 }, (_, i) => `l${i}`));
+    now += 10;
+    const leased = [];
+    for (let i = 0; i < 2; i += 1) leased.push(...(await q.claimMany(60, { leaseMs: 1000 })));
+    equal(leased.length, 120, "leased");
+    now = BASE + 5000;
+    const dead = [];
+    dl.onDead((m) => dead.push(m.id));
+    const taken = await q.claimMany(3);
+    // Claim order is creation order: the delayed ones were enqueued first.
+    equal(taken.map((m) => m.payload), ["d0", "d1", "d2"], "taken");
+    const stats = await q.stats();
+    equal([stats.pending, stats.processing, stats.expired, stats.delayed], [147 + 120, 3, 0, 120], "after the walk (the expired leases wait for their backoff)");
+    equal(dead, [], "no death: each lease was the first attempt");
+    const expired = await q.list({ status: "pending", limit: 1000 });
+    equal(expired.filter((m) => m.lastError === "lease expired").length, 120, "leases expired");
+    dl.close();
+  },
+
+  async "a message without retryAfter is due at every instant, also before 1970"(pkg, factory) {
+    for (const at of [-1000, -315619200000]) {
+      const dl = await pkg.index.open(fresh("1970"), { indexedDB: factory, clock: () => at });
+      const q = dl.queue("q");
+      const m = await q.enqueue(`at ${at}`);
+      equal((await q.claim())?.id, m.id, `claimable at ${at}`);
+      dl.close();
+    }
+  },
+
+  async "another application's database is refused and left as it was"(pkg, factory) {
+    for (const version of [1, 2, 3, 4, 9]) {
+      const name = fresh("foreign");
+      const req = factory.open(name, version);
+      req.onupgradeneeded = () => req.result.createObjectStore("todos").put("milk", 1);
+      const made = await pkg.requests.settle(req, "open");
+      made.close();
+      await rejects(pkg.schema.open(factory, name), /is not a deadletter database: it holds other object stores \(todos\).*nothing was changed/, `version ${version}`);
+      const after = await pkg.requests.settle(factory.open(name), "reopen");
+      equal([after.version, [...after.objectStoreNames]], [version, ["todos"]], `version ${version} afterwards`);
+      after.close();
+    }
+  },
+
+  async "a closed store refuses every call with a store error"(pkg, factory) {
+    const { name } = await database(pkg, factory);
+    const store = await pkg.store.IdbStore.open(factory, name);
+    store.close();
+    await rejects(store.get(1), /the database is closed/, "get after close");
+  },
+};
