@@ -9,7 +9,11 @@
 //   POST /ok answers 200; /flaky 503 to the first two attempts of each delivery, then 200;
 //   /gone 410; /strict 422 to the event types it does not understand (STRICT_EVENTS). Once
 //   "fixed" (POST /subscribers/fix {"fixed": true}), /gone and /strict answer 200.
-//   GET /subscribers/state returns the request counts and the overlapping deliveries seen.
+//   GET /subscribers/state returns the request counts and the overlapping deliveries seen;
+// - the inbox of the outbox (offline sync through the service worker): POST /inbox/<name> records
+//   the request (path and body) and answers 200, but /inbox/gone answers 410 until "fixed"
+//   (POST /inbox-control/fix); GET /inbox-control/state lists what it received, with the status
+//   it answered; POST /inbox-control/reset forgets it.
 //
 // Run it directly to serve the demo: `node examples/browser/server.mjs [--port N] [--pkg DIR]`
 // (`make browser-demo` does it after building the package) and open the URL it prints.
@@ -108,6 +112,28 @@ export class Subscribers {
   }
 }
 
+/** The inbox of the outbox tests and demo: what it received, in order. */
+export class Inbox {
+  constructor() {
+    this.reset();
+  }
+
+  reset() {
+    this.fixed = false;
+    this.received = []; // { path, body, status }
+  }
+
+  receive(path, body) {
+    const status = path === "/inbox/gone" && !this.fixed ? 410 : 200;
+    this.received.push({ path, body, status });
+    return status;
+  }
+
+  state() {
+    return { fixed: this.fixed, received: this.received };
+  }
+}
+
 function send(res, status, body, type = "text/plain; charset=utf-8") {
   res.writeHead(status, { "Content-Type": type, "Cache-Control": "no-store" });
   res.end(body);
@@ -155,14 +181,28 @@ function staticFile(rawPath, pkgDir) {
 
 /**
  * Starts the server on 127.0.0.1 (port 0: the system picks one).
- * Returns { url, port, subscribers, close() }.
+ * Returns { url, port, subscribers, inbox, close() }.
  */
 export async function startServer({ port = 0, pkgDir = DEFAULT_PKG_DIR, quiet = true } = {}) {
   const subscribers = new Subscribers();
+  const inbox = new Inbox();
   const server = createServer(async (req, res) => {
     try {
       const url = new URL(req.url, "http://127.0.0.1");
       const path = url.pathname;
+      if (req.method === "POST" && path.startsWith("/inbox/")) {
+        const status = inbox.receive(path, await readBody(req));
+        return send(res, status, `${status} ${PHRASES[status] ?? ""}\n`);
+      }
+      if (path === "/inbox-control/state") return sendJson(res, inbox.state());
+      if (path === "/inbox-control/fix" && req.method === "POST") {
+        inbox.fixed = true;
+        return sendJson(res, inbox.state());
+      }
+      if (path === "/inbox-control/reset" && req.method === "POST") {
+        inbox.reset();
+        return sendJson(res, inbox.state());
+      }
       if (req.method === "POST" && ENDPOINTS.includes(path)) {
         const status = await subscribers.receive(path, req.headers, await readBody(req));
         return send(res, status, `${status} ${PHRASES[status] ?? ""}\n`);
@@ -218,6 +258,7 @@ export async function startServer({ port = 0, pkgDir = DEFAULT_PKG_DIR, quiet = 
     url: `http://127.0.0.1:${actual}`,
     port: actual,
     subscribers,
+    inbox,
     close: () =>
       new Promise((ok) => {
         server.close(() => ok());

@@ -16,12 +16,16 @@
 // 6. dead letters across tabs: two tabs of one browser context watch one database with onDead; a
 //    message dies in a dedicated worker of the first tab, then one in the second tab; every
 //    callback of the other tab (and of the tab itself) must fire with that message, Dates intact;
-// 7. demo: examples/browser/ relays the webhook examples on `queue.process`, drains, shows the error
+// 7. sync: offline sync through a service worker (sync.html, sync-sw.js): posts kept offline by
+//    the outbox, delivered exactly once each on a Background Sync event dispatched through the
+//    DevTools protocol; a 410 ends dead with its history, heard by onDead, replayed from a
+//    reopened page;
+// 8. demo: examples/browser/ relays the webhook examples on `queue.process`, drains, shows the error
 //    history of dead messages, pauses and resumes, is fixed, replays the dead messages and ends
 //    with every message succeeded; screenshots go to
 //    build/browser-demo-drained.png (after the first drain) and build/browser-demo.png (the end).
 //
-// Usage: node bindings-wasm/tests/browser/run.mjs [--pkg DIR] [--only conformance,store,workers,race,offline,dead,demo]
+// Usage: node bindings-wasm/tests/browser/run.mjs [--pkg DIR] [--only conformance,store,workers,race,offline,dead,sync,demo]
 // (`make test-browser` builds the package first). Prints "N passed, M failed" last and exits
 // non-zero on any failure.
 
@@ -53,7 +57,7 @@ const arg = (name) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const pkgDir = resolve(arg("--pkg") ?? process.env.DEADLETTER_PKG ?? DEFAULT_PKG_DIR);
-const only = new Set((arg("--only") ?? "conformance,store,workers,race,offline,dead,demo").split(","));
+const only = new Set((arg("--only") ?? "conformance,store,workers,race,offline,dead,sync,demo").split(","));
 
 /** `promise`, or a rejection naming `what` after `ms`: a hung page must not hang the run. */
 function within(ms, what, promise) {
@@ -292,6 +296,101 @@ async function deadAcrossTabs(browser, url) {
   }
 }
 
+/** Polls `probe()` until `done(value)` or `ms` passed; resolves to the last value. */
+async function until(ms, probe, done) {
+  const started = Date.now();
+  for (;;) {
+    const value = await probe();
+    if (done(value) || Date.now() - started > ms) return value;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Offline sync through the service worker (sync.html, sync-sw.js): offline (DevTools network
+ * emulation, Playwright's setOffline), the page posts three requests and one to an endpoint that
+ * answers 410; the service worker's outbox keeps them (202 each). The page is closed, the network
+ * comes back, the Background Sync event is dispatched through the DevTools protocol: the server
+ * receives each of the three exactly once, the fourth once, answered 410, and it ends dead with
+ * its error history, which a watching page hears through onDead. A reopened page lists it and
+ * replays it once the endpoint is fixed: it is delivered.
+ */
+async function offlineSync(browser, url, server) {
+  const context = await browser.newContext();
+  const problems = [];
+  const tag = "deadletter:posts";
+  try {
+    server.inbox.reset();
+    const open = async (label, path) => {
+      const page = await pageIn(context, label);
+      await page.goto(`${url}/bindings-wasm/tests/browser/${path}`);
+      return page;
+    };
+    // A page of the origin that hears deaths (any tab hears them through the BroadcastChannel).
+    const watcher = await open("sync-watcher", "page.html");
+    await watcher.waitForFunction(() => window.suites !== undefined, null, { timeout: 30_000 });
+    await watcher.evaluate((name) => window.suites.watchDead(name), "sync-test");
+    const first = await open("sync-offline", "sync.html");
+    await first.waitForFunction(() => window.sync !== undefined, null, { timeout: 30_000 });
+    const backgroundSync = await first.evaluate(() => window.sync.hasBackgroundSync);
+    await context.setOffline(true);
+    const posts = [["/inbox/a", "one"], ["/inbox/a", "two"], ["/inbox/a", "three"], ["/inbox/gone", "four"]];
+    const posted = await first.evaluate((p) => window.sync.post(p), posts);
+    if (!posted.every((r) => r.status === 202 && /^\d+$/.test(r.queued ?? ""))) problems.push(`offline posts answered ${JSON.stringify(posted)}`);
+    if (server.inbox.received.length !== 0) problems.push(`the server received ${server.inbox.received.length} requests while offline`);
+    await first.close();
+    await context.setOffline(false);
+
+    const cdp = await context.newCDPSession(watcher);
+    const registrations = [];
+    cdp.on("ServiceWorker.workerRegistrationUpdated", ({ registrations: r }) => registrations.push(...r));
+    await cdp.send("ServiceWorker.enable");
+    const registration = await until(5000, () => registrations.find((r) => r.scopeURL.includes("/bindings-wasm/tests/browser/") && !r.isDeleted), Boolean);
+    if (!registration) throw new Error("no service worker registration seen through the DevTools protocol");
+    const dispatch = () => cdp.send("ServiceWorker.dispatchSyncEvent", { origin: url, registrationId: registration.registrationId, tag, lastChance: false });
+    await dispatch();
+    const settled = (r) => r.filter((x) => x.status === 200).length >= 3 && r.some((x) => x.path === "/inbox/gone");
+    const received = await until(60_000, () => server.inbox.received.slice(), settled);
+    const count = (path, body, status) => received.filter((r) => r.path === path && r.body === body && r.status === status).length;
+    for (const [path, body] of posts.slice(0, 3)) {
+      if (count(path, body, 200) !== 1) problems.push(`${body} delivered ${count(path, body, 200)} times`);
+    }
+    if (count("/inbox/gone", "four", 410) !== 1 || received.length !== 4) problems.push(`the server received ${JSON.stringify(received)}`);
+    const heard = await until(5000, () => watcher.evaluate(() => window.suites.deadSeen()), (d) => d.length >= 1);
+    if (heard.length !== 1 || heard[0].lastError !== "HTTP 410 Gone") problems.push(`onDead heard ${JSON.stringify(heard)}`);
+
+    // A reopened page lists the dead request with its history and replays it, once fixed.
+    const again = await open("sync-again", "sync.html");
+    await again.waitForFunction(() => window.sync !== undefined, null, { timeout: 30_000 });
+    const dead = await again.evaluate(() => window.sync.dead());
+    const history = dead[0]?.errors ?? [];
+    if (dead.length !== 1 || dead[0].request.method !== "POST" || dead[0].request.url !== "/inbox/gone" || dead[0].body !== "four"
+      || history.at(-1) !== "HTTP 410 Gone") {
+      problems.push(`dead requests: ${JSON.stringify(dead)}`);
+    }
+    server.inbox.fixed = true;
+    await again.evaluate((id) => window.sync.replay(id), dead[0]?.id);
+    const delivered = (r) => r.some((x) => x.path === "/inbox/gone" && x.status === 200);
+    let after = await until(10_000, () => server.inbox.received.slice(), delivered);
+    const byItself = delivered(after);
+    if (!byItself) {
+      await dispatch();
+      after = await until(30_000, () => server.inbox.received.slice(), delivered);
+    }
+    if (after.filter((x) => x.path === "/inbox/gone" && x.status === 200).length !== 1) problems.push(`after the replay the server received ${JSON.stringify(after)}`);
+    const stats = await until(10_000, () => again.evaluate(() => window.sync.stats()), (s) => s.succeeded === 4);
+    if (stats.succeeded !== 4 || stats.dead !== 0 || stats.pending !== 0) problems.push(`at the end: ${JSON.stringify(stats)}`);
+    report(
+      problems.length === 0,
+      "offline sync: posts kept by the service worker's outbox while offline, delivered once each on the sync event; a 410 ends dead, is heard, listed and replayed",
+      problems.join("; ") || `Background Sync ${backgroundSync ? "present" : "missing"}; 4 posts queued offline (202), delivered on the dispatched sync event; `
+        + `the 410's history: ${JSON.stringify(history)}; replayed from a reopened page, delivered ${byItself ? "on the sync it registered" : "on a dispatched sync"}`,
+    );
+  } finally {
+    await context.close();
+  }
+}
+
 async function demo(browser, url, server) {
   const page = await newPage(browser, "demo", { viewport: { width: 1280, height: 1000 } });
   const count = async (status) => Number(await page.textContent(`#count-${status}`));
@@ -384,7 +483,7 @@ async function main() {
   const server = await startServer({ pkgDir });
   const browser = await launchChromium();
   console.log(`Chromium ${browser.version()}; pages from ${server.url}; package ${pkgDir}`);
-  const suites = { conformance, store: storeCases, workers: twoWorkers, race, offline: offlinePause, dead: deadAcrossTabs, demo };
+  const suites = { conformance, store: storeCases, workers: twoWorkers, race, offline: offlinePause, dead: deadAcrossTabs, sync: offlineSync, demo };
   try {
     for (const [name, suite] of Object.entries(suites)) {
       if (!only.has(name)) continue;

@@ -1,0 +1,462 @@
+// The public shape of the package `deadletter`: `open`, `Database`, `Queue` over the backend's
+// handles (backend.js: the IndexedDB store of store/ driven with the WebAssembly core's answers),
+// and the outbox of failed requests (outbox.js). index.js (pages, workers, Node) and
+// service-worker.js export it. Types: index.d.ts.
+import { backoffMs as coreBackoffMs, failureText, openDatabase } from "./backend.js";
+import { NODE, load } from "./core.js";
+import { DeadLetterError, PermanentError } from "./errors.js";
+import { work } from "./worker.js";
+
+export { DeadLetterError, PermanentError };
+
+/** Any failure as a DeadLetterError (the WebAssembly side already rejects with one). */
+function asDeadLetterError(err) {
+  if (err instanceof DeadLetterError) return err;
+  const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  return new DeadLetterError(`store error: ${message}`, { code: "store" });
+}
+
+/** `{ err }`: what a user's `clock` or `random` threw while the package called it, else null. */
+let thrown = null;
+
+/**
+ * `fn`, a user's `clock` or `random` option, as the package calls it: what it throws is noted, so
+ * that the call that read it rejects with that very value, as in Python (the package reads them
+ * synchronously, at the start of a call). Anything but a function is passed on for validation.
+ */
+function noting(fn) {
+  if (typeof fn !== "function") return fn;
+  return () => {
+    try {
+      return fn();
+    } catch (err) {
+      thrown = { err };
+      throw err;
+    }
+  };
+}
+
+/** What `fn` (a call into the WebAssembly) returns; a throw of the user's clock or random source unchanged, any other failure as a DeadLetterError. */
+function direct(fn) {
+  thrown = null;
+  try {
+    return fn();
+  } catch (err) {
+    throw thrown ? thrown.err : asDeadLetterError(err);
+  } finally {
+    thrown = null;
+  }
+}
+
+/** Like `direct` for a call that returns a promise: the clock and random source are read before its first await. */
+async function call(fn) {
+  thrown = null;
+  let own = null;
+  try {
+    const pending = fn();
+    own = thrown;
+    thrown = null;
+    return await pending;
+  } catch (err) {
+    own ??= thrown;
+    thrown = null;
+    throw own ? own.err : asDeadLetterError(err);
+  }
+}
+
+function describe(value) {
+  if (Array.isArray(value)) return "an array";
+  if (value === null || value === undefined) return String(value);
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+function validationError(errors) {
+  const where = (e) => (e.index === undefined ? e.field : `items[${e.index}].${e.field}`);
+  const text = errors.map((e) => `${where(e)}: ${e.message}`).join("; ");
+  return new DeadLetterError(`validation failed: ${text}`, { code: "validation_failed", errors });
+}
+
+/** Whether `value` is an object with fields (not an array, a Date, a Map...). */
+function isRecord(value) {
+  return Object.prototype.toString.call(value) === "[object Object]";
+}
+
+/** The own enumerable keys of `value` that are not in `known`, as `unknown` field errors. */
+function unknownKeys(value, known, index) {
+  const message = `unknown option; expected one of ${known.join(", ")}`;
+  return Object.keys(value)
+    .filter((key) => !known.includes(key))
+    .map((field) => (index === undefined ? { field, code: "unknown", message } : { field, code: "unknown", message, index }));
+}
+
+/**
+ * The options argument: undefined/null mean none; anything but an object is rejected (as field
+ * `name`), and so is an object with an own enumerable key that is not one of `known` (a typo such
+ * as `leaseMS` would otherwise be ignored silently), before anything else is checked or done.
+ */
+function options(value, known, name = "options") {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== "object" || Array.isArray(value)) {
+    throw validationError([{ field: name, code: "type", message: `must be an object, got ${describe(value)}` }]);
+  }
+  const unknown = unknownKeys(value, known);
+  if (unknown.length > 0) throw validationError(unknown);
+  return value;
+}
+
+// The keys each options object may have.
+const OPEN = ["indexedDB", "clock", "leaseMs", "maxPayloadBytes", "random"];
+const QUEUE = ["backoff"];
+const BACKOFF = ["initialMs", "multiplier", "capMs", "jitter"];
+const ENQUEUE = ["maxRetries", "idempotencyKey", "delayMs"];
+const ITEM = ["payload", ...ENQUEUE];
+const CLAIM = ["leaseMs"];
+const SUCCEED = ["leaseToken"];
+const FAIL = ["leaseToken", "retryable"];
+const EXTEND = ["leaseToken", "leaseMs"];
+const LIST = ["status", "limit", "afterId"];
+const REPLAY_ALL = ["errorContains", "deadBefore", "deadAfter", "limit"];
+const PURGE = ["status", "olderThanMs"];
+const PROCESS = ["concurrency", "pollIntervalMs", "shutdownTimeoutMs", "leaseMs", "signal"];
+
+/** One named queue of a Database, with its backoff policy. Get it with `db.queue(name, options)`. */
+export class Queue {
+  #handle;
+  #name;
+  #announce;
+  #run;
+
+  /** @internal */
+  constructor(handle, name, announce, run) {
+    this.#handle = handle;
+    this.#name = name;
+    this.#announce = announce;
+    this.#run = run;
+  }
+
+  /** The queue name. */
+  get name() {
+    return this.#name;
+  }
+
+  /**
+   * Runs a call that resolves to `{ value, dead }`: reports `dead` (while the call still counts
+   * as running, so that a `close()` meanwhile keeps the channel open for it), resolves to `value`.
+   */
+  #killing(run) {
+    return this.#run(async () => {
+      const { value, dead } = await run();
+      this.#announce(dead);
+      return value;
+    });
+  }
+
+  enqueue(payload, opts) {
+    return this.#run(() => {
+      const o = options(opts, ENQUEUE);
+      return this.#handle.enqueue(payload, o.maxRetries, o.idempotencyKey, o.delayMs);
+    });
+  }
+
+  enqueueMany(items) {
+    return this.#run(() => {
+      if (!Array.isArray(items)) {
+        throw validationError([{ field: "items", code: "type", message: `must be an array, got ${describe(items)}` }]);
+      }
+      const unknown = [];
+      const rows = items.map((item, index) => {
+        if (!isRecord(item)) return [item];
+        unknown.push(...unknownKeys(item, ITEM, index));
+        return [item.payload, item.maxRetries, item.idempotencyKey, item.delayMs];
+      });
+      if (unknown.length > 0) throw validationError(unknown);
+      return this.#handle.enqueueMany(rows);
+    });
+  }
+
+  claim(opts) {
+    return this.#killing(() => this.#handle.claim(options(opts, CLAIM).leaseMs));
+  }
+
+  claimMany(n, opts) {
+    return this.#killing(() => this.#handle.claimMany(n, options(opts, CLAIM).leaseMs));
+  }
+
+  extend(id, opts) {
+    return this.#run(() => {
+      const o = options(opts, EXTEND);
+      return this.#handle.extend(id, o.leaseToken, o.leaseMs);
+    });
+  }
+
+  succeed(id, opts) {
+    return this.#run(() => this.#handle.succeed(id, options(opts, SUCCEED).leaseToken));
+  }
+
+  fail(id, error, opts) {
+    return this.#killing(() => {
+      const o = options(opts, FAIL);
+      return this.#handle.fail(id, error, o.leaseToken, o.retryable);
+    });
+  }
+
+  reap() {
+    return this.#killing(() => this.#handle.reap());
+  }
+
+  replay(id) {
+    return this.#run(() => this.#handle.replay(id));
+  }
+
+  replayAll(opts) {
+    return this.#run(() => {
+      const o = options(opts, REPLAY_ALL);
+      return this.#handle.replayAll(o.errorContains, o.deadBefore, o.deadAfter, o.limit);
+    });
+  }
+
+  purge(opts) {
+    return this.#run(() => {
+      const o = options(opts, PURGE);
+      return this.#handle.purge(o.status, o.olderThanMs);
+    });
+  }
+
+  delete(id) {
+    return this.#run(() => this.#handle.delete(id));
+  }
+
+  stats() {
+    return this.#run(() => this.#handle.stats());
+  }
+
+  nextDueAt() {
+    return this.#run(() => this.#handle.nextDueAt());
+  }
+
+  get(id) {
+    return this.#run(() => this.#handle.get(id));
+  }
+
+  list(opts) {
+    return this.#run(() => {
+      const o = options(opts, LIST);
+      return this.#handle.list(o.status, o.limit, o.afterId);
+    });
+  }
+
+  /** The worker loop (js/worker.js): runs `handler` on every message until `options.signal` aborts. */
+  process(handler, opts) {
+    return call(async () => {
+      const o = options(opts, PROCESS);
+      const rejected = [];
+      if (typeof handler !== "function") {
+        rejected.push({ field: "handler", code: "type", message: `must be a function, got ${describe(handler)}` });
+      }
+      let plan = null;
+      try {
+        plan = this.#handle.workerPlan(o.concurrency, o.pollIntervalMs, o.shutdownTimeoutMs, o.leaseMs);
+      } catch (err) {
+        if (!(err instanceof DeadLetterError && err.code === "validation_failed")) throw err;
+        rejected.push(...err.errors);
+      }
+      const signal = o.signal ?? undefined;
+      if (signal !== undefined && !(signal instanceof AbortSignal)) {
+        rejected.push({ field: "signal", code: "type", message: `must be an AbortSignal, got ${describe(signal)}` });
+      }
+      if (rejected.length > 0) {
+        plan?.free();
+        throw validationError(rejected);
+      }
+      return { plan, signal };
+    }).then(async ({ plan, signal }) => {
+      // Not inside `call`: the loop rejects with what its calls rejected with, unchanged.
+      try {
+        const idleWaitMs = (nextDueAt) => direct(() => plan.idleWaitMs(nextDueAt));
+        return await work({ queue: this, handler, plan, idleWaitMs, failureText, signal });
+      } finally {
+        plan.free();
+      }
+    });
+  }
+}
+
+/** Calls each callback with each message, in order; a callback that throws is reported only. */
+function notify(callbacks, messages) {
+  for (const message of messages) {
+    for (const callback of [...callbacks]) {
+      try {
+        callback(message);
+      } catch (err) {
+        console.error("deadletter: an onDead callback threw", err);
+      }
+    }
+  }
+}
+
+/**
+ * The Databases of this thread that listen for deaths without a BroadcastChannel, by IndexedDB
+ * factory, then database name: a factory and a name are one database.
+ */
+const LISTENING = new WeakMap();
+
+/** The set of listening Databases of `factory` and `name`. */
+function listening(factory, name) {
+  let byName = LISTENING.get(factory);
+  if (byName === undefined) LISTENING.set(factory, (byName = new Map()));
+  let set = byName.get(name);
+  if (set === undefined) byName.set(name, (set = new Set()));
+  return set;
+}
+
+/** An open queue database. Get it with `open(name, options)`. */
+export class Database {
+  #handle;
+  #factory;
+  #callbacks = [];
+  /** The BroadcastChannel `deadletter:<name>` (made on first use; null where deaths are not shared through one). */
+  #channel;
+  /** Calls started and not settled: `close()` waits for them. */
+  #running = 0;
+  #closing = false;
+
+  /** @internal */
+  constructor(handle, factory) {
+    this.#handle = handle;
+    this.#factory = factory;
+  }
+
+  /** The IndexedDB database name. */
+  get name() {
+    return this.#handle.name;
+  }
+
+  /**
+   * Runs one call: rejects at once after `close()`; otherwise the call counts as running until
+   * it settles, and the connection closes when the last running call has settled.
+   */
+  async #run(fn) {
+    if (this.#closing) {
+      throw new DeadLetterError("store error: the database is closed", { code: "store" });
+    }
+    this.#running += 1;
+    try {
+      return await call(fn);
+    } finally {
+      this.#running -= 1;
+      if (this.#closing && this.#running === 0) this.#shut();
+    }
+  }
+
+  /** Closes the connection and the channel (after `close()`, once no call is running). */
+  #shut() {
+    this.#handle.close();
+    this.#channel?.close();
+    this.#channel = null;
+  }
+
+  /** The queue `name` (1..255 characters) with `options.backoff`; throws a `validation_failed` DeadLetterError. */
+  queue(name, opts) {
+    try {
+      const b = options(options(opts, QUEUE).backoff, BACKOFF, "backoff");
+      const handle = this.#handle.queue(name, b.initialMs, b.multiplier, b.capMs, b.jitter);
+      return new Queue(handle, name, (dead) => this.#announce(dead), (fn) => this.#run(fn));
+    } catch (err) {
+      throw asDeadLetterError(err);
+    }
+  }
+
+  /** The statistics of every queue that holds messages, by name. */
+  queues() {
+    return this.#run(() => this.#handle.queues());
+  }
+
+  /** Calls `callback(message)` for each message that dies (here, or in another tab, worker or Database on this database). */
+  onDead(callback) {
+    if (typeof callback !== "function") {
+      throw validationError([{ field: "callback", code: "type", message: `must be a function, got ${describe(callback)}` }]);
+    }
+    const entry = (message) => callback(message);
+    this.#callbacks.push(entry);
+    this.#listen();
+    return () => {
+      const at = this.#callbacks.indexOf(entry);
+      if (at >= 0) this.#callbacks.splice(at, 1);
+      if (this.#callbacks.length === 0) this.#deaf();
+    };
+  }
+
+  /**
+   * The BroadcastChannel of this database, or null: only a browser's own IndexedDB (the global
+   * `indexedDB` of a page or worker) is one database for every tab and worker of the origin. In
+   * Node, or with an `indexedDB` option, the database is private to this thread (and factory), so
+   * deaths are shared with this thread's Databases only.
+   */
+  #broadcast() {
+    if (this.#channel === undefined) {
+      const shared = !NODE && this.#factory === globalThis.indexedDB && typeof BroadcastChannel === "function";
+      this.#channel = shared ? new BroadcastChannel(`deadletter:${this.name}`) : null;
+    }
+    return this.#channel;
+  }
+
+  #listen() {
+    if (this.#closing) return; // closed: it hears nothing more
+    const channel = this.#broadcast();
+    if (channel === null) {
+      listening(this.#factory, this.name).add(this);
+    } else if (channel.onmessage === null) {
+      channel.onmessage = ({ data }) => {
+        if (isRecord(data) && isRecord(data.dead)) notify(this.#callbacks, [data.dead]);
+      };
+    }
+  }
+
+  #deaf() {
+    if (this.#channel) this.#channel.onmessage = null;
+    LISTENING.get(this.#factory)?.get(this.name)?.delete(this);
+  }
+
+  /** Reports messages this Database's calls made dead: to its callbacks, then to the others. */
+  #announce(dead) {
+    if (dead.length === 0) return;
+    notify(this.#callbacks, dead);
+    const channel = this.#broadcast();
+    if (channel !== null) {
+      for (const message of dead) channel.postMessage({ dead: message });
+      return;
+    }
+    // As a channel would deliver them: structured clones, to every other Database listening.
+    for (const other of LISTENING.get(this.#factory)?.get(this.name) ?? []) {
+      if (other !== this) notify(other.#callbacks, dead.map((message) => structuredClone(message)));
+    }
+  }
+
+  /** Closes the connection once the calls already made have settled; every later call rejects with a `store` DeadLetterError. */
+  close() {
+    this.#closing = true;
+    this.#deaf();
+    if (this.#running === 0) this.#shut();
+  }
+}
+
+/** `min(2^retryCount, 3600)` seconds in milliseconds: the delay after the retryCount-th failure. */
+export function backoffMs(retryCount) {
+  try {
+    return coreBackoffMs(retryCount);
+  } catch (err) {
+    throw asDeadLetterError(err);
+  }
+}
+
+/** Opens (creating when new) the queue database stored in IndexedDB database `name`. */
+export function open(name, opts) {
+  return call(async () => {
+    const o = options(opts, OPEN);
+    await load();
+    const handle = await openDatabase(name, o.indexedDB, o.leaseMs, o.maxPayloadBytes, noting(o.clock), noting(o.random));
+    return new Database(handle, o.indexedDB ?? globalThis.indexedDB);
+  });
+}
+
+export { Outbox, retryableStatus } from "./outbox.js";
