@@ -53,15 +53,18 @@ export class Outbox {
   #maxRetries;
   #concurrency;
   #send;
+  #online;
 
   /**
    * @param {import("./api.js").Database | Promise<import("./api.js").Database>} db the database,
    *   or the promise `open()` returned (a service worker registers its listeners at once)
    * @param {{ queue?: string, tag?: string, maxRetries?: number, concurrency?: number,
-   *   backoff?: object, fetch?: (request: Request) => Promise<Response> }} [options]
+   *   backoff?: object, fetch?: (request: Request) => Promise<Response>,
+   *   online?: () => boolean }} [options]
    */
   constructor(db, options = {}) {
-    const { queue = "outbox", tag, maxRetries = 5, concurrency = 4, backoff, fetch } = options;
+    const { queue = "outbox", tag, maxRetries = 5, concurrency = 4, backoff, fetch, online } = options;
+    this.#online = online ?? (() => globalThis.navigator?.onLine !== false);
     this.#ready = Promise.resolve(db).then((opened) => opened.queue(queue, backoff === undefined ? undefined : { backoff }));
     this.#ready.catch(() => {}); // reported by the calls that use it
     this.#tag = tag ?? `deadletter:${queue}`;
@@ -155,14 +158,14 @@ export class Outbox {
   /**
    * Sends every request that is due, `concurrency` at a time, in claim order; then, while a
    * failed one waits for a retry due within `waitMs` (default 30 s), waits for it and goes on.
-   * Offline (`navigator.onLine` false) it sends nothing. Resolves to `{ sent, pending }`: how many
+   * Offline (the `online` option, default `navigator.onLine`, says false) it sends nothing. Resolves to `{ sent, pending }`: how many
    * were delivered, and how many still wait (offline, or for a later retry).
    */
   async drain({ waitMs = 30_000 } = {}) {
     const queue = await this.#ready;
     let sent = 0;
     for (;;) {
-      if (globalThis.navigator?.onLine === false) break;
+      if (!this.#online()) break;
       const batch = await queue.claimMany(this.#concurrency);
       if (batch.length > 0) {
         for (const ok of await Promise.all(batch.map((m) => this.#deliver(queue, m)))) sent += ok ? 1 : 0;
@@ -191,23 +194,25 @@ export class Outbox {
 
   /**
    * Asks for a drain: a Background Sync registration of the tag where there is one (the browser
-   * fires `sync` in the service worker once online); else, from a page that a service worker
-   * controls, a message to it; else a drain here.
+   * fires `sync` in the service worker once online, also after this page is closed); and, from a
+   * page that a service worker controls, a message that has it drain now (a registration that is
+   * waiting for the browser's retry fires late); with neither, a drain here.
    */
   async #wake() {
     const scope = serviceWorker();
     const registration = scope ? scope.registration : await globalThis.navigator?.serviceWorker?.getRegistration?.();
+    let registered = false;
     if (registration?.sync) {
       try {
         await registration.sync.register(this.#tag);
-        return;
+        registered = true;
       } catch {
         // Background Sync refused (permission): drain otherwise.
       }
     }
     const controller = scope ? null : globalThis.navigator?.serviceWorker?.controller;
     if (controller) controller.postMessage({ [DRAIN]: this.#tag });
-    else this.drain().catch((err) => console.error("deadletter: the outbox could not drain", err));
+    else if (!registered) this.drain().catch((err) => console.error("deadletter: the outbox could not drain", err));
   }
 
   /**

@@ -290,6 +290,7 @@ async function replayDead() {
 async function fix() {
   const fixed = $("fix").checked;
   await fetch("/subscribers/fix", { method: "POST", body: JSON.stringify({ fixed }) });
+  if (fixed) await fetch("/inbox-control/fix", { method: "POST" }); // the outbox's /inbox/gone too
   log(fixed ? "fixed /gone and /strict: they answer 200 now" : "broke /gone and /strict again");
 }
 

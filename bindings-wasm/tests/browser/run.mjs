@@ -50,6 +50,7 @@ const DEAD_TIMEOUT_MS = 10_000;
 const DEMO_DRAIN_TIMEOUT_MS = 90_000;
 const SCREENSHOT = join(ROOT, "build", "browser-demo.png");
 const SCREENSHOT_DRAINED = join(ROOT, "build", "browser-demo-drained.png");
+const SCREENSHOT_OFFLINE = join(ROOT, "build", "browser-demo-offline.png");
 
 const args = process.argv.slice(2);
 const arg = (name) => {
@@ -401,9 +402,26 @@ async function demo(browser, url, server) {
         if (now !== name) throw new Error(`demo page: ${await page.textContent("#phase")}`);
       });
   const problems = [];
+  const outbox = (state, timeout = 30_000) => page.waitForFunction((s) => document.body.dataset.outbox === s, state, { timeout })
+    .catch(async () => {
+      throw new Error(`the outbox table is ${await page.evaluate(() => document.body.dataset.outbox)}, not ${state}`);
+    });
   try {
+    server.inbox.reset();
     await page.goto(`${url}/examples/browser/`);
     await phase("ready", 30_000);
+    // The offline outbox: offline, three posts are kept (202); online again, two are sent and the
+    // one to /inbox/gone (410) is dead.
+    await page.waitForFunction(() => document.body.dataset.outboxReady === "yes", null, { timeout: 30_000 });
+    await page.check("#offline");
+    await page.click("#send");
+    await outbox("pending:3,processing:0,succeeded:0,dead:0");
+    const keptOffline = await page.textContent("#outbox-log");
+    if (server.inbox.received.length !== 0) problems.push(`the inbox received ${server.inbox.received.length} posts while offline`);
+    await mkdir(join(ROOT, "build"), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT_OFFLINE, fullPage: true });
+    await page.uncheck("#offline");
+    await outbox("pending:0,processing:0,succeeded:2,dead:1");
     const started = Date.now();
     await page.click("#start");
     await phase("drained");
@@ -445,6 +463,8 @@ async function demo(browser, url, server) {
     await phase("relaying", 30_000);
     await page.check("#fix");
     await page.waitForFunction(() => document.querySelector("#log").textContent.includes("fixed /gone"));
+    await page.click("#outbox tr.dead button");
+    await outbox("pending:0,processing:0,succeeded:3,dead:0");
     await page.click("#replay");
     await phase("all-succeeded");
     const total = await count("succeeded");
@@ -459,10 +479,10 @@ async function demo(browser, url, server) {
       problems.length === 0,
       "browser demo relays, drains, replays the dead and ends all succeeded",
       problems.join("; ")
-        || `first drain ${firstSeconds.toFixed(1)} s: ${first.succeeded} succeeded, ${first.dead} dead `
+        || `outbox: ${keptOffline}, then 2 sent and 1 dead, replayed; first drain ${firstSeconds.toFixed(1)} s: ${first.succeeded} succeeded, ${first.dead} dead `
           + `(${deadRows} rows, e.g. "${sampleError}"; histories of ${strict.length} and ${gone.length} attempts); `
           + `paused after ${handled} deliveries; after replay ${total} succeeded; `
-          + `${state.total} requests; screenshots ${SCREENSHOT_DRAINED}, ${SCREENSHOT}`,
+          + `${state.total} requests; screenshots ${SCREENSHOT_OFFLINE}, ${SCREENSHOT_DRAINED}, ${SCREENSHOT}`,
     );
   } catch (err) {
     await mkdir(join(ROOT, "build"), { recursive: true });
