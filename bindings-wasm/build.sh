@@ -23,6 +23,7 @@ npx --no-install wasm-opt -Oz --strip-producers \
 cp bindings-wasm/js/index.js bindings-wasm/js/errors.js bindings-wasm/js/worker.js \
   bindings-wasm/js/core.js bindings-wasm/js/backend.js bindings-wasm/js/api.js \
   bindings-wasm/js/outbox.js bindings-wasm/js/service-worker.js bindings-wasm/js/index.d.ts \
+  bindings-wasm/js/service-worker.d.ts \
   bindings-wasm/js/conformance.mjs bindings-wasm/README.md LICENSE "$out/"
 cp -r bindings-wasm/js/store "$out/store"
 pkgid=$(cargo pkgid -p deadletter-wasm)   # path+file:///...#deadletter-wasm@X.Y.Z

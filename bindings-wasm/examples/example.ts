@@ -2,6 +2,10 @@
 // `tsc --noEmit -p bindings-wasm/examples` (strict) against the hand-written js/index.d.ts.
 import {
   type BackoffOptions,
+  type DrainResult,
+  Outbox,
+  type OutboxOptions,
+  retryableStatus,
   type ClaimedMessage,
   CODES,
   type ClaimOptions,
@@ -136,4 +140,15 @@ export async function main(indexedDB: IDBFactory): Promise<void> {
   }
   console.log(`${db.name} closed`);
   db.close();
+
+  // The outbox of failed requests (in a service worker, `deadletter/service-worker`).
+  const outboxOptions: OutboxOptions = { queue: "posts", maxRetries: 5, online: () => true };
+  const outbox = new Outbox(Promise.resolve(db), outboxOptions);
+  const kept: Message = await outbox.add(new Request("https://example.invalid/api", { method: "POST", body: "{}" }));
+  const drained: DrainResult = await outbox.drain({ waitMs: 0 });
+  const deadRequests: Message[] = await outbox.dead({ limit: 10 });
+  const request: Request = Outbox.requestOf(kept);
+  console.log(outbox.tag, drained.sent, deadRequests.length, request.url, retryableStatus(503));
+  const stop: () => void = outbox.listen();
+  stop();
 }

@@ -548,3 +548,108 @@ export declare function open(name: string, options?: OpenOptions): Promise<Datab
  * (`type` for a fraction or a non-number, `out_of_range` for a negative or larger one).
  */
 export declare function backoffMs(retryCount: number): number;
+
+/** The options of an `Outbox`. */
+export interface OutboxOptions {
+  /** The queue that holds the requests; default `"outbox"`. */
+  queue?: string;
+  /** The Background Sync tag it registers and drains on; default `"deadletter:" + queue`. */
+  tag?: string;
+  /** How many attempts a request gets before it is dead (1..10, as `maxRetries`); default 5. */
+  maxRetries?: number;
+  /** How many requests a drain sends at once; default 4. */
+  concurrency?: number;
+  /** The queue's backoff policy (default `min(2^n, 3600)` s after the n-th failure). */
+  backoff?: BackoffOptions;
+  /** Sends one request; default the global `fetch`. */
+  fetch?: (request: Request) => Promise<Response>;
+  /** Whether the network may be reached now; default `navigator.onLine !== false`. A drain sends nothing while it is false. */
+  online?: () => boolean;
+}
+
+/** What a drain did: how many requests it delivered, and how many still wait (offline, or for a later retry). */
+export interface DrainResult {
+  sent: number;
+  pending: number;
+}
+
+/**
+ * The outbox: HTTP requests that could not be sent (offline, or answered with a status worth
+ * retrying: 408, 425, 429, 5xx) kept as messages of a queue and sent again with its retries,
+ * backoff and dead letters; like Workbox's background sync, with a backoff, dead letters and
+ * their error history. Each message's payload is the request as JSON (`method`, `url`,
+ * `headers`, `body` in base64, `mode`, `credentials`).
+ *
+ * In a service worker (import `deadletter/service-worker`): its `fetch` handler hands requests to
+ * `outbox.fetch`, and `outbox.listen()` drains on the Background Sync `sync` event of the tag, on
+ * `activate`, on a page's message and when the worker starts, each within `event.waitUntil`. In a
+ * page: `outbox.dead()` lists what died (each with its `errors` history), `outbox.replay(id)` sends
+ * one again, `db.onDead` hears deaths (also those of the service worker), and `outbox.listen()`
+ * drains on the `online` event where there is no Background Sync (Firefox, Safari). When a sent
+ * request is answered, a success acks it; 408, 425, 429 and 5xx, or a network failure, fail it
+ * retryably; any other status (400, 404, 410, 422...) makes it dead at once, its error
+ * `HTTP <status> <text>`.
+ *
+ * @example
+ * // sw.js, a module service worker: navigator.serviceWorker.register("/sw.js", { type: "module" })
+ * import { Outbox, open } from "/node_modules/deadletter/service-worker.js";
+ * const outbox = new Outbox(open("app-outbox"), { queue: "posts" });
+ * outbox.listen(); // sync, activate, a page's message, the worker's start
+ * self.addEventListener("fetch", (event) => {
+ *   if (event.request.method === "POST") event.respondWith(outbox.fetch(event.request));
+ * });
+ *
+ * // The page: what died, and a replay once the server is fixed.
+ * import { Outbox, open } from "deadletter";
+ * const db = await open("app-outbox");
+ * const outbox = new Outbox(db, { queue: "posts" });
+ * outbox.listen(); // the online event, where there is no Background Sync
+ * db.onDead((m) => console.warn(Outbox.requestOf(m).url, m.lastError));
+ * for (const dead of await outbox.dead()) await outbox.replay(dead.id);
+ */
+export declare class Outbox {
+  /**
+   * An outbox on `db` (or on the promise `open()` returned, so that a service worker can register
+   * its listeners when it starts). A bad `queue` name or `backoff` makes its calls reject with a
+   * `validation_failed` `DeadLetterError`.
+   */
+  constructor(db: Database | Promise<Database>, options?: OutboxOptions);
+  /** The Background Sync tag. */
+  readonly tag: string;
+  /** The queue that holds the requests. */
+  queue(): Promise<Queue>;
+  /**
+   * Keeps `request` (its body read now) and asks for a drain (a Background Sync registration of
+   * the tag where there is one; from a page, a message to its service worker too). Rejects with
+   * `validation_failed`, field `request`, for a request that cannot be sent again (its body was
+   * already read: pass `request.clone()`; a navigation), `payload` `too_large` beyond the
+   * database's `maxPayloadBytes`, or `store`.
+   */
+  add(request: Request): Promise<Message>;
+  /**
+   * Sends `request`; when the network fails or the answer is worth retrying, keeps it (`add`) and
+   * resolves to a `202 Accepted` response whose header `x-deadletter-queued` holds the message
+   * id. Any other answer resolves as it came.
+   */
+  fetch(request: Request): Promise<Response>;
+  /**
+   * Sends every request that is due, in claim order, `concurrency` at a time; while a failed one
+   * waits for a retry due within `waitMs` (default 30000), waits and goes on. Offline (see
+   * `OutboxOptions.online`) it sends nothing.
+   */
+  drain(options?: { waitMs?: number }): Promise<DrainResult>;
+  /** Dead requests, oldest first (see `Queue.list`); `Outbox.requestOf` rebuilds each request. */
+  dead(options?: Omit<ListOptions, "status">): Promise<Message[]>;
+  /** Sends a dead request again (see `Queue.replay`) and asks for a drain. */
+  replay(id: number): Promise<Message>;
+  /**
+   * Drains on the events that say the network may be back (see the class); returns the function
+   * that stops listening.
+   */
+  listen(): () => void;
+  /** The request a message of the outbox holds. */
+  static requestOf(message: Message): Request;
+}
+
+/** Whether an HTTP status may succeed when sent again later: 408, 425, 429 and every 5xx. */
+export declare function retryableStatus(status: number): boolean;

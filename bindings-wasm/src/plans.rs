@@ -70,7 +70,7 @@ fn count(n: u64) -> JsValue {
 }
 
 /// The records of a [`LaneClaim`]'s writes.
-fn records(writes: Vec<Write>) -> Array {
+fn records(writes: &[Write]) -> Array {
     writes
         .iter()
         .map(|write| match write {
@@ -213,7 +213,7 @@ impl ClaimPlan {
             self.walking = true;
             writes.extend(self.plan.overflow());
         }
-        Ok(records(writes))
+        Ok(records(&writes))
     }
 
     /// Records of the head of the ready lane, in key order; returns the records to write.
@@ -221,7 +221,7 @@ impl ClaimPlan {
         let page = js(read_all(page))?;
         let tokens = &mut self.tokens;
         let writes = self.plan.ready(page, || tokens.next().unwrap_or_default());
-        Ok(records(js(writes)?))
+        Ok(records(&js(writes)?))
     }
 
     /// Once committed: `{ value, dead }`, `value` the messages taken (for `reap`, how many leases

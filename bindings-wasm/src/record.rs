@@ -148,9 +148,9 @@ pub const TIMED: f64 = 0.0;
 /// passed: `at` is its `createdAt`, so the lane is in claim order, `(createdAt, id)`.
 pub const READY: f64 = 1.0;
 
-fn put_place(record: &Object, lane: JsValue, at: JsValue) {
-    set(record, "lane", &lane);
-    set(record, "at", &at);
+fn put_place(record: &Object, lane: &JsValue, at: &JsValue) {
+    set(record, "lane", lane);
+    set(record, "at", at);
 }
 
 /// The record stored for `message`; without `id` for a new message (the store assigns it). Its
@@ -160,9 +160,11 @@ fn put_place(record: &Object, lane: JsValue, at: JsValue) {
 pub fn to_record(message: &Message, with_id: bool) -> Object {
     let record = build(message, with_id, number);
     match Lane::of(message) {
-        Some(Lane::Ready) => put_place(&record, READY.into(), number(message.created_at)),
-        Some(Lane::Waiting(at) | Lane::Leased(at)) => put_place(&record, TIMED.into(), number(at)),
-        None => put_place(&record, JsValue::NULL, JsValue::NULL),
+        Some(Lane::Ready) => put_place(&record, &READY.into(), &number(message.created_at)),
+        Some(Lane::Waiting(at) | Lane::Leased(at)) => {
+            put_place(&record, &TIMED.into(), &number(at))
+        }
+        None => put_place(&record, &JsValue::NULL, &JsValue::NULL),
     }
     record
 }
@@ -171,7 +173,7 @@ pub fn to_record(message: &Message, with_id: bool) -> Object {
 /// there once its `retryAfter` has passed (it keeps its `retryAfter` until it is claimed).
 pub fn to_ready_record(message: &Message) -> Object {
     let record = build(message, true, number);
-    put_place(&record, READY.into(), number(message.created_at));
+    put_place(&record, &READY.into(), &number(message.created_at));
     record
 }
 

@@ -1,5 +1,5 @@
 //! What the IndexedDB store (`js/store/schema.js`) asks the core about its schema: what to do
-//! with the version it found (deadletter::storage's [`Place::migration`]) and the record of an
+//! with the version it found (`deadletter::storage`'s [`Place::migration`]) and the record of an
 //! older version as version 4 writes it ([`record::upgrade_record`]).
 
 use deadletter::storage::{Found, Migration, Place};
@@ -24,7 +24,7 @@ fn unchanged(error: Error) -> Error {
 fn decide(
     name: &str,
     version: f64,
-    others: Option<String>,
+    others: Option<&str>,
     misshapen: Option<String>,
 ) -> Result<i64> {
     let place_name = format!("IndexedDB database {name:?}");
@@ -36,7 +36,7 @@ fn decide(
         return Err(place.not_ours(why));
     }
     #[allow(clippy::cast_possible_truncation)] // IndexedDB versions are whole numbers
-    let found = match (others.as_deref(), version as i64) {
+    let found = match (others, version as i64) {
         (Some(others), _) => Found::Foreign(others),
         (None, 0) => Found::Empty,
         (None, version) => Found::Version(version),
@@ -54,6 +54,7 @@ fn decide(
 /// deadletter's. Throws a `store` `DeadLetterError` refusing it (another application's database,
 /// a newer deadletter's), saying that nothing was changed.
 #[wasm_bindgen(js_name = schemaDecision)]
+#[allow(clippy::needless_pass_by_value)] // wasm-bindgen hands over owned strings
 pub fn schema_decision(
     name: &str,
     version: f64,
@@ -61,7 +62,7 @@ pub fn schema_decision(
     misshapen: Option<String>,
 ) -> std::result::Result<f64, JsValue> {
     #[allow(clippy::cast_precision_loss)] // 0 to 4
-    js(decide(name, version, others, misshapen)
+    js(decide(name, version, others.as_deref(), misshapen)
         .map_err(unchanged)
         .map(|d| d as f64))
 }

@@ -68,12 +68,21 @@ test("the tarball holds only what users need, at the workspace version", () => {
   assert.deepEqual(files.sort(), [
     "package/LICENSE",
     "package/README.md",
+    "package/api.js",
+    "package/backend.js",
+    "package/core.js",
     "package/deadletter_wasm.js",
     "package/deadletter_wasm_bg.wasm",
     "package/errors.js",
     "package/index.d.ts",
     "package/index.js",
+    "package/outbox.js",
     "package/package.json",
+    "package/service-worker.d.ts",
+    "package/service-worker.js",
+    "package/store/requests.js",
+    "package/store/schema.js",
+    "package/store/store.js",
     "package/worker.js",
   ]);
   const installed = join(project, "node_modules", "deadletter");
