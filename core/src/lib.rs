@@ -10,19 +10,22 @@
 //! validation ([`validate`]), the error codes ([`Error`]) and the operations ([`Engine`]) over a
 //! [`Store`]. It reads no clock (every operation takes `now`), draws no random numbers (lease tokens
 //! come from the caller) and does no I/O. [`MemoryStore`] is the reference store; the other stores
-//! live in their own crates (`deadletter-sqlite`, `deadletter-postgres`) and the IndexedDB store
-//! with the WebAssembly binding. What they share about storage (the claim lane of a message, the
+//! live in their own crates (`deadletter-sqlite`, `deadletter-postgres`), and the IndexedDB store is
+//! JavaScript in the npm package, which asks the WebAssembly build of the [`engine`]'s requests,
+//! steps and plans what to write. What they share about storage (the claim lane of a message, the
 //! checks on a message read back, the schema-version decision, the upgrade of deadletter 0.1.0's
 //! messages) is decided once, in [`storage`]; the shared cases every store must pass are run by
 //! [`conformance`] (feature `conformance`), one test per case.
 //!
 //! ## One trait for synchronous and asynchronous stores
 //! [`Store`] methods return futures. SQLite answers synchronously, so its futures are ready at
-//! once and the Python binding drives them with `pollster::block_on`; IndexedDB answers on the
-//! event loop, so the WebAssembly binding awaits them. Because the transitions are pure step
-//! functions passed into the store, each store runs read -> step -> write inside its own
-//! transaction, and every rule exists once, in [`Engine`] and [`machine`], for both kinds
-//! (rather than twin sync/async traits with duplicated bodies).
+//! once and the Python binding drives them with `pollster::block_on`; PostgreSQL's too. Because
+//! the transitions are pure step functions passed into the store, each store runs read -> step ->
+//! write inside its own transaction, and every rule exists once, in [`Engine`] and [`machine`]
+//! (rather than twin sync/async traits with duplicated bodies). A caller without a [`Store`] uses
+//! the same halves the engine is made of ([`engine`]: each operation's checked request, its step
+//! on one message, the plan of a claim over lanes): so does the IndexedDB store, whose JavaScript
+//! drives the transactions.
 //!
 //! ## Example
 //! ```

@@ -3,7 +3,8 @@
 // wasm-bindgen). There: the README's JavaScript quick start in Node (fake-indexeddb), `tsc
 // --noEmit` on a TypeScript file that imports the package, a page that imports it from
 // node_modules in headless Chromium through a static server (no bundler), and an esbuild bundle
-// of the same page code in Chromium, with the .wasm next to the bundle as the README says.
+// of the same page code in Chromium, with the .wasm next to the bundle as the README says; an
+// esbuild bundle (iife) of the service-worker entry as a classic service worker in Chromium.
 // The tools (tsc, esbuild, fake-indexeddb, playwright-core) are the repository's pinned ones.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -225,4 +226,68 @@ test("an esbuild bundle of the page finds the .wasm next to it in Chromium", asy
     "/public/app.js",
     "/public/deadletter_wasm_bg.wasm",
   ]);
+});
+
+/** The service worker of the classic-worker check: a bundle (iife) of the package's service-worker entry. */
+const SW_CODE = `import { Outbox, load, open } from "deadletter/service-worker";
+self.addEventListener("install", () => self.skipWaiting());
+self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));
+self.addEventListener("message", (event) => event.waitUntil((async () => {
+  try {
+    // A classic worker's bundle has no import.meta: it says where it serves the .wasm.
+    await load("/public-sw/deadletter_wasm_bg.wasm");
+    const db = await open("sw-install-check");
+    const q = db.queue("jobs");
+    const m = await q.enqueue("hello", { maxRetries: 2 });
+    const c = await q.claim({ leaseMs: 5000 });
+    const done = await q.succeed(c.id, { leaseToken: c.leaseToken });
+    const next = await q.claim();
+    const outbox = new Outbox(db, { queue: "posts" });
+    const kept = await outbox.add(new Request("/nowhere", { method: "POST", body: "x" }));
+    event.source.postMessage({
+      enqueued: [m.id, m.status],
+      claimed: [c.id, c.status, c.payload, typeof c.leaseToken],
+      succeeded: [done.id, done.status, done.leaseToken],
+      next,
+      kept: [kept.status, Outbox.requestOf(kept).method],
+    });
+    db.close();
+  } catch (err) {
+    event.source.postMessage({ error: String(err?.stack ?? err) });
+  }
+})()));
+`;
+
+test("an esbuild bundle of the service-worker entry runs as a classic service worker in Chromium", async () => {
+  mkdirSync(join(project, "sw-src"));
+  writeFileSync(join(project, "sw-src", "sw.js"), SW_CODE);
+  const out = join(project, "public-sw");
+  const built = await build({
+    entryPoints: [join(project, "sw-src", "sw.js")],
+    bundle: true,
+    format: "iife",
+    platform: "browser",
+    outfile: join(out, "sw.js"),
+    logLevel: "silent",
+    absWorkingDir: project,
+  });
+  assert.deepEqual(built.errors, []);
+  // The one expected warning: the bundle has no import.meta (hence load(url) above).
+  assert.deepEqual(built.warnings.map((w) => w.text).filter((t) => !t.includes("import.meta")), []);
+  copyFileSync(join(project, "node_modules", "deadletter", "deadletter_wasm_bg.wasm"), join(out, "deadletter_wasm_bg.wasm"));
+  writeFileSync(join(out, "index.html"), `<!doctype html><meta charset="utf-8"><script type="module">
+try {
+  await navigator.serviceWorker.register("/public-sw/sw.js");
+  const registration = await navigator.serviceWorker.ready;
+  window.result = await new Promise((resolve) => {
+    navigator.serviceWorker.onmessage = (event) => resolve(event.data);
+    registration.active.postMessage("run");
+  });
+} catch (err) {
+  window.result = { error: String(err?.stack ?? err) };
+}
+</script>
+`);
+  const { result } = await runPage("/public-sw/index.html", "classic service worker");
+  assert.deepEqual(result, { ...EXPECTED_PAGE_RESULT, kept: ["pending", "POST"] });
 });

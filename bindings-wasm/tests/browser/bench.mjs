@@ -59,34 +59,39 @@ function line(label, values) {
 }
 const header = (what) => console.log(`${what.padEnd(46)}${"min".padStart(7)} ${"median".padStart(7)} ${"max".padStart(7)}`);
 
-/** Cold starts of the package its server serves, each in a fresh context; ms from import() to the first enqueue resolved. */
-async function coldStarts(browser, url) {
-  const total = [];
-  const imports = [];
-  for (let i = 0; i < COLD_SAMPLES; i += 1) {
-    const page = await newPage(browser, "cold");
-    try {
-      await page.goto(`${url}/bindings-wasm/tests/browser/cold.html`);
-      await page.waitForFunction(() => window.cold !== undefined, null, { timeout: 30_000 });
-      const cold = await page.evaluate(() => window.cold);
-      if (cold.error) throw new Error(cold.error);
-      total.push(cold.totalMs);
-      imports.push(cold.importMs);
-    } finally {
-      await page.context().close();
-    }
+/** One cold start of the package `url` serves, in a fresh context: ms from import() to the first enqueue resolved. */
+async function coldStart(browser, url) {
+  const page = await newPage(browser, "cold");
+  try {
+    await page.goto(`${url}/bindings-wasm/tests/browser/cold.html`);
+    await page.waitForFunction(() => window.cold !== undefined, null, { timeout: 30_000 });
+    const cold = await page.evaluate(() => window.cold);
+    if (cold.error) throw new Error(cold.error);
+    return cold;
+  } finally {
+    await page.context().close();
   }
-  return { total, imports };
 }
 
-/** Every figure of one package, printed under `title`. */
-async function measure(browser, dir, title) {
+/** Cold starts of every package, interleaved sample by sample (a slow moment hits each alike). */
+async function coldStarts(browser, servers) {
+  const out = servers.map(() => ({ total: [], imports: [] }));
+  for (let i = 0; i < COLD_SAMPLES; i += 1) {
+    for (const [k, server] of servers.entries()) {
+      const cold = await coldStart(browser, server.url);
+      out[k].total.push(cold.totalMs);
+      out[k].imports.push(cold.importMs);
+    }
+  }
+  return out;
+}
+
+/** Every figure of one package, printed under `title`; `cold` its cold starts. */
+async function measure(browser, server, dir, title, cold) {
   const wasm = wasmSize(join(dir, "deadletter_wasm_bg.wasm"));
-  const server = await startServer({ pkgDir: dir });
-  try {
+  {
     console.log(`\n== ${title}: ${dir}`);
     console.log(`deadletter_wasm_bg.wasm: ${wasm.raw} bytes, ${wasm.gzipped} gzipped (gzip -9; target at most 60000)`);
-    const cold = await coldStarts(browser, server.url);
     header(`cold start, ${COLD_SAMPLES} fresh contexts, ms`);
     line("import() to the first enqueue resolved", cold.total);
     line("  of which import() (fetch, compile, init)", cold.imports);
@@ -113,16 +118,17 @@ async function measure(browser, dir, title) {
     const none = line("claim, no delayed message", d.none);
     console.log(`ratio ${d.delayed} delayed ahead / none (medians):  ${(ahead.median / none.median).toFixed(2)}x (target 1.2x)`);
     await page.context().close();
-  } finally {
-    await server.close();
   }
 }
 
+const packages = [[pkgDir, "this build"], ...(beforeDir ? [[resolve(beforeDir), "before"]] : [])];
+const servers = await Promise.all(packages.map(([dir]) => startServer({ pkgDir: dir })));
 const browser = await launchChromium();
 try {
   console.log(`Chromium ${browser.version()}`);
-  await measure(browser, pkgDir, "this build");
-  if (beforeDir) await measure(browser, resolve(beforeDir), "before");
+  const cold = await coldStarts(browser, servers);
+  for (const [k, [dir, title]] of packages.entries()) await measure(browser, servers[k], dir, title, cold[k]);
 } finally {
   await browser.close();
+  await Promise.all(servers.map((server) => server.close()));
 }
