@@ -160,7 +160,7 @@ impl OwnedItem {
     /// each item of `enqueueMany`); a value that is not an array is taken as a payload.
     pub fn from_row(row: &JsValue) -> Self {
         if Array::is_array(row) {
-            let row = Array::from(row);
+            let row: &Array = row.unchecked_ref();
             Self::from_js([&row.get(0), &row.get(1), &row.get(2), &row.get(3)])
         } else {
             let none = JsValue::UNDEFINED;

@@ -14,7 +14,7 @@
 
 use deadletter::{Millis, Status};
 use js_sys::Array;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 
 use crate::record::{READY, TIMED};
 
@@ -96,7 +96,7 @@ pub fn dead(queue: &str) -> JsValue {
 
 /// Part `at` of an index key, as the whole number it was stored as (an id or an instant).
 pub fn part(index_key: &JsValue, at: u32) -> Option<i64> {
-    js_sys::Reflect::get(index_key, &at.into())
-        .ok()
-        .and_then(|v| crate::record::whole(&v))
+    let part =
+        js_sys::Array::is_array(index_key).then(|| index_key.unchecked_ref::<Array>().get(at))?;
+    crate::record::whole(&part)
 }

@@ -10,9 +10,31 @@
 //! a value deadletter never writes is the same `store` error as in every other store.
 
 use deadletter::storage::{Lane, StoredMessage, corrupt, upgrade_v1};
-use deadletter::{Error, FailedAttempt, Id, Message, Millis, Result, Stats};
-use js_sys::{Array, Date, Object, Reflect};
+use deadletter::{Error, FailedAttempt, Id, Message, Millis, Result, Stats, Status};
+use js_sys::{Array, Date, Object};
 use wasm_bindgen::JsValue;
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `Reflect.get` on a plain object (a record, an entry of its history, an index key), which
+    /// cannot throw: js-sys's catching binding costs a closure and an `arguments` object per call,
+    /// on the path of every record read inside a transaction.
+    #[wasm_bindgen(js_namespace = Reflect, js_name = get)]
+    fn property(target: &JsValue, key: &JsValue) -> JsValue;
+    /// `Reflect.set` on a plain object this module made, which cannot throw (see [`property`]).
+    #[wasm_bindgen(js_namespace = Reflect, js_name = set)]
+    fn define(target: &Object, key: &JsValue, value: &JsValue) -> bool;
+}
+
+/// `key` of a plain object (undefined when absent, or when `target` is no object).
+pub fn get(target: &JsValue, key: &str) -> JsValue {
+    if target.is_object() {
+        with_key(key, |k| property(target, k))
+    } else {
+        JsValue::UNDEFINED
+    }
+}
 
 /// Every property name this module reads or writes, with the core's name of the field (what a
 /// corrupt-record error names).
@@ -56,6 +78,17 @@ thread_local! {
     /// [`KEYS`] as JavaScript strings, made once: a record has about twenty properties, and
     /// making each name anew for every property of every record costs a string conversion each.
     static JS_KEYS: Vec<JsValue> = KEYS.iter().map(|(k, _)| JsValue::from_str(k)).collect();
+    /// The status names as JavaScript strings, made once (every record and message has one).
+    static STATUSES: Vec<JsValue> = Status::ALL.iter().map(|s| JsValue::from_str(s.as_str())).collect();
+}
+
+/// `status` as a JavaScript string.
+fn status(status: Status) -> JsValue {
+    let at = Status::ALL
+        .iter()
+        .position(|s| *s == status)
+        .unwrap_or_default();
+    STATUSES.with(|all| all[at].clone())
 }
 
 /// Runs `f` with `key` as a JavaScript string (cached when it is one of [`KEYS`]).
@@ -75,7 +108,7 @@ fn core_name(key: &str) -> &str {
 
 fn set(object: &Object, key: &str, value: &JsValue) {
     // Defining a property on a fresh plain object cannot fail.
-    let _ = with_key(key, |key| Reflect::set(object, key, value));
+    with_key(key, |key| define(object, key, value));
 }
 
 fn opt_str(value: Option<&str>) -> JsValue {
@@ -93,50 +126,106 @@ fn date(ms: Millis) -> JsValue {
     Date::new(&JsValue::from_f64(ms as f64)).into()
 }
 
-fn build(message: &Message, with_id: bool, time: impl Fn(Millis) -> JsValue) -> Object {
-    let object = Object::new();
-    let opt_time = |t: Option<Millis>| t.map_or(JsValue::NULL, &time);
-    if with_id {
-        set(&object, "id", &number(message.id));
-    }
+#[wasm_bindgen(inline_js = r#"
+// Object literals of one shape each: V8 makes them from a template, where properties added one at a
+// time from WebAssembly (Reflect.set with a computed key) cost a generic store each.
+export function shape(kind, id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
+  createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
+  errorsDropped, replayCount, replayedAt, lane, at, deduplicated) {
+  switch (kind) {
+    case 0: return { queue, payload, status, retryCount, maxRetries, retryAfter, lastError, createdAt,
+      updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
+      errorsDropped, replayCount, replayedAt, lane, at };
+    case 1: return { id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
+      createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
+      errorsDropped, replayCount, replayedAt, lane, at };
+    default: return { id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
+      createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
+      errorsDropped, replayCount, replayedAt, deduplicated };
+  }
+}
+export function attempt(attempt, error, at) {
+  return { attempt, error, at };
+}
+"#)]
+extern "C" {
+    /// A record without `id` (`kind` 0), a record (1) or the API's message object (2).
+    #[allow(clippy::too_many_arguments)]
+    fn shape(
+        kind: u32,
+        id: &JsValue,
+        queue: &str,
+        payload: &str,
+        status: &JsValue,
+        retry_count: u32,
+        max_retries: u32,
+        retry_after: &JsValue,
+        last_error: &JsValue,
+        created_at: &JsValue,
+        updated_at: &JsValue,
+        lease_token: &JsValue,
+        lease_expires_at: &JsValue,
+        idempotency_key: &JsValue,
+        first_failed_at: &JsValue,
+        dead_at: &JsValue,
+        errors: &JsValue,
+        errors_dropped: u32,
+        replay_count: u32,
+        replayed_at: &JsValue,
+        lane: &JsValue,
+        at: &JsValue,
+        deduplicated: bool,
+    ) -> Object;
+
+    /// One entry of a failure history.
+    fn attempt(attempt: u32, error: &str, at: &JsValue) -> JsValue;
+}
+
+/// Which object [`build`] makes.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// A record of a new message: no `id` (the store's key generator assigns it).
+    New = 0,
+    /// A stored record.
+    Record = 1,
+    /// The API's object: `Date`s, `deduplicated`, no `lane` nor `at`.
+    Api = 2,
+}
+
+fn build(message: &Message, kind: Kind, lane: &JsValue, at: &JsValue) -> Object {
+    let api = matches!(kind, Kind::Api);
+    let time = |ms: Millis| if api { date(ms) } else { number(ms) };
+    let opt_time = |t: Option<Millis>| t.map_or(JsValue::NULL, time);
     let errors: Array = message
         .errors
         .iter()
-        .map(|entry| {
-            let attempt = Object::new();
-            set(&attempt, "attempt", &entry.attempt.into());
-            set(&attempt, "error", &entry.error.as_str().into());
-            set(&attempt, "at", &time(entry.at));
-            JsValue::from(attempt)
-        })
+        .map(|entry| attempt(entry.attempt, &entry.error, &time(entry.at)))
         .collect();
-    let fields: [(&str, JsValue); 18] = [
-        ("queue", message.queue.as_str().into()),
-        ("payload", message.payload.as_str().into()),
-        ("status", message.status.as_str().into()),
-        ("retryCount", message.retry_count.into()),
-        ("maxRetries", message.max_retries.into()),
-        ("retryAfter", opt_time(message.retry_after)),
-        ("lastError", opt_str(message.last_error.as_deref())),
-        ("createdAt", time(message.created_at)),
-        ("updatedAt", time(message.updated_at)),
-        ("leaseToken", opt_str(message.lease_token.as_deref())),
-        ("leaseExpiresAt", opt_time(message.lease_expires_at)),
-        (
-            "idempotencyKey",
-            opt_str(message.idempotency_key.as_deref()),
-        ),
-        ("firstFailedAt", opt_time(message.first_failed_at)),
-        ("deadAt", opt_time(message.dead_at)),
-        ("errors", errors.into()),
-        ("errorsDropped", message.errors_dropped.into()),
-        ("replayCount", message.replay_count.into()),
-        ("replayedAt", opt_time(message.replayed_at)),
-    ];
-    for (key, value) in &fields {
-        set(&object, key, value);
-    }
-    object
+    shape(
+        kind as u32,
+        &number(message.id),
+        &message.queue,
+        &message.payload,
+        &status(message.status),
+        message.retry_count,
+        message.max_retries,
+        &opt_time(message.retry_after),
+        &opt_str(message.last_error.as_deref()),
+        &time(message.created_at),
+        &time(message.updated_at),
+        &opt_str(message.lease_token.as_deref()),
+        &opt_time(message.lease_expires_at),
+        &opt_str(message.idempotency_key.as_deref()),
+        &opt_time(message.first_failed_at),
+        &opt_time(message.dead_at),
+        &errors,
+        message.errors_dropped,
+        message.replay_count,
+        &opt_time(message.replayed_at),
+        lane,
+        at,
+        message.deduplicated,
+    )
 }
 
 /// `lane` of a record whose turn comes at a time, `at`: [`Lane::Waiting`] (a `pending` message
@@ -148,41 +237,36 @@ pub const TIMED: f64 = 0.0;
 /// passed: `at` is its `createdAt`, so the lane is in claim order, `(createdAt, id)`.
 pub const READY: f64 = 1.0;
 
-fn put_place(record: &Object, lane: &JsValue, at: &JsValue) {
-    set(record, "lane", lane);
-    set(record, "at", at);
-}
-
 /// The record stored for `message`; without `id` for a new message (the store assigns it). Its
 /// `lane` and `at` place it in the claim index as the core's [`Lane::of`] says: [`TIMED`] with
 /// `retryAfter` (waiting) or `leaseExpiresAt` (leased), [`READY`] with `createdAt`; null for a
 /// finished message, which keeps it out of the index.
 pub fn to_record(message: &Message, with_id: bool) -> Object {
-    let record = build(message, with_id, number);
+    let kind = if with_id { Kind::Record } else { Kind::New };
     match Lane::of(message) {
-        Some(Lane::Ready) => put_place(&record, &READY.into(), &number(message.created_at)),
+        Some(Lane::Ready) => build(message, kind, &READY.into(), &number(message.created_at)),
         Some(Lane::Waiting(at) | Lane::Leased(at)) => {
-            put_place(&record, &TIMED.into(), &number(at))
+            build(message, kind, &TIMED.into(), &number(at))
         }
-        None => put_place(&record, &JsValue::NULL, &JsValue::NULL),
+        None => build(message, kind, &JsValue::NULL, &JsValue::NULL),
     }
-    record
 }
 
 /// The record of `message`, unchanged, in the [`READY`] lane: a claim moves a waiting message
 /// there once its `retryAfter` has passed (it keeps its `retryAfter` until it is claimed).
 pub fn to_ready_record(message: &Message) -> Object {
-    let record = build(message, true, number);
-    put_place(&record, &READY.into(), &number(message.created_at));
-    record
+    build(
+        message,
+        Kind::Record,
+        &READY.into(),
+        &number(message.created_at),
+    )
 }
 
 /// The object the JavaScript API returns: timestamps (also each error's `at`) as `Date`s, and
 /// `deduplicated`.
 pub fn to_js(message: &Message) -> JsValue {
-    let object = build(message, true, date);
-    set(&object, "deduplicated", &message.deduplicated.into());
-    object.into()
+    build(message, Kind::Api, &JsValue::UNDEFINED, &JsValue::UNDEFINED).into()
 }
 
 /// Queue statistics as the plain object the JavaScript API returns: counts as numbers,
@@ -249,13 +333,12 @@ impl Reader<'_> {
     }
 
     /// The value of `key`; `None` for null (and, when lenient, for absent).
-    fn value(&self, key: &str) -> Result<Option<JsValue>> {
-        let value = with_key(key, |k| Reflect::get(self.record, k))
-            .map_err(|_| self.fault(key, "cannot be read"))?;
+    fn value(&self, key: &str) -> Option<JsValue> {
+        let value = get(self.record, key);
         if value.is_null() || (self.lenient && value.is_undefined()) {
-            Ok(None)
+            None
         } else {
-            Ok(Some(value))
+            Some(value)
         }
     }
 
@@ -264,7 +347,7 @@ impl Reader<'_> {
     }
 
     fn text(&self, key: &str) -> Result<Option<String>> {
-        match self.value(key)? {
+        match self.value(key) {
             None => Ok(None),
             Some(v) => v
                 .as_string()
@@ -274,7 +357,7 @@ impl Reader<'_> {
     }
 
     fn int(&self, key: &str) -> Result<Option<i64>> {
-        match self.value(key)? {
+        match self.value(key) {
             None => Ok(None),
             Some(v) => whole(&v).map(Some).ok_or_else(|| {
                 self.fault(key, format_args!("holds {}, not a whole number", kind(&v)))
@@ -283,7 +366,7 @@ impl Reader<'_> {
     }
 
     fn history(&self) -> Result<Vec<FailedAttempt>> {
-        let Some(value) = self.value("errors")? else {
+        let Some(value) = self.value("errors") else {
             return if self.lenient {
                 Ok(Vec::new())
             } else {
@@ -305,7 +388,8 @@ impl Reader<'_> {
                 _ => Err(self.fault("errors", "holds an entry without attempt, error and at")),
             }
         };
-        Array::from(&value)
+        value
+            .unchecked_ref::<Array>()
             .iter()
             .map(|entry| entry_of(entry).map_err(|_| self.fault("errors", "holds a bad entry")))
             .collect()
@@ -345,7 +429,7 @@ impl Reader<'_> {
 }
 
 fn record_id(record: &JsValue) -> Result<Id> {
-    let id = with_key("id", |k| Reflect::get(record, k)).unwrap_or(JsValue::UNDEFINED);
+    let id = get(record, "id");
     whole(&id).ok_or_else(|| Error::Store("an IndexedDB record without a whole-number id".into()))
 }
 
