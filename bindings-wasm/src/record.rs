@@ -126,28 +126,8 @@ fn date(ms: Millis) -> JsValue {
     Date::new(&JsValue::from_f64(ms as f64)).into()
 }
 
-#[wasm_bindgen(inline_js = r#"
-// Object literals of one shape each: V8 makes them from a template, where properties added one at a
-// time from WebAssembly (Reflect.set with a computed key) cost a generic store each.
-export function shape(kind, id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
-  createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
-  errorsDropped, replayCount, replayedAt, lane, at, deduplicated) {
-  switch (kind) {
-    case 0: return { queue, payload, status, retryCount, maxRetries, retryAfter, lastError, createdAt,
-      updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
-      errorsDropped, replayCount, replayedAt, lane, at };
-    case 1: return { id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
-      createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
-      errorsDropped, replayCount, replayedAt, lane, at };
-    default: return { id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
-      createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
-      errorsDropped, replayCount, replayedAt, deduplicated };
-  }
-}
-export function attempt(attempt, error, at) {
-  return { attempt, error, at };
-}
-"#)]
+// The object literals are js/shapes.js (wasm-bindgen copies it into the package's snippets/).
+#[wasm_bindgen(module = "/js/shapes.js")]
 extern "C" {
     /// A record without `id` (`kind` 0), a record (1) or the API's message object (2).
     #[allow(clippy::too_many_arguments)]

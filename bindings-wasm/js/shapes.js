@@ -1,0 +1,22 @@
+// Messages and records as object literals of one shape each, for the WebAssembly core
+// (src/record.rs imports them): V8 makes such objects from a template, where properties added one
+// at a time from WebAssembly (Reflect.set with a computed key) cost a generic store each, on the
+// path of every record a transaction writes.
+export function shape(kind, id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
+  createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
+  errorsDropped, replayCount, replayedAt, lane, at, deduplicated) {
+  switch (kind) {
+    case 0: return { queue, payload, status, retryCount, maxRetries, retryAfter, lastError, createdAt,
+      updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
+      errorsDropped, replayCount, replayedAt, lane, at };
+    case 1: return { id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
+      createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
+      errorsDropped, replayCount, replayedAt, lane, at };
+    default: return { id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
+      createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
+      errorsDropped, replayCount, replayedAt, deduplicated };
+  }
+}
+export function attempt(attempt, error, at) {
+  return { attempt, error, at };
+}
