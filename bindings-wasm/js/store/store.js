@@ -84,9 +84,9 @@ export class IdbStore {
 
   /** Runs a ClaimPlan (src/plans.rs: the lanes of the `claim` index) in one transaction. */
   claim(plan) {
+    const [timed, ready] = plan.ranges().map(keyRange); // before the transaction: nothing waits on it
     return this.#run("readwrite", async (store) => {
       const index = store.index("claim");
-      const [timed, ready] = plan.ranges().map(keyRange);
       const head = () => (plan.wanted > 0 ? request("getAll", () => index.getAll(ready, plan.wanted)) : null);
       // Both reads at once: the timed lane up to now (one page), the head of the ready lane.
       const page = request("getAll", () => index.getAll(timed, plan.pageSize));
