@@ -1,7 +1,7 @@
 // Messages and records as object literals of one shape each, for the WebAssembly core
 // (src/record.rs imports them): V8 makes such objects from a template, where properties added one
 // at a time from WebAssembly (Reflect.set with a computed key) cost a generic store each, on the
-// path of every record a transaction writes.
+// path of every record a transaction writes. The API's object (kind 2) gets Dates for instants.
 export function shape(kind, id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
   createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
   errorsDropped, replayCount, replayedAt, lane, at, deduplicated) {
@@ -12,11 +12,18 @@ export function shape(kind, id, queue, payload, status, retryCount, maxRetries, 
     case 1: return { id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
       createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
       errorsDropped, replayCount, replayedAt, lane, at };
-    default: return { id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
-      createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
-      errorsDropped, replayCount, replayedAt, deduplicated };
+    default: return { id, queue, payload, status, retryCount, maxRetries, retryAfter: date(retryAfter),
+      lastError, createdAt: date(createdAt), updatedAt: date(updatedAt), leaseToken,
+      leaseExpiresAt: date(leaseExpiresAt), idempotencyKey, firstFailedAt: date(firstFailedAt),
+      deadAt: date(deadAt), errors, errorsDropped, replayCount, replayedAt: date(replayedAt),
+      deduplicated };
   }
 }
-export function attempt(attempt, error, at) {
-  return { attempt, error, at };
+export function attempt(kind, attempt, error, at) {
+  return { attempt, error, at: kind === 2 ? date(at) : at };
+}
+
+/** The API's instants are Dates (a record's are numbers of milliseconds); null stays null. */
+function date(ms) {
+  return ms === null ? null : new Date(ms);
 }

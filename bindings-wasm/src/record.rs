@@ -157,8 +157,8 @@ extern "C" {
         deduplicated: bool,
     ) -> Object;
 
-    /// One entry of a failure history.
-    fn attempt(attempt: u32, error: &str, at: &JsValue) -> JsValue;
+    /// One entry of a failure history (for `kind` 2, `at` becomes a `Date`).
+    fn attempt(kind: u32, attempt: u32, error: &str, at: f64) -> JsValue;
 }
 
 /// Which object [`build`] makes.
@@ -172,14 +172,15 @@ enum Kind {
     Api = 2,
 }
 
+/// Instants go as numbers of milliseconds; `shape` makes `Date`s of them for the API's object.
 fn build(message: &Message, kind: Kind, lane: &JsValue, at: &JsValue) -> Object {
-    let api = matches!(kind, Kind::Api);
-    let time = |ms: Millis| if api { date(ms) } else { number(ms) };
+    let time = number;
     let opt_time = |t: Option<Millis>| t.map_or(JsValue::NULL, time);
+    #[allow(clippy::cast_precision_loss)] // instants are far below 2^53
     let errors: Array = message
         .errors
         .iter()
-        .map(|entry| attempt(entry.attempt, &entry.error, &time(entry.at)))
+        .map(|entry| attempt(kind as u32, entry.attempt, &entry.error, entry.at as f64))
         .collect();
     shape(
         kind as u32,
