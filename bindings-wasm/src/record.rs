@@ -126,8 +126,8 @@ fn date(ms: Millis) -> JsValue {
     Date::new(&JsValue::from_f64(ms as f64)).into()
 }
 
-// The object literals are js/shapes.js (wasm-bindgen copies it into the package's snippets/).
-#[wasm_bindgen(module = "/js/shapes.js")]
+// The object literals are js/store/record.js (wasm-bindgen copies it into the package's snippets/).
+#[wasm_bindgen(module = "/js/store/record.js")]
 extern "C" {
     /// A record without `id` (`kind` 0), a record (1) or the API's message object (2).
     #[allow(clippy::too_many_arguments)]

@@ -66,10 +66,10 @@ after(() => rmSync(project, { recursive: true, force: true }));
 
 test("the tarball holds only what users need, at the workspace version", () => {
   const listed = execFileSync("tar", ["tzf", join(ROOT, "dist", TARBALL)], { encoding: "utf8" }).split("\n").filter(Boolean);
-  // js/shapes.js, which wasm-bindgen copies into a folder named with a hash of the crate.
+  // js/store/record.js, which wasm-bindgen copies into a folder named with a hash of the crate.
   const snippets = listed.filter((f) => f.startsWith("package/snippets/"));
   assert.equal(snippets.length, 1, listed.join(" "));
-  assert.match(snippets[0], /^package\/snippets\/deadletter-wasm-[0-9a-f]+\/js\/shapes\.js$/);
+  assert.match(snippets[0], /^package\/snippets\/deadletter-wasm-[0-9a-f]+\/js\/store\/record\.js$/);
   const files = listed.filter((f) => !snippets.includes(f));
   assert.deepEqual(files.sort(), [
     "package/LICENSE",

@@ -1,7 +1,10 @@
-// Messages and records as object literals of one shape each, for the WebAssembly core
-// (src/record.rs imports them): V8 makes such objects from a template, where properties added one
-// at a time from WebAssembly (Reflect.set with a computed key) cost a generic store each, on the
-// path of every record a transaction writes. The API's object (kind 2) gets Dates for instants.
+// The IndexedDB records (and the API's messages) as object literals of one shape each. The
+// WebAssembly core decides every field (src/record.rs: a message as a record with its claim lane,
+// read back through the core's checks) and makes the object with these functions (wasm-bindgen
+// copies this file into the package's snippets/, beside its glue): V8 makes such objects from a
+// template, where properties added one at a time from WebAssembly (Reflect.set with a computed
+// key) cost a generic store each, on the path of every record a transaction writes. The API's
+// object (kind 2) gets Dates for instants.
 export function shape(kind, id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
   createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
   errorsDropped, replayCount, replayedAt, lane, at, deduplicated) {
