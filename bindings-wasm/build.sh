@@ -26,6 +26,8 @@ cp bindings-wasm/js/index.js bindings-wasm/js/errors.js bindings-wasm/js/worker.
   bindings-wasm/js/service-worker.d.ts \
   bindings-wasm/js/conformance.mjs bindings-wasm/README.md LICENSE "$out/"
 cp -r bindings-wasm/js/store "$out/store"
+# store/record.js ships once, where wasm-bindgen put it for its glue (snippets/).
+rm "$out/store/record.js"
 pkgid=$(cargo pkgid -p deadletter-wasm)   # path+file:///...#deadletter-wasm@X.Y.Z
 VERSION="${pkgid##*@}" node -e '
   const fs = require("node:fs");
