@@ -4,7 +4,7 @@
 //! package `deadletter`, whose JavaScript drives IndexedDB (`js/store/`) while this module decides,
 //! synchronously. It exports no future and no IndexedDB binding: only
 //! - the checks of every call's arguments ([`rules`]: the options of a database and a queue, the
-//!   clock's time and the jitter sample), each into a plan of the operation ([`plans`]) that
+//!   clock's time and the jitter sample), each into a plan of the operation ([`plans`], [`claim`]) that
 //!   answers, for every record the store read inside its transaction, what to write (the core's
 //!   steps), and what the call resolves to once committed;
 //! - the records ([`record`]: a message as an IndexedDB record, with its claim lane, and back
@@ -23,6 +23,8 @@ pub mod names;
 
 #[cfg(target_arch = "wasm32")]
 pub mod args;
+#[cfg(target_arch = "wasm32")]
+pub mod claim;
 #[cfg(target_arch = "wasm32")]
 pub mod errors;
 #[cfg(target_arch = "wasm32")]

@@ -5,56 +5,32 @@
 //! the commit, `finish` gives what the call resolves to. JavaScript decides nothing about a
 //! message: it reads the ranges a plan names, hands the records over and writes what it is given.
 //!
+//! The claim's plan is [`crate::claim::ClaimPlan`].
+//!
 //! A plan that throws inside a transaction (a `DeadLetterError`: `not_found`, `conflict`, a
 //! corrupt record) makes the store abort it, so nothing is written.
 
 use deadletter::engine::{Sift, sift};
 use deadletter::{
-    Batches, ClaimArgs, EnqueueArgs, Error, ExtendArgs, FailArgs, Id, LaneClaim, ListQuery,
-    Message, MessageArgs, Millis, Outcome, PurgeArgs, ReplayAllArgs, ReplayArgs, Result, Stats,
-    Status, SucceedArgs, Write, machine,
+    Batches, EnqueueArgs, Error, ExtendArgs, FailArgs, Id, ListQuery, Message, MessageArgs, Millis,
+    Outcome, PurgeArgs, ReplayAllArgs, ReplayArgs, Result, Stats, Status, SucceedArgs, machine,
 };
-use js_sys::{Array, Object, Reflect, Uint8Array};
+use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
-use crate::names::uuid_v4;
-use crate::record::{from_record, number, stats_to_js, to_js, to_ready_record, to_record, whole};
+use crate::record::{from_record, number, stats_to_js, to_js, to_record, whole};
 use crate::rules::js;
 use crate::{errors, keys};
 
-#[wasm_bindgen]
-extern "C" {
-    #[wasm_bindgen(js_namespace = crypto, js_name = getRandomValues, catch)]
-    fn get_random_values(buffer: &Uint8Array) -> std::result::Result<JsValue, JsValue>;
-}
-
-/// `count` fresh lease tokens: version-4 UUIDs from one call of `crypto.getRandomValues`.
-fn lease_tokens(count: usize) -> Result<Vec<String>> {
-    if count == 0 {
-        return Ok(Vec::new());
-    }
-    let buffer = Uint8Array::new_with_length(u32::try_from(16 * count).unwrap_or(u32::MAX));
-    get_random_values(&buffer).map_err(|_| Error::Store("crypto.getRandomValues failed".into()))?;
-    let bytes = buffer.to_vec();
-    Ok(bytes
-        .chunks_exact(16)
-        .map(|chunk| {
-            let mut token = [0u8; 16];
-            token.copy_from_slice(chunk);
-            uuid_v4(token)
-        })
-        .collect())
-}
-
 /// `{ value, dead }`: what a call that can make messages dead resolves to.
-fn outcome(value: &JsValue, dead: &[Message]) -> JsValue {
+pub(crate) fn outcome(value: &JsValue, dead: &[Message]) -> JsValue {
     let object = Object::new();
     let _ = Reflect::set(&object, &"value".into(), value);
     let _ = Reflect::set(&object, &"dead".into(), &messages(dead));
     object.into()
 }
 
-fn messages(list: &[Message]) -> JsValue {
+pub(crate) fn messages(list: &[Message]) -> JsValue {
     list.iter().map(to_js).collect::<Array>().into()
 }
 
@@ -65,23 +41,12 @@ fn float(id: Id) -> f64 {
 }
 
 #[allow(clippy::cast_precision_loss)] // counts are far below 2^53
-fn count(n: u64) -> JsValue {
+pub(crate) fn count(n: u64) -> JsValue {
     JsValue::from_f64(n as f64)
 }
 
-/// The records of a [`LaneClaim`]'s writes.
-fn records(writes: &[Write]) -> Array {
-    writes
-        .iter()
-        .map(|write| match write {
-            Write::Put(message) => JsValue::from(to_record(message, true)),
-            Write::Ready(message) => JsValue::from(to_ready_record(message)),
-        })
-        .collect()
-}
-
 /// The messages of an array of records (`undefined` entries: nothing found, skipped).
-fn read_all(records: &Array) -> Result<Vec<Message>> {
+pub(crate) fn read_all(records: &Array) -> Result<Vec<Message>> {
     records
         .iter()
         .filter(|r| !r.is_undefined())
@@ -144,98 +109,6 @@ impl EnqueuePlan {
             out.push(&to_js(&message));
         }
         Ok(out)
-    }
-}
-
-/// `Queue.claim`, `Queue.claimMany` and `Queue.reap`: a [`LaneClaim`] over the `claim` index.
-/// The store reads [`ClaimPlan::ranges`], hands the timed page to [`ClaimPlan::timed`] (and,
-/// when [`ClaimPlan::walking`], the rest of the timed range one record at a time), then the head
-/// of the ready lane to [`ClaimPlan::ready`] while [`ClaimPlan::wanted`] is not 0, writing every
-/// record it is given back.
-#[wasm_bindgen]
-pub struct ClaimPlan {
-    plan: LaneClaim,
-    tokens: std::vec::IntoIter<String>,
-    walking: bool,
-    reap: bool,
-}
-
-impl ClaimPlan {
-    pub(crate) fn new(args: ClaimArgs, reap: bool) -> std::result::Result<Self, JsValue> {
-        let tokens = js(lease_tokens(args.n))?.into_iter();
-        Ok(Self {
-            plan: LaneClaim::new(args),
-            tokens,
-            walking: false,
-            reap,
-        })
-    }
-}
-
-#[wasm_bindgen]
-impl ClaimPlan {
-    /// `[timed, ready]`: the timed lane of the queue up to now, and its ready lane.
-    pub fn ranges(&self) -> Array {
-        let args = self.plan.args();
-        [keys::timed(&args.queue, args.now), keys::ready(&args.queue)]
-            .into_iter()
-            .collect()
-    }
-
-    /// How many records of the timed range to read at once.
-    #[wasm_bindgen(getter, js_name = pageSize)]
-    #[allow(clippy::cast_possible_truncation)] // a small constant
-    pub fn page_size(&self) -> u32 {
-        deadletter::engine::TIMED_PAGE as u32
-    }
-
-    /// How many records to read from the head of the ready lane now: 0 when nothing more.
-    #[wasm_bindgen(getter)]
-    pub fn wanted(&self) -> u32 {
-        u32::try_from(self.plan.wanted()).unwrap_or(u32::MAX)
-    }
-
-    /// Whether the timed page was full: the store walks the rest of the timed range one record
-    /// at a time through [`ClaimPlan::timed`], then reads the ready lane again.
-    #[wasm_bindgen(getter)]
-    pub fn walking(&self) -> bool {
-        self.walking
-    }
-
-    /// Records of the timed range, in key order; returns the records to write.
-    pub fn timed(&mut self, page: &Array) -> std::result::Result<Array, JsValue> {
-        let mut writes = Vec::new();
-        for record in page.iter() {
-            let message = js(from_record(&record))?;
-            writes.extend(js(self.plan.timed(message))?);
-        }
-        if !self.walking && page.length() as usize == deadletter::engine::TIMED_PAGE {
-            self.walking = true;
-            writes.extend(self.plan.overflow());
-        }
-        Ok(records(&writes))
-    }
-
-    /// Records of the head of the ready lane, in key order; returns the records to write.
-    pub fn ready(&mut self, page: &Array) -> std::result::Result<Array, JsValue> {
-        let page = js(read_all(page))?;
-        let tokens = &mut self.tokens;
-        let writes = self.plan.ready(page, || tokens.next().unwrap_or_default());
-        Ok(records(&js(writes)?))
-    }
-
-    /// Once committed: `{ value, dead }`, `value` the messages taken (for `reap`, how many leases
-    /// were expired).
-    pub fn finish(self) -> JsValue {
-        let reap = self.reap;
-        let claimed = self.plan.finish();
-        let expired = Outcome::new((), &claimed.expired);
-        let value = if reap {
-            count(u64::try_from(claimed.expired.len()).unwrap_or(u64::MAX))
-        } else {
-            messages(&claimed.taken)
-        };
-        outcome(&value, &expired.dead)
     }
 }
 

@@ -15,10 +15,9 @@ use js_sys::{Array, Date, Reflect};
 use wasm_bindgen::prelude::*;
 
 use crate::args::{OwnedArg, OwnedItem, function, kind};
+use crate::claim::ClaimPlan;
 use crate::errors;
-use crate::plans::{
-    BulkPlan, ClaimPlan, EnqueuePlan, ReadPlan, StatsPlan, Update, UpdatePlan, list_plan,
-};
+use crate::plans::{BulkPlan, EnqueuePlan, ReadPlan, StatsPlan, Update, UpdatePlan, list_plan};
 use crate::{keys, record};
 
 /// A result for JavaScript: the error as a `DeadLetterError`.
