@@ -278,9 +278,8 @@ def test_a_stop_event_returns_the_count_after_the_running_handler() -> None:
 
 
 def test_a_stop_event_bound_to_another_event_loop_still_stops_the_loop() -> None:
-    # Waited on in an earlier asyncio.run, the event is bound to that loop (on Python 3.9 an
-    # event made outside a running loop is bound to another one too): awaiting it here raises,
-    # which the loop once swallowed and then never stopped.
+    # Waited on in an earlier asyncio.run, the event is bound to that loop: awaiting it here
+    # raises, which the loop once swallowed and then never stopped.
     db, q = seeded(["a", "b", "c"])
     stop = asyncio.Event()
 

@@ -4,8 +4,9 @@
   ``--no-index --only-binary :all:`` (no Rust, no maturin), where the usage tests of
   bindings-python/tests run against it: the README's quick start, four worker processes, and the
   SQLite-library tests (the same-process one is skipped there with its reason: the wheel carries
-  its own SQLite); and in a venv of CPython 3.9, the oldest its abi3 tag covers, the API and
-  conformance suites (skipped, saying so, on a machine without a 3.9);
+  its own SQLite); and in venvs of CPython 3.10, the oldest its abi3 tag covers (and the
+  ``Requires-Python`` the package declares), and of CPython 3.13, the newest it claims, the API
+  and conformance suites (each skipped, saying so, on a machine without that version);
 - the sdist: built with ``pip wheel`` in a clean folder (maturin pinned by requirements-dev.txt as
   a constraint; registry crates cached in target/sdist), installed into a fresh venv, where it
   links the system SQLite and the same-process test runs;
@@ -75,13 +76,16 @@ def fresh_venv(where: Path, base: str | None = None) -> Path:
     return where / "bin" / "python"
 
 
-def cpython_3_9() -> str | None:
-    """A CPython 3.9 of this machine (pyenv's, or python3.9 on PATH), if there is one."""
-    candidates = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9.*/bin/python3.9")))
-    candidates.append(shutil.which("python3.9") or "")
+def cpython(version: str) -> str | None:
+    """A CPython ``version`` (``"3.10"``) of this machine (pyenv's, or python3.10 on PATH), if
+    there is one."""
+    pattern = f"~/.pyenv/versions/{version}.*/bin/python{version}"
+    candidates = sorted(glob.glob(os.path.expanduser(pattern)))
+    candidates.append(shutil.which(f"python{version}") or "")
+    wanted = tuple(int(part) for part in version.split("."))
     for candidate in filter(None, candidates):
         probe = subprocess.run(
-            [candidate, "-c", "import sys, venv; print(sys.version_info[:2] == (3, 9))"],
+            [candidate, "-c", f"import sys, venv; print(sys.version_info[:2] == {wanted})"],
             capture_output=True,
             text=True,
         )
@@ -110,7 +114,7 @@ def test_one_version_everywhere() -> None:
 
 def test_the_wheel_is_one_abi3_manylinux_wheel_with_typing_license_and_readme() -> None:
     wheel = only("deadletter-*.whl")
-    assert re.fullmatch(rf"deadletter-{re.escape(VERSION)}-cp39-abi3-manylinux_2_\d+_x86_64\.whl", wheel.name)
+    assert re.fullmatch(rf"deadletter-{re.escape(VERSION)}-cp310-abi3-manylinux_2_\d+_x86_64\.whl", wheel.name)
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         info = f"deadletter-{VERSION}.dist-info"
@@ -132,7 +136,7 @@ def test_the_wheel_is_one_abi3_manylinux_wheel_with_typing_license_and_readme() 
         f"Version: {VERSION}",
         "License-Expression: MIT",
         "License-File: LICENSE",
-        "Requires-Python: >=3.9",
+        "Requires-Python: >=3.10",
         "Classifier: Typing :: Typed",
         "Classifier: Programming Language :: Python :: Implementation :: CPython",
         "Project-URL: Repository, https://example.invalid/deadletter",
@@ -180,16 +184,35 @@ def test_the_wheel_installs_without_an_index_and_works(tmp_path: Path) -> None:
     assert out.count("this build carries its own SQLite") == 2, out
 
 
-def test_the_wheel_works_on_cpython_3_9(tmp_path: Path) -> None:
-    """The abi3 claim on the oldest version it makes: the whole API and conformance suites."""
-    base = cpython_3_9()
+@pytest.mark.parametrize("version", ["3.10", "3.13"])
+def test_the_wheel_works_on_the_oldest_and_newest_cpython(tmp_path: Path, version: str) -> None:
+    """The abi3 claim at both ends of what the package declares: the whole API and conformance
+    suites on 3.10 (its Requires-Python, the abi3 tag's floor) and on 3.13 (its newest
+    classifier)."""
+    base = cpython(version)
     if base is None:
-        pytest.skip("no CPython 3.9 on this machine (pyenv's ~/.pyenv/versions/3.9.*, python3.9)")
+        where = f"pyenv's ~/.pyenv/versions/{version}.*, python{version}"
+        pytest.skip(f"no CPython {version} on this machine ({where})")
     python = fresh_venv(tmp_path / "venv", base)
     tests = ["test_api.py", "test_conformance.py", "test_readme.py"]
     out = install_and_test(python, only("deadletter-*.whl"), tests, cwd=tmp_path)
-    assert run(python, "-c", "import sys; print(sys.version_info[:2])", cwd=tmp_path).strip() == "(3, 9)"
+    found = run(python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])", cwd=tmp_path)
+    assert found.strip() == version
     assert re.search(r"^\d+ passed, \d+ deselected in ", out.splitlines()[-1]), out
+
+
+def test_pip_refuses_the_wheel_on_cpython_3_9(tmp_path: Path) -> None:
+    """Below its floor, pip says so rather than installing a package it cannot run."""
+    base = cpython("3.9")
+    if base is None:
+        pytest.skip("no CPython 3.9 on this machine (pyenv's ~/.pyenv/versions/3.9.*, python3.9)")
+    python = fresh_venv(tmp_path / "venv", base)
+    wheel = only("deadletter-*.whl")
+    result = subprocess.run(
+        [python, "-m", "pip", "install", "--no-index", wheel], capture_output=True, text=True
+    )
+    assert result.returncode != 0
+    assert "is not a supported wheel on this platform" in result.stderr, result.stderr
 
 
 def test_the_sdist_builds_with_pip_wheel_in_a_clean_folder(tmp_path: Path) -> None:
@@ -205,7 +228,7 @@ def test_the_sdist_builds_with_pip_wheel_in_a_clean_folder(tmp_path: Path) -> No
     env.pop("PYO3_PYTHON", None)  # (the Makefile points it at .venv; a user's build has no such hint)
     run(builder, "-m", "pip", "wheel", "-q", "--no-deps", "-w", clean / "wheels", sdist, cwd=clean, env=env)
     [wheel] = (clean / "wheels").glob("*.whl")
-    assert wheel.name.startswith(f"deadletter-{VERSION}-cp39-abi3-")
+    assert wheel.name.startswith(f"deadletter-{VERSION}-cp310-abi3-")
 
     python = fresh_venv(tmp_path / "venv")
     out = install_and_test(python, wheel, ["test_readme.py", "test_sqlite_library.py"], cwd=tmp_path)

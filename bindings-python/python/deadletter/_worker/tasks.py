@@ -42,8 +42,7 @@ class _Tasks:
 
     async def run(self, stop: Optional[asyncio.Event]) -> int:
         loop = asyncio.get_running_loop()
-        self.wake = asyncio.Event()  # a handler finished, or stop (made here: Python 3.9 binds
-        # an Event to the loop running when it is made)
+        self.wake = asyncio.Event()  # a handler finished, or stop
         if stop is not None and stop.is_set():
             return 0
         self.next_poll = loop.time()
@@ -88,8 +87,8 @@ class _Tasks:
         try:
             await stop.wait()
         except RuntimeError:
-            # The event is bound to another event loop (it was waited on there; on Python 3.9,
-            # made outside a running one) and cannot be awaited here: it is looked at instead.
+            # The event is bound to another event loop (it was waited on there) and cannot be
+            # awaited here: it is looked at instead.
             while not stop.is_set():
                 await asyncio.sleep(STOP_CHECK)
         self._request_stop("stop event")
