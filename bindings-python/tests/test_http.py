@@ -16,6 +16,7 @@ import deadletter
 import deadletter.http
 import jsonschema_rs
 import pytest
+import readmes
 from deadletter.http._openapi import OPERATIONS
 from http_client import JSON, TestClient, at, client_of, fields, pending, problem
 from starlette.applications import Starlette
@@ -626,22 +627,17 @@ def test_the_dashboard_page_is_served(client: TestClient) -> None:
     assert "<title>deadletter" in r.text
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def test_the_readme_server_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("readme", "code"), readmes.blocks("python server"))
+def test_the_readme_server_examples_run(
+    readme: Path, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """README blocks fenced `python server` need the server extra, so test_readme.py (which the
     install tests run without it) leaves them to this test."""
-    blocks = re.findall(r"```python server\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    assert blocks
     monkeypatch.chdir(tmp_path)
-    for code in blocks:
-        namespace: dict[str, Any] = {"__name__": "__readme__"}
-        exec(compile(code, str(README), "exec"), namespace)
-        client = TestClient(namespace["app"])
-        r = client.post("/jobs/queues/q/messages", json={"payload": "x"})
-        assert r.status_code == 401
-        assert client.get("/jobs/healthz").json() == {"status": "ok"}
+    client = TestClient(readmes.run(readme, code)["app"])
+    r = client.post("/jobs/queues/q/messages", json={"payload": "x"})
+    assert r.status_code == 401
+    assert client.get("/jobs/healthz").json() == {"status": "ok"}
 
 
 def test_the_app_mounts_under_a_prefix(db: deadletter.Database) -> None:

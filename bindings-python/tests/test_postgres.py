@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -19,6 +18,7 @@ from typing import Any
 import httpx
 import postgres_server as postgres
 import pytest
+import readmes
 from serving import deadletter_serve
 
 import deadletter
@@ -462,15 +462,12 @@ def test_deadletter_serve_takes_a_url(schemas: postgres.Schemas, tmp_path: Path)
 
 
 @needs_postgres
+@pytest.mark.parametrize(("readme", "code"), readmes.blocks("python postgres"))
 def test_the_readme_postgres_example_runs(
-    schemas: postgres.Schemas, monkeypatch: pytest.MonkeyPatch
+    readme: Path, code: str, schemas: postgres.Schemas, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """README blocks fenced `python postgres` need a server, so test_readme.py leaves them here."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python postgres\n(.*?)```", readme, re.S)
-    assert blocks
     monkeypatch.setenv("DATABASE_URL", postgres.url())
     postgres.psql('DROP SCHEMA IF EXISTS "billing" CASCADE')
-    schemas.made.append("billing")  # the README's schema: dropped afterwards
-    for code in blocks:
-        exec(compile(code, "README.md", "exec"), {"__name__": "__readme__"})
+    schemas.made.append("billing")  # the READMEs' schema: dropped afterwards
+    readmes.run(readme, code)

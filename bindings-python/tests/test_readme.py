@@ -1,4 +1,4 @@
-"""Every ```python block of the README runs as written (docs that run)."""
+"""Every ```python block of the READMEs (the repository's and the package's) runs as written."""
 
 from __future__ import annotations
 
@@ -6,16 +6,27 @@ import re
 from pathlib import Path
 
 import pytest
-
-README = Path(__file__).resolve().parents[2] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+from readmes import ROOT, blocks, run
 
 
-def test_the_readme_has_python_examples() -> None:
-    assert BLOCKS
-
-
-@pytest.mark.parametrize("code", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
-def test_readme_block_runs(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("readme", "code"), blocks("python"))
+def test_readme_block_runs(
+    readme: Path, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)  # a block that names a file creates it here
-    exec(compile(code, str(README), "exec"), {"__name__": "__readme__"})
+    run(readme, code)
+
+
+def test_the_package_readme_is_for_pip_users() -> None:
+    """PyPI's long description: links to the project's addresses (pyproject's, replaced together
+    before a release), nothing that only a clone of the repository has."""
+    package = ROOT / "bindings-python"
+    text = (package / "README.md").read_text(encoding="utf-8")
+    pyproject = (package / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^readme = "README.md"$', pyproject, re.M)
+    urls = dict(re.findall(r'^(Repository|Changelog) = "([^"]+)"$', pyproject, re.M))
+    links = re.findall(r"\]\((https?://[^)]+)\)", text)
+    assert links and all(link.startswith(urls["Repository"]) for link in links), links
+    assert urls["Changelog"] in links
+    for repository_only in ("make ", "examples/", "scripts/", "cargo "):
+        assert repository_only not in text, repository_only
