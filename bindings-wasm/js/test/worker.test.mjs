@@ -221,6 +221,53 @@ test("a lost lease stops the heartbeats; the later ack fails with conflict, repo
   db.close();
 });
 
+test("a message claimed again while its first run still runs (its lease ran out) is a job of its own", LIMIT, async () => {
+  // A process paused past its lease (issue 23): the loop's own next claim, or another worker's,
+  // takes the message again while the first handler runs. Each claim is its own job: the second
+  // runs beside the first (concurrency 2 used up: a third message waits), keeps its heartbeats
+  // after the first ended (whose ack is refused), and is the one recorded.
+  const { db, clock } = await database();
+  const q = db.queue("jobs", { backoff: { initialMs: 0, capMs: 0 } });
+  const extends_ = spy(q, "extend");
+  const message = await q.enqueue("paused");
+  let secondStarted;
+  const second = new Promise((resolve) => {
+    secondStarted = resolve;
+  });
+  const tokens = [];
+  const others = [];
+  const controller = new AbortController();
+  const logged = await capturingErrors(async (logged) => {
+    const loop = q.process(async (m) => {
+      if (m.id !== message.id) return others.push(m.id);
+      tokens.push(m.leaseToken);
+      if (tokens.length === 1) {
+        clock.now += 2000; // the 1 s lease ran out while "paused" ...
+        assert.equal(await q.reap(), 1); // ... and was reaped
+        await second; // the loop claims the message again (no backoff)
+        await q.enqueue("another"); // both slots are taken: it waits
+        await sleep(100); // ten polls
+        assert.deepEqual(others, [], "a third handler ran with concurrency 2");
+        return;
+      }
+      secondStarted();
+      await until(() => logged.length === 1, "the first run's ack to be refused");
+      clock.now += 100; // so that a heartbeat moves the expiry
+      const before = extends_.length;
+      await until(() => extends_.slice(before).some(([, o]) => o.leaseToken === m.leaseToken), "a heartbeat of the second claim");
+    }, { concurrency: 2, leaseMs: 1000, pollIntervalMs: 10, signal: controller.signal });
+    await until(() => others.length === 1, "the other message");
+    controller.abort();
+    assert.equal(await loop, 3);
+  });
+  assert.equal(tokens.length, 2);
+  assert.notEqual(tokens[0], tokens[1]);
+  assert.match(logged[0][0], new RegExp(`could not succeed message ${message.id} of queue "jobs"`));
+  const done = await q.get(message.id);
+  assert.deepEqual([done.status, done.retryCount, done.errors.map((e) => e.error)], ["succeeded", 1, ["lease expired"]]);
+  db.close();
+});
+
 test("an abort stops the loop: at once when idle, after the running handlers otherwise", LIMIT, async () => {
   const { db } = await database();
   const q = db.queue("jobs");
