@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Weak};
 
-use deadletter::{Backoff, Error, FieldError};
+use deadletter::{Error, FieldError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -12,7 +12,7 @@ use crate::convert::{Value, describe_type};
 use crate::errors::to_py_err;
 use crate::policy::PyBackoff;
 use crate::queue::Queue;
-use crate::shared::{Shared, run};
+use crate::shared::Shared;
 use crate::stats::PyQueueStats;
 
 /// A queue database, made by `deadletter.open`: one SQLite connection, or a pool of PostgreSQL
@@ -38,9 +38,12 @@ impl Database {
 #[pymethods]
 impl Database {
     /// The queue called `name` (a non-empty str of at most 255 characters; queues need no
-    /// creation), whose failed messages wait according to `backoff` (a `deadletter.Backoff`;
-    /// `None`: `Backoff()`, `min(2**n, 3600)` seconds after the n-th failure). Handles are cheap:
-    /// two handles on one name see the same messages, each with its own backoff. Raises
+    /// creation). `backoff`: a `deadletter.Backoff` that this handle's failures and expired
+    /// leases wait by, whatever the queue's stored settings say (an explicit choice in code wins;
+    /// the first call of the handle that applies it while a different policy is stored warns,
+    /// once, with `warnings.warn`); `None`: the policy stored with the queue
+    /// (`Queue.set_settings`), else `Backoff()`, `min(2**n, 3600)` seconds after the n-th
+    /// failure. Handles are cheap: two handles on one name see the same messages. Raises
     /// `ValidationError` (fields `queue`, `backoff`) for any other name or backoff.
     #[pyo3(signature = (name, *, backoff = None))]
     fn queue(
@@ -52,15 +55,18 @@ impl Database {
         let name = Value::from_py(Some(name));
         let checked = deadletter::validate::queue_name(&name.arg());
         let policy = match backoff.filter(|b| !b.is_none()) {
-            None => Ok(Backoff::default()),
-            Some(given) => given.cast::<PyBackoff>().map(|b| b.get().0).map_err(|_| {
-                let kind = describe_type(given);
-                FieldError::new(
-                    "backoff",
-                    "type",
-                    format!("must be a deadletter.Backoff or None, got {kind}"),
-                )
-            }),
+            None => Ok(None),
+            Some(given) => given
+                .cast::<PyBackoff>()
+                .map(|b| Some(b.get().0))
+                .map_err(|_| {
+                    let kind = describe_type(given);
+                    FieldError::new(
+                        "backoff",
+                        "type",
+                        format!("must be a deadletter.Backoff or None, got {kind}"),
+                    )
+                }),
         };
         match (checked, policy) {
             (Ok(valid), Ok(backoff)) => Ok(Queue::new(
@@ -79,18 +85,21 @@ impl Database {
         }
     }
 
-    /// The statistics of every queue that holds messages (a list of `QueueStats`, by name in
-    /// ascending code-point order), read from indexes. Raises `ValidationError` (field `clock`)
-    /// for a bad clock, `StoreError` when the store fails or the database is closed.
+    /// The statistics of every queue that holds messages or has stored settings (a paused empty
+    /// queue is listed), a list of `QueueStats`, by name in ascending code-point order, read
+    /// from indexes. Raises `ValidationError` (field `clock`) for a bad clock, `StoreError` when
+    /// the store fails or the database is closed.
     fn queues(&self, py: Python<'_>) -> PyResult<Vec<PyQueueStats>> {
-        let now = self.shared.now(py)?;
         let engine = &self.shared.engine;
-        run(py, || engine.queues(now)).map(|all| all.into_iter().map(PyQueueStats).collect())
+        self.shared
+            .run(py, async |clock| engine.queues(clock).await)
+            .map(|all| all.into_iter().map(PyQueueStats).collect())
     }
 
     /// Registers `callback`, a callable that takes one `Message`, as a dead-letter callback: after
     /// every call of this database that made messages dead (`Queue.fail`, and `Queue.claim`,
-    /// `Queue.claim_many` and `Queue.reap` when an expired lease used up the last attempt)
+    /// `Queue.claim_many` and `Queue.reap` when an expired lease used up the last attempt or a
+    /// pending message expired)
     /// returns from the store (committed), each callback is called with each message that died,
     /// in order, in the calling thread, before that call returns. An exception the callback
     /// raises is logged with its traceback on the `logging` logger `"deadletter"` and changes

@@ -1,6 +1,6 @@
 //! The one mapping from [`deadletter::Error`] to the Python exceptions of `deadletter._errors`.
 
-use deadletter::validate::{MAX_DELAY_MS, MAX_LEASE_MS, MAX_TIME, MIN_TIME};
+use deadletter::validate::{MAX_DELAY_MS, MAX_EXPIRES_IN_MS, MAX_LEASE_MS, MAX_TIME, MIN_TIME};
 use deadletter::worker::MAX_WAIT_MS;
 use deadletter::{Conflict, Error, FieldError};
 use deadletter_postgres::MAX_TIMEOUT_MS;
@@ -97,9 +97,11 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
 
 /// The core's fields in milliseconds and their Python names, which take seconds or a
 /// `datetime.timedelta`, with the range (in milliseconds) that out-of-range messages restate.
-const DURATIONS: [(&str, &str, (i64, i64)); 9] = [
+const DURATIONS: [(&str, &str, (i64, i64)); 11] = [
     ("lease_ms", "lease", (1, MAX_LEASE_MS)),
     ("delay_ms", "delay", (0, MAX_DELAY_MS)),
+    ("retry_in_ms", "retry_in", (0, MAX_DELAY_MS)),
+    ("expires_in_ms", "expires_in", (1, MAX_EXPIRES_IN_MS)),
     ("older_than_ms", "older_than", (0, MAX_TIME - MIN_TIME)),
     ("initial_ms", "initial", (0, MAX_DELAY_MS)),
     ("cap_ms", "cap", (0, MAX_DELAY_MS)),

@@ -5,11 +5,13 @@
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// `os.register_at_fork(before=...)`: waits for the SQLite calls in progress (they run without the
-/// GIL and need it only after leaving the store) and holds new ones back.
+/// `os.register_at_fork(before=...)`: waits for the SQLite calls in progress and holds new ones
+/// back, without the GIL while it waits: a call in progress takes the GIL again to read a clock
+/// given to `open` (the store reads it once it holds its write lock), and the other threads of
+/// the process, which are not inside a SQLite call, keep running meanwhile (issue 23, item 3).
 #[pyfunction]
-fn before_fork() {
-    deadletter_sqlite::fork::before_fork();
+fn before_fork(py: Python<'_>) {
+    py.detach(deadletter_sqlite::fork::before_fork);
 }
 
 /// `os.register_at_fork(after_in_parent=...)`: lets the calls go on.

@@ -9,7 +9,14 @@ use crate::convert::Value;
 use crate::errors::PyField;
 
 /// The keys an `enqueue_many` item may have, besides none.
-const ITEM_KEYS: [&str; 4] = ["payload", "max_retries", "idempotency_key", "delay"];
+const ITEM_KEYS: [&str; 6] = [
+    "payload",
+    "max_retries",
+    "idempotency_key",
+    "delay",
+    "group",
+    "expires_in",
+];
 
 /// One `enqueue` or `enqueue_many` item, converted with the GIL held.
 #[derive(Debug, Default)]
@@ -22,6 +29,10 @@ pub struct OwnedItem {
     pub idempotency_key: Value,
     /// `delay`, in milliseconds.
     pub delay: Value,
+    /// `group`.
+    pub group: Value,
+    /// `expires_in`, in milliseconds.
+    pub expires_in: Value,
 }
 
 impl OwnedItem {
@@ -32,6 +43,8 @@ impl OwnedItem {
             max_retries: self.max_retries.arg(),
             idempotency_key: self.idempotency_key.arg(),
             delay_ms: self.delay.arg(),
+            group: self.group.arg(),
+            expires_in_ms: self.expires_in.arg(),
         }
     }
 
@@ -71,6 +84,8 @@ impl OwnedItem {
             max_retries: Value::from_py(dict.get_item("max_retries")?.as_ref()),
             idempotency_key: Value::from_py(dict.get_item("idempotency_key")?.as_ref()),
             delay: Value::duration(dict.get_item("delay")?.as_ref())?,
+            group: Value::from_py(dict.get_item("group")?.as_ref()),
+            expires_in: Value::duration(dict.get_item("expires_in")?.as_ref())?,
         })
     }
 }

@@ -6,9 +6,10 @@
 //! ([`store::AnyStore`]), and registers the SQLite store's fork hooks ([`fork`]).
 //!
 //! The binding maps Python values to [`deadletter::Arg`] without judging them ([`convert`]),
-//! reads the clock and the jitter sample with the GIL held, then releases the GIL and runs one
-//! engine call on the store (lease tokens, uuid v4, are drawn inside it), driving its ready-at-once
-//! future with `pollster::block_on`. Messages the call made dead (the engine's
+//! draws the jitter sample with the GIL held, then releases the GIL and runs one engine call on
+//! the store (lease tokens, uuid v4, are drawn inside it), driving its ready-at-once future with
+//! `pollster::block_on`; it hands the call the clock, which the store reads once it holds its
+//! write lock (taking the GIL again for a clock given to `open`). Messages the call made dead (the engine's
 //! [`deadletter::Outcome::dead`]) then go to the dead-letter callbacks, with the GIL. Errors
 //! become `deadletter` exceptions in one place ([`errors`]). It holds no queue rule: every rule is
 //! in the core.
@@ -31,6 +32,7 @@ pub mod item;
 pub mod message;
 pub mod policy;
 pub mod queue;
+pub mod settings;
 pub mod shared;
 pub mod stats;
 pub mod store;
@@ -68,8 +70,9 @@ use crate::store::AnyStore;
 /// process opens its own: in a child made by `fork()` the databases opened before the fork raise
 /// `StoreError` (a fork waits until no thread is inside a SQLite call). A file written by
 /// deadletter 0.1.0 (schema version 1) is upgraded in place, in one transaction. `clock`: a
-/// zero-argument callable returning an aware `datetime` (called once per operation, before any
-/// work; a naive datetime or another value raises
+/// zero-argument callable returning an aware `datetime` (called once per operation: by a write
+/// once the store holds its write lock, so it must not call the database itself; by a read when
+/// it starts; a naive datetime or another value raises
 /// `ValidationError`, field `clock`, as does an instant outside 0001-01-01T00:00:00Z to
 /// 9999-12-31T23:59:59.999Z or one that a lease, delay or backoff would push out of that range;
 /// an exception it raises propagates unchanged); default: the system clock in UTC. `lease`: the
@@ -353,6 +356,7 @@ fn deadletter_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Queue>()?;
     m.add_class::<PyMessage>()?;
     m.add_class::<PyQueueStats>()?;
+    m.add_class::<crate::settings::PyQueueSettings>()?;
     m.add_class::<PyBackoff>()?;
     worker::register(m)?;
     constants::register(m)?;

@@ -20,8 +20,9 @@ use crate::convert::{to_datetime, to_opt_datetime};
 /// inserting), `first_failed_at` (datetime | None), `dead_at` (datetime | None: when it last became
 /// dead, while dead), `errors` (the failure history, a new list of dicts `{"attempt": int,
 /// "error": str, "at": datetime}`, oldest first, at most the last 20), `errors_dropped` (int: older
-/// entries dropped from `errors`), `replay_count` (int), `replayed_at` (datetime | None).
-/// Two messages are equal when every attribute is.
+/// entries dropped from `errors`), `replay_count` (int), `replayed_at` (datetime | None), `group`
+/// (str | None: its ordering group), `expires_at` (datetime | None: still pending then, it is
+/// never delivered). Two messages are equal when every attribute is.
 #[pyclass(frozen, eq, module = "deadletter", name = "Message")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PyMessage(pub deadletter::Message);
@@ -169,6 +170,20 @@ impl PyMessage {
         to_opt_datetime(py, self.0.replayed_at)
     }
 
+    /// Its ordering group, or `None`: the messages of one group are delivered one at a time, in
+    /// the order they entered it.
+    #[getter]
+    fn group(&self) -> Option<&str> {
+        self.0.group.as_deref()
+    }
+
+    /// When it expires (an aware UTC datetime), or `None`: still pending then, it is never
+    /// delivered (the next claim or reap takes it out).
+    #[getter]
+    fn expires_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        to_opt_datetime(py, self.0.expires_at)
+    }
+
     /// Every attribute in a new dict (timestamps as aware UTC datetimes or `None`; `errors` as
     /// a new list of dicts).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -194,6 +209,8 @@ impl PyMessage {
         dict.set_item("errors_dropped", m.errors_dropped)?;
         dict.set_item("replay_count", m.replay_count)?;
         dict.set_item("replayed_at", self.replayed_at(py)?)?;
+        dict.set_item("group", &m.group)?;
+        dict.set_item("expires_at", self.expires_at(py)?)?;
         Ok(dict)
     }
 
@@ -225,6 +242,12 @@ impl PyMessage {
         }
         if let Some(key) = &m.idempotency_key {
             parts.push(format!("idempotency_key={}", text(key)?));
+        }
+        if let Some(group) = &m.group {
+            parts.push(format!("group={}", text(group)?));
+        }
+        if let Some(at) = to_opt_datetime(py, m.expires_at)? {
+            parts.push(format!("expires_at={}", at.str()?));
         }
         if m.replay_count > 0 {
             parts.push(format!("replay_count={}", m.replay_count));

@@ -2,10 +2,10 @@
 //! with the arguments converted first; and the hand-over of `Queue.process` and
 //! `Queue.process_async` to the worker loops of the Python package (`deadletter._worker`).
 
-use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use deadletter::{Arg, Backoff, Error, FieldError, Item, Message, Outcome};
+use deadletter::{Arg, Backoff, Call, Error, FieldError, Item, Message, Outcome};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
@@ -14,6 +14,7 @@ use crate::errors::{to_py_err, validation_error};
 use crate::item::OwnedItem;
 use crate::message::PyMessage;
 use crate::policy::PyBackoff;
+use crate::settings::PyQueueSettings;
 use crate::shared::{Shared, run};
 use crate::stats::PyQueueStats;
 
@@ -21,7 +22,9 @@ use crate::stats::PyQueueStats;
 const LOOP_MODULE: &str = "deadletter._worker";
 
 /// One named queue of a `Database`, made by `Database.queue(name, backoff=...)`. Every method
-/// reads the database's clock once, before any work, and raises `ValidationError` (a
+/// checks its arguments before it calls the store, then reads the database's clock once: a write
+/// once the store holds its write lock (so a call that waited for another process's lock decides
+/// with the instant it got it), a read when it starts. It raises `ValidationError` (a
 /// `ValueError`) for a rejected argument or clock, `NotFoundError` (a `LookupError`) for an id
 /// this queue does not have, `ConflictError` for a transition not allowed now (wrong status, or a
 /// lost lease), `StoreError` when the store fails (SQLite; PostgreSQL: a lost connection, a
@@ -34,29 +37,70 @@ const LOOP_MODULE: &str = "deadletter._worker";
 #[pyclass(frozen, module = "deadletter", name = "Queue")]
 pub struct Queue {
     pub(crate) shared: Arc<Shared>,
-    name: String,
-    backoff: Backoff,
+    pub(crate) name: String,
+    /// The handle's own policy, given in code: it wins over the queue's stored one.
+    backoff: Option<Backoff>,
+    /// Whether this handle warned that its policy differs from the stored one.
+    warned: AtomicBool,
 }
 
 impl Queue {
-    /// The handle on queue `name` (a valid name) of the database of `shared`.
-    pub fn new(shared: Arc<Shared>, name: String, backoff: Backoff) -> Self {
+    /// The handle on queue `name` (a valid name) of the database of `shared`, with its own
+    /// `backoff` when it was given one.
+    pub fn new(shared: Arc<Shared>, name: String, backoff: Option<Backoff>) -> Self {
         Self {
             shared,
             name,
             backoff,
+            warned: AtomicBool::new(false),
         }
     }
 
-    /// Runs an engine call that may kill messages, then tells the dead-letter callbacks.
-    fn run_outcome<T, F>(&self, py: Python<'_>, call: impl FnOnce() -> F + Send) -> PyResult<T>
-    where
-        T: Send,
-        F: Future<Output = deadletter::Result<Outcome<T>>>,
-    {
-        let outcome = run(py, call)?;
+    /// Runs an engine call that may kill messages (it takes a [`Call`]: the clock, the handle's
+    /// policy and a jitter sample drawn now), then tells the dead-letter callbacks, and warns
+    /// once per handle when the handle's policy overrode a different stored one.
+    fn run_outcome<T: Send>(
+        &self,
+        py: Python<'_>,
+        call: impl AsyncFnOnce(&Call<'_>) -> deadletter::Result<Outcome<T>> + Send,
+    ) -> PyResult<T> {
+        let sample = self.shared.sample(py)?;
+        let backoff = self.backoff.as_ref();
+        let outcome = self.shared.run(py, async |clock| {
+            let at = Call {
+                clock,
+                backoff,
+                sample,
+            };
+            call(&at).await
+        })?;
+        if let Some(stored) = outcome.overridden
+            && !self.warned.swap(true, Ordering::Relaxed)
+        {
+            self.warn_overridden(py, stored)?;
+        }
         self.shared.notify(py, outcome.dead)?;
         Ok(outcome.value)
+    }
+
+    /// `warnings.warn` that this handle's policy is applied instead of the queue's `stored` one.
+    fn warn_overridden(&self, py: Python<'_>, stored: Backoff) -> PyResult<()> {
+        let own = Bound::new(py, PyBackoff(self.backoff.unwrap_or_default()))?;
+        let stored = Bound::new(py, PyBackoff(stored))?;
+        let message = format!(
+            "queue {}: this handle's backoff {} is applied instead of the one stored with the \
+             queue, {} (a handle's own backoff wins; give the handle none, or store the same \
+             with Queue.set_settings, to agree with the other processes)",
+            self.name.as_str().into_pyobject(py)?.repr()?,
+            own.repr()?,
+            stored.repr()?
+        );
+        let warnings = py.import("warnings")?;
+        warnings.call_method1(
+            "warn",
+            (message, py.get_type::<pyo3::exceptions::PyUserWarning>(), 3),
+        )?;
+        Ok(())
     }
 
     fn queue(&self) -> Arg<'_> {
@@ -81,24 +125,35 @@ impl Queue {
         &self.name
     }
 
-    /// The queue handle's backoff policy.
+    /// The handle's own backoff policy (`Database.queue(name, backoff=...)`), which wins over the
+    /// one stored with the queue; `None` when it was given none (the stored policy applies, else
+    /// `Backoff()`).
     #[getter]
-    fn backoff(&self) -> PyBackoff {
-        PyBackoff(self.backoff)
+    fn backoff(&self) -> Option<PyBackoff> {
+        self.backoff.map(PyBackoff)
     }
 
     /// Adds a pending message and returns it. `payload`: a str of at most `max_payload_bytes`
     /// bytes of UTF-8 (set at open), stored verbatim; `max_retries`: an int, 1..=10, the attempts
-    /// allowed before the message is dead (default 3); `idempotency_key`: a non-empty str of at
-    /// most 255 characters: when a message of this queue (in any status, until it is deleted or
-    /// purged) already carries it, that message is returned as it is now, with `deduplicated`
-    /// true, and nothing is inserted (also between processes: the store's unique index decides);
-    /// `delay`: seconds or a `timedelta`, 0..=30 days: not claimable before now + delay
-    /// (`retry_after`).
+    /// allowed before the message is dead (default: the queue's stored `max_retries`, else 3);
+    /// `idempotency_key`: a non-empty str of at most 255 characters: when a message of this queue
+    /// (in any status, until it is deleted or purged) already carries it, that message is
+    /// returned as it is now, with `deduplicated` true, and nothing is inserted (also between
+    /// processes: the store's unique index decides); `delay`: seconds or a `timedelta`, 0..=30
+    /// days: not claimable before now + delay (`retry_after`); `group`: the ordering group, a
+    /// non-empty str of at most 255 characters: the messages of one group are delivered one at a
+    /// time, in the order they entered it (a message is claimable only while no earlier message
+    /// of its group is pending or processing); `expires_in`: seconds or a `timedelta`, 0.001 s..=
+    /// 365 days (default: the queue's stored expiry, else never): still pending at now +
+    /// `expires_in` (`expires_at`), it is never delivered, and the next claim or reap makes it dead
+    /// with the error `"expired"` (or discards it, when the queue's `on_expiry` says so). The
+    /// queue's name must hold no control or bidirectional control character and not be only
+    /// whitespace (`ValidationError`, field `queue`).
     #[pyo3(
-        signature = (payload, *, max_retries = None, idempotency_key = None, delay = None),
-        text_signature = "($self, payload, *, max_retries=3, idempotency_key=None, delay=None)"
+        signature = (payload, *, max_retries = None, idempotency_key = None, delay = None, group = None, expires_in = None),
+        text_signature = "($self, payload, *, max_retries=None, idempotency_key=None, delay=None, group=None, expires_in=None)"
     )]
+    #[allow(clippy::too_many_arguments)] // one per keyword argument
     fn enqueue(
         &self,
         py: Python<'_>,
@@ -106,25 +161,29 @@ impl Queue {
         max_retries: Option<&Bound<'_, PyAny>>,
         idempotency_key: Option<&Bound<'_, PyAny>>,
         delay: Option<&Bound<'_, PyAny>>,
+        group: Option<&Bound<'_, PyAny>>,
+        expires_in: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyMessage> {
         let item = OwnedItem {
             payload: Value::from_py(Some(payload)),
             max_retries: Value::from_py(max_retries),
             idempotency_key: Value::from_py(idempotency_key),
             delay: Value::duration(delay)?,
+            group: Value::from_py(group),
+            expires_in: Value::duration(expires_in)?,
         };
-        let now = self.shared.now(py)?;
         let engine = &self.shared.engine;
-        run(py, || async {
-            engine.enqueue(self.queue(), &item.item(), now).await
-        })
-        .map(PyMessage)
+        self.shared
+            .run(py, async |clock| {
+                engine.enqueue(self.queue(), &item.item(), clock).await
+            })
+            .map(PyMessage)
     }
 
     /// Adds every item in one transaction, all or nothing, in order, and returns the messages
     /// (a list as long as `items`). `items`: a list (or tuple) of at most 1000 items, each a str
     /// payload or a dict with the keys `payload` (required), `max_retries`, `idempotency_key`,
-    /// `delay`, as in `enqueue`. Idempotency keys are honoured against stored messages and within
+    /// `delay`, `group`, `expires_in`, as in `enqueue`. Idempotency keys are honoured against stored messages and within
     /// the batch (the first occurrence is inserted; later ones return it, `deduplicated`).
     /// Raises `ValidationError` when `items` is not a list (field `items`), has more than 1000
     /// items (`items`, `too_large`), or an item is rejected: its field errors carry `"index"`,
@@ -154,24 +213,27 @@ impl Queue {
         if !unknown.is_empty() {
             return Err(validation_error(py, &unknown));
         }
-        let now = self.shared.now(py)?;
         let engine = &self.shared.engine;
-        run(py, || async {
-            let items: Vec<Item<'_>> = owned.iter().map(OwnedItem::item).collect();
-            engine.enqueue_many(self.queue(), &items, now).await
-        })
-        .map(messages)
+        self.shared
+            .run(py, async |clock| {
+                let items: Vec<Item<'_>> = owned.iter().map(OwnedItem::item).collect();
+                engine.enqueue_many(self.queue(), &items, clock).await
+            })
+            .map(messages)
     }
 
     /// Takes the next due message (FIFO by enqueue time, then id) and leases it: it becomes
     /// `processing` with a fresh random `lease_token` until `lease_expires_at`, and its
-    /// `retry_after` is cleared. Returns `None` when nothing is due. `lease`: seconds (int or
-    /// float, 0.001..=43200) or a `datetime.timedelta`, rounded to the millisecond; `None` uses the
-    /// database's lease (set at open, default 30 s). Messages of this queue whose lease ran out
-    /// are first counted as failed attempts with the error `"lease expired"` (the same backoff and
-    /// dead-letter rules as `fail`; the dead-letter callbacks hear of those that die). Leases are
-    /// reaped lazily, by this call or `reap`: until then a message whose lease ran out reads as
-    /// `processing`.
+    /// `retry_after` is cleared. A message of an ordering group is taken only while it is its
+    /// group's head. Returns `None` when nothing is due, and on a paused queue (which then
+    /// changes nothing). `lease`: seconds (int or float, 0.001..=43200) or a
+    /// `datetime.timedelta`, rounded to the millisecond; `None` uses the queue's stored lease,
+    /// else the database's (set at open, default 30 s). Messages of this queue whose lease ran
+    /// out are first counted as failed attempts with the error `"lease expired"` (the same
+    /// backoff and dead-letter rules as `fail`), and its pending messages whose expiry came are
+    /// taken out (dead with the error `"expired"`, or discarded); the dead-letter callbacks hear
+    /// of those that die. Leases are reaped lazily, by this call or `reap`: until then a message
+    /// whose lease ran out reads as `processing`.
     #[pyo3(signature = (*, lease = None))]
     fn claim(
         &self,
@@ -179,14 +241,16 @@ impl Queue {
         lease: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<PyMessage>> {
         let lease = Value::duration(lease)?;
-        let at = self.shared.moment(py, &self.backoff)?;
         let engine = &self.shared.engine;
-        self.run_outcome(py, || engine.claim(self.queue(), lease.arg(), token, at))
-            .map(|message| message.map(PyMessage))
+        self.run_outcome(py, async |at| {
+            engine.claim(self.queue(), lease.arg(), token, at).await
+        })
+        .map(|message| message.map(PyMessage))
     }
 
-    /// Like `claim` for up to `n` due messages (an int, 1..=100) in one transaction: a list in
-    /// claim order, each with its own lease token; empty when nothing is due.
+    /// Like `claim` for up to `n` due messages (an int, 1..=100) in one transaction, at most one
+    /// per ordering group: a list in claim order, each with its own lease token; empty when
+    /// nothing is due.
     #[pyo3(signature = (n, *, lease = None))]
     fn claim_many(
         &self,
@@ -195,17 +259,18 @@ impl Queue {
         lease: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<PyMessage>> {
         let (n, lease) = (Value::from_py(Some(n)), Value::duration(lease)?);
-        let at = self.shared.moment(py, &self.backoff)?;
         let engine = &self.shared.engine;
-        self.run_outcome(py, || {
-            engine.claim_many(self.queue(), n.arg(), lease.arg(), token, at)
+        self.run_outcome(py, async |at| {
+            engine
+                .claim_many(self.queue(), n.arg(), lease.arg(), token, at)
+                .await
         })
         .map(messages)
     }
 
     /// The heartbeat: the lease of a processing message now runs until now + `lease` (seconds or
-    /// a `timedelta`, 0.001..=43200; `None`: the database's default lease, `open(lease=...)`,
-    /// 30 s by default, not the lease the message was claimed with). `lease_token` (a str) is
+    /// a `timedelta`, 0.001..=43200; `None`: the queue's stored lease, else the database's,
+    /// `open(lease=...)`, 30 s by default; not the lease the message was claimed with). `lease_token` (a str) is
     /// required and must be the current one, else `ConflictError`: reason `lease_lost` while the
     /// message is processing under another worker's lease (its own expired, was reaped, and the
     /// message was claimed again); reason `wrong_status` once it is no longer processing (reaped
@@ -221,17 +286,20 @@ impl Queue {
     ) -> PyResult<PyMessage> {
         let (id, token) = (Value::from_py(Some(id)), Value::from_py(Some(lease_token)));
         let lease = Value::duration(lease)?;
-        let now = self.shared.now(py)?;
         let engine = &self.shared.engine;
-        run(py, || {
-            engine.extend(self.queue(), id.arg(), token.arg(), lease.arg(), now)
-        })
-        .map(PyMessage)
+        self.shared
+            .run(py, async |clock| {
+                engine
+                    .extend(self.queue(), id.arg(), token.arg(), lease.arg(), clock)
+                    .await
+            })
+            .map(PyMessage)
     }
 
-    /// Acks a processing message: it becomes `succeeded` (final). `lease_token`: when given, it
-    /// must be the message's current token, else `ConflictError` (the lease expired and the
-    /// message may be with another worker); `None` skips the check.
+    /// Acks a processing message: it becomes `succeeded` (final), and its ordering group moves on
+    /// to its next message. `lease_token`: when given, it must be the message's current token,
+    /// else `ConflictError` (the lease expired and the message may be with another worker);
+    /// `None` skips the check.
     #[pyo3(signature = (id, *, lease_token = None))]
     fn succeed(
         &self,
@@ -240,23 +308,28 @@ impl Queue {
         lease_token: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyMessage> {
         let (id, token) = (Value::from_py(Some(id)), Value::from_py(lease_token));
-        let now = self.shared.now(py)?;
         let engine = &self.shared.engine;
-        run(py, || {
-            engine.succeed(self.queue(), id.arg(), token.arg(), now)
-        })
-        .map(PyMessage)
+        self.shared
+            .run(py, async |clock| {
+                engine
+                    .succeed(self.queue(), id.arg(), token.arg(), clock)
+                    .await
+            })
+            .map(PyMessage)
     }
 
     /// Records a failed attempt of a processing message. `error`: a str, stored as `last_error`
     /// and appended to `errors` (truncated past 64 KiB). With `retryable` true and retries left,
-    /// the message goes back to `pending`, claimable after the queue's backoff (`retry_after`;
-    /// by default `min(2**retry_count, 3600)` seconds); once `retry_count` reaches
-    /// `max_retries`, or when `retryable` is false, it is `dead` (kept, listable, replayable;
-    /// the dead-letter callbacks are called). `lease_token`: as for `succeed`.
+    /// the message goes back to `pending`, claimable after the backoff (`retry_after`): this
+    /// handle's policy, else the queue's stored one, else `min(2**retry_count, 3600)` seconds;
+    /// or after `retry_in` (seconds or a `timedelta`, 0..=30 days: this failure's own delay, say
+    /// from a downstream `Retry-After`). The attempt counts either way: once `retry_count`
+    /// reaches `max_retries`, when `retryable` is false, or when the message's expiry has come,
+    /// it is `dead` (kept, listable, replayable; the dead-letter callbacks are called).
+    /// `lease_token`: as for `succeed`.
     #[pyo3(
-        signature = (id, error, *, lease_token = None, retryable = None),
-        text_signature = "($self, id, error, *, lease_token=None, retryable=True)"
+        signature = (id, error, *, lease_token = None, retryable = None, retry_in = None),
+        text_signature = "($self, id, error, *, lease_token=None, retryable=True, retry_in=None)"
     )]
     fn fail(
         &self,
@@ -265,32 +338,49 @@ impl Queue {
         error: &Bound<'_, PyAny>,
         lease_token: Option<&Bound<'_, PyAny>>,
         retryable: Option<&Bound<'_, PyAny>>,
+        retry_in: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyMessage> {
         let (id, error) = (Value::from_py(Some(id)), Value::from_py(Some(error)));
         let (token, retryable) = (Value::from_py(lease_token), Value::from_py(retryable));
-        let at = self.shared.moment(py, &self.backoff)?;
+        let retry_in = Value::duration(retry_in)?;
         let engine = &self.shared.engine;
-        self.run_outcome(py, || {
-            engine.fail(
-                self.queue(),
-                id.arg(),
-                error.arg(),
-                token.arg(),
-                retryable.arg(),
-                at,
-            )
+        self.run_outcome(py, async |at| {
+            engine
+                .fail(
+                    self.queue(),
+                    id.arg(),
+                    error.arg(),
+                    token.arg(),
+                    retryable.arg(),
+                    retry_in.arg(),
+                    at,
+                )
+                .await
         })
         .map(PyMessage)
     }
 
     /// Sends a dead message back (redrive): `pending`, `retry_count` 0, no `last_error`, claimable
-    /// now; `errors` is kept, `replay_count` grows, `replayed_at` is now. `ConflictError` when it
-    /// is not dead.
-    fn replay(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<PyMessage> {
-        let id = Value::from_py(Some(id));
-        let now = self.shared.now(py)?;
+    /// now (a message of an ordering group goes to the end of its group, behind every message of
+    /// it pending or processing now); `errors` is kept, `replay_count` grows, `replayed_at` is
+    /// now. It expires after `expires_in` (seconds or a `timedelta`, 0.001 s..=365 days;
+    /// default: the queue's stored expiry, else never). `ConflictError` when it is not dead.
+    #[pyo3(signature = (id, *, expires_in = None))]
+    fn replay(
+        &self,
+        py: Python<'_>,
+        id: &Bound<'_, PyAny>,
+        expires_in: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyMessage> {
+        let (id, expires_in) = (Value::from_py(Some(id)), Value::duration(expires_in)?);
         let engine = &self.shared.engine;
-        run(py, || engine.replay(self.queue(), id.arg(), now)).map(PyMessage)
+        self.shared
+            .run(py, async |clock| {
+                engine
+                    .replay(self.queue(), id.arg(), expires_in.arg(), clock)
+                    .await
+            })
+            .map(PyMessage)
     }
 
     /// Replays every dead message of this queue that the filters select, in id order, and
@@ -299,7 +389,8 @@ impl Queue {
     /// bounds between two milliseconds are rounded up, as `dead_at` is whole ms); `limit`: an
     /// int >= 1, the most to replay (default: all). Commits in batches of 200 messages, each in its
     /// own transaction, so other connections never wait long; a message replayed is pending
-    /// afterwards, so running it again does not replay it twice. Raises `ValidationError` (the
+    /// afterwards (with the queue's stored expiry, if any), so running it again does not replay
+    /// it twice. Raises `ValidationError` (the
     /// filters) or `StoreError`; when a batch fails, the batches before it stay replayed, and
     /// calling again finishes the work.
     #[pyo3(signature = (*, error_contains = None, dead_before = None, dead_after = None, limit = None))]
@@ -314,17 +405,18 @@ impl Queue {
         let error_contains = Value::from_py(error_contains);
         let (before, after) = (Value::bound(dead_before)?, Value::bound(dead_after)?);
         let limit = Value::from_py(limit);
-        let now = self.shared.now(py)?;
         let engine = &self.shared.engine;
-        run(py, || {
-            engine.replay_all(
-                self.queue(),
-                error_contains.arg(),
-                before.arg(),
-                after.arg(),
-                limit.arg(),
-                now,
-            )
+        self.shared.run(py, async |clock| {
+            engine
+                .replay_all(
+                    self.queue(),
+                    error_contains.arg(),
+                    before.arg(),
+                    after.arg(),
+                    limit.arg(),
+                    clock,
+                )
+                .await
         })
     }
 
@@ -344,10 +436,11 @@ impl Queue {
             Value::from_py(Some(status)),
             Value::duration(Some(older_than))?,
         );
-        let now = self.shared.now(py)?;
         let engine = &self.shared.engine;
-        run(py, || {
-            engine.purge(self.queue(), status.arg(), older_than.arg(), now)
+        self.shared.run(py, async |clock| {
+            engine
+                .purge(self.queue(), status.arg(), older_than.arg(), clock)
+                .await
         })
     }
 
@@ -360,30 +453,99 @@ impl Queue {
         run(py, || engine.delete(self.queue(), id.arg())).map(PyMessage)
     }
 
-    /// Counts the expired leases of this queue as failed attempts now (what `claim` does first)
-    /// and returns how many; so a queue whose workers all died still moves on when asked. The
-    /// dead-letter callbacks hear of the messages that die.
+    /// Counts the expired leases of this queue as failed attempts now and takes out its pending
+    /// messages whose expiry came (what `claim` does first; also on a paused queue), and returns
+    /// how many; so a queue whose workers all died still moves on when asked. The dead-letter
+    /// callbacks hear of the messages that die.
     fn reap(&self, py: Python<'_>) -> PyResult<u64> {
-        let at = self.shared.moment(py, &self.backoff)?;
         let engine = &self.shared.engine;
-        self.run_outcome(py, || engine.reap(self.queue(), at))
+        self.run_outcome(py, async |at| engine.reap(self.queue(), at).await)
     }
 
     /// The statistics of this queue now, a `QueueStats`, read from indexes.
     fn stats(&self, py: Python<'_>) -> PyResult<PyQueueStats> {
-        let now = self.shared.now(py)?;
         let engine = &self.shared.engine;
-        run(py, || engine.stats(self.queue(), now)).map(PyQueueStats)
+        self.shared
+            .run(py, async |clock| engine.stats(self.queue(), clock).await)
+            .map(PyQueueStats)
+    }
+
+    /// The settings stored with this queue (a `QueueSettings`: `None` where unset) and whether it
+    /// is paused. A queue never configured reads as all defaults (nothing is written).
+    fn settings(&self, py: Python<'_>) -> PyResult<PyQueueSettings> {
+        let engine = &self.shared.engine;
+        run(py, || engine.settings(self.queue())).map(PyQueueSettings)
+    }
+
+    /// Stores this queue's settings, in the database, for every process, and returns them (a
+    /// `QueueSettings`). It replaces all five: an argument left out (or `None`) is unset again.
+    /// `backoff`: a `deadletter.Backoff`, or a dict of its arguments (`initial`, `multiplier`,
+    /// `cap`, `jitter`: checked with the other arguments, each rejected one reported), the policy
+    /// of failures and expired leases (a handle given its own in code still uses its own, and
+    /// warns once); `max_retries`: an int, 1..=10
+    /// (for enqueues that give none); `lease`: 0.001..=43200 s (for claims and extends that give
+    /// none); `expires_in`: 0.001 s..=365 days (for enqueues and replays that give none);
+    /// `on_expiry`: `"dead"` (the default) or `"discard"`; durations in seconds or `timedelta`s.
+    /// Pausing is `pause`/`resume`, which this leaves alone. Raises `ValidationError` listing
+    /// every rejected argument; nothing changes then.
+    #[pyo3(
+        signature = (*, backoff = None, max_retries = None, lease = None, expires_in = None, on_expiry = None),
+        text_signature = "($self, *, backoff=None, max_retries=None, lease=None, expires_in=None, on_expiry=None)"
+    )]
+    fn set_settings(
+        &self,
+        py: Python<'_>,
+        backoff: Option<&Bound<'_, PyAny>>,
+        max_retries: Option<&Bound<'_, PyAny>>,
+        lease: Option<&Bound<'_, PyAny>>,
+        expires_in: Option<&Bound<'_, PyAny>>,
+        on_expiry: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyQueueSettings> {
+        let policy = match backoff.filter(|b| !b.is_none()) {
+            None => None,
+            Some(given) => Some(stored_policy(py, given)?),
+        };
+        let max_retries = Value::from_py(max_retries);
+        let (lease, expires_in) = (Value::duration(lease)?, Value::duration(expires_in)?);
+        let on_expiry = Value::from_py(on_expiry);
+        let args = deadletter::SettingsArgs::new(
+            &self.queue(),
+            policy,
+            &max_retries.arg(),
+            &lease.arg(),
+            &expires_in.arg(),
+            &on_expiry.arg(),
+        )
+        .map_err(|err| to_py_err(py, &err))?;
+        let engine = &self.shared.engine;
+        run(py, || engine.set_settings(&args)).map(PyQueueSettings)
+    }
+
+    /// Pauses this queue, for every process: it accepts enqueues and every other operation but
+    /// claims nothing (`claim` returns `None`, `claim_many` nothing; worker loops idle and take
+    /// up again within their poll interval once it is resumed); leases already held keep
+    /// running. Idempotent; returns the settings.
+    fn pause(&self, py: Python<'_>) -> PyResult<PyQueueSettings> {
+        let engine = &self.shared.engine;
+        run(py, || engine.pause(self.queue(), true)).map(PyQueueSettings)
+    }
+
+    /// Resumes this queue (see `pause`). Idempotent; returns the settings.
+    fn resume(&self, py: Python<'_>) -> PyResult<PyQueueSettings> {
+        let engine = &self.shared.engine;
+        run(py, || engine.pause(self.queue(), false)).map(PyQueueSettings)
     }
 
     /// When the next delayed message of this queue becomes due: the earliest `retry_after` later
-    /// than now among its pending messages (in backoff or enqueued with a delay), as an aware UTC
-    /// `datetime`; `None` when no message is delayed. One index read: what an idle worker waits
+    /// than now among its pending messages (in backoff or enqueued with a delay; not those
+    /// waiting behind their group's head), as an aware UTC `datetime`; `None` when no message is
+    /// delayed. One index read: what an idle worker waits
     /// for (the same value as `stats().next_due_at`).
     fn next_due_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let now = self.shared.now(py)?;
         let engine = &self.shared.engine;
-        let due = run(py, || engine.next_due_at(self.queue(), now))?;
+        let due = self.shared.run(py, async |clock| {
+            engine.next_due_at(self.queue(), clock).await
+        })?;
         to_opt_datetime(py, due)
     }
 
@@ -492,6 +654,62 @@ impl Queue {
         let name = self.name.as_str().into_pyobject(py)?.repr()?;
         Ok(format!("<deadletter.Queue {name}>"))
     }
+}
+
+/// The keys of a backoff policy given to `set_settings` as a dict: `Backoff`'s arguments.
+const BACKOFF_KEYS: [&str; 4] = ["initial", "multiplier", "cap", "jitter"];
+
+/// `set_settings`' `backoff`: a `deadletter.Backoff`, or a dict of its arguments, checked by the
+/// core (its field errors then join the others'); anything else is a `type` error on `backoff`.
+/// A key of the dict that is not an argument of `Backoff` raises `ValidationError` alone (code
+/// `unknown`).
+fn stored_policy(
+    py: Python<'_>,
+    given: &Bound<'_, PyAny>,
+) -> PyResult<deadletter::Result<Backoff>> {
+    if let Ok(policy) = given.cast::<PyBackoff>() {
+        return Ok(Ok(policy.get().0));
+    }
+    let Ok(dict) = given.cast::<PyDict>() else {
+        let kind = describe_type(given);
+        let message =
+            format!("must be a deadletter.Backoff, a dict of its arguments or None, got {kind}");
+        return Ok(Err(Error::Validation(vec![FieldError::new(
+            "backoff", "type", message,
+        )])));
+    };
+    let mut unknown = Vec::new();
+    for key in dict.keys() {
+        if !key
+            .extract::<String>()
+            .is_ok_and(|k| BACKOFF_KEYS.contains(&k.as_str()))
+        {
+            let field = key.str().map_or_else(|_| "?".to_owned(), |s| s.to_string());
+            let message = format!(
+                "is not an argument of Backoff (expected {})",
+                BACKOFF_KEYS.join(", ")
+            );
+            unknown.push(crate::errors::PyField {
+                field,
+                code: "unknown",
+                message,
+                index: None,
+            });
+        }
+    }
+    if !unknown.is_empty() {
+        return Err(validation_error(py, &unknown));
+    }
+    let initial = Value::duration(dict.get_item("initial")?.as_ref())?;
+    let cap = Value::duration(dict.get_item("cap")?.as_ref())?;
+    let multiplier = Value::from_py(dict.get_item("multiplier")?.as_ref());
+    let jitter = Value::from_py(dict.get_item("jitter")?.as_ref());
+    Ok(Backoff::new(
+        &initial.arg(),
+        &multiplier.arg(),
+        &cap.arg(),
+        &jitter.arg(),
+    ))
 }
 
 /// Calls `deadletter._worker.<name>(queue, handler, **options)`.

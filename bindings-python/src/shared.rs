@@ -1,12 +1,13 @@
 //! What a `Database` and its `Queue`s share ([`Shared`]: the engine over the store, the clock,
-//! the random source of jitter, the dead-letter callbacks), and [`run`], which makes one engine
-//! call with the GIL released.
+//! the random source of jitter, the dead-letter callbacks), and [`Shared::run`], which makes one
+//! engine call with the GIL released, handing it the database's clock (which the store reads
+//! once it holds its write lock: issue 23, item 2).
 
 use std::future::Future;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use deadletter::{Backoff, Engine, Error, Message, Millis, Moment};
+use deadletter::{Clock, Engine, Error, Message, Millis};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -56,23 +57,47 @@ impl Shared {
         }
     }
 
-    /// The instant and the jitter sample of an operation that may reschedule messages under
-    /// `policy` (a policy without jitter ignores the sample), read with the GIL held.
-    pub(crate) fn moment<'a>(&self, py: Python<'_>, policy: &'a Backoff) -> PyResult<Moment<'a>> {
-        let now = self.now(py)?;
-        let sample = match &self.random {
-            None => fastrand::f64(),
+    /// The jitter sample of an operation that may reschedule messages (a policy without jitter
+    /// ignores it), drawn with the GIL held, before the call.
+    pub(crate) fn sample(&self, py: Python<'_>) -> PyResult<f64> {
+        match &self.random {
+            None => Ok(fastrand::f64()),
             Some(random) => {
                 let drawn = Value::from_py(Some(&random.bind(py).call0()?));
-                deadletter::validate::jitter_sample(&drawn.arg())
-                    .map_err(|err| to_py_err(py, &err))?
+                deadletter::validate::jitter_sample(&drawn.arg()).map_err(|err| to_py_err(py, &err))
             }
+        }
+    }
+
+    /// Runs one engine call with the GIL released (the store may wait up to 30 s for a lock, or
+    /// for a connection), handing it the database's clock, and maps its error to a `deadletter`
+    /// exception. The store reads the clock once it holds its write lock (a read when it
+    /// starts): the system clock without the GIL, or the user's `clock` with the GIL taken
+    /// again; what the user's clock raises (or a naive datetime's `ValidationError`) is raised
+    /// unchanged, the call having written nothing.
+    pub fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        call: impl AsyncFnOnce(Clock<'_>) -> deadletter::Result<T> + Send,
+    ) -> PyResult<T> {
+        let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+        let clock = || -> deadletter::Result<Millis> {
+            if self.clock.is_none() {
+                return Ok(system_now());
+            }
+            Python::attach(|py| self.now(py)).map_err(|err| {
+                let text = err.to_string();
+                if let Ok(mut slot) = raised.lock() {
+                    slot.get_or_insert(err);
+                }
+                Error::Store(format!("the clock raised: {text}"))
+            })
         };
-        Ok(Moment {
-            policy,
-            sample,
-            now,
-        })
+        let result = py.detach(|| pollster::block_on(call(&clock)));
+        if let Some(err) = raised.into_inner().ok().flatten() {
+            return Err(err);
+        }
+        result.map_err(|err| to_py_err(py, &err))
     }
 
     /// Registers `callback` as a dead-letter callback; its subscription number.
@@ -155,8 +180,8 @@ fn report(py: Python<'_>, callback: &Py<PyAny>, id: deadletter::Id, err: &PyErr)
     }
 }
 
-/// Runs one engine call with the GIL released (the store may wait up to 30 s for a lock, or for
-/// a connection) and maps its error to a `deadletter` exception.
+/// Runs one engine call that reads no clock with the GIL released and maps its error to a
+/// `deadletter` exception.
 pub fn run<T, F>(py: Python<'_>, call: impl FnOnce() -> F + Send) -> PyResult<T>
 where
     T: Send,

@@ -9,14 +9,19 @@ use crate::convert::{to_opt_datetime, to_timedelta};
 /// The statistics of one queue at the instant of `Queue.stats()` or `Database.queues()`, read
 /// from SQLite's indexes: an immutable snapshot.
 ///
-/// Attributes: `queue` (str), `pending` (int: waiting to be claimed, due or in backoff),
+/// Attributes: `queue` (str), `pending` (int: waiting to be claimed: due, in backoff, or behind
+/// the head of its ordering group),
 /// `processing` (int: held by a worker, expired leases included until reaped), `succeeded`,
 /// `dead` (int), `expired` (int: processing messages whose lease has run out, counted as failed by
 /// the next `claim` or `reap`), `delayed` (int: pending messages in backoff or enqueued with a
 /// delay), `next_due_at` (datetime | None: when the next delayed message becomes due),
 /// `oldest_due_age` (timedelta | None: how long the oldest due pending message has been in the
-/// queue), `oldest_dead_age` (timedelta | None: how long the oldest dead message has been dead).
-/// Two stats are equal when every attribute is.
+/// queue), `oldest_dead_age` (timedelta | None: how long the oldest dead message has been dead),
+/// `paused` (bool: the queue claims nothing until resumed), `expired_dead` and `expired_discarded`
+/// (int: messages that expired while pending and became dead or were discarded, since the queue
+/// was first configured or had one expire; purging does not lower them). Members of an ordering
+/// group waiting behind its head are pending, neither due nor delayed. Two stats are equal when
+/// every attribute is.
 #[pyclass(frozen, eq, module = "deadletter", name = "QueueStats")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PyQueueStats(pub Stats);
@@ -29,7 +34,7 @@ impl PyQueueStats {
         &self.0.queue
     }
 
-    /// Messages waiting to be claimed (due, or in backoff or delayed).
+    /// Messages waiting to be claimed (due, in backoff or delayed, or behind their group's head).
     #[getter]
     fn pending(&self) -> u64 {
         self.0.pending
@@ -91,6 +96,24 @@ impl PyQueueStats {
             .transpose()
     }
 
+    /// Whether the queue is paused (it claims nothing until resumed).
+    #[getter]
+    fn paused(&self) -> bool {
+        self.0.paused
+    }
+
+    /// Messages that expired while pending and became dead (error `expired`).
+    #[getter]
+    fn expired_dead(&self) -> u64 {
+        self.0.expired_dead
+    }
+
+    /// Messages that expired while pending and were discarded (the queue's `on_expiry`).
+    #[getter]
+    fn expired_discarded(&self) -> u64 {
+        self.0.expired_discarded
+    }
+
     /// Every attribute in a new dict (`next_due_at` a datetime, ages timedeltas, or `None`).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = &self.0;
@@ -105,6 +128,9 @@ impl PyQueueStats {
         dict.set_item("next_due_at", self.next_due_at(py)?)?;
         dict.set_item("oldest_due_age", self.oldest_due_age(py)?)?;
         dict.set_item("oldest_dead_age", self.oldest_dead_age(py)?)?;
+        dict.set_item("paused", s.paused)?;
+        dict.set_item("expired_dead", s.expired_dead)?;
+        dict.set_item("expired_discarded", s.expired_discarded)?;
         Ok(dict)
     }
 
@@ -127,6 +153,13 @@ impl PyQueueStats {
         }
         if let Some(age) = self.oldest_dead_age(py)? {
             parts.push(format!("oldest_dead_age={}", age.str()?));
+        }
+        if s.paused {
+            parts.push("paused=True".into());
+        }
+        if s.expired_dead > 0 || s.expired_discarded > 0 {
+            parts.push(format!("expired_dead={}", s.expired_dead));
+            parts.push(format!("expired_discarded={}", s.expired_discarded));
         }
         Ok(format!("<deadletter.QueueStats {}>", parts.join(" ")))
     }

@@ -4,7 +4,8 @@
 //! rules (a store opened before a `fork()` fails every call in the child); this file only picks.
 
 use deadletter::{
-    Claimed, Counts, Filter, Id, ListQuery, Message, Millis, NewMessage, Result, Store,
+    Claimed, Claiming, Clock, Context, Counts, EnqueueArgs, Filter, Id, ListQuery, Message, Millis,
+    QueueRow, Result, Store,
 };
 use deadletter_postgres::PostgresStore;
 use deadletter_sqlite::SqliteStore;
@@ -63,8 +64,8 @@ macro_rules! delegate {
 }
 
 impl Store for AnyStore {
-    async fn insert(&self, messages: Vec<NewMessage>) -> Result<Vec<Message>> {
-        delegate!(self, s => s.insert(messages))
+    async fn insert(&self, args: &EnqueueArgs, clock: Clock<'_>) -> Result<Vec<Message>> {
+        delegate!(self, s => s.insert(args, clock))
     }
 
     async fn get(&self, queue: &str, id: Id) -> Result<Option<Message>> {
@@ -75,20 +76,20 @@ impl Store for AnyStore {
         &self,
         queue: &str,
         id: Id,
-        step: impl FnOnce(Message) -> Result<Message>,
+        clock: Clock<'_>,
+        step: impl FnOnce(Message, &Context) -> Result<Message>,
     ) -> Result<Message> {
-        delegate!(self, s => s.update(queue, id, step))
+        delegate!(self, s => s.update(queue, id, clock, step))
     }
 
     async fn claim(
         &self,
         queue: &str,
-        now: Millis,
-        limit: usize,
-        expire: impl FnMut(Message) -> Result<Message>,
-        take: impl FnMut(Message) -> Result<Message>,
+        clock: Clock<'_>,
+        start: impl FnOnce(&Context) -> Option<Claiming>,
+        tokens: impl FnMut() -> String,
     ) -> Result<Claimed> {
-        delegate!(self, s => s.claim(queue, now, limit, expire, take))
+        delegate!(self, s => s.claim(queue, clock, start, tokens))
     }
 
     async fn list(&self, query: &ListQuery<'_>) -> Result<Vec<Message>> {
@@ -103,9 +104,10 @@ impl Store for AnyStore {
         &self,
         queue: &str,
         ids: &[Id],
-        step: impl FnMut(Message) -> Result<Option<Message>>,
+        clock: Clock<'_>,
+        step: impl FnMut(Message, &Context) -> Result<Option<Message>>,
     ) -> Result<Vec<Message>> {
-        delegate!(self, s => s.update_many(queue, ids, step))
+        delegate!(self, s => s.update_many(queue, ids, clock, step))
     }
 
     async fn delete_many(
@@ -127,5 +129,17 @@ impl Store for AnyStore {
 
     async fn next_due_at(&self, queue: &str, now: Millis) -> Result<Option<Millis>> {
         delegate!(self, s => s.next_due_at(queue, now))
+    }
+
+    async fn queue_row(&self, queue: &str) -> Result<QueueRow> {
+        delegate!(self, s => s.queue_row(queue))
+    }
+
+    async fn write_queue_row(
+        &self,
+        queue: &str,
+        step: impl FnOnce(QueueRow) -> Result<QueueRow>,
+    ) -> Result<QueueRow> {
+        delegate!(self, s => s.write_queue_row(queue, step))
     }
 }

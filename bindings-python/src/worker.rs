@@ -14,7 +14,7 @@ use pyo3::types::PyString;
 use crate::convert::{Value, to_millis};
 use crate::errors::to_py_err;
 use crate::queue::Queue;
-use crate::shared::Shared;
+use crate::shared::{Shared, run};
 
 /// Registers this module's class and function in the native module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -35,8 +35,9 @@ impl WorkerPlan {
     /// Validates the options of a loop over `queue` (`None` takes the default): `concurrency` an
     /// int, 1..=1000 (default 1); `poll_interval` 0.001..=3600 s (default 1 s);
     /// `shutdown_timeout` 0..=3600 s (default 30 s); `lease` 0.001..=43200 s (default: the
-    /// database's lease); durations in seconds (int or float) or `timedelta`s. Raises
-    /// `ValidationError` listing every rejected option.
+    /// queue's stored lease when the loop starts, else the database's lease); durations in
+    /// seconds (int or float) or `timedelta`s. Raises `ValidationError` listing every rejected
+    /// option (and `StoreError` when the queue's settings cannot be read).
     #[new]
     #[pyo3(signature = (queue, *, concurrency = None, poll_interval = None, shutdown_timeout = None, lease = None))]
     fn new(
@@ -54,7 +55,14 @@ impl WorkerPlan {
             Value::duration(shutdown_timeout)?,
         );
         let lease = Value::duration(lease)?;
-        let default_lease = shared.engine.limits().default_lease_ms;
+        let stored = if matches!(lease, Value::Null) {
+            let engine = &shared.engine;
+            let name = Value::Str(queue.get().name.clone());
+            run(py, || engine.settings(name.arg()))?.lease_ms
+        } else {
+            None
+        };
+        let default_lease = stored.unwrap_or(shared.engine.limits().default_lease_ms);
         let plan = Plan::new(
             &concurrency.arg(),
             &poll.arg(),

@@ -35,6 +35,7 @@ TIMESTAMPS = (
     "first_failed_at",
     "dead_at",
     "replayed_at",
+    "expires_at",
 )
 # Core field name -> Python argument name (in seconds).
 NAMES = {
@@ -43,12 +44,14 @@ NAMES = {
     "older_than_ms": "older_than",
     "initial_ms": "initial",
     "cap_ms": "cap",
+    "retry_in_ms": "retry_in",
+    "expires_in_ms": "expires_in",
 }
 # Keyword-only arguments the Python API requires: an absent one is passed as None, which the core
 # rejects like the other bindings' absent argument.
 REQUIRED = {"extend": ("lease_token",), "purge": ("status", "older_than")}
 # The keys of an enqueue_many item object, as the core's runner reads them.
-ITEM_KEYS = ("payload", "max_retries", "idempotency_key", "delay_ms")
+ITEM_KEYS = ("payload", "max_retries", "idempotency_key", "delay_ms", "group", "expires_in_ms")
 
 # Cases the Python API cannot express, with the reason. Each must fail (strict), so a case that
 # starts passing is noticed and removed from here. None today.
@@ -142,12 +145,32 @@ def stats_json(stats: deadletter.QueueStats) -> dict[str, Any]:
     return d
 
 
+def python_names(spec: dict[str, Any]) -> dict[str, Any]:
+    """The keys of a case's object in Python's names, milliseconds as seconds."""
+    return {NAMES.get(k, k): seconds(v) if k in NAMES else v for k, v in spec.items()}
+
+
 def backoff(spec: Any) -> Optional[deadletter.Backoff]:
     """A backoff object of a case as a `deadletter.Backoff` (its errors are the step's)."""
     if spec is None:
         return None
-    kwargs = {NAMES.get(k, k): seconds(v) if k in NAMES else v for k, v in spec.items()}
-    return deadletter.Backoff(**kwargs)
+    return deadletter.Backoff(**python_names(spec))
+
+
+def settings_json(settings: deadletter.QueueSettings) -> dict[str, Any]:
+    """A queue's settings as the cases write them: durations in ms, the backoff an object."""
+    d: dict[str, Any] = settings.to_dict()
+    policy = d.pop("backoff")
+    d["backoff"] = None if policy is None else {
+        "initial_ms": policy.initial // timedelta(milliseconds=1),
+        "multiplier": policy.multiplier,
+        "cap_ms": policy.cap // timedelta(milliseconds=1),
+        "jitter": policy.jitter,
+    }  # fmt: skip
+    for name in ("lease", "expires_in"):
+        value = d.pop(name)
+        d[f"{name}_ms"] = None if value is None else value // timedelta(milliseconds=1)
+    return {"settings": d}
 
 
 def item(value: Any) -> Any:
@@ -171,8 +194,10 @@ def call(
         return {"delay_ms": delay // timedelta(milliseconds=1)}
     if op == "queues":
         return [stats_json(s) for s in db.queues()]
-    # A bad policy or queue name raises here: that is the step's result.
-    q = db.queue(arg("queue"), backoff=backoff(args.get("backoff", policy)))
+    # A bad policy or queue name raises here: that is the step's result. The backoff of a
+    # set_settings step is the one to store, not the handle's.
+    own = policy if op == "set_settings" else args.get("backoff", policy)
+    q = db.queue(arg("queue"), backoff=backoff(own))
     kwargs = {NAMES.get(k, k): seconds(v) if k in NAMES else v for k, v in args.items()}
     for name in ("queue", "backoff"):
         kwargs.pop(name, None)
@@ -184,6 +209,14 @@ def call(
     claimed: list[deadletter.Message] = []
     if op == "queue":
         return None
+    if op in ("settings", "pause", "resume"):
+        return settings_json(getattr(q, op)())
+    if op == "set_settings":
+        # The policy to store as a dict of Backoff's arguments: checked with the other fields.
+        stored = args.get("backoff")
+        if stored is not None:
+            kwargs["backoff"] = python_names(stored)
+        return settings_json(q.set_settings(**kwargs))
     if op == "enqueue":
         return as_case_json(q.enqueue(kwargs.pop("payload", None), **kwargs))
     if op == "enqueue_many":
@@ -202,7 +235,9 @@ def call(
         return as_case_json(q.succeed(kwargs.pop("id", None), **kwargs))
     elif op == "fail":
         return as_case_json(q.fail(kwargs.pop("id", None), kwargs.pop("error", None), **kwargs))
-    elif op in ("replay", "get", "delete"):
+    elif op == "replay":
+        return as_case_json(q.replay(kwargs.pop("id", None), **kwargs))
+    elif op in ("get", "delete"):
         return as_case_json(getattr(q, op)(arg("id")))
     elif op in ("replay_all", "purge"):
         return {"count": getattr(q, op)(**kwargs)}
@@ -259,6 +294,8 @@ def check(expect: dict[str, Any], outcome: Callable[[], Any], tokens: list[str])
             subset(one, message, "an entry")
     elif "stats" in expect:
         subset(expect["stats"], got, "stats")
+    elif "settings" in expect:
+        subset(expect["settings"], got["settings"], "settings")
     elif "count" in expect:
         assert got == {"count": expect["count"]}
     elif "delay_ms" in expect:

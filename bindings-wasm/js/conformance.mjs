@@ -17,6 +17,24 @@ import { backoffMs } from "./index.js";
 /** The clock's origin for every case: 2026-01-01T00:00:00Z in milliseconds. */
 export const BASE = 1767225600000;
 
+/**
+ * Case files this package does not run yet, file name -> reason: the runners skip their cases,
+ * saying why. Issue 21's rules (ordering groups, expiry, pause, stored settings, `fail`'s
+ * `retryInMs`, the queue-name rule of enqueue) are in the core and the SQLite, PostgreSQL and
+ * Python places; the npm package (IndexedDB store, API) gets them next.
+ */
+const NOT_YET = "not yet in the npm package (issue 21 JS side)";
+export const SKIPPED_FILES = new Map(
+  ["expiry.json", "groups.json", "pause.json", "queue_names.json", "retry_in.json", "settings.json"].map(
+    (file) => [file, NOT_YET],
+  ),
+);
+
+/** Why the cases of `file` are skipped, or `undefined` when they run. */
+export function skipReason(file) {
+  return SKIPPED_FILES.get(file);
+}
+
 /** The JavaScript name of a core field or argument name: its camelCase (`max_retries` -> `maxRetries`). */
 export function jsName(name) {
   return name.replace(/_([a-z])/g, (_, c) => c.toUpperCase());

@@ -176,6 +176,7 @@ impl OwnedItem {
             max_retries: max_retries.arg(),
             idempotency_key: idempotency_key.arg(),
             delay_ms: delay_ms.arg(),
+            ..Item::default()
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `Queue.claim`, `Queue.claimMany` and `Queue.reap` ([`ClaimPlan`]): the core's
 //! [`LaneClaim`] over the `claim` index of the IndexedDB store, with the lease tokens drawn for it.
 
-use deadletter::{ClaimArgs, Error, LaneClaim, Outcome, Result, Write};
+use deadletter::{ClaimArgs, Context, Error, LaneClaim, Outcome, Result, Write};
 use js_sys::{Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 
@@ -53,6 +53,7 @@ fn records(writes: &[Write]) -> Array {
 /// record it is given back.
 #[wasm_bindgen]
 pub struct ClaimPlan {
+    queue: String,
     plan: LaneClaim,
     tokens: std::vec::IntoIter<String>,
     walking: bool,
@@ -60,10 +61,19 @@ pub struct ClaimPlan {
 }
 
 impl ClaimPlan {
-    pub(crate) fn new(args: ClaimArgs, reap: bool) -> std::result::Result<Self, JsValue> {
+    /// The plan of the claim `args` at `ctx` (the instant JavaScript read before the
+    /// transaction; no stored queue settings yet: never paused).
+    pub(crate) fn new(
+        args: ClaimArgs,
+        ctx: &Context,
+        reap: bool,
+    ) -> std::result::Result<Self, JsValue> {
         let tokens = js(lease_tokens(args.n))?.into_iter();
+        // No stored settings yet, so never paused: `start` always has a claim.
+        let claim = args.start(ctx).unwrap_or_else(|| unreachable!());
         Ok(Self {
-            plan: LaneClaim::new(args),
+            queue: args.queue,
+            plan: LaneClaim::new(claim),
             tokens,
             walking: false,
             reap,
@@ -75,8 +85,8 @@ impl ClaimPlan {
 impl ClaimPlan {
     /// `[timed, ready]`: the timed lane of the queue up to now, and its ready lane.
     pub fn ranges(&self) -> Array {
-        let args = self.plan.args();
-        [keys::timed(&args.queue, args.now), keys::ready(&args.queue)]
+        let now = self.plan.args().now;
+        [keys::timed(&self.queue, now), keys::ready(&self.queue)]
             .into_iter()
             .collect()
     }

@@ -12,8 +12,9 @@
 
 use deadletter::engine::{Sift, sift};
 use deadletter::{
-    Batches, EnqueueArgs, Error, ExtendArgs, FailArgs, Id, ListQuery, Message, MessageArgs, Millis,
-    Outcome, PurgeArgs, ReplayAllArgs, ReplayArgs, Result, Stats, Status, SucceedArgs, machine,
+    Batches, Context, Error, ExtendArgs, FailArgs, Id, ListQuery, Message, MessageArgs, Millis,
+    NewMessage, Outcome, PurgeArgs, ReplayAllArgs, ReplayArgs, Result, Stats, Status, SucceedArgs,
+    machine,
 };
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
@@ -58,12 +59,12 @@ pub(crate) fn read_all(records: &Array) -> Result<Vec<Message>> {
 /// of its idempotency key (when it has one) came back empty.
 #[wasm_bindgen]
 pub struct EnqueuePlan {
-    args: EnqueueArgs,
+    messages: Vec<NewMessage>,
 }
 
 impl EnqueuePlan {
-    pub(crate) fn new(args: EnqueueArgs) -> Self {
-        Self { args }
+    pub(crate) fn new(messages: Vec<NewMessage>) -> Self {
+        Self { messages }
     }
 }
 
@@ -71,8 +72,7 @@ impl EnqueuePlan {
 impl EnqueuePlan {
     /// The record of each new message, without an id (the store assigns it).
     pub fn records(&self) -> Array {
-        self.args
-            .messages
+        self.messages
             .iter()
             .map(|new| JsValue::from(to_record(&new.clone().with_id(0), false)))
             .collect()
@@ -81,8 +81,7 @@ impl EnqueuePlan {
     /// For each record, the key of the unique index `idempotency` (`[queue, idempotencyKey]`)
     /// to look up before adding it, or null when it carries no key.
     pub fn keys(&self) -> Array {
-        self.args
-            .messages
+        self.messages
             .iter()
             .map(|m| match &m.idempotency_key {
                 Some(k) => [JsValue::from_str(&m.queue), JsValue::from_str(k)]
@@ -98,7 +97,7 @@ impl EnqueuePlan {
     /// (a number) or the stored record that carried its idempotency key (`deduplicated` true).
     pub fn finish(self, results: &Array) -> std::result::Result<Array, JsValue> {
         let out = Array::new();
-        for (new, result) in self.args.messages.into_iter().zip(results.iter()) {
+        for (new, result) in self.messages.into_iter().zip(results.iter()) {
             let message = match whole(&result) {
                 Some(id) => new.with_id(id),
                 None => Message {
@@ -129,13 +128,15 @@ pub enum Update {
 #[wasm_bindgen]
 pub struct UpdatePlan {
     update: Update,
+    ctx: Context,
     written: Option<Message>,
 }
 
 impl UpdatePlan {
-    pub(crate) fn new(update: Update) -> Self {
+    pub(crate) fn new(update: Update, ctx: Context) -> Self {
         Self {
             update,
+            ctx,
             written: None,
         }
     }
@@ -162,10 +163,10 @@ impl UpdatePlan {
         }
         .found(message)?;
         match &self.update {
-            Update::Succeed(a) => a.step(message),
-            Update::Fail(a) => a.step(message),
-            Update::Extend(a) => a.step(message),
-            Update::Replay(a) => a.step(message),
+            Update::Succeed(a) => a.step(message, &self.ctx),
+            Update::Fail(a) => a.step(message, &self.ctx),
+            Update::Extend(a) => a.step(message, &self.ctx),
+            Update::Replay(a) => a.step(message, &self.ctx),
         }
     }
 }
@@ -248,7 +249,7 @@ impl ReadPlan {
 
 /// What one write of a bulk operation does.
 enum Bulk {
-    Replay(ReplayAllArgs),
+    Replay(ReplayAllArgs, Context),
     Purge(PurgeArgs),
 }
 
@@ -264,10 +265,10 @@ pub struct BulkPlan {
 }
 
 impl BulkPlan {
-    pub(crate) fn replay(args: ReplayAllArgs) -> Self {
+    pub(crate) fn replay(args: ReplayAllArgs, ctx: Context) -> Self {
         let batches = Batches::new(args.limit);
         Self {
-            bulk: Bulk::Replay(args),
+            bulk: Bulk::Replay(args, ctx),
             batches,
         }
     }
@@ -281,7 +282,7 @@ impl BulkPlan {
 
     fn filter(&self) -> deadletter::Filter<'_> {
         match &self.bulk {
-            Bulk::Replay(a) => a.filter(),
+            Bulk::Replay(a, _) => a.filter(),
             Bulk::Purge(a) => a.filter(),
         }
     }
@@ -329,8 +330,8 @@ impl BulkPlan {
                 continue;
             }
             match &self.bulk {
-                Bulk::Replay(a) => {
-                    if let Some(next) = js(a.step(message))? {
+                Bulk::Replay(a, ctx) => {
+                    if let Some(next) = js(a.step(message, ctx))? {
                         out.push(&to_record(&next, true));
                     }
                 }
@@ -447,6 +448,7 @@ impl StatsPlan {
             next_due_at: keys::part(first_delayed, 2),
             oldest_due_created_at: self.oldest_due,
             oldest_dead_at: keys::part(first_dead, 2),
+            ..deadletter::Counts::default()
         };
         Ok(stats_to_js(&Stats::new(&self.queue, &counts, self.now)))
     }

@@ -224,12 +224,14 @@ pub const READY: f64 = 1.0;
 /// finished message, which keeps it out of the index.
 pub fn to_record(message: &Message, with_id: bool) -> Object {
     let kind = if with_id { Kind::Record } else { Kind::New };
-    match Lane::of(message) {
+    // No ordering groups in this store yet (issue 21's JavaScript side): every message is its
+    // own head, and none is blocked.
+    match Lane::of(message, true) {
         Some(Lane::Ready) => build(message, kind, &READY.into(), &number(message.created_at)),
         Some(Lane::Waiting(at) | Lane::Leased(at)) => {
             build(message, kind, &TIMED.into(), &number(at))
         }
-        None => build(message, kind, &JsValue::NULL, &JsValue::NULL),
+        Some(Lane::Blocked) | None => build(message, kind, &JsValue::NULL, &JsValue::NULL),
     }
 }
 
@@ -404,6 +406,8 @@ impl Reader<'_> {
             errors_dropped: counted("errorsDropped")?,
             replay_count: counted("replayCount")?,
             replayed_at: self.int("replayedAt")?,
+            group: None,
+            expires_at: None,
         }
         .check()
     }

@@ -8,8 +8,9 @@
 //! (`options.random`, else `Math.random()`) and passes what they returned; this module judges it.
 
 use deadletter::{
-    Arg, Backoff, ClaimArgs, EnqueueArgs, Error, ExtendArgs, FailArgs, FieldError, Item, Limits,
-    MessageArgs, Millis, Moment, PurgeArgs, ReplayAllArgs, ReplayArgs, Result, SucceedArgs,
+    Arg, Backoff, ClaimArgs, Context, EnqueueArgs, Error, ExtendArgs, FailArgs, FieldError, Item,
+    Limits, MessageArgs, Millis, PurgeArgs, QueueRow, ReplayAllArgs, ReplayArgs, Result,
+    SucceedArgs,
 };
 use js_sys::{Array, Date, Reflect};
 use wasm_bindgen::prelude::*;
@@ -211,13 +212,10 @@ impl QueueRules {
         Arg::Str(&self.name)
     }
 
-    fn moment(&self, clock: &JsValue, random: &JsValue) -> Result<Moment<'_>> {
-        let (now, sample) = moment(clock, random)?;
-        Ok(Moment {
-            policy: &self.policy,
-            sample,
-            now,
-        })
+    /// The context of a call at the clock's time, read by JavaScript before the transaction; no
+    /// queue settings are stored in IndexedDB yet (issue 21's JavaScript side).
+    fn context(now: Millis) -> Result<Context> {
+        Context::new(now, QueueRow::default())
     }
 }
 
@@ -235,8 +233,9 @@ impl QueueRules {
         let now = js(now(clock))?;
         let items: Vec<OwnedItem> = rows.iter().map(|row| OwnedItem::from_row(&row)).collect();
         let items: Vec<Item<'_>> = items.iter().map(OwnedItem::item).collect();
-        let args = EnqueueArgs::new(&self.queue(), &items, batch, now, &self.limits);
-        js(args).map(EnqueuePlan::new)
+        let args = js(EnqueueArgs::new(&self.queue(), &items, batch, &self.limits))?;
+        let ctx = js(Self::context(now))?;
+        js(args.messages(&ctx)).map(EnqueuePlan::new)
     }
 
     /// `Queue.claimMany` (and `Queue.claim`, `n` 1), with `n` lease tokens drawn from
@@ -249,15 +248,16 @@ impl QueueRules {
         lease_ms: &JsValue,
     ) -> std::result::Result<ClaimPlan, JsValue> {
         let [n, lease] = [n, lease_ms].map(OwnedArg::from_js);
-        let at = js(self.moment(clock, random))?;
+        let (now, sample) = js(moment(clock, random))?;
         let args = js(ClaimArgs::new(
             &self.queue(),
             &n.arg(),
             &lease.arg(),
-            at,
+            Some(&self.policy),
+            sample,
             &self.limits,
         ))?;
-        ClaimPlan::new(args, false)
+        ClaimPlan::new(args, &js(Self::context(now))?, false)
     }
 
     /// `Queue.reap`.
@@ -266,8 +266,9 @@ impl QueueRules {
         clock: &JsValue,
         random: &JsValue,
     ) -> std::result::Result<ClaimPlan, JsValue> {
-        let at = js(self.moment(clock, random))?;
-        ClaimPlan::new(js(ClaimArgs::reap(&self.queue(), at))?, true)
+        let (now, sample) = js(moment(clock, random))?;
+        let args = js(ClaimArgs::reap(&self.queue(), Some(&self.policy), sample))?;
+        ClaimPlan::new(args, &js(Self::context(now))?, true)
     }
 
     /// `Queue.succeed`.
@@ -279,8 +280,9 @@ impl QueueRules {
     ) -> std::result::Result<UpdatePlan, JsValue> {
         let [id, token] = [id, lease_token].map(OwnedArg::from_js);
         let now = js(now(clock))?;
-        let args = SucceedArgs::new(&self.queue(), &id.arg(), &token.arg(), now);
-        js(args.map(|a| UpdatePlan::new(Update::Succeed(a))))
+        let args = js(SucceedArgs::new(&self.queue(), &id.arg(), &token.arg()))?;
+        let ctx = js(Self::context(now))?;
+        Ok(UpdatePlan::new(Update::Succeed(args), ctx))
     }
 
     /// `Queue.fail`.
@@ -295,16 +297,19 @@ impl QueueRules {
     ) -> std::result::Result<UpdatePlan, JsValue> {
         let [id, error, token, retryable] =
             [id, error, lease_token, retryable].map(OwnedArg::from_js);
-        let at = js(self.moment(clock, random))?;
-        let args = FailArgs::new(
+        let (now, sample) = js(moment(clock, random))?;
+        let args = js(FailArgs::new(
             &self.queue(),
             &id.arg(),
             &error.arg(),
             &token.arg(),
             &retryable.arg(),
-            at,
-        );
-        js(args.map(|a| UpdatePlan::new(Update::Fail(a))))
+            &Arg::Null,
+            Some(&self.policy),
+            sample,
+        ))?;
+        let ctx = js(Self::context(now))?;
+        Ok(UpdatePlan::new(Update::Fail(args), ctx))
     }
 
     /// `Queue.extend`.
@@ -317,15 +322,15 @@ impl QueueRules {
     ) -> std::result::Result<UpdatePlan, JsValue> {
         let [id, token, lease] = [id, lease_token, lease_ms].map(OwnedArg::from_js);
         let now = js(now(clock))?;
-        let args = ExtendArgs::new(
+        let args = js(ExtendArgs::new(
             &self.queue(),
             &id.arg(),
             &token.arg(),
             &lease.arg(),
-            now,
             &self.limits,
-        );
-        js(args.map(|a| UpdatePlan::new(Update::Extend(a))))
+        ))?;
+        let ctx = js(Self::context(now))?;
+        Ok(UpdatePlan::new(Update::Extend(args), ctx))
     }
 
     /// `Queue.replay`.
@@ -336,8 +341,9 @@ impl QueueRules {
     ) -> std::result::Result<UpdatePlan, JsValue> {
         let id = OwnedArg::from_js(id);
         let now = js(now(clock))?;
-        let args = ReplayArgs::new(&self.queue(), &id.arg(), now);
-        js(args.map(|a| UpdatePlan::new(Update::Replay(a))))
+        let args = js(ReplayArgs::new(&self.queue(), &id.arg(), &Arg::Null))?;
+        let ctx = js(Self::context(now))?;
+        Ok(UpdatePlan::new(Update::Replay(args), ctx))
     }
 
     /// `Queue.replayAll`: `deadBefore` and `deadAfter` are `Date`s or milliseconds.
@@ -353,15 +359,15 @@ impl QueueRules {
         let [text, limit] = [error_contains, limit].map(OwnedArg::from_js);
         let [before, after] = [dead_before, dead_after].map(OwnedArg::instant);
         let now = js(now(clock))?;
-        let args = ReplayAllArgs::new(
+        let args = js(ReplayAllArgs::new(
             &self.queue(),
             &text.arg(),
             &before.arg(),
             &after.arg(),
             &limit.arg(),
-            now,
-        );
-        js(args.map(BulkPlan::replay))
+        ))?;
+        let ctx = js(Self::context(now))?;
+        Ok(BulkPlan::replay(args, ctx))
     }
 
     /// `Queue.purge`.

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::{Arg, Backoff, Engine, Error, Item, Limits, Message, Millis, Moment, Stats, Store};
+use crate::{
+    Arg, Backoff, Call, Engine, Error, Item, Limits, Message, Millis, QueueSettings, SettingsArgs,
+    Stats, Store,
+};
 
 /// The clock's origin for every case: 2026-01-01T00:00:00Z in milliseconds.
 pub const BASE: Millis = 1_767_225_600_000;
@@ -75,19 +78,32 @@ pub fn limits(case: &Case) -> Result<Limits, Error> {
     )
 }
 
-/// The backoff policy of a step: its own `args.backoff`, else the case's `options.backoff`, else
-/// the default; the object's keys are `initial_ms`, `multiplier`, `cap_ms`, `jitter`.
-pub fn policy(case: &Case, step: &Value) -> Result<Backoff, Error> {
-    let given = match &step["args"]["backoff"] {
-        Value::Null => &case.body["options"]["backoff"],
-        own => own,
+/// The backoff policy of a step's queue handle: its own `args.backoff`, else the case's
+/// `options.backoff`; `None` when neither gives one (the handle then has no policy of its own:
+/// the queue's stored one applies, else the default). A `set_settings` step's `backoff` is the
+/// policy to store, not the handle's.
+pub fn policy(case: &Case, step: &Value) -> Option<Result<Backoff, Error>> {
+    let own = match step["op"].as_str() {
+        Some("set_settings") => &Value::Null,
+        _ => &step["args"]["backoff"],
     };
-    Backoff::new(
-        &arg(&given["initial_ms"]),
-        &arg(&given["multiplier"]),
-        &arg(&given["cap_ms"]),
-        &arg(&given["jitter"]),
-    )
+    match own {
+        Value::Null => backoff_of(&case.body["options"]["backoff"]),
+        own => backoff_of(own),
+    }
+}
+
+/// A backoff policy written as an object with `initial_ms`, `multiplier`, `cap_ms`, `jitter`
+/// (each optional); `None` for null.
+pub fn backoff_of(given: &Value) -> Option<Result<Backoff, Error>> {
+    (!given.is_null()).then(|| {
+        Backoff::new(
+            &arg(&given["initial_ms"]),
+            &arg(&given["multiplier"]),
+            &arg(&given["cap_ms"]),
+            &arg(&given["jitter"]),
+        )
+    })
 }
 
 /// The jitter sample every call of the case draws: `options.jitter_sample`, default 0.
@@ -106,6 +122,8 @@ pub fn item(value: &Value) -> Item<'_> {
             max_retries: arg(&value["max_retries"]),
             idempotency_key: arg(&value["idempotency_key"]),
             delay_ms: arg(&value["delay_ms"]),
+            group: arg(&value["group"]),
+            expires_in_ms: arg(&value["expires_in_ms"]),
         },
         other => Item {
             payload: arg(other),
@@ -155,15 +173,16 @@ async fn run_step<S: Store>(
         fresh += 1;
         format!("token-{}", drawn + fresh - 1)
     };
-    let outcome = match policy(case, step) {
+    let clock = move || Ok(now);
+    let outcome = match policy(case, step).transpose() {
         Err(err) => Err(err),
         Ok(policy) => {
-            let moment = Moment {
-                policy: &policy,
+            let call = Call {
+                clock: &clock,
+                backoff: policy.as_ref(),
                 sample: jitter_sample(case),
-                now,
             };
-            match step_outcome(engine, op, &args, next_token, moment, &mut died).await {
+            match step_outcome(engine, op, &args, next_token, &call, &mut died).await {
                 Err(StepError::Unknown) => return Err(format!("unknown op {op:?}")),
                 Err(StepError::Core(err)) => Err(err),
                 Ok(value) => Ok(value),
@@ -207,11 +226,11 @@ async fn step_outcome<S: Store>(
     op: &str,
     args: &Value,
     tokens: impl FnMut() -> String,
-    at: Moment<'_>,
+    at: &Call<'_>,
     died: &mut Vec<Message>,
 ) -> Result<Value, StepError> {
     let a = |name: &str| arg(&args[name]);
-    let now = at.now;
+    let now = at.clock;
     let messages = |ms: Vec<Message>| Value::Array(ms.into_iter().map(to_json).collect());
     let value = match op {
         "queue" => crate::validate::queue_name(&a("queue")).map(|_| Value::Null)?,
@@ -253,6 +272,7 @@ async fn step_outcome<S: Store>(
                     a("error"),
                     a("lease_token"),
                     a("retryable"),
+                    a("retry_in_ms"),
                     at,
                 )
                 .await?;
@@ -264,7 +284,11 @@ async fn step_outcome<S: Store>(
                 .extend(a("queue"), a("id"), a("lease_token"), a("lease_ms"), now)
                 .await?,
         ),
-        "replay" => to_json(engine.replay(a("queue"), a("id"), now).await?),
+        "replay" => to_json(
+            engine
+                .replay(a("queue"), a("id"), a("expires_in_ms"), now)
+                .await?,
+        ),
         "replay_all" => {
             let n = engine
                 .replay_all(
@@ -298,9 +322,58 @@ async fn step_outcome<S: Store>(
                 .await?,
         ),
         "backoff" => json!({ "delay_ms": crate::backoff(&a("retry_count"))? }),
-        _ => return Err(StepError::Unknown),
+        _ => return settings_outcome(engine, op, args).await,
     };
     Ok(value)
+}
+
+/// Runs one step on a queue's stored settings: `settings`, `set_settings`, `pause`, `resume`.
+async fn settings_outcome<S: Store>(
+    engine: &Engine<S>,
+    op: &str,
+    args: &Value,
+) -> Result<Value, StepError> {
+    let a = |name: &str| arg(&args[name]);
+    let settings = match op {
+        "settings" => engine.settings(a("queue")).await?,
+        "set_settings" => {
+            let settings = SettingsArgs::new(
+                &a("queue"),
+                backoff_of(&args["backoff"]),
+                &a("max_retries"),
+                &a("lease_ms"),
+                &a("expires_in_ms"),
+                &a("on_expiry"),
+            )?;
+            engine.set_settings(&settings).await?
+        }
+        "pause" => engine.pause(a("queue"), true).await?,
+        "resume" => engine.pause(a("queue"), false).await?,
+        _ => return Err(StepError::Unknown),
+    };
+    Ok(settings_json(&settings))
+}
+
+/// A queue's settings as the cases write them: `backoff` (an object with `initial_ms`,
+/// `multiplier`, `cap_ms`, `jitter`, or null), `max_retries`, `lease_ms`, `expires_in_ms` (each
+/// null when unset), `on_expiry`, `paused`; under the key `settings`.
+pub fn settings_json(settings: &QueueSettings) -> Value {
+    let backoff = settings.backoff.map(|b| {
+        json!({
+            "initial_ms": b.initial_ms,
+            "multiplier": b.multiplier,
+            "cap_ms": b.cap_ms,
+            "jitter": b.jitter.as_str(),
+        })
+    });
+    json!({ "settings": {
+        "backoff": backoff,
+        "max_retries": settings.max_retries,
+        "lease_ms": settings.lease_ms,
+        "expires_in_ms": settings.expires_in_ms,
+        "on_expiry": settings.on_expiry.as_str(),
+        "paused": settings.paused,
+    }})
 }
 
 /// An instant argument written relative to [`BASE`] (as every timestamp of the cases is), made
@@ -313,7 +386,7 @@ fn relative(value: Arg<'_>) -> Arg<'_> {
 }
 
 /// The fields of a message that are instants (written relative to [`BASE`] in the cases).
-pub const INSTANTS: [&str; 7] = [
+pub const INSTANTS: [&str; 8] = [
     "retry_after",
     "created_at",
     "updated_at",
@@ -321,6 +394,7 @@ pub const INSTANTS: [&str; 7] = [
     "first_failed_at",
     "dead_at",
     "replayed_at",
+    "expires_at",
 ];
 
 /// A message as the cases write it: snake_case fields, timestamps relative to [`BASE`] (also the
@@ -427,6 +501,8 @@ pub fn check(expect: &Value, outcome: Result<Value, Error>) -> Result<(), String
                 matches(&json!({ "count": want }), &value)
             } else if let Some(want) = expect.get("stats") {
                 matches(want, &value)
+            } else if let Some(want) = expect.get("settings") {
+                matches(want, &value["settings"])
             } else if let Some(want) = expect.get("queues") {
                 let (want, got) = (
                     want.as_array().ok_or("`queues` must be a list")?,
@@ -448,6 +524,8 @@ pub fn check(expect: &Value, outcome: Result<Value, Error>) -> Result<(), String
     }
 }
 
+/// Whether `got` has every field of the object `want` (one level: the fields not listed are not
+/// checked), each [`same`] as written.
 fn matches(want: &Value, got: &Value) -> Result<(), String> {
     match want {
         Value::Object(fields) => {
@@ -455,7 +533,7 @@ fn matches(want: &Value, got: &Value) -> Result<(), String> {
                 return Err(format!("expected a message, got none (want {want})"));
             }
             for (field, value) in fields {
-                if &got[field] != value {
+                if !same(value, &got[field]) {
                     return Err(format!(
                         "{field}: expected {value}, got {} (message {got})",
                         got[field]
@@ -464,8 +542,25 @@ fn matches(want: &Value, got: &Value) -> Result<(), String> {
             }
             Ok(())
         }
-        _ if want == got => Ok(()),
+        _ if same(want, got) => Ok(()),
         _ => Err(format!("expected {want}, got {got}")),
+    }
+}
+
+/// JSON equality where numbers compare by value (a multiplier stored as `3.0` equals `3`).
+pub fn same(want: &Value, got: &Value) -> bool {
+    match (want, got) {
+        (Value::Number(a), Value::Number(b)) => match (a.as_i64(), b.as_i64()) {
+            (Some(a), Some(b)) => a == b,
+            _ => a.as_f64() == b.as_f64(),
+        },
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same(a, b))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| same(v, w)))
+        }
+        (a, b) => a == b,
     }
 }
 

@@ -8,14 +8,23 @@
 //!
 //! This crate holds the rules and nothing else: the state machine ([`machine`]), argument
 //! validation ([`validate`]), the error codes ([`Error`]) and the operations ([`Engine`]) over a
-//! [`Store`]. It reads no clock (every operation takes `now`), draws no random numbers (lease tokens
+//! [`Store`]. It reads no clock (every operation takes the binding's [`Clock`], which the store
+//! calls once it holds its write lock), draws no random numbers (lease tokens and jitter samples
 //! come from the caller) and does no I/O. [`MemoryStore`] is the reference store; the other stores
 //! live in their own crates (`deadletter-sqlite`, `deadletter-postgres`), and the IndexedDB store is
 //! JavaScript in the npm package, which asks the WebAssembly build of the [`engine`]'s requests,
-//! steps and plans what to write. What they share about storage (the claim lane of a message, the
-//! checks on a message read back, the schema-version decision, the upgrade of deadletter 0.1.0's
-//! messages) is decided once, in [`storage`]; the shared cases every store must pass are run by
-//! [`conformance`] (feature `conformance`), one test per case.
+//! steps and plans what to write. What they share about storage (the claim lane of a message and
+//! its ordering group, the checks on a message or a queue's row read back, the schema-version
+//! decision, the upgrade of deadletter 0.1.0's messages) is decided once, in [`storage`]; the
+//! shared cases every store must pass are run by [`conformance`] (feature `conformance`), one test
+//! per case.
+//!
+//! ## Decided under the lock
+//! A write decides with a [`Context`]: the instant and the queue's stored settings
+//! ([`QueueSettings`]: backoff, `max_retries`, lease, expiry, pause), both read inside the store's
+//! transaction once it holds the write lock. So a call that waited for another process's lock
+//! hands out a lease valid for its full length from the moment it returns, and every process
+//! applies the same stored settings. Arguments are checked before the store is called.
 //!
 //! ## One trait for synchronous and asynchronous stores
 //! [`Store`] methods return futures. SQLite answers synchronously, so its futures are ready at
@@ -29,24 +38,27 @@
 //!
 //! ## Example
 //! ```
-//! use deadletter::{Arg, Backoff, Engine, Item, Limits, MemoryStore, Moment, Status};
+//! use deadletter::{Arg, Call, Engine, Item, Limits, MemoryStore, Status};
 //!
 //! let db = Engine::new(MemoryStore::new(), Limits::default());
-//! let policy = Backoff::default(); // min(2^n, 3600) s after the n-th failure
+//! let now = 1_767_225_600_000; // 2026-01-01T00:00:00Z in ms: the binding's clock
+//! let clock = move || Ok(now);
+//! let later = move || Ok(now + 2_000);
+//! // The handle has no backoff of its own: the queue's stored one, else min(2^n, 3600) s.
+//! let call = |clock| Call { clock, backoff: None, sample: 0.0 };
 //! pollster::block_on(async {
-//!     let now = 1_767_225_600_000; // 2026-01-01T00:00:00Z in ms
-//!     let at = |now| Moment { policy: &policy, sample: 0.0, now };
 //!     let job = Item { payload: r#"{"to":"alice"}"#.into(), max_retries: Arg::Int(2), ..Item::default() };
-//!     let m = db.enqueue("emails".into(), &job, now).await?;
+//!     let m = db.enqueue("emails".into(), &job, &clock).await?;
 //!     let token = || "token-1".to_owned();
-//!     let c = db.claim("emails".into(), Arg::Null, token, at(now)).await?.value.unwrap();
-//!     let f = db.fail("emails".into(), c.id.into(), "SMTP timeout".into(), "token-1".into(), Arg::Null, at(now)).await?;
+//!     let c = db.claim("emails".into(), Arg::Null, token, &call(&clock)).await?.value.unwrap();
+//!     let (error, no) = ("SMTP timeout", Arg::Null); // no retryable, no retry_in: the defaults
+//!     let f = db.fail("emails".into(), c.id.into(), error.into(), "token-1".into(), no.clone(), no.clone(), &call(&clock)).await?;
 //!     assert_eq!((f.value.status, f.value.retry_after), (Status::Pending, Some(now + 2_000)));
-//!     let c = db.claim("emails".into(), Arg::Null, || "token-2".into(), at(now + 2_000)).await?.value.unwrap();
-//!     let dead = db.fail("emails".into(), c.id.into(), "SMTP timeout".into(), Arg::Null, Arg::Null, at(now + 2_000)).await?;
+//!     let c = db.claim("emails".into(), Arg::Null, || "token-2".into(), &call(&later)).await?.value.unwrap();
+//!     let dead = db.fail("emails".into(), c.id.into(), error.into(), "token-2".into(), no.clone(), no, &call(&later)).await?;
 //!     assert_eq!(dead.value.status, Status::Dead);
 //!     assert_eq!(dead.dead.len(), 1); // what the dead-letter callbacks are told
-//!     let back = db.replay("emails".into(), m.id.into(), now + 3_000).await?;
+//!     let back = db.replay("emails".into(), m.id.into(), Arg::Null, &later).await?;
 //!     assert_eq!((back.status, back.retry_count, back.errors.len()), (Status::Pending, 0, 2));
 //!     Ok::<_, deadletter::Error>(())
 //! })?;
@@ -60,6 +72,7 @@ mod error;
 pub mod machine;
 mod memory;
 mod message;
+mod settings;
 pub mod storage;
 mod store;
 pub mod validate;
@@ -71,12 +84,14 @@ pub mod conformance;
 pub use arg::Arg;
 pub use backoff::{Backoff, Jitter};
 pub use engine::{
-    BATCH, Batches, ClaimArgs, Engine, EnqueueArgs, ExtendArgs, FailArgs, Item, LaneClaim,
-    MessageArgs, Outcome, PurgeArgs, ReplayAllArgs, ReplayArgs, Stats, SucceedArgs, Write, backoff,
+    BATCH, Batches, Call, ClaimArgs, Claiming, Engine, EnqueueArgs, EnqueueItem, ExtendArgs,
+    FailArgs, Item, LaneClaim, MessageArgs, Outcome, PurgeArgs, ReplayAllArgs, ReplayArgs, Stats,
+    SucceedArgs, Write, backoff,
 };
 pub use error::{CODES, Conflict, Error, FieldError, Result};
 pub use machine::Moment;
 pub use memory::MemoryStore;
 pub use message::{FailedAttempt, Id, Message, Millis, NewMessage, Status};
+pub use settings::{Clock, Context, OnExpiry, QueueRow, QueueSettings, SettingsArgs, pause_step};
 pub use store::{Claimed, Counts, Filter, ListQuery, Store, apply_step, count};
 pub use validate::Limits;

@@ -10,6 +10,8 @@ use crate::validate::later;
 pub const MAX_ERROR_BYTES: usize = 64 * 1024;
 /// The error recorded when a lease runs out before the worker acked or failed.
 pub const LEASE_EXPIRED: &str = "lease expired";
+/// The error recorded when a message still `pending` at its expiry dies (see [`expire`]).
+pub const EXPIRED: &str = "expired";
 /// How many failed attempts a message's history ([`Message::errors`]) keeps: the most recent.
 pub const MAX_HISTORY: usize = 20;
 
@@ -27,6 +29,12 @@ pub fn is_due(message: &Message, now: Millis) -> bool {
 /// Whether a `pending` message is still waiting for its backoff or enqueue delay at `now`.
 pub fn is_delayed(message: &Message, now: Millis) -> bool {
     message.status == Status::Pending && message.retry_after.is_some_and(|at| at > now)
+}
+
+/// Whether a `pending` message's expiry has come at `now` (`expires_at <= now`): it is never
+/// delivered, and the next claim or reap takes it out.
+pub fn is_expired(message: &Message, now: Millis) -> bool {
+    message.status == Status::Pending && message.expires_at.is_some_and(|at| at <= now)
 }
 
 /// Whether a `processing` message's lease has run out at `now`.
@@ -138,14 +146,17 @@ impl Moment<'_> {
     }
 }
 
-/// `processing` -> `pending` after the policy's backoff, or -> `dead` once `retry_count` reaches
-/// `max_retries` or when `retryable` is false (a permanent failure). Records the attempt in the
+/// `processing` -> `pending` after the policy's backoff (or after `retry_in` milliseconds, this
+/// failure's own delay, when given), or -> `dead` once `retry_count` reaches `max_retries`, when
+/// `retryable` is false (a permanent failure), or when the message's expiry has come
+/// (`expires_at <= now`: a failure after expiry does not retry). Records the attempt in the
 /// history (at most [`MAX_HISTORY`] entries, the dropped ones counted) and the first failure time.
 pub fn fail(
     mut message: Message,
     error: &str,
     lease_token: Option<&str>,
     retryable: bool,
+    retry_in: Option<Millis>,
     at: Moment<'_>,
 ) -> Result<Message> {
     let Moment {
@@ -156,11 +167,13 @@ pub fn fail(
     require(&message, &[Status::Processing], "fail")?;
     check_lease(&message, lease_token)?;
     message.retry_count = message.retry_count.saturating_add(1);
-    let dead = !retryable || message.retry_count >= message.max_retries;
+    let expired = message.expires_at.is_some_and(|at| at <= now);
+    let dead = !retryable || expired || message.retry_count >= message.max_retries;
     message.retry_after = if dead {
         None
     } else {
-        Some(later(now, policy.delay_ms(message.retry_count, sample))?)
+        let delay = retry_in.unwrap_or_else(|| policy.delay_ms(message.retry_count, sample));
+        Some(later(now, delay)?)
     };
     let error = truncate_error(error);
     message.errors.push(FailedAttempt {
@@ -192,13 +205,28 @@ pub fn fail(
 /// A lease that ran out counts as a failed attempt with the error [`LEASE_EXPIRED`], under the
 /// same rules as [`fail`], so a worker that crashes every time cannot loop past `max_retries`.
 pub fn expire_lease(message: Message, at: Moment<'_>) -> Result<Message> {
-    fail(message, LEASE_EXPIRED, None, true, at)
+    fail(message, LEASE_EXPIRED, None, true, None, at)
 }
 
-/// `dead` -> `pending` (redrive): `retry_count` 0, no last error, no backoff, claimable now;
-/// `max_retries` and the failure history are kept, `replay_count` grows.
-pub fn replay(mut message: Message, now: Millis) -> Result<Message> {
+/// `pending` -> `dead` at its expiry (the queue's outcome [`crate::OnExpiry::Dead`]), with the
+/// error [`EXPIRED`]: `dead_at` now, no `retry_after`. Expiry is not an attempt: `retry_count`,
+/// the failure history and `first_failed_at` are unchanged.
+pub fn expire(mut message: Message, now: Millis) -> Result<Message> {
+    require(&message, &[Status::Pending], "expire")?;
+    message.status = Status::Dead;
+    message.last_error = Some(EXPIRED.to_owned());
+    message.retry_after = None;
+    message.dead_at = Some(now);
+    message.updated_at = now;
+    Ok(message)
+}
+
+/// `dead` -> `pending` (redrive): `retry_count` 0, no last error, no backoff, claimable now (once
+/// it is its group's head); `max_retries` and the failure history are kept, `replay_count` grows;
+/// it expires at `expires_at` (`None`: never).
+pub fn replay(mut message: Message, now: Millis, expires_at: Option<Millis>) -> Result<Message> {
     require(&message, &[Status::Dead], "replay")?;
+    message.expires_at = expires_at;
     message.status = Status::Pending;
     message.retry_count = 0;
     message.last_error = None;

@@ -108,6 +108,13 @@ pub struct Message {
     pub replay_count: u32,
     /// When it was last replayed.
     pub replayed_at: Option<Millis>,
+    /// Its ordering group within the queue, when it has one: the members of a group are
+    /// delivered one at a time, in the order they entered the group (see
+    /// [`crate::storage::Position`]).
+    pub group: Option<String>,
+    /// When it expires: still `pending` at this instant, it is never delivered (the next claim or
+    /// reap takes it out, by the queue's [`crate::OnExpiry`]). `None`: it never expires.
+    pub expires_at: Option<Millis>,
     /// Not stored: on the result of an enqueue, `true` when a stored message already carried the
     /// idempotency key and was returned instead of inserting a new one; `false` everywhere else.
     #[serde(default)]
@@ -135,6 +142,10 @@ pub struct NewMessage {
     pub idempotency_key: Option<String>,
     /// Not claimable before this instant (an enqueue delay), when set.
     pub retry_after: Option<Millis>,
+    /// See [`Message::group`].
+    pub group: Option<String>,
+    /// See [`Message::expires_at`].
+    pub expires_at: Option<Millis>,
     /// Enqueue instant; becomes both `created_at` and `updated_at`.
     pub now: Millis,
 }
@@ -162,6 +173,8 @@ impl NewMessage {
             errors_dropped: 0,
             replay_count: 0,
             replayed_at: None,
+            group: self.group,
+            expires_at: self.expires_at,
             deduplicated: false,
         }
     }

@@ -2,31 +2,40 @@
 //! for every store (SQLite, PostgreSQL, IndexedDB). Each store translates them into its own
 //! query language; none restates them.
 //!
-//! - [`Lane`]: where a stored message waits for `claim` (the `ready` column of the SQL stores,
-//!   the `lane` of an IndexedDB record).
+//! - [`Lane`]: where a stored message waits for `claim` (the `ready` and `blocked` columns of the
+//!   SQL stores, the `lane` of an IndexedDB record), and what a write does to a message's ordering
+//!   group: [`leaves_group`] (the store then unblocks the group's next member: [`next_head`]),
+//!   [`enters_group`] (a replay: the message goes to the group's end, [`group_at`]).
 //! - [`StoredMessage::check`]: the checks on a message read back, with one error text naming the
 //!   message and the field ([`corrupt`]).
 //! - [`Place::migration`]: what a store does with the schema it finds at open: create it, upgrade
 //!   it from an older version, take it, or refuse it (another application's, a newer
 //!   deadletter's).
+//! - [`StoredQueue`]: a queue's row (settings, pause, expiry counters) as stores keep it, and its
+//!   checks when read back.
 //! - [`upgrade_v1`]: the fields a message stored by deadletter 0.1.0 (schema version 1) gets.
 
 use std::fmt::Display;
 
+use crate::arg::Arg;
+use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::message::{FailedAttempt, Id, Message, Millis, Status};
+use crate::settings::{QueueRow, QueueSettings};
 use crate::validate::{MAX_TIME, MIN_TIME};
 
 /// Where a stored message waits for `claim`: the storage-only place a store's claim index gives
-/// it, computed from the message alone whenever the store writes it.
+/// it, computed from the message and whether it is its group's head whenever the store writes it.
 ///
 /// `claim` reads two short ranges instead of walking the queue: first the messages whose time has
 /// come (`Waiting` and `Leased` up to `now`: backoffs that are over move to `Ready`, leases that
 /// ran out are expired), then the head of `Ready` in claim order, `(created_at, id)`. So messages
-/// still in backoff are never walked (issue 10). A message moved to `Ready` keeps its
-/// `retry_after` until it is claimed (moving changes no field): after a clock that went back it
-/// may be later than `now` again, so a claim skips a ready message whose `retry_after` is still
-/// to come ([`crate::machine::is_due`] is the definition).
+/// still in backoff are never walked (issue 10), and neither are the members of a group waiting
+/// behind its head (`Blocked`: in no claim index at all), so 1 000 groups whose heads are in
+/// backoff with 10 000 members behind them cost a claim no more than none. A message moved to
+/// `Ready` keeps its `retry_after` until it is claimed (moving changes no field): after a clock
+/// that went back it may be later than `now` again, so a claim skips a ready message whose
+/// `retry_after` is still to come ([`crate::machine::is_due`] is the definition).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lane {
     /// `pending` without `retry_after`: due whatever the clock says (enqueued without a delay,
@@ -36,14 +45,20 @@ pub enum Lane {
     Waiting(Millis),
     /// `processing` until this instant, when its lease runs out and a claim expires it.
     Leased(Millis),
+    /// `pending` behind its group's head: not claimable, whatever its `retry_after`, until the
+    /// head leaves the group and the store unblocks it ([`next_head`]).
+    Blocked,
 }
 
 impl Lane {
-    /// The lane `message` is written into; `None` for a finished message (`succeeded`, `dead`),
-    /// which no claim looks at, and for a `processing` one without a lease (which the core never
-    /// writes).
-    pub fn of(message: &Message) -> Option<Self> {
+    /// The lane `message` is written into; `head` says whether it is its group's head (the first
+    /// of the group's live members in group order: see [`Position`]), and is ignored for a message
+    /// without a group. `None` for a finished message (`succeeded`, `dead`), which no claim looks
+    /// at, and for a `processing` one without a lease (which the core never writes).
+    pub fn of(message: &Message, head: bool) -> Option<Self> {
+        let blocked = message.group.is_some() && !head;
         match (message.status, message.retry_after) {
+            (Status::Pending, _) if blocked => Some(Self::Blocked),
             (Status::Pending, Some(at)) => Some(Self::Waiting(at)),
             (Status::Pending, None) => Some(Self::Ready),
             (Status::Processing, _) => message.lease_expires_at.map(Self::Leased),
@@ -52,12 +67,78 @@ impl Lane {
     }
 }
 
-/// The lane as one flag, for the stores that keep it in a `ready` column (SQLite, PostgreSQL):
-/// false exactly while the message is [`Lane::Waiting`]; true for every other message, and once a
-/// claim has moved a waiting message whose `retry_after` came (a store's own `UPDATE`, which
-/// changes no field of the message).
-pub fn ready(message: &Message) -> bool {
-    !matches!(Lane::of(message), Some(Lane::Waiting(_)))
+/// The lane as the SQL stores keep it, in two flags: `ready` (false exactly while the message is
+/// [`Lane::Waiting`] or [`Lane::Blocked`]; true for every other message, and once a claim has
+/// moved a waiting message whose `retry_after` came, a store's own `UPDATE` that changes no field
+/// of the message) and `blocked` ([`Lane::Blocked`]).
+pub fn ready(message: &Message, head: bool) -> bool {
+    !matches!(
+        Lane::of(message, head),
+        Some(Lane::Waiting(_) | Lane::Blocked)
+    )
+}
+
+/// See [`ready`]: whether the message waits behind its group's head.
+pub fn blocked(message: &Message, head: bool) -> bool {
+    Lane::of(message, head) == Some(Lane::Blocked)
+}
+
+/// Whether `message` is a live member of its group, if it has one: `pending` (due, in backoff or
+/// blocked) or `processing`. The group's head is its first live member in group order.
+pub fn live(message: &Message) -> bool {
+    matches!(message.status, Status::Pending | Status::Processing)
+}
+
+/// Whether a write from `before` to `after` takes a grouped message out of its group (it
+/// succeeded, died, or was discarded at its expiry): the store then, in the same transaction,
+/// unblocks the group's next member ([`next_head`]).
+pub fn leaves_group(before: &Message, after: Option<&Message>) -> bool {
+    before.group.is_some() && live(before) && !after.is_some_and(live)
+}
+
+/// Whether a write from `before` to `after` puts a grouped message back into its group (a
+/// replay): the store then gives it its place at the group's end ([`group_at`]), blocked unless
+/// the group has no other live member.
+pub fn enters_group(before: &Message, after: &Message) -> bool {
+    after.group.is_some() && !live(before) && live(after)
+}
+
+/// A grouped message's place in its group, stored with it (storage only): the group's order is
+/// `(at, id)` ascending. The index of the live grouped messages by `(queue, group, at, id)`
+/// answers "the group's tail" (its last live member: enqueue, replay) and "the group's next
+/// member" (its first: [`next_head`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Position {
+    /// The position's instant-like key (milliseconds).
+    pub at: Millis,
+    /// The message's id, which breaks ties.
+    pub id: Id,
+}
+
+/// The `at` of a message entering its group at `now` behind `tail`, the group's last live member
+/// at that moment (`None`: the group has none, and the message is its head): a new message
+/// (`own` `None`: its id is greater than every stored one) goes to `max(now, tail.at)`; a
+/// replayed one (`own` its id) to `max(now, tail.at + 1)` when the tail's id is greater than its
+/// own, else `max(now, tail.at)`. So a message always goes behind every member that is pending or
+/// processing when it enters, also when the clock went back: a group's order is the order its
+/// messages entered it.
+pub fn group_at(now: Millis, tail: Option<Position>, own: Option<Id>) -> Millis {
+    let Some(tail) = tail else {
+        return now;
+    };
+    let behind = match own {
+        Some(id) if tail.id > id => tail.at.saturating_add(1),
+        _ => tail.at,
+    };
+    now.max(behind)
+}
+
+/// What the store does with its group's first live member (in group order) after a member left:
+/// `Some` lane to write it in when it is blocked (it is the head now: [`Lane::Ready`], or
+/// [`Lane::Waiting`] while its `retry_after` is set); `None` when it already is in a claim lane
+/// (it was the head) or there is none.
+pub fn next_head(first: Option<&Message>, blocked: bool) -> Option<Lane> {
+    first.filter(|_| blocked).and_then(|m| Lane::of(m, true))
 }
 
 /// The store error of a message read back with a value deadletter never writes: something else
@@ -111,6 +192,10 @@ pub struct StoredMessage<'a> {
     pub replay_count: i64,
     /// See [`Message::replayed_at`].
     pub replayed_at: Option<i64>,
+    /// See [`Message::group`].
+    pub group: Option<String>,
+    /// See [`Message::expires_at`].
+    pub expires_at: Option<i64>,
 }
 
 /// What the time-range error says after the value.
@@ -165,7 +250,114 @@ impl StoredMessage<'_> {
             errors_dropped: count("errors_dropped", self.errors_dropped)?,
             replay_count: count("replay_count", self.replay_count)?,
             replayed_at: opt_time("replayed_at", self.replayed_at)?,
+            group: self.group,
+            expires_at: opt_time("expires_at", self.expires_at)?,
             deduplicated: false,
+        })
+    }
+}
+
+/// A queue's row as a store keeps it, column by column (SQLite and PostgreSQL: the table
+/// `queues`; IndexedDB: a record of the object store `queues`): [`StoredQueue::new`] from a
+/// [`QueueRow`] to write, [`StoredQueue::check`] back when read. The backoff policy is four
+/// columns, all set or all null (`backoff_jitter` is null also for a policy without jitter).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredQueue<'a> {
+    /// The queue's name.
+    pub name: &'a str,
+    /// See [`Backoff::initial_ms`].
+    pub backoff_initial_ms: Option<i64>,
+    /// See [`Backoff::multiplier`].
+    pub backoff_multiplier: Option<f64>,
+    /// See [`Backoff::cap_ms`].
+    pub backoff_cap_ms: Option<i64>,
+    /// See [`Backoff::jitter`]: `full`, `equal` or null.
+    pub backoff_jitter: Option<&'a str>,
+    /// See [`QueueSettings::max_retries`].
+    pub max_retries: Option<i64>,
+    /// See [`QueueSettings::lease_ms`].
+    pub lease_ms: Option<i64>,
+    /// See [`QueueSettings::expires_in_ms`].
+    pub expires_in_ms: Option<i64>,
+    /// See [`QueueSettings::on_expiry`]: `dead` or `discard`.
+    pub on_expiry: &'a str,
+    /// See [`QueueSettings::paused`].
+    pub paused: bool,
+    /// See [`QueueRow::expired_dead`].
+    pub expired_dead: i64,
+    /// See [`QueueRow::expired_discarded`].
+    pub expired_discarded: i64,
+}
+
+impl<'a> StoredQueue<'a> {
+    /// The columns of `row`, the row of queue `name`.
+    pub fn new(name: &'a str, row: &QueueRow) -> Self {
+        let settings = &row.settings;
+        let backoff = settings.backoff.as_ref();
+        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        Self {
+            name,
+            backoff_initial_ms: backoff.map(|b| b.initial_ms),
+            backoff_multiplier: backoff.map(|b| b.multiplier),
+            backoff_cap_ms: backoff.map(|b| b.cap_ms),
+            backoff_jitter: backoff.and_then(|b| b.jitter.as_str()),
+            max_retries: settings.max_retries.map(i64::from),
+            lease_ms: settings.lease_ms,
+            expires_in_ms: settings.expires_in_ms,
+            on_expiry: settings.on_expiry.as_str(),
+            paused: settings.paused,
+            expired_dead: count(row.expired_dead),
+            expired_discarded: count(row.expired_discarded),
+        }
+    }
+
+    /// The row, when every value is one deadletter writes (each setting within the range
+    /// `set_settings` accepts, a policy whole or absent, counters >= 0); otherwise a store error
+    /// naming the queue and the column: `queue "jobs" is corrupt: column lease_ms: ...`.
+    pub fn check(self) -> Result<QueueRow> {
+        let name = self.name;
+        let corrupt = |column: &str, why: &dyn Display| {
+            Error::Store(format!("queue {name:?} is corrupt: column {column}: {why}"))
+        };
+        let backoff = match (
+            self.backoff_initial_ms,
+            self.backoff_multiplier,
+            self.backoff_cap_ms,
+        ) {
+            (None, None, None) if self.backoff_jitter.is_none() => None,
+            (Some(initial), Some(multiplier), Some(cap)) => Some(Backoff::new(
+                &Arg::Int(initial),
+                &Arg::Float(multiplier),
+                &Arg::Int(cap),
+                &self.backoff_jitter.map_or(Arg::Null, Arg::Str),
+            )),
+            _ => {
+                let why = "holds part of a backoff policy (its four columns are set together)";
+                return Err(corrupt("backoff_initial_ms", &why));
+            }
+        };
+        let int = |n: Option<i64>| n.map_or(Arg::Null, Arg::Int);
+        let settings = QueueSettings::new(
+            backoff,
+            &int(self.max_retries),
+            &int(self.lease_ms),
+            &int(self.expires_in_ms),
+            &Arg::Str(self.on_expiry),
+        )
+        .map_err(|err| match err.field_errors().first() {
+            Some(field) => corrupt(field.field, &field.message),
+            None => err,
+        })?;
+        let count = |column: &str, n: i64| {
+            u64::try_from(n).map_err(|_| corrupt(column, &format_args!("holds {n}, not a count")))
+        };
+        Ok(QueueRow {
+            settings: QueueSettings {
+                paused: self.paused,
+                ..settings
+            },
+            expired_dead: count("expired_dead", self.expired_dead)?,
+            expired_discarded: count("expired_discarded", self.expired_discarded)?,
         })
     }
 }
@@ -290,6 +482,8 @@ mod tests {
             max_retries: 3,
             idempotency_key: None,
             retry_after: None,
+            group: None,
+            expires_at: None,
             now: 1_000,
         }
         .with_id(7)
@@ -316,11 +510,13 @@ mod tests {
             errors_dropped: message.errors_dropped.into(),
             replay_count: message.replay_count.into(),
             replayed_at: message.replayed_at,
+            group: message.group.clone(),
+            expires_at: message.expires_at,
         }
     }
 
     #[test]
-    fn the_lane_follows_status_retry_after_and_lease() {
+    fn the_lane_follows_status_retry_after_lease_and_group() {
         let ready = pending();
         let waiting = Message {
             retry_after: Some(5_000),
@@ -335,18 +531,72 @@ mod tests {
             status: Status::Succeeded,
             ..pending()
         };
-        let lanes = [&ready, &waiting, &leased, &done].map(Lane::of);
+        let member = Message {
+            group: Some("g".into()),
+            ..waiting.clone()
+        };
+        let lanes = [&ready, &waiting, &leased, &done, &member].map(|m| Lane::of(m, false));
         assert_eq!(
             lanes,
             [
                 Some(Lane::Ready),
                 Some(Lane::Waiting(5_000)),
                 Some(Lane::Leased(31_000)),
-                None
+                None,
+                Some(Lane::Blocked)
             ]
         );
-        let flags = [&ready, &waiting, &leased, &done].map(super::ready);
-        assert_eq!(flags, [true, false, true, true]);
+        assert_eq!(Lane::of(&member, true), Some(Lane::Waiting(5_000)));
+        let flags = [&ready, &waiting, &leased, &done, &member].map(|m| super::ready(m, false));
+        assert_eq!(flags, [true, false, true, true, false]);
+        assert!(blocked(&member, false) && !blocked(&member, true) && !blocked(&ready, false));
+        assert_eq!(next_head(Some(&member), true), Some(Lane::Waiting(5_000)));
+        assert_eq!(next_head(Some(&member), false), None);
+        assert_eq!(next_head(None, true), None);
+    }
+
+    #[test]
+    fn a_group_is_left_and_entered_by_its_live_members() {
+        let member = Message {
+            group: Some("g".into()),
+            ..pending()
+        };
+        let taken = Message {
+            status: Status::Processing,
+            ..member.clone()
+        };
+        let dead = Message {
+            status: Status::Dead,
+            ..member.clone()
+        };
+        assert!(!leaves_group(&member, Some(&taken)));
+        assert!(leaves_group(&taken, Some(&dead)));
+        assert!(leaves_group(&member, None));
+        assert!(!leaves_group(&pending(), None));
+        assert!(enters_group(&dead, &member));
+        assert!(!enters_group(&member, &taken));
+    }
+
+    #[test]
+    fn an_entering_message_goes_behind_the_tail_even_when_the_clock_went_back() {
+        let tail = Position { at: 50, id: 3 };
+        assert_eq!(group_at(100, None, None), 100);
+        assert_eq!(group_at(100, Some(tail), None), 100);
+        assert_eq!(group_at(10, Some(tail), None), 50);
+        // A replayed message with a smaller id than the tail's, in the tail's millisecond.
+        assert_eq!(group_at(50, Some(tail), Some(1)), 51);
+        assert_eq!(group_at(50, Some(tail), Some(4)), 50);
+        assert_eq!(
+            group_at(
+                0,
+                Some(Position {
+                    at: i64::MAX,
+                    id: 9
+                }),
+                Some(1)
+            ),
+            i64::MAX
+        );
     }
 
     #[test]

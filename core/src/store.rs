@@ -1,11 +1,19 @@
 //! What a store must do atomically. Stores select and persist; they never decide a next state:
 //! every write goes through a step function from [`crate::machine`] that the engine hands them.
+//!
+//! Every write runs, in one transaction: take the write lock (SQLite `BEGIN IMMEDIATE`,
+//! PostgreSQL the row and group locks, IndexedDB a readwrite transaction, a mutex) -> read the
+//! clock, once -> read the queue's row ([`QueueRow`]) -> read the messages -> call the step with
+//! the [`Context`] -> write. So a call that waited for the lock decides with the instant it got
+//! it, and with the settings in force then (issue 23, item 2).
 
 use std::future::Future;
 
+use crate::engine::{Claiming, EnqueueArgs};
 use crate::error::{Error, Result};
 use crate::machine;
-use crate::message::{Id, Message, Millis, NewMessage, Status};
+use crate::message::{Id, Message, Millis, Status};
+use crate::settings::{Clock, Context, QueueRow};
 
 /// One page of `list`: messages of `queue` (optionally of one `status`) with `id > after_id`,
 /// ordered by id, at most `limit`.
@@ -69,6 +77,9 @@ impl Filter<'_> {
 pub struct Claimed {
     /// The messages whose lease had run out, as `expire` left them.
     pub expired: Vec<Message>,
+    /// The pending messages whose expiry had come, as `sweep` left them (dead), or as they were
+    /// when it discarded them.
+    pub swept: Vec<Message>,
     /// The messages taken, as `take` left them, in claim order.
     pub taken: Vec<Message>,
 }
@@ -80,14 +91,34 @@ pub struct Counts {
     pub by_status: [u64; 4],
     /// `processing` messages whose lease has run out (`lease_expires_at <= now`), not reaped yet.
     pub expired: u64,
-    /// `pending` messages waiting for their backoff or delay (`retry_after > now`).
+    /// `pending` messages waiting for their backoff or delay (`retry_after > now`), not counting
+    /// the members blocked behind their group's head.
     pub delayed: u64,
     /// The earliest `retry_after` among the delayed messages.
     pub next_due_at: Option<Millis>,
-    /// The earliest `created_at` among the due `pending` messages.
+    /// The earliest `created_at` among the due `pending` messages (not blocked).
     pub oldest_due_created_at: Option<Millis>,
     /// The earliest `dead_at` among the `dead` messages.
     pub oldest_dead_at: Option<Millis>,
+    /// The queue's row: whether it is paused.
+    pub paused: bool,
+    /// The queue's row: expired messages made dead.
+    pub expired_dead: u64,
+    /// The queue's row: expired messages discarded.
+    pub expired_discarded: u64,
+}
+
+impl Counts {
+    /// The counters with the queue's row filled in.
+    #[must_use]
+    pub fn with_row(self, row: &QueueRow) -> Self {
+        Self {
+            paused: row.settings.paused,
+            expired_dead: row.expired_dead,
+            expired_discarded: row.expired_discarded,
+            ..self
+        }
+    }
 }
 
 /// Persistence for messages.
@@ -101,42 +132,61 @@ pub struct Counts {
 /// Every method is atomic: on `Err` (from the store or from a step) nothing was written.
 /// Stores must pass the shared conformance cases in `tests/conformance/`.
 pub trait Store {
-    /// Inserts `messages` in order, in one transaction, giving each an id strictly greater than
-    /// every id the store assigned before (starting at 1, never reused, also after deletes). A
-    /// message whose `idempotency_key` a stored message of its queue already carries (one stored
-    /// before, or inserted earlier in this batch) is not inserted: that stored message is returned
-    /// in its place, with `deduplicated` set. Stores enforce the key with a unique index, so two
-    /// racing connections cannot both insert it.
-    fn insert(&self, messages: Vec<NewMessage>) -> impl Future<Output = Result<Vec<Message>>>;
+    /// In one transaction: takes the write lock (and, in a store with finer locks, those of the
+    /// idempotency keys and groups of `args`' items), reads `clock` once and the queue's row, and
+    /// inserts the messages of `args` at that [`Context`] ([`EnqueueArgs::messages`]), in order,
+    /// giving each an id
+    /// strictly greater than every id the store assigned before (starting at 1, never reused, also
+    /// after deletes). A message whose `idempotency_key` a stored message of its queue already
+    /// carries (one stored before, or inserted earlier in this batch) is not inserted: that stored
+    /// message is returned in its place, with `deduplicated` set. Stores enforce the key with a
+    /// unique index, so two racing connections cannot both insert it. A grouped message goes to
+    /// the end of its group ([`crate::storage::group_at`] behind the group's tail), blocked unless
+    /// the group had no live member (two racing enqueues must not both become heads).
+    fn insert(
+        &self,
+        args: &EnqueueArgs,
+        clock: Clock<'_>,
+    ) -> impl Future<Output = Result<Vec<Message>>>;
 
     /// Reads message `id`; `None` when there is none in `queue` (an id of another queue is absent).
     fn get(&self, queue: &str, id: Id) -> impl Future<Output = Result<Option<Message>>>;
 
-    /// Reads message `id` of `queue`, writes `step(message)` and returns it, atomically.
-    /// `Error::NotFound` when [`Store::get`] would return `None`; nothing is written when `step` fails.
+    /// In one transaction: takes the write lock, reads `clock` once, the queue's row and message
+    /// `id` of `queue`, writes `step(message, context)` and returns it. `Error::NotFound` when
+    /// [`Store::get`] would return `None`; nothing is written when `step` fails. When the write
+    /// takes a grouped message out of its group, the group's next member is unblocked
+    /// ([`crate::storage::next_head`]); when it puts one back (a replay), it goes to the group's
+    /// end.
     fn update(
         &self,
         queue: &str,
         id: Id,
-        step: impl FnOnce(Message) -> Result<Message>,
+        clock: Clock<'_>,
+        step: impl FnOnce(Message, &Context) -> Result<Message>,
     ) -> impl Future<Output = Result<Message>>;
 
-    /// Atomically, in one transaction:
+    /// Atomically, in one transaction, once the write lock is held, `clock` read once and the
+    /// queue's row read: `start(context)` says what to do; `None` (a paused queue's claim): nothing.
+    /// Otherwise, with its [`Claiming`]:
     /// 1. every `processing` message of `queue` whose `lease_expires_at <= now` is replaced by
-    ///    `expire(message)`, called in `(lease_expires_at, id)` order;
-    /// 2. then up to `limit` `pending` messages of `queue` whose `retry_after` is null or
-    ///    `<= now` (and that step 1 did not just write), ordered by `created_at` then `id`, are
-    ///    each replaced by `take(message)`.
+    ///    `expire(message, index)`, called in `(lease_expires_at, id)` order;
+    /// 2. every `pending` message of `queue` whose `expires_at <= now` (ready, waiting or
+    ///    blocked) is replaced by `sweep(message)` (or deleted when it returns `None`), in
+    ///    `(expires_at, id)` order, and counted in the queue's row ([`QueueRow::count_expired`]);
+    /// 3. the groups these took a member out of get their next member unblocked;
+    /// 4. then up to `n` due `pending` messages of `queue` (`retry_after` null or `<= now`, not
+    ///    blocked, and not one that step 1 just wrote), ordered by `created_at` then `id`, are each
+    ///    replaced by `take(message, tokens())`.
     ///
-    /// `limit` 0 only reaps (step 1). Stores find both sets through indexes, so the cost does not
-    /// grow with succeeded, dead or delayed messages.
+    /// `n` 0 only reaps (steps 1-3). Stores find every set through indexes, so the cost does not
+    /// grow with succeeded, dead, delayed or blocked messages.
     fn claim(
         &self,
         queue: &str,
-        now: Millis,
-        limit: usize,
-        expire: impl FnMut(Message) -> Result<Message>,
-        take: impl FnMut(Message) -> Result<Message>,
+        clock: Clock<'_>,
+        start: impl FnOnce(&Context) -> Option<Claiming>,
+        tokens: impl FnMut() -> String,
     ) -> impl Future<Output = Result<Claimed>>;
 
     /// One page of messages, see [`ListQuery`].
@@ -152,18 +202,21 @@ pub trait Store {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<Id>>>;
 
-    /// In one transaction, for each of `ids` still in `queue`: reads it and writes `step(message)`
-    /// when that is `Some` (a `None` leaves it alone). Returns the messages written. An `Err` from
-    /// a step writes nothing.
+    /// In one transaction (write lock, `clock` read once, the queue's row), for each of `ids`
+    /// still in `queue`, in order: reads it and writes `step(message, context)` when that is
+    /// `Some` (a `None` leaves it alone), with the group bookkeeping of [`Store::update`]. Returns
+    /// the messages written. An `Err` from a step writes nothing.
     fn update_many(
         &self,
         queue: &str,
         ids: &[Id],
-        step: impl FnMut(Message) -> Result<Option<Message>>,
+        clock: Clock<'_>,
+        step: impl FnMut(Message, &Context) -> Result<Option<Message>>,
     ) -> impl Future<Output = Result<Vec<Message>>>;
 
     /// In one transaction, for each of `ids` still in `queue`: deletes it when `check(message)`
     /// is `Ok(true)`. Returns the deleted messages. An `Err` from `check` deletes nothing.
+    /// (Only finished messages are deleted this way, so no group changes.)
     fn delete_many(
         &self,
         queue: &str,
@@ -171,17 +224,31 @@ pub trait Store {
         check: impl FnMut(&Message) -> Result<bool>,
     ) -> impl Future<Output = Result<Vec<Message>>>;
 
-    /// The counters of `queue` at `now`, see [`Counts`].
+    /// The counters of `queue` at `now`, see [`Counts`], with its row's.
     fn counts(&self, queue: &str, now: Millis) -> impl Future<Output = Result<Counts>>;
 
-    /// The names of the queues that hold at least one message, in ascending (byte) order.
+    /// The names of the queues that hold at least one message or have a stored row, in ascending
+    /// (byte) order.
     fn queues(&self) -> impl Future<Output = Result<Vec<String>>>;
 
-    /// The earliest `retry_after` later than `now` among the `pending` messages of `queue` (when
-    /// the next delayed message becomes due), read from an index; `None` when none is delayed.
-    /// The same value as [`Counts::next_due_at`], without counting anything.
+    /// The earliest `retry_after` later than `now` among the `pending` messages of `queue` that
+    /// are not blocked behind their group's head (when the next delayed message becomes due),
+    /// read from an index; `None` when none is delayed. The same value as
+    /// [`Counts::next_due_at`], without counting anything.
     fn next_due_at(&self, queue: &str, now: Millis)
     -> impl Future<Output = Result<Option<Millis>>>;
+
+    /// The queue's stored row; [`QueueRow::default`] when it has none (reading writes nothing).
+    fn queue_row(&self, queue: &str) -> impl Future<Output = Result<QueueRow>>;
+
+    /// In one transaction: reads the queue's row (the default when it has none) and writes
+    /// `step(row)`, which it returns. A queue without a row gets one only when the new row is
+    /// [`QueueRow::worth_storing`].
+    fn write_queue_row(
+        &self,
+        queue: &str,
+        step: impl FnOnce(QueueRow) -> Result<QueueRow>,
+    ) -> impl Future<Output = Result<QueueRow>>;
 }
 
 /// What every store's [`Store::update`] does once it has read: `step(message)`, or `not_found`
@@ -198,11 +265,13 @@ pub fn apply_step(
     })?)
 }
 
-/// The [`Counts`] of `messages` (all of one queue) at `now`, computed message by message: the
-/// definition the reference store uses and other stores' queries must agree with.
-pub fn count<'a>(messages: impl IntoIterator<Item = &'a Message>, now: Millis) -> Counts {
+/// The [`Counts`] of `messages` (all of one queue, each with whether it is blocked behind its
+/// group's head) at `now`, computed message by message: the definition the reference store uses
+/// and other stores' queries must agree with. A blocked member counts as pending, neither due nor
+/// delayed.
+pub fn count<'a>(messages: impl IntoIterator<Item = (&'a Message, bool)>, now: Millis) -> Counts {
     let mut counts = Counts::default();
-    for message in messages {
+    for (message, blocked) in messages {
         let slot = Status::ALL
             .iter()
             .position(|s| *s == message.status)
@@ -210,6 +279,9 @@ pub fn count<'a>(messages: impl IntoIterator<Item = &'a Message>, now: Millis) -
         counts.by_status[slot] += 1;
         if machine::lease_expired(message, now) {
             counts.expired += 1;
+        }
+        if blocked {
+            continue;
         }
         if machine::is_delayed(message, now) {
             counts.delayed += 1;

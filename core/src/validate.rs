@@ -26,6 +26,10 @@ pub const DEFAULT_LIST_LIMIT: i64 = 100;
 pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 255;
 /// Longest enqueue delay and backoff: 30 days, in milliseconds.
 pub const MAX_DELAY_MS: i64 = 30 * 86_400_000;
+/// Longest expiry of a message (`expires_in`): 365 days, in milliseconds.
+pub const MAX_EXPIRES_IN_MS: i64 = 365 * 86_400_000;
+/// Longest group name, in characters (the idempotency key's limit).
+pub const MAX_GROUP_CHARS: usize = MAX_IDEMPOTENCY_KEY_CHARS;
 /// Most messages in one `enqueue_many`.
 pub const MAX_BATCH: usize = 1000;
 /// Most messages in one `claim_many`.
@@ -148,20 +152,46 @@ impl Check {
     }
 
     /// An optional idempotency key: a non-empty string of at most
-    /// [`MAX_IDEMPOTENCY_KEY_CHARS`] characters.
+    /// [`MAX_IDEMPOTENCY_KEY_CHARS`] characters, without NUL.
     pub(crate) fn idempotency_key<'a>(&mut self, arg: &Arg<'a>) -> Option<&'a str> {
-        let key = self.opt_string("idempotency_key", arg)?;
+        self.key("idempotency_key", arg, MAX_IDEMPOTENCY_KEY_CHARS)
+    }
+
+    /// An optional ordering group: the idempotency key's rules, field `group`.
+    pub(crate) fn group<'a>(&mut self, arg: &Arg<'a>) -> Option<&'a str> {
+        self.key("group", arg, MAX_GROUP_CHARS)
+    }
+
+    /// An optional key-like string: non-empty, at most `max` characters, without NUL.
+    fn key<'a>(&mut self, field: &'static str, arg: &Arg<'a>, max: usize) -> Option<&'a str> {
+        let key = self.opt_string(field, arg)?;
         if key.is_empty() {
-            self.reject("idempotency_key", "empty", "must not be empty".into());
+            self.reject(field, "empty", "must not be empty".into());
         } else if key.contains('\0') {
-            self.reject("idempotency_key", "invalid", NUL.into());
-        } else if key.chars().count() > MAX_IDEMPOTENCY_KEY_CHARS {
-            let message = format!("must be at most {MAX_IDEMPOTENCY_KEY_CHARS} characters");
-            self.reject("idempotency_key", "too_long", message);
+            self.reject(field, "invalid", NUL.into());
+        } else if key.chars().count() > max {
+            self.reject(
+                field,
+                "too_long",
+                format!("must be at most {max} characters"),
+            );
         } else {
             return Some(key);
         }
         None
+    }
+
+    /// An optional integer in `range` (`Null` -> `None`).
+    pub(crate) fn opt_int(
+        &mut self,
+        field: &'static str,
+        arg: &Arg<'_>,
+        range: (i64, i64),
+    ) -> Option<i64> {
+        match arg {
+            Arg::Null => None,
+            given => self.int(field, given, range, None),
+        }
     }
 
     fn wrong_type(&mut self, field: &'static str, expected: &str, got: &Arg<'_>) {
@@ -288,6 +318,26 @@ impl Check {
         None
     }
 
+    /// The name of a queue that messages are put under (`enqueue`, `enqueue_many`): a queue
+    /// name ([`Check::queue`]) that can be shown safely, so not one holding a control character
+    /// (C0 U+0000..U+001F, DEL U+007F, C1 U+0080..U+009F), a bidirectional control (U+202A..
+    /// U+202E, U+2066..U+2069: they make a name read as another in a terminal or a page), nor one
+    /// made only of whitespace (it reads as empty): `invalid`. Making a handle, reading,
+    /// replaying, purging and the settings take any name [`Check::queue`] takes, so that queues
+    /// already stored under such a name keep working (issue 23, item 5).
+    pub(crate) fn new_queue<'a>(&mut self, arg: &Arg<'a>) -> Option<&'a str> {
+        let name = self.queue(arg)?;
+        let why = if name.chars().any(|c| c.is_control() || is_bidi_control(c)) {
+            "must not contain control or bidirectional control characters"
+        } else if name.chars().all(char::is_whitespace) {
+            "must not be only whitespace"
+        } else {
+            return Some(name);
+        };
+        self.reject("queue", "invalid", why.into());
+        None
+    }
+
     /// A message id: an integer >= 1.
     pub(crate) fn id(&mut self, arg: &Arg<'_>) -> Option<Id> {
         self.int("id", arg, (1, i64::MAX), None)
@@ -332,6 +382,11 @@ impl Check {
             Err(Error::Validation(self.errors))
         }
     }
+}
+
+/// The Unicode bidirectional embedding, override and isolate controls.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 fn clock_message(now: Millis) -> String {

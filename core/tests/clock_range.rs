@@ -2,7 +2,12 @@
 //! a clock before year 1 cannot be written as a Python `datetime`, so the bindings test it too).
 
 use deadletter::validate::{MAX_TIME, MIN_TIME};
-use deadletter::{Arg, Backoff, Engine, Error, Item, Limits, MemoryStore, Moment};
+use deadletter::{Arg, Call, Engine, Error, Item, Limits, MemoryStore, Millis, Result};
+
+/// A clock stopped at `now`.
+fn at(now: Millis) -> impl Fn() -> Result<Millis> {
+    move || Ok(now)
+}
 
 fn item(payload: &str) -> Item<'_> {
     Item {
@@ -21,25 +26,25 @@ fn fields(err: &Error) -> Vec<(&str, &str)> {
 #[test]
 fn a_clock_before_year_1_is_rejected_by_every_operation_and_writes_nothing() {
     let db = Engine::new(MemoryStore::new(), Limits::default());
-    let policy = Backoff::default();
     pollster::block_on(async {
         let too_early = MIN_TIME - 1;
         let err = db
-            .enqueue("q".into(), &item("a"), too_early)
+            .enqueue("q".into(), &item("a"), &at(too_early))
             .await
             .unwrap_err();
         assert_eq!(fields(&err), [("clock", "out_of_range")]);
-        let at = Moment {
-            policy: &policy,
+        let clock = at(too_early);
+        let call = Call {
+            clock: &clock,
+            backoff: None,
             sample: 0.0,
-            now: too_early,
         };
         let err = db
-            .claim("q".into(), Arg::Null, String::new, at)
+            .claim("q".into(), Arg::Null, String::new, &call)
             .await
             .unwrap_err();
         assert_eq!(fields(&err), [("clock", "out_of_range")]);
-        let err = db.stats("q".into(), too_early).await.unwrap_err();
+        let err = db.stats("q".into(), &at(too_early)).await.unwrap_err();
         assert_eq!(fields(&err), [("clock", "out_of_range")]);
         assert!(
             db.list("q".into(), Arg::Null, Arg::Null, Arg::Null)
@@ -48,15 +53,18 @@ fn a_clock_before_year_1_is_rejected_by_every_operation_and_writes_nothing() {
                 .is_empty()
         );
 
-        let first = db.enqueue("q".into(), &item("a"), MIN_TIME).await.unwrap();
+        let first = db
+            .enqueue("q".into(), &item("a"), &at(MIN_TIME))
+            .await
+            .unwrap();
         assert_eq!(first.created_at, MIN_TIME);
         let err = db
-            .enqueue("q".into(), &item("b"), MAX_TIME + 1)
+            .enqueue("q".into(), &item("b"), &at(MAX_TIME + 1))
             .await
             .unwrap_err();
         assert_eq!(fields(&err), [("clock", "out_of_range")]);
         let err = db
-            .enqueue("q".into(), &item("b"), i64::MIN)
+            .enqueue("q".into(), &item("b"), &at(i64::MIN))
             .await
             .unwrap_err();
         assert_eq!(fields(&err), [("clock", "out_of_range")]);

@@ -6,17 +6,112 @@
 //! Also the shapes of what the operations return: [`Outcome`] (a value with the messages the
 //! call made dead) and [`Stats`] (a queue's statistics from the store's [`Counts`]).
 
+use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::machine::{self, Moment};
-use crate::message::{Id, Message, Millis, Status};
+use crate::message::{Id, Message, Millis, NewMessage, Status};
+use crate::settings::{Context, OnExpiry};
 use crate::store::{Counts, Filter, apply_step};
+use crate::validate::{Check, DEFAULT_MAX_RETRIES, later};
 
 use super::request::{
-    ClaimArgs, ExtendArgs, FailArgs, MessageArgs, PurgeArgs, ReplayAllArgs, ReplayArgs, SucceedArgs,
+    ClaimArgs, EnqueueArgs, ExtendArgs, FailArgs, MessageArgs, PurgeArgs, ReplayAllArgs,
+    ReplayArgs, SucceedArgs,
 };
 
+/// The expiry of a message enqueued or replayed at `ctx`: `given` (the call's, in milliseconds),
+/// else the queue's stored expiry, from now; `None` when neither is set.
+fn expires_at(ctx: &Context, given: Option<Millis>) -> Result<Option<Millis>> {
+    given
+        .or(ctx.queue.settings.expires_in_ms)
+        .map(|ms| later(ctx.now, ms))
+        .transpose()
+}
+
+impl EnqueueArgs {
+    /// The messages to insert at `ctx`, in order: `max_retries` from the call, else the queue's
+    /// stored value, else 3; `retry_after` `now + delay` (none without a delay); `expires_at` from
+    /// the call's expiry, else the queue's. An instant past the representable range is a
+    /// validation error on `clock` (with the item's index in a batch).
+    pub fn messages(&self, ctx: &Context) -> Result<Vec<NewMessage>> {
+        let mut check = Check::default();
+        let stored_retries = ctx.queue.settings.max_retries;
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // 3
+        let default_retries = stored_retries.unwrap_or(DEFAULT_MAX_RETRIES as u32);
+        let mut messages = Vec::with_capacity(self.items.len());
+        for (index, item) in self.items.iter().enumerate() {
+            let before = check.len();
+            let retry_after = match item.delay_ms {
+                0 => Ok(None),
+                delay => later(ctx.now, delay).map(Some),
+            };
+            // One clock error per item: a clock that late is one problem, however many instants
+            // it would push out of range.
+            let instants = retry_after
+                .and_then(|retry_after| Ok((retry_after, expires_at(ctx, item.expires_in_ms)?)));
+            let (retry_after, expiry) = instants.unwrap_or_else(|err| {
+                check.extend(err);
+                (None, None)
+            });
+            if self.batch {
+                check.tag_item(before, index);
+            }
+            messages.push(NewMessage {
+                queue: self.queue.clone(),
+                payload: item.payload.clone(),
+                max_retries: item.max_retries.unwrap_or(default_retries),
+                idempotency_key: item.idempotency_key.clone(),
+                retry_after,
+                group: item.group.clone(),
+                expires_at: expiry,
+                now: ctx.now,
+            });
+        }
+        check.finish(|| messages)
+    }
+}
+
+/// One claim (or reap) as decided at its [`Context`] (see [`ClaimArgs::start`]): what the store
+/// does with each message it finds, in this order: the leases that ran out ([`Claiming::expire`]),
+/// the pending messages whose expiry came ([`Claiming::sweep`]), then up to `n` due messages
+/// ([`Claiming::take`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Claiming {
+    /// How many messages to take at most (0: a reap).
+    pub n: usize,
+    /// The instant.
+    pub now: Millis,
+    /// The lease of each message taken: the call's, else the queue's, else the open-time one.
+    pub lease_ms: Millis,
+    /// The backoff policy of the expired leases: the handle's, else the queue's, else the default.
+    pub policy: Backoff,
+    /// The jitter sample of the call.
+    pub sample: f64,
+    /// What expiry does to a pending message, the queue's setting.
+    pub on_expiry: OnExpiry,
+}
+
 impl ClaimArgs {
-    /// The moment of the claim: its instant, the queue's policy and the call's jitter sample.
+    /// The claim at `ctx`; `None` when the queue is paused and this is a claim (not a reap): a
+    /// paused queue claims nothing, and its claims change nothing (leases already held keep
+    /// running until a reap or the resume).
+    pub fn start(&self, ctx: &Context) -> Option<Claiming> {
+        if self.n > 0 && ctx.queue.settings.paused {
+            return None;
+        }
+        Some(Claiming {
+            n: self.n,
+            now: ctx.now,
+            lease_ms: ctx.lease_ms(self.lease_ms, self.default_lease_ms),
+            policy: ctx.policy(self.backoff.as_ref()),
+            sample: self.sample,
+            on_expiry: ctx.queue.settings.on_expiry,
+        })
+    }
+}
+
+impl Claiming {
+    /// The moment of the claim: its instant, the policy and the call's jitter sample.
     pub fn moment(&self) -> Moment<'_> {
         Moment {
             policy: &self.policy,
@@ -27,9 +122,19 @@ impl ClaimArgs {
 
     /// The `index`-th (0-based) lease of this claim found run out: a failed attempt with the error
     /// `lease expired`, rescheduled with the `index`-th jitter sample of the call (see
-    /// [`Moment::nth`]), or dead when its retries are used up.
+    /// [`Moment::nth`]), or dead when its retries are used up or its expiry has come.
     pub fn expire(&self, message: Message, index: usize) -> Result<Message> {
         machine::expire_lease(message, self.moment().nth(index))
+    }
+
+    /// A pending message whose expiry came: `Some` of it dead with the error `expired`, to write
+    /// (the queue's outcome `dead`), or `None`: delete it (`discard`). Either way the store counts
+    /// it in the queue's row ([`crate::QueueRow::count_expired`]).
+    pub fn sweep(&self, message: Message) -> Result<Option<Message>> {
+        match self.on_expiry {
+            OnExpiry::Dead => machine::expire(message, self.now).map(Some),
+            OnExpiry::Discard => Ok(None),
+        }
     }
 
     /// A due message taken: `processing` under `lease_token` until `now + lease_ms`.
@@ -40,33 +145,38 @@ impl ClaimArgs {
 
 impl SucceedArgs {
     /// The ack of `message` (see [`machine::succeed`]).
-    pub fn step(&self, message: Message) -> Result<Message> {
-        machine::succeed(message, self.lease_token.as_deref(), self.now)
+    pub fn step(&self, message: Message, ctx: &Context) -> Result<Message> {
+        machine::succeed(message, self.lease_token.as_deref(), ctx.now)
     }
 }
 
 impl FailArgs {
-    /// The failed attempt of `message` (see [`machine::fail`]).
-    pub fn step(&self, message: Message) -> Result<Message> {
+    /// The failed attempt of `message` (see [`machine::fail`]), under the handle's policy, else
+    /// the queue's, else the default, unless the call gave its own delay.
+    pub fn step(&self, message: Message, ctx: &Context) -> Result<Message> {
+        let policy = ctx.policy(self.backoff.as_ref());
         let at = Moment {
-            policy: &self.policy,
+            policy: &policy,
             sample: self.sample,
-            now: self.now,
+            now: ctx.now,
         };
         machine::fail(
             message,
             &self.error,
             self.lease_token.as_deref(),
             self.retryable,
+            self.retry_in_ms,
             at,
         )
     }
 }
 
 impl ExtendArgs {
-    /// The heartbeat of `message` (see [`machine::extend`]).
-    pub fn step(&self, message: Message) -> Result<Message> {
-        machine::extend(message, &self.lease_token, self.lease_ms, self.now)
+    /// The heartbeat of `message` (see [`machine::extend`]): the call's lease, else the queue's,
+    /// else the open-time one.
+    pub fn step(&self, message: Message, ctx: &Context) -> Result<Message> {
+        let lease = ctx.lease_ms(self.lease_ms, self.default_lease_ms);
+        machine::extend(message, &self.lease_token, lease, ctx.now)
     }
 }
 
@@ -89,9 +199,10 @@ impl ReplayArgs {
         found_in(&self.queue, self.id, found)
     }
 
-    /// The redrive of `message` (see [`machine::replay`]).
-    pub fn step(&self, message: Message) -> Result<Message> {
-        machine::replay(message, self.now)
+    /// The redrive of `message` (see [`machine::replay`]), with the call's expiry, else the
+    /// queue's, else none.
+    pub fn step(&self, message: Message, ctx: &Context) -> Result<Message> {
+        machine::replay(message, ctx.now, expires_at(ctx, self.expires_in_ms)?)
     }
 }
 
@@ -101,11 +212,11 @@ fn found_in(queue: &str, id: Id, found: Option<Message>) -> Result<Message> {
 }
 
 impl ReplayAllArgs {
-    /// The step of one candidate: replayed when the filter still selects it (it may have changed
-    /// since it was selected), `None` (left alone) otherwise.
-    pub fn step(&self, message: Message) -> Result<Option<Message>> {
+    /// The step of one candidate: replayed (with the queue's expiry) when the filter still
+    /// selects it (it may have changed since it was selected), `None` (left alone) otherwise.
+    pub fn step(&self, message: Message, ctx: &Context) -> Result<Option<Message>> {
         if self.filter().matches(&message) {
-            machine::replay(message, self.now).map(Some)
+            machine::replay(message, ctx.now, expires_at(ctx, None)?).map(Some)
         } else {
             Ok(None)
         }
@@ -154,6 +265,10 @@ pub struct Outcome<T> {
     pub value: T,
     /// Every message this call moved to `dead`, in the order it did.
     pub dead: Vec<Message>,
+    /// The queue's stored backoff policy when the call applied the handle's own policy instead
+    /// and the two differ (see [`crate::Context::overridden`]): what a binding warns about, once
+    /// per handle.
+    pub overridden: Option<Backoff>,
 }
 
 impl<T> Outcome<T> {
@@ -164,7 +279,11 @@ impl<T> Outcome<T> {
             .filter(|m| m.status == Status::Dead)
             .cloned()
             .collect();
-        Self { value, dead }
+        Self {
+            value,
+            dead,
+            overridden: None,
+        }
     }
 }
 
@@ -173,7 +292,7 @@ impl<T> Outcome<T> {
 pub struct Stats {
     /// The queue.
     pub queue: String,
-    /// Messages waiting to be claimed (due or in backoff).
+    /// Messages waiting to be claimed (due, in backoff, or behind their group's head).
     pub pending: u64,
     /// Messages held by a worker (expired leases included until reaped).
     pub processing: u64,
@@ -192,6 +311,13 @@ pub struct Stats {
     pub oldest_due_age_ms: Option<Millis>,
     /// How long the oldest dead message has been dead (`now - dead_at`), in milliseconds.
     pub oldest_dead_age_ms: Option<Millis>,
+    /// Whether the queue is paused (it claims nothing).
+    pub paused: bool,
+    /// Messages that expired while pending and became dead, since the queue's row was created
+    /// (purging does not lower it).
+    pub expired_dead: u64,
+    /// Messages that expired while pending and were discarded, since the queue's row was created.
+    pub expired_discarded: u64,
 }
 
 impl Stats {
@@ -210,6 +336,9 @@ impl Stats {
             next_due_at: counts.next_due_at,
             oldest_due_age_ms: age(counts.oldest_due_created_at),
             oldest_dead_age_ms: age(counts.oldest_dead_at),
+            paused: counts.paused,
+            expired_dead: counts.expired_dead,
+            expired_discarded: counts.expired_discarded,
         }
     }
 }
@@ -230,7 +359,7 @@ pub fn not_found(queue: &str, id: Id) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Arg, Backoff, Limits, NewMessage};
+    use crate::{Arg, Limits, NewMessage, QueueRow};
 
     const NOW: Millis = 1_767_225_600_000;
 
@@ -241,28 +370,30 @@ mod tests {
             max_retries: 2,
             idempotency_key: None,
             retry_after: None,
+            group: None,
+            expires_at: None,
             now: NOW - 10,
         }
         .with_id(id)
     }
 
+    fn ctx(row: QueueRow) -> Context {
+        Context::new(NOW, row).unwrap()
+    }
+
     #[test]
     fn a_claim_takes_and_expires_with_its_own_moment() {
-        let policy = Backoff::default();
-        let at = Moment {
-            policy: &policy,
-            sample: 0.0,
-            now: NOW,
-        };
         let args = ClaimArgs::new(
             &"q".into(),
             &Arg::Int(2),
             &Arg::Int(500),
-            at,
+            None,
+            0.0,
             &Limits::default(),
         )
         .unwrap();
-        let taken = args.take(pending(1), "t".into()).unwrap();
+        let claim = args.start(&ctx(QueueRow::default())).unwrap();
+        let taken = claim.take(pending(1), "t".into()).unwrap();
         assert_eq!(
             (
                 taken.status,
@@ -271,7 +402,7 @@ mod tests {
             ),
             (Status::Processing, Some(NOW + 500), Some("t"))
         );
-        let expired = args.expire(taken, 0).unwrap();
+        let expired = claim.expire(taken, 0).unwrap();
         assert_eq!(
             (
                 expired.status,
@@ -280,6 +411,75 @@ mod tests {
             ),
             (Status::Pending, Some(NOW + 2_000), Some("lease expired"))
         );
+    }
+
+    #[test]
+    fn a_paused_queue_claims_nothing_but_reaps_and_sweeps_by_its_setting() {
+        let mut row = QueueRow::default();
+        row.settings.paused = true;
+        row.settings.on_expiry = OnExpiry::Discard;
+        row.settings.lease_ms = Some(7_000);
+        let limits = Limits::default();
+        let claim = ClaimArgs::new(&"q".into(), &Arg::Int(1), &Arg::Null, None, 0.0, &limits);
+        assert_eq!(claim.unwrap().start(&ctx(row)), None);
+        let reap = ClaimArgs::reap(&"q".into(), None, 0.0).unwrap();
+        let reaping = reap.start(&ctx(row)).unwrap();
+        let expiring = Message {
+            expires_at: Some(NOW),
+            ..pending(1)
+        };
+        assert_eq!(reaping.sweep(expiring.clone()), Ok(None));
+        row.settings = crate::QueueSettings::default();
+        let dead = reap.start(&ctx(row)).unwrap().sweep(expiring).unwrap();
+        let dead = dead.unwrap();
+        assert_eq!(
+            (dead.status, dead.last_error.as_deref(), dead.dead_at),
+            (Status::Dead, Some("expired"), Some(NOW))
+        );
+        row.settings.lease_ms = Some(7_000);
+        let claim = ClaimArgs::new(&"q".into(), &Arg::Int(1), &Arg::Null, None, 0.0, &limits);
+        assert_eq!(claim.unwrap().start(&ctx(row)).unwrap().lease_ms, 7_000);
+    }
+
+    #[test]
+    fn enqueue_takes_the_stored_defaults_and_tags_clock_errors_in_a_batch() {
+        let mut row = QueueRow::default();
+        row.settings.max_retries = Some(7);
+        row.settings.expires_in_ms = Some(1_000);
+        let items = [
+            crate::Item {
+                payload: "a".into(),
+                ..crate::Item::default()
+            },
+            crate::Item {
+                payload: "b".into(),
+                max_retries: Arg::Int(2),
+                expires_in_ms: Arg::Int(5),
+                delay_ms: Arg::Int(3),
+                ..crate::Item::default()
+            },
+        ];
+        let args = EnqueueArgs::new(&"q".into(), &items, true, &Limits::default()).unwrap();
+        let made = args.messages(&ctx(row)).unwrap();
+        let got: Vec<_> = made
+            .iter()
+            .map(|m| (m.max_retries, m.expires_at, m.retry_after))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (7, Some(NOW + 1_000), None),
+                (2, Some(NOW + 5), Some(NOW + 3))
+            ]
+        );
+        let late = Context::new(crate::validate::MAX_TIME - 2, row).unwrap();
+        let err = args.messages(&late).unwrap_err();
+        let fields: Vec<_> = err
+            .field_errors()
+            .iter()
+            .map(|f| (f.field, f.index))
+            .collect();
+        assert_eq!(fields, [("clock", Some(0)), ("clock", Some(1))]);
     }
 
     #[test]
@@ -302,7 +502,6 @@ mod tests {
             &Arg::Null,
             &Arg::Null,
             &Arg::Null,
-            NOW,
         )
         .unwrap();
         assert_eq!(sift(&replay.filter(), NOW), Sift::Load);

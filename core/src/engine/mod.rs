@@ -1,10 +1,12 @@
 //! The public operations, in three halves that a caller without a [`Store`] can use on their own:
 //!
 //! - validate ([`request`]): each operation's arguments checked into a typed request
-//!   ([`ClaimArgs`], [`FailArgs`], ...) with `now` and the open-time [`Limits`];
+//!   ([`ClaimArgs`], [`FailArgs`], ...) with the open-time [`Limits`], before any store is called;
 //! - plan ([`plan`]): what a store without a query language reads and writes for a claim over
 //!   lanes ([`LaneClaim`]) and the batches of the bulk operations ([`Batches`]);
-//! - apply ([`apply`]): each request's step on one message read (the next message or the error).
+//! - apply ([`apply`]): each request's step on one message read, at the [`crate::Context`] the
+//!   store read inside its transaction (the instant and the queue's settings): the next message or
+//!   the error.
 //!
 //! [`Engine`] is those halves over a [`Store`], written once for every store, synchronous or not.
 //! The WebAssembly binding exports the same halves to JavaScript, whose IndexedDB store calls them
@@ -14,18 +16,22 @@ pub mod apply;
 pub mod plan;
 pub mod request;
 
+use std::cell::Cell;
+
 use crate::arg::Arg;
+use crate::backoff::Backoff;
 use crate::error::{Error, Result};
-use crate::machine::{self, Moment};
+use crate::machine;
 use crate::message::{Id, Message, Millis};
+use crate::settings::{Clock, QueueRow, QueueSettings, SettingsArgs, pause_step};
 use crate::store::{Claimed, Store};
 use crate::validate::{Check, Limits};
 
-pub use apply::{Outcome, Sift, Stats, sift};
+pub use apply::{Claiming, Outcome, Sift, Stats, sift};
 pub use plan::{BATCH, Batches, LaneClaim, TIMED_PAGE, Write};
 pub use request::{
-    ClaimArgs, EnqueueArgs, ExtendArgs, FailArgs, Item, MessageArgs, PurgeArgs, ReplayAllArgs,
-    ReplayArgs, SucceedArgs, clock_at, list_query, queue_at,
+    ClaimArgs, EnqueueArgs, EnqueueItem, ExtendArgs, FailArgs, Item, MessageArgs, PurgeArgs,
+    ReplayAllArgs, ReplayArgs, SucceedArgs, clock_at, list_query, queue_at,
 };
 
 /// The delay before the next attempt after the `retry_count`-th failure, in milliseconds:
@@ -43,15 +49,46 @@ pub fn backoff(retry_count: &Arg<'_>) -> Result<Millis> {
     })
 }
 
+/// What a binding hands an operation that may reschedule messages (`claim`, `claim_many`,
+/// `reap`, `fail`): its clock (which the store reads under its write lock), the jitter sample the
+/// binding drew for the call, and the queue handle's own backoff policy, when the handle was given
+/// one in code (it then wins over the policy stored with the queue).
+#[derive(Clone, Copy)]
+pub struct Call<'a> {
+    /// The clock.
+    pub clock: Clock<'a>,
+    /// The handle's own policy, if any.
+    pub backoff: Option<&'a Backoff>,
+    /// The jitter sample in `[0, 1)` (ignored by a policy without jitter).
+    pub sample: f64,
+}
+
+impl std::fmt::Debug for Call<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("backoff", &self.backoff)
+            .field("sample", &self.sample)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A queue database: the rules of deadletter applied over a [`Store`].
 ///
-/// Every method takes `now` (UTC milliseconds) from the caller and returns an error without
-/// changing anything when an argument is rejected or a transition is not allowed; bulk operations
-/// (`replay_all`, `purge`) commit batch by batch, each batch atomically.
+/// Every method takes the binding's clock ([`Clock`]), which the store reads once its write lock
+/// is held (a read reads it when it starts), and returns an error without changing anything when
+/// an argument is rejected or a transition is not allowed; bulk operations (`replay_all`,
+/// `purge`) commit batch by batch, each batch atomically.
 #[derive(Debug)]
 pub struct Engine<S> {
     store: S,
     limits: Limits,
+}
+
+/// The instant of a read, from `clock`, checked.
+fn read_now(clock: Clock<'_>) -> Result<Millis> {
+    let now = clock()?;
+    clock_at(now)?;
+    Ok(now)
 }
 
 impl<S: Store> Engine<S> {
@@ -73,9 +110,14 @@ impl<S: Store> Engine<S> {
     /// Adds a `pending` message (see [`Item`] for the arguments). With an idempotency key that a
     /// stored message of the queue carries, returns that message (`deduplicated` true) and
     /// inserts nothing, whatever its status.
-    pub async fn enqueue(&self, queue: Arg<'_>, item: &Item<'_>, now: Millis) -> Result<Message> {
-        let args = EnqueueArgs::new(&queue, std::slice::from_ref(item), false, now, &self.limits)?;
-        let mut batch = self.store.insert(args.messages).await?;
+    pub async fn enqueue(
+        &self,
+        queue: Arg<'_>,
+        item: &Item<'_>,
+        clock: Clock<'_>,
+    ) -> Result<Message> {
+        let args = EnqueueArgs::new(&queue, std::slice::from_ref(item), false, &self.limits)?;
+        let mut batch = self.store.insert(&args, clock).await?;
         batch
             .pop()
             .ok_or_else(|| Error::Store("the store returned no message".into()))
@@ -88,16 +130,18 @@ impl<S: Store> Engine<S> {
         &self,
         queue: Arg<'_>,
         items: &[Item<'_>],
-        now: Millis,
+        clock: Clock<'_>,
     ) -> Result<Vec<Message>> {
-        let args = EnqueueArgs::new(&queue, items, true, now, &self.limits)?;
-        self.store.insert(args.messages).await
+        let args = EnqueueArgs::new(&queue, items, true, &self.limits)?;
+        self.store.insert(&args, clock).await
     }
 
-    /// Takes the next due message of `queue` (FIFO by `created_at`, then id) and leases it to the
-    /// caller for `lease_ms` (1..=12 h; default: the open-time lease) under a token from
-    /// `tokens` (drawn at random by the binding). Expired leases of the queue are first counted
-    /// as failed attempts under `at`'s policy. `None` when nothing is due.
+    /// Takes the next due message of `queue` (FIFO by `created_at`, then id; a grouped message
+    /// only while it is its group's head) and leases it to the caller for `lease_ms` (1..=12 h;
+    /// default: the queue's stored lease, else the open-time lease) under a token from `tokens`
+    /// (drawn at random by the binding). Expired leases of the queue are first counted as failed
+    /// attempts under the call's policy, and its messages whose expiry came are taken out. `None`
+    /// when nothing is due, and on a paused queue (which then changes nothing).
     ///
     /// Leases are reaped lazily, by this call or [`Engine::reap`] (as SQS makes a message visible
     /// again only when it is received): until then, a message whose lease ran out still reads as
@@ -107,85 +151,101 @@ impl<S: Store> Engine<S> {
         queue: Arg<'_>,
         lease_ms: Arg<'_>,
         tokens: impl FnMut() -> String,
-        at: Moment<'_>,
+        call: &Call<'_>,
     ) -> Result<Outcome<Option<Message>>> {
         let claimed = self
-            .claim_many(queue, Arg::Int(1), lease_ms, tokens, at)
+            .claim_many(queue, Arg::Int(1), lease_ms, tokens, call)
             .await?;
         Ok(Outcome {
             value: claimed.value.into_iter().next(),
             dead: claimed.dead,
+            overridden: claimed.overridden,
         })
     }
 
     /// Like [`Engine::claim`] for up to `n` (1..=100) due messages, in claim order, in one
-    /// transaction; empty when nothing is due.
+    /// transaction, at most one per group; empty when nothing is due.
     pub async fn claim_many(
         &self,
         queue: Arg<'_>,
         n: Arg<'_>,
         lease_ms: Arg<'_>,
         tokens: impl FnMut() -> String,
-        at: Moment<'_>,
+        call: &Call<'_>,
     ) -> Result<Outcome<Vec<Message>>> {
-        let args = ClaimArgs::new(&queue, &n, &lease_ms, at, &self.limits)?;
-        let claimed = self.run_claim(&args, tokens).await?;
-        Ok(Outcome::new(claimed.taken, &claimed.expired))
+        let args = ClaimArgs::new(
+            &queue,
+            &n,
+            &lease_ms,
+            call.backoff,
+            call.sample,
+            &self.limits,
+        )?;
+        let (claimed, overridden) = self.run_claim(&args, call.clock, tokens).await?;
+        let mut outcome = Outcome::new(claimed.taken, &claimed.expired);
+        outcome.dead.extend(Outcome::new((), &claimed.swept).dead);
+        outcome.overridden = overridden;
+        Ok(outcome)
     }
 
-    /// Counts the expired leases of `queue` as failed attempts now (what `claim` does first) and
-    /// returns how many; so a queue whose workers all died still moves on when asked.
-    pub async fn reap(&self, queue: Arg<'_>, at: Moment<'_>) -> Result<Outcome<u64>> {
-        let args = ClaimArgs::reap(&queue, at)?;
-        let reaped = self.run_claim(&args, String::new).await?;
-        Ok(Outcome::new(apply::count(&reaped.expired), &reaped.expired))
+    /// Counts the expired leases of `queue` as failed attempts now and takes its messages whose
+    /// expiry came out (what `claim` does first; also on a paused queue), and returns how many;
+    /// so a queue whose workers all died still moves on when asked.
+    pub async fn reap(&self, queue: Arg<'_>, call: &Call<'_>) -> Result<Outcome<u64>> {
+        let args = ClaimArgs::reap(&queue, call.backoff, call.sample)?;
+        let (reaped, overridden) = self.run_claim(&args, call.clock, String::new).await?;
+        let count = apply::count(&reaped.expired).saturating_add(apply::count(&reaped.swept));
+        let mut outcome = Outcome::new(count, &reaped.expired);
+        outcome.dead.extend(Outcome::new((), &reaped.swept).dead);
+        outcome.overridden = overridden;
+        Ok(outcome)
     }
 
-    /// One [`Store::claim`] with the steps of `args`.
+    /// One [`Store::claim`] with the steps of `args`, and the stored policy the handle's overrode.
     async fn run_claim(
         &self,
         args: &ClaimArgs,
-        mut tokens: impl FnMut() -> String,
-    ) -> Result<Claimed> {
-        let mut expired = 0;
-        self.store
+        clock: Clock<'_>,
+        tokens: impl FnMut() -> String,
+    ) -> Result<(Claimed, Option<Backoff>)> {
+        let overridden = Cell::new(None);
+        let claimed = self
+            .store
             .claim(
                 &args.queue,
-                args.now,
-                args.n,
-                |message| {
-                    expired += 1;
-                    args.expire(message, expired - 1)
+                clock,
+                |ctx| {
+                    overridden.set(ctx.overridden(args.backoff.as_ref()));
+                    args.start(ctx)
                 },
-                |message| {
-                    debug_assert!(
-                        machine::is_due(&message, args.now),
-                        "store picked a message that is not due"
-                    );
-                    args.take(message, tokens())
-                },
+                tokens,
             )
-            .await
+            .await?;
+        Ok((claimed, overridden.get()))
     }
 
     /// Acks a `processing` message: -> `succeeded`. `lease_token`, when given, must be the current
-    /// one (else `conflict`: the lease was lost).
+    /// one (else `conflict`: the lease was lost). A grouped message's group moves on to its next
+    /// member.
     pub async fn succeed(
         &self,
         queue: Arg<'_>,
         id: Arg<'_>,
         lease_token: Arg<'_>,
-        now: Millis,
+        clock: Clock<'_>,
     ) -> Result<Message> {
-        let args = SucceedArgs::new(&queue, &id, &lease_token, now)?;
+        let args = SucceedArgs::new(&queue, &id, &lease_token)?;
         self.store
-            .update(&args.queue, args.id, |m| args.step(m))
+            .update(&args.queue, args.id, clock, |m, ctx| args.step(m, ctx))
             .await
     }
 
-    /// Records a failed attempt of a `processing` message: back to `pending` after the backoff of
-    /// `at`'s policy, or `dead` when retries are used up or `retryable` is false. `error` must be
-    /// a string (stored truncated past 64 KiB); `retryable` a bool, default true.
+    /// Records a failed attempt of a `processing` message: back to `pending` after the backoff
+    /// (the handle's policy, else the queue's, else the default) or after `retry_in_ms` (0..=30
+    /// days, this failure's own delay), or `dead` when retries are used up, when `retryable` is
+    /// false, or when its expiry has come. `error` must be a string (stored truncated past
+    /// 64 KiB); `retryable` a bool, default true.
+    #[allow(clippy::too_many_arguments)] // one per argument of `fail`
     pub async fn fail(
         &self,
         queue: Arg<'_>,
@@ -193,49 +253,72 @@ impl<S: Store> Engine<S> {
         error: Arg<'_>,
         lease_token: Arg<'_>,
         retryable: Arg<'_>,
-        at: Moment<'_>,
+        retry_in_ms: Arg<'_>,
+        call: &Call<'_>,
     ) -> Result<Outcome<Message>> {
-        let args = FailArgs::new(&queue, &id, &error, &lease_token, &retryable, at)?;
+        let args = FailArgs::new(
+            &queue,
+            &id,
+            &error,
+            &lease_token,
+            &retryable,
+            &retry_in_ms,
+            call.backoff,
+            call.sample,
+        )?;
+        let overridden = Cell::new(None);
         let message = self
             .store
-            .update(&args.queue, args.id, |m| args.step(m))
+            .update(&args.queue, args.id, call.clock, |m, ctx| {
+                overridden.set(ctx.overridden(args.backoff.as_ref()));
+                args.step(m, ctx)
+            })
             .await?;
-        Ok(Outcome::new(
-            message.clone(),
-            std::slice::from_ref(&message),
-        ))
+        let mut outcome = Outcome::new(message.clone(), std::slice::from_ref(&message));
+        outcome.overridden = overridden.get();
+        Ok(outcome)
     }
 
     /// The heartbeat: moves the lease of a `processing` message to `now + lease_ms` (1..=12 h;
-    /// default: the open-time lease). `lease_token` is required and must be the current one
-    /// (else `conflict`: the lease was lost, expired and reaped or taken by another worker).
+    /// default: the queue's stored lease, else the open-time lease). `lease_token` is required
+    /// and must be the current one (else `conflict`: the lease was lost, expired and reaped or
+    /// taken by another worker).
     pub async fn extend(
         &self,
         queue: Arg<'_>,
         id: Arg<'_>,
         lease_token: Arg<'_>,
         lease_ms: Arg<'_>,
-        now: Millis,
+        clock: Clock<'_>,
     ) -> Result<Message> {
-        let args = ExtendArgs::new(&queue, &id, &lease_token, &lease_ms, now, &self.limits)?;
+        let args = ExtendArgs::new(&queue, &id, &lease_token, &lease_ms, &self.limits)?;
         self.store
-            .update(&args.queue, args.id, |m| args.step(m))
+            .update(&args.queue, args.id, clock, |m, ctx| args.step(m, ctx))
             .await
     }
 
-    /// Sends a `dead` message back (redrive): -> `pending` with `retry_count` 0.
-    pub async fn replay(&self, queue: Arg<'_>, id: Arg<'_>, now: Millis) -> Result<Message> {
-        let args = ReplayArgs::new(&queue, &id, now)?;
+    /// Sends a `dead` message back (redrive): -> `pending` with `retry_count` 0, expiring after
+    /// `expires_in_ms` (1 ms..=365 days; default: the queue's stored expiry, else never). A grouped
+    /// message goes to the end of its group, behind every member pending or processing now.
+    pub async fn replay(
+        &self,
+        queue: Arg<'_>,
+        id: Arg<'_>,
+        expires_in_ms: Arg<'_>,
+        clock: Clock<'_>,
+    ) -> Result<Message> {
+        let args = ReplayArgs::new(&queue, &id, &expires_in_ms)?;
         self.store
-            .update(&args.queue, args.id, |m| args.step(m))
+            .update(&args.queue, args.id, clock, |m, ctx| args.step(m, ctx))
             .await
     }
 
     /// Replays every dead message of `queue` that the filters select (`error_contains`: text the
     /// `last_error` contains, case-sensitive, without NUL; `dead_after <= dead_at <
     /// dead_before`, instants in UTC ms), at most `limit` (1.., default all), in id order;
-    /// returns how many. Batches of [`BATCH`] messages, each in its own write transaction; a
-    /// message replayed once is pending afterwards, so running it again does not replay it twice.
+    /// returns how many. Batches of [`BATCH`] messages, each in its own write transaction (which
+    /// reads the clock); a message replayed once is pending afterwards, so running it again does
+    /// not replay it twice.
     pub async fn replay_all(
         &self,
         queue: Arg<'_>,
@@ -243,21 +326,14 @@ impl<S: Store> Engine<S> {
         dead_before: Arg<'_>,
         dead_after: Arg<'_>,
         limit: Arg<'_>,
-        now: Millis,
+        clock: Clock<'_>,
     ) -> Result<u64> {
-        let args = ReplayAllArgs::new(
-            &queue,
-            &error_contains,
-            &dead_before,
-            &dead_after,
-            &limit,
-            now,
-        )?;
+        let args = ReplayAllArgs::new(&queue, &error_contains, &dead_before, &dead_after, &limit)?;
         let filter = args.filter();
         self.in_batches(&filter, args.limit, async |ids| {
             let replayed = self
                 .store
-                .update_many(&args.queue, ids, |m| args.step(m))
+                .update_many(&args.queue, ids, clock, |m, ctx| args.step(m, ctx))
                 .await?;
             Ok(apply::count(&replayed))
         })
@@ -266,15 +342,16 @@ impl<S: Store> Engine<S> {
 
     /// Deletes the finished messages of `queue` in `status` (`succeeded` or `dead` only; any
     /// other status is a validation error) whose `updated_at` is at least `older_than_ms`
-    /// (>= 0) before `now`; returns how many. In batches, like [`Engine::replay_all`].
+    /// (>= 0) before now (the clock, read when the call starts); returns how many. In batches,
+    /// like [`Engine::replay_all`].
     pub async fn purge(
         &self,
         queue: Arg<'_>,
         status: Arg<'_>,
         older_than_ms: Arg<'_>,
-        now: Millis,
+        clock: Clock<'_>,
     ) -> Result<u64> {
-        let args = PurgeArgs::new(&queue, &status, &older_than_ms, now)?;
+        let args = PurgeArgs::new(&queue, &status, &older_than_ms, clock()?)?;
         let filter = args.filter();
         self.in_batches(&filter, u64::MAX, async |ids| {
             let deleted = self
@@ -318,16 +395,17 @@ impl<S: Store> Engine<S> {
         args.found(deleted.into_iter().next())
     }
 
-    /// The statistics of `queue` at `now` (see [`Stats`]), read from indexes.
-    pub async fn stats(&self, queue: Arg<'_>, now: Millis) -> Result<Stats> {
-        let queue = queue_at(&queue, now)?;
+    /// The statistics of `queue` now (see [`Stats`]), read from indexes.
+    pub async fn stats(&self, queue: Arg<'_>, clock: Clock<'_>) -> Result<Stats> {
+        let queue = queue_name_only(&queue)?;
+        let now = read_now(clock)?;
         let counts = self.store.counts(&queue, now).await?;
         Ok(Stats::new(&queue, &counts, now))
     }
 
-    /// The statistics of every queue that holds messages, by name.
-    pub async fn queues(&self, now: Millis) -> Result<Vec<Stats>> {
-        clock_at(now)?;
+    /// The statistics of every queue that holds messages or has stored settings, by name.
+    pub async fn queues(&self, clock: Clock<'_>) -> Result<Vec<Stats>> {
+        let now = read_now(clock)?;
         let mut all = Vec::new();
         for name in self.store.queues().await? {
             let counts = self.store.counts(&name, now).await?;
@@ -337,10 +415,11 @@ impl<S: Store> Engine<S> {
     }
 
     /// When the next delayed message of `queue` becomes due: the earliest `retry_after` later than
-    /// `now` among its pending messages; `None` when none is delayed. Cheap (one index read): what
-    /// an idle worker waits for.
-    pub async fn next_due_at(&self, queue: Arg<'_>, now: Millis) -> Result<Option<Millis>> {
-        let queue = queue_at(&queue, now)?;
+    /// now among its pending messages (not blocked behind their group's head); `None` when none is
+    /// delayed. Cheap (one index read): what an idle worker waits for.
+    pub async fn next_due_at(&self, queue: Arg<'_>, clock: Clock<'_>) -> Result<Option<Millis>> {
+        let queue = queue_name_only(&queue)?;
+        let now = read_now(clock)?;
         self.store.next_due_at(&queue, now).await
     }
 
@@ -362,4 +441,37 @@ impl<S: Store> Engine<S> {
         let query = list_query(&queue, &status, &limit, &after_id)?;
         self.store.list(&query).await
     }
+
+    /// The settings stored with `queue` (nulls where unset) and whether it is paused; a queue
+    /// never configured reads as all defaults (nothing is written).
+    pub async fn settings(&self, queue: Arg<'_>) -> Result<QueueSettings> {
+        let queue = queue_name_only(&queue)?;
+        Ok(self.store.queue_row(&queue).await?.settings)
+    }
+
+    /// Replaces the configurable settings of the queue `args` names (see [`SettingsArgs`]: an
+    /// unset field is unset again; `paused` and the counters are left alone) and returns them.
+    pub async fn set_settings(&self, args: &SettingsArgs) -> Result<QueueSettings> {
+        let row = self
+            .store
+            .write_queue_row(&args.queue, |row| Ok(args.step(row)))
+            .await?;
+        Ok(row.settings)
+    }
+
+    /// Pauses `queue` (`paused` true: it claims nothing until resumed; every process sees it) or
+    /// resumes it (false); idempotent. Returns the settings.
+    pub async fn pause(&self, queue: Arg<'_>, paused: bool) -> Result<QueueSettings> {
+        let queue = queue_name_only(&queue)?;
+        let row = self
+            .store
+            .write_queue_row(&queue, |row: QueueRow| Ok(pause_step(row, paused)))
+            .await?;
+        Ok(row.settings)
+    }
+}
+
+/// A queue name checked alone (the calls on a whole queue).
+fn queue_name_only(queue: &Arg<'_>) -> Result<String> {
+    crate::validate::queue_name(queue).map(str::to_owned)
 }

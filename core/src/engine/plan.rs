@@ -13,7 +13,7 @@ use crate::machine;
 use crate::message::{Id, Message};
 use crate::store::Claimed;
 
-use super::request::ClaimArgs;
+use super::apply::Claiming;
 
 /// How many messages one transaction of `replay_all` or `purge` touches at most, so that other
 /// connections never wait long for the write lock.
@@ -55,9 +55,14 @@ pub enum Write {
 ///
 /// So messages still waiting for their backoff are never read (issue 10), and the work is
 /// bounded by what is acted on.
+///
+/// The claim is the one decided at the transaction's [`crate::Context`] ([`crate::ClaimArgs::start`]:
+/// none on a paused queue). This plan does not take expired messages out nor know ordering
+/// groups yet (the [`Claimed::swept`] it finishes with is empty): the IndexedDB store gains them
+/// with the JavaScript side of issue 21, from [`Claiming::sweep`] and [`crate::storage`]'s lanes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LaneClaim {
-    args: ClaimArgs,
+    args: Claiming,
     expired: Vec<Message>,
     /// Messages of the timed page whose `retry_after` came: candidates for this claim.
     due: Vec<Message>,
@@ -68,8 +73,8 @@ pub struct LaneClaim {
 }
 
 impl LaneClaim {
-    /// The plan of the claim `args` asks for.
-    pub fn new(args: ClaimArgs) -> Self {
+    /// The plan of the claim `args` decided.
+    pub fn new(args: Claiming) -> Self {
         let wanted = args.n;
         Self {
             args,
@@ -81,8 +86,8 @@ impl LaneClaim {
         }
     }
 
-    /// The claim's checked arguments.
-    pub fn args(&self) -> &ClaimArgs {
+    /// The claim as decided.
+    pub fn args(&self) -> &Claiming {
         &self.args
     }
 
@@ -173,6 +178,7 @@ impl LaneClaim {
     pub fn finish(self) -> Claimed {
         Claimed {
             expired: self.expired,
+            swept: Vec::new(),
             taken: self.taken,
         }
     }
@@ -233,26 +239,25 @@ impl Batches {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Arg, Backoff, Limits, Millis, Moment, NewMessage, Status};
+    use crate::{Arg, ClaimArgs, Context, Limits, Millis, NewMessage, QueueRow, Status};
 
     const NOW: Millis = 1_767_225_600_000;
 
+    fn ctx() -> Context {
+        Context::new(NOW, QueueRow::default()).unwrap()
+    }
+
     fn plan(n: i64) -> LaneClaim {
-        let policy = Backoff::default();
-        let at = Moment {
-            policy: &policy,
-            sample: 0.0,
-            now: NOW,
-        };
         let args = ClaimArgs::new(
             &"q".into(),
             &Arg::Int(n),
             &Arg::Null,
-            at,
+            None,
+            0.0,
             &Limits::default(),
         )
         .unwrap();
-        LaneClaim::new(args)
+        LaneClaim::new(args.start(&ctx()).unwrap())
     }
 
     fn message(id: Id, created_at: Millis, retry_after: Option<Millis>) -> Message {
@@ -262,6 +267,8 @@ mod tests {
             max_retries: 1,
             idempotency_key: None,
             retry_after,
+            group: None,
+            expires_at: None,
             now: created_at,
         }
         .with_id(id)
@@ -336,13 +343,8 @@ mod tests {
         let moved = claim.timed(message(2, NOW - 2, Some(NOW - 1))).unwrap();
         assert_eq!(moved.map(|w| ids(&[w])), Some(vec!["ready 2".into()]));
         // A reap (n 0) reads no ready page.
-        let policy = Backoff::default();
-        let at = Moment {
-            policy: &policy,
-            sample: 0.0,
-            now: NOW,
-        };
-        let reap = LaneClaim::new(ClaimArgs::reap(&"q".into(), at).unwrap());
+        let reap = ClaimArgs::reap(&"q".into(), None, 0.0).unwrap();
+        let reap = LaneClaim::new(reap.start(&ctx()).unwrap());
         assert_eq!(reap.wanted(), 0);
     }
 

@@ -1,7 +1,10 @@
 //! Validate: the arguments of each operation, as a binding received them ([`Arg`]s), checked once
-//! into a typed request, with the caller's `now` and the open-time [`Limits`]. Every rejected
-//! field of a call is reported together, in a `validation_failed` error, before anything is read
-//! or written.
+//! into a typed request with the open-time [`Limits`]. Every rejected field of a call is reported
+//! together, in a `validation_failed` error, before the store is called (no lock is taken for bad
+//! input). What depends on the instant or on the queue's stored settings (a delay's
+//! `retry_after`, an expiry, a default from the settings, an instant past the representable
+//! range) is computed by the request's step inside the store's transaction, from its
+//! [`Context`](crate::Context).
 //!
 //! A request owns what it holds (no borrow of the caller's arguments), so that a binding can keep
 //! it across the awaits of its own store (the WebAssembly binding hands one to JavaScript, which
@@ -11,12 +14,11 @@
 use crate::arg::Arg;
 use crate::backoff::Backoff;
 use crate::error::Result;
-use crate::machine::Moment;
-use crate::message::{Id, Millis, NewMessage, Status};
+use crate::message::{Id, Millis, Status};
 use crate::store::{Filter, ListQuery};
 use crate::validate::{
-    Check, DEFAULT_LIST_LIMIT, DEFAULT_MAX_RETRIES, LIST_LIMIT_RANGE, Limits, MAX_BATCH,
-    MAX_CLAIM_MANY, MAX_DELAY_MS, MAX_LEASE_MS, MAX_RETRIES_RANGE, MAX_TIME, MIN_TIME, later,
+    Check, DEFAULT_LIST_LIMIT, LIST_LIMIT_RANGE, Limits, MAX_BATCH, MAX_CLAIM_MANY, MAX_DELAY_MS,
+    MAX_EXPIRES_IN_MS, MAX_LEASE_MS, MAX_RETRIES_RANGE, MAX_TIME, MIN_TIME,
 };
 
 /// The arguments of one message to enqueue, as the caller gave them.
@@ -24,150 +26,172 @@ use crate::validate::{
 pub struct Item<'a> {
     /// A string of at most `max_payload_bytes` bytes, stored verbatim.
     pub payload: Arg<'a>,
-    /// Integer 1..=10, default 3.
+    /// Integer 1..=10; default: the queue's stored `max_retries`, else 3.
     pub max_retries: Arg<'a>,
     /// Optional non-empty string of at most 255 characters.
     pub idempotency_key: Arg<'a>,
     /// Optional integer 0..=30 days in milliseconds: not claimable before `now + delay`.
     pub delay_ms: Arg<'a>,
+    /// Optional ordering group: a non-empty string of at most 255 characters without NUL.
+    pub group: Arg<'a>,
+    /// Optional integer 1 ms..=365 days: the message expires at `now + expires_in`; default: the
+    /// queue's stored `expires_in_ms`, else never.
+    pub expires_in_ms: Arg<'a>,
 }
 
-/// `enqueue` and `enqueue_many`: the messages to insert, in order, each with its queue.
+/// One checked item of an enqueue, before its instants are known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnqueueItem {
+    /// The payload.
+    pub payload: String,
+    /// The call's `max_retries`, when it gave one.
+    pub max_retries: Option<u32>,
+    /// The idempotency key.
+    pub idempotency_key: Option<String>,
+    /// The delay, in milliseconds (0: none).
+    pub delay_ms: Millis,
+    /// The ordering group.
+    pub group: Option<String>,
+    /// The call's expiry, in milliseconds from the enqueue, when it gave one.
+    pub expires_in_ms: Option<Millis>,
+}
+
+/// `enqueue` and `enqueue_many`: the items to insert, in order, checked. Their messages are made
+/// at the store's [`crate::Context`] by [`EnqueueArgs::messages`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnqueueArgs {
-    /// One new message per item.
-    pub messages: Vec<NewMessage>,
+    /// The queue.
+    pub queue: String,
+    /// One per item, in order.
+    pub items: Vec<EnqueueItem>,
+    /// Whether the call was `enqueue_many` (field errors then carry the item's index).
+    pub batch: bool,
 }
 
 impl EnqueueArgs {
-    /// Checks `queue` and every item (at most [`MAX_BATCH`]): the payload within
-    /// `limits.max_payload_bytes`, `max_retries` (default 3), the idempotency key, `delay_ms`
-    /// (default 0; `now + delay` must stay within the representable instants). With `batch`, the
-    /// field errors of an item carry its index.
-    pub fn new(
-        queue: &Arg<'_>,
-        items: &[Item<'_>],
-        batch: bool,
-        now: Millis,
-        limits: &Limits,
-    ) -> Result<Self> {
-        let mut check = Check::at(now);
-        let queue = check.queue(queue);
+    /// Checks `queue` (a name messages can be put under: no control or bidirectional control
+    /// character, not only whitespace; see [`crate::validate::queue_name`] for the rest) and every
+    /// item (at most [`MAX_BATCH`]): the payload within `limits.max_payload_bytes`,
+    /// `max_retries`, the idempotency key, `delay_ms` (0..=30 days), `group`, `expires_in_ms`
+    /// (1 ms..=365 days). With `batch`, the field errors of an item carry its index.
+    pub fn new(queue: &Arg<'_>, items: &[Item<'_>], batch: bool, limits: &Limits) -> Result<Self> {
+        let mut check = Check::default();
+        let queue = check.new_queue(queue);
         if items.len() > MAX_BATCH {
             check.reject_too_large_batch(items.len(), MAX_BATCH);
         }
-        let mut messages = Vec::with_capacity(items.len());
+        let mut checked = Vec::with_capacity(items.len());
         for (index, item) in items.iter().enumerate() {
             let before = check.len();
-            let message = new_message(&mut check, item, now, limits);
+            let one = enqueue_item(&mut check, item, limits);
             if batch {
                 check.tag_item(before, index);
             }
-            messages.extend(message);
+            checked.extend(one);
         }
-        let queue = check.finish(|| queue.unwrap_or_default().to_owned())?;
-        for message in &mut messages {
-            message.queue.clone_from(&queue);
+        check.finish(|| Self {
+            queue: queue.unwrap_or_default().to_owned(),
+            items: checked,
+            batch,
+        })
+    }
+
+    /// The distinct idempotency keys and ordering groups of the items, each sorted (what a
+    /// store with finer locks than one write lock locks before it reads the clock).
+    pub fn names(&self) -> (Vec<&str>, Vec<&str>) {
+        let mut keys: Vec<&str> = self
+            .items
+            .iter()
+            .filter_map(|i| i.idempotency_key.as_deref())
+            .collect();
+        let mut groups: Vec<&str> = self
+            .items
+            .iter()
+            .filter_map(|i| i.group.as_deref())
+            .collect();
+        for names in [&mut keys, &mut groups] {
+            names.sort_unstable();
+            names.dedup();
         }
-        Ok(Self { messages })
+        (keys, groups)
     }
 }
 
 /// Checks one item; `None` when a field was rejected (recorded in `check`).
-fn new_message(
-    check: &mut Check,
-    item: &Item<'_>,
-    now: Millis,
-    limits: &Limits,
-) -> Option<NewMessage> {
+fn enqueue_item(check: &mut Check, item: &Item<'_>, limits: &Limits) -> Option<EnqueueItem> {
     let payload = check.string("payload", &item.payload);
     if let Some(p) = payload.filter(|p| p.len() > limits.max_payload_bytes) {
         check.reject_too_large(p.len(), limits.max_payload_bytes);
     }
-    let max_retries = check.int(
-        "max_retries",
-        &item.max_retries,
-        MAX_RETRIES_RANGE,
-        Some(DEFAULT_MAX_RETRIES),
-    );
+    let max_retries = check.opt_int("max_retries", &item.max_retries, MAX_RETRIES_RANGE);
     let key = check.idempotency_key(&item.idempotency_key);
     let delay = check.int("delay_ms", &item.delay_ms, (0, MAX_DELAY_MS), Some(0));
-    let retry_after = match delay {
-        Some(0) | None => None,
-        Some(delay) => match later(now, delay) {
-            Ok(at) => Some(at),
-            Err(err) => {
-                check.extend(err);
-                None
-            }
-        },
-    };
-    Some(NewMessage {
-        queue: String::new(),
+    let group = check.group(&item.group);
+    let expires_in = check.opt_int("expires_in_ms", &item.expires_in_ms, (1, MAX_EXPIRES_IN_MS));
+    Some(EnqueueItem {
         payload: payload?.to_owned(),
-        max_retries: u32::try_from(max_retries?).ok()?,
+        max_retries: max_retries.and_then(|n| u32::try_from(n).ok()),
         idempotency_key: key.map(str::to_owned),
-        retry_after,
-        now,
+        delay_ms: delay?,
+        group: group.map(str::to_owned),
+        expires_in_ms: expires_in,
     })
 }
 
-/// `claim`, `claim_many` and `reap`: take up to `n` due messages of `queue` under a lease of
-/// `lease_ms`, after counting its expired leases as failed attempts under `policy`.
+/// `claim`, `claim_many` and `reap`: take up to `n` due messages of `queue` under a lease, after
+/// counting its expired leases as failed attempts and taking its expired messages out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClaimArgs {
     /// The queue.
     pub queue: String,
     /// How many messages to take at most: 1..=100, or 0 for `reap` (expire only).
     pub n: usize,
-    /// The lease of each message taken, in milliseconds (1..=12 h).
-    pub lease_ms: Millis,
-    /// The instant of the claim, UTC milliseconds.
-    pub now: Millis,
-    /// The queue's backoff policy, for the expired leases.
-    pub policy: Backoff,
+    /// The call's lease, in milliseconds (1..=12 h), when it gave one.
+    pub lease_ms: Option<Millis>,
+    /// The database's open-time lease, the last fallback.
+    pub default_lease_ms: Millis,
+    /// The queue handle's own backoff policy, which wins over the stored one.
+    pub backoff: Option<Backoff>,
     /// The jitter sample the binding drew for this call, in `[0, 1)`.
     pub sample: f64,
 }
 
 impl ClaimArgs {
-    /// Checks `queue`, `n` (1..=100, required) and `lease_ms` (1..=12 h; default the open-time
-    /// lease) at `at.now`.
+    /// Checks `queue`, `n` (1..=100, required) and `lease_ms` (1..=12 h; default: the queue's
+    /// stored lease, else the open-time lease).
     pub fn new(
         queue: &Arg<'_>,
         n: &Arg<'_>,
         lease_ms: &Arg<'_>,
-        at: Moment<'_>,
+        backoff: Option<&Backoff>,
+        sample: f64,
         limits: &Limits,
     ) -> Result<Self> {
-        let mut check = Check::at(at.now);
+        let mut check = Check::default();
         let queue = check.queue(queue);
         let n = check.int("n", n, (1, MAX_CLAIM_MANY), None);
-        let lease = check.int(
-            "lease_ms",
-            lease_ms,
-            (1, MAX_LEASE_MS),
-            Some(limits.default_lease_ms),
-        );
+        let lease = check.opt_int("lease_ms", lease_ms, (1, MAX_LEASE_MS));
         check.finish(|| Self {
             queue: queue.unwrap_or_default().to_owned(),
             n: n.and_then(|n| usize::try_from(n).ok()).unwrap_or_default(),
-            lease_ms: lease.unwrap_or_default(),
-            now: at.now,
-            policy: *at.policy,
-            sample: at.sample,
+            lease_ms: lease,
+            default_lease_ms: limits.default_lease_ms,
+            backoff: backoff.copied(),
+            sample,
         })
     }
 
-    /// `reap`: only the expired leases of `queue` at `at.now` (`n` 0).
-    pub fn reap(queue: &Arg<'_>, at: Moment<'_>) -> Result<Self> {
-        Ok(Self {
-            queue: queue_at(queue, at.now)?,
+    /// `reap`: only the expired leases and messages of `queue` (`n` 0).
+    pub fn reap(queue: &Arg<'_>, backoff: Option<&Backoff>, sample: f64) -> Result<Self> {
+        let mut check = Check::default();
+        let queue = check.queue(queue);
+        check.finish(|| Self {
+            queue: queue.unwrap_or_default().to_owned(),
             n: 0,
-            lease_ms: 0,
-            now: at.now,
-            policy: *at.policy,
-            sample: at.sample,
+            lease_ms: None,
+            default_lease_ms: 0,
+            backoff: backoff.copied(),
+            sample,
         })
     }
 }
@@ -181,21 +205,18 @@ pub struct SucceedArgs {
     pub id: Id,
     /// When given, it must be the current lease token.
     pub lease_token: Option<String>,
-    /// The instant, UTC milliseconds.
-    pub now: Millis,
 }
 
 impl SucceedArgs {
-    /// Checks `queue`, `id` (>= 1) and the optional `lease_token` (a string) at `now`.
-    pub fn new(queue: &Arg<'_>, id: &Arg<'_>, lease_token: &Arg<'_>, now: Millis) -> Result<Self> {
-        let mut check = Check::at(now);
+    /// Checks `queue`, `id` (>= 1) and the optional `lease_token` (a string).
+    pub fn new(queue: &Arg<'_>, id: &Arg<'_>, lease_token: &Arg<'_>) -> Result<Self> {
+        let mut check = Check::default();
         let (queue, id) = (check.queue(queue), check.id(id));
         let token = check.opt_string("lease_token", lease_token);
         check.finish(|| Self {
             queue: queue.unwrap_or_default().to_owned(),
             id: id.unwrap_or_default(),
             lease_token: token.map(str::to_owned),
-            now,
         })
     }
 }
@@ -213,39 +234,44 @@ pub struct FailArgs {
     pub lease_token: Option<String>,
     /// False: dead at once, whatever retries are left.
     pub retryable: bool,
-    /// The instant, UTC milliseconds.
-    pub now: Millis,
-    /// The queue's backoff policy.
-    pub policy: Backoff,
+    /// This failure's own delay before the next attempt, in milliseconds, instead of the
+    /// backoff (a `Retry-After` from downstream), when given.
+    pub retry_in_ms: Option<Millis>,
+    /// The queue handle's own backoff policy, which wins over the stored one.
+    pub backoff: Option<Backoff>,
     /// The jitter sample the binding drew for this call, in `[0, 1)`.
     pub sample: f64,
 }
 
 impl FailArgs {
-    /// Checks `queue`, `id`, `error` (a string without NUL), the optional `lease_token` and
-    /// `retryable` (a bool, default true) at `at.now`.
+    /// Checks `queue`, `id`, `error` (a string without NUL), the optional `lease_token`,
+    /// `retryable` (a bool, default true) and `retry_in_ms` (0..=30 days, like a delay).
+    #[allow(clippy::too_many_arguments)] // one per argument of `fail`, and the handle's two
     pub fn new(
         queue: &Arg<'_>,
         id: &Arg<'_>,
         error: &Arg<'_>,
         lease_token: &Arg<'_>,
         retryable: &Arg<'_>,
-        at: Moment<'_>,
+        retry_in_ms: &Arg<'_>,
+        backoff: Option<&Backoff>,
+        sample: f64,
     ) -> Result<Self> {
-        let mut check = Check::at(at.now);
+        let mut check = Check::default();
         let (queue, id) = (check.queue(queue), check.id(id));
         let error = check.text("error", error);
         let token = check.opt_string("lease_token", lease_token);
         let retryable = check.bool("retryable", retryable, true);
+        let retry_in = check.opt_int("retry_in_ms", retry_in_ms, (0, MAX_DELAY_MS));
         check.finish(|| Self {
             queue: queue.unwrap_or_default().to_owned(),
             id: id.unwrap_or_default(),
             error: error.unwrap_or_default().to_owned(),
             lease_token: token.map(str::to_owned),
             retryable,
-            now: at.now,
-            policy: *at.policy,
-            sample: at.sample,
+            retry_in_ms: retry_in,
+            backoff: backoff.copied(),
+            sample,
         })
     }
 }
@@ -259,38 +285,32 @@ pub struct ExtendArgs {
     pub id: Id,
     /// The current lease token (required).
     pub lease_token: String,
-    /// The new lease from `now`, in milliseconds (1..=12 h).
-    pub lease_ms: Millis,
-    /// The instant, UTC milliseconds.
-    pub now: Millis,
+    /// The call's new lease from now, in milliseconds (1..=12 h), when it gave one.
+    pub lease_ms: Option<Millis>,
+    /// The database's open-time lease, the last fallback.
+    pub default_lease_ms: Millis,
 }
 
 impl ExtendArgs {
-    /// Checks `queue`, `id`, `lease_token` (a string, required) and `lease_ms` (1..=12 h; default
-    /// the open-time lease) at `now`.
+    /// Checks `queue`, `id`, `lease_token` (a string, required) and `lease_ms` (1..=12 h;
+    /// default: the queue's stored lease, else the open-time lease).
     pub fn new(
         queue: &Arg<'_>,
         id: &Arg<'_>,
         lease_token: &Arg<'_>,
         lease_ms: &Arg<'_>,
-        now: Millis,
         limits: &Limits,
     ) -> Result<Self> {
-        let mut check = Check::at(now);
+        let mut check = Check::default();
         let (queue, id) = (check.queue(queue), check.id(id));
         let token = check.string("lease_token", lease_token);
-        let lease = check.int(
-            "lease_ms",
-            lease_ms,
-            (1, MAX_LEASE_MS),
-            Some(limits.default_lease_ms),
-        );
+        let lease = check.opt_int("lease_ms", lease_ms, (1, MAX_LEASE_MS));
         check.finish(|| Self {
             queue: queue.unwrap_or_default().to_owned(),
             id: id.unwrap_or_default(),
             lease_token: token.unwrap_or_default().to_owned(),
-            lease_ms: lease.unwrap_or_default(),
-            now,
+            lease_ms: lease,
+            default_lease_ms: limits.default_lease_ms,
         })
     }
 }
@@ -323,19 +343,21 @@ pub struct ReplayArgs {
     pub queue: String,
     /// The message.
     pub id: Id,
-    /// The instant, UTC milliseconds.
-    pub now: Millis,
+    /// Its new expiry, in milliseconds from the replay, when the call gave one.
+    pub expires_in_ms: Option<Millis>,
 }
 
 impl ReplayArgs {
-    /// Checks `queue` and `id` at `now`.
-    pub fn new(queue: &Arg<'_>, id: &Arg<'_>, now: Millis) -> Result<Self> {
-        let mut check = Check::at(now);
+    /// Checks `queue`, `id` and `expires_in_ms` (1 ms..=365 days; default: the queue's stored
+    /// expiry, else never).
+    pub fn new(queue: &Arg<'_>, id: &Arg<'_>, expires_in_ms: &Arg<'_>) -> Result<Self> {
+        let mut check = Check::default();
         let (queue, id) = (check.queue(queue), check.id(id));
+        let expires_in = check.opt_int("expires_in_ms", expires_in_ms, (1, MAX_EXPIRES_IN_MS));
         check.finish(|| Self {
             queue: queue.unwrap_or_default().to_owned(),
             id: id.unwrap_or_default(),
-            now,
+            expires_in_ms: expires_in,
         })
     }
 }
@@ -353,37 +375,30 @@ pub struct ReplayAllArgs {
     pub dead_after: Option<Millis>,
     /// At most this many (`u64::MAX`: all).
     pub limit: u64,
-    /// The instant, UTC milliseconds.
-    pub now: Millis,
 }
 
 impl ReplayAllArgs {
     /// Checks `queue`, `error_contains` (a string without NUL), `dead_before` and `dead_after`
-    /// (instants within the representable range) and `limit` (>= 1; null: all) at `now`.
+    /// (instants within the representable range) and `limit` (>= 1; null: all).
     pub fn new(
         queue: &Arg<'_>,
         error_contains: &Arg<'_>,
         dead_before: &Arg<'_>,
         dead_after: &Arg<'_>,
         limit: &Arg<'_>,
-        now: Millis,
     ) -> Result<Self> {
-        let mut check = Check::at(now);
+        let mut check = Check::default();
         let queue = check.queue(queue);
         let error_contains = check.opt_text("error_contains", error_contains);
         let dead_before = check.opt_instant("dead_before", dead_before);
         let dead_after = check.opt_instant("dead_after", dead_after);
-        let limit = match limit {
-            Arg::Null => None,
-            given => check.int("limit", given, (1, i64::MAX), None),
-        };
+        let limit = check.opt_int("limit", limit, (1, i64::MAX));
         check.finish(|| Self {
             queue: queue.unwrap_or_default().to_owned(),
             error_contains: error_contains.map(str::to_owned),
             dead_before,
             dead_after,
             limit: limit.map_or(u64::MAX, |n| u64::try_from(n).unwrap_or(u64::MAX)),
-            now,
         })
     }
 
@@ -474,10 +489,7 @@ pub fn list_query<'a>(
     let queue = check.queue(queue);
     let status = check.status(status);
     let limit = check.int("limit", limit, LIST_LIMIT_RANGE, Some(DEFAULT_LIST_LIMIT));
-    let after_id = match after_id {
-        Arg::Null => None,
-        given => check.int("after_id", given, (0, i64::MAX), None),
-    };
+    let after_id = check.opt_int("after_id", after_id, (0, i64::MAX));
     check.finish(|| ListQuery {
         queue: queue.unwrap_or_default(),
         status,
@@ -502,18 +514,14 @@ mod tests {
     }
 
     #[test]
-    fn claim_args_are_typed_with_the_open_time_lease_by_default() {
+    fn claim_args_leave_the_lease_to_the_context_when_the_call_gives_none() {
         let policy = Backoff::default();
-        let at = Moment {
-            policy: &policy,
-            sample: 0.25,
-            now: NOW,
-        };
         let args = ClaimArgs::new(
             &"jobs".into(),
             &Arg::Int(3),
             &Arg::Null,
-            at,
+            Some(&policy),
+            0.25,
             &Limits::default(),
         );
         assert_eq!(
@@ -521,9 +529,9 @@ mod tests {
             Ok(ClaimArgs {
                 queue: "jobs".into(),
                 n: 3,
-                lease_ms: 30_000,
-                now: NOW,
-                policy,
+                lease_ms: None,
+                default_lease_ms: 30_000,
+                backoff: Some(policy),
                 sample: 0.25
             })
         );
@@ -531,7 +539,8 @@ mod tests {
             &"".into(),
             &Arg::Int(0),
             &Arg::Float(1.5),
-            at,
+            None,
+            0.0,
             &Limits::default(),
         );
         assert_eq!(
@@ -545,56 +554,105 @@ mod tests {
     }
 
     #[test]
-    fn enqueue_args_tag_batch_items_and_fill_in_the_queue() {
+    fn enqueue_args_tag_batch_items_and_check_the_new_fields() {
         let ok = Item {
             payload: "a".into(),
             delay_ms: Arg::Int(5),
+            group: "g".into(),
             ..Item::default()
         };
         let bad = Item {
             payload: Arg::Int(1),
             max_retries: Arg::Int(11),
+            group: "".into(),
+            expires_in_ms: Arg::Int(0),
             ..Item::default()
         };
-        let err = EnqueueArgs::new(
-            &"q".into(),
-            &[ok.clone(), bad],
-            true,
-            NOW,
-            &Limits::default(),
-        );
+        let err = EnqueueArgs::new(&"q".into(), &[ok.clone(), bad], true, &Limits::default());
         assert_eq!(
             fields(&err.unwrap_err()),
             [
                 ("payload", "type", Some(1)),
-                ("max_retries", "out_of_range", Some(1))
+                ("max_retries", "out_of_range", Some(1)),
+                ("group", "empty", Some(1)),
+                ("expires_in_ms", "out_of_range", Some(1))
             ]
         );
-        let args = EnqueueArgs::new(&"q".into(), &[ok], false, NOW, &Limits::default()).unwrap();
+        let args = EnqueueArgs::new(&"q".into(), &[ok], false, &Limits::default()).unwrap();
         assert_eq!(
-            args.messages,
-            [NewMessage {
-                queue: "q".into(),
+            args.items,
+            [EnqueueItem {
                 payload: "a".into(),
-                max_retries: 3,
+                max_retries: None,
                 idempotency_key: None,
-                retry_after: Some(NOW + 5),
-                now: NOW
+                delay_ms: 5,
+                group: Some("g".into()),
+                expires_in_ms: None,
             }]
         );
     }
 
     #[test]
-    fn a_clock_out_of_range_is_reported_with_the_other_fields() {
-        let err = SucceedArgs::new(&"q".into(), &Arg::Int(0), &Arg::Int(1), MAX_TIME + 1);
-        assert_eq!(
-            fields(&err.unwrap_err()),
-            [
-                ("clock", "out_of_range", None),
-                ("id", "out_of_range", None),
-                ("lease_token", "type", None)
-            ]
-        );
+    fn names_that_cannot_be_shown_safely_are_refused_where_messages_are_put() {
+        let item = Item {
+            payload: "a".into(),
+            ..Item::default()
+        };
+        for name in [
+            "a\u{1}b",
+            "del\u{7f}",
+            "c1\u{85}",
+            "x\u{202e}y",
+            "a\u{2066}b",
+            " \u{3000}",
+        ] {
+            let err = EnqueueArgs::new(
+                &name.into(),
+                std::slice::from_ref(&item),
+                false,
+                &Limits::default(),
+            );
+            assert_eq!(
+                fields(&err.unwrap_err()),
+                [("queue", "invalid", None)],
+                "{name:?}"
+            );
+            assert!(
+                crate::validate::queue_name(&name.into()).is_ok(),
+                "{name:?}"
+            );
+        }
+        for name in ["billing emails", " padded ", "a\u{200d}b", "עברית"] {
+            assert!(
+                EnqueueArgs::new(
+                    &name.into(),
+                    std::slice::from_ref(&item),
+                    false,
+                    &Limits::default()
+                )
+                .is_ok()
+            );
+        }
+    }
+
+    #[test]
+    fn fail_args_bound_retry_in_like_a_delay() {
+        let fail = |retry_in: Arg<'static>| {
+            FailArgs::new(
+                &"q".into(),
+                &Arg::Int(1),
+                &"e".into(),
+                &Arg::Null,
+                &Arg::Null,
+                &retry_in,
+                None,
+                0.0,
+            )
+        };
+        assert_eq!(fail(Arg::Int(0)).unwrap().retry_in_ms, Some(0));
+        assert_eq!(fail(Arg::Null).unwrap().retry_in_ms, None);
+        let err = fail(Arg::Int(MAX_DELAY_MS + 1)).unwrap_err();
+        assert_eq!(fields(&err), [("retry_in_ms", "out_of_range", None)]);
     }
 
     #[test]
@@ -608,7 +666,6 @@ mod tests {
             &Arg::Null,
             &Arg::Int(5),
             &Arg::Null,
-            NOW,
         )
         .unwrap();
         assert_eq!(

@@ -18,7 +18,7 @@
 
 use std::time::{Duration, Instant};
 
-use deadletter::{Arg, Backoff, Engine, Error, Item, Limits, Millis, Moment};
+use deadletter::{Arg, Call, Engine, Error, Item, Limits, Millis};
 use deadletter_postgres::{Options, PostgresStore};
 
 const DELAYED: usize = 10_000;
@@ -56,23 +56,24 @@ fn enqueue(engine: &Engine<PostgresStore>, count: usize, delay_ms: i64, at: Mill
     };
     for start in (0..count).step_by(1000) {
         let batch = vec![item.clone(); 1000.min(count - start)];
-        pollster::block_on(engine.enqueue_many("bench".into(), &batch, at)).expect("enqueue");
+        let clock = move || Ok(at);
+        pollster::block_on(engine.enqueue_many("bench".into(), &batch, &clock)).expect("enqueue");
     }
 }
 
 /// One claim on `engine` at `now`, timed. Leases last two hours: none runs out during the
 /// benchmark, so no claim reaps.
 fn claim(engine: &Engine<PostgresStore>, now: Millis) -> Duration {
-    let policy = Backoff::default();
-    let at = Moment {
-        policy: &policy,
+    let clock = move || Ok(now);
+    let at = Call {
+        clock: &clock,
+        backoff: None,
         sample: 0.0,
-        now,
     };
     let lease = Arg::Int(7_200_000);
     let started = Instant::now();
     let claimed =
-        pollster::block_on(engine.claim("bench".into(), lease, || "t".into(), at)).expect("claim");
+        pollster::block_on(engine.claim("bench".into(), lease, || "t".into(), &at)).expect("claim");
     let elapsed = started.elapsed();
     assert!(claimed.value.is_some(), "a due message");
     elapsed

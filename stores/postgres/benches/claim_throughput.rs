@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::Barrier;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use deadletter::{Arg, Backoff, Engine, Item, Limits, Millis, Moment, Store};
+use deadletter::{Arg, Call, Engine, Item, Limits, Millis, Result, Store};
 use deadletter_postgres::{Options, PostgresStore};
 use deadletter_sqlite::{Durability, SqliteStore};
 
@@ -27,11 +27,13 @@ const MESSAGES: usize = 2_000;
 const ROUNDS: usize = 5;
 const WORKERS: [usize; 3] = [1, 4, 16];
 
-fn now() -> Millis {
+/// The system clock, UTC ms: the engine's clock.
+#[allow(clippy::unnecessary_wraps)] // the engine's clock may fail
+fn now() -> Result<Millis> {
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("after 1970");
-    Millis::try_from(since.as_millis()).expect("fits")
+    Ok(Millis::try_from(since.as_millis()).expect("fits"))
 }
 
 /// Runs `round` once to warm up (a new cluster creates its WAL files as it first fills them),
@@ -61,7 +63,7 @@ fn claim_and_ack<S: Store + Sync>(
         1000
     ];
     for _ in 0..MESSAGES / 1000 {
-        pollster::block_on(producer.enqueue_many("bench".into(), &items, now())).expect("enqueue");
+        pollster::block_on(producer.enqueue_many("bench".into(), &items, &now)).expect("enqueue");
     }
     let engines: Vec<_> = (0..workers)
         .map(|_| Engine::new(open(), Limits::default()))
@@ -71,17 +73,16 @@ fn claim_and_ack<S: Store + Sync>(
         for engine in &engines {
             let barrier = &barrier;
             scope.spawn(move || {
-                let policy = Backoff::default();
                 barrier.wait();
+                let at = Call {
+                    clock: &now,
+                    backoff: None,
+                    sample: 0.0,
+                };
                 loop {
-                    let at = Moment {
-                        policy: &policy,
-                        sample: 0.0,
-                        now: now(),
-                    };
                     let token = || uuid::Uuid::new_v4().to_string();
                     let claimed =
-                        pollster::block_on(engine.claim("bench".into(), Arg::Null, token, at))
+                        pollster::block_on(engine.claim("bench".into(), Arg::Null, token, &at))
                             .expect("claim");
                     let Some(m) = claimed.value else { break };
                     let token = m.lease_token.as_deref().unwrap_or_default();
@@ -89,7 +90,7 @@ fn claim_and_ack<S: Store + Sync>(
                         "bench".into(),
                         m.id.into(),
                         token.into(),
-                        now(),
+                        &now,
                     ))
                     .expect("succeed");
                 }
@@ -101,7 +102,7 @@ fn claim_and_ack<S: Store + Sync>(
         started
     })
     .elapsed();
-    let stats = pollster::block_on(producer.stats("bench".into(), now())).expect("stats");
+    let stats = pollster::block_on(producer.stats("bench".into(), &now)).expect("stats");
     assert_eq!(stats.succeeded, MESSAGES as u64, "every message acked once");
     elapsed
 }

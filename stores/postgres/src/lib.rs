@@ -9,14 +9,21 @@
 //! the caller as `Error::Store`. The next call takes another session (a new connection when the
 //! old one died).
 //!
-//! **Claim** is one transaction of two reads, both `FOR UPDATE SKIP LOCKED`: the first marks
-//! ready the messages whose backoff is over (a storage-only `ready` column moves them from the
-//! index of waiting messages, by `retry_after`, into the ready index, once each) and selects the
-//! expired leases; the second takes the head of the ready index (FIFO by `created_at`, then id).
-//! It never walks the messages still in backoff, however many wait ahead of the due ones.
-//! Workers skip the rows others are claiming instead of waiting for them, so N workers do not
-//! serialize on each other. Every other transition locks only its own row (`SELECT ... FOR
-//! UPDATE` by id). Timestamps are the core's UTC milliseconds (`bigint`); ids come from an
+//! **Claim** is one transaction: the queue's row (its settings: paused, lease, backoff, expiry),
+//! then reads `FOR UPDATE SKIP LOCKED`: the first marks ready the messages whose backoff is over
+//! (a storage-only `ready` column moves them from the index of waiting messages, by
+//! `retry_after`, into the ready index, once each) and selects the expired leases; the pending
+//! messages whose expiry came are taken out; the last read takes the head of the ready index
+//! (FIFO by `created_at`, then id). It never walks the messages still in backoff, however many
+//! wait ahead of the due ones, nor the members of ordering groups waiting behind their heads (a
+//! storage-only `blocked` column keeps them out of every claim index). Workers skip the rows
+//! others are claiming instead of waiting for them, so N workers do not serialize on each other.
+//! Every other transition locks only its own row (`SELECT ... FOR UPDATE` by id), and a group's
+//! tail and next member are read under a transaction-level advisory lock on the group
+//! (`write.rs`, which also says the order locks are taken in). Every write takes the table's
+//! `ROW EXCLUSIVE` lock first and its row and advisory locks next, then reads the caller's clock:
+//! a call that waited for a lock decides with the instant it got it (issue 23, item 2).
+//! Timestamps are the core's UTC milliseconds (`bigint`); ids come from an
 //! identity column; the schema (default `deadletter`) is created and versioned by the store
 //! (table `deadletter_schema`), and a schema of another application or of a newer deadletter is
 //! refused. Queue names and payloads are only ever bound parameters. The DDL is in `schema.rs`,
@@ -38,8 +45,8 @@
 //! call costs one round trip per statement. TLS is not built in yet: a URL that requires it fails to connect with a
 //! store error.
 //!
-//! What it does not do: decide any state (the core does), read a clock, or retry a write whose
-//! connection died mid-transaction (the caller gets `Error::Store`; the transaction either
+//! What it does not do: decide any state (the core does), keep a clock of its own (it calls the
+//! caller's once its locks are held), or retry a write whose connection died mid-transaction (the caller gets `Error::Store`; the transaction either
 //! committed whole or not at all).
 //!
 //! ## Example
@@ -49,9 +56,9 @@
 //!
 //! let store = PostgresStore::open("postgresql://app:secret@db.internal:5432/app", &Options::default())?;
 //! let db = Engine::new(store, Limits::default());
-//! let now = 1_767_225_600_000; // the caller's clock, UTC ms
+//! let clock = || Ok(1_767_225_600_000); // the caller's clock, UTC ms, read under the locks
 //! let job = Item { payload: r#"{"to":"alice"}"#.into(), ..Item::default() };
-//! let m = pollster::block_on(db.enqueue("emails".into(), &job, now))?;
+//! let m = pollster::block_on(db.enqueue("emails".into(), &job, &clock))?;
 //! assert_eq!(m.status.as_str(), "pending");
 //! # Ok::<_, deadletter::Error>(())
 //! ```
@@ -63,8 +70,11 @@ mod row;
 mod schema;
 mod sql;
 mod store;
+mod write;
 
 pub use options::{MAX_CONNECTIONS, MAX_TIMEOUT, MAX_TIMEOUT_MS, Options};
-pub use schema::{MAX_SCHEMA_BYTES, SCHEMA_VERSION, ddl, ddl_v1, quote_identifier, upgrade_v2};
+pub use schema::{
+    MAX_SCHEMA_BYTES, SCHEMA_VERSION, ddl, ddl_v1, quote_identifier, upgrade_v2, upgrade_v3,
+};
 pub use sql::{CLAIM_BEGIN, COLUMNS, Sql};
 pub use store::PostgresStore;

@@ -1,7 +1,7 @@
 //! A [`Message`] to and from a row of `messages` (columns in [`crate::sql::COLUMNS`] order).
 
-use deadletter::storage::{self, StoredMessage, corrupt};
-use deadletter::{Error, FailedAttempt, Message, Result};
+use deadletter::storage::{self, StoredMessage, StoredQueue, corrupt};
+use deadletter::{Error, FailedAttempt, Message, Millis, QueueRow, Result};
 use postgres::Row;
 use postgres::types::{FromSql, Json, ToSql};
 
@@ -40,8 +40,75 @@ pub fn read(row: &Row) -> Result<Message> {
         errors_dropped: col(row, 16)?,
         replay_count: col(row, 17)?,
         replayed_at: col(row, 18)?,
+        group: col(row, 19)?,
+        expires_at: col(row, 20)?,
     }
     .check()
+}
+
+/// Reads one row selected with [`crate::sql::COLUMNS`], with its storage-only `blocked` flag.
+pub fn read_stored(row: &Row) -> Result<(Message, bool)> {
+    Ok((read(row)?, col(row, 21)?))
+}
+
+/// How many columns [`crate::sql::COLUMNS`] has: a queue's columns follow them in
+/// `get_for_update_with_queue`.
+pub const MESSAGE_COLUMNS: usize = 22;
+
+/// The row of queue `name` from the columns of `row` that start at `from` (in
+/// [`StoredQueue`]'s order, all null when the queue has none), checked by the core.
+pub fn queue(row: &Row, from: usize, name: &str) -> Result<QueueRow> {
+    let on_expiry: Option<&str> = col(row, from + 7)?;
+    let Some(on_expiry) = on_expiry else {
+        return Ok(QueueRow::default());
+    };
+    StoredQueue {
+        name,
+        backoff_initial_ms: col(row, from)?,
+        backoff_multiplier: col(row, from + 1)?,
+        backoff_cap_ms: col(row, from + 2)?,
+        backoff_jitter: col(row, from + 3)?,
+        max_retries: col::<Option<i32>>(row, from + 4)?.map(i64::from),
+        lease_ms: col(row, from + 5)?,
+        expires_in_ms: col(row, from + 6)?,
+        on_expiry,
+        paused: col(row, from + 8)?,
+        expired_dead: col(row, from + 9)?,
+        expired_discarded: col(row, from + 10)?,
+    }
+    .check()
+}
+
+/// Writes `row` as the settings and pause of queue `name` (its counters only when it is new:
+/// claims of other sessions add to them).
+pub fn put_queue(conn: &mut Conn, sql: &str, name: &str, row: &QueueRow) -> Result<()> {
+    let s = StoredQueue::new(name, row);
+    let max_retries = s
+        .max_retries
+        .map(i32::try_from)
+        .transpose()
+        .map_err(Error::store)?;
+    let statement = conn.prepare(sql)?;
+    conn.client
+        .execute(
+            &statement,
+            &[
+                &s.name,
+                &s.backoff_initial_ms,
+                &s.backoff_multiplier,
+                &s.backoff_cap_ms,
+                &s.backoff_jitter,
+                &max_retries,
+                &s.lease_ms,
+                &s.expires_in_ms,
+                &s.on_expiry,
+                &s.paused,
+                &s.expired_dead,
+                &s.expired_discarded,
+            ],
+        )
+        .map_err(db_error)?;
+    Ok(())
 }
 
 /// Reads every row.
@@ -60,6 +127,7 @@ fn storable(message: &Message) -> Result<()> {
     let texts = [
         ("queue", Some(message.queue.as_str())),
         ("idempotency_key", message.idempotency_key.as_deref()),
+        ("group", message.group.as_deref()),
         ("lease_token", message.lease_token.as_deref()),
         ("last_error", message.last_error.as_deref()),
     ];
@@ -78,13 +146,22 @@ fn storable(message: &Message) -> Result<()> {
     Ok(())
 }
 
-/// Inserts `message` (its id is ignored); the new id, or `None` when a message of its queue
-/// already carries its idempotency key.
-pub fn insert(conn: &mut Conn, sql: &str, message: &Message) -> Result<Option<i64>> {
+/// Where a new message goes: whether it is its group's head, and its place in its group.
+#[derive(Debug, Clone, Copy)]
+pub struct Place {
+    /// Whether it is its group's head (true for a message without a group).
+    pub head: bool,
+    /// Its `group_at`, for a grouped message.
+    pub group_at: Option<Millis>,
+}
+
+/// Inserts `message` (its id is ignored) at `place`; the new id, or `None` when a message of its
+/// queue already carries its idempotency key.
+pub fn insert(conn: &mut Conn, sql: &str, message: &Message, place: Place) -> Result<Option<i64>> {
     storable(message)?;
     let statement = conn.prepare(sql)?;
     let errors = Json(&message.errors);
-    let params: [&(dyn ToSql + Sync); 19] = [
+    let params: [&(dyn ToSql + Sync); 23] = [
         &message.queue,
         &message.payload.as_bytes(),
         &message.status.as_str(),
@@ -103,7 +180,11 @@ pub fn insert(conn: &mut Conn, sql: &str, message: &Message) -> Result<Option<i6
         &i64::from(message.errors_dropped),
         &i64::from(message.replay_count),
         &message.replayed_at,
-        &storage::ready(message),
+        &storage::ready(message, place.head),
+        &message.group,
+        &place.group_at,
+        &message.expires_at,
+        &storage::blocked(message, place.head),
     ];
     let row = conn
         .client
@@ -112,9 +193,14 @@ pub fn insert(conn: &mut Conn, sql: &str, message: &Message) -> Result<Option<i6
     row.map(|row| col(&row, 0)).transpose()
 }
 
-/// Inserts `messages` (none with an idempotency key; their ids are ignored) in one statement;
-/// their new ids, in order.
-pub fn insert_many(conn: &mut Conn, sql: &str, messages: &[Message]) -> Result<Vec<i64>> {
+/// Inserts `messages` (none with an idempotency key; their ids are ignored), each at its place,
+/// in one statement; their new ids, in order.
+pub fn insert_many(
+    conn: &mut Conn,
+    sql: &str,
+    messages: &[Message],
+    places: &[Place],
+) -> Result<Vec<i64>> {
     for message in messages {
         storable(message)?;
     }
@@ -140,8 +226,19 @@ pub fn insert_many(conn: &mut Conn, sql: &str, messages: &[Message]) -> Result<V
     let replays: Vec<i64> = messages.iter().map(|m| i64::from(m.replay_count)).collect();
     let created: Vec<i64> = messages.iter().map(|m| m.created_at).collect();
     let updated: Vec<i64> = messages.iter().map(|m| m.updated_at).collect();
-    let ready: Vec<bool> = messages.iter().map(storage::ready).collect();
-    let params: [&(dyn ToSql + Sync); 19] = [
+    let ready: Vec<bool> = messages
+        .iter()
+        .zip(places)
+        .map(|(m, p)| storage::ready(m, p.head))
+        .collect();
+    let blocked: Vec<bool> = messages
+        .iter()
+        .zip(places)
+        .map(|(m, p)| storage::blocked(m, p.head))
+        .collect();
+    let groups = text(|m| m.group.as_deref());
+    let group_at: Vec<Option<i64>> = places.iter().map(|p| p.group_at).collect();
+    let params: [&(dyn ToSql + Sync); 23] = [
         &queue,
         &payload,
         &status,
@@ -161,6 +258,10 @@ pub fn insert_many(conn: &mut Conn, sql: &str, messages: &[Message]) -> Result<V
         &replays,
         &opt(|m| m.replayed_at),
         &ready,
+        &groups,
+        &group_at,
+        &opt(|m| m.expires_at),
+        &blocked,
     ];
     let rows = conn.client.query(&statement, &params).map_err(db_error)?;
     let mut ids = rows
@@ -179,14 +280,21 @@ pub fn insert_many(conn: &mut Conn, sql: &str, messages: &[Message]) -> Result<V
 }
 
 /// Persists `after` (a step's result) over the row of `before` (what was read), in the lane the
-/// core gives it ([`storage::ready`]), sending the payload and the failure history only when the
-/// step changed them.
-pub fn write(conn: &mut Conn, sql: &str, before: &Message, after: &Message) -> Result<()> {
+/// core gives it ([`storage::ready`], [`storage::blocked`]) at `place` (`group_at` only when it
+/// entered its group again), sending the payload and the failure history only when the step
+/// changed them.
+pub fn write(
+    conn: &mut Conn,
+    sql: &str,
+    before: &Message,
+    after: &Message,
+    place: Place,
+) -> Result<()> {
     storable(after)?;
     let statement = conn.prepare(sql)?;
     let payload = (after.payload != before.payload).then_some(after.payload.as_bytes());
     let errors = (after.errors != before.errors).then_some(Json(&after.errors));
-    let params: [&(dyn ToSql + Sync); 20] = [
+    let params: [&(dyn ToSql + Sync); 23] = [
         &before.id,
         &after.queue,
         &payload,
@@ -206,7 +314,10 @@ pub fn write(conn: &mut Conn, sql: &str, before: &Message, after: &Message) -> R
         &i64::from(after.errors_dropped),
         &i64::from(after.replay_count),
         &after.replayed_at,
-        &storage::ready(after),
+        &storage::ready(after, place.head),
+        &after.expires_at,
+        &storage::blocked(after, place.head),
+        &place.group_at,
     ];
     conn.client.execute(&statement, &params).map_err(db_error)?;
     Ok(())

@@ -7,7 +7,7 @@ use postgres::Client;
 use crate::pool::db_error;
 
 /// The schema version this build creates and reads (the row of `deadletter_schema`).
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Longest schema name PostgreSQL keeps (`NAMEDATALEN - 1` bytes); a longer one would be cut
 /// silently, so it is refused.
@@ -43,8 +43,8 @@ pub fn quote_identifier(schema: &str) -> Result<String> {
 }
 
 /// The DDL of version 1, for the quoted schema `{s}`, exactly as the first PostgreSQL store
-/// created it. A new schema is created at version 1 and upgraded by [`upgrade_v2`], so new and
-/// upgraded schemas are the same. Timestamps are the core's UTC milliseconds (`bigint`); the
+/// created it. A new schema is created at version 1 and upgraded by [`upgrade_v2`] and
+/// [`upgrade_v3`], so new and upgraded schemas are the same. Timestamps are the core's UTC milliseconds (`bigint`); the
 /// payload is `bytea` so that it round-trips byte for byte whatever the database encoding (and
 /// may hold U+0000, which `text` cannot); names compare by bytes (`COLLATE "C"`), so `queues()`
 /// is in byte order as in every store.
@@ -143,6 +143,70 @@ UPDATE {s}.deadletter_schema SET version = 2;
     )
 }
 
+/// Version 2 -> 3, for the quoted schema `{s}`: ordering groups, expiry, and the settings stored
+/// with each queue (issue 21). Cheap on a large table: the new columns are added with their
+/// defaults (no rewrite), the new check constraint is `NOT VALID` (the old rows meet it: they met
+/// the one it replaces, and none is blocked), and only the indexes of pending and live grouped
+/// messages are built.
+///
+/// - `group_name`, `group_at`: a message's ordering group and its place in it (storage only, the
+///   core's [`deadletter::storage::Position`]); `blocked` (storage only): true while a pending
+///   member waits behind its group's head, in no claim index (`ready` is false then, hence the
+///   new constraint, which also refuses a blocked message without a group: nothing would ever
+///   unblock it): the third lane of the core's [`deadletter::storage::Lane`].
+///   `messages_group` holds the live grouped messages in group order: a group's tail (enqueue,
+///   replay) and next member (when the head leaves) are one probe each. `messages_delayed` is
+///   rebuilt without the blocked members, which wait for their group, not for their
+///   `retry_after`: claim never moves them, and they are neither due nor delayed in the
+///   statistics.
+/// - `expires_at`: when a pending message expires; `messages_expiring` holds the pending messages
+///   that expire, in expiry order, for claim and reap to take out those whose time came.
+/// - `queues`: one row per queue that has settings, was paused, or had a message expire: the
+///   backoff policy (all four columns set, or none), `max_retries`, `lease_ms`, `expires_in_ms`
+///   (null: unset), `on_expiry`, `paused`, and the expiry counters.
+///
+/// Like [`upgrade_v2`], it holds the table's exclusive lock while it builds the indexes.
+pub fn upgrade_v3(s: &str) -> String {
+    format!(
+        r#"
+ALTER TABLE {s}.messages ADD COLUMN group_name text COLLATE "C";
+ALTER TABLE {s}.messages ADD COLUMN group_at bigint;
+ALTER TABLE {s}.messages ADD COLUMN expires_at bigint;
+ALTER TABLE {s}.messages ADD COLUMN blocked boolean NOT NULL DEFAULT false;
+ALTER TABLE {s}.messages DROP CONSTRAINT messages_ready_or_delayed;
+ALTER TABLE {s}.messages ADD CONSTRAINT messages_ready_waiting_or_blocked
+    CHECK ((ready OR retry_after IS NOT NULL OR blocked) AND (NOT blocked OR group_name IS NOT NULL))
+    NOT VALID;
+DROP INDEX {s}.messages_delayed;
+-- claim, first: the waiting messages whose retry_after has come (ready = false); next_due_at
+-- and the counts: every message in backoff, waiting or moved (not the blocked members)
+CREATE INDEX messages_delayed ON {s}.messages (queue, ready, retry_after, created_at)
+    WHERE status = 'pending' AND retry_after IS NOT NULL AND NOT blocked;
+-- the live members of each group in group order: its tail and its next member
+CREATE INDEX messages_group ON {s}.messages (queue, group_name, group_at, id)
+    WHERE group_name IS NOT NULL AND status IN ('pending', 'processing');
+-- claim and reap: the pending messages whose expiry has come, in expiry order
+CREATE INDEX messages_expiring ON {s}.messages (queue, expires_at, id)
+    WHERE status = 'pending' AND expires_at IS NOT NULL;
+CREATE TABLE {s}.queues (
+    name               text    COLLATE "C" PRIMARY KEY,
+    backoff_initial_ms bigint,
+    backoff_multiplier double precision,
+    backoff_cap_ms     bigint,
+    backoff_jitter     text,
+    max_retries        integer,
+    lease_ms           bigint,
+    expires_in_ms      bigint,
+    on_expiry          text    NOT NULL DEFAULT 'dead',
+    paused             boolean NOT NULL DEFAULT false,
+    expired_dead       bigint  NOT NULL DEFAULT 0,
+    expired_discarded  bigint  NOT NULL DEFAULT 0
+);
+UPDATE {s}.deadletter_schema SET version = 3;
+"#
+    )
+}
+
 /// The DDL of the current version ([`SCHEMA_VERSION`]) for the quoted schema `s`: what a new
 /// schema gets.
 pub fn ddl(s: &str) -> String {
@@ -152,7 +216,7 @@ pub fn ddl(s: &str) -> String {
 /// The DDL that brings version N to N + 1, for the quoted schema `s`, from 0 (an empty schema)
 /// on: a new schema is created at version 1 and upgraded, so new and upgraded schemas are the
 /// same.
-const STEPS: [fn(&str) -> String; 2] = [ddl_v1, upgrade_v2];
+const STEPS: [fn(&str) -> String; 3] = [ddl_v1, upgrade_v2, upgrade_v3];
 
 /// Creates the schema `name` (quoted: `quoted`) and its tables when it is missing or empty;
 /// accepts it at [`SCHEMA_VERSION`] and upgrades it from an older version, in the transaction

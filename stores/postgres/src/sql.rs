@@ -1,15 +1,25 @@
 //! Every statement of the store, built once per store for its quoted schema. Queue names,
 //! payloads and every other value are bound parameters; only the quoted schema is spliced in.
 
-/// The columns of a message, in the order the store reads them.
+/// The columns of a message, in the order the store reads them, then the storage-only `blocked`.
 pub const COLUMNS: &str = "id, queue, payload, status, retry_count, max_retries, retry_after, \
     last_error, created_at, updated_at, lease_token, lease_expires_at, idempotency_key, \
-    first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at";
+    first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at, group_name, \
+    expires_at, blocked";
 
 /// The columns an insert writes: all but the id.
 const INSERTED: &str = "queue, payload, status, retry_count, max_retries, retry_after, \
     last_error, created_at, updated_at, lease_token, lease_expires_at, idempotency_key, \
-    first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at";
+    first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at, ready, \
+    group_name, group_at, expires_at, blocked";
+
+/// The columns of a queue's row after its name, in [`deadletter::storage::StoredQueue`]'s order.
+const QUEUE_COLUMNS: &str = "backoff_initial_ms, backoff_multiplier, backoff_cap_ms, \
+    backoff_jitter, max_retries, lease_ms, expires_in_ms, on_expiry, paused, expired_dead, \
+    expired_discarded";
+
+/// The live members of a group (`$1` queue, `$2` group): pending or processing.
+const MEMBERS: &str = "queue = $1 AND group_name = $2 AND status IN ('pending', 'processing')";
 
 /// When a ready message became due, as the `messages_ready` index stores it: its `retry_after`,
 /// or the smallest bigint when it has none (due from the start). The same text as in the index,
@@ -17,42 +27,79 @@ const INSERTED: &str = "queue, payload, status, retry_count, max_retries, retry_
 const DUE_SINCE: &str = "coalesce(retry_after, '-9223372036854775808'::bigint)";
 
 /// The waiting messages: pending, in backoff, not yet moved to the ready index (the range
-/// `ready = false` of the index `messages_delayed`).
-const WAITING: &str = "status = 'pending' AND retry_after IS NOT NULL AND NOT ready";
+/// `ready = false` of the index `messages_delayed`), not blocked behind their group's head.
+const WAITING: &str =
+    "status = 'pending' AND retry_after IS NOT NULL AND NOT blocked AND NOT ready";
 
 /// The pending messages in backoff already moved to the ready index (the range `ready = true` of
 /// `messages_delayed`): their `retry_after` had come when they were moved.
-const MOVED: &str = "status = 'pending' AND retry_after IS NOT NULL AND ready";
+const MOVED: &str = "status = 'pending' AND retry_after IS NOT NULL AND NOT blocked AND ready";
 
-/// Starts claim's transaction. Its statements run their generic plans (made once per session,
-/// which `tests/plans.rs` checks), never a plan made for one call's values: while messages wait
-/// in backoff, the generic plan of [`Sql::expired`] is estimated to move a third of them (the
-/// planner's guess for `retry_after <= $2`), so PostgreSQL would choose to plan it again at every
-/// claim, for more than the statement itself costs.
-pub const CLAIM_BEGIN: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
+/// Starts claim's transaction (after [`Sql::begin`]'s lock). Its statements run their generic
+/// plans (made once per session, which `tests/plans.rs` checks), never a plan made for one call's
+/// values: while messages wait in backoff, the generic plan of [`Sql::expired`] is estimated to
+/// move a third of them (the planner's guess for `retry_after <= $2`), so PostgreSQL would choose
+/// to plan it again at every claim, for more than the statement itself costs.
+pub const CLAIM_BEGIN: &str = "SET LOCAL plan_cache_mode = force_generic_plan";
 
 /// The statements of one schema.
 #[derive(Debug, Clone)]
 pub struct Sql {
+    /// Starts a write transaction: `BEGIN`, then the table's `ROW EXCLUSIVE` lock (what any write
+    /// takes at its first row, taken first): a call that waits for a table lock another session
+    /// holds (an upgrade of the schema, a `LOCK TABLE`) waits here, before it reads the clock.
+    pub begin: String,
+    /// [`Sql::begin`] for a claim, with [`CLAIM_BEGIN`].
+    pub claim_begin: String,
+    /// The row of queue `$1`, in [`deadletter::storage::StoredQueue`]'s order.
+    pub queue: String,
+    /// Writes the settings and `paused` of queue `$1` (`$2`..`$10`, in [`Sql::queue`]'s order);
+    /// a new row starts with the counters `$11`, `$12`; an existing one keeps its counters, which
+    /// claims of other sessions may be adding to.
+    pub put_queue: String,
+    /// Counts `$2` more expired messages made dead and `$3` more discarded in the row of queue
+    /// `$1` (created with the defaults when it has none).
+    pub count_expiry: String,
+    /// The names of the queues that have a row, in byte order.
+    pub queue_names: String,
+    /// Message `$1` of queue `$2` locked, with the queue's row (null columns when it has none),
+    /// in one round trip: what `update` reads.
+    pub get_for_update_with_queue: String,
+    /// The last live member of group `$2` of queue `$1` in group order: `group_at`, id.
+    pub tail: String,
+    /// The first live member of group `$2` of queue `$1` in group order.
+    pub head: String,
+    /// Unblocks message `$1` into the lane `$2` (`ready`) if it is still a blocked pending
+    /// message (the update locks it and checks again).
+    pub unblock: String,
+    /// The pending messages of queue `$1` whose expiry came at `$2` (ids and groups, unlocked:
+    /// their groups are locked before they are).
+    pub expiring: String,
+    /// The messages `$1` that are still pending with their expiry come at `$2`, locked, skipping
+    /// those another transaction holds, in expiry order.
+    pub expiring_locked: String,
     /// `$1` id, `$2` queue.
     pub get: String,
     /// [`Sql::get`] locking the row until the transaction ends.
     pub get_for_update: String,
     /// The message of queue `$1` with idempotency key `$2`.
     pub find_key: String,
-    /// Inserts one message (`$1`..`$18`: every column but the id; `$19`: `ready`, the core's
-    /// [`deadletter::storage::ready`]) unless a message of its queue already carries its
-    /// idempotency key; returns the new id, or no row on such a conflict.
+    /// Inserts one message (`$1`..`$18`: every column but the id; `$19` `ready` and `$23`
+    /// `blocked`, the core's [`deadletter::storage::ready`] and [`deadletter::storage::blocked`];
+    /// `$20` `group_name`, `$21` `group_at`, `$22` `expires_at`) unless a message of its queue
+    /// already carries its idempotency key; returns the new id, or no row on such a conflict.
     pub insert: String,
-    /// Inserts messages without idempotency keys given column by column as arrays (`$1`..`$19`,
+    /// Inserts messages without idempotency keys given column by column as arrays (`$1`..`$23`,
     /// in [`Sql::insert`]'s order), in array order; returns their ids (ascending in that order:
     /// the identity is drawn row by row as they are inserted).
     pub insert_many: String,
     /// Writes every column of message `$1` (`$2`..`$19`); a null `payload` (`$3`) or `errors`
     /// (`$16`) keeps the stored one, so that a transition does not rewrite a large payload.
-    /// `$20` is `ready`, the core's [`deadletter::storage::ready`]: false exactly while the
-    /// message waits for its `retry_after` (claim moves it when that comes); inserts set it the
-    /// same way.
+    /// `$20` is `ready` and `$22` `blocked`, the core's [`deadletter::storage::ready`] and
+    /// [`deadletter::storage::blocked`]: `ready` is false exactly while the message waits for
+    /// its `retry_after` (claim moves it when that comes) or behind its group's head; inserts
+    /// set them the same way. `$21` is `expires_at` (a replay sets it anew); `$23`, when not
+    /// null, the message's new `group_at` (a replay puts it at its group's end).
     pub write: String,
     /// Claim, step 1: the processing messages of queue `$1` whose lease ran out at `$2`, in
     /// expiry order, locked. First, in a data-modifying `WITH` (so that it costs no round trip
@@ -66,7 +113,8 @@ pub struct Sql {
     pub move_due: String,
     /// Claim, step 2: at most `$3` ready messages of queue `$1` due at `$2`, FIFO (the head of
     /// the index `messages_ready`), locked; rows other workers are claiming are skipped instead
-    /// of waited for.
+    /// of waited for; one whose expiry came (that another claim skipped while taking it out)
+    /// is left alone.
     pub due: String,
     /// Queue `$1`, ids above `$2`, at most `$3`, by id.
     pub list: String,
@@ -82,7 +130,8 @@ pub struct Sql {
     pub delete: String,
     /// The counters of queue `$1` at `$2`: by status (4), expired, delayed, next due, oldest
     /// due `created_at` (the head of the ready index, or a waiting message whose `retry_after`
-    /// has come and that no claim has moved yet), oldest `dead_at`.
+    /// has come and that no claim has moved yet), oldest `dead_at`; then the queue row's
+    /// `paused`, `expired_dead`, `expired_discarded`.
     pub counts: String,
     /// The distinct queue names in byte order, one index probe per queue (a loose index scan).
     pub queues: String,
@@ -93,10 +142,15 @@ pub struct Sql {
 
 impl Sql {
     /// The statements for the quoted schema `s`.
+    #[allow(clippy::too_many_lines)] // one statement per field, each written once
     pub fn new(s: &str) -> Self {
         let m = format!("{s}.messages");
+        let q = format!("{s}.queues");
         let select = |rest: &str| format!("SELECT {COLUMNS} FROM {m} {rest}");
         let count = |cond: &str| format!("(SELECT count(*) FROM {m} WHERE queue = $1 AND {cond})");
+        let row = |column: &str, default: &str| {
+            format!("coalesce((SELECT {column} FROM {q} WHERE name = $1), {default})")
+        };
         let next_due_at = format!(
             "least( \
                (SELECT min(retry_after) FROM {m} WHERE queue = $1 AND {WAITING} \
@@ -109,24 +163,73 @@ impl Sql {
                SELECT id FROM {m} WHERE queue = $1 AND {WAITING} AND retry_after <= $2 \
                ORDER BY retry_after FOR UPDATE SKIP LOCKED))"
         );
+        let begin = format!("BEGIN; LOCK TABLE {m} IN ROW EXCLUSIVE MODE");
+        let inserted_values = (1..=23)
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
         Self {
+            claim_begin: format!("{begin}; {CLAIM_BEGIN}"),
+            begin,
+            queue: format!("SELECT {QUEUE_COLUMNS} FROM {q} WHERE name = $1"),
+            put_queue: format!(
+                "INSERT INTO {q} (name, {QUEUE_COLUMNS}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+                 ON CONFLICT (name) DO UPDATE SET \
+                 backoff_initial_ms = excluded.backoff_initial_ms, \
+                 backoff_multiplier = excluded.backoff_multiplier, \
+                 backoff_cap_ms = excluded.backoff_cap_ms, \
+                 backoff_jitter = excluded.backoff_jitter, max_retries = excluded.max_retries, \
+                 lease_ms = excluded.lease_ms, expires_in_ms = excluded.expires_in_ms, \
+                 on_expiry = excluded.on_expiry, paused = excluded.paused"
+            ),
+            count_expiry: format!(
+                "INSERT INTO {q} (name, expired_dead, expired_discarded) VALUES ($1, $2, $3) \
+                 ON CONFLICT (name) DO UPDATE SET \
+                 expired_dead = {q}.expired_dead + excluded.expired_dead, \
+                 expired_discarded = {q}.expired_discarded + excluded.expired_discarded"
+            ),
+            queue_names: format!("SELECT name FROM {q} ORDER BY name"),
+            get_for_update_with_queue: format!(
+                "SELECT {}, {} FROM {m} m LEFT JOIN {q} q ON q.name = m.queue \
+                 WHERE m.id = $1 AND m.queue = $2 FOR UPDATE OF m",
+                prefixed("m", COLUMNS),
+                prefixed("q", QUEUE_COLUMNS)
+            ),
+            tail: format!(
+                "SELECT group_at, id FROM {m} WHERE {MEMBERS} \
+                 ORDER BY group_at DESC, id DESC LIMIT 1"
+            ),
+            head: select(&format!("WHERE {MEMBERS} ORDER BY group_at, id LIMIT 1")),
+            unblock: format!(
+                "UPDATE {m} SET blocked = false, ready = $2 \
+                 WHERE id = $1 AND blocked AND status = 'pending'"
+            ),
+            expiring: format!(
+                "SELECT id, group_name FROM {m} \
+                 WHERE queue = $1 AND status = 'pending' AND expires_at <= $2 \
+                 ORDER BY expires_at, id"
+            ),
+            expiring_locked: select(
+                "WHERE id = ANY($1) AND status = 'pending' AND expires_at <= $2 \
+                 ORDER BY expires_at, id FOR UPDATE SKIP LOCKED",
+            ),
             get: select("WHERE id = $1 AND queue = $2"),
             get_for_update: select("WHERE id = $1 AND queue = $2 FOR UPDATE"),
             find_key: select("WHERE queue = $1 AND idempotency_key = $2"),
             insert: format!(
-                "INSERT INTO {m} ({INSERTED}, ready) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-                 $17, $18, $19) \
+                "INSERT INTO {m} ({INSERTED}) VALUES ({inserted_values}) \
                  ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL \
                  DO NOTHING RETURNING id"
             ),
             insert_many: format!(
-                "INSERT INTO {m} ({INSERTED}, ready) SELECT {INSERTED}, ready \
+                "INSERT INTO {m} ({INSERTED}) SELECT {INSERTED} \
                  FROM unnest($1::text[], \
                  $2::bytea[], $3::text[], $4::int[], $5::int[], $6::bigint[], $7::text[], \
                  $8::bigint[], $9::bigint[], $10::text[], $11::bigint[], $12::text[], \
                  $13::bigint[], $14::bigint[], $15::jsonb[], $16::bigint[], $17::bigint[], \
-                 $18::bigint[], $19::boolean[]) WITH ORDINALITY AS v({INSERTED}, ready, ord) \
+                 $18::bigint[], $19::boolean[], $20::text[], $21::bigint[], $22::bigint[], \
+                 $23::boolean[]) WITH ORDINALITY AS v({INSERTED}, ord) \
                  ORDER BY ord RETURNING id"
             ),
             write: format!(
@@ -135,7 +238,8 @@ impl Sql {
                  created_at = $9, updated_at = $10, lease_token = $11, lease_expires_at = $12, \
                  idempotency_key = $13, first_failed_at = $14, dead_at = $15, \
                  errors = coalesce($16, errors), errors_dropped = $17, replay_count = $18, \
-                 replayed_at = $19, ready = $20 WHERE id = $1"
+                 replayed_at = $19, ready = $20, expires_at = $21, blocked = $22, \
+                 group_at = coalesce($23, group_at) WHERE id = $1"
             ),
             expired: format!(
                 "WITH moved AS ({move_due}) {}",
@@ -147,6 +251,7 @@ impl Sql {
             move_due,
             due: select(&format!(
                 "WHERE queue = $1 AND status = 'pending' AND ready AND {DUE_SINCE} <= $2 \
+                 AND (expires_at IS NULL OR expires_at > $2) \
                  ORDER BY created_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
             )),
             list: select("WHERE queue = $1 AND id > $2 ORDER BY id LIMIT $3"),
@@ -171,13 +276,17 @@ impl Sql {
                     ORDER BY created_at, id LIMIT 1), \
                    (SELECT min(created_at) FROM {m} \
                     WHERE queue = $1 AND {WAITING} AND retry_after <= $2)), \
-                 (SELECT min(dead_at) FROM {m} WHERE queue = $1 AND status = 'dead')",
+                 (SELECT min(dead_at) FROM {m} WHERE queue = $1 AND status = 'dead'), \
+                 {}, {}, {}",
                 count("status = 'pending'"),
                 count("status = 'processing'"),
                 count("status = 'succeeded'"),
                 count("status = 'dead'"),
                 count("status = 'processing' AND lease_expires_at <= $2"),
-                count("status = 'pending' AND retry_after > $2"),
+                count("status = 'pending' AND retry_after > $2 AND NOT blocked"),
+                row("paused", "false"),
+                row("expired_dead", "0"),
+                row("expired_discarded", "0"),
             ),
             queues: format!(
                 "WITH RECURSIVE q(queue) AS ( \
@@ -190,4 +299,13 @@ impl Sql {
             next_due_at: format!("SELECT {next_due_at}"),
         }
     }
+}
+
+/// `columns` (a comma-separated list) each prefixed with the table alias `alias`.
+fn prefixed(alias: &str, columns: &str) -> String {
+    columns
+        .split(',')
+        .map(|c| format!("{alias}.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -2,40 +2,18 @@
 
 use std::collections::HashMap;
 
+use deadletter::storage::{self, Position};
 use deadletter::{
-    Claimed, Counts, Error, FieldError, Filter, Id, ListQuery, Message, Millis, NewMessage, Result,
-    Store, apply_step,
+    Claimed, Claiming, Clock, Context, Counts, EnqueueArgs, Error, FieldError, Filter, Id,
+    ListQuery, Message, Millis, OnExpiry, QueueRow, Result, Store, apply_step,
 };
 
 use crate::options::Options;
 use crate::pool::{self, Conn, Connector, Sessions, db_error};
-use crate::row;
+use crate::row::{self, Place};
 use crate::schema;
-use crate::sql::{self, Sql};
-
-/// Locks the idempotency keys of a batch of one queue until its transaction ends, every batch
-/// in one order (by the keys' hashes), when it holds more than one: each key is inserted in
-/// item order (so that ids ascend in item order), and two batches holding the same new keys in
-/// different orders would each wait for a key the other inserted ("deadlock detected"). One key
-/// alone cannot close such a cycle. Transaction-level advisory locks, on 64-bit hashes of the
-/// queue and key: a collision only makes two batches wait for each other in turn.
-fn lock_keys(conn: &mut Conn, templates: &[Message]) -> Result<()> {
-    const LOCK_KEYS: &str = "SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT \
-        hashtextextended(quote_literal($1::text) || quote_literal(k), 0) AS h \
-        FROM unnest($2::text[]) AS k) AS keys ORDER BY h";
-    let keys: Vec<&str> = templates
-        .iter()
-        .filter_map(|m| m.idempotency_key.as_deref())
-        .collect();
-    let (Some(first), true) = (templates.first(), keys.len() > 1) else {
-        return Ok(());
-    };
-    let statement = conn.prepare(LOCK_KEYS)?;
-    conn.client
-        .execute(&statement, &[&first.queue, &keys])
-        .map(drop)
-        .map_err(db_error)
-}
+use crate::sql::Sql;
+use crate::write::{self, context, groups_changed, lock_names, put, unblock_next};
 
 /// A [`Store`] on a PostgreSQL database, shared by any number of processes and machines.
 ///
@@ -177,15 +155,72 @@ impl PostgresStore {
             }))
     }
 
-    /// The messages of `queue` among `ids`, locked, keyed by id.
-    fn lock_many(&self, conn: &mut Conn, queue: &str, ids: &[Id]) -> Result<HashMap<Id, Message>> {
+    /// Takes out the pending messages of `queue` among `candidates` (their groups already locked)
+    /// whose expiry came at the claim's instant, skipping those another transaction holds, in
+    /// expiry order, as `claim` says (dead, or deleted); counts them in the queue's row; returns
+    /// them as written (or as they were, when deleted).
+    fn sweep(
+        &self,
+        conn: &mut Conn,
+        queue: &str,
+        claim: &Claiming,
+        candidates: &[(Id, Option<String>)],
+    ) -> Result<Vec<Message>> {
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = claim.now;
+        let ids: Vec<Id> = candidates.iter().map(|(id, _)| *id).collect();
+        let statement = conn.prepare(&self.sql.expiring_locked)?;
+        let rows = conn
+            .client
+            .query(&statement, &[&ids, &now])
+            .map_err(db_error)?;
+        let mut swept = Vec::with_capacity(rows.len());
+        for before in rows.iter().map(row::read_stored) {
+            let before = before?;
+            if let Some(dead) = claim.sweep(before.0.clone())? {
+                put(conn, &self.sql, &before, &dead, now)?;
+                swept.push(dead);
+            } else {
+                let statement = conn.prepare(&self.sql.delete)?;
+                conn.client
+                    .execute(&statement, &[&vec![before.0.id]])
+                    .map_err(db_error)?;
+                if let Some(group) = &before.0.group {
+                    unblock_next(conn, &self.sql, queue, group)?;
+                }
+                swept.push(before.0);
+            }
+        }
+        if !swept.is_empty() {
+            let n = limit(swept.len())?;
+            let (dead, discarded) = match claim.on_expiry {
+                OnExpiry::Dead => (n, 0),
+                OnExpiry::Discard => (0, n),
+            };
+            let statement = conn.prepare(&self.sql.count_expiry)?;
+            conn.client
+                .execute(&statement, &[&queue, &dead, &discarded])
+                .map_err(db_error)?;
+        }
+        Ok(swept)
+    }
+
+    /// The messages of `queue` among `ids`, locked, keyed by id, with their `blocked` flags.
+    fn lock_many(
+        &self,
+        conn: &mut Conn,
+        queue: &str,
+        ids: &[Id],
+    ) -> Result<HashMap<Id, (Message, bool)>> {
         let statement = conn.prepare(&self.sql.many_for_update)?;
         let rows = conn
             .client
             .query(&statement, &[&queue, &ids])
             .map_err(db_error)?;
         rows.iter()
-            .map(|r| row::read(r).map(|m| (m.id, m)))
+            .map(|r| row::read_stored(r).map(|m| (m.0.id, m)))
             .collect()
     }
 }
@@ -194,20 +229,60 @@ fn limit(n: usize) -> Result<i64> {
     i64::try_from(n).map_err(Error::store)
 }
 
+/// Where each new message of a batch goes, in order: a grouped one behind its group's tail (read
+/// once per group, then the batch's own previous member), blocked unless the group had none.
+fn places(conn: &mut Conn, sql: &Sql, templates: &[Message], now: Millis) -> Result<Vec<Place>> {
+    let mut tails: HashMap<&str, Option<Position>> = HashMap::new();
+    let mut places = Vec::with_capacity(templates.len());
+    for message in templates {
+        let Some(group) = message.group.as_deref() else {
+            places.push(Place {
+                head: true,
+                group_at: None,
+            });
+            continue;
+        };
+        let tail = match tails.get(group) {
+            Some(tail) => *tail,
+            None => write::tail(conn, sql, &message.queue, group)?,
+        };
+        let at = storage::group_at(now, tail, None);
+        places.push(Place {
+            head: tail.is_none(),
+            group_at: Some(at),
+        });
+        // The batch's next member of the group goes behind this one, whose id (not assigned
+        // yet) is greater than every stored one.
+        tails.insert(group, Some(Position { at, id: Id::MAX }));
+    }
+    Ok(places)
+}
+
 impl Store for PostgresStore {
-    async fn insert(&self, messages: Vec<NewMessage>) -> Result<Vec<Message>> {
-        // The store only assigns ids; every other field is the core's `with_id`.
-        let templates: Vec<Message> = messages.into_iter().map(|m| m.with_id(0)).collect();
-        self.sessions.write(|conn| {
+    async fn insert(&self, args: &EnqueueArgs, clock: Clock<'_>) -> Result<Vec<Message>> {
+        self.sessions.write_with(&self.sql.begin, |conn| {
+            // The locks first, then the clock: a call that waited for another's group or keys
+            // dates its messages (delays, expiries) from when it got them. One key alone
+            // cannot close a cycle of waits: it is not locked (its unique index decides).
+            let (keys, groups) = args.names();
+            let keys = if keys.len() > 1 { keys } else { Vec::new() };
+            lock_names(conn, &args.queue, &keys, &groups)?;
+            let ctx = context(conn, &self.sql, &args.queue, clock)?;
+            // The store only assigns ids; every other field is the core's `with_id`.
+            let templates: Vec<Message> = args
+                .messages(&ctx)?
+                .into_iter()
+                .map(|m| m.with_id(0))
+                .collect();
             if templates.iter().all(|m| m.idempotency_key.is_none()) {
                 // One statement for the whole batch: no key to look up.
-                let ids = row::insert_many(conn, &self.sql.insert_many, &templates)?;
+                let places = places(conn, &self.sql, &templates, ctx.now)?;
+                let ids = row::insert_many(conn, &self.sql.insert_many, &templates, &places)?;
                 let inserted = templates.iter().zip(ids);
                 return Ok(inserted
                     .map(|(m, id)| Message { id, ..m.clone() })
                     .collect());
             }
-            lock_keys(conn, &templates)?;
             let mut out = Vec::with_capacity(templates.len());
             for template in &templates {
                 if let Some(key) = &template.idempotency_key {
@@ -217,18 +292,20 @@ impl Store for PostgresStore {
                         continue;
                     }
                 }
-                let inserted = if let Some(id) = row::insert(conn, &self.sql.insert, template)? {
-                    Message {
-                        id,
-                        ..template.clone()
-                    }
-                } else {
-                    // Another connection inserted the key since the look-up, and committed.
-                    let key = template.idempotency_key.as_deref().unwrap_or_default();
-                    self.by_key(conn, &template.queue, key)?.ok_or_else(|| {
-                        Error::Store("idempotency key conflict on a vanished message".into())
-                    })?
-                };
+                let place = places(conn, &self.sql, std::slice::from_ref(template), ctx.now)?;
+                let inserted =
+                    if let Some(id) = row::insert(conn, &self.sql.insert, template, place[0])? {
+                        Message {
+                            id,
+                            ..template.clone()
+                        }
+                    } else {
+                        // Another connection inserted the key since the look-up, and committed.
+                        let key = template.idempotency_key.as_deref().unwrap_or_default();
+                        self.by_key(conn, &template.queue, key)?.ok_or_else(|| {
+                            Error::Store("idempotency key conflict on a vanished message".into())
+                        })?
+                    };
                 out.push(inserted);
             }
             Ok(out)
@@ -244,13 +321,31 @@ impl Store for PostgresStore {
         &self,
         queue: &str,
         id: Id,
-        step: impl FnOnce(Message) -> Result<Message>,
+        clock: Clock<'_>,
+        step: impl FnOnce(Message, &Context) -> Result<Message>,
     ) -> Result<Message> {
-        self.sessions.write(|conn| {
-            let before = Self::one(conn, &self.sql.get_for_update, queue, id)?;
-            let after = apply_step(before.clone(), queue, id, step)?;
+        self.sessions.write_with(&self.sql.begin, |conn| {
+            // The message's row lock (and its queue's row, in the same round trip), then the
+            // clock: a call that waited for another's lock decides with the instant it got it.
+            let statement = conn.prepare(&self.sql.get_for_update_with_queue)?;
+            let found = conn
+                .client
+                .query_opt(&statement, &[&id, &queue])
+                .map_err(db_error)?;
+            let (before, row) = match &found {
+                Some(r) => (
+                    Some(row::read_stored(r)?),
+                    row::queue(r, row::MESSAGE_COLUMNS, queue)?,
+                ),
+                None => (None, QueueRow::default()),
+            };
+            let ctx = Context::new(clock()?, row)?;
+            let message = before.as_ref().map(|(m, _)| m.clone());
+            let after = apply_step(message, queue, id, |m| step(m, &ctx))?;
             if let Some(before) = &before {
-                row::write(conn, &self.sql.write, before, &after)?;
+                let groups = groups_changed([(&before.0, Some(&after))]);
+                lock_names(conn, queue, &[], &groups)?;
+                put(conn, &self.sql, before, &after, ctx.now)?;
             }
             Ok(after)
         })
@@ -259,39 +354,85 @@ impl Store for PostgresStore {
     async fn claim(
         &self,
         queue: &str,
-        now: Millis,
-        limit_n: usize,
-        expire: impl FnMut(Message) -> Result<Message>,
-        take: impl FnMut(Message) -> Result<Message>,
+        clock: Clock<'_>,
+        start: impl FnOnce(&Context) -> Option<Claiming>,
+        mut tokens: impl FnMut() -> String,
     ) -> Result<Claimed> {
-        self.sessions.write_with(sql::CLAIM_BEGIN, |conn| {
-            // Both sets are read before anything is written: a message whose lease expires here
-            // is not taken in the same call, as in the reference store. The first statement
-            // also moves the messages whose backoff is over into the ready index (no field
-            // changes), which the second takes the head of.
+        self.sessions.write_with(&self.sql.claim_begin, |conn| {
+            let ctx = context(conn, &self.sql, queue, clock)?;
+            let Some(claim) = start(&ctx) else {
+                return Ok(Claimed::default());
+            };
+            let now = claim.now;
+            // The leases that ran out, locked (the first statement also moves the messages
+            // whose backoff is over into the ready index: no field changes), and the messages
+            // whose expiry came, unlocked: their groups are locked first.
             let statement = conn.prepare(&self.sql.expired)?;
             let rows = conn
                 .client
                 .query(&statement, &[&queue, &now])
                 .map_err(db_error)?;
-            let overdue = row::read_all(&rows)?;
-            let due = if limit_n == 0 {
-                Vec::new()
-            } else {
+            let overdue = rows
+                .iter()
+                .map(row::read_stored)
+                .collect::<Result<Vec<_>>>()?;
+            let expired: Vec<Message> = overdue
+                .iter()
+                .enumerate()
+                .map(|(index, (m, _))| claim.expire(m.clone(), index))
+                .collect::<Result<_>>()?;
+            let statement = conn.prepare(&self.sql.expiring)?;
+            let candidates: Vec<(Id, Option<String>)> = conn
+                .client
+                .query(&statement, &[&queue, &now])
+                .map_err(db_error)?
+                .iter()
+                .map(|r| {
+                    Ok((
+                        r.try_get(0).map_err(db_error)?,
+                        r.try_get(1).map_err(db_error)?,
+                    ))
+                })
+                .collect::<Result<_>>()?;
+            let mut groups =
+                groups_changed(overdue.iter().map(|(m, _)| m).zip(expired.iter().map(Some)));
+            groups.extend(candidates.iter().filter_map(|(_, g)| g.as_deref()));
+            groups.sort_unstable();
+            groups.dedup();
+            lock_names(conn, queue, &[], &groups)?;
+            for (before, after) in overdue.iter().zip(&expired) {
+                put(conn, &self.sql, before, after, now)?;
+            }
+            let swept = self.sweep(conn, queue, &claim, &candidates)?;
+            let mut taken = Vec::new();
+            if claim.n > 0 {
+                // A message whose lease just expired is not taken in the same call (it may be
+                // due again at once under a backoff of 0), as in the reference store.
                 let statement = conn.prepare(&self.sql.due)?;
+                let room = limit(claim.n + expired.len())?;
                 let rows = conn
                     .client
-                    .query(&statement, &[&queue, &now, &limit(limit_n)?])
+                    .query(&statement, &[&queue, &now, &room])
                     .map_err(db_error)?;
-                row::read_all(&rows)?
-            };
-            let expired: Vec<Message> =
-                overdue.iter().cloned().map(expire).collect::<Result<_>>()?;
-            let taken: Vec<Message> = due.iter().cloned().map(take).collect::<Result<_>>()?;
-            for (before, after) in overdue.iter().zip(&expired).chain(due.iter().zip(&taken)) {
-                row::write(conn, &self.sql.write, before, after)?;
+                for before in rows.iter().map(row::read) {
+                    let before = before?;
+                    if taken.len() == claim.n || expired.iter().any(|e| e.id == before.id) {
+                        continue;
+                    }
+                    let after = claim.take(before.clone(), tokens())?;
+                    let place = Place {
+                        head: true,
+                        group_at: None,
+                    };
+                    row::write(conn, &self.sql.write, &before, &after, place)?;
+                    taken.push(after);
+                }
             }
-            Ok(Claimed { expired, taken })
+            Ok(Claimed {
+                expired,
+                swept,
+                taken,
+            })
         })
     }
 
@@ -344,21 +485,29 @@ impl Store for PostgresStore {
         &self,
         queue: &str,
         ids: &[Id],
-        mut step: impl FnMut(Message) -> Result<Option<Message>>,
+        clock: Clock<'_>,
+        mut step: impl FnMut(Message, &Context) -> Result<Option<Message>>,
     ) -> Result<Vec<Message>> {
-        self.sessions.write(|conn| {
+        self.sessions.write_with(&self.sql.begin, |conn| {
             let mut found = self.lock_many(conn, queue, ids)?;
+            let ctx = context(conn, &self.sql, queue, clock)?;
             let mut written = Vec::new();
             for id in ids {
                 let Some(before) = found.remove(id) else {
                     continue;
                 };
-                if let Some(after) = step(before.clone())? {
+                if let Some(after) = step(before.0.clone(), &ctx)? {
                     written.push((before, after));
                 }
             }
+            let groups = groups_changed(
+                written
+                    .iter()
+                    .map(|(before, after)| (&before.0, Some(after))),
+            );
+            lock_names(conn, queue, &[], &groups)?;
             for (before, after) in &written {
-                row::write(conn, &self.sql.write, before, after)?;
+                put(conn, &self.sql, before, after, ctx.now)?;
             }
             Ok(written.into_iter().map(|(_, after)| after).collect())
         })
@@ -370,11 +519,11 @@ impl Store for PostgresStore {
         ids: &[Id],
         mut check: impl FnMut(&Message) -> Result<bool>,
     ) -> Result<Vec<Message>> {
-        self.sessions.write(|conn| {
+        self.sessions.write_with(&self.sql.begin, |conn| {
             let mut found = self.lock_many(conn, queue, ids)?;
             let mut doomed = Vec::new();
             for id in ids {
-                if let Some(message) = found.remove(id)
+                if let Some((message, _)) = found.remove(id)
                     && check(&message)?
                 {
                     doomed.push(message);
@@ -410,17 +559,45 @@ impl Store for PostgresStore {
                 next_due_at: at(6)?,
                 oldest_due_created_at: at(7)?,
                 oldest_dead_at: at(8)?,
+                paused: row.try_get(9).map_err(db_error)?,
+                expired_dead: n(10)?,
+                expired_discarded: n(11)?,
             })
         })
     }
 
     async fn queues(&self) -> Result<Vec<String>> {
         self.sessions.read(|conn| {
-            let statement = conn.prepare(&self.sql.queues)?;
-            let rows = conn.client.query(&statement, &[]).map_err(db_error)?;
-            rows.iter()
-                .map(|r| r.try_get(0).map_err(db_error))
-                .collect()
+            let mut names = std::collections::BTreeSet::new();
+            for sql in [&self.sql.queues, &self.sql.queue_names] {
+                let statement = conn.prepare(sql)?;
+                let rows = conn.client.query(&statement, &[]).map_err(db_error)?;
+                for r in &rows {
+                    names.insert(r.try_get::<_, String>(0).map_err(db_error)?);
+                }
+            }
+            Ok(names.into_iter().collect())
+        })
+    }
+
+    async fn queue_row(&self, queue: &str) -> Result<QueueRow> {
+        self.sessions
+            .read(|conn| write::queue_row(conn, &self.sql, queue))
+    }
+
+    async fn write_queue_row(
+        &self,
+        queue: &str,
+        step: impl FnOnce(QueueRow) -> Result<QueueRow>,
+    ) -> Result<QueueRow> {
+        self.sessions.write(|conn| {
+            write::lock_queue(conn, queue)?;
+            let stored = write::queue_row(conn, &self.sql, queue)?;
+            let next = step(stored)?;
+            if next != stored {
+                row::put_queue(conn, &self.sql.put_queue, queue, &next)?;
+            }
+            Ok(next)
         })
     }
 

@@ -9,7 +9,8 @@ mod common;
 
 use common::Schemas;
 use deadletter::conformance::BASE;
-use deadletter::{Arg, Backoff, Engine, Error, Item, Limits, Moment};
+use deadletter::conformance::kit::at;
+use deadletter::{Arg, Call, Engine, Error, Item, Limits};
 use deadletter_postgres::PostgresStore;
 use postgres::types::{FromSql, Json};
 
@@ -93,9 +94,8 @@ fn explain_rows<T: for<'a> FromSql<'a>>(
                 .collect::<Result<Vec<T>, _>>()
                 .map_err(Error::store)?;
             tx.rollback().map_err(Error::store)?;
-            client
-                .batch_execute("DEALLOCATE ALL")
-                .map_err(Error::store)?;
+            // Only its own statement: the store's, prepared on this session, stay.
+            client.batch_execute("DEALLOCATE p").map_err(Error::store)?;
             Ok(values)
         })
         .expect("explain")
@@ -135,14 +135,15 @@ fn enqueue_ahead_and_none(engine: &Engine<PostgresStore>) {
     };
     let batch = vec![later; 1000];
     for _ in 0..10 {
-        pollster::block_on(engine.enqueue_many("ahead".into(), &batch, LATE)).expect("enqueue");
+        pollster::block_on(engine.enqueue_many("ahead".into(), &batch, &at(LATE)))
+            .expect("enqueue");
     }
     let now = Item {
         payload: Arg::Str("now"),
         ..Item::default()
     };
     for queue in ["ahead", "none"] {
-        pollster::block_on(engine.enqueue(queue.into(), &now, LATE + 5000)).expect("enqueue");
+        pollster::block_on(engine.enqueue(queue.into(), &now, &at(LATE + 5000))).expect("enqueue");
     }
 }
 
@@ -265,20 +266,20 @@ fn claim_walks_its_partial_indexes_on_a_million_messages() {
     // And on this data claim does what it says: it reaps the 100 expired leases (messages
     // 90, 10 090, ...: all in q), then takes the oldest due message of q, id 92 (created 91 ms
     // after BASE; ids start at 1).
-    let policy = Backoff::default();
-    let at = Moment {
-        policy: &policy,
+    let clock = at(now);
+    let call = Call {
+        clock: &clock,
+        backoff: None,
         sample: 0.0,
-        now,
     };
     let started = std::time::Instant::now();
-    let out = pollster::block_on(engine.claim("q".into(), Arg::Null, || "tok".into(), at))
+    let out = pollster::block_on(engine.claim("q".into(), Arg::Null, || "tok".into(), &call))
         .expect("claim");
     println!(
         "claim on {ROWS} messages (reaping 100 leases) took {:?}",
         started.elapsed()
     );
     assert_eq!(out.value.expect("a due message").id, 92);
-    let stats = pollster::block_on(engine.stats("q".into(), now)).expect("stats");
+    let stats = pollster::block_on(engine.stats("q".into(), &clock)).expect("stats");
     assert_eq!((stats.expired, stats.processing), (0, 9_000 - 100 + 1));
 }

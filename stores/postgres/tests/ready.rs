@@ -1,11 +1,12 @@
 //! Schema version 2's ready index (issue 10) beyond the conformance cases: the upgrade of a
-//! version-1 schema, messages in backoff coming out in FIFO order once due, and a moved message
-//! that is not taken when the clock goes back.
+//! version-1 schema (to the current version: the same schema as a new one), messages in backoff
+//! coming out in FIFO order once due, and a moved message that is not taken when the clock goes
+//! back; and version 3's (issue 21) upgrade of a version-2 schema.
 
 mod common;
 
 use common::{Schemas, url};
-use deadletter::conformance::kit::{claim_at, enqueue_at};
+use deadletter::conformance::kit::{at, claim_at, enqueue_at};
 use deadletter::conformance::{BASE, kit};
 use deadletter::{Arg, Engine, Item, Limits, Status};
 use deadletter_postgres::{Options, PostgresStore, SCHEMA_VERSION, ddl, ddl_v1};
@@ -180,7 +181,7 @@ fn a_version_1_schema_is_upgraded_in_place_by_the_first_of_racing_opens() {
             ("gone", Status::Dead, None),
         ]
     );
-    let stats = pollster::block_on(db.stats("q".into(), now)).expect("stats");
+    let stats = pollster::block_on(db.stats("q".into(), &at(now))).expect("stats");
     assert_eq!(
         (
             stats.pending,
@@ -235,7 +236,21 @@ fn the_database_refuses_a_message_neither_ready_nor_in_backoff() {
         .expect_err("check constraint");
     assert_eq!(
         err.as_db_error().map(|e| e.constraint()),
-        Some(Some("messages_ready_or_delayed"))
+        Some(Some("messages_ready_waiting_or_blocked"))
+    );
+    // Nor a blocked message without a group: nothing would unblock it.
+    let err = admin()
+        .execute(
+            &format!(
+                "UPDATE {}.messages SET ready = false, blocked = true WHERE id = 1",
+                quoted(&name)
+            ),
+            &[],
+        )
+        .expect_err("check constraint");
+    assert_eq!(
+        err.as_db_error().map(|e| e.constraint()),
+        Some(Some("messages_ready_waiting_or_blocked"))
     );
     assert_eq!(ready(&name), [(1, true)]);
 }
@@ -253,12 +268,13 @@ fn ten_thousand_delayed_messages_come_out_in_fifo_order_once_due() {
         })
         .collect();
     for start in (0..10_000).step_by(1000) {
-        pollster::block_on(db.enqueue_many("q".into(), &later, BASE + start)).expect("enqueue");
+        pollster::block_on(db.enqueue_many("q".into(), &later, &at(BASE + start)))
+            .expect("enqueue");
     }
     let due = enqueue_at(&db, "now", 0, BASE + 20_000);
     let taken = claim_at(&db, BASE + 30_000).expect("the due message");
     assert_eq!(taken.id, due.id, "behind 10 000 delayed ones");
-    pollster::block_on(db.succeed("q".into(), due.id.into(), "tok".into(), BASE + 30_000))
+    pollster::block_on(db.succeed("q".into(), due.id.into(), "tok".into(), &at(BASE + 30_000)))
         .expect("ack");
     assert!(ready(&name).iter().take(10_000).all(|(_, r)| !r));
 
@@ -269,7 +285,7 @@ fn ten_thousand_delayed_messages_come_out_in_fifo_order_once_due() {
     assert_eq!((first.id, first.retry_after), (1, None));
     let waiting: Vec<_> = ready(&name).into_iter().filter(|(_, r)| !r).collect();
     assert!(waiting.is_empty(), "every one moved once: {waiting:?}");
-    let stats = pollster::block_on(db.stats("q".into(), hour)).expect("stats");
+    let stats = pollster::block_on(db.stats("q".into(), &at(hour))).expect("stats");
     assert_eq!(
         (stats.pending, stats.delayed, stats.next_due_at),
         (9_999, 0, None)
@@ -286,4 +302,52 @@ fn ten_thousand_delayed_messages_come_out_in_fifo_order_once_due() {
 fn a_moved_message_is_not_claimed_when_the_clock_goes_back() {
     let schemas = Schemas::new("clock");
     kit::a_moved_message_is_not_claimed_when_the_clock_goes_back(&engine(&schemas.name()), BASE);
+}
+
+#[test]
+fn a_version_2_schema_is_upgraded_to_version_3_in_place() {
+    let schemas = Schemas::new("upgrade3");
+    let name = schemas.name();
+    let now = BASE + 100_000;
+    write_version_1(&name, now);
+    admin()
+        .batch_execute(&deadletter_postgres::upgrade_v2(&quoted(&name)))
+        .expect("version 2");
+    let db = engine(&name);
+    let version: i32 = admin()
+        .query_one(
+            &format!("SELECT version FROM {}.deadletter_schema", quoted(&name)),
+            &[],
+        )
+        .expect("version")
+        .get(0);
+    assert_eq!(version, SCHEMA_VERSION);
+    let all =
+        pollster::block_on(db.list("q".into(), Arg::Null, Arg::Null, Arg::Null)).expect("list");
+    assert_eq!(all.len(), 7);
+    assert!(
+        all.iter()
+            .all(|m| m.group.is_none() && m.expires_at.is_none())
+    );
+    let stats = pollster::block_on(db.stats("q".into(), &at(now))).expect("stats");
+    assert_eq!(
+        (
+            stats.pending,
+            stats.delayed,
+            stats.paused,
+            stats.expired_dead
+        ),
+        (3, 1, false, 0)
+    );
+    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("over".into()));
+    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("due".into()));
+    let grouped = |payload| Item {
+        payload: Arg::Str(payload),
+        group: "g".into(),
+        ..Item::default()
+    };
+    pollster::block_on(db.enqueue_many("q".into(), &[grouped("g1"), grouped("g2")], &at(now)))
+        .expect("enqueue");
+    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("g1".into()));
+    assert_eq!(claim_at(&db, now), None, "g2 waits behind g1");
 }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::Schemas;
-use common::workers::{Mix, check_holders, enqueue, wall_now, work};
+use common::workers::{Mix, check_holders, enqueue, wall_clock, work};
 use deadletter::{Engine, Limits};
 use deadletter_postgres::{Options, PostgresStore};
 
@@ -72,7 +72,7 @@ fn workers_survive_a_server_restart_without_losing_an_ack_or_sharing_a_message()
         let acked_before = loop {
             assert!(Instant::now() < deadline, "no progress before the restart");
             let stats =
-                pollster::block_on(watcher.stats("jobs".into(), wall_now())).expect("stats");
+                pollster::block_on(watcher.stats("jobs".into(), &wall_clock)).expect("stats");
             if stats.succeeded >= TOTAL as u64 / 3 {
                 break stats.succeeded;
             }
@@ -106,7 +106,7 @@ fn workers_survive_a_server_restart_without_losing_an_ack_or_sharing_a_message()
         "no store error before the restart"
     );
     let summary = check_holders(&logs);
-    let stats = pollster::block_on(watcher.stats("jobs".into(), wall_now())).expect("stats after");
+    let stats = pollster::block_on(watcher.stats("jobs".into(), &wall_clock)).expect("stats after");
     assert_eq!(
         (stats.succeeded, stats.dead, stats.pending, stats.processing),
         (TOTAL as u64, 0, 0, 0),

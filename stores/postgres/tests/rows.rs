@@ -5,6 +5,7 @@ mod common;
 
 use common::{Schemas, url};
 use deadletter::conformance::BASE;
+use deadletter::conformance::kit::at;
 use deadletter::{Arg, Engine, Item, Limits};
 use deadletter_postgres::{Options, PostgresStore};
 
@@ -27,7 +28,7 @@ fn a_value_deadletter_never_writes_is_a_store_error_naming_message_and_column() 
             payload: Arg::Str(payload),
             ..Item::default()
         };
-        pollster::block_on(engine.enqueue("q".into(), &item, BASE)).expect("enqueue");
+        pollster::block_on(engine.enqueue("q".into(), &item, &at(BASE))).expect("enqueue");
     }
     let mut admin = postgres::Client::connect(&url(), postgres::NoTls).expect("connect");
     let table = format!("\"{name}\".messages");

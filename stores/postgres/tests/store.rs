@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use common::{Schemas, url};
 use deadletter::conformance::BASE;
-use deadletter::{Arg, Engine, Error, Item, Limits, Status};
+use deadletter::conformance::kit::at;
+use deadletter::{Arg, Call, Engine, Error, Item, Limits, Status};
 use deadletter_postgres::{Options, PostgresStore, SCHEMA_VERSION};
 
 fn item(payload: &str) -> Item<'_> {
@@ -56,13 +57,15 @@ fn a_schema_keeps_its_messages_and_foreign_or_newer_schemas_are_refused() {
     let schemas = Schemas::new("life");
     let name = schemas.name();
     let engine = Engine::new(open(&name).expect("create"), Limits::default());
-    let m = pollster::block_on(engine.enqueue("q".into(), &item("hé ✓"), BASE)).expect("enqueue");
+    let m =
+        pollster::block_on(engine.enqueue("q".into(), &item("hé ✓"), &at(BASE))).expect("enqueue");
     assert_eq!(m.id, 1);
     drop(engine);
     let engine = Engine::new(open(&name).expect("reopen"), Limits::default());
     let again = pollster::block_on(engine.get("q".into(), m.id.into())).expect("get");
     assert_eq!(again, m);
-    let next = pollster::block_on(engine.enqueue("q".into(), &item("b"), BASE)).expect("enqueue");
+    let next =
+        pollster::block_on(engine.enqueue("q".into(), &item("b"), &at(BASE))).expect("enqueue");
     assert_eq!(next.id, 2);
     drop(engine);
 
@@ -118,7 +121,7 @@ fn a_schema_name_with_quotes_and_spaces_is_quoted() {
     let schemas = Schemas::new("odd");
     let name = format!("{} \"x\"; DROP", schemas.name());
     let engine = Engine::new(open(&name).expect("open"), Limits::default());
-    let m = pollster::block_on(engine.enqueue("q".into(), &item("a"), BASE)).expect("enqueue");
+    let m = pollster::block_on(engine.enqueue("q".into(), &item("a"), &at(BASE))).expect("enqueue");
     assert_eq!(m.id, 1);
     let mut admin = admin();
     let found: i64 = admin
@@ -198,7 +201,7 @@ fn payloads_round_trip_byte_for_byte_and_nul_in_a_queue_name_is_refused_before_t
     pollster::block_on(async {
         let odd = "nul \0 inside, emoji 🦀, CR\r\n, quote ' and \\";
         let m = engine
-            .enqueue("q".into(), &item(odd), BASE)
+            .enqueue("q".into(), &item(odd), &at(BASE))
             .await
             .expect("enqueue");
         assert_eq!(
@@ -207,12 +210,12 @@ fn payloads_round_trip_byte_for_byte_and_nul_in_a_queue_name_is_refused_before_t
         );
 
         let err = engine
-            .enqueue("q\0".into(), &item("a"), BASE)
+            .enqueue("q\0".into(), &item("a"), &at(BASE))
             .await
             .expect_err("NUL in a queue name");
         assert_eq!(err.code(), "validation_failed");
         assert!(err.to_string().contains("U+0000"), "{err}");
-        assert_eq!(engine.queues(BASE).await.unwrap().len(), 1);
+        assert_eq!(engine.queues(&at(BASE)).await.unwrap().len(), 1);
     });
 }
 
@@ -233,7 +236,7 @@ fn a_session_killed_mid_transaction_fails_the_call_writes_nothing_and_the_next_c
     let schemas = Schemas::new("killed");
     let engine = Engine::new(schemas.store(1), Limits::default());
     let store = engine.store();
-    let m = pollster::block_on(engine.enqueue("q".into(), &item("a"), BASE)).expect("enqueue");
+    let m = pollster::block_on(engine.enqueue("q".into(), &item("a"), &at(BASE))).expect("enqueue");
     let pid = backend_pid(store);
     let mut admin = admin();
 
@@ -242,7 +245,8 @@ fn a_session_killed_mid_transaction_fails_the_call_writes_nothing_and_the_next_c
         store,
         "q",
         m.id,
-        |mut message| {
+        &at(BASE),
+        |mut message: deadletter::Message, _: &deadletter::Context| {
             admin
                 .execute("SELECT pg_terminate_backend($1)", &[&pid])
                 .expect("terminate");
@@ -268,7 +272,8 @@ fn a_session_killed_mid_transaction_fails_the_call_writes_nothing_and_the_next_c
         .execute("SELECT pg_terminate_backend($1)", &[&pid])
         .expect("terminate");
     std::thread::sleep(Duration::from_millis(100));
-    let second = pollster::block_on(engine.enqueue("q".into(), &item("b"), BASE)).expect("enqueue");
+    let second =
+        pollster::block_on(engine.enqueue("q".into(), &item("b"), &at(BASE))).expect("enqueue");
     assert_eq!(second.id, 2);
 }
 
@@ -283,20 +288,26 @@ fn a_row_held_past_the_lock_timeout_is_a_store_error_and_claims_skip_it() {
         ..Options::default()
     };
     let engine = engine(&options);
-    let policy = deadletter::Backoff::default();
-    let at = |now| deadletter::Moment {
-        policy: &policy,
+    let clock = at(BASE);
+    let call = Call {
+        clock: &clock,
+        backoff: None,
         sample: 0.0,
-        now,
     };
     pollster::block_on(async {
-        let first = engine.enqueue("q".into(), &item("a"), BASE).await.unwrap();
-        let second = engine.enqueue("q".into(), &item("b"), BASE).await.unwrap();
+        let first = engine
+            .enqueue("q".into(), &item("a"), &at(BASE))
+            .await
+            .unwrap();
+        let second = engine
+            .enqueue("q".into(), &item("b"), &at(BASE))
+            .await
+            .unwrap();
         let mut admin = admin();
         let holder = hold(&mut admin, &name, first.id);
 
         let err = engine
-            .replay("q".into(), first.id.into(), BASE)
+            .replay("q".into(), first.id.into(), Arg::Null, &at(BASE))
             .await
             .expect_err("waits 200 ms, then gives up");
         assert_eq!(err.code(), "store");
@@ -307,7 +318,7 @@ fn a_row_held_past_the_lock_timeout_is_a_store_error_and_claims_skip_it() {
 
         // claim does not wait for the held row: it takes the next one.
         let taken = engine
-            .claim("q".into(), Arg::Null, || "t".into(), at(BASE))
+            .claim("q".into(), Arg::Null, || "t".into(), &call)
             .await
             .unwrap()
             .value
@@ -315,7 +326,7 @@ fn a_row_held_past_the_lock_timeout_is_a_store_error_and_claims_skip_it() {
         assert_eq!(taken.id, second.id);
         holder.rollback().expect("release");
         let taken = engine
-            .claim("q".into(), Arg::Null, || "u".into(), at(BASE))
+            .claim("q".into(), Arg::Null, || "u".into(), &call)
             .await
             .unwrap()
             .value
@@ -342,7 +353,7 @@ fn racing_producers_with_the_same_idempotency_keys_store_each_key_once() {
                                 idempotency_key: Arg::Str(&key),
                                 ..Item::default()
                             };
-                            let m = pollster::block_on(engine.enqueue("q".into(), &job, BASE))
+                            let m = pollster::block_on(engine.enqueue("q".into(), &job, &at(BASE)))
                                 .expect("enqueue");
                             (m.id, m.deduplicated)
                         })
@@ -399,7 +410,7 @@ fn racing_batches_with_the_same_keys_in_different_orders_never_deadlock() {
                                 ..Item::default()
                             })
                             .collect();
-                        pollster::block_on(engine.enqueue_many("q".into(), &items, BASE))?;
+                        pollster::block_on(engine.enqueue_many("q".into(), &items, &at(BASE)))?;
                     }
                     Ok(())
                 })
@@ -430,8 +441,9 @@ fn racing_batches_get_ascending_ids_in_item_order_and_each_id_its_own_payload() 
                 let payloads: Vec<String> = (0..1000).map(|i| format!("{producer}-{i}")).collect();
                 let items: Vec<Item<'_>> = payloads.iter().map(|p| item(p)).collect();
                 for _ in 0..5 {
-                    let batch = pollster::block_on(engine.enqueue_many("q".into(), &items, BASE))
-                        .expect("enqueue_many");
+                    let batch =
+                        pollster::block_on(engine.enqueue_many("q".into(), &items, &at(BASE)))
+                            .expect("enqueue_many");
                     assert!(batch.windows(2).all(|w| w[0].id < w[1].id), "ascending ids");
                     for (m, p) in batch.iter().zip(&payloads) {
                         assert_eq!(&m.payload, p);
@@ -450,7 +462,7 @@ fn a_closed_store_fails_with_a_store_error_and_ends_its_sessions() {
     let schemas = Schemas::new("closed");
     let name = schemas.name();
     let engine = Engine::new(open(&name).expect("open"), Limits::default());
-    pollster::block_on(engine.enqueue("q".into(), &item("a"), BASE)).expect("enqueue");
+    pollster::block_on(engine.enqueue("q".into(), &item("a"), &at(BASE))).expect("enqueue");
     let pid = backend_pid(engine.store());
     engine.store().close().expect("close");
     engine.store().close().expect("close twice");
@@ -540,14 +552,16 @@ fn a_call_waits_connect_timeout_for_a_session_when_all_are_in_use() {
         ..Options::default()
     };
     let engine = engine(&options);
-    let first = pollster::block_on(engine.enqueue("q".into(), &item("a"), BASE)).expect("enqueue");
+    let first =
+        pollster::block_on(engine.enqueue("q".into(), &item("a"), &at(BASE))).expect("enqueue");
     // The store's one session waits for a row another session holds; meanwhile a second call
     // must wait for a session, then fail.
     let mut admin = admin();
     let holder = hold(&mut admin, &name, first.id);
     std::thread::scope(|scope| {
-        let waiting =
-            scope.spawn(|| pollster::block_on(engine.replay("q".into(), first.id.into(), BASE)));
+        let waiting = scope.spawn(|| {
+            pollster::block_on(engine.replay("q".into(), first.id.into(), Arg::Null, &at(BASE)))
+        });
         std::thread::sleep(Duration::from_millis(300)); // the replay holds the session by now
         let started = std::time::Instant::now();
         let err = pollster::block_on(engine.get("q".into(), first.id.into())).expect_err("busy");
@@ -594,7 +608,7 @@ fn a_role_given_only_an_empty_schema_made_for_it_can_open_it() {
     };
     let opened = PostgresStore::open(&format!("postgresql://{role}:pw@{host}"), &options);
     let engine = Engine::new(opened.expect("open"), Limits::default());
-    let m = pollster::block_on(engine.enqueue("q".into(), &item("a"), BASE)).expect("enqueue");
+    let m = pollster::block_on(engine.enqueue("q".into(), &item("a"), &at(BASE))).expect("enqueue");
     assert_eq!(m.id, 1);
     drop(engine);
     admin
@@ -613,21 +627,21 @@ fn a_call_that_panics_holds_no_row_lock_afterwards() {
     let name = schemas.name();
     let engine = Engine::new(open(&name).expect("open"), Limits::default());
     let other = Engine::new(open(&name).expect("open"), Limits::default());
-    let policy = deadletter::Backoff::default();
-    let at = || deadletter::Moment {
-        policy: &policy,
+    let clock = at(BASE);
+    let call = Call {
+        clock: &clock,
+        backoff: None,
         sample: 0.0,
-        now: BASE,
     };
     let items = [item("a"), item("b")];
-    pollster::block_on(engine.enqueue_many("q".into(), &items, BASE)).expect("enqueue");
+    pollster::block_on(engine.enqueue_many("q".into(), &items, &at(BASE))).expect("enqueue");
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         pollster::block_on(engine.claim_many(
             "q".into(),
             2_i64.into(),
             Arg::Null,
             || panic!("token"),
-            at(),
+            &call,
         ))
     }));
     assert!(panicked.is_err());
@@ -640,7 +654,7 @@ fn a_call_that_panics_holds_no_row_lock_afterwards() {
             2_i64.into(),
             Arg::Null,
             || "t".into(),
-            at(),
+            &call,
         ))
         .expect("claim")
         .value;

@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use common::Schemas;
-use common::workers::{Mix, check_holders, enqueue, wall_now, work};
+use common::workers::{Mix, check_holders, enqueue, wall_clock, work};
 use deadletter::{Engine, Limits};
 
 const TOTAL: usize = 20_000;
@@ -58,7 +58,7 @@ fn eight_workers_finish_20000_messages_exactly_once() {
     );
     let summary = check_holders(&logs);
     let engine = Engine::new(open(), Limits::default());
-    let stats = pollster::block_on(engine.stats("jobs".into(), wall_now())).expect("stats");
+    let stats = pollster::block_on(engine.stats("jobs".into(), &wall_clock)).expect("stats");
     assert_eq!(
         (stats.pending, stats.processing),
         (0, 0),

@@ -59,9 +59,10 @@ pub fn track<T: Inherited + 'static>(holder: &Arc<T>) {
 }
 
 /// Before a fork: waits for the SQLite calls in progress and holds new ones back until
-/// [`after_fork_in_parent`] or [`after_fork_in_child`], which the same thread must call. (The
-/// Python binding's calls run without the GIL and need it only after leaving the gate, so the
-/// hook may wait with the GIL held.)
+/// [`after_fork_in_parent`] or [`after_fork_in_child`], which the same thread must call. (A host
+/// with a global lock must not hold it while this waits, when a call in progress may take it:
+/// the Python binding's calls take the GIL inside the store to read a Python clock, and its hook
+/// releases the GIL while it waits.)
 pub fn before_fork() {
     let gate = GATE.write().unwrap_or_else(PoisonError::into_inner);
     HELD.with(|held| *held.borrow_mut() = Some(gate));

@@ -11,10 +11,16 @@
 //! stores (a message's claim lane, the checks on a row read back, the schema-version decision,
 //! the upgrade of deadletter 0.1.0's rows) is the core's [`deadletter::storage`].
 //!
-//! - **Claim** reads two short index ranges: the messages whose backoff just ended move to the
-//!   ready index (a storage-only `ready` column), then the head of that index is taken (FIFO by
-//!   `created_at`, then id). It never walks the messages still in backoff, and every query finds
-//!   its rows through an index (`tests/plans.rs` asserts the plans).
+//! - **Claim** reads short index ranges: the expired leases, the pending messages whose expiry
+//!   came, the messages whose backoff just ended (they move to the ready index, a storage-only
+//!   `ready` column), then the head of that index is taken (FIFO by `created_at`, then id). It
+//!   never walks the messages still in backoff nor the members of ordering groups waiting behind
+//!   their heads (a storage-only `blocked` column keeps them out of every claim index), and every
+//!   query finds its rows through an index (`tests/plans.rs` asserts the plans).
+//! - **Decided under the lock**: every write reads the caller's clock once it holds the write
+//!   lock (after `BEGIN IMMEDIATE`, which waits for other processes), then the queue's row
+//!   (settings, pause, expiry counters: table `queues`), then the messages; a call that joins a
+//!   group commit reads it when it gets the connection.
 //! - **Files** use WAL; `durability` chooses whether every commit syncs it ([`Durability`]).
 //!   Other processes on the file are waited for up to [`BUSY_TIMEOUT`]; reads go through a
 //!   second connection, so they do not wait behind a write that waits for a lock.
@@ -32,26 +38,27 @@
 //! SQLite is the system's `libsqlite3` by default; feature `bundled` compiles its own (rusqlite's
 //! `bundled`). [`rusqlite`] is re-exported for [`SqliteStore::with_connection`].
 //!
-//! What it does not do: decide any state (the core does), read a clock, or draw lease tokens
-//! (the caller passes `now` and the tokens).
+//! What it does not do: decide any state (the core does), keep a clock of its own, or draw
+//! lease tokens (the caller passes its clock, which the store calls under the lock, and the
+//! tokens).
 //!
 //! ## Example
 //! ```
-//! use deadletter::{Arg, Backoff, Engine, Item, Limits, Moment, Status};
+//! use deadletter::{Arg, Call, Engine, Item, Limits, Status};
 //! use deadletter_sqlite::{Durability, SqliteStore};
 //!
 //! let path = std::env::temp_dir().join(format!("deadletter-doc-{}.db", std::process::id()));
 //! let store = SqliteStore::open(&path, Durability::Full)?;
 //! let db = Engine::new(store, Limits::default());
-//! let now = 1_767_225_600_000; // the caller's clock, UTC ms
+//! // The caller's clock (UTC ms), which the store reads once it holds its write lock.
+//! let clock = || Ok(1_767_225_600_000);
 //! let job = Item { payload: r#"{"to":"alice"}"#.into(), ..Item::default() };
-//! let m = pollster::block_on(db.enqueue("emails".into(), &job, now))?;
-//! let policy = Backoff::default();
-//! let at = Moment { policy: &policy, sample: 0.0, now };
-//! let claimed = pollster::block_on(db.claim("emails".into(), Arg::Null, || "token-1".into(), at))?;
+//! let m = pollster::block_on(db.enqueue("emails".into(), &job, &clock))?;
+//! let at = Call { clock: &clock, backoff: None, sample: 0.0 };
+//! let claimed = pollster::block_on(db.claim("emails".into(), Arg::Null, || "token-1".into(), &at))?;
 //! let c = claimed.value.expect("the message is due");
 //! assert_eq!((c.id, c.status), (m.id, Status::Processing));
-//! let done = pollster::block_on(db.succeed("emails".into(), c.id.into(), "token-1".into(), now))?;
+//! let done = pollster::block_on(db.succeed("emails".into(), c.id.into(), "token-1".into(), &clock))?;
 //! assert_eq!(done.status, Status::Succeeded);
 //! db.store().close()?;
 //! # for suffix in ["", "-wal", "-shm"] {
@@ -68,10 +75,12 @@ mod sql;
 mod store;
 
 pub use rusqlite;
-pub use schema::{SCHEMA_V1, SCHEMA_VERSION, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4};
+pub use schema::{SCHEMA_V1, SCHEMA_VERSION, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4, UPGRADE_V5};
 pub use sql::{
-    BY_KEY_SQL, CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL, DELETE_SQL,
-    EXPIRED_SQL, GET_SQL, INSERT_SQL, LIST_SQL, NEXT_DUE_SQL, OLDEST_DEAD_SQL, OLDEST_DUE_SQL,
-    PROMOTE_SQL, QUEUES_SQL, RETIRE_SQL, WRITE_SQL, list_status_sql, select_sql,
+    BY_KEY_SQL, CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL,
+    COUNT_EXPIRY_SQL, DELETE_SQL, EXPIRED_SQL, EXPIRING_SQL, GET_SQL, HEAD_SQL, INSERT_SQL,
+    LIST_SQL, NEXT_DUE_SQL, OLDEST_DEAD_SQL, OLDEST_DUE_SQL, PROMOTE_SQL, PUT_QUEUE_SQL,
+    QUEUE_NAMES_SQL, QUEUE_SQL, QUEUES_SQL, RETIRE_SQL, TAIL_SQL, UNBLOCK_SQL, WRITE_SQL,
+    list_status_sql, select_sql,
 };
 pub use store::{BUSY_TIMEOUT, Durability, SqliteStore};

@@ -3,12 +3,12 @@
 
 use std::fmt::Display;
 
-use deadletter::storage::{self, StoredMessage, corrupt};
-use deadletter::{Error, Id, Message, NewMessage, Result};
+use deadletter::storage::{self, StoredMessage, StoredQueue, corrupt};
+use deadletter::{Error, Id, Message, Millis, NewMessage, QueueRow, Result};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, Params, Row, params};
 
-use crate::sql::{BY_KEY_SQL, GET_SQL, INSERT_SQL, WRITE_SQL};
+use crate::sql::{BY_KEY_SQL, GET_SQL, INSERT_SQL, PUT_QUEUE_SQL, QUEUE_SQL, WRITE_SQL};
 
 /// The cells of one row, read with SQLite's own checks: SQLite keeps any value in any column (of
 /// a table that is not `STRICT`, or one changed behind deadletter's back), so a value of the
@@ -90,8 +90,22 @@ pub fn read(row: &Row<'_>) -> Result<Message> {
         errors_dropped: int(16)?,
         replay_count: int(17)?,
         replayed_at: cells.int(18)?,
+        group: cells.owned(19)?,
+        expires_at: cells.int(20)?,
     }
     .check()
+}
+
+/// A message and whether it is blocked behind its group's head (the storage-only column after
+/// the message's).
+pub fn read_stored(row: &Row<'_>) -> Result<(Message, bool)> {
+    let message = read(row)?;
+    let cells = Cells {
+        row,
+        id: message.id,
+    };
+    let blocked = cells.required(21, cells.int(21)?)?;
+    Ok((message, blocked != 0))
 }
 
 /// How a stored value is named in a corrupt-row error.
@@ -119,24 +133,34 @@ pub fn read_all(conn: &Connection, sql: &str, params: impl Params) -> Result<Vec
     rows.map(|row| row.map_err(Error::store)?).collect()
 }
 
-/// The message of the one row `sql` returns with `params`, if any.
-fn read_one(conn: &Connection, sql: &str, params: impl Params) -> Result<Option<Message>> {
+/// The message of the one row `sql` returns with `params`, if any, with its `blocked` flag.
+pub fn read_one(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+) -> Result<Option<(Message, bool)>> {
     let mut statement = conn.prepare_cached(sql).map_err(Error::store)?;
     statement
-        .query_row(params, |row| Ok(read(row)))
+        .query_row(params, |row| Ok(read_stored(row)))
         .optional()
         .map_err(Error::store)?
         .transpose()
 }
 
-/// Message `id` of `queue`, if there is one.
-pub fn get(conn: &Connection, queue: &str, id: Id) -> Result<Option<Message>> {
+/// Message `id` of `queue`, if there is one, with its `blocked` flag.
+pub fn get(conn: &Connection, queue: &str, id: Id) -> Result<Option<(Message, bool)>> {
     read_one(conn, GET_SQL, params![id, queue])
 }
 
 /// Persists `message` (the result of a step) over the row with its id, in the lane the core
-/// gives it ([`storage::ready`]).
-pub fn write(tx: &Connection, message: &Message) -> Result<()> {
+/// gives it ([`storage::ready`], [`storage::blocked`]: `head` says whether it is its group's
+/// head); `group_at`, when given, is its new place in its group (it entered it again).
+pub fn write(
+    tx: &Connection,
+    message: &Message,
+    head: bool,
+    group_at: Option<Millis>,
+) -> Result<()> {
     let mut statement = tx.prepare_cached(WRITE_SQL).map_err(Error::store)?;
     statement
         .execute(params![
@@ -154,15 +178,72 @@ pub fn write(tx: &Connection, message: &Message) -> Result<()> {
             message.errors_dropped,
             message.replay_count,
             message.replayed_at,
-            storage::ready(message),
+            storage::ready(message, head),
+            message.expires_at,
+            storage::blocked(message, head),
+            group_at,
+        ])
+        .map_err(Error::store)?;
+    Ok(())
+}
+
+/// The row of `queue`, the default when it has none, checked by the core.
+pub fn queue(conn: &Connection, queue: &str) -> Result<QueueRow> {
+    let mut statement = conn.prepare_cached(QUEUE_SQL).map_err(Error::store)?;
+    let found = statement
+        .query_row(params![queue], |row| {
+            let stored = StoredQueue {
+                name: queue,
+                backoff_initial_ms: row.get(0)?,
+                backoff_multiplier: row.get(1)?,
+                backoff_cap_ms: row.get(2)?,
+                backoff_jitter: row.get_ref(3)?.as_str_or_null()?,
+                max_retries: row.get(4)?,
+                lease_ms: row.get(5)?,
+                expires_in_ms: row.get(6)?,
+                on_expiry: row.get_ref(7)?.as_str()?,
+                paused: row.get(8)?,
+                expired_dead: row.get(9)?,
+                expired_discarded: row.get(10)?,
+            };
+            Ok(stored.check())
+        })
+        .optional()
+        .map_err(|err| Error::Store(format!("queue {queue:?} is corrupt: {err}")))?;
+    found.unwrap_or(Ok(QueueRow::default()))
+}
+
+/// Writes `row` as the row of `queue`.
+pub fn put_queue(tx: &Connection, queue: &str, row: &QueueRow) -> Result<()> {
+    let s = StoredQueue::new(queue, row);
+    let mut statement = tx.prepare_cached(PUT_QUEUE_SQL).map_err(Error::store)?;
+    statement
+        .execute(params![
+            s.name,
+            s.backoff_initial_ms,
+            s.backoff_multiplier,
+            s.backoff_cap_ms,
+            s.backoff_jitter,
+            s.max_retries,
+            s.lease_ms,
+            s.expires_in_ms,
+            s.on_expiry,
+            s.paused,
+            s.expired_dead,
+            s.expired_discarded,
         ])
         .map_err(Error::store)?;
     Ok(())
 }
 
 /// Inserts one message, or returns the stored one that carries its idempotency key
-/// (`deduplicated`).
-pub fn insert(tx: &Connection, message: NewMessage) -> Result<Message> {
+/// (`deduplicated`). A grouped message goes to `group_at` in its group, blocked unless `head`.
+pub fn insert(
+    tx: &Connection,
+    message: NewMessage,
+    head: bool,
+    group_at: Option<Millis>,
+) -> Result<Message> {
     // The store only assigns the id; every other field is the core's `with_id`.
     let template = message.with_id(0);
     let inserted = {
@@ -187,7 +268,11 @@ pub fn insert(tx: &Connection, message: NewMessage) -> Result<Message> {
                 template.errors_dropped,
                 template.replay_count,
                 template.replayed_at,
-                storage::ready(&template),
+                storage::ready(&template, head),
+                template.group,
+                template.expires_at,
+                storage::blocked(&template, head),
+                group_at,
             ])
             .map_err(Error::store)?
     };
@@ -198,7 +283,7 @@ pub fn insert(tx: &Connection, message: NewMessage) -> Result<Message> {
         });
     }
     let key = params![template.queue, template.idempotency_key];
-    let existing = read_one(tx, BY_KEY_SQL, key)?.ok_or_else(|| {
+    let (existing, _) = read_one(tx, BY_KEY_SQL, key)?.ok_or_else(|| {
         Error::Store("a message was neither inserted nor found by its idempotency key".into())
     })?;
     Ok(Message {

@@ -9,10 +9,10 @@ use crate::row;
 use crate::sql::{COLUMNS_SQL, PAGE_SQL};
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The schema of version 1, exactly as deadletter 0.1.0 created it. A new database is created at
-/// version 1 and upgraded by [`UPGRADE_V2`] to [`UPGRADE_V4`], so new and upgraded files have the
+/// version 1 and upgraded by [`UPGRADE_V2`] to [`UPGRADE_V5`], so new and upgraded files have the
 /// same schema. Timestamps are UTC milliseconds since the Unix epoch.
 pub const SCHEMA_V1: &str = "
 CREATE TABLE messages (
@@ -175,9 +175,62 @@ CREATE INDEX messages_delayed ON messages (queue, ready, retry_after, created_at
     WHERE status = 'pending' AND retry_after IS NOT NULL;
 ";
 
+/// Version 4 -> 5: ordering groups, expiry, and the settings stored with each queue (issue 21).
+/// Every statement is cheap on a large file (no table is rebuilt): the new columns are added
+/// with their defaults, and only the indexes of pending and live grouped messages are built.
+///
+/// - `group_name`, `group_at`: a message's ordering group and its place in it (storage only,
+///   the core's [`deadletter::storage::Position`]); `blocked` (storage only): 1 while a pending
+///   member waits behind its group's head, in no claim index (`ready` is 0 then): the third lane
+///   of the core's [`deadletter::storage::Lane`]. `messages_group` holds the live grouped
+///   messages in group order: a group's tail (enqueue, replay) and next member (when the head
+///   leaves) are one seek each. `messages_delayed` is rebuilt with `blocked` as a key before
+///   `ready`: its queries read the range `blocked = 0` only, since the blocked members wait for
+///   their group, not for their `retry_after`: claim never moves them, and they are neither due
+///   nor delayed in the statistics.
+/// - `expires_at`: when a pending message expires; `messages_expiring` holds the pending messages
+///   that expire, in expiry order, for claim and reap to take out those whose time came.
+/// - `queues`: one row per queue that has settings, was paused, or had a message expire: the
+///   backoff policy (all four columns set, or none), `max_retries`, `lease_ms`, `expires_in_ms`
+///   (NULL: unset), `on_expiry`, `paused`, and the expiry counters. `WITHOUT ROWID`: it is
+///   looked up by name in every write transaction.
+pub const UPGRADE_V5: &str = "
+ALTER TABLE messages ADD COLUMN group_name TEXT;
+ALTER TABLE messages ADD COLUMN group_at INTEGER;
+ALTER TABLE messages ADD COLUMN expires_at INTEGER;
+ALTER TABLE messages ADD COLUMN blocked INTEGER NOT NULL DEFAULT 0 CHECK (blocked IN (0, 1));
+DROP INDEX messages_delayed;
+-- claim, first: waiting messages whose retry_after has come; stats and next_due_at: the range
+-- blocked = 0 (the members blocked behind their group's head are in the range blocked = 1,
+-- which no query reads: a key column rather than a term of the WHERE, so that the queries of
+-- the range blocked = 0 read the index alone)
+CREATE INDEX messages_delayed ON messages (queue, blocked, ready, retry_after, created_at)
+    WHERE status = 'pending' AND retry_after IS NOT NULL;
+-- the live members of each group in group order: its tail and its next member
+CREATE INDEX messages_group ON messages (queue, group_name, group_at, id)
+    WHERE group_name IS NOT NULL AND status IN ('pending', 'processing');
+-- claim and reap: the pending messages whose expiry has come, in expiry order
+CREATE INDEX messages_expiring ON messages (queue, expires_at)
+    WHERE status = 'pending' AND expires_at IS NOT NULL;
+CREATE TABLE queues (
+    name               TEXT    NOT NULL PRIMARY KEY,
+    backoff_initial_ms INTEGER,
+    backoff_multiplier REAL,
+    backoff_cap_ms     INTEGER,
+    backoff_jitter     TEXT,
+    max_retries        INTEGER,
+    lease_ms           INTEGER,
+    expires_in_ms      INTEGER,
+    on_expiry          TEXT    NOT NULL DEFAULT 'dead',
+    paused             INTEGER NOT NULL DEFAULT 0,
+    expired_dead       INTEGER NOT NULL DEFAULT 0,
+    expired_discarded  INTEGER NOT NULL DEFAULT 0
+) STRICT, WITHOUT ROWID;
+";
+
 /// The statements that bring version N to N + 1, from 0 (an empty database) on: a new database
 /// is created at version 1 and upgraded, so new and upgraded files have the same schema.
-const STEPS: [&str; 4] = [SCHEMA_V1, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4];
+const STEPS: [&str; 5] = [SCHEMA_V1, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4, UPGRADE_V5];
 
 /// Where the store keeps its schema, as the core's refusals name it.
 const PLACE: Place<'static> = Place {
@@ -252,7 +305,7 @@ fn upgrade_v1_rows(tx: &Connection) -> Result<()> {
         for old in page {
             let new = upgrade_v1(old.clone());
             if new != old {
-                row::write(tx, &new)?;
+                row::write(tx, &new, true, None)?;
             }
         }
     }
@@ -263,6 +316,18 @@ const READY_COLUMN_SQL: &str = "SELECT ready FROM messages LIMIT 0";
 
 /// The table of schema version 4 that keeps ids from being reused, for [`ours`].
 const RETIRED_IDS_SQL: &str = "SELECT up_to FROM retired_ids LIMIT 0";
+
+/// The columns and table of schema version 5, for [`ours`].
+const V5_SQL: &str = "SELECT group_name, group_at, expires_at, blocked FROM messages LIMIT 0";
+
+/// The queue table of schema version 5, for [`ours`].
+const QUEUES_TABLE_SQL: &str = "SELECT name, paused, expired_dead FROM queues LIMIT 0";
+
+/// Every column of schema versions 2 to 4, for [`ours`].
+const V4_COLUMNS_SQL: &str = "SELECT id, queue, payload, status, retry_count, max_retries, \
+    retry_after, last_error, created_at, updated_at, lease_token, lease_expires_at, \
+    idempotency_key, first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at \
+    FROM messages LIMIT 0";
 
 /// Every column of schema version 1 (deadletter 0.1.0), for [`ours`].
 const V1_COLUMNS_SQL: &str = "SELECT id, queue, payload, status, retry_count, max_retries, \
@@ -275,9 +340,16 @@ const V1_COLUMNS_SQL: &str = "SELECT id, queue, payload, status, retry_count, ma
 fn ours(tx: &Transaction<'_>, version: i64) -> Result<()> {
     let probes: &[&str] = match version {
         1 => &[V1_COLUMNS_SQL],
-        2 => &[COLUMNS_SQL],
-        3 => &[COLUMNS_SQL, READY_COLUMN_SQL],
-        _ => &[COLUMNS_SQL, READY_COLUMN_SQL, RETIRED_IDS_SQL],
+        2 => &[V4_COLUMNS_SQL],
+        3 => &[V4_COLUMNS_SQL, READY_COLUMN_SQL],
+        4 => &[V4_COLUMNS_SQL, READY_COLUMN_SQL, RETIRED_IDS_SQL],
+        _ => &[
+            COLUMNS_SQL,
+            READY_COLUMN_SQL,
+            RETIRED_IDS_SQL,
+            V5_SQL,
+            QUEUES_TABLE_SQL,
+        ],
     };
     for sql in probes {
         tx.prepare(sql).map(drop).map_err(|err| {

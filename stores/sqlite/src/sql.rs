@@ -12,15 +12,15 @@
 
 use deadletter::{Filter, Status};
 
-/// `SELECT` every column of [`deadletter::Message`] (in the order `row::read` reads them)
-/// `FROM messages`, followed by `$rest`.
+/// `SELECT` every column of [`deadletter::Message`] (in the order `row::read` reads them), then
+/// the storage-only `blocked` flag, `FROM messages`, followed by `$rest`.
 macro_rules! select {
     ($rest:literal) => {
         concat!(
             "SELECT id, queue, payload, status, retry_count, max_retries, retry_after, ",
             "last_error, created_at, updated_at, lease_token, lease_expires_at, idempotency_key, ",
-            "first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at ",
-            "FROM messages ",
+            "first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at, ",
+            "group_name, expires_at, blocked FROM messages ",
             $rest
         )
     };
@@ -38,16 +38,68 @@ pub const EXPIRED_SQL: &str = select!(
 /// into the ready index (`ready = 1`), through the index `messages_delayed`: only the messages
 /// that became due since the last claim are read.
 pub const PROMOTE_SQL: &str = "UPDATE messages SET ready = 1 \
-    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND ready = 0 \
-    AND retry_after <= ?2";
+    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND blocked = 0 \
+    AND ready = 0 AND retry_after <= ?2";
 
 /// Claim, step 2: the first `?3` ready messages of queue `?1` due at `?2`, FIFO by `created_at`
 /// then id, through the index `messages_ready`: no sort, no table scan, no message in backoff
-/// (the `retry_after` term only skips a message moved there before the clock went back).
+/// nor behind its group's head (the `retry_after` term only skips a message moved there before
+/// the clock went back; the `expires_at` term, one whose expiry came, which the claim took out
+/// just before).
 pub const CLAIM_SQL: &str = select!(
     "WHERE queue = ?1 AND status = 'pending' AND ready = 1 \
-     AND (retry_after IS NULL OR retry_after <= ?2) ORDER BY created_at, id LIMIT ?3"
+     AND (retry_after IS NULL OR retry_after <= ?2) AND (expires_at IS NULL OR expires_at > ?2) \
+     ORDER BY created_at, id LIMIT ?3"
 );
+
+/// Claim and reap, after the expired leases: the pending messages of queue `?1` whose expiry
+/// came at `?2` (ready, waiting or blocked), in expiry order (then id), through the index
+/// `messages_expiring`: only their rows are read.
+pub const EXPIRING_SQL: &str = select!(
+    "WHERE queue = ?1 AND status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?2 \
+     ORDER BY expires_at, id"
+);
+
+/// The last live member of group `?2` of queue `?1` in group order, its `group_at` and id (the
+/// group's tail: a message entering the group goes behind it), through `messages_group`.
+pub const TAIL_SQL: &str = "SELECT group_at, id FROM messages \
+    WHERE queue = ?1 AND group_name = ?2 AND status IN ('pending', 'processing') \
+    ORDER BY group_at DESC, id DESC LIMIT 1";
+
+/// The first live member of group `?2` of queue `?1` in group order (its head, or the member to
+/// unblock once the head left), through `messages_group`.
+pub const HEAD_SQL: &str = select!(
+    "WHERE queue = ?1 AND group_name = ?2 AND status IN ('pending', 'processing') \
+     ORDER BY group_at, id LIMIT 1"
+);
+
+/// Unblocks message `?1`, its group's head now, into the lane `?2` (`ready`: 1, or 0 while its
+/// `retry_after` is set, like any waiting message).
+pub const UNBLOCK_SQL: &str = "UPDATE messages SET blocked = 0, ready = ?2 WHERE id = ?1";
+
+/// The row of queue `?1` (by primary key), in [`deadletter::storage::StoredQueue`]'s order.
+pub const QUEUE_SQL: &str = "SELECT backoff_initial_ms, backoff_multiplier, backoff_cap_ms, \
+    backoff_jitter, max_retries, lease_ms, expires_in_ms, on_expiry, paused, expired_dead, \
+    expired_discarded FROM queues WHERE name = ?1";
+
+/// Writes the row of queue `?1` (`?2`..`?12` in [`QUEUE_SQL`]'s order).
+pub const PUT_QUEUE_SQL: &str = "INSERT INTO queues (name, backoff_initial_ms, \
+    backoff_multiplier, backoff_cap_ms, backoff_jitter, max_retries, lease_ms, expires_in_ms, \
+    on_expiry, paused, expired_dead, expired_discarded) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+    ON CONFLICT (name) DO UPDATE SET backoff_initial_ms = excluded.backoff_initial_ms, \
+    backoff_multiplier = excluded.backoff_multiplier, backoff_cap_ms = excluded.backoff_cap_ms, \
+    backoff_jitter = excluded.backoff_jitter, max_retries = excluded.max_retries, \
+    lease_ms = excluded.lease_ms, expires_in_ms = excluded.expires_in_ms, \
+    on_expiry = excluded.on_expiry, paused = excluded.paused, \
+    expired_dead = excluded.expired_dead, expired_discarded = excluded.expired_discarded";
+
+/// Counts `?2` more expired messages made dead and `?3` more discarded in the row of queue `?1`
+/// (created with the defaults when it has none).
+pub const COUNT_EXPIRY_SQL: &str = "INSERT INTO queues (name, expired_dead, expired_discarded) \
+    VALUES (?1, ?2, ?3) ON CONFLICT (name) DO UPDATE SET \
+    expired_dead = expired_dead + excluded.expired_dead, \
+    expired_discarded = expired_discarded + excluded.expired_discarded";
 
 /// Message `?1` of queue `?2` (by primary key).
 pub const GET_SQL: &str = select!("WHERE id = ?1 AND queue = ?2");
@@ -84,9 +136,10 @@ pub fn list_status_sql(status: Status) -> &'static str {
     }
 }
 
-/// Inserts one new message (`?1`..`?18`: every column but the id, `?19` its `ready` flag, the
-/// core's [`deadletter::storage::ready`]) unless its queue already holds one with its idempotency
-/// key. Its id is one above every stored id and above
+/// Inserts one new message (`?1`..`?18`: every column but the id; `?19` its `ready` and `?22`
+/// its `blocked` flag, the core's [`deadletter::storage::ready`] and
+/// [`deadletter::storage::blocked`]; `?20` `group_name`, `?21` `expires_at`, `?23` `group_at`)
+/// unless its queue already holds one with its idempotency key. Its id is one above every stored id and above
 /// `retired_ids.up_to` (the ids of deleted messages), so ids are never reused; reading both is a
 /// seek each, and writes no page. The unique index `messages_idempotency` is what guarantees one
 /// message per key (`ON CONFLICT`); the `NOT EXISTS` only keeps a duplicate out before anything
@@ -94,23 +147,27 @@ pub fn list_status_sql(status: Status) -> &'static str {
 pub const INSERT_SQL: &str = "INSERT INTO messages (id, queue, payload, status, retry_count, \
     max_retries, retry_after, last_error, created_at, updated_at, lease_token, lease_expires_at, \
     idempotency_key, first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at, \
-    ready) \
+    ready, group_name, expires_at, blocked, group_at) \
     SELECT max(coalesce((SELECT max(id) FROM messages), 0), (SELECT up_to FROM retired_ids)) + 1, \
     ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
-    ?19 \
+    ?19, ?20, ?21, ?22, ?23 \
     WHERE ?12 IS NULL \
        OR NOT EXISTS (SELECT 1 FROM messages WHERE queue = ?1 AND idempotency_key = ?12) \
     ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING";
 
-/// Writes the columns a step may change. `queue`, `payload`, `max_retries`, `created_at` and
-/// `idempotency_key` are fixed at insert (no step of the core changes them), so the indexes that
-/// hold only those are never rewritten by an update.
-/// `?15` is `ready`, the core's [`deadletter::storage::ready`]: 0 exactly while the message waits
-/// for its `retry_after` (claim moves it when that comes, with [`PROMOTE_SQL`]).
+/// Writes the columns a step may change. `queue`, `payload`, `max_retries`, `created_at`,
+/// `idempotency_key` and `group_name` are fixed at insert (no step of the core changes them), so
+/// the indexes that hold only those are never rewritten by an update.
+/// `?15` is `ready` and `?17` `blocked`, the core's [`deadletter::storage::ready`] and
+/// [`deadletter::storage::blocked`]: `ready` is 0 exactly while the message waits for its
+/// `retry_after` (claim moves it when that comes, with [`PROMOTE_SQL`]) or behind its group's
+/// head. `?16` is `expires_at` (a replay sets it anew); `?18`, when not null, the message's new
+/// `group_at` (a replay puts it at its group's end).
 pub const WRITE_SQL: &str = "UPDATE messages SET status = ?2, retry_count = ?3, retry_after = ?4, \
     last_error = ?5, updated_at = ?6, lease_token = ?7, lease_expires_at = ?8, \
     first_failed_at = ?9, dead_at = ?10, errors = ?11, errors_dropped = ?12, replay_count = ?13, \
-    replayed_at = ?14, ready = ?15 WHERE id = ?1";
+    replayed_at = ?14, ready = ?15, expires_at = ?16, blocked = ?17, \
+    group_at = coalesce(?18, group_at) WHERE id = ?1";
 
 /// Removes message `?1` (by primary key).
 pub const DELETE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
@@ -132,19 +189,19 @@ pub const COUNT_EXPIRED_SQL: &str = "SELECT count(*) FROM messages \
     WHERE queue = ?1 AND status = 'processing' AND lease_expires_at <= ?2";
 
 /// Delayed messages of queue `?1` at `?2`, and the earliest instant one becomes due (index
-/// `messages_delayed`: two ranges, waiting and ready).
+/// `messages_delayed`: two ranges, waiting and ready; blocked members are not in it).
 pub const COUNT_DELAYED_SQL: &str = "SELECT count(*), min(retry_after) FROM messages \
-    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND ready IN (0, 1) \
-    AND retry_after > ?2";
+    WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND blocked = 0 \
+    AND ready IN (0, 1) AND retry_after > ?2";
 
 /// When the next delayed message of queue `?1` becomes due after `?2`: one seek in each range
 /// of the index `messages_delayed`.
 pub const NEXT_DUE_SQL: &str = "SELECT min(at) FROM ( \
     SELECT min(retry_after) AS at FROM messages WHERE queue = ?1 AND status = 'pending' \
-        AND retry_after IS NOT NULL AND ready = 0 AND retry_after > ?2 \
+        AND retry_after IS NOT NULL AND blocked = 0 AND ready = 0 AND retry_after > ?2 \
     UNION ALL \
     SELECT min(retry_after) FROM messages WHERE queue = ?1 AND status = 'pending' \
-        AND retry_after IS NOT NULL AND ready = 1 AND retry_after > ?2)";
+        AND retry_after IS NOT NULL AND blocked = 0 AND ready = 1 AND retry_after > ?2)";
 
 /// The enqueue time of the oldest message of queue `?1` due at `?2`: the head of the ready index
 /// `messages_ready`, or a waiting message whose `retry_after` has come and that no claim has
@@ -155,7 +212,7 @@ pub const OLDEST_DUE_SQL: &str = "SELECT min(created_at) FROM ( \
         ORDER BY created_at, id LIMIT 1) AS created_at \
     UNION ALL \
     SELECT min(created_at) FROM messages WHERE queue = ?1 AND status = 'pending' \
-        AND retry_after IS NOT NULL AND ready = 0 AND retry_after <= ?2)";
+        AND retry_after IS NOT NULL AND blocked = 0 AND ready = 0 AND retry_after <= ?2)";
 
 /// When the oldest dead message of queue `?1` died (index `messages_dead_at`).
 pub const OLDEST_DEAD_SQL: &str =
@@ -169,6 +226,9 @@ pub const QUEUES_SQL: &str = "WITH RECURSIVE names (queue) AS ( \
         SELECT (SELECT min(queue) FROM messages WHERE queue > names.queue) \
         FROM names WHERE names.queue IS NOT NULL \
     ) SELECT queue FROM names WHERE queue IS NOT NULL";
+
+/// The names of the queues that have a row, ascending (its primary key's order).
+pub const QUEUE_NAMES_SQL: &str = "SELECT name FROM queues ORDER BY name";
 
 /// The query of [`deadletter::Store::select`] for `filter`: ids ascending above `:after`, at most `:limit`,
 /// with a term for each filter that is set (parameters `:queue`, `:error`, `:dead_after`,

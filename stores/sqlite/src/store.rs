@@ -17,19 +17,21 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use deadletter::storage::{self, Position};
 use deadletter::{
-    Claimed, Counts, Error, Filter, Id, ListQuery, Message, Millis, NewMessage, Result, Store,
-    apply_step,
+    Claimed, Claiming, Clock, Context, Counts, EnqueueArgs, Error, Filter, Id, ListQuery, Message,
+    Millis, NewMessage, OnExpiry, QueueRow, Result, Store, apply_step,
 };
-use rusqlite::{Connection, OpenFlags, Params, Row, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Params, Row, params};
 
 use crate::fork;
 use crate::group_commit::Group;
 use crate::row;
 use crate::schema::migrate;
 use crate::sql::{
-    CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL, DELETE_SQL, EXPIRED_SQL,
-    LIST_SQL, NEXT_DUE_SQL, OLDEST_DEAD_SQL, OLDEST_DUE_SQL, PROMOTE_SQL, QUEUES_SQL, RETIRE_SQL,
+    CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL, COUNT_EXPIRY_SQL,
+    DELETE_SQL, EXPIRED_SQL, EXPIRING_SQL, HEAD_SQL, LIST_SQL, NEXT_DUE_SQL, OLDEST_DEAD_SQL,
+    OLDEST_DUE_SQL, PROMOTE_SQL, QUEUE_NAMES_SQL, QUEUES_SQL, RETIRE_SQL, TAIL_SQL, UNBLOCK_SQL,
     list_status_sql, select_sql,
 };
 
@@ -249,29 +251,144 @@ fn sql_int(n: usize) -> Result<i64> {
     i64::try_from(n).map_err(Error::store)
 }
 
+/// What a write reads once it holds the write lock: the clock, then the queue's row.
+fn context(tx: &Connection, queue: &str, clock: Clock<'_>) -> Result<Context> {
+    let now = clock()?;
+    Context::new(now, row::queue(tx, queue)?)
+}
+
+/// The last live member of `group` of `queue`, in group order (the group's tail).
+fn tail(tx: &Connection, queue: &str, group: &str) -> Result<Option<Position>> {
+    tx.prepare_cached(TAIL_SQL)
+        .and_then(|mut tail| {
+            tail.query_row(params![queue, group], |row| {
+                Ok(Position {
+                    at: row.get(0)?,
+                    id: row.get(1)?,
+                })
+            })
+            .optional()
+        })
+        .map_err(Error::store)
+}
+
+/// After a member of `group` of `queue` left it: unblocks its first live member when it is
+/// blocked (it is the head now), as the core says ([`storage::next_head`]).
+fn unblock_next(tx: &Connection, queue: &str, group: &str) -> Result<()> {
+    let first = row::read_one(tx, HEAD_SQL, params![queue, group])?;
+    let (message, blocked) = match &first {
+        Some((message, blocked)) => (Some(message), *blocked),
+        None => (None, false),
+    };
+    if let (Some(message), Some(lane)) = (message, storage::next_head(message, blocked)) {
+        let ready = !matches!(lane, storage::Lane::Waiting(_));
+        tx.prepare_cached(UNBLOCK_SQL)
+            .and_then(|mut unblock| unblock.execute(params![message.id, ready]))
+            .map_err(Error::store)?;
+    }
+    Ok(())
+}
+
+/// Writes `after` (a step's result) over `before` (as read, with its `blocked` flag), with its
+/// group's bookkeeping: a message entering its group again (a replay) goes to its end, blocked
+/// unless the group has no live member; one leaving it unblocks the group's next member.
+fn put(tx: &Connection, before: &(Message, bool), after: &Message, now: Millis) -> Result<()> {
+    let (before, blocked) = before;
+    match after.group.as_deref() {
+        Some(group) if storage::enters_group(before, after) => {
+            let tail = tail(tx, &after.queue, group)?;
+            let at = storage::group_at(now, tail, Some(after.id));
+            row::write(tx, after, tail.is_none(), Some(at))
+        }
+        Some(group) if storage::leaves_group(before, Some(after)) => {
+            row::write(tx, after, true, None)?;
+            unblock_next(tx, &after.queue, group)
+        }
+        _ => row::write(tx, after, !blocked, None),
+    }
+}
+
+/// Takes out the pending messages of `queue` whose expiry came at the claim's instant (ready,
+/// waiting or blocked), in expiry order, as `claim` says (dead, or deleted), counts them in the
+/// queue's row, and returns them as written (or as they were, when deleted).
+fn sweep(tx: &Connection, queue: &str, claim: &Claiming) -> Result<Vec<Message>> {
+    let now = claim.now;
+    let expiring = {
+        let mut statement = tx.prepare_cached(EXPIRING_SQL).map_err(Error::store)?;
+        let rows = statement
+            .query_map(params![queue, now], |row| Ok(row::read_stored(row)))
+            .map_err(Error::store)?;
+        rows.map(|row| row.map_err(Error::store)?)
+            .collect::<Result<Vec<_>>>()?
+    };
+    let mut swept = Vec::with_capacity(expiring.len());
+    for before in expiring {
+        if let Some(dead) = claim.sweep(before.0.clone())? {
+            put(tx, &before, &dead, now)?;
+            swept.push(dead);
+        } else {
+            let (message, _) = before;
+            delete(tx, &[message.id])?;
+            if let Some(group) = &message.group {
+                unblock_next(tx, queue, group)?;
+            }
+            swept.push(message);
+        }
+    }
+    if !swept.is_empty() {
+        let n = sql_int(swept.len())?;
+        let (dead, discarded) = match claim.on_expiry {
+            OnExpiry::Dead => (n, 0),
+            OnExpiry::Discard => (0, n),
+        };
+        tx.prepare_cached(COUNT_EXPIRY_SQL)
+            .and_then(|mut count| count.execute(params![queue, dead, discarded]))
+            .map_err(Error::store)?;
+    }
+    Ok(swept)
+}
+
+/// Inserts `message` at `now`: a grouped one goes to its group's end, blocked unless the group
+/// has no live member.
+fn insert(tx: &Connection, message: NewMessage, now: Millis) -> Result<Message> {
+    let Some(group) = message.group.as_deref() else {
+        return row::insert(tx, message, true, None);
+    };
+    let tail = tail(tx, &message.queue, group)?;
+    let at = storage::group_at(now, tail, None);
+    row::insert(tx, message, tail.is_none(), Some(at))
+}
+
 impl Store for SqliteStore {
-    async fn insert(&self, messages: Vec<NewMessage>) -> Result<Vec<Message>> {
+    async fn insert(&self, args: &EnqueueArgs, clock: Clock<'_>) -> Result<Vec<Message>> {
         self.write(|tx| {
-            messages
+            let ctx = context(tx, &args.queue, clock)?;
+            args.messages(&ctx)?
                 .into_iter()
-                .map(|message| row::insert(tx, message))
+                .map(|message| insert(tx, message, ctx.now))
                 .collect()
         })
     }
 
     async fn get(&self, queue: &str, id: Id) -> Result<Option<Message>> {
-        self.read(|conn| row::get(conn, queue, id))
+        self.read(|conn| Ok(row::get(conn, queue, id)?.map(|(message, _)| message)))
     }
 
     async fn update(
         &self,
         queue: &str,
         id: Id,
-        step: impl FnOnce(Message) -> Result<Message>,
+        clock: Clock<'_>,
+        step: impl FnOnce(Message, &Context) -> Result<Message>,
     ) -> Result<Message> {
         self.write(|tx| {
-            let next = apply_step(row::get(tx, queue, id)?, queue, id, step)?;
-            row::write(tx, &next)?;
+            let ctx = context(tx, queue, clock)?;
+            let before = row::get(tx, queue, id)?;
+            let found = before.as_ref().map(|(message, _)| message.clone());
+            let next = apply_step(found, queue, id, |m| step(m, &ctx))?;
+            if let Some(before) = &before {
+                put(tx, before, &next, ctx.now)?;
+            }
             Ok(next)
         })
     }
@@ -279,30 +396,45 @@ impl Store for SqliteStore {
     async fn claim(
         &self,
         queue: &str,
-        now: Millis,
-        limit: usize,
-        expire: impl FnMut(Message) -> Result<Message>,
-        take: impl FnMut(Message) -> Result<Message>,
+        clock: Clock<'_>,
+        start: impl FnOnce(&Context) -> Option<Claiming>,
+        mut tokens: impl FnMut() -> String,
     ) -> Result<Claimed> {
         self.write(|tx| {
-            // Both sets are read before anything is written, like the reference store: a message
-            // whose lease just expired is not taken in the same call. Moving the messages whose
-            // backoff is over into the ready index changes no field.
-            let expired = row::read_all(tx, EXPIRED_SQL, params![queue, now])?;
-            let due = if limit == 0 {
-                Vec::new()
-            } else {
-                tx.prepare_cached(PROMOTE_SQL)
-                    .and_then(|mut promote| promote.execute(params![queue, now]))
-                    .map_err(Error::store)?;
-                row::read_all(tx, CLAIM_SQL, params![queue, now, sql_int(limit)?])?
+            let ctx = context(tx, queue, clock)?;
+            let Some(claim) = start(&ctx) else {
+                return Ok(Claimed::default());
             };
-            let claimed = Claimed {
-                expired: expired.into_iter().map(expire).collect::<Result<_>>()?,
-                taken: due.into_iter().map(take).collect::<Result<_>>()?,
-            };
-            for message in claimed.expired.iter().chain(&claimed.taken) {
-                row::write(tx, message)?;
+            let now = claim.now;
+            let mut claimed = Claimed::default();
+            for (index, before) in row::read_all(tx, EXPIRED_SQL, params![queue, now])?
+                .into_iter()
+                .enumerate()
+            {
+                let next = claim.expire(before.clone(), index)?;
+                put(tx, &(before, false), &next, now)?;
+                claimed.expired.push(next);
+            }
+            claimed.swept = sweep(tx, queue, &claim)?;
+            if claim.n == 0 {
+                return Ok(claimed);
+            }
+            // Moving the messages whose backoff is over into the ready index changes no field.
+            // A message whose lease just expired is not taken in the same call (it may be due
+            // again at once under a backoff of 0), as in the reference store.
+            tx.prepare_cached(PROMOTE_SQL)
+                .and_then(|mut promote| promote.execute(params![queue, now]))
+                .map_err(Error::store)?;
+            let room = sql_int(claim.n + claimed.expired.len())?;
+            let due = row::read_all(tx, CLAIM_SQL, params![queue, now, room])?;
+            for before in due
+                .into_iter()
+                .filter(|m| !claimed.expired.iter().any(|e| e.id == m.id))
+                .take(claim.n)
+            {
+                let next = claim.take(before.clone(), tokens())?;
+                row::write(tx, &next, true, None)?;
+                claimed.taken.push(next);
             }
             Ok(claimed)
         })
@@ -349,15 +481,17 @@ impl Store for SqliteStore {
         &self,
         queue: &str,
         ids: &[Id],
-        mut step: impl FnMut(Message) -> Result<Option<Message>>,
+        clock: Clock<'_>,
+        mut step: impl FnMut(Message, &Context) -> Result<Option<Message>>,
     ) -> Result<Vec<Message>> {
         self.write(|tx| {
+            let ctx = context(tx, queue, clock)?;
             let mut written = Vec::new();
             for id in ids {
-                if let Some(current) = row::get(tx, queue, *id)?
-                    && let Some(next) = step(current)?
+                if let Some(before) = row::get(tx, queue, *id)?
+                    && let Some(next) = step(before.0.clone(), &ctx)?
                 {
-                    row::write(tx, &next)?;
+                    put(tx, &before, &next, ctx.now)?;
                     written.push(next);
                 }
             }
@@ -373,20 +507,15 @@ impl Store for SqliteStore {
     ) -> Result<Vec<Message>> {
         self.write(|tx| {
             let mut deleted = Vec::new();
-            let mut statement = tx.prepare_cached(DELETE_SQL).map_err(Error::store)?;
             for id in ids {
-                if let Some(current) = row::get(tx, queue, *id)?
+                if let Some((current, _)) = row::get(tx, queue, *id)?
                     && check(&current)?
                 {
-                    statement.execute(params![id]).map_err(Error::store)?;
                     deleted.push(current);
                 }
             }
-            if let Some(highest) = deleted.iter().map(|message| message.id).max() {
-                tx.prepare_cached(RETIRE_SQL)
-                    .and_then(|mut retire| retire.execute(params![highest]))
-                    .map_err(Error::store)?;
-            }
+            let doomed: Vec<Id> = deleted.iter().map(|message| message.id).collect();
+            delete(tx, &doomed)?;
             Ok(deleted)
         })
     }
@@ -395,7 +524,7 @@ impl Store for SqliteStore {
         self.read(|conn| {
             // One read transaction: every number comes from the same snapshot.
             let tx = conn.transaction().map_err(Error::store)?;
-            let mut counts = Counts::default();
+            let mut counts = Counts::default().with_row(&row::queue(&tx, queue)?);
             {
                 let mut statement = tx
                     .prepare_cached(COUNT_BY_STATUS_SQL)
@@ -433,11 +562,52 @@ impl Store for SqliteStore {
 
     async fn queues(&self) -> Result<Vec<String>> {
         self.read(|conn| {
-            let mut statement = conn.prepare_cached(QUEUES_SQL).map_err(Error::store)?;
-            let rows = statement
-                .query_map([], |row| row.get(0))
-                .map_err(Error::store)?;
-            rows.collect::<rusqlite::Result<_>>().map_err(Error::store)
+            let tx = conn.transaction().map_err(Error::store)?;
+            let mut names = std::collections::BTreeSet::new();
+            for sql in [QUEUES_SQL, QUEUE_NAMES_SQL] {
+                let mut statement = tx.prepare_cached(sql).map_err(Error::store)?;
+                let rows = statement
+                    .query_map([], |row| row.get::<_, String>(0))
+                    .map_err(Error::store)?;
+                for name in rows {
+                    names.insert(name.map_err(Error::store)?);
+                }
+            }
+            Ok(names.into_iter().collect())
         })
     }
+
+    async fn queue_row(&self, queue: &str) -> Result<QueueRow> {
+        self.read(|conn| row::queue(conn, queue))
+    }
+
+    async fn write_queue_row(
+        &self,
+        queue: &str,
+        step: impl FnOnce(QueueRow) -> Result<QueueRow>,
+    ) -> Result<QueueRow> {
+        self.write(|tx| {
+            let stored = row::queue(tx, queue)?;
+            let next = step(stored)?;
+            if next != stored {
+                row::put_queue(tx, queue, &next)?;
+            }
+            Ok(next)
+        })
+    }
+}
+
+/// Deletes the messages `ids` and records that their ids were given, so that none is given
+/// again.
+fn delete(tx: &Connection, ids: &[Id]) -> Result<()> {
+    let mut statement = tx.prepare_cached(DELETE_SQL).map_err(Error::store)?;
+    for id in ids {
+        statement.execute(params![id]).map_err(Error::store)?;
+    }
+    if let Some(highest) = ids.iter().max() {
+        tx.prepare_cached(RETIRE_SQL)
+            .and_then(|mut retire| retire.execute(params![highest]))
+            .map_err(Error::store)?;
+    }
+    Ok(())
 }

@@ -12,7 +12,7 @@ use std::sync::mpsc;
 
 use common::{TempDb, engine};
 use deadletter::conformance::BASE;
-use deadletter::conformance::kit::enqueue_at;
+use deadletter::conformance::kit::{at, enqueue_at};
 use deadletter::{Message, Store};
 use deadletter_sqlite::fork;
 
@@ -25,7 +25,7 @@ fn the_hooks_wait_for_calls_then_close_the_parents_connections_without_a_checkpo
     let (entered, inside) = mpsc::channel();
     std::thread::scope(|scope| {
         let call = scope.spawn(|| {
-            pollster::block_on(db.store().update("q", first.id, |m| {
+            pollster::block_on(db.store().update("q", first.id, &at(BASE), |m, _| {
                 entered.send(()).expect("tell");
                 std::thread::sleep(std::time::Duration::from_millis(200));
                 done.store(true, Ordering::SeqCst);

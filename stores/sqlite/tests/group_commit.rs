@@ -5,8 +5,8 @@ mod common;
 
 use common::{TempDb, engine};
 use deadletter::conformance::BASE;
-use deadletter::conformance::kit::enqueue_at;
-use deadletter::{Error, Message};
+use deadletter::conformance::kit::{at, enqueue_at};
+use deadletter::{Error, Message, Millis, Result};
 
 /// Calls that queue while another call holds the connection share its successor's commit; a
 /// failing call among them (a step's error) changes nothing of the others, and each
@@ -31,25 +31,37 @@ fn concurrent_calls_share_commits_and_keep_their_own_outcomes() {
                     start.wait();
                     if id == first {
                         // Holds the connection long enough for the others to queue behind it.
-                        pollster::block_on(deadletter::Store::update(store, "q", id, |m| {
-                            std::thread::sleep(std::time::Duration::from_millis(300));
-                            Ok(Message {
-                                last_error: Some("first".into()),
-                                ..m
-                            })
-                        }))
-                    } else {
-                        std::thread::sleep(std::time::Duration::from_millis(50));
-                        pollster::block_on(deadletter::Store::update(store, "q", id, |m| {
-                            if id % 2 == 0 {
-                                Err(Error::Store(format!("refused {id}")))
-                            } else {
+                        pollster::block_on(deadletter::Store::update(
+                            store,
+                            "q",
+                            id,
+                            &at(BASE),
+                            |m, _| {
+                                std::thread::sleep(std::time::Duration::from_millis(300));
                                 Ok(Message {
-                                    last_error: Some(format!("changed {id}")),
+                                    last_error: Some("first".into()),
                                     ..m
                                 })
-                            }
-                        }))
+                            },
+                        ))
+                    } else {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        pollster::block_on(deadletter::Store::update(
+                            store,
+                            "q",
+                            id,
+                            &at(BASE),
+                            |m, _| {
+                                if id % 2 == 0 {
+                                    Err(Error::Store(format!("refused {id}")))
+                                } else {
+                                    Ok(Message {
+                                        last_error: Some(format!("changed {id}")),
+                                        ..m
+                                    })
+                                }
+                            },
+                        ))
                     }
                 })
             })
@@ -85,4 +97,57 @@ fn concurrent_calls_share_commits_and_keep_their_own_outcomes() {
             .filter(|id| *id % 2 == 1 && **id != ids[0])
             .count()
     );
+}
+
+/// A call that joins a shared transaction reads the clock when it gets the connection, not when
+/// it started to wait for it (issue 23, item 2): the calls queued behind one that holds the
+/// connection for 300 ms read it after that call's step is over.
+#[test]
+fn calls_that_join_a_commit_read_the_clock_when_they_get_the_connection() {
+    let file = TempDb::new();
+    let db = engine(&file.0);
+    let store = db.store();
+    let ids: Vec<i64> = (0..5)
+        .map(|i| enqueue_at(&db, &format!("m{i}"), 0, BASE + i).id)
+        .collect();
+    let started = std::time::Instant::now();
+    let first_done = std::sync::Mutex::new(None);
+    let read_at = std::sync::Mutex::new(Vec::new());
+    let start = std::sync::Barrier::new(ids.len());
+    let first = ids[0];
+    std::thread::scope(|scope| {
+        for &id in &ids {
+            let (start, first_done, read_at) = (&start, &first_done, &read_at);
+            scope.spawn(move || {
+                let clock = move || -> Result<Millis> {
+                    read_at.lock().unwrap().push((id, started.elapsed()));
+                    Ok(BASE + 1_000)
+                };
+                start.wait();
+                if id != first {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                pollster::block_on(deadletter::Store::update(store, "q", id, &clock, |m, _| {
+                    if id == first {
+                        std::thread::sleep(std::time::Duration::from_millis(300));
+                        *first_done.lock().unwrap() = Some(started.elapsed());
+                    }
+                    Ok(Message {
+                        last_error: Some("read".into()),
+                        ..m
+                    })
+                }))
+                .expect("update");
+            });
+        }
+    });
+    let first_done = first_done.lock().unwrap().expect("the first call ran");
+    let read_at = read_at.lock().unwrap();
+    assert_eq!(read_at.len(), ids.len(), "each call read the clock once");
+    for (id, at) in read_at.iter().filter(|(id, _)| *id != first) {
+        assert!(
+            *at >= first_done,
+            "call {id} read the clock at {at:?}, before the connection was free ({first_done:?})"
+        );
+    }
 }

@@ -1,18 +1,20 @@
 //! The query plans that keep every operation on indexes however many succeeded, dead or delayed
 //! messages there are (with and without `ANALYZE`), and a claim that does not walk the messages
-//! in backoff (issue 10): with 10 000 of them ahead of the due one it runs as many steps as with
-//! none.
+//! in backoff (issue 10) nor the members of groups waiting behind their heads (issue 21): with
+//! 10 000 of them ahead of the due one it runs as many steps as with none.
 
 mod common;
 
 use common::{TempDb, engine};
 use deadletter::conformance::BASE;
-use deadletter::conformance::kit::{claim_at, enqueue_at};
-use deadletter::{Arg, Backoff, Engine, Error, Filter, Item, Limits, Moment, Status};
+use deadletter::conformance::kit::{at, claim_at, enqueue_at};
+use deadletter::{Arg, Call, Engine, Error, Filter, Item, Limits, Status};
 use deadletter_sqlite::{
-    BY_KEY_SQL, CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL, DELETE_SQL,
-    Durability, EXPIRED_SQL, GET_SQL, INSERT_SQL, LIST_SQL, NEXT_DUE_SQL, OLDEST_DEAD_SQL,
-    OLDEST_DUE_SQL, PROMOTE_SQL, QUEUES_SQL, SqliteStore, WRITE_SQL, list_status_sql, select_sql,
+    BY_KEY_SQL, CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL,
+    COUNT_EXPIRY_SQL, DELETE_SQL, Durability, EXPIRED_SQL, EXPIRING_SQL, GET_SQL, HEAD_SQL,
+    INSERT_SQL, LIST_SQL, NEXT_DUE_SQL, OLDEST_DEAD_SQL, OLDEST_DUE_SQL, PROMOTE_SQL,
+    PUT_QUEUE_SQL, QUEUE_NAMES_SQL, QUEUE_SQL, QUEUES_SQL, SqliteStore, TAIL_SQL, UNBLOCK_SQL,
+    WRITE_SQL, list_status_sql, select_sql,
 };
 use rusqlite::params;
 
@@ -53,6 +55,14 @@ fn queries() -> Vec<(String, String, bool)> {
         ("next due", NEXT_DUE_SQL, true),
         ("oldest dead", OLDEST_DEAD_SQL, true),
         ("queues", QUEUES_SQL, true),
+        ("expiring", EXPIRING_SQL, false),
+        ("tail", TAIL_SQL, false),
+        ("head", HEAD_SQL, false),
+        ("unblock", UNBLOCK_SQL, false),
+        ("queue", QUEUE_SQL, false),
+        ("queue names", QUEUE_NAMES_SQL, true),
+        ("put queue", PUT_QUEUE_SQL, false),
+        ("count expiry", COUNT_EXPIRY_SQL, false),
     ]
     .into_iter()
     .map(|(name, sql, covered)| (name.to_owned(), sql.to_owned(), covered))
@@ -172,6 +182,8 @@ fn indexes_of(query: &str) -> &'static [&'static str] {
     match query {
         "claim" => &["messages_ready"],
         "promote" | "count delayed" | "next due" => &["messages_delayed"],
+        "expiring" => &["messages_expiring"],
+        "tail" | "head" => &["messages_group"],
         "oldest due" => &["messages_ready", "messages_delayed"],
         "list pending" => &["messages_pending"],
         "list processing" => &["messages_leased"],
@@ -200,18 +212,18 @@ fn every_query_searches_an_index_without_sorting() {
 
     // And the queries do what they say on this data: the first due message of "q" (id 19).
     let db = Engine::new(store, Limits::default());
-    let policy = Backoff::default();
-    let at = Moment {
-        policy: &policy,
+    let clock = at(now);
+    let call = Call {
+        clock: &clock,
+        backoff: None,
         sample: 0.0,
-        now,
     };
-    let taken = pollster::block_on(db.claim("q".into(), Arg::Null, || "tok".into(), at))
+    let taken = pollster::block_on(db.claim("q".into(), Arg::Null, || "tok".into(), &call))
         .expect("claim")
         .value
         .expect("a due message");
     assert_eq!((taken.id, taken.status), (19, Status::Processing));
-    let stats = pollster::block_on(db.stats("q".into(), now)).expect("stats");
+    let stats = pollster::block_on(db.stats("q".into(), &clock)).expect("stats");
     // 9000 messages in "q": per 10 ids, 4 succeeded, 2 dead, 2 delayed, 1 due (one in ten of
     // those processing), minus the one just claimed.
     assert_eq!(
@@ -223,7 +235,7 @@ fn every_query_searches_an_index_without_sorting() {
         (2000, Some(now + 60_000))
     );
     assert_eq!(stats.oldest_dead_age_ms, Some(now - (BASE + 4)));
-    let names = pollster::block_on(db.queues(now)).expect("queues");
+    let names = pollster::block_on(db.queues(&clock)).expect("queues");
     let names: Vec<&str> = names.iter().map(|s| s.queue.as_str()).collect();
     assert_eq!(names, ["other", "q"]);
 }
@@ -340,7 +352,8 @@ fn claim_does_not_walk_the_messages_in_backoff() {
                 ..Item::default()
             })
             .collect();
-        pollster::block_on(db.enqueue_many("q".into(), &items, BASE + start)).expect("enqueue");
+        pollster::block_on(db.enqueue_many("q".into(), &items, &at(BASE + start)))
+            .expect("enqueue");
     }
     let due = enqueue_at(&db, "now", 0, BASE + 20_000);
     let behind = claim_steps(db.store(), BASE + 30_000);
@@ -360,3 +373,119 @@ fn claim_does_not_walk_the_messages_in_backoff() {
     let second = claim_at(&db, later).expect("the next one");
     assert_eq!(second.id, 2);
 }
+
+/// The virtual machine steps SQLite spends on the statements of one claim that look for work:
+/// the expired leases, the expiring messages, the move of the messages whose backoff is over,
+/// the head of the ready index (which takes one message).
+fn claim_lookup_steps(store: &SqliteStore, now: i64) -> i32 {
+    store
+        .with_connection(|conn| {
+            let mut steps = 0;
+            let mut promote = conn.prepare(PROMOTE_SQL).map_err(Error::store)?;
+            let moved = promote.execute(params!["q", now]).map_err(Error::store)?;
+            assert_eq!(moved, 0, "nothing came due");
+            steps += promote.get_status(rusqlite::StatementStatus::VmStep);
+            for (sql, limit, want) in [
+                (EXPIRED_SQL, None, 0),
+                (EXPIRING_SQL, None, 0),
+                (CLAIM_SQL, Some(1), 1),
+            ] {
+                let mut statement = conn.prepare(sql).map_err(Error::store)?;
+                let found = match limit {
+                    Some(n) => statement
+                        .query_map(params!["q", now, n], |_| Ok(()))
+                        .map(Iterator::count),
+                    None => statement
+                        .query_map(params!["q", now], |_| Ok(()))
+                        .map(Iterator::count),
+                }
+                .map_err(Error::store)?;
+                assert_eq!(found, want, "{sql}");
+                steps += statement.get_status(rusqlite::StatementStatus::VmStep);
+            }
+            Ok(steps)
+        })
+        .expect("claim steps")
+}
+
+/// 1 000 messages claimed and failed (in backoff until `BASE + 2 001`), each the head of its own
+/// group with 10 members behind it when `members`, then one due message (enqueued last).
+fn heads_in_backoff(db: &Engine<SqliteStore>, members: bool) -> deadletter::Message {
+    let rounds = if members { 11 } else { 1 };
+    for round in 0..rounds {
+        let items: Vec<Item<'_>> = GROUPS
+            .iter()
+            .map(|group| Item {
+                payload: if round == 0 {
+                    "head".into()
+                } else {
+                    "member".into()
+                },
+                group: if members { Arg::Str(group) } else { Arg::Null },
+                ..Item::default()
+            })
+            .collect();
+        pollster::block_on(db.enqueue_many("q".into(), &items, &at(BASE))).expect("enqueue");
+    }
+    let clock = at(BASE + 1);
+    let call = Call {
+        clock: &clock,
+        backoff: None,
+        sample: 0.0,
+    };
+    for _ in 0..10 {
+        let taken = pollster::block_on(db.claim_many(
+            "q".into(),
+            Arg::Int(100),
+            Arg::Null,
+            || "t".into(),
+            &call,
+        ));
+        assert_eq!(taken.expect("claim").value.len(), 100);
+    }
+    for id in 1..=1000_i64 {
+        let failed = pollster::block_on(db.fail(
+            "q".into(),
+            id.into(),
+            "503".into(),
+            Arg::Null,
+            Arg::Null,
+            Arg::Null,
+            &call,
+        ))
+        .expect("fail");
+        assert_eq!(failed.value.retry_after, Some(BASE + 1 + 2_000));
+    }
+    enqueue_at(db, "now", 0, BASE + 2)
+}
+
+#[test]
+fn claim_does_not_walk_the_members_waiting_behind_their_group_heads() {
+    let file = TempDb::new();
+    let db = engine(&file.0);
+    let due = heads_in_backoff(&db, true);
+    let grouped = claim_lookup_steps(db.store(), BASE + 3);
+    let plain = TempDb::new();
+    let reference = engine(&plain.0);
+    heads_in_backoff(&reference, false);
+    let reference_steps = claim_lookup_steps(reference.store(), BASE + 3);
+    assert_eq!(grouped, reference_steps, "claim read the blocked members");
+    assert_eq!(claim_at(&db, BASE + 3).map(|m| m.id), Some(due.id));
+    let stats = pollster::block_on(db.stats("q".into(), &at(BASE + 3))).expect("stats");
+    assert_eq!(
+        (
+            stats.pending,
+            stats.delayed,
+            stats.processing,
+            stats.oldest_due_age_ms
+        ),
+        (11_000, 1_000, 1, None)
+    );
+}
+
+/// 1 000 group names.
+static GROUPS: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    (0..1000)
+        .map(|i| &*Box::leak(format!("customer-{i}").into_boxed_str()))
+        .collect()
+});

@@ -5,6 +5,7 @@ mod common;
 
 use common::{TempDb, engine, item, user_version};
 use deadletter::conformance::BASE;
+use deadletter::conformance::kit::at;
 use deadletter::{Engine, Error, Item, Limits, Message};
 use deadletter_sqlite::{Durability, SCHEMA_VERSION, SqliteStore};
 
@@ -12,7 +13,7 @@ use deadletter_sqlite::{Durability, SCHEMA_VERSION, SqliteStore};
 fn a_file_keeps_its_messages_and_a_newer_schema_is_refused() {
     let file = TempDb::new();
     let db = engine(&file.0);
-    let m = pollster::block_on(db.enqueue("q".into(), &item("hé ✓"), BASE)).expect("enqueue");
+    let m = pollster::block_on(db.enqueue("q".into(), &item("hé ✓"), &at(BASE))).expect("enqueue");
     assert_eq!(user_version(db.store()), SCHEMA_VERSION);
     drop(db);
     let db = engine(&file.0);
@@ -73,7 +74,7 @@ fn two_connections_racing_with_one_key_insert_one_message() {
                 scope.spawn(move || {
                     let db = engine(&path);
                     (0..50)
-                        .map(|_| pollster::block_on(db.enqueue("q".into(), &keyed, BASE)))
+                        .map(|_| pollster::block_on(db.enqueue("q".into(), &keyed, &at(BASE))))
                         .collect::<Result<Vec<_>, _>>()
                         .expect("enqueue")
                 })

@@ -1,6 +1,7 @@
 //! Files of older schema versions upgraded in place: deadletter 0.1.0's (schema version 1, the
-//! fixture `tests/fixtures/v0.1.0.sqlite`), version 2's (before the ready index), and ids that
-//! stay unique across the upgrade to version 4.
+//! fixture `tests/fixtures/v0.1.0.sqlite`), version 2's (before the ready index), ids that stay
+//! unique across the upgrade to version 4, and version 4's (before groups, expiry and the queue
+//! settings).
 
 mod common;
 
@@ -8,10 +9,10 @@ use std::path::Path;
 
 use common::{TempDb, engine, item, user_version};
 use deadletter::conformance::BASE;
-use deadletter::conformance::kit::claim_at;
-use deadletter::{Arg, Backoff, Error, FailedAttempt, Message, Moment, Status};
+use deadletter::conformance::kit::{at, claim_at};
+use deadletter::{Arg, Call, Error, FailedAttempt, Message, Status};
 use deadletter_sqlite::{
-    Durability, SCHEMA_V1, SCHEMA_VERSION, SqliteStore, UPGRADE_V2, UPGRADE_V3,
+    Durability, SCHEMA_V1, SCHEMA_VERSION, SqliteStore, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4,
 };
 use rusqlite::params;
 
@@ -39,6 +40,8 @@ fn v1_message(id: i64, payload: &str, status: Status, counts: (u32, u32)) -> Mes
         errors_dropped: retry_count,
         replay_count: 0,
         replayed_at: None,
+        group: None,
+        expires_at: None,
         deduplicated: false,
     }
 }
@@ -99,14 +102,14 @@ fn a_file_written_by_0_1_0_is_upgraded_in_place() {
     // The upgraded file works: expired leases are reaped into the new history, claim takes the
     // oldest due message, fail records it, replay counts, ids continue.
     let now = BASE + 100_000;
-    let policy = Backoff::default();
-    let at = Moment {
-        policy: &policy,
+    let clock = at(now);
+    let call = Call {
+        clock: &clock,
+        backoff: None,
         sample: 0.0,
-        now,
     };
-    let claimed =
-        pollster::block_on(db.claim("emails".into(), Arg::Null, || "t".into(), at)).expect("claim");
+    let claimed = pollster::block_on(db.claim("emails".into(), Arg::Null, || "t".into(), &call))
+        .expect("claim");
     let taken = claimed.value.expect("message 4 is due");
     assert_eq!((taken.id, taken.retry_after), (4, None));
     let one = pollster::block_on(db.get("emails".into(), 1_i64.into())).expect("get 1");
@@ -131,7 +134,8 @@ fn a_file_written_by_0_1_0_is_upgraded_in_place() {
         "HTTP 500".into(),
         "t".into(),
         Arg::Null,
-        at,
+        Arg::Null,
+        &call,
     ))
     .expect("fail");
     assert_eq!(
@@ -142,8 +146,8 @@ fn a_file_written_by_0_1_0_is_upgraded_in_place() {
         ),
         (2, 1, 2)
     );
-    let replayed =
-        pollster::block_on(db.replay("emails".into(), 5_i64.into(), now)).expect("replay");
+    let replayed = pollster::block_on(db.replay("emails".into(), 5_i64.into(), Arg::Null, &clock))
+        .expect("replay");
     assert_eq!(
         (
             replayed.status,
@@ -153,7 +157,8 @@ fn a_file_written_by_0_1_0_is_upgraded_in_place() {
         ),
         (Status::Pending, None, 1, Some(now))
     );
-    let next = pollster::block_on(db.enqueue("emails".into(), &item("new"), now)).expect("enqueue");
+    let next =
+        pollster::block_on(db.enqueue("emails".into(), &item("new"), &clock)).expect("enqueue");
     assert_eq!(next.id, 8);
     drop(db);
     assert_eq!(
@@ -307,7 +312,7 @@ fn a_version_2_file_is_upgraded_in_place() {
             ("done", Status::Succeeded, None),
         ]
     );
-    let stats = pollster::block_on(db.stats("q".into(), now)).expect("stats");
+    let stats = pollster::block_on(db.stats("q".into(), &at(now))).expect("stats");
     assert_eq!(
         (
             stats.pending,
@@ -349,7 +354,7 @@ fn ids_are_not_reused_across_the_upgrade_to_version_4() {
         let db = engine(&file.0);
         assert_eq!(user_version(db.store()), SCHEMA_VERSION, "from {version}");
         let enqueue = |payload: &str| {
-            pollster::block_on(db.enqueue("q".into(), &item(payload), now))
+            pollster::block_on(db.enqueue("q".into(), &item(payload), &at(now)))
                 .expect("enqueue")
                 .id
         };
@@ -366,4 +371,71 @@ fn ids_are_not_reused_across_the_upgrade_to_version_4() {
         assert_eq!(deleted.id, 6);
         assert_eq!(enqueue("after a delete"), 7, "from {version}");
     }
+}
+
+/// A file of schema version 4 (the messages of [`write_version_2`], upgraded to 4 by the
+/// statements of that version) is upgraded to 5 in place: every message reads as it was (no
+/// group, no expiry), the ready and delayed indexes keep their messages, the queue has no
+/// settings, and the new features work on it.
+#[test]
+fn a_version_4_file_is_upgraded_to_version_5_in_place() {
+    let file = TempDb::new();
+    let now = BASE + 100_000;
+    write_version_2(&file.0, now);
+    {
+        let conn = rusqlite::Connection::open(&file.0).expect("open");
+        conn.execute_batch(UPGRADE_V3).expect("v3");
+        conn.execute_batch(UPGRADE_V4).expect("v4");
+        conn.pragma_update(None, "user_version", 4)
+            .expect("version");
+    }
+    let db = engine(&file.0);
+    assert_eq!(user_version(db.store()), SCHEMA_VERSION);
+    let all =
+        pollster::block_on(db.list("q".into(), Arg::Null, Arg::Null, Arg::Null)).expect("list");
+    let fields: Vec<_> = all
+        .iter()
+        .map(|m| (m.payload.as_str(), m.status, m.group.clone(), m.expires_at))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            ("due", Status::Pending, None, None),
+            ("over", Status::Pending, None, None),
+            ("later", Status::Pending, None, None),
+            ("held", Status::Processing, None, None),
+            ("done", Status::Succeeded, None, None),
+        ]
+    );
+    let clock = at(now);
+    let stats = pollster::block_on(db.stats("q".into(), &clock)).expect("stats");
+    assert_eq!(
+        (
+            stats.pending,
+            stats.delayed,
+            stats.next_due_at,
+            stats.paused,
+            stats.expired_dead
+        ),
+        (3, 1, Some(now + 50_000), false, 0)
+    );
+    let settings = pollster::block_on(db.settings("q".into())).expect("settings");
+    assert_eq!(settings, deadletter::QueueSettings::default());
+    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("over".into()));
+    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("due".into()));
+    assert_eq!(claim_at(&db, now), None);
+    // Groups and expiry on the upgraded file.
+    let grouped = |payload| deadletter::Item {
+        payload: Arg::Str(payload),
+        group: "g".into(),
+        expires_in_ms: Arg::Int(1_000),
+        ..deadletter::Item::default()
+    };
+    let items = [grouped("g1"), grouped("g2")];
+    let added = pollster::block_on(db.enqueue_many("q".into(), &items, &clock)).expect("enqueue");
+    assert_eq!(added[1].expires_at, Some(now + 1_000));
+    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("g1".into()));
+    assert_eq!(claim_at(&db, now), None, "g2 waits behind g1");
+    drop(db);
+    assert_eq!(user_version(engine(&file.0).store()), SCHEMA_VERSION);
 }

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use deadletter::{Arg, Backoff, Engine, Error, Id, Item, Limits, Millis, Moment, Status};
+use deadletter::{Arg, Backoff, Call, Engine, Error, Id, Item, Limits, Millis, Status};
 use deadletter_postgres::PostgresStore;
 
 /// What a worker does with a claimed message, per mille.
@@ -73,6 +73,12 @@ fn per_mille() -> u32 {
     u32::try_from(uuid::Uuid::new_v4().as_u128() % 1000).expect("< 1000")
 }
 
+/// [`wall_now`] as the engine's clock.
+#[allow(clippy::unnecessary_wraps)] // the engine's clock may fail
+pub fn wall_clock() -> deadletter::Result<Millis> {
+    Ok(wall_now())
+}
+
 /// Enqueues `total` messages (`max_retries` 10) in batches of 1000.
 pub fn enqueue(store: PostgresStore, queue: &str, total: usize) {
     let engine = Engine::new(store, Limits::default());
@@ -85,7 +91,7 @@ pub fn enqueue(store: PostgresStore, queue: &str, total: usize) {
         .collect();
     for start in (0..total).step_by(1000) {
         let n = (total - start).min(1000);
-        pollster::block_on(engine.enqueue_many(queue.into(), &items[..n], wall_now()))
+        pollster::block_on(engine.enqueue_many(queue.into(), &items[..n], &wall_clock))
             .expect("enqueue");
     }
 }
@@ -117,14 +123,14 @@ pub fn work(
             Instant::now() < deadline,
             "workers did not finish in 5 minutes"
         );
-        let now = wall_now();
-        let at = Moment {
-            policy: &policy,
+        let at = Call {
+            clock: &wall_clock,
+            backoff: Some(&policy),
             sample: 0.5,
-            now,
         };
         let token = || uuid::Uuid::new_v4().to_string();
-        let claimed = pollster::block_on(engine.claim(queue.into(), Arg::Int(lease_ms), token, at));
+        let claimed =
+            pollster::block_on(engine.claim(queue.into(), Arg::Int(lease_ms), token, &at));
         let message = match claimed {
             Err(err) => {
                 store_error(&mut log, &err);
@@ -133,7 +139,7 @@ pub fn work(
             Ok(out) => out.value,
         };
         let Some(message) = message else {
-            match pollster::block_on(engine.stats(queue.into(), now)) {
+            match pollster::block_on(engine.stats(queue.into(), &wall_clock)) {
                 Ok(stats) if stats.succeeded + stats.dead == total => break,
                 Ok(_) => std::thread::sleep(Duration::from_millis(5)),
                 Err(err) => store_error(&mut log, &err),
@@ -144,10 +150,6 @@ pub fn work(
             .lease_token
             .clone()
             .expect("a claimed message has a token");
-        let at = Moment {
-            now: wall_now(),
-            ..at
-        };
         let draw = per_mille();
         let result = if draw < mix.abandon {
             None
@@ -160,7 +162,8 @@ pub fn work(
                     "random failure".into(),
                     token.as_str().into(),
                     Arg::Bool(retryable),
-                    at,
+                    Arg::Null,
+                    &at,
                 ))
                 .map(|out| out.value),
             )
@@ -169,7 +172,7 @@ pub fn work(
                 queue.into(),
                 message.id.into(),
                 token.as_str().into(),
-                at.now,
+                &wall_clock,
             )))
         };
         let end = match result {
