@@ -21,7 +21,7 @@ npx --no-install wasm-opt -Oz --strip-producers \
   --enable-nontrapping-float-to-int --enable-reference-types --enable-sign-ext \
   "$out/deadletter_wasm_bg.wasm" -o "$out/deadletter_wasm_bg.wasm"
 cp bindings-wasm/js/index.js bindings-wasm/js/errors.js bindings-wasm/js/worker.js \
-  bindings-wasm/js/core.js bindings-wasm/js/backend.js bindings-wasm/js/api.js \
+  bindings-wasm/js/core.js bindings-wasm/js/backend.js bindings-wasm/js/platform.js bindings-wasm/js/api.js \
   bindings-wasm/js/outbox.js bindings-wasm/js/service-worker.js bindings-wasm/js/index.d.ts \
   bindings-wasm/js/service-worker.d.ts \
   bindings-wasm/js/conformance.mjs bindings-wasm/README.md LICENSE "$out/"

@@ -1,17 +1,23 @@
 // The public shape of the package `deadletter`: `open`, `Database`, `Queue` over the backend's
-// handles (backend.js: the IndexedDB store of store/ driven with the WebAssembly core's answers),
-// and the outbox of failed requests (outbox.js). index.js (pages, workers, Node) and
+// handles (backend.js: the IndexedDB store of store/ driven with the WebAssembly core's answers;
+// in Node, node/backend.js: SQLite files through the native module, see platform.js), and the
+// outbox of failed requests (outbox.js). index.js (pages, workers), node/index.js (Node) and
 // service-worker.js export it. Types: index.d.ts.
-import { backoffMs as coreBackoffMs, failureText, openDatabase } from "./backend.js";
+import { backoffMs as coreBackoffMs, failureText as coreFailureText, openDatabase } from "./backend.js";
 import { NODE, load } from "./core.js";
-import { DeadLetterError, PermanentError } from "./errors.js";
+import { DeadLetterError, PermanentError, Thrown } from "./errors.js";
+import { fileBackend } from "./platform.js";
 import { work } from "./worker.js";
 
 export { DeadLetterError, PermanentError };
 
-/** Any failure as a DeadLetterError (the WebAssembly side already rejects with one). */
+/**
+ * Any failure as a DeadLetterError (the WebAssembly side already rejects with one); what a
+ * user's clock or random source threw, boxed by a backend that read it during the call, unchanged.
+ */
 function asDeadLetterError(err) {
   if (err instanceof DeadLetterError) return err;
+  if (err instanceof Thrown) return err.err;
   const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
   return new DeadLetterError(`store error: ${message}`, { code: "store" });
 }
@@ -105,7 +111,7 @@ function options(value, known, name = "options") {
 }
 
 // The keys each options object may have.
-const OPEN = ["indexedDB", "clock", "leaseMs", "maxPayloadBytes", "random"];
+const OPEN = ["indexedDB", "clock", "leaseMs", "maxPayloadBytes", "random", "durability"];
 const QUEUE = ["backoff"];
 const BACKOFF = ["initialMs", "multiplier", "capMs", "jitter"];
 const ENQUEUE = ["maxRetries", "idempotencyKey", "delayMs"];
@@ -273,7 +279,7 @@ export class Queue {
       // Not inside `call`: the loop rejects with what its calls rejected with, unchanged.
       try {
         const idleWaitMs = (nextDueAt) => direct(() => plan.idleWaitMs(nextDueAt));
-        return await work({ queue: this, handler, plan, idleWaitMs, failureText, signal });
+        return await work({ queue: this, handler, plan, idleWaitMs, failureText: helpers().failureText, signal });
       } finally {
         plan.free();
       }
@@ -358,8 +364,10 @@ export class Database {
   /** The queue `name` (1..255 characters) with `options.backoff`; throws a `validation_failed` DeadLetterError. */
   queue(name, opts) {
     try {
-      const b = options(options(opts, QUEUE).backoff, BACKOFF, "backoff");
-      const handle = this.#handle.queue(name, b.initialMs, b.multiplier, b.capMs, b.jitter);
+      const o = options(opts, QUEUE);
+      const b = options(o.backoff, BACKOFF, "backoff");
+      // The last argument: whether the handle has its own policy (else the queue's stored one).
+      const handle = this.#handle.queue(name, b.initialMs, b.multiplier, b.capMs, b.jitter, o.backoff != null);
       return new Queue(handle, name, (dead) => this.#announce(dead), (fn) => this.#run(fn));
     } catch (err) {
       throw asDeadLetterError(err);
@@ -394,8 +402,12 @@ export class Database {
    */
   #broadcast() {
     if (this.#channel === undefined) {
-      const shared = !NODE && this.#factory === globalThis.indexedDB && typeof BroadcastChannel === "function";
-      this.#channel = shared ? new BroadcastChannel(`deadletter:${this.name}`) : null;
+      // A SQLite file (Node) names its channel after the file itself: every thread of this
+      // process on the file hears the deaths (null in memory: private).
+      const own = !NODE && this.#factory === globalThis.indexedDB ? `deadletter:${this.name}` : null;
+      const name = this.#handle.channel ?? own;
+      this.#channel = name !== null && typeof BroadcastChannel === "function" ? new BroadcastChannel(name) : null;
+      this.#channel?.unref?.(); // Node: an open channel does not keep the process alive
     }
     return this.#channel;
   }
@@ -440,19 +452,36 @@ export class Database {
   }
 }
 
+/** The core's pure functions: the native module's in Node, else the WebAssembly module's. */
+function helpers() {
+  return fileBackend() ?? { backoffMs: coreBackoffMs, failureText: coreFailureText };
+}
+
 /** `min(2^retryCount, 3600)` seconds in milliseconds: the delay after the retryCount-th failure. */
 export function backoffMs(retryCount) {
   try {
-    return coreBackoffMs(retryCount);
+    return helpers().backoffMs(retryCount);
   } catch (err) {
     throw asDeadLetterError(err);
   }
 }
 
-/** Opens (creating when new) the queue database stored in IndexedDB database `name`. */
+/**
+ * Opens (creating when new) the queue database stored in IndexedDB database `name`; in Node
+ * without an `indexedDB` option, the SQLite file at path `name`.
+ */
 export function open(name, opts) {
   return call(async () => {
     const o = options(opts, OPEN);
+    const files = o.indexedDB == null ? fileBackend() : null;
+    if (files !== null) {
+      // It reads the clock itself, under the store's write lock (what it throws comes Thrown).
+      const handle = await files.openDatabase(name, o.leaseMs, o.maxPayloadBytes, o.durability, o.clock, o.random);
+      return new Database(handle, handle);
+    }
+    if (o.durability != null && o.durability !== "full") {
+      throw validationError([{ field: "durability", code: "invalid", message: "applies only to a SQLite file (Node)" }]);
+    }
     await load();
     const handle = await openDatabase(name, o.indexedDB, o.leaseMs, o.maxPayloadBytes, noting(o.clock), noting(o.random));
     return new Database(handle, o.indexedDB ?? globalThis.indexedDB);

@@ -36,3 +36,14 @@ export class PermanentError extends Error {
     this.name = "PermanentError";
   }
 }
+
+/**
+ * Internal (not exported by the package): what a user's `clock` or `random` option threw while a
+ * backend read it during a call (Node's backend reads the clock on a pool thread, under the
+ * store's write lock), boxed so that the call rejects with that very value, unchanged.
+ */
+export class Thrown {
+  constructor(err) {
+    this.err = err;
+  }
+}

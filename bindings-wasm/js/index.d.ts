@@ -1,5 +1,7 @@
 // Types of the npm package `deadletter` (hand-written; checked by `tsc --noEmit` on
-// examples/example.ts in `make test-js`). Units: milliseconds; timestamps are UTC `Date`s.
+// examples/example.ts in `make test-js`). Units: milliseconds; timestamps are UTC `Date`s. The
+// same types in browsers and workers (IndexedDB) and in Node (SQLite files, through the native
+// module; IndexedDB with the `indexedDB` option).
 
 /** The stable error codes; part of the public API. */
 export type ErrorCode = "validation_failed" | "not_found" | "conflict" | "store";
@@ -18,7 +20,7 @@ export interface FieldError {
    * `limit`, `afterId`, `errorContains`, `deadBefore`, `deadAfter`, `olderThanMs`, `retryCount`;
    * a backoff option (`backoff` when it is not an object, `initialMs`, `multiplier`, `capMs`,
    * `jitter`); an `open` option (`name`, `indexedDB`, `clock`, `random`, `leaseMs`,
-   * `maxPayloadBytes`): `clock` when the clock's time, or an instant derived from it (a lease, a
+   * `maxPayloadBytes`, `durability`): `clock` when the clock's time, or an instant derived from it (a lease, a
    * backoff, a delay), is outside 0001-01-01T00:00:00Z..9999-12-31T23:59:59.999Z (code
    * `out_of_range`), `random` when the random source returns anything but a number in [0, 1);
    * `callback` for `onDead`; for `process`, `handler`, `signal`, `concurrency`,
@@ -55,7 +57,10 @@ export interface FieldError {
  *   and, for `wrong_status`, `status` say which.
  * - `store`: IndexedDB failed (quota, abort, blocked open, closed database, I/O), the database is
  *   another application's, or a stored record holds a value deadletter never writes (the message
- *   names the message id and the field).
+ *   names the message id and the field). In Node on a SQLite file: the file cannot be opened (a
+ *   directory, no permission), it is another application's or a newer deadletter's (left as it
+ *   was), another process held its write lock for more than 30 s, the disk failed, or the
+ *   database is closed; and `open(path)` on a platform without the prebuilt native module.
  */
 export declare class DeadLetterError extends Error {
   /** `reason`, `id`, `status` and `queue` become properties only when given (not undefined). */
@@ -218,13 +223,17 @@ export interface OpenOptions {
   /**
    * The IndexedDB factory to use; default `globalThis.indexedDB`. It must be of the IndexedDB
    * implementation whose classes are the globals (`IDBKeyRange`, `IDBCursor`, ...), e.g. another
-   * `new IDBFactory()`: in Node, install fake-indexeddb's globals (`fake-indexeddb/auto`). A value
-   * without an `open` method is rejected (`validation_failed`, field `indexedDB`, code `type`).
+   * `new IDBFactory()`. In Node, `open` opens a SQLite file unless this option is given: with it,
+   * the IndexedDB backend runs as in browsers (install the implementation's globals too, e.g.
+   * `fake-indexeddb/auto`). A value without an `open` method is rejected (`validation_failed`,
+   * field `indexedDB`, code `type`).
    */
   indexedDB?: IDBFactory;
   /**
    * The current time as a `Date` or in milliseconds since the epoch (floored); default
-   * `Date.now`. Called once per call, before anything is read or written. A time that is no time
+   * `Date.now`. Called once per call, before anything is read or written (in Node on a SQLite
+   * file: by each write once the store holds the file's write lock, so that a call that waited
+   * for another process decides with the time it got the lock; by a read when it starts). A time that is no time
    * (NaN, an invalid Date, a string) rejects the call with a `type` error on `clock`; a time
    * outside 0001-01-01T00:00:00Z..9999-12-31T23:59:59.999Z, or one from which a lease, backoff or
    * delay would pass its end, with `out_of_range` on `clock`; nothing is written then. If it
@@ -242,6 +251,15 @@ export interface OpenOptions {
   leaseMs?: number;
   /** Largest payload, in bytes of UTF-8: 1..67108864 (64 MiB); default 1048576 (1 MiB). */
   maxPayloadBytes?: number;
+  /**
+   * SQLite files (Node) only: `"full"` (default) syncs the file's write-ahead log to disk before
+   * each call resolves, so nothing acknowledged is lost even on power loss; `"normal"` syncs it
+   * at checkpoints only: safe against the process's crash, but the last commits may be lost on
+   * power loss or an OS crash, and many times faster one call at a time. Another string is
+   * `invalid`, another value `type`. With IndexedDB (which commits as the browser decides) only
+   * `"full"` is taken; `"normal"` is `invalid` there.
+   */
+  durability?: "full" | "normal" | null;
 }
 
 /**
@@ -491,10 +509,10 @@ export declare class Queue {
   process(handler: (message: ClaimedMessage) => unknown, options?: ProcessOptions): Promise<number>;
 }
 
-/** An open queue database (one IndexedDB database). */
+/** An open queue database (one IndexedDB database; in Node, one SQLite file). */
 export declare class Database {
   private constructor();
-  /** The IndexedDB database name. */
+  /** The IndexedDB database name (in Node, the file's path as given to `open`). */
   readonly name: string;
   /**
    * The queue `name` (a non-empty string of at most 255 characters) with its backoff policy.
@@ -512,9 +530,12 @@ export declare class Database {
    * it dead (committed), before that call resolves, in order; and when a call of another
    * `Database` on this database made it dead (structured clones: Dates survive). In a browser, on
    * its own IndexedDB (the global `indexedDB`), that is any page, tab or worker of the origin,
-   * through a `BroadcastChannel` named `deadletter:<name>`. In Node, or with the `indexedDB`
-   * option, a database is private to its thread and factory: the Databases opened with the same
-   * factory and name in this thread hear each other, and nothing else does. A callback that
+   * through a `BroadcastChannel` named `deadletter:<name>`. In Node on a SQLite file, every
+   * Database of this process on that file (any thread, whatever path led to it) hears them,
+   * through a `BroadcastChannel` named after the file; other processes' deaths are not heard
+   * (`:memory:` is private). With the `indexedDB` option, a database is private to its thread and
+   * factory: the Databases opened with the same factory and name in this thread hear each other,
+   * and nothing else does. A callback that
    * throws is reported with `console.error` and changes nothing. After `close()` the Database
    * hears nothing more (a callback added then is never called). Returns the function that
    * unsubscribes it (calling it again does nothing). Throws a `validation_failed`
@@ -522,8 +543,10 @@ export declare class Database {
    */
   onDead(callback: (message: Message) => void): () => void;
   /**
-   * Closes the IndexedDB connection and the dead-letter channel once the calls already made
-   * (on this Database and its queues) have settled: `q.enqueue(x); db.close()` stores `x`.
+   * Closes the IndexedDB connection (in Node, the SQLite file) and the dead-letter channel once
+   * the calls already made (on this Database and its queues) have settled: `q.enqueue(x);
+   * db.close()` stores `x`. In Node a process that exits without `close()` loses nothing that
+   * was acknowledged (a promise that resolved).
    * Every later call rejects with a `store` `DeadLetterError`. The connection also closes by
    * itself when another tab upgrades the database (then calls reject with `store`).
    */
@@ -538,6 +561,15 @@ export declare class Database {
  * that is not a deadletter one (without deadletter's `messages` store and indexes, or at a version
  * above deadletter's) is refused with `store`, saying it is not a deadletter database, and left
  * exactly as it was.
+ *
+ * In Node (without the `indexedDB` option), `name` is the path of a SQLite file, created when
+ * missing (`":memory:"`: a private database in memory), in the file format of the Python
+ * package: processes of both languages may share it. Every call then runs on a thread of libuv's
+ * pool, and calls made at once share commits. A path that is empty or holds a NUL is rejected
+ * (`validation_failed`, field `name`); a directory, another application's file or a newer
+ * deadletter's is refused with `store` and left as it was (as Python refuses them); on a
+ * platform without the prebuilt module (the package ships linux-x64-gnu), `open` rejects with
+ * `store`, saying so.
  */
 export declare function open(name: string, options?: OpenOptions): Promise<Database>;
 

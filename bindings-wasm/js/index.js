@@ -12,6 +12,7 @@ import "./api.js";
 import "./deadletter_wasm.js";
 import "./errors.js";
 import "./outbox.js";
+import "./platform.js";
 import "./store/requests.js";
 import "./store/schema.js";
 import "./store/store.js";

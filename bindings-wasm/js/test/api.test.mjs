@@ -380,7 +380,7 @@ test("unknown option keys are rejected with code unknown, and nothing is done", 
   assert.equal(dead.status, "dead");
   await unknown(q.list({ state: "dead" }), ["state"], "status, limit, afterId");
   await unknown(q.list({ limit: 5, after: 1 }), ["after"], "status, limit, afterId");
-  const OPEN = "indexedDB, clock, leaseMs, maxPayloadBytes, random";
+  const OPEN = "indexedDB, clock, leaseMs, maxPayloadBytes, random, durability";
   await unknown(open(fresh(), { leaseMS: 5 }), ["leaseMS"], OPEN);
   await unknown(open(fresh(), { now: () => 0, maxPayloadByte: 10 }), ["now", "maxPayloadByte"], OPEN);
   // Unknown keys are reported alone, before the other arguments are checked.
