@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PYLIB := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))')
 export PYO3_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: demo demo-http test setup python test-rust test-postgres test-python lint js test-js test-browser browser-demo bench bench-js bench-python bench-postgres bench-dlq bench-produce bench-http bench-metrics bench-anchors bench-scaling dist test-dist
+.PHONY: demo demo-http test setup python test-rust test-postgres test-python lint js test-js test-browser browser-demo node test-node bench bench-js bench-node bench-python bench-postgres bench-dlq bench-produce bench-http bench-metrics bench-anchors bench-scaling dist test-dist
 
 setup:
 	scripts/setup.sh all
@@ -28,7 +28,7 @@ demo: python
 demo-http: python
 	$(PY) examples/webhook_relay.py --http
 
-test: lint test-rust test-postgres test-python test-js test-browser test-dist
+test: lint test-rust test-postgres test-python test-js test-browser test-node test-dist
 
 # clippy builds the pyo3 crate, which needs the venv's interpreter: install everything first.
 lint: setup python
@@ -84,6 +84,21 @@ test-browser: js
 	scripts/setup.sh browser
 	node bindings-wasm/tests/browser/run.mjs
 
+## The npm package's Node parts, added to build/pkg: the native module (bindings-node: a release
+## build of the crate deadletter-node over stores/sqlite, renamed deadletter.linux-x64-gnu.node)
+## and node/index.js, node/backend.js (the "node" export of the package).
+node: js
+	bindings-node/build.sh
+
+## The npm package in Node on SQLite files (bindings-node/test/): every shared conformance case
+## (the eighth place), opening and bad input, the clock under the write lock, close(), onDead
+## across Databases and worker threads, the worker loop, restarts after SIGKILL, the event loop
+## kept turning while acks commit, a platform without the module; and 4 Node + 2 Python
+## processes draining 10 000 messages from one file through SIGKILLs (DEADLETTER_STORM=N for
+## another size). The crate's own unit tests run in test-rust.
+test-node: python node
+	node --test bindings-node/test/
+
 ## Serves the browser demo (examples/browser/) and prints its URL; Ctrl-C stops it.
 browser-demo: js
 	node examples/browser/server.mjs
@@ -98,9 +113,18 @@ bench-js: js
 ## Every benchmark of the repository in one go, one after the other (each prints its figures; none
 ## asserts anything). A new benchmark target joins by being added to BENCHES.
 BENCHES := bench-python bench-produce bench-dlq bench-anchors bench-scaling bench-http bench-metrics \
-	bench-postgres bench-js
+	bench-postgres bench-js bench-node
 bench:
 	@for target in $(BENCHES); do echo "== make $$target"; $(MAKE) --no-print-directory $$target || exit 1; done
+
+## Benchmark, not a test: the npm package in Node on SQLite, end to end (enqueue+claim+succeed)
+## messages/s one at a time and through q.process({ concurrency: 8 }), at durability full and
+## normal, beside a hand-written better-sqlite3 queue at the same durability and BullMQ on a local
+## redis-server (appendfsync always, and everysec): min/median/max of interleaved rounds, and the
+## ratios. Its npm packages are pinned in bindings-node/benches/package.json (own node_modules).
+bench-node: node
+	scripts/setup.sh bench-node
+	node bindings-node/benches/throughput.mjs
 
 ## Benchmark, not a test: claim+succeed cost on SQLite as finished and delayed messages pile up.
 bench-python: python
@@ -152,8 +176,9 @@ bench-metrics: python
 ## Release artifacts in dist/ (what `pip install deadletter` and `npm install deadletter` get):
 ## the abi3 wheel, with its own SQLite, checked manylinux-compliant by maturin (own target dir:
 ## other features than the dev build); the sdist (builds against the system libsqlite3); the npm
-## tarball of build/pkg. Name and version: the Cargo workspace's.
-dist: js
+## tarball of build/pkg, with the Node module for linux-x64-gnu. Name and version: the Cargo
+## workspace's.
+dist: node
 	scripts/setup.sh python
 	rm -rf dist
 	CARGO_TARGET_DIR=$(CURDIR)/target/dist $(VENV)/bin/maturin build --release --quiet --strip \
@@ -165,8 +190,9 @@ dist: js
 	@cd dist && for f in *; do printf '%-48s %9d bytes\n' "$$f" "$$(wc -c <"$$f")"; done
 
 ## The artifacts installed where no Rust, maturin or wasm-bindgen is used (tests/install/): the
-## wheel and the sdist's own wheel in fresh venvs; the tarball in a fresh npm project, in Node,
-## tsc, Chromium without a bundler, and an esbuild bundle in Chromium.
+## wheel and the sdist's own wheel in fresh venvs; the tarball in a fresh npm project, in Node (a
+## SQLite file, across processes; IndexedDB on request), tsc, Chromium without a bundler, and an
+## esbuild bundle in Chromium.
 test-dist: dist
 	scripts/setup.sh browser
 	$(PY) -m pytest -q tests/install

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything `make demo` and `make test` need, idempotently: each step runs only when its
-# result is missing. Usage: scripts/setup.sh [python|wasm|browser|postgres|bench|all]
+# result is missing. Usage: scripts/setup.sh [python|wasm|browser|postgres|bench|bench-node|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
@@ -31,6 +31,21 @@ python_env() {
 bench_env() {
   [ -x .venv-bench/bin/python ] || python3 -m venv .venv-bench
   .venv-bench/bin/pip install --quiet --disable-pip-version-check -r bindings-python/benches/requirements.txt
+}
+
+# The references of the Node benchmark (bindings-node/benches/package.json, pinned, in their own
+# node_modules): better-sqlite3, compiled against the installed Node's headers (its prebuilt
+# binaries would be downloaded from GitHub), BullMQ, and Debian's redis-server for BullMQ.
+bench_node_env() {
+  if ! command -v redis-server >/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server
+  fi
+  [ -d bindings-node/benches/node_modules/better-sqlite3/build/Release ] &&
+    [ -d bindings-node/benches/node_modules/bullmq ] ||
+    (cd bindings-node/benches &&
+      npm_config_nodedir="$(dirname "$(dirname "$(command -v node)")")" \
+        npm ci --no-audit --no-fund --loglevel=error)
 }
 
 npm_env() {
@@ -69,6 +84,7 @@ case "$what" in
   browser) npm_env; browser_env ;;
   postgres) postgres_env ;;
   bench) bench_env ;;
+  bench-node) bench_node_env ;;
   all) python_env; npm_env; wasm_env; browser_env; postgres_env ;;
-  *) echo "usage: $0 [python|wasm|browser|postgres|bench|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [python|wasm|browser|postgres|bench|bench-node|all]" >&2; exit 2 ;;
 esac

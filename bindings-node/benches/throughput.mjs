@@ -1,0 +1,246 @@
+// Benchmark, not a test (`make bench-node`): the npm package in Node on a SQLite file, end to end
+// (enqueue + claim + succeed of each message), in messages/s:
+// - one at a time (one loop: enqueue, claim, succeed, each awaited), and through the worker loop
+//   q.process({ concurrency: 8 }) fed by 8 producers, at durability "full" and "normal";
+// - the raw reference: a hand-written queue on better-sqlite3 (synchronous, on the JavaScript
+//   thread: one table, one index, one statement per step, each its own transaction) at the same
+//   durability (WAL, synchronous FULL or NORMAL);
+// - BullMQ on a local redis-server with an append-only file, `appendfsync always` (every write
+//   synced: equal to "full") and `everysec` (its default once the AOF is on: equal to "normal",
+//   safe against a crash of the process, not of the machine); one at a time through a Worker's
+//   manual API (add, getNextJob, moveToCompleted), and a Worker with concurrency 8 fed by 8
+//   producers.
+// Rounds interleave every scenario, so that a slower moment of the machine slows all of them;
+// each line prints min / median / max of the rounds, and each ratio is taken per round.
+// Usage: node bindings-node/benches/throughput.mjs [ROUNDS]   (after make node and
+// scripts/setup.sh bench-node)
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createRequire } from "node:module";
+
+const ROUNDS = Number(process.argv[2] ?? 5);
+/** Messages per scenario and round: fewer where every commit waits for the disk. */
+const SIZE = { full: 400, normal: 4000 };
+const CONCURRENCY = 8;
+
+const require = createRequire(import.meta.url);
+const Database = require("better-sqlite3");
+const { Queue, Worker } = require("bullmq");
+const { open } = await import(process.env.DEADLETTER_PKG ? `${process.env.DEADLETTER_PKG}/node/index.js` : new URL("../../build/pkg/node/index.js", import.meta.url));
+
+const folder = mkdtempSync(join(tmpdir(), "deadletter-bench-node-"));
+let serial = 0;
+const fresh = () => join(folder, `b${++serial}.db`);
+
+/** Messages/s of `run(n)`, which handles `n` messages end to end. */
+async function rate(n, run) {
+  const started = performance.now();
+  await run(n);
+  return n / ((performance.now() - started) / 1000);
+}
+
+// deadletter ------------------------------------------------------------------------------------
+
+async function deadletterOneByOne(durability, n) {
+  const db = await open(fresh(), { durability });
+  const q = db.queue("bench");
+  const r = await rate(n, async () => {
+    for (let i = 0; i < n; i += 1) {
+      await q.enqueue("x");
+      const m = await q.claim();
+      await q.succeed(m.id, { leaseToken: m.leaseToken });
+    }
+  });
+  db.close();
+  return r;
+}
+
+async function deadletterProcess(durability, n) {
+  const db = await open(fresh(), { durability });
+  const q = db.queue("bench");
+  const controller = new AbortController();
+  const r = await rate(n, async () => {
+    let handled = 0;
+    let allHandled;
+    const done = new Promise((resolve) => {
+      allHandled = resolve;
+    });
+    const loop = q.process(
+      async () => {
+        if (++handled === n) allHandled();
+      },
+      { concurrency: CONCURRENCY, pollIntervalMs: 1, signal: controller.signal },
+    );
+    let made = 0;
+    const producer = async () => {
+      while (made < n) {
+        made += 1;
+        await q.enqueue("x");
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, producer));
+    await done;
+    controller.abort();
+    await loop; // the last acks
+  });
+  db.close();
+  return r;
+}
+
+// better-sqlite3: the raw reference --------------------------------------------------------------
+
+async function rawOneByOne(durability, n) {
+  const db = new Database(fresh());
+  db.pragma("journal_mode = WAL");
+  db.pragma(`synchronous = ${durability === "full" ? "FULL" : "NORMAL"}`);
+  db.exec(`create table jobs (id integer primary key, queue text not null, payload text not null,
+    status text not null, lease_token text, lease_expires_at integer, created_at integer not null)`);
+  db.exec("create index claim on jobs (queue, status, created_at, id)");
+  const insert = db.prepare("insert into jobs (queue, payload, status, created_at) values (?, ?, 'pending', ?)");
+  const claim = db.prepare(`update jobs set status = 'processing', lease_token = ?, lease_expires_at = ?
+    where id = (select id from jobs where queue = ? and status = 'pending' order by created_at, id limit 1)
+    returning id, lease_token`);
+  const succeed = db.prepare("update jobs set status = 'succeeded', lease_token = null where id = ? and lease_token = ? and status = 'processing'");
+  const r = await rate(n, () => {
+    for (let i = 0; i < n; i += 1) {
+      insert.run("bench", "x", Date.now());
+      const m = claim.get(crypto.randomUUID(), Date.now() + 30_000, "bench");
+      succeed.run(m.id, m.lease_token);
+    }
+  });
+  db.close();
+  return r;
+}
+
+// BullMQ on redis-server ------------------------------------------------------------------------
+
+/** A redis-server with an append-only file synced as `appendfsync` says, on a free port. */
+async function redis(appendfsync) {
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const dir = mkdtempSync(join(folder, `redis-${appendfsync}-`));
+  const server = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
+    "--appendonly", "yes", "--appendfsync", appendfsync], { stdio: "ignore" });
+  const connection = { host: "127.0.0.1", port, maxRetriesPerRequest: null };
+  const probe = new Queue("probe", { connection });
+  for (let tries = 0; ; tries += 1) {
+    try {
+      await probe.client.then((client) => client.ping());
+      break;
+    } catch (err) {
+      if (tries > 100) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  await probe.close();
+  return { connection, stop: () => server.kill() };
+}
+
+async function bullOneByOne(connection, n) {
+  const name = `one-${++serial}`;
+  const queue = new Queue(name, { connection });
+  const worker = new Worker(name, null, { connection, autorun: false });
+  const token = "bench";
+  const r = await rate(n, async () => {
+    for (let i = 0; i < n; i += 1) {
+      await queue.add("job", "x");
+      const job = await worker.getNextJob(token);
+      await job.moveToCompleted("ok", token, false);
+    }
+  });
+  await worker.close();
+  await queue.close();
+  return r;
+}
+
+async function bullWorker(connection, n) {
+  const name = `many-${++serial}`;
+  const queue = new Queue(name, { connection });
+  let completed = 0;
+  let allCompleted;
+  const done = new Promise((resolve) => {
+    allCompleted = resolve;
+  });
+  const worker = new Worker(name, async () => {}, { connection, concurrency: CONCURRENCY, autorun: false });
+  worker.on("completed", () => {
+    if (++completed === n) allCompleted();
+  });
+  const r = await rate(n, async () => {
+    worker.run();
+    let made = 0;
+    const producer = async () => {
+      while (made < n) {
+        made += 1;
+        await queue.add("job", "x");
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, producer));
+    await done;
+  });
+  await worker.close();
+  await queue.close();
+  return r;
+}
+
+// The run -----------------------------------------------------------------------------------------
+
+const servers = { full: await redis("always"), normal: await redis("everysec") };
+const scenarios = [];
+for (const durability of ["full", "normal"]) {
+  const n = SIZE[durability];
+  const redisName = durability === "full" ? "appendfsync always" : "appendfsync everysec";
+  const connection = servers[durability].connection;
+  scenarios.push(
+    { durability, key: "one", label: "deadletter, one at a time", run: () => deadletterOneByOne(durability, n) },
+    { durability, key: "process", label: `deadletter, process({ concurrency: ${CONCURRENCY} })`, run: () => deadletterProcess(durability, n) },
+    { durability, key: "raw", label: "better-sqlite3 queue, one at a time", run: () => rawOneByOne(durability, n) },
+    { durability, key: "bullOne", label: `BullMQ (${redisName}), one at a time`, run: () => bullOneByOne(connection, n) },
+    { durability, key: "bullMany", label: `BullMQ (${redisName}), Worker concurrency ${CONCURRENCY}`, run: () => bullWorker(connection, n) },
+  );
+}
+
+const results = new Map(scenarios.map((s) => [s, []]));
+try {
+  // A warm-up round (JIT, page cache, connections) that is not counted.
+  for (const s of scenarios) await s.run();
+  for (let round = 0; round < ROUNDS; round += 1) {
+    for (const s of scenarios) results.get(s).push(await s.run());
+  }
+} finally {
+  for (const server of Object.values(servers)) server.stop();
+  rmSync(folder, { recursive: true, force: true });
+}
+
+const sorted = (values) => [...values].sort((a, b) => a - b);
+const triple = (values, digits) => {
+  const v = sorted(values);
+  return [v[0], v[Math.floor(v.length / 2)], v.at(-1)].map((x) => x.toFixed(digits).padStart(digits ? 6 : 7)).join(" / ");
+};
+const of = (durability, key) => results.get(scenarios.find((s) => s.durability === durability && s.key === key));
+
+console.log(`bench-node: end-to-end enqueue + claim + succeed, messages/s; ${ROUNDS} rounds (min / median / max)`);
+console.log(`Node ${process.version}, ${SIZE.full} messages per round at full, ${SIZE.normal} at normal`);
+for (const durability of ["full", "normal"]) {
+  console.log(`\ndurability ${durability}${durability === "full" ? " (every commit synced)" : " (synced at checkpoints)"}:`);
+  for (const s of scenarios.filter((x) => x.durability === durability)) {
+    console.log(`  ${s.label.padEnd(46)} ${triple(results.get(s), 0)}`);
+  }
+}
+
+/** Per-round ratios of two scenarios. */
+const ratio = (a, b) => a.map((x, i) => x / b[i]);
+const goals = [
+  ["one at a time / better-sqlite3, full", ratio(of("full", "one"), of("full", "raw")), ">= 0.8", (x) => x >= 0.8],
+  ["one at a time / better-sqlite3, normal", ratio(of("normal", "one"), of("normal", "raw")), ">= 0.8", (x) => x >= 0.8],
+  ["concurrency 8 / one at a time, full", ratio(of("full", "process"), of("full", "one")), ">= 3", (x) => x >= 3],
+  ["one at a time / BullMQ always, full", ratio(of("full", "one"), of("full", "bullOne")), "> 1", (x) => x > 1],
+  ["concurrency 8 / BullMQ always, full", ratio(of("full", "process"), of("full", "bullMany")), "> 1", (x) => x > 1],
+  ["one at a time / BullMQ everysec, normal", ratio(of("normal", "one"), of("normal", "bullOne")), "> 1", (x) => x > 1],
+  ["concurrency 8 / BullMQ everysec, normal", ratio(of("normal", "process"), of("normal", "bullMany")), "> 1", (x) => x > 1],
+];
+console.log("\nratios, per round (min / median / max), against the goals (on the median):");
+for (const [label, values, goal, met] of goals) {
+  const median = sorted(values)[Math.floor(values.length / 2)];
+  console.log(`  ${label.padEnd(42)} ${triple(values, 2)}   goal ${goal.padEnd(6)} ${met(median) ? "met" : "NOT met"}`);
+}

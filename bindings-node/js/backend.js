@@ -1,0 +1,290 @@
+// The backend of `Database` and `Queue` (../api.js) in Node: SQLite files through the native
+// module (the Rust crate deadletter-node: the core over stores/sqlite, the Python package's file
+// format), with the same handle interface as the IndexedDB backend (../backend.js). Each call
+// maps its arguments in the native module and runs there on a thread of libuv's pool; its promise
+// resolves to one JSON text (`{ ok, dead }` or `{ error }`), which this file turns into the API's
+// objects (Dates for instants) or a DeadLetterError. Nothing here decides anything about a message.
+//
+// The clock: the native store reads it once it holds its write lock (the system clock, or the
+// user's `clock` through a thread-safe function); what the user's clock throws rejects the call
+// unchanged. The random source is read here, at the start of a call, as in the browser.
+
+import { createRequire } from "node:module";
+import { backoffMs as wasmBackoffMs, failureText as wasmFailureText, load } from "../core.js";
+import { DeadLetterError, Thrown } from "../errors.js";
+
+/** The only platform with a prebuilt module in the package. */
+const PREBUILT = "linux-x64-gnu";
+
+/** The native module, or what loading it threw. */
+const loaded = (() => {
+  if (`${process.platform}-${process.arch}` !== "linux-x64") return { error: null };
+  try {
+    return { native: createRequire(import.meta.url)(`./deadletter.${PREBUILT}.node`) };
+  } catch (error) {
+    return { error }; // musl, an old glibc, a module missing from a hand-made copy
+  }
+})();
+const native = loaded.native ?? null;
+
+/** Whether this platform has the native module (else node/index.js loads the WebAssembly core). */
+export const available = native !== null;
+
+/** This platform as the prebuilt modules are named (`linux-x64-gnu`, `darwin-arm64`, ...). */
+function platform() {
+  const name = `${process.platform}-${process.arch}`;
+  if (process.platform !== "linux") return name;
+  const glibc = process.report?.getReport?.().header?.glibcVersionRuntime;
+  return `${name}-${glibc ? "gnu" : "musl"}`;
+}
+
+/** The error of `open(path)` where there is no native module. */
+function unavailable() {
+  const why = loaded.error ? ` (${loaded.error.message})` : "";
+  return new DeadLetterError(
+    `store error: deadletter has no native module for ${platform()} (the package ships one for ${PREBUILT})${why}; ` +
+      "SQLite files need it. On this platform, pass an IndexedDB implementation instead: " +
+      'open(name, { indexedDB }) (e.g. import { indexedDB } from "fake-indexeddb", kept in memory only)',
+    { code: "store" },
+  );
+}
+
+/** The error a reply's `error` describes (its field errors' keys in the IndexedDB backend's order). */
+function failure({ message, errors, ...details }) {
+  const fields = errors.map(({ field, code, message, index }) => (index === undefined ? { field, code, message } : { field, code, message, index }));
+  return new DeadLetterError(message, { ...details, errors: fields });
+}
+
+/** The value of a synchronous native answer: a JSON text is an error (thrown), anything else the value. */
+function unwrap(answer) {
+  if (typeof answer === "string") throw failure(JSON.parse(answer).error);
+  return answer;
+}
+
+/** What a reply says: `{ ok, dead }`, or the error thrown. */
+function reply(text) {
+  const r = JSON.parse(text);
+  if (r.error !== undefined) throw failure(r.error);
+  return r;
+}
+
+/** A native call's promise: its reply, or what the user's clock threw (boxed: see ../errors.js). */
+function settle(promise) {
+  return promise.then(reply, (err) => {
+    throw new Thrown(err);
+  });
+}
+
+function date(ms) {
+  return ms === null ? null : new Date(ms);
+}
+
+/** A message as the API gives it (the shape of the IndexedDB backend's, ../store/record.js). */
+function message(m) {
+  return {
+    id: m.id,
+    queue: m.queue,
+    payload: m.payload,
+    status: m.status,
+    retryCount: m.retry_count,
+    maxRetries: m.max_retries,
+    retryAfter: date(m.retry_after),
+    lastError: m.last_error,
+    createdAt: new Date(m.created_at),
+    updatedAt: new Date(m.updated_at),
+    leaseToken: m.lease_token,
+    leaseExpiresAt: date(m.lease_expires_at),
+    idempotencyKey: m.idempotency_key,
+    firstFailedAt: date(m.first_failed_at),
+    deadAt: date(m.dead_at),
+    errors: m.errors.map((e) => ({ attempt: e.attempt, error: e.error, at: new Date(e.at) })),
+    errorsDropped: m.errors_dropped,
+    replayCount: m.replay_count,
+    replayedAt: date(m.replayed_at),
+    deduplicated: m.deduplicated,
+  };
+}
+
+/** Queue statistics as the API gives them. */
+function stats(s) {
+  return {
+    queue: s.queue,
+    pending: s.pending,
+    processing: s.processing,
+    succeeded: s.succeeded,
+    dead: s.dead,
+    expired: s.expired,
+    delayed: s.delayed,
+    nextDueAt: date(s.next_due_at),
+    oldestDueAgeMs: s.oldest_due_age_ms,
+    oldestDeadAgeMs: s.oldest_dead_age_ms,
+  };
+}
+
+/** `{ value, dead }` of a call that may kill, from its reply. */
+function killing({ ok, dead }, value) {
+  return { value, dead: dead.map(message) };
+}
+
+/** Calls `fn` (the user's clock or random source); what it throws, boxed. */
+function read(fn) {
+  try {
+    return fn();
+  } catch (err) {
+    throw new Thrown(err);
+  }
+}
+
+export function backoffMs(retryCount) {
+  return native ? unwrap(native.backoffMs(retryCount)) : wasmBackoffMs(retryCount);
+}
+
+export function failureText(kind, text) {
+  return native ? native.failureText(kind, text) : wasmFailureText(kind, text);
+}
+
+export function errorCodes() {
+  return native.errorCodes();
+}
+
+/** Opens (creating, upgrading or refusing) the SQLite file at `path`. */
+export async function openDatabase(path, leaseMs, maxPayloadBytes, durability, clock, random) {
+  if (native === null) throw unavailable();
+  const opened = await native.open(path, leaseMs, maxPayloadBytes, durability, clock, random);
+  return new Handle(unwrap(opened), path, clock, random);
+}
+
+/** One open file. */
+class Handle {
+  #db;
+  #name;
+  #random;
+  /** The clock, read synchronously (the worker loop's idle wait). */
+  #now;
+
+  constructor(db, name, clock, random) {
+    this.#db = db;
+    this.#name = name;
+    this.#random = typeof random === "function" ? () => read(random) : () => undefined;
+    this.#now = typeof clock === "function" ? () => read(clock) : Date.now;
+  }
+
+  get name() {
+    return this.#name;
+  }
+
+  /** The BroadcastChannel of the file's deaths (null in memory). */
+  get channel() {
+    return this.#db.channel;
+  }
+
+  queue(name, initialMs, multiplier, capMs, jitter, custom) {
+    return new QueueHandle(unwrap(this.#db.queue(name, custom, initialMs, multiplier, capMs, jitter)), this.#random, this.#db, this.#now);
+  }
+
+  async queues() {
+    return (await settle(this.#db.queues())).ok.map(stats);
+  }
+
+  close() {
+    const { error } = JSON.parse(this.#db.close());
+    if (error !== undefined) console.error(`deadletter: closing ${this.#name} failed: ${error.message}`);
+  }
+}
+
+/** One queue of an open file. */
+class QueueHandle {
+  #q;
+  #random;
+  #db;
+  #now;
+
+  constructor(q, random, db, now) {
+    this.#q = q;
+    this.#random = random;
+    this.#db = db;
+    this.#now = now;
+  }
+
+  async enqueue(payload, maxRetries, idempotencyKey, delayMs) {
+    return message((await settle(this.#q.enqueue(payload, maxRetries, idempotencyKey, delayMs))).ok);
+  }
+
+  async enqueueMany(rows) {
+    return (await settle(this.#q.enqueueMany(rows))).ok.map(message);
+  }
+
+  async claim(leaseMs) {
+    const r = await settle(this.#q.claim(this.#random(), undefined, leaseMs));
+    return killing(r, r.ok === null ? null : message(r.ok));
+  }
+
+  async claimMany(n, leaseMs) {
+    const r = await settle(this.#q.claim(this.#random(), n ?? null, leaseMs));
+    return killing(r, r.ok.map(message));
+  }
+
+  async reap() {
+    const r = await settle(this.#q.reap(this.#random()));
+    return killing(r, r.ok);
+  }
+
+  async succeed(id, leaseToken) {
+    return message((await settle(this.#q.succeed(id, leaseToken))).ok);
+  }
+
+  async fail(id, error, leaseToken, retryable) {
+    const r = await settle(this.#q.fail(this.#random(), id, error, leaseToken, retryable));
+    return killing(r, message(r.ok));
+  }
+
+  async extend(id, leaseToken, leaseMs) {
+    return message((await settle(this.#q.extend(id, leaseToken, leaseMs))).ok);
+  }
+
+  async replay(id) {
+    return message((await settle(this.#q.replay(id))).ok);
+  }
+
+  async replayAll(errorContains, deadBefore, deadAfter, limit) {
+    return (await settle(this.#q.replayAll(errorContains, deadBefore, deadAfter, limit))).ok;
+  }
+
+  async purge(status, olderThanMs) {
+    return (await settle(this.#q.purge(status, olderThanMs))).ok;
+  }
+
+  async delete(id) {
+    return message((await settle(this.#q.delete(id))).ok);
+  }
+
+  async get(id) {
+    return message((await settle(this.#q.get(id))).ok);
+  }
+
+  async list(status, limit, afterId) {
+    return (await settle(this.#q.list(status, limit, afterId))).ok.map(message);
+  }
+
+  async stats() {
+    return stats((await settle(this.#q.stats())).ok);
+  }
+
+  async nextDueAt() {
+    return date((await settle(this.#q.nextDueAt())).ok);
+  }
+
+  workerPlan(concurrency, pollIntervalMs, shutdownTimeoutMs, leaseMs) {
+    const plan = unwrap(this.#db.workerPlan(concurrency, pollIntervalMs, shutdownTimeoutMs, leaseMs));
+    return {
+      concurrency: plan.concurrency,
+      leaseMs: plan.leaseMs,
+      heartbeatMs: plan.heartbeatMs,
+      shutdownTimeoutMs: plan.shutdownTimeoutMs,
+      idleWaitMs: (nextDueAt) => unwrap(plan.idleWaitMs(this.#now(), nextDueAt)),
+      free: () => {},
+    };
+  }
+}
+
+export { load };

@@ -1,0 +1,348 @@
+//! The queue handle ([`NativeQueue`]): one method per operation of the package's `Queue`, each
+//! mapping its JavaScript arguments ([`OwnedArg`]) on the JavaScript thread and running the
+//! engine's operation on a pool thread ([`Work`]), which resolves to the reply's JSON text. The
+//! engine checks every argument; nothing here decides anything about a message.
+
+use std::sync::Arc;
+
+use deadletter::{Arg, Backoff, Call, Message, Result};
+use napi::bindgen_prelude::{Array, AsyncTask, Unknown};
+use napi_derive::napi;
+
+use crate::args::{OwnedArg, OwnedItem};
+use crate::reply;
+use crate::work::{Db, Shared, Work};
+
+/// One queue of an open database with its handle's backoff policy (internal: the package's
+/// `Queue` holds one).
+#[napi]
+pub struct NativeQueue {
+    shared: Arc<Shared>,
+    name: Arc<str>,
+    /// The handle's own policy (given in code), which wins over the queue's stored one.
+    policy: Option<Backoff>,
+}
+
+/// A new lease token: a random version-4 UUID.
+fn token() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// The jitter sample of a call: what the user's `random` returned (checked by the core: a number
+/// in `[0, 1)`), or one drawn here when there is no `random` option.
+fn sample(drawn: &OwnedArg) -> Result<f64> {
+    match drawn {
+        OwnedArg::Null => Ok(fastrand::f64()),
+        drawn => deadletter::validate::jitter_sample(&drawn.arg()),
+    }
+}
+
+/// A dead-letter outcome's value and deaths, for [`reply::killing`].
+type Killed<T> = Result<(T, Vec<Message>)>;
+
+impl NativeQueue {
+    /// The handle of the checked queue `name`.
+    pub fn new(shared: &Arc<Shared>, name: String, policy: Option<Backoff>) -> Self {
+        Self {
+            shared: Arc::clone(shared),
+            name: name.into(),
+            policy,
+        }
+    }
+
+    /// The work of `job`, given the queue's name and its handle's policy.
+    fn work(
+        &self,
+        job: impl FnOnce(&Db, deadletter::Clock<'_>, Arg<'_>, Option<&Backoff>) -> String
+        + Send
+        + 'static,
+    ) -> AsyncTask<Work> {
+        let (name, policy) = (Arc::clone(&self.name), self.policy);
+        AsyncTask::new(Work::new(
+            &self.shared,
+            Box::new(move |db, clock| job(db, clock, Arg::Str(&name), policy.as_ref())),
+        ))
+    }
+}
+
+#[napi]
+impl NativeQueue {
+    /// `Queue.enqueue`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn enqueue(
+        &self,
+        payload: Unknown<'_>,
+        max_retries: Unknown<'_>,
+        idempotency_key: Unknown<'_>,
+        delay_ms: Unknown<'_>,
+    ) -> napi::Result<AsyncTask<Work>> {
+        let item = OwnedItem::from_js([payload, max_retries, idempotency_key, delay_ms])?;
+        Ok(self.work(move |db, clock, queue, _| {
+            reply::of(pollster::block_on(db.enqueue(queue, &item.item(), clock)))
+        }))
+    }
+
+    /// `Queue.enqueueMany`: one row `[payload, maxRetries, idempotencyKey, delayMs]` per item (a
+    /// value that is not an array is a payload).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn enqueue_many(&self, rows: Array<'_>) -> napi::Result<AsyncTask<Work>> {
+        let mut items = Vec::with_capacity(rows.len() as usize);
+        for i in 0..rows.len() {
+            items.push(match rows.get::<Unknown<'_>>(i)? {
+                Some(row) => OwnedItem::from_row(row)?,
+                None => OwnedItem::default(),
+            });
+        }
+        Ok(self.work(move |db, clock, queue, _| {
+            let items: Vec<_> = items.iter().map(OwnedItem::item).collect();
+            reply::of(pollster::block_on(db.enqueue_many(queue, &items, clock)))
+        }))
+    }
+
+    /// `Queue.claimMany` (`n`), and `Queue.claim` (`n` undefined: one message or null).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn claim(
+        &self,
+        drawn: Unknown<'_>,
+        n: Unknown<'_>,
+        lease_ms: Unknown<'_>,
+    ) -> napi::Result<AsyncTask<Work>> {
+        let [drawn, n, lease] = [
+            OwnedArg::from_js(drawn)?,
+            OwnedArg::from_js(n)?,
+            OwnedArg::from_js(lease_ms)?,
+        ];
+        Ok(self.work(move |db, clock, queue, backoff| {
+            let one = n == OwnedArg::Null;
+            let claimed = sample(&drawn).and_then(|sample| {
+                let call = Call {
+                    clock,
+                    backoff,
+                    sample,
+                };
+                let n = if one { Arg::Int(1) } else { n.arg() };
+                pollster::block_on(db.claim_many(queue, n, lease.arg(), token, &call))
+            });
+            if one {
+                let first: Killed<Option<Message>> =
+                    claimed.map(|o| (o.value.into_iter().next(), o.dead));
+                reply::killing(first)
+            } else {
+                reply::killing(claimed.map(|o| (o.value, o.dead)))
+            }
+        }))
+    }
+
+    /// `Queue.reap`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn reap(&self, drawn: Unknown<'_>) -> napi::Result<AsyncTask<Work>> {
+        let drawn = OwnedArg::from_js(drawn)?;
+        Ok(self.work(move |db, clock, queue, backoff| {
+            let reaped = sample(&drawn).and_then(|sample| {
+                let call = Call {
+                    clock,
+                    backoff,
+                    sample,
+                };
+                pollster::block_on(db.reap(queue, &call))
+            });
+            reply::killing(reaped.map(|o| (o.value, o.dead)))
+        }))
+    }
+
+    /// `Queue.succeed`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn succeed(
+        &self,
+        id: Unknown<'_>,
+        lease_token: Unknown<'_>,
+    ) -> napi::Result<AsyncTask<Work>> {
+        let [id, token] = [OwnedArg::from_js(id)?, OwnedArg::from_js(lease_token)?];
+        Ok(self.work(move |db, clock, queue, _| {
+            reply::of(pollster::block_on(db.succeed(
+                queue,
+                id.arg(),
+                token.arg(),
+                clock,
+            )))
+        }))
+    }
+
+    /// `Queue.fail`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn fail(
+        &self,
+        drawn: Unknown<'_>,
+        id: Unknown<'_>,
+        error: Unknown<'_>,
+        lease_token: Unknown<'_>,
+        retryable: Unknown<'_>,
+    ) -> napi::Result<AsyncTask<Work>> {
+        let [drawn, id, error, token, retryable] = [
+            OwnedArg::from_js(drawn)?,
+            OwnedArg::from_js(id)?,
+            OwnedArg::from_js(error)?,
+            OwnedArg::from_js(lease_token)?,
+            OwnedArg::from_js(retryable)?,
+        ];
+        Ok(self.work(move |db, clock, queue, backoff| {
+            let failed = sample(&drawn).and_then(|sample| {
+                let call = Call {
+                    clock,
+                    backoff,
+                    sample,
+                };
+                pollster::block_on(db.fail(
+                    queue,
+                    id.arg(),
+                    error.arg(),
+                    token.arg(),
+                    retryable.arg(),
+                    Arg::Null,
+                    &call,
+                ))
+            });
+            reply::killing(failed.map(|o| (o.value, o.dead)))
+        }))
+    }
+
+    /// `Queue.extend`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn extend(
+        &self,
+        id: Unknown<'_>,
+        lease_token: Unknown<'_>,
+        lease_ms: Unknown<'_>,
+    ) -> napi::Result<AsyncTask<Work>> {
+        let [id, token, lease] = [
+            OwnedArg::from_js(id)?,
+            OwnedArg::from_js(lease_token)?,
+            OwnedArg::from_js(lease_ms)?,
+        ];
+        Ok(self.work(move |db, clock, queue, _| {
+            reply::of(pollster::block_on(db.extend(
+                queue,
+                id.arg(),
+                token.arg(),
+                lease.arg(),
+                clock,
+            )))
+        }))
+    }
+
+    /// `Queue.replay`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn replay(&self, id: Unknown<'_>) -> napi::Result<AsyncTask<Work>> {
+        let id = OwnedArg::from_js(id)?;
+        Ok(self.work(move |db, clock, queue, _| {
+            reply::of(pollster::block_on(db.replay(
+                queue,
+                id.arg(),
+                Arg::Null,
+                clock,
+            )))
+        }))
+    }
+
+    /// `Queue.replayAll`: `deadBefore` and `deadAfter` are `Date`s or milliseconds.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn replay_all(
+        &self,
+        error_contains: Unknown<'_>,
+        dead_before: Unknown<'_>,
+        dead_after: Unknown<'_>,
+        limit: Unknown<'_>,
+    ) -> napi::Result<AsyncTask<Work>> {
+        let [text, before, after, limit] = [
+            OwnedArg::from_js(error_contains)?,
+            OwnedArg::instant(dead_before)?,
+            OwnedArg::instant(dead_after)?,
+            OwnedArg::from_js(limit)?,
+        ];
+        Ok(self.work(move |db, clock, queue, _| {
+            reply::of(pollster::block_on(db.replay_all(
+                queue,
+                text.arg(),
+                before.arg(),
+                after.arg(),
+                limit.arg(),
+                clock,
+            )))
+        }))
+    }
+
+    /// `Queue.purge`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn purge(
+        &self,
+        status: Unknown<'_>,
+        older_than_ms: Unknown<'_>,
+    ) -> napi::Result<AsyncTask<Work>> {
+        let [status, older] = [
+            OwnedArg::from_js(status)?,
+            OwnedArg::from_js(older_than_ms)?,
+        ];
+        Ok(self.work(move |db, clock, queue, _| {
+            reply::of(pollster::block_on(db.purge(
+                queue,
+                status.arg(),
+                older.arg(),
+                clock,
+            )))
+        }))
+    }
+
+    /// `Queue.delete`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn delete(&self, id: Unknown<'_>) -> napi::Result<AsyncTask<Work>> {
+        let id = OwnedArg::from_js(id)?;
+        Ok(self
+            .work(move |db, _, queue, _| reply::of(pollster::block_on(db.delete(queue, id.arg())))))
+    }
+
+    /// `Queue.get`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn get(&self, id: Unknown<'_>) -> napi::Result<AsyncTask<Work>> {
+        let id = OwnedArg::from_js(id)?;
+        Ok(
+            self.work(move |db, _, queue, _| {
+                reply::of(pollster::block_on(db.get(queue, id.arg())))
+            }),
+        )
+    }
+
+    /// `Queue.list`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn list(
+        &self,
+        status: Unknown<'_>,
+        limit: Unknown<'_>,
+        after_id: Unknown<'_>,
+    ) -> napi::Result<AsyncTask<Work>> {
+        let [status, limit, after] = [
+            OwnedArg::from_js(status)?,
+            OwnedArg::from_js(limit)?,
+            OwnedArg::from_js(after_id)?,
+        ];
+        Ok(self.work(move |db, _, queue, _| {
+            reply::of(pollster::block_on(db.list(
+                queue,
+                status.arg(),
+                limit.arg(),
+                after.arg(),
+            )))
+        }))
+    }
+
+    /// `Queue.stats`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn stats(&self) -> AsyncTask<Work> {
+        self.work(|db, clock, queue, _| reply::of(pollster::block_on(db.stats(queue, clock))))
+    }
+
+    /// `Queue.nextDueAt`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn next_due_at(&self) -> AsyncTask<Work> {
+        self.work(|db, clock, queue, _| reply::of(pollster::block_on(db.next_due_at(queue, clock))))
+    }
+}

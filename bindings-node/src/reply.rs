@@ -1,0 +1,122 @@
+//! What a call hands back to JavaScript: one JSON text, `{"ok": value}` (with `"dead"`, the
+//! messages the call made dead, for the calls that may kill) or `{"error": {...}}`, which the
+//! package's `node/backend.js` parses, turning instants into `Date`s and errors into
+//! `DeadLetterError`s. One string per call crosses into JavaScript, whose `JSON.parse` makes the
+//! objects faster than property-by-property N-API calls would.
+//!
+//! Messages and statistics go as the core serializes them (`deadletter::Message`, `Stats`:
+//! snake_case, instants in UTC milliseconds); errors in the package's terms: the JavaScript
+//! field names and messages of the WebAssembly binding (`deadletter_wasm::names`), and the
+//! structured details of a `not_found` or `conflict` (`queue`, `id`, `reason`, `status`).
+
+use deadletter::{Conflict, Error, FieldError, Message, Result};
+use deadletter_wasm::names::{js_field, js_message};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// `{"ok": value}`, or the error.
+pub fn of<T: Serialize>(result: Result<T>) -> String {
+    match result {
+        Ok(value) => text(&json!({ "ok": value })),
+        Err(err) => error(&err),
+    }
+}
+
+/// `{"ok": value, "dead": [...]}`, or the error.
+pub fn killing<T: Serialize>(result: Result<(T, Vec<Message>)>) -> String {
+    match result {
+        Ok((value, dead)) => text(&json!({ "ok": value, "dead": dead })),
+        Err(err) => error(&err),
+    }
+}
+
+/// `{"error": {...}}`: `code` (the core's stable code), `message`, `errors` (the rejected
+/// fields of a validation error, in JavaScript names, with `index` for an item of
+/// `enqueueMany`), and where they apply `queue` and `id` (`not_found`), `reason`, `id` and
+/// `status` (`conflict`).
+pub fn error(err: &Error) -> String {
+    let mut details = json!({ "code": err.code(), "errors": [] });
+    let message = match err {
+        Error::Validation(fields) => {
+            details["errors"] = fields.iter().map(field_error).collect();
+            let parts: Vec<String> = fields.iter().map(field_text).collect();
+            format!("validation failed: {}", parts.join("; "))
+        }
+        Error::NotFound { queue, id } => {
+            details["queue"] = json!(queue);
+            details["id"] = json!(id);
+            err.to_string()
+        }
+        Error::Conflict(Conflict::WrongStatus { id, status, .. }) => {
+            details["reason"] = json!("wrong_status");
+            details["id"] = json!(id);
+            details["status"] = json!(status);
+            err.to_string()
+        }
+        Error::Conflict(Conflict::LeaseLost { id }) => {
+            details["reason"] = json!("lease_lost");
+            details["id"] = json!(id);
+            err.to_string()
+        }
+        Error::Store(_) => err.to_string(),
+    };
+    details["message"] = json!(message);
+    text(&json!({ "error": details }))
+}
+
+/// One rejected field: `{ field, code, message }`, with `index` for an item.
+fn field_error(error: &FieldError) -> Value {
+    let mut out = json!({
+        "field": js_field(error.field),
+        "code": error.code,
+        "message": js_message(error.field, &error.message),
+    });
+    if let Some(index) = error.index {
+        out["index"] = json!(index);
+    }
+    out
+}
+
+/// `maxRetries: must be ...`, or `items[2].maxRetries: must be ...` for an item.
+fn field_text(error: &FieldError) -> String {
+    let message = js_message(error.field, &error.message);
+    match error.index {
+        Some(i) => format!("items[{i}].{}: {message}", js_field(error.field)),
+        None => format!("{}: {message}", js_field(error.field)),
+    }
+}
+
+/// The JSON text of `value` (serializing these values cannot fail: every key is a string).
+fn text(value: &Value) -> String {
+    value.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_errors_speak_javascript() {
+        let mut field = FieldError::new("max_retries", "out_of_range", "must be 1..=10, got 11");
+        field.index = Some(2);
+        let reply: Value = serde_json::from_str(&error(&Error::Validation(vec![field]))).unwrap();
+        assert_eq!(reply["error"]["code"], "validation_failed");
+        assert_eq!(reply["error"]["errors"][0]["field"], "maxRetries");
+        assert_eq!(reply["error"]["errors"][0]["index"], 2);
+        assert_eq!(
+            reply["error"]["message"],
+            "validation failed: items[2].maxRetries: must be 1..=10, got 11"
+        );
+    }
+
+    #[test]
+    fn conflicts_carry_their_details() {
+        let err = Error::Conflict(Conflict::LeaseLost { id: 7 });
+        let reply: Value = serde_json::from_str(&error(&err)).unwrap();
+        assert_eq!(reply["error"]["reason"], "lease_lost");
+        assert_eq!(reply["error"]["id"], 7);
+        assert!(reply["error"].get("status").is_none());
+        let ok: Value = serde_json::from_str(&of(Ok(3_u64))).unwrap();
+        assert_eq!(ok, json!({ "ok": 3 }));
+    }
+}

@@ -1,0 +1,312 @@
+// The npm package in Node on SQLite files: what differs from the browsers' IndexedDB and what the
+// conformance cases cannot show: opening (bad input, another application's file, a newer
+// schema), the clock read under the write lock, close(), onDead across Databases and worker
+// threads, the IndexedDB backend on request, the worker loop, and a platform without the module.
+// Run: node --test bindings-node/test/  (after make node)
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { Worker } from "node:worker_threads";
+import { PKG, deadletter } from "./package.mjs";
+
+const { open, DeadLetterError, PermanentError, CODES, backoffMs } = deadletter;
+
+const folder = mkdtempSync(join(tmpdir(), "deadletter-node-api-"));
+process.on("exit", () => rmSync(folder, { recursive: true, force: true }));
+let files = 0;
+/** A new file path in the test folder. */
+const fresh = () => join(folder, `q${++files}.db`);
+
+/** The rejection of `promise` (fails when it resolves). */
+async function rejection(promise) {
+  try {
+    await promise;
+  } catch (err) {
+    return err;
+  }
+  assert.fail("expected a rejection");
+}
+
+/** The `field:code` pairs of a validation error, sorted. */
+const fields = (err) => err.errors.map((e) => `${e.field}:${e.code}`).sort();
+
+test("the codes and the backoff come from the native core", () => {
+  assert.deepEqual([...CODES], ["validation_failed", "not_found", "conflict", "store"]);
+  assert.equal(backoffMs(3), 8000);
+  assert.equal(backoffMs(2 ** 53), 3_600_000);
+  assert.throws(() => backoffMs(-1), (err) => err instanceof DeadLetterError && err.errors[0].code === "out_of_range");
+});
+
+test("open checks every option at once and creates nothing then", async () => {
+  const path = fresh();
+  const err = await rejection(open(path, { leaseMs: 0, durability: "fast", clock: 5, random: "x" }));
+  assert.ok(err instanceof DeadLetterError);
+  assert.equal(err.code, "validation_failed");
+  assert.deepEqual(fields(err), ["clock:type", "durability:invalid", "leaseMs:out_of_range", "random:type"]);
+  assert.throws(() => readFileSync(path), { code: "ENOENT" });
+  assert.deepEqual(fields(await rejection(open(""))), ["name:empty"]);
+  assert.deepEqual(fields(await rejection(open(42))), ["name:type"]);
+  assert.deepEqual(fields(await rejection(open("a\0b"))), ["name:invalid"]);
+  assert.deepEqual(fields(await rejection(open(fresh(), { durability: 1 }))), ["durability:type"]);
+  assert.deepEqual(fields(await rejection(open(fresh(), { leaseMS: 1 }))), ["leaseMS:unknown"]);
+});
+
+test("a directory, another application's file and a newer deadletter's are refused, unchanged", async () => {
+  const dir = join(folder, "a-directory");
+  mkdirSync(dir);
+  const err = await rejection(open(dir));
+  assert.equal(err.code, "store");
+  assert.match(err.message, /unable to open database file/);
+
+  // Made by Python's sqlite3 module: another application's database, then a newer deadletter's.
+  const foreign = fresh();
+  execFileSync("python3", ["-c", `import sqlite3; c = sqlite3.connect(${JSON.stringify(foreign)}); c.execute("create table t (a)"); c.commit()`]);
+  const before = readFileSync(foreign);
+  const refused = await rejection(open(foreign));
+  assert.equal(refused.code, "store");
+  assert.match(refused.message, /not a deadletter database/);
+  assert.deepEqual(readFileSync(foreign), before);
+
+  const newer = fresh();
+  const db = await open(newer);
+  db.close();
+  execFileSync("python3", ["-c", `import sqlite3; c = sqlite3.connect(${JSON.stringify(newer)}); c.execute("pragma user_version = 99"); c.commit()`]);
+  const kept = readFileSync(newer);
+  const tooNew = await rejection(open(newer));
+  assert.equal(tooNew.code, "store");
+  assert.match(tooNew.message, /schema version 99/);
+  assert.deepEqual(readFileSync(newer), kept);
+});
+
+test("a relative path is the file of that name in the working directory, and :memory: a private database", async () => {
+  const path = fresh();
+  const db = await open(relative(process.cwd(), path));
+  await db.queue("q").enqueue("kept");
+  db.close();
+  const again = await open(path);
+  assert.equal((await again.queue("q").stats()).pending, 1);
+  again.close();
+
+  const [a, b] = [await open(":memory:"), await open(":memory:")];
+  await a.queue("q").enqueue("x");
+  assert.equal((await a.queue("q").stats()).pending, 1);
+  assert.deepEqual(await b.queues(), []);
+  a.close();
+  b.close();
+});
+
+test("the user's clock is read by each write once the store holds the lock; what it throws rejects the call unchanged", async () => {
+  let now = Date.UTC(2026, 0, 1);
+  let reads = 0;
+  const boom = new Error("clock broke");
+  let broken = false;
+  const db = await open(fresh(), {
+    clock: () => {
+      reads += 1;
+      if (broken) throw boom;
+      return new Date(now);
+    },
+  });
+  const q = db.queue("q");
+  const m = await q.enqueue("a");
+  assert.equal(m.createdAt.getTime(), now);
+  assert.equal(reads, 1);
+  broken = true;
+  assert.equal(await rejection(q.enqueue("b")), boom);
+  assert.equal(await rejection(q.claim()), boom);
+  assert.equal(await rejection(q.stats()), boom);
+  broken = false;
+  const stats = await q.stats();
+  assert.equal(stats.pending, 1, "the rejected enqueue wrote nothing");
+  now += 1000;
+  const claimed = await q.claim({ leaseMs: 5000 });
+  assert.equal(claimed.leaseExpiresAt.getTime(), now + 5000);
+  db.close();
+
+  const strange = await open(fresh(), { clock: () => "noon" });
+  const err = await rejection(strange.queue("q").enqueue("a"));
+  assert.deepEqual(fields(err), ["clock:type"]);
+  assert.match(err.errors[0].message, /got a string/);
+  strange.close();
+});
+
+test("concurrent calls with a throwing clock each reject with their own value", async () => {
+  let n = 0;
+  const db = await open(fresh(), {
+    clock: () => {
+      n += 1;
+      if (n % 2 === 0) throw new Error(`throw ${n}`);
+      return Date.now();
+    },
+  });
+  const q = db.queue("q");
+  const outcomes = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => q.enqueue(`m${i}`)));
+  const rejected = outcomes.filter((o) => o.status === "rejected").map((o) => o.reason);
+  assert.equal(rejected.length, 20);
+  for (const reason of rejected) assert.match(reason.message, /^throw \d+$/);
+  assert.equal(new Set(rejected.map((r) => r.message)).size, 20);
+  n = 2; // the next read (3) succeeds
+  assert.equal((await q.stats()).pending, 20);
+  db.close();
+});
+
+test("random is read at the start of a call; what it throws rejects the call unchanged", async () => {
+  const boom = { not: "an Error" };
+  let sample = 0.5;
+  const db = await open(fresh(), {
+    random: () => {
+      if (sample === null) throw boom;
+      return sample;
+    },
+  });
+  const q = db.queue("q", { backoff: { initialMs: 1000, jitter: "full" } });
+  await q.enqueue("a");
+  const m = await q.claim();
+  sample = null;
+  assert.equal(await rejection(q.fail(m.id, "x", { leaseToken: m.leaseToken })), boom);
+  sample = 2;
+  assert.deepEqual(fields(await rejection(q.fail(m.id, "x", { leaseToken: m.leaseToken }))), ["random:out_of_range"]);
+  sample = 0.5;
+  const failed = await q.fail(m.id, "x", { leaseToken: m.leaseToken });
+  assert.equal(failed.retryAfter - failed.updatedAt, 500, "full jitter at 0.5 of 1000 ms");
+  db.close();
+});
+
+test("close() lets the calls already made settle, then every call rejects with store", async () => {
+  const path = fresh();
+  const db = await open(path);
+  const q = db.queue("q");
+  const pending = Array.from({ length: 50 }, (_, i) => q.enqueue(`m${i}`));
+  db.close();
+  const messages = await Promise.all(pending);
+  assert.equal(messages.length, 50);
+  const err = await rejection(q.enqueue("late"));
+  assert.equal(err.code, "store");
+  const again = await open(path);
+  assert.equal((await again.queue("q").stats()).pending, 50);
+  again.close();
+});
+
+test("onDead hears deaths of every Database of this process on the file, whatever path led to it", async () => {
+  const path = fresh();
+  const a = await open(path);
+  const b = await open(relative(process.cwd(), path));
+  const memory = await open(":memory:");
+  const heard = { a: [], b: [], memory: [] };
+  a.onDead((m) => heard.a.push(m));
+  b.onDead((m) => heard.b.push(m));
+  memory.onDead((m) => heard.memory.push(m));
+  const q = a.queue("q");
+  await q.enqueue("doomed", { maxRetries: 1 });
+  const m = await q.claim();
+  await q.fail(m.id, "fatal", { leaseToken: m.leaseToken });
+  assert.equal(heard.a.length, 1, "the Database that killed it hears at once");
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal(heard.b.length, 1);
+  assert.equal(heard.b[0].lastError, "fatal");
+  assert.ok(heard.b[0].deadAt instanceof Date);
+  assert.equal(heard.memory.length, 0);
+  for (const db of [a, b, memory]) db.close();
+});
+
+test("a worker thread opens the file itself; its deaths reach this thread's onDead", async () => {
+  const path = fresh();
+  const db = await open(path);
+  const heard = [];
+  db.onDead((m) => heard.push(m.payload));
+  const source = `
+    import { workerData } from "node:worker_threads";
+    const { open } = await import(workerData.entry);
+    const db = await open(workerData.path);
+    const q = db.queue("q");
+    await q.enqueue("from a worker", { maxRetries: 1 });
+    const m = await q.claim();
+    await q.fail(m.id, "no", { leaseToken: m.leaseToken, retryable: false });
+    db.close();
+  `;
+  const entry = new URL("node/index.js", PKG).href;
+  const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(source)}`), { workerData: { entry, path } });
+  await new Promise((resolve, reject) => {
+    worker.on("error", reject);
+    worker.on("exit", resolve);
+  });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.deepEqual(heard, ["from a worker"]);
+  assert.equal((await db.queue("q").stats()).dead, 1);
+  db.close();
+});
+
+test("with an indexedDB option, Node gets the IndexedDB backend; durability is a SQLite option", async () => {
+  const { indexedDB } = await import("fake-indexeddb");
+  await import("fake-indexeddb/auto");
+  const name = `idb-${Date.now()}`;
+  const db = await open(name, { indexedDB });
+  await db.queue("q").enqueue("in IndexedDB");
+  assert.equal((await db.queue("q").stats()).pending, 1);
+  db.close();
+  assert.throws(() => readFileSync(name), { code: "ENOENT" }, "no file was made");
+  const err = await rejection(open(name, { indexedDB, durability: "normal" }));
+  assert.deepEqual(fields(err), ["durability:invalid"]);
+});
+
+test("the worker loop runs on SQLite: acks, retries, dead letters, concurrency", async () => {
+  const db = await open(fresh(), { durability: "normal" });
+  const q = db.queue("jobs", { backoff: { initialMs: 10, capMs: 10 } });
+  await q.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ payload: String(i), maxRetries: 2 })));
+  const controller = new AbortController();
+  const seen = new Map();
+  const dead = [];
+  db.onDead((m) => dead.push(m.payload));
+  let running = 0;
+  let most = 0;
+  const loop = q.process(
+    async (m) => {
+      running += 1;
+      most = Math.max(most, running);
+      seen.set(m.payload, (seen.get(m.payload) ?? 0) + 1);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      running -= 1;
+      const n = Number(m.payload);
+      if (n % 10 === 0) throw new PermanentError("never");
+      if (n % 2 === 1 && seen.get(m.payload) === 1) throw new Error("once");
+    },
+    { concurrency: 8, pollIntervalMs: 20, signal: controller.signal },
+  );
+  for (;;) {
+    const s = await q.stats();
+    if (s.succeeded + s.dead === 40) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  controller.abort();
+  const handled = await loop;
+  assert.equal(handled, 40 + 20, "each of the 20 odd ones twice");
+  assert.equal(most, 8);
+  assert.deepEqual(dead.sort(), ["0", "10", "20", "30"]);
+  const s = await q.stats();
+  assert.equal(s.succeeded, 36);
+  assert.equal(s.dead, 4);
+  db.close();
+});
+
+test("without the prebuilt module (another platform), open(path) rejects saying so; the rest works", async () => {
+  const copy = mkdtempSync(join(tmpdir(), "deadletter-no-module-"));
+  try {
+    cpSync(new URL(PKG).pathname, copy, { recursive: true });
+    rmSync(join(copy, "node", "deadletter.linux-x64-gnu.node"));
+    const script = `
+      const { open, backoffMs, CODES } = await import(${JSON.stringify(join(copy, "node", "index.js"))});
+      try { await open("x.db"); } catch (err) { console.log(JSON.stringify({ code: err.code, message: err.message, backoff: backoffMs(1), codes: CODES })); }
+    `;
+    const out = JSON.parse(execFileSync(process.execPath, ["--input-type=module", "-e", script], { cwd: copy, encoding: "utf8" }));
+    assert.equal(out.code, "store");
+    assert.match(out.message, /no native module for linux-x64-gnu/);
+    assert.match(out.message, /indexedDB/);
+    assert.equal(out.backoff, 2000);
+    assert.deepEqual(out.codes, ["validation_failed", "not_found", "conflict", "store"]);
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
+  }
+});
