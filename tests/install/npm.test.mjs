@@ -1,6 +1,7 @@
 // The npm tarball in dist/ (`make dist`), installed as users install it: `npm install
 // ./deadletter-X.Y.Z.tgz` into a fresh project outside the repository (no workspace, no Rust, no
-// wasm-bindgen). There: the README's JavaScript quick start in Node (fake-indexeddb), `tsc
+// wasm-bindgen). There: the README's JavaScript quick start in Node (on SQLite files, through the
+// prebuilt native module), a file kept across processes (and IndexedDB on request), `tsc
 // --noEmit` on a TypeScript file that imports the package, a page that imports it from
 // node_modules in headless Chromium through a static server (no bundler), and an esbuild bundle
 // of the same page code in Chromium, with the .wasm next to the bundle as the README says; an
@@ -9,7 +10,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
@@ -82,8 +83,12 @@ test("the tarball holds only what users need, at the workspace version", () => {
     "package/errors.js",
     "package/index.d.ts",
     "package/index.js",
+    "package/node/backend.js",
+    "package/node/deadletter.linux-x64-gnu.node",
+    "package/node/index.js",
     "package/outbox.js",
     "package/package.json",
+    "package/platform.js",
     "package/service-worker.d.ts",
     "package/service-worker.js",
     "package/store/requests.js",
@@ -108,6 +113,36 @@ test("the README's JavaScript quick start runs in Node against the installed pac
     writeFileSync(file, strict + block);
     execFileSync(process.execPath, ["--require", FAKE_INDEXEDDB, file], { cwd: project, stdio: "inherit" });
   }
+});
+
+test("in Node the package opens a SQLite file, which a second process finds as the first left it", () => {
+  const run = (code) => execFileSync(process.execPath, ["--input-type=module", "-e", code], { cwd: project, encoding: "utf8" });
+  // A first process enqueues, claims and acks, and exits without close().
+  run(`import { open } from "deadletter";
+    const db = await open("./install.db", { durability: "full" });
+    const q = db.queue("jobs");
+    await q.enqueueMany(["a", "b", "c"]);
+    const m = await q.claim();
+    await q.succeed(m.id, { leaseToken: m.leaseToken });`);
+  const stats = JSON.parse(
+    run(`import { open } from "deadletter";
+      const db = await open("./install.db");
+      console.log(JSON.stringify(await db.queue("jobs").stats()));
+      db.close();`),
+  );
+  assert.deepEqual([stats.pending, stats.succeeded], [2, 1]);
+  // The import resolved to the Node entry and its native module; IndexedDB is there on request.
+  const kinds = execFileSync(
+    process.execPath,
+    ["--require", FAKE_INDEXEDDB, "--input-type=module", "-e", `import { open } from "deadletter";
+      const resolved = import.meta.resolve("deadletter");
+      const idb = await open("idb", { indexedDB: globalThis.indexedDB });
+      const m = await idb.queue("q").enqueue("in IndexedDB");
+      console.log(resolved.endsWith("/node_modules/deadletter/node/index.js"), m.id);`],
+    { cwd: project, encoding: "utf8" },
+  );
+  assert.equal(kinds.trim(), "true 1");
+  assert.ok(!existsSync(join(project, "idb")), "the IndexedDB database made no file");
 });
 
 test("tsc --noEmit accepts a TypeScript file that imports the package, and catches a misuse", () => {
