@@ -121,8 +121,13 @@ function stats(s) {
   };
 }
 
-/** `{ value, dead }` of a call that may kill, from its reply. */
-function killing({ ok, dead }, value) {
+/**
+ * `{ value, dead }` of a call that may kill, from its reply; its warning (once per handle: the
+ * handle's backoff was applied instead of a different one stored with the queue, by Python's
+ * `set_settings`, say) goes to `console.warn`, as Python's goes to `warnings.warn`.
+ */
+function killing({ dead, warning }, value, queue) {
+  if (warning !== undefined) console.warn(`deadletter: queue ${JSON.stringify(queue)}: ${warning}`);
   return { value, dead: dead.map(message) };
 }
 
@@ -179,7 +184,8 @@ class Handle {
   }
 
   queue(name, initialMs, multiplier, capMs, jitter, custom) {
-    return new QueueHandle(unwrap(this.#db.queue(name, custom, initialMs, multiplier, capMs, jitter)), this.#random, this.#db, this.#now);
+    const q = unwrap(this.#db.queue(name, custom, initialMs, multiplier, capMs, jitter));
+    return new QueueHandle(q, name, this.#random, this.#db, this.#now);
   }
 
   async queues() {
@@ -195,12 +201,14 @@ class Handle {
 /** One queue of an open file. */
 class QueueHandle {
   #q;
+  #name;
   #random;
   #db;
   #now;
 
-  constructor(q, random, db, now) {
+  constructor(q, name, random, db, now) {
     this.#q = q;
+    this.#name = name;
     this.#random = random;
     this.#db = db;
     this.#now = now;
@@ -216,17 +224,17 @@ class QueueHandle {
 
   async claim(leaseMs) {
     const r = await settle(this.#q.claim(this.#random(), undefined, leaseMs));
-    return killing(r, r.ok === null ? null : message(r.ok));
+    return killing(r, r.ok === null ? null : message(r.ok), this.#name);
   }
 
   async claimMany(n, leaseMs) {
     const r = await settle(this.#q.claim(this.#random(), n ?? null, leaseMs));
-    return killing(r, r.ok.map(message));
+    return killing(r, r.ok.map(message), this.#name);
   }
 
   async reap() {
     const r = await settle(this.#q.reap(this.#random()));
-    return killing(r, r.ok);
+    return killing(r, r.ok, this.#name);
   }
 
   async succeed(id, leaseToken) {
@@ -235,7 +243,7 @@ class QueueHandle {
 
   async fail(id, error, leaseToken, retryable) {
     const r = await settle(this.#q.fail(this.#random(), id, error, leaseToken, retryable));
-    return killing(r, message(r.ok));
+    return killing(r, message(r.ok), this.#name);
   }
 
   async extend(id, leaseToken, leaseMs) {

@@ -4,8 +4,9 @@
 //! engine checks every argument; nothing here decides anything about a message.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use deadletter::{Arg, Backoff, Call, Message, Result};
+use deadletter::{Arg, Backoff, Call, Message, Outcome, Result};
 use napi::bindgen_prelude::{Array, AsyncTask, Unknown};
 use napi_derive::napi;
 
@@ -21,6 +22,8 @@ pub struct NativeQueue {
     name: Arc<str>,
     /// The handle's own policy (given in code), which wins over the queue's stored one.
     policy: Option<Backoff>,
+    /// Whether this handle warned that its policy overrode a different stored one (once).
+    warned: Arc<AtomicBool>,
 }
 
 /// A new lease token: a random version-4 UUID.
@@ -37,8 +40,17 @@ fn sample(drawn: &OwnedArg) -> Result<f64> {
     }
 }
 
-/// A dead-letter outcome's value and deaths, for [`reply::killing`].
-type Killed<T> = Result<(T, Vec<Message>)>;
+/// A policy in the package's terms, for the warning of [`NativeQueue::outcome`].
+fn describe(policy: &Backoff) -> String {
+    let jitter = policy
+        .jitter
+        .as_str()
+        .map_or_else(|| "null".to_owned(), |j| format!("\"{j}\""));
+    format!(
+        "{{ initialMs: {}, multiplier: {}, capMs: {}, jitter: {jitter} }}",
+        policy.initial_ms, policy.multiplier, policy.cap_ms
+    )
+}
 
 impl NativeQueue {
     /// The handle of the checked queue `name`.
@@ -47,7 +59,36 @@ impl NativeQueue {
             shared: Arc::clone(shared),
             name: name.into(),
             policy,
+            warned: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// The reply of a call that may kill and reschedule messages: its value (`value` of the
+    /// outcome's), its deaths, and, the first time on this handle only, the warning that the
+    /// handle's policy was applied instead of a different one stored with the queue (as
+    /// Python's `warnings.warn`).
+    fn outcome<T, V: serde::Serialize>(
+        policy: Option<Backoff>,
+        warned: &AtomicBool,
+        result: Result<Outcome<T>>,
+        value: impl FnOnce(T) -> V,
+    ) -> String {
+        let result = result.map(|o| {
+            let warning = o
+                .overridden
+                .filter(|_| !warned.swap(true, Ordering::Relaxed))
+                .map(|stored| {
+                    format!(
+                        "this handle's backoff {} is applied instead of the one stored with the \
+                         queue, {} (a handle's own backoff wins; give the handle none, or store \
+                         the same, to agree with the other processes)",
+                        describe(&policy.unwrap_or_default()),
+                        describe(&stored)
+                    )
+                });
+            (value(o.value), o.dead, warning)
+        });
+        reply::killing(result)
     }
 
     /// The work of `job`, given the queue's name and its handle's policy.
@@ -62,6 +103,28 @@ impl NativeQueue {
             &self.shared,
             Box::new(move |db, clock| job(db, clock, Arg::Str(&name), policy.as_ref())),
         ))
+    }
+
+    /// The work of a call that may kill and reschedule messages (see [`NativeQueue::outcome`]):
+    /// `run` with the call's clock, policy and jitter sample (`drawn`: the user's `random`).
+    fn killing<T, V: serde::Serialize>(
+        &self,
+        run: impl FnOnce(&Db, &Call<'_>, Arg<'_>) -> Result<Outcome<T>> + Send + 'static,
+        drawn: OwnedArg,
+        value: impl FnOnce(T) -> V + Send + 'static,
+    ) -> AsyncTask<Work> {
+        let warned = Arc::clone(&self.warned);
+        self.work(move |db, clock, queue, backoff| {
+            let result = sample(&drawn).and_then(|sample| {
+                let call = Call {
+                    clock,
+                    backoff,
+                    sample,
+                };
+                run(db, &call, queue)
+            });
+            Self::outcome(backoff.copied(), &warned, result, value)
+        })
     }
 }
 
@@ -112,42 +175,27 @@ impl NativeQueue {
             OwnedArg::from_js(n)?,
             OwnedArg::from_js(lease_ms)?,
         ];
-        Ok(self.work(move |db, clock, queue, backoff| {
-            let one = n == OwnedArg::Null;
-            let claimed = sample(&drawn).and_then(|sample| {
-                let call = Call {
-                    clock,
-                    backoff,
-                    sample,
-                };
-                let n = if one { Arg::Int(1) } else { n.arg() };
-                pollster::block_on(db.claim_many(queue, n, lease.arg(), token, &call))
-            });
-            if one {
-                let first: Killed<Option<Message>> =
-                    claimed.map(|o| (o.value.into_iter().next(), o.dead));
-                reply::killing(first)
-            } else {
-                reply::killing(claimed.map(|o| (o.value, o.dead)))
-            }
-        }))
+        let one = n == OwnedArg::Null;
+        let claim = move |db: &Db, call: &Call<'_>, queue: Arg<'_>| {
+            let n = if one { Arg::Int(1) } else { n.arg() };
+            pollster::block_on(db.claim_many(queue, n, lease.arg(), token, call))
+        };
+        Ok(if one {
+            self.killing(claim, drawn, |claimed: Vec<Message>| {
+                claimed.into_iter().next()
+            })
+        } else {
+            self.killing(claim, drawn, |claimed| claimed)
+        })
     }
 
     /// `Queue.reap`.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn reap(&self, drawn: Unknown<'_>) -> napi::Result<AsyncTask<Work>> {
         let drawn = OwnedArg::from_js(drawn)?;
-        Ok(self.work(move |db, clock, queue, backoff| {
-            let reaped = sample(&drawn).and_then(|sample| {
-                let call = Call {
-                    clock,
-                    backoff,
-                    sample,
-                };
-                pollster::block_on(db.reap(queue, &call))
-            });
-            reply::killing(reaped.map(|o| (o.value, o.dead)))
-        }))
+        let reap =
+            |db: &Db, call: &Call<'_>, queue: Arg<'_>| pollster::block_on(db.reap(queue, call));
+        Ok(self.killing(reap, drawn, |count| count))
     }
 
     /// `Queue.succeed`.
@@ -185,25 +233,18 @@ impl NativeQueue {
             OwnedArg::from_js(lease_token)?,
             OwnedArg::from_js(retryable)?,
         ];
-        Ok(self.work(move |db, clock, queue, backoff| {
-            let failed = sample(&drawn).and_then(|sample| {
-                let call = Call {
-                    clock,
-                    backoff,
-                    sample,
-                };
-                pollster::block_on(db.fail(
-                    queue,
-                    id.arg(),
-                    error.arg(),
-                    token.arg(),
-                    retryable.arg(),
-                    Arg::Null,
-                    &call,
-                ))
-            });
-            reply::killing(failed.map(|o| (o.value, o.dead)))
-        }))
+        let fail = move |db: &Db, call: &Call<'_>, queue: Arg<'_>| {
+            pollster::block_on(db.fail(
+                queue,
+                id.arg(),
+                error.arg(),
+                token.arg(),
+                retryable.arg(),
+                Arg::Null,
+                call,
+            ))
+        };
+        Ok(self.killing(fail, drawn, |message| message))
     }
 
     /// `Queue.extend`.

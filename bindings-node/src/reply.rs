@@ -22,10 +22,14 @@ pub fn of<T: Serialize>(result: Result<T>) -> String {
     }
 }
 
-/// `{"ok": value, "dead": [...]}`, or the error.
-pub fn killing<T: Serialize>(result: Result<(T, Vec<Message>)>) -> String {
+/// `{"ok": value, "dead": [...]}` with `"warning"` when there is one (a handle's policy that
+/// overrode a stored one), or the error.
+pub fn killing<T: Serialize>(result: Result<(T, Vec<Message>, Option<String>)>) -> String {
     match result {
-        Ok((value, dead)) => text(&json!({ "ok": value, "dead": dead })),
+        Ok((value, dead, None)) => text(&json!({ "ok": value, "dead": dead })),
+        Ok((value, dead, Some(warning))) => {
+            text(&json!({ "ok": value, "dead": dead, "warning": warning }))
+        }
         Err(err) => error(&err),
     }
 }

@@ -252,6 +252,33 @@ test("with an indexedDB option, Node gets the IndexedDB backend; durability is a
   assert.deepEqual(fields(err), ["durability:invalid"]);
 });
 
+test("settings another process stored with the queue apply; a handle's own backoff wins, with one warning", async (t) => {
+  const path = fresh();
+  const db = await open(path);
+  const q = db.queue("q", { backoff: { initialMs: 1000, capMs: 1000 } });
+  await q.enqueueMany(["a", "b", "c"]);
+  // As Python's Queue.set_settings and pause() store them (table queues of the file's schema).
+  execFileSync("python3", ["-c", `import sqlite3; c = sqlite3.connect(${JSON.stringify(path)})
+c.execute("insert into queues (name, backoff_initial_ms, backoff_multiplier, backoff_cap_ms, paused) values ('q', 5000, 2.0, 60000, 1)")
+c.commit()`]);
+  const warn = t.mock.method(console, "warn", () => {});
+  assert.equal(await q.claim(), null, "a paused queue claims nothing");
+  execFileSync("python3", ["-c", `import sqlite3; c = sqlite3.connect(${JSON.stringify(path)}); c.execute("update queues set paused = 0"); c.commit()`]);
+  for (const _ of ["a", "b"]) {
+    const m = await q.claim();
+    const failed = await q.fail(m.id, "x", { leaseToken: m.leaseToken });
+    assert.equal(failed.retryAfter - failed.updatedAt, 1000, "the handle's own policy");
+  }
+  assert.equal(warn.mock.callCount(), 1, "warned once per handle");
+  assert.match(warn.mock.calls[0].arguments[0], /queue "q": this handle's backoff \{ initialMs: 1000, .* instead of the one stored with the queue, \{ initialMs: 5000/);
+  const stored = db.queue("q"); // no policy of its own: the stored one
+  const m = await stored.claim();
+  const failed = await stored.fail(m.id, "x", { leaseToken: m.leaseToken });
+  assert.equal(failed.retryAfter - failed.updatedAt, 5000, "the stored policy");
+  assert.equal(warn.mock.callCount(), 1);
+  db.close();
+});
+
 test("the worker loop runs on SQLite: acks, retries, dead letters, concurrency", async () => {
   const db = await open(fresh(), { durability: "normal" });
   const q = db.queue("jobs", { backoff: { initialMs: 10, capMs: 10 } });
