@@ -90,14 +90,14 @@ test-browser: js
 node: js
 	bindings-node/build.sh
 
-## The npm package in Node on SQLite files (bindings-node/test/): every shared conformance case
+## The npm package in Node on SQLite files (bindings-node/tests/): every shared conformance case
 ## (the eighth place), opening and bad input, the clock under the write lock, close(), onDead
 ## across Databases and worker threads, the worker loop, restarts after SIGKILL, the event loop
 ## kept turning while acks commit, a platform without the module; and 4 Node + 2 Python
 ## processes draining 10 000 messages from one file through SIGKILLs (DEADLETTER_STORM=N for
 ## another size). The crate's own unit tests run in test-rust.
 test-node: python node
-	node --test bindings-node/test/
+	node --test bindings-node/tests/
 
 ## Serves the browser demo (examples/browser/) and prints its URL; Ctrl-C stops it.
 browser-demo: js

@@ -2,7 +2,7 @@
 // process on the file finds everything that was acknowledged to the first, at both durabilities.
 // And the event loop never waits on the disk: a 10 ms interval keeps firing while 1 000 acks
 // commit at durability "full".
-// Run: node --test bindings-node/test/  (after make node)
+// Run: node --test bindings-node/tests/  (after make node)
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -101,8 +101,6 @@ test("the event loop keeps turning while 1 000 acks commit at durability full", 
   const db = await open(fresh(), { durability: "full" });
   const q = db.queue("q");
   await q.enqueueMany(Array.from({ length: 1000 }, (_, i) => `m${i}`));
-  const claimed = [];
-  for (let i = 0; i < 10; i += 1) claimed.push(...(await q.claimMany(100)));
   let last = performance.now();
   let worst = 0;
   const timer = setInterval(() => {
@@ -111,11 +109,15 @@ test("the event loop keeps turning while 1 000 acks commit at durability full", 
     last = now;
   }, 10);
   const started = performance.now();
-  await Promise.all(claimed.map((m) => q.succeed(m.id, { leaseToken: m.leaseToken })));
+  // As a worker acks: a batch claimed, its 100 acks made at once (they share commits).
+  for (let batch = 0; batch < 10; batch += 1) {
+    const claimed = await q.claimMany(100);
+    await Promise.all(claimed.map((m) => q.succeed(m.id, { leaseToken: m.leaseToken })));
+  }
   const took = performance.now() - started;
   await new Promise((resolve) => setTimeout(resolve, 30)); // one more tick after the last ack
   clearInterval(timer);
-  t.diagnostic(`1000 acks in ${took.toFixed(0)} ms; the longest gap between 10 ms ticks: ${worst.toFixed(1)} ms`);
+  t.diagnostic(`1000 acks (and 10 claims) in ${took.toFixed(0)} ms; the longest gap between 10 ms ticks: ${worst.toFixed(1)} ms`);
   assert.equal((await q.stats()).succeeded, 1000);
   assert.ok(worst < 50, `the interval stalled for ${worst.toFixed(1)} ms`);
   db.close();

@@ -1,7 +1,7 @@
 // Every shared conformance case through the npm package in Node on SQLite files (the native
 // module, node/backend.js), each as its own subtest on a new file of its own: the eighth place
 // (tests/README.md), beside the package's runs on fake-indexeddb (make test-js) and Chromium.
-// Run: node --test bindings-node/test/  (after make node)
+// Run: node --test bindings-node/tests/  (after make node)
 import { test } from "node:test";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -9,7 +9,7 @@
 //   killed worker or "lease expired"; a message whose ack settled is succeeded;
 // - no message was held by two live leases: each claim of a message came after the lease of the
 //   claim before it had run out, or after that claim's failure had settled (none after an ack).
-// Run: node --test bindings-node/test/storm.test.mjs  (after make python node)
+// Run: node --test bindings-node/tests/storm.test.mjs  (after make python node)
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";

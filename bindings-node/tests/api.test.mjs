@@ -2,7 +2,7 @@
 // conformance cases cannot show: opening (bad input, another application's file, a newer
 // schema), the clock read under the write lock, close(), onDead across Databases and worker
 // threads, the IndexedDB backend on request, the worker loop, and a platform without the module.
-// Run: node --test bindings-node/test/  (after make node)
+// Run: node --test bindings-node/tests/  (after make node)
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
