@@ -1,18 +1,18 @@
 //! The reference store: everything in `BTreeMap`s behind a mutex. Simple enough to be obviously
 //! right; the other stores must behave exactly like it (the conformance cases check that). It
-//! keeps no lanes: a grouped message is claimable when it is, by definition, its group's head
-//! (the first of the group's live members in group order), found by looking.
+//! keeps no lanes: it hands the messages of a queue to the plans of [`scan`] (a grouped message
+//! is claimable when it is, by definition, its group's head, found by looking), as a host of the
+//! WebAssembly component with a dictionary does.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
 
+use crate::engine::scan::{self, Change, Stored};
 use crate::engine::{Claiming, EnqueueArgs};
 use crate::error::{Error, Result};
-use crate::machine;
 use crate::message::{Id, Message, Millis};
 use crate::settings::{Clock, Context, QueueRow};
-use crate::storage::{self, Position};
-use crate::store::{Claimed, Counts, Filter, ListQuery, Store, apply_step, count};
+use crate::store::{Claimed, Counts, Filter, ListQuery, Store, apply_step};
 
 /// An in-memory [`Store`]. Lost when dropped.
 #[derive(Debug, Default)]
@@ -23,9 +23,8 @@ pub struct MemoryStore {
 #[derive(Debug, Default, Clone)]
 struct State {
     last_id: Id,
-    messages: BTreeMap<Id, Message>,
-    /// The group position (`at`) of every grouped message ever written.
-    group_at: BTreeMap<Id, Millis>,
+    /// Every message, with its place in its ordering group.
+    messages: BTreeMap<Id, Stored>,
     queues: BTreeMap<String, QueueRow>,
 }
 
@@ -52,8 +51,8 @@ impl MemoryStore {
 }
 
 impl State {
-    fn find(&self, queue: &str, id: Id) -> Option<Message> {
-        self.messages.get(&id).filter(|m| m.queue == queue).cloned()
+    fn find(&self, queue: &str, id: Id) -> Option<&Stored> {
+        self.messages.get(&id).filter(|s| s.message.queue == queue)
     }
 
     fn row(&self, queue: &str) -> QueueRow {
@@ -65,55 +64,26 @@ impl State {
         Context::read(clock, self.row(queue))
     }
 
-    fn position(&self, message: &Message) -> Position {
-        Position {
-            at: self.group_at.get(&message.id).copied().unwrap_or_default(),
-            id: message.id,
-        }
+    /// Every message of `queue`.
+    fn queue(&self, queue: &str) -> Vec<Stored> {
+        let of_queue = |s: &&Stored| s.message.queue == queue;
+        self.messages.values().filter(of_queue).cloned().collect()
     }
 
-    /// The live members of `message`'s group other than itself, in group order.
-    fn members<'a>(&'a self, message: &'a Message) -> impl Iterator<Item = &'a Message> {
-        let mut members: Vec<&Message> = self
-            .messages
-            .values()
-            .filter(|m| {
-                m.id != message.id
-                    && m.queue == message.queue
-                    && m.group.is_some()
-                    && m.group == message.group
-                    && storage::live(m)
-            })
-            .collect();
-        members.sort_by_key(|m| self.position(m));
-        members.into_iter()
-    }
-
-    /// Whether `message` waits behind its group's head: a live grouped message with a live member
-    /// before it in group order.
-    fn blocked(&self, message: &Message) -> bool {
-        message.group.is_some()
-            && storage::live(message)
-            && self
-                .members(message)
-                .next()
-                .is_some_and(|first| self.position(first) < self.position(message))
-    }
-
-    /// Writes `after` over `before` (`None`: an insert); a message entering its group goes to
-    /// its end.
-    fn put(&mut self, before: Option<&Message>, after: Message, now: Millis) {
-        let entering = match before {
-            None => after.group.is_some(),
-            Some(before) => storage::enters_group(before, &after),
+    /// Writes `after` over `before` (`None`: an insert), placed in its group by [`scan::place`]
+    /// among the messages of its group.
+    fn put(&mut self, before: Option<&Stored>, after: Message, now: Millis) {
+        let group: Vec<Stored> = match &after.group {
+            Some(_) => self
+                .messages
+                .values()
+                .filter(|s| s.message.queue == after.queue && s.message.group == after.group)
+                .cloned()
+                .collect(),
+            None => Vec::new(),
         };
-        if entering {
-            let tail = self.members(&after).last().map(|m| self.position(m));
-            let own = before.map(|m| m.id);
-            let at = storage::group_at(now, tail, own);
-            self.group_at.insert(after.id, at);
-        }
-        self.messages.insert(after.id, after);
+        let stored = scan::place(now, before, after, &group);
+        self.messages.insert(stored.message.id, stored);
     }
 }
 
@@ -125,14 +95,15 @@ impl Store for MemoryStore {
             let mut out = Vec::with_capacity(messages.len());
             for message in messages {
                 let existing = message.idempotency_key.as_ref().and_then(|key| {
-                    state.messages.values().find(|m| {
-                        m.queue == message.queue && m.idempotency_key.as_ref() == Some(key)
+                    state.messages.values().find(|s| {
+                        s.message.queue == message.queue
+                            && s.message.idempotency_key.as_ref() == Some(key)
                     })
                 });
                 if let Some(existing) = existing {
                     out.push(Message {
                         deduplicated: true,
-                        ..existing.clone()
+                        ..existing.message.clone()
                     });
                     continue;
                 }
@@ -146,7 +117,7 @@ impl Store for MemoryStore {
     }
 
     async fn get(&self, queue: &str, id: Id) -> Result<Option<Message>> {
-        Ok(self.lock()?.find(queue, id))
+        Ok(self.lock()?.find(queue, id).map(|s| s.message.clone()))
     }
 
     async fn update(
@@ -158,8 +129,9 @@ impl Store for MemoryStore {
     ) -> Result<Message> {
         self.transact(|state| {
             let ctx = state.context(queue, clock)?;
-            let before = state.find(queue, id);
-            let next = apply_step(before.clone(), queue, id, |m| step(m, &ctx))?;
+            let before = state.find(queue, id).cloned();
+            let found = before.as_ref().map(|s| s.message.clone());
+            let next = apply_step(found, queue, id, |m| step(m, &ctx))?;
             state.put(before.as_ref(), next.clone(), ctx.now);
             Ok(next)
         })
@@ -170,73 +142,24 @@ impl Store for MemoryStore {
         queue: &str,
         clock: Clock<'_>,
         start: impl FnOnce(&Context) -> Option<Claiming>,
-        mut tokens: impl FnMut() -> String,
+        tokens: impl FnMut() -> String,
     ) -> Result<Claimed> {
         self.transact(|state| {
             let ctx = state.context(queue, clock)?;
             let Some(claim) = start(&ctx) else {
                 return Ok(Claimed::default());
             };
-            let now = claim.now;
-            let in_queue = |m: &&Message| m.queue == queue;
-            let mut overdue: Vec<Message> = state
-                .messages
-                .values()
-                .filter(in_queue)
-                .filter(|m| machine::lease_expired(m, now))
-                .cloned()
-                .collect();
-            overdue.sort_by_key(|m| (m.lease_expires_at, m.id));
-            let mut expired = Vec::with_capacity(overdue.len());
-            for (index, message) in overdue.into_iter().enumerate() {
-                let next = claim.expire(message.clone(), index)?;
-                state.put(Some(&message), next.clone(), now);
-                expired.push(next);
+            let done = scan::claim(&claim, ctx.queue, state.queue(queue), tokens)?;
+            for change in done.changes {
+                match change {
+                    Change::Put(stored) => state.messages.insert(stored.message.id, stored),
+                    Change::Delete(id) => state.messages.remove(&id),
+                };
             }
-            let mut expiring: Vec<Message> = state
-                .messages
-                .values()
-                .filter(in_queue)
-                .filter(|m| machine::is_expired(m, now))
-                .cloned()
-                .collect();
-            expiring.sort_by_key(|m| (m.expires_at, m.id));
-            let mut swept = Vec::with_capacity(expiring.len());
-            for message in expiring {
-                if let Some(dead) = claim.sweep(message.clone())? {
-                    state.put(Some(&message), dead.clone(), now);
-                    swept.push(dead);
-                } else {
-                    state.messages.remove(&message.id);
-                    swept.push(message);
-                }
-            }
-            if !swept.is_empty() {
-                let row = state
-                    .row(queue)
-                    .count_expired(claim.on_expiry, swept.len() as u64);
+            if let Some(row) = done.row {
                 state.queues.insert(queue.to_owned(), row);
             }
-            let mut due: Vec<Message> = state
-                .messages
-                .values()
-                .filter(in_queue)
-                .filter(|m| machine::is_due(m, now) && !expired.iter().any(|e| e.id == m.id))
-                .filter(|m| !state.blocked(m))
-                .cloned()
-                .collect();
-            due.sort_by_key(|m| (m.created_at, m.id));
-            let mut taken = Vec::new();
-            for message in due.into_iter().take(claim.n) {
-                let next = claim.take(message.clone(), tokens())?;
-                state.put(Some(&message), next.clone(), now);
-                taken.push(next);
-            }
-            Ok(Claimed {
-                expired,
-                swept,
-                taken,
-            })
+            Ok(done.claimed)
         })
     }
 
@@ -246,7 +169,7 @@ impl Store for MemoryStore {
         Ok(state
             .messages
             .range(after..)
-            .map(|(_, m)| m)
+            .map(|(_, s)| &s.message)
             .filter(|m| m.queue == query.queue && query.status.is_none_or(|s| m.status == s))
             .take(query.limit)
             .cloned()
@@ -258,7 +181,7 @@ impl Store for MemoryStore {
         Ok(state
             .messages
             .range(after_id.saturating_add(1)..)
-            .filter(|(_, m)| filter.matches(m))
+            .filter(|(_, s)| filter.matches(&s.message))
             .map(|(id, _)| *id)
             .take(limit)
             .collect())
@@ -275,8 +198,8 @@ impl Store for MemoryStore {
             let ctx = state.context(queue, clock)?;
             let mut written = Vec::new();
             for id in ids {
-                if let Some(current) = state.find(queue, *id)
-                    && let Some(next) = step(current.clone(), &ctx)?
+                if let Some(current) = state.find(queue, *id).cloned()
+                    && let Some(next) = step(current.message.clone(), &ctx)?
                 {
                     state.put(Some(&current), next.clone(), ctx.now);
                     written.push(next);
@@ -296,9 +219,9 @@ impl Store for MemoryStore {
         let mut doomed = Vec::new();
         for id in ids {
             if let Some(current) = state.find(queue, *id)
-                && check(&current)?
+                && check(&current.message)?
             {
-                doomed.push(current);
+                doomed.push(current.message.clone());
             }
         }
         for message in &doomed {
@@ -309,19 +232,12 @@ impl Store for MemoryStore {
 
     async fn counts(&self, queue: &str, now: Millis) -> Result<Counts> {
         let state = self.lock()?;
-        let messages = state.messages.values().filter(|m| m.queue == queue);
-        let counts = count(messages.map(|m| (m, state.blocked(m))), now);
-        Ok(counts.with_row(&state.row(queue)))
+        Ok(scan::counts(&state.queue(queue), &state.row(queue), now))
     }
 
     async fn next_due_at(&self, queue: &str, now: Millis) -> Result<Option<Millis>> {
         let state = self.lock()?;
-        Ok(state
-            .messages
-            .values()
-            .filter(|m| m.queue == queue && machine::is_delayed(m, now) && !state.blocked(m))
-            .filter_map(|m| m.retry_after)
-            .min())
+        Ok(scan::next_due_at(&state.queue(queue), now))
     }
 
     async fn queues(&self) -> Result<Vec<String>> {
@@ -329,7 +245,7 @@ impl Store for MemoryStore {
         let names: BTreeSet<&str> = state
             .messages
             .values()
-            .map(|m| m.queue.as_str())
+            .map(|s| s.message.queue.as_str())
             .chain(state.queues.keys().map(String::as_str))
             .collect();
         Ok(names.into_iter().map(str::to_owned).collect())

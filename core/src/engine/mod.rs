@@ -15,6 +15,7 @@
 pub mod apply;
 pub mod plan;
 pub mod request;
+pub mod scan;
 
 use std::cell::Cell;
 
