@@ -10,12 +10,15 @@
 //   safe against a crash of the process, not of the machine); one at a time through a Worker's
 //   manual API (add, getNextJob, moveToCompleted), and a Worker with concurrency 8 fed by 8
 //   producers.
+// - for the decomposition (no goal): the same loop from Python (the repository's .venv, `make
+//   python`) on the same store, a call on the calling thread rather than libuv's pool: what is the
+//   store's cost and what the hop to the pool and back adds.
 // Rounds interleave every scenario, so that a slower moment of the machine slows all of them;
 // each line prints min / median / max of the rounds, and each ratio is taken per round.
 // Usage: node bindings-node/benches/throughput.mjs [ROUNDS]   (after make node and
 // scripts/setup.sh bench-node)
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRequire } from "node:module";
@@ -114,6 +117,27 @@ async function rawOneByOne(durability, n) {
   return r;
 }
 
+// The same store from Python --------------------------------------------------------------------
+
+const PYTHON = new URL("../../.venv/bin/python", import.meta.url).pathname;
+const PYTHON_LOOP = `import sys, time, deadletter
+db = deadletter.open(sys.argv[1], durability=sys.argv[2])
+q = db.queue("bench")
+n = int(sys.argv[3])
+started = time.perf_counter()
+for _ in range(n):
+    q.enqueue("x")
+    m = q.claim()
+    q.succeed(m.id, lease_token=m.lease_token)
+print(n / (time.perf_counter() - started))
+db.close()`;
+
+function pythonOneByOne(durability, n) {
+  const run = spawnSync(PYTHON, ["-c", PYTHON_LOOP, fresh(), durability, String(n)], { encoding: "utf8" });
+  if (run.status !== 0) throw new Error(`python: ${run.stderr}`);
+  return Number(run.stdout);
+}
+
 // BullMQ on redis-server ------------------------------------------------------------------------
 
 /** A redis-server with an append-only file synced as `appendfsync` says, on a free port. */
@@ -186,6 +210,7 @@ async function bullWorker(connection, n) {
 // The run -----------------------------------------------------------------------------------------
 
 const servers = { full: await redis("always"), normal: await redis("everysec") };
+const pythonWorks = existsSync(PYTHON) && spawnSync(PYTHON, ["-c", "import deadletter; deadletter.open(':memory:')"]).status === 0;
 const scenarios = [];
 for (const durability of ["full", "normal"]) {
   const n = SIZE[durability];
@@ -195,6 +220,7 @@ for (const durability of ["full", "normal"]) {
     { durability, key: "one", label: "deadletter, one at a time", run: () => deadletterOneByOne(durability, n) },
     { durability, key: "process", label: `deadletter, process({ concurrency: ${CONCURRENCY} })`, run: () => deadletterProcess(durability, n) },
     { durability, key: "raw", label: "better-sqlite3 queue, one at a time", run: () => rawOneByOne(durability, n) },
+    ...(pythonWorks ? [{ durability, key: "python", label: "(Python, same store, one at a time)", run: () => pythonOneByOne(durability, n) }] : []),
     { durability, key: "bullOne", label: `BullMQ (${redisName}), one at a time`, run: () => bullOneByOne(connection, n) },
     { durability, key: "bullMany", label: `BullMQ (${redisName}), Worker concurrency ${CONCURRENCY}`, run: () => bullWorker(connection, n) },
   );
