@@ -101,6 +101,8 @@ function message(m) {
     errorsDropped: m.errors_dropped,
     replayCount: m.replay_count,
     replayedAt: date(m.replayed_at),
+    group: m.group,
+    expiresAt: date(m.expires_at),
     deduplicated: m.deduplicated,
   };
 }
@@ -118,6 +120,22 @@ function stats(s) {
     nextDueAt: date(s.next_due_at),
     oldestDueAgeMs: s.oldest_due_age_ms,
     oldestDeadAgeMs: s.oldest_dead_age_ms,
+    paused: s.paused,
+    expiredDead: s.expired_dead,
+    expiredDiscarded: s.expired_discarded,
+  };
+}
+
+/** A queue's settings as the API gives them (the IndexedDB backend's shape). */
+function settings({ ok: s }) {
+  const b = s.backoff;
+  return {
+    backoff: b === null ? null : { initialMs: b.initial_ms, multiplier: b.multiplier, capMs: b.cap_ms, jitter: b.jitter },
+    maxRetries: s.max_retries,
+    leaseMs: s.lease_ms,
+    expiresInMs: s.expires_in_ms,
+    onExpiry: s.on_expiry,
+    paused: s.paused,
   };
 }
 
@@ -214,8 +232,8 @@ class QueueHandle {
     this.#now = now;
   }
 
-  async enqueue(payload, maxRetries, idempotencyKey, delayMs) {
-    return message((await settle(this.#q.enqueue(payload, maxRetries, idempotencyKey, delayMs))).ok);
+  async enqueue(payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs) {
+    return message((await settle(this.#q.enqueue(payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs))).ok);
   }
 
   async enqueueMany(rows) {
@@ -241,8 +259,8 @@ class QueueHandle {
     return message((await settle(this.#q.succeed(id, leaseToken))).ok);
   }
 
-  async fail(id, error, leaseToken, retryable) {
-    const r = await settle(this.#q.fail(this.#random(), id, error, leaseToken, retryable));
+  async fail(id, error, leaseToken, retryable, retryInMs) {
+    const r = await settle(this.#q.fail(this.#random(), id, error, leaseToken, retryable, retryInMs));
     return killing(r, message(r.ok), this.#name);
   }
 
@@ -250,8 +268,8 @@ class QueueHandle {
     return message((await settle(this.#q.extend(id, leaseToken, leaseMs))).ok);
   }
 
-  async replay(id) {
-    return message((await settle(this.#q.replay(id))).ok);
+  async replay(id, expiresInMs) {
+    return message((await settle(this.#q.replay(id, expiresInMs))).ok);
   }
 
   async replayAll(errorContains, deadBefore, deadAfter, limit) {
@@ -280,6 +298,25 @@ class QueueHandle {
 
   async nextDueAt() {
     return date((await settle(this.#q.nextDueAt())).ok);
+  }
+
+  async settings() {
+    return settings(await settle(this.#q.settings()));
+  }
+
+  /** `backoff`: null (unset), or `[initialMs, multiplier, capMs, jitter]`. */
+  async setSettings(backoff, maxRetries, leaseMs, expiresInMs, onExpiry) {
+    const [initialMs, multiplier, capMs, jitter] = backoff ?? [];
+    const stored = this.#q.setSettings(backoff != null, initialMs, multiplier, capMs, jitter, maxRetries, leaseMs, expiresInMs, onExpiry);
+    return settings(await settle(stored));
+  }
+
+  async pause() {
+    return settings(await settle(this.#q.pause()));
+  }
+
+  async resume() {
+    return settings(await settle(this.#q.resume()));
   }
 
   workerPlan(concurrency, pollIntervalMs, shutdownTimeoutMs, leaseMs) {

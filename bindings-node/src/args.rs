@@ -118,63 +118,61 @@ pub fn kind(value: Unknown<'_>) -> napi::Result<&'static str> {
 }
 
 /// The arguments of one message to enqueue (`payload`, `maxRetries`, `idempotencyKey`,
-/// `delayMs`), owned. The default has none: its payload is null.
+/// `delayMs`, `group`, `expiresInMs`), owned. The default has none: its payload is null.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OwnedItem([OwnedArg; 4]);
+pub struct OwnedItem([OwnedArg; 6]);
 
 impl Default for OwnedItem {
     fn default() -> Self {
-        Self([
-            OwnedArg::Null,
-            OwnedArg::Null,
-            OwnedArg::Null,
-            OwnedArg::Null,
-        ])
+        Self(std::array::from_fn(|_| OwnedArg::Null))
     }
 }
 
 impl OwnedItem {
-    /// From the four values, in that order.
-    pub fn from_js(values: [Unknown<'_>; 4]) -> napi::Result<Self> {
-        let [a, b, c, d] = values;
-        Ok(Self([
-            OwnedArg::from_js(a)?,
-            OwnedArg::from_js(b)?,
-            OwnedArg::from_js(c)?,
-            OwnedArg::from_js(d)?,
-        ]))
+    /// From the six values, in that order.
+    pub fn from_js(values: [Unknown<'_>; 6]) -> napi::Result<Self> {
+        let mut item = Self::default();
+        for (slot, value) in item.0.iter_mut().zip(values) {
+            *slot = OwnedArg::from_js(value)?;
+        }
+        Ok(item)
     }
 
-    /// From a row `[payload, maxRetries, idempotencyKey, delayMs]` (what the package's `api.js`
-    /// makes of each item of `enqueueMany`); a value that is not an array is taken as a payload.
+    /// From a row `[payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs]` (what the
+    /// package's `api.js` makes of each item of `enqueueMany`; missing ones are undefined); a value
+    /// that is not an array is taken as a payload.
     pub fn from_row(row: Unknown<'_>) -> napi::Result<Self> {
+        let mut item = Self::default();
         if row.get_type()? == ValueType::Object && row.is_array()? {
             let row = Array::from_unknown(row)?;
-            let at = |i| -> napi::Result<OwnedArg> {
-                row.get::<Unknown<'_>>(i)?
-                    .map_or(Ok(OwnedArg::Null), OwnedArg::from_js)
-            };
-            Ok(Self([at(0)?, at(1)?, at(2)?, at(3)?]))
+            for (i, slot) in (0..).zip(item.0.iter_mut()) {
+                if let Some(value) = row.get::<Unknown<'_>>(i)? {
+                    *slot = OwnedArg::from_js(value)?;
+                }
+            }
         } else {
-            Ok(Self([
-                OwnedArg::from_js(row)?,
-                OwnedArg::Null,
-                OwnedArg::Null,
-                OwnedArg::Null,
-            ]))
+            item.0[0] = OwnedArg::from_js(row)?;
         }
+        Ok(item)
     }
 
-    /// The core's [`Item`] (without the options the package does not take yet: no group, no
-    /// expiry).
+    /// The core's [`Item`].
     pub fn item(&self) -> Item<'_> {
-        let [payload, max_retries, idempotency_key, delay_ms] = &self.0;
+        let [
+            payload,
+            max_retries,
+            idempotency_key,
+            delay_ms,
+            group,
+            expires_in_ms,
+        ] = &self.0;
         Item {
             payload: payload.arg(),
             max_retries: max_retries.arg(),
             idempotency_key: idempotency_key.arg(),
             delay_ms: delay_ms.arg(),
-            ..Item::default()
+            group: group.arg(),
+            expires_in_ms: expires_in_ms.arg(),
         }
     }
 }

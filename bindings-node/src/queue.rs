@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use deadletter::{Arg, Backoff, Call, Message, Outcome, Result};
+use deadletter::{Arg, Backoff, Call, Message, Outcome, Result, SettingsArgs};
 use napi::bindgen_prelude::{Array, AsyncTask, Unknown};
 use napi_derive::napi;
 
@@ -138,15 +138,25 @@ impl NativeQueue {
         max_retries: Unknown<'_>,
         idempotency_key: Unknown<'_>,
         delay_ms: Unknown<'_>,
+        group: Unknown<'_>,
+        expires_in_ms: Unknown<'_>,
     ) -> napi::Result<AsyncTask<Work>> {
-        let item = OwnedItem::from_js([payload, max_retries, idempotency_key, delay_ms])?;
+        let values = [
+            payload,
+            max_retries,
+            idempotency_key,
+            delay_ms,
+            group,
+            expires_in_ms,
+        ];
+        let item = OwnedItem::from_js(values)?;
         Ok(self.work(move |db, clock, queue, _| {
             reply::of(pollster::block_on(db.enqueue(queue, &item.item(), clock)))
         }))
     }
 
-    /// `Queue.enqueueMany`: one row `[payload, maxRetries, idempotencyKey, delayMs]` per item (a
-    /// value that is not an array is a payload).
+    /// `Queue.enqueueMany`: one row `[payload, maxRetries, idempotencyKey, delayMs, group,
+    /// expiresInMs]` per item (a value that is not an array is a payload).
     #[napi(ts_return_type = "Promise<string>")]
     pub fn enqueue_many(&self, rows: Array<'_>) -> napi::Result<AsyncTask<Work>> {
         let mut items = Vec::with_capacity(rows.len() as usize);
@@ -225,13 +235,15 @@ impl NativeQueue {
         error: Unknown<'_>,
         lease_token: Unknown<'_>,
         retryable: Unknown<'_>,
+        retry_in_ms: Unknown<'_>,
     ) -> napi::Result<AsyncTask<Work>> {
-        let [drawn, id, error, token, retryable] = [
+        let [drawn, id, error, token, retryable, retry_in] = [
             OwnedArg::from_js(drawn)?,
             OwnedArg::from_js(id)?,
             OwnedArg::from_js(error)?,
             OwnedArg::from_js(lease_token)?,
             OwnedArg::from_js(retryable)?,
+            OwnedArg::from_js(retry_in_ms)?,
         ];
         let fail = move |db: &Db, call: &Call<'_>, queue: Arg<'_>| {
             pollster::block_on(db.fail(
@@ -240,7 +252,7 @@ impl NativeQueue {
                 error.arg(),
                 token.arg(),
                 retryable.arg(),
-                Arg::Null,
+                retry_in.arg(),
                 call,
             ))
         };
@@ -273,13 +285,17 @@ impl NativeQueue {
 
     /// `Queue.replay`.
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn replay(&self, id: Unknown<'_>) -> napi::Result<AsyncTask<Work>> {
-        let id = OwnedArg::from_js(id)?;
+    pub fn replay(
+        &self,
+        id: Unknown<'_>,
+        expires_in_ms: Unknown<'_>,
+    ) -> napi::Result<AsyncTask<Work>> {
+        let [id, expires_in] = [OwnedArg::from_js(id)?, OwnedArg::from_js(expires_in_ms)?];
         Ok(self.work(move |db, clock, queue, _| {
             reply::of(pollster::block_on(db.replay(
                 queue,
                 id.arg(),
-                Arg::Null,
+                expires_in.arg(),
                 clock,
             )))
         }))
@@ -379,6 +395,83 @@ impl NativeQueue {
     #[napi(ts_return_type = "Promise<string>")]
     pub fn stats(&self) -> AsyncTask<Work> {
         self.work(|db, clock, queue, _| reply::of(pollster::block_on(db.stats(queue, clock))))
+    }
+
+    /// `Queue.settings`: the settings stored with the queue (nulls where unset) and `paused`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn settings(&self) -> AsyncTask<Work> {
+        self.work(|db, _, queue, _| {
+            reply::of(pollster::block_on(db.settings(queue)).map(reply::Settings))
+        })
+    }
+
+    /// `Queue.setSettings`: replaces the five settings (the backoff given field by field when
+    /// `custom`, else unset) and resolves to them.
+    #[napi(ts_return_type = "Promise<string>")]
+    #[allow(clippy::too_many_arguments)] // one per setting and backoff field
+    pub fn set_settings(
+        &self,
+        custom: bool,
+        initial_ms: Unknown<'_>,
+        multiplier: Unknown<'_>,
+        cap_ms: Unknown<'_>,
+        jitter: Unknown<'_>,
+        max_retries: Unknown<'_>,
+        lease_ms: Unknown<'_>,
+        expires_in_ms: Unknown<'_>,
+        on_expiry: Unknown<'_>,
+    ) -> napi::Result<AsyncTask<Work>> {
+        let [
+            initial,
+            multiplier,
+            cap,
+            jitter,
+            retries,
+            lease,
+            expires_in,
+            on_expiry,
+        ] = [
+            OwnedArg::from_js(initial_ms)?,
+            OwnedArg::from_js(multiplier)?,
+            OwnedArg::from_js(cap_ms)?,
+            OwnedArg::from_js(jitter)?,
+            OwnedArg::from_js(max_retries)?,
+            OwnedArg::from_js(lease_ms)?,
+            OwnedArg::from_js(expires_in_ms)?,
+            OwnedArg::from_js(on_expiry)?,
+        ];
+        Ok(self.work(move |db, _, queue, _| {
+            let policy = custom.then(|| {
+                Backoff::new(&initial.arg(), &multiplier.arg(), &cap.arg(), &jitter.arg())
+            });
+            let checked = SettingsArgs::new(
+                &queue,
+                policy,
+                &retries.arg(),
+                &lease.arg(),
+                &expires_in.arg(),
+                &on_expiry.arg(),
+            );
+            let stored = checked.and_then(|args| pollster::block_on(db.set_settings(&args)));
+            reply::of(stored.map(reply::Settings))
+        }))
+    }
+
+    /// `Queue.pause`: the queue claims nothing until resumed (every process sees it); resolves to
+    /// the settings.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn pause(&self) -> AsyncTask<Work> {
+        self.work(|db, _, queue, _| {
+            reply::of(pollster::block_on(db.pause(queue, true)).map(reply::Settings))
+        })
+    }
+
+    /// `Queue.resume`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn resume(&self) -> AsyncTask<Work> {
+        self.work(|db, _, queue, _| {
+            reply::of(pollster::block_on(db.pause(queue, false)).map(reply::Settings))
+        })
     }
 
     /// `Queue.nextDueAt`.

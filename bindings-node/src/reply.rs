@@ -9,7 +9,7 @@
 //! field names and messages of the WebAssembly binding (`deadletter_wasm::names`), and the
 //! structured details of a `not_found` or `conflict` (`queue`, `id`, `reason`, `status`).
 
-use deadletter::{Conflict, Error, FieldError, Message, Result};
+use deadletter::{Conflict, Error, FieldError, Message, QueueSettings, Result};
 use deadletter_wasm::names::{js_field, js_message};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -31,6 +31,37 @@ pub fn killing<T: Serialize>(result: Result<(T, Vec<Message>, Option<String>)>) 
             text(&json!({ "ok": value, "dead": dead, "warning": warning }))
         }
         Err(err) => error(&err),
+    }
+}
+
+/// A queue's settings as a reply's value: `backoff` (`{ initial_ms, multiplier, cap_ms, jitter }`
+/// or null), `max_retries`, `lease_ms`, `expires_in_ms` (null where unset), `on_expiry`,
+/// `paused`.
+pub struct Settings(pub QueueSettings);
+
+impl Serialize for Settings {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        let s = &self.0;
+        let backoff = s.backoff.map(|b| {
+            json!({
+                "initial_ms": b.initial_ms,
+                "multiplier": b.multiplier,
+                "cap_ms": b.cap_ms,
+                "jitter": b.jitter.as_str(),
+            })
+        });
+        json!({
+            "backoff": backoff,
+            "max_retries": s.max_retries,
+            "lease_ms": s.lease_ms,
+            "expires_in_ms": s.expires_in_ms,
+            "on_expiry": s.on_expiry.as_str(),
+            "paused": s.paused,
+        })
+        .serialize(serializer)
     }
 }
 
