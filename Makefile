@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PYLIB := $(shell python3 -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))')
 export PYO3_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: demo demo-http test setup python test-rust test-postgres test-python lint js test-js test-browser browser-demo node test-node bench bench-js bench-node bench-python bench-postgres bench-dlq bench-produce bench-http bench-metrics bench-anchors bench-scaling dist test-dist
+.PHONY: demo demo-http test setup python test-rust test-postgres test-python lint js test-js test-browser browser-demo node test-node bench bench-js bench-node bench-python bench-postgres bench-dlq bench-produce bench-http bench-metrics bench-anchors bench-scaling dist test-dist component test-component
 
 setup:
 	scripts/setup.sh all
@@ -28,7 +28,7 @@ demo: python
 demo-http: python
 	$(PY) examples/webhook_relay.py --http
 
-test: lint test-rust test-postgres test-python test-js test-browser test-node test-dist
+test: lint test-rust test-postgres test-python test-js test-browser test-node test-component test-dist
 
 # clippy builds the pyo3 crate, which needs the venv's interpreter: install everything first.
 lint: setup python
@@ -36,6 +36,7 @@ lint: setup python
 	$(PY) scripts/rust_version.py
 	cargo clippy --workspace --all-targets --all-features -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown -p deadletter-wasm --all-targets -- -D warnings
+	cargo clippy --target wasm32-unknown-unknown -p deadletter-component --all-targets -- -D warnings
 
 ## The core, deadletter-sqlite and the binding's Rust tests: every shared conformance case as its
 ## own test on the memory store and on SQLite (in memory and on files); the SQLite store's plans,
@@ -98,6 +99,22 @@ node: js
 ## another size). The crate's own unit tests run in test-rust.
 test-node: python node
 	node --test bindings-node/tests/
+
+## deadletter's WebAssembly component (bindings-component/, WIT world deadletter:queue), in
+## build/component: the crate for wasm32-unknown-unknown made a component by jco (no WASI: it
+## imports nothing), deadletter-X.Y.Z.component.wasm and its deadletter-X.Y.Z.wit, and its
+## JavaScript transpilation for the Node host of the tests. Prints the component's size.
+component:
+	scripts/setup.sh component
+	bindings-component/build.sh
+
+## The shared conformance cases through the component from two hosts, each with an in-memory store
+## written in its language that selects and persists and asks the component for every decision
+## (bindings-component/hosts/): Python with wasmtime's prebuilt wheel (.venv-component), and Node
+## with jco's transpilation; and the crate's version check (in test-rust).
+test-component: component
+	.venv-component/bin/python -m pytest -q bindings-component/tests
+	node --test bindings-component/tests/
 
 ## Serves the browser demo (examples/browser/) and prints its URL; Ctrl-C stops it.
 browser-demo: js
@@ -176,9 +193,10 @@ bench-metrics: python
 ## Release artifacts in dist/ (what `pip install deadletter` and `npm install deadletter` get):
 ## the abi3 wheel, with its own SQLite, checked manylinux-compliant by maturin (own target dir:
 ## other features than the dev build); the sdist (builds against the system libsqlite3); the npm
-## tarball of build/pkg, with the Node module for linux-x64-gnu. Name and version: the Cargo
-## workspace's.
-dist: node
+## tarball of build/pkg, with the Node module for linux-x64-gnu; the WebAssembly component
+## deadletter-X.Y.Z.component.wasm and its WIT, deadletter-X.Y.Z.wit (make component). Name and
+## version: the Cargo workspace's.
+dist: node component
 	scripts/setup.sh python
 	rm -rf dist
 	CARGO_TARGET_DIR=$(CURDIR)/target/dist $(VENV)/bin/maturin build --release --quiet --strip \
@@ -186,13 +204,15 @@ dist: node
 		-m bindings-python/Cargo.toml
 	$(VENV)/bin/maturin sdist --out dist -m bindings-python/Cargo.toml
 	cd build/pkg && npm pack --quiet --pack-destination $(CURDIR)/dist
+	cp build/component/deadletter-*.component.wasm build/component/deadletter-*.wit dist/
 	$(VENV)/bin/twine check --strict dist/*.whl dist/*.tar.gz
 	@cd dist && for f in *; do printf '%-48s %9d bytes\n' "$$f" "$$(wc -c <"$$f")"; done
 
 ## The artifacts installed where no Rust, maturin or wasm-bindgen is used (tests/install/): the
 ## wheel and the sdist's own wheel in fresh venvs; the tarball in a fresh npm project, in Node (a
 ## SQLite file, across processes; IndexedDB on request), tsc, Chromium without a bundler, and an
-## esbuild bundle in Chromium.
+## esbuild bundle in Chromium; the component with only its host package installed, in a fresh
+## venv (wasmtime) and a fresh npm project (jco), running the README's host examples.
 test-dist: dist
 	scripts/setup.sh browser
 	$(PY) -m pytest -q tests/install

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything `make demo` and `make test` need, idempotently: each step runs only when its
-# result is missing. Usage: scripts/setup.sh [python|wasm|browser|postgres|bench|bench-node|all]
+# result is missing. Usage:
+# scripts/setup.sh [python|wasm|browser|postgres|bench|bench-node|component|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
@@ -63,6 +64,21 @@ wasm_env() {
   fi
 }
 
+# The WebAssembly component's tools (make component, make test-component): the wasm32 target,
+# binaryen's wasm-opt (the root's npm packages), jco (bindings-component/package.json, in its own
+# node_modules: it makes the component and transpiles it for Node) and the Python host's venv
+# .venv-component (wasmtime's prebuilt wheel and pytest, bindings-component/requirements.txt).
+component_env() {
+  npm_env
+  rustup target list --installed | grep -qx wasm32-unknown-unknown ||
+    rustup target add wasm32-unknown-unknown
+  [ -x bindings-component/node_modules/.bin/jco ] ||
+    (cd bindings-component && npm ci --no-audit --no-fund --loglevel=error)
+  [ -x .venv-component/bin/python ] || python3 -m venv .venv-component
+  .venv-component/bin/pip install --quiet --disable-pip-version-check \
+    -r bindings-component/requirements.txt
+}
+
 browser_env() {
   if ! command -v chromium >/dev/null; then
     apt-get update -qq
@@ -85,6 +101,7 @@ case "$what" in
   postgres) postgres_env ;;
   bench) bench_env ;;
   bench-node) bench_node_env ;;
-  all) python_env; npm_env; wasm_env; browser_env; postgres_env ;;
-  *) echo "usage: $0 [python|wasm|browser|postgres|bench|bench-node|all]" >&2; exit 2 ;;
+  component) component_env ;;
+  all) python_env; npm_env; wasm_env; browser_env; postgres_env; component_env ;;
+  *) echo "usage: $0 [python|wasm|browser|postgres|bench|bench-node|component|all]" >&2; exit 2 ;;
 esac

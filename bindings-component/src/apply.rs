@@ -1,0 +1,137 @@
+//! The interface `apply`: each request's step on one message the host read inside its
+//! transaction (`deadletter::engine::apply`, `deadletter::machine`), and the steps on a queue's
+//! row.
+
+use deadletter::{
+    Backoff, Context, EnqueueArgs, ExtendArgs, FailArgs, Id, Message, MessageArgs, Millis,
+    NewMessage, Outcome, PurgeArgs, QueueRow, ReplayAllArgs, ReplayArgs, SettingsArgs, SucceedArgs,
+    pause_step,
+};
+
+use crate::Component;
+use crate::convert::{messages, result, row as stored_row};
+use crate::wit::types as w;
+
+/// The message a request on `queue`'s message `id` names, from what the store found under the
+/// id: `not_found` when it found none, or one of another queue.
+fn target(queue: &str, id: Id, found: Option<w::Message>) -> deadletter::Result<Message> {
+    MessageArgs {
+        queue: queue.to_owned(),
+        id,
+    }
+    .found(found.map(Into::into))
+}
+
+impl crate::wit::apply::Guest for Component {
+    fn enqueue(args: w::EnqueueArgs, ctx: w::Context) -> Result<Vec<w::NewMessage>, w::Error> {
+        let made = EnqueueArgs::from(args).messages(&ctx.into());
+        made.map(|list| list.into_iter().map(Into::into).collect())
+            .map_err(Into::into)
+    }
+
+    fn inserted(new: w::NewMessage, id: Id) -> w::Message {
+        NewMessage::from(new).with_id(id).into()
+    }
+
+    fn deduplicated(stored: w::Message) -> w::Message {
+        w::Message {
+            deduplicated: true,
+            ..stored
+        }
+    }
+
+    fn found(args: w::MessageArgs, found: Option<w::Message>) -> Result<w::Message, w::Error> {
+        result(target(&args.queue, args.id, found))
+    }
+
+    fn succeed(
+        args: w::SucceedArgs,
+        found: Option<w::Message>,
+        ctx: w::Context,
+    ) -> Result<w::Message, w::Error> {
+        let message = target(&args.queue, args.id, found);
+        result(message.and_then(|m| SucceedArgs::from(args).step(m, &ctx.into())))
+    }
+
+    fn fail(
+        args: w::FailArgs,
+        found: Option<w::Message>,
+        ctx: w::Context,
+    ) -> Result<w::Message, w::Error> {
+        let message = target(&args.queue, args.id, found);
+        result(message.and_then(|m| FailArgs::from(args).step(m, &ctx.into())))
+    }
+
+    fn extend(
+        args: w::ExtendArgs,
+        found: Option<w::Message>,
+        ctx: w::Context,
+    ) -> Result<w::Message, w::Error> {
+        let message = target(&args.queue, args.id, found);
+        result(message.and_then(|m| ExtendArgs::from(args).step(m, &ctx.into())))
+    }
+
+    fn replay(
+        args: w::ReplayArgs,
+        found: Option<w::Message>,
+        ctx: w::Context,
+    ) -> Result<w::Message, w::Error> {
+        let message = target(&args.queue, args.id, found);
+        result(message.and_then(|m| ReplayArgs::from(args).step(m, &ctx.into())))
+    }
+
+    fn delete(args: w::MessageArgs, found: Option<w::Message>) -> Result<w::Message, w::Error> {
+        let args = MessageArgs::from(args);
+        let message = args.found(found.map(Into::into));
+        result(message.and_then(|m| args.delete(&m).map(|()| m)))
+    }
+
+    fn replay_all_selects(args: w::ReplayAllArgs, message: w::Message) -> bool {
+        ReplayAllArgs::from(args).filter().matches(&message.into())
+    }
+
+    fn replay_all(
+        args: w::ReplayAllArgs,
+        message: w::Message,
+        ctx: w::Context,
+    ) -> Result<Option<w::Message>, w::Error> {
+        let next = ReplayAllArgs::from(args).step(message.into(), &Context::from(ctx));
+        next.map(|m| m.map(Into::into)).map_err(Into::into)
+    }
+
+    fn purge_selects(args: w::PurgeArgs, message: w::Message) -> bool {
+        PurgeArgs::from(args).selects(&message.into())
+    }
+
+    fn settings(args: w::SettingsArgs, row: Option<w::QueueRow>) -> w::QueueRow {
+        SettingsArgs::from(args).step(stored_row(row)).into()
+    }
+
+    fn pause(row: Option<w::QueueRow>, paused: bool) -> w::QueueRow {
+        pause_step(stored_row(row), paused).into()
+    }
+
+    fn worth_storing(row: w::QueueRow) -> bool {
+        QueueRow::from(row).worth_storing()
+    }
+
+    fn stored_settings(row: Option<w::QueueRow>) -> w::QueueSettings {
+        stored_row(row).settings.into()
+    }
+
+    fn dead(written: Vec<w::Message>) -> Vec<w::Message> {
+        let written: Vec<Message> = written.into_iter().map(Into::into).collect();
+        messages(Outcome::new((), &written).dead)
+    }
+
+    fn overridden(ctx: w::Context, handle: Option<w::Backoff>) -> Option<w::Backoff> {
+        let handle: Option<Backoff> = handle.map(Into::into);
+        Context::from(ctx)
+            .overridden(handle.as_ref())
+            .map(Into::into)
+    }
+
+    fn delay(policy: w::Backoff, failures: u32, sample: f64) -> Millis {
+        Backoff::from(policy).delay_ms(failures, sample)
+    }
+}
