@@ -7,6 +7,40 @@ use deadletter::{Arg, Backoff, Jitter, OnExpiry, QueueRow, QueueSettings, Stats,
 
 use crate::wit::types as w;
 
+/// `From` both ways between a core type and its WIT record, field for field: the fields of the
+/// first list have the same type on both sides; those of `into` convert with `Into`, those of
+/// `options` are options of such, those of `each` lists of such.
+macro_rules! both_ways {
+    ($core:ty, $wit:ty, [$($same:ident),*]
+        $(, into [$($into:ident),*])?
+        $(, options [$($option:ident),*])?
+        $(, each [$($each:ident),*])?) => {
+        impl From<$core> for $wit {
+            fn from(a: $core) -> Self {
+                Self {
+                    $($same: a.$same,)*
+                    $($($into: a.$into.into(),)*)?
+                    $($($option: a.$option.map(Into::into),)*)?
+                    $($($each: a.$each.into_iter().map(Into::into).collect(),)*)?
+                }
+            }
+        }
+
+        impl From<$wit> for $core {
+            fn from(a: $wit) -> Self {
+                Self {
+                    $($same: a.$same,)*
+                    $($($into: a.$into.into(),)*)?
+                    $($($option: a.$option.map(Into::into),)*)?
+                    $($($each: a.$each.into_iter().map(Into::into).collect(),)*)?
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use both_ways;
+
 /// A WIT argument as the core's [`Arg`], borrowed.
 pub fn arg(value: &w::Arg) -> Arg<'_> {
     match value {
@@ -73,143 +107,113 @@ impl From<w::Status> for Status {
     }
 }
 
-impl From<deadletter::FailedAttempt> for w::FailedAttempt {
-    fn from(a: deadletter::FailedAttempt) -> Self {
-        Self {
-            attempt: a.attempt,
-            error: a.error,
-            at: a.at,
+both_ways!(
+    deadletter::FailedAttempt,
+    w::FailedAttempt,
+    [attempt, error, at]
+);
+both_ways!(
+    deadletter::Message,
+    w::Message,
+    [
+        id,
+        queue,
+        payload,
+        retry_count,
+        max_retries,
+        retry_after,
+        last_error,
+        created_at,
+        updated_at,
+        lease_token,
+        lease_expires_at,
+        idempotency_key,
+        first_failed_at,
+        dead_at,
+        errors_dropped,
+        replay_count,
+        replayed_at,
+        group,
+        expires_at,
+        deduplicated
+    ],
+    into[status],
+    each[errors]
+);
+both_ways!(
+    deadletter::NewMessage,
+    w::NewMessage,
+    [
+        queue,
+        payload,
+        max_retries,
+        idempotency_key,
+        retry_after,
+        group,
+        expires_at,
+        now
+    ]
+);
+
+impl From<Jitter> for w::Jitter {
+    fn from(jitter: Jitter) -> Self {
+        match jitter {
+            Jitter::None => Self::None,
+            Jitter::Full => Self::Full,
+            Jitter::Equal => Self::Equal,
         }
     }
 }
 
-impl From<w::FailedAttempt> for deadletter::FailedAttempt {
-    fn from(a: w::FailedAttempt) -> Self {
-        Self {
-            attempt: a.attempt,
-            error: a.error,
-            at: a.at,
+impl From<w::Jitter> for Jitter {
+    fn from(jitter: w::Jitter) -> Self {
+        match jitter {
+            w::Jitter::None => Self::None,
+            w::Jitter::Full => Self::Full,
+            w::Jitter::Equal => Self::Equal,
         }
     }
 }
 
-impl From<deadletter::Message> for w::Message {
-    fn from(m: deadletter::Message) -> Self {
-        Self {
-            id: m.id,
-            queue: m.queue,
-            payload: m.payload,
-            status: m.status.into(),
-            retry_count: m.retry_count,
-            max_retries: m.max_retries,
-            retry_after: m.retry_after,
-            last_error: m.last_error,
-            created_at: m.created_at,
-            updated_at: m.updated_at,
-            lease_token: m.lease_token,
-            lease_expires_at: m.lease_expires_at,
-            idempotency_key: m.idempotency_key,
-            first_failed_at: m.first_failed_at,
-            dead_at: m.dead_at,
-            errors: m.errors.into_iter().map(Into::into).collect(),
-            errors_dropped: m.errors_dropped,
-            replay_count: m.replay_count,
-            replayed_at: m.replayed_at,
-            group: m.group,
-            expires_at: m.expires_at,
-            deduplicated: m.deduplicated,
+impl From<OnExpiry> for w::OnExpiry {
+    fn from(outcome: OnExpiry) -> Self {
+        match outcome {
+            OnExpiry::Dead => Self::Dead,
+            OnExpiry::Discard => Self::Discard,
         }
     }
 }
 
-impl From<w::Message> for deadletter::Message {
-    fn from(m: w::Message) -> Self {
-        Self {
-            id: m.id,
-            queue: m.queue,
-            payload: m.payload,
-            status: m.status.into(),
-            retry_count: m.retry_count,
-            max_retries: m.max_retries,
-            retry_after: m.retry_after,
-            last_error: m.last_error,
-            created_at: m.created_at,
-            updated_at: m.updated_at,
-            lease_token: m.lease_token,
-            lease_expires_at: m.lease_expires_at,
-            idempotency_key: m.idempotency_key,
-            first_failed_at: m.first_failed_at,
-            dead_at: m.dead_at,
-            errors: m.errors.into_iter().map(Into::into).collect(),
-            errors_dropped: m.errors_dropped,
-            replay_count: m.replay_count,
-            replayed_at: m.replayed_at,
-            group: m.group,
-            expires_at: m.expires_at,
-            deduplicated: m.deduplicated,
+impl From<w::OnExpiry> for OnExpiry {
+    fn from(outcome: w::OnExpiry) -> Self {
+        match outcome {
+            w::OnExpiry::Dead => Self::Dead,
+            w::OnExpiry::Discard => Self::Discard,
         }
     }
 }
 
-impl From<deadletter::NewMessage> for w::NewMessage {
-    fn from(m: deadletter::NewMessage) -> Self {
-        Self {
-            queue: m.queue,
-            payload: m.payload,
-            max_retries: m.max_retries,
-            idempotency_key: m.idempotency_key,
-            retry_after: m.retry_after,
-            group: m.group,
-            expires_at: m.expires_at,
-            now: m.now,
-        }
-    }
-}
-
-impl From<w::NewMessage> for deadletter::NewMessage {
-    fn from(m: w::NewMessage) -> Self {
-        Self {
-            queue: m.queue,
-            payload: m.payload,
-            max_retries: m.max_retries,
-            idempotency_key: m.idempotency_key,
-            retry_after: m.retry_after,
-            group: m.group,
-            expires_at: m.expires_at,
-            now: m.now,
-        }
-    }
-}
-
-impl From<Backoff> for w::Backoff {
-    fn from(b: Backoff) -> Self {
-        Self {
-            initial_ms: b.initial_ms,
-            multiplier: b.multiplier,
-            cap_ms: b.cap_ms,
-            jitter: match b.jitter {
-                Jitter::None => w::Jitter::None,
-                Jitter::Full => w::Jitter::Full,
-                Jitter::Equal => w::Jitter::Equal,
-            },
-        }
-    }
-}
-
-impl From<w::Backoff> for Backoff {
-    fn from(b: w::Backoff) -> Self {
-        Self {
-            initial_ms: b.initial_ms,
-            multiplier: b.multiplier,
-            cap_ms: b.cap_ms,
-            jitter: match b.jitter {
-                w::Jitter::None => Jitter::None,
-                w::Jitter::Full => Jitter::Full,
-                w::Jitter::Equal => Jitter::Equal,
-            },
-        }
-    }
-}
+both_ways!(
+    Backoff,
+    w::Backoff,
+    [initial_ms, multiplier, cap_ms],
+    into[jitter]
+);
+both_ways!(
+    QueueSettings,
+    w::QueueSettings,
+    [max_retries, lease_ms, expires_in_ms, paused],
+    into[on_expiry],
+    options[backoff]
+);
+both_ways!(
+    QueueRow,
+    w::QueueRow,
+    [expired_dead, expired_discarded],
+    into[settings]
+);
+both_ways!(deadletter::Context, w::Context, [now], into[queue]);
+both_ways!(scan::Stored, w::Stored, [group_at], into[message]);
 
 /// The core's policy checked from WIT arguments (see [`Backoff::new`]).
 pub fn backoff(policy: &w::BackoffArgs) -> deadletter::Result<Backoff> {
@@ -221,79 +225,9 @@ pub fn backoff(policy: &w::BackoffArgs) -> deadletter::Result<Backoff> {
     )
 }
 
-impl From<QueueSettings> for w::QueueSettings {
-    fn from(s: QueueSettings) -> Self {
-        Self {
-            backoff: s.backoff.map(Into::into),
-            max_retries: s.max_retries,
-            lease_ms: s.lease_ms,
-            expires_in_ms: s.expires_in_ms,
-            on_expiry: match s.on_expiry {
-                OnExpiry::Dead => w::OnExpiry::Dead,
-                OnExpiry::Discard => w::OnExpiry::Discard,
-            },
-            paused: s.paused,
-        }
-    }
-}
-
-impl From<w::QueueSettings> for QueueSettings {
-    fn from(s: w::QueueSettings) -> Self {
-        Self {
-            backoff: s.backoff.map(Into::into),
-            max_retries: s.max_retries,
-            lease_ms: s.lease_ms,
-            expires_in_ms: s.expires_in_ms,
-            on_expiry: match s.on_expiry {
-                w::OnExpiry::Dead => OnExpiry::Dead,
-                w::OnExpiry::Discard => OnExpiry::Discard,
-            },
-            paused: s.paused,
-        }
-    }
-}
-
-impl From<QueueRow> for w::QueueRow {
-    fn from(r: QueueRow) -> Self {
-        Self {
-            settings: r.settings.into(),
-            expired_dead: r.expired_dead,
-            expired_discarded: r.expired_discarded,
-        }
-    }
-}
-
-impl From<w::QueueRow> for QueueRow {
-    fn from(r: w::QueueRow) -> Self {
-        Self {
-            settings: r.settings.into(),
-            expired_dead: r.expired_dead,
-            expired_discarded: r.expired_discarded,
-        }
-    }
-}
-
 /// A queue's stored row, or the row of a queue that has none.
 pub fn row(stored: Option<w::QueueRow>) -> QueueRow {
     stored.map(Into::into).unwrap_or_default()
-}
-
-impl From<deadletter::Context> for w::Context {
-    fn from(c: deadletter::Context) -> Self {
-        Self {
-            now: c.now,
-            queue: c.queue.into(),
-        }
-    }
-}
-
-impl From<w::Context> for deadletter::Context {
-    fn from(c: w::Context) -> Self {
-        Self {
-            now: c.now,
-            queue: c.queue.into(),
-        }
-    }
 }
 
 impl From<deadletter::Limits> for w::Limits {
@@ -310,24 +244,6 @@ impl From<w::Limits> for deadletter::Limits {
         Self {
             default_lease_ms: l.default_lease_ms,
             max_payload_bytes: usize::try_from(l.max_payload_bytes).unwrap_or(usize::MAX),
-        }
-    }
-}
-
-impl From<scan::Stored> for w::Stored {
-    fn from(s: scan::Stored) -> Self {
-        Self {
-            message: s.message.into(),
-            group_at: s.group_at,
-        }
-    }
-}
-
-impl From<w::Stored> for scan::Stored {
-    fn from(s: w::Stored) -> Self {
-        Self {
-            message: s.message.into(),
-            group_at: s.group_at,
         }
     }
 }

@@ -9,33 +9,14 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-DIST = ROOT / "dist"
+from test_pip import DIST, ROOT, VERSION, run
+
 WIT = ROOT / "bindings-component" / "wit" / "deadletter.wit"
 REQUIREMENTS = ROOT / "bindings-component" / "requirements.txt"
-
-
-def workspace_version() -> str:
-    manifest = (ROOT / "Cargo.toml").read_text(encoding="utf-8")
-    match = re.search(r'\[workspace\.package\][^\[]*?^version = "([^"]+)"', manifest, re.M | re.S)
-    assert match, "no [workspace.package] version in Cargo.toml"
-    return match.group(1)
-
-
-VERSION = workspace_version()
 COMPONENT = DIST / f"deadletter-{VERSION}.component.wasm"
-
-
-def run(*args: object, cwd: Path) -> str:
-    result = subprocess.run(
-        [str(a) for a in args], cwd=cwd, capture_output=True, text=True, timeout=600
-    )
-    assert result.returncode == 0, f"{args}:\n{result.stdout}\n{result.stderr}"
-    return result.stdout
 
 
 def test_the_component_ships_with_its_wit_at_the_workspace_version() -> None:
