@@ -46,7 +46,13 @@ mod tests {
     #[test]
     fn the_wit_package_has_the_workspace_version() {
         let wit = include_str!("../wit/deadletter.wit");
-        let package = format!("\npackage deadletter:queue@{};\n", env!("CARGO_PKG_VERSION"));
-        assert!(wit.contains(&package), "wit/deadletter.wit must declare{package}");
+        let package = format!(
+            "\npackage deadletter:queue@{};\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        assert!(
+            wit.contains(&package),
+            "wit/deadletter.wit must declare{package}"
+        );
     }
 }

@@ -152,8 +152,8 @@ pub struct ScanClaim {
 }
 
 /// One claim (or reap: `n` 0), as decided at its context ([`crate::ClaimArgs::start`]), over
-/// `queue`, every stored message of the claim's queue (in any order), with the queue's `row` as
-/// it was read: what [`crate::Store::claim`] does, in its order. The leases that ran out are
+/// `queue`, the stored messages of the claim's queue in any order (only the live ones matter,
+/// `pending` and `processing`: [`storage::live`]), with the queue's `row` as it was read: what [`crate::Store::claim`] does, in its order. The leases that ran out are
 /// expired, in `(lease_expires_at, id)` order; the pending messages whose expiry came are taken
 /// out by the queue's outcome, in `(expires_at, id)` order (dead, or deleted); then up to `n` due
 /// messages, each the head of its group if it has one and none that was just expired, are taken
