@@ -10,6 +10,9 @@
 //   safe against a crash of the process, not of the machine); one at a time through a Worker's
 //   manual API (add, getNextJob, moveToCompleted), and a Worker with concurrency 8 fed by 8
 //   producers.
+// - no goal, for users who tune it: the worker loop with libuv's pool at 16 threads
+//   (UV_THREADPOOL_SIZE=16, a child process: the pool's size is fixed when Node starts), where
+//   more calls meet in one commit;
 // - for the decomposition (no goal): the same loop from Python (the repository's .venv, `make
 //   python`) on the same store, a call on the calling thread rather than libuv's pool: what is the
 //   store's cost and what the hop to the pool and back adds.
@@ -23,7 +26,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRequire } from "node:module";
 
-const ROUNDS = Number(process.argv[2] ?? 5);
+const ROUNDS = Number(process.argv[2] === "--process" ? 1 : (process.argv[2] ?? 5));
 /** Messages per scenario and round: fewer where every commit waits for the disk. */
 const SIZE = { full: 400, normal: 4000 };
 const CONCURRENCY = 8;
@@ -115,6 +118,16 @@ async function rawOneByOne(durability, n) {
   });
   db.close();
   return r;
+}
+
+/** Messages/s of the worker loop in a child Node whose libuv pool has `threads` threads. */
+function deadletterProcessPool(durability, n, threads) {
+  const child = spawnSync(process.execPath, [new URL(import.meta.url).pathname, "--process", durability, String(n)], {
+    encoding: "utf8",
+    env: { ...process.env, UV_THREADPOOL_SIZE: String(threads) },
+  });
+  if (child.status !== 0) throw new Error(`child: ${child.stderr}`);
+  return Number(child.stdout);
 }
 
 // The same store from Python --------------------------------------------------------------------
@@ -209,6 +222,14 @@ async function bullWorker(connection, n) {
 
 // The run -----------------------------------------------------------------------------------------
 
+if (process.argv[2] === "--process") {
+  // A child of deadletterProcessPool: one measurement, printed.
+  const [durability, n] = process.argv.slice(3);
+  console.log(await deadletterProcess(durability, Number(n)));
+  rmSync(folder, { recursive: true, force: true });
+  process.exit(0);
+}
+
 const servers = { full: await redis("always"), normal: await redis("everysec") };
 const pythonWorks = existsSync(PYTHON) && spawnSync(PYTHON, ["-c", "import deadletter; deadletter.open(':memory:')"]).status === 0;
 const scenarios = [];
@@ -219,6 +240,7 @@ for (const durability of ["full", "normal"]) {
   scenarios.push(
     { durability, key: "one", label: "deadletter, one at a time", run: () => deadletterOneByOne(durability, n) },
     { durability, key: "process", label: `deadletter, process({ concurrency: ${CONCURRENCY} })`, run: () => deadletterProcess(durability, n) },
+    { durability, key: "pool16", label: "(the same, UV_THREADPOOL_SIZE=16)", run: () => deadletterProcessPool(durability, n, 16) },
     { durability, key: "raw", label: "better-sqlite3 queue, one at a time", run: () => rawOneByOne(durability, n) },
     ...(pythonWorks ? [{ durability, key: "python", label: "(Python, same store, one at a time)", run: () => pythonOneByOne(durability, n) }] : []),
     { durability, key: "bullOne", label: `BullMQ (${redisName}), one at a time`, run: () => bullOneByOne(connection, n) },
