@@ -143,9 +143,12 @@ bench-node: node
 	scripts/setup.sh bench-node
 	node bindings-node/benches/throughput.mjs
 
-## Benchmark, not a test: claim+succeed cost on SQLite as finished and delayed messages pile up.
+## Benchmark, not a test: claim+succeed cost on SQLite as finished and delayed messages pile up;
+## claim with 1 000 group heads in backoff and 10 000 messages behind them against a queue without
+## groups, and claim+succeed of grouped messages (issue 21).
 bench-python: python
 	$(PY) bindings-python/benches/claim_cost.py
+	$(PY) bindings-python/benches/group_claim.py
 
 ## Benchmark, not a test: deadletter against localqueue, litequeue and persist-queue (pinned in
 ## bindings-python/benches/requirements.txt, in their own venv .venv-bench) and a raw SQL queue, at
@@ -161,8 +164,9 @@ bench-scaling: python
 
 ## Benchmark, not a test: claim+succeed messages/s with 1, 4 and 16 workers on PostgreSQL (durable
 ## settings) beside SQLite, in one run: Rust threads over each store, then Python processes over the
-## package; the cost of one claim with 10 000 delayed messages ahead against none (issue 10); then
-## claim's query plans on 1 000 000 messages.
+## package; the cost of one claim with 10 000 delayed messages ahead against none (issue 10), and
+## with 1 000 group heads in backoff and 10 000 messages behind them (issue 21); then claim's query
+## plans on 1 000 000 messages.
 bench-postgres: python
 	scripts/setup.sh postgres
 	scripts/pg.sh run --durable bash -c \

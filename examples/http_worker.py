@@ -30,7 +30,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from datetime import datetime, timedelta, timezone
 from typing import Any, Optional
 from urllib.parse import quote
@@ -69,11 +69,13 @@ class RemoteMessage:
     errors_dropped: int
     replay_count: int
     replayed_at: Optional[datetime]
+    group: Optional[str] = None  # (servers before issue 21 send neither)
+    expires_at: Optional[datetime] = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RemoteMessage:
         """From the JSON object; fields a newer server adds are ignored."""
-        values = {f.name: data[f.name] for f in fields(cls)}
+        values = {f.name: data[f.name] for f in fields(cls) if f.name in data or f.default is MISSING}
         for name in values:
             if name.endswith("_at") or name == "retry_after":
                 values[name] = instant(values[name])
@@ -162,8 +164,16 @@ class RemoteQueue:
         max_retries: Optional[int] = None,
         idempotency_key: Optional[str] = None,
         delay: Optional[float] = None,
+        group: Optional[str] = None,
+        expires_in: Optional[float] = None,
     ) -> RemoteMessage:
-        body = {"payload": payload, "max_retries": max_retries, "delay": delay}
+        body = {
+            "payload": payload,
+            "max_retries": max_retries,
+            "delay": delay,
+            "group": group,
+            "expires_in": expires_in,
+        }
         key = {} if idempotency_key is None else {"Idempotency-Key": idempotency_key}
         return RemoteMessage.from_json(self._call("POST", "/messages", body, key))
 

@@ -11,16 +11,22 @@ through a deadletter queue stored in a SQLite file:
   a contract that changed under us.
 
 Deliveries are routed round-robin by their index in the examples file, so each endpoint gets a
-quarter of them. The worker loop, ``queue.process(relay, concurrency=4, stop_when_idle=True)``,
-runs the handler ``Relay`` on four threads: it POSTs a message's delivery and returns (the loop
-acks the message) or raises (the loop fails it with the exception's text, such as
-``HTTPError: HTTP Error 503: Service Unavailable``). With ``max_retries=3`` the real backoff
-applies: a retryable failure waits 2 s, then 4 s, and the third failure is dead; the idle loop
-sleeps until the next retry is due, and returns once nothing is due, in flight or delayed. Its
-heartbeats keep each lease while a POST is in progress. The demo prints the dead letters and the
-error history of one of them, then "fixes" ``/gone`` and ``/strict``, replays every dead message
-with ``replay_all``, drains again, and exits 0 only if every message ended ``succeeded`` and the
-server never saw two deliveries of one message in progress at once.
+quarter of them, and each endpoint's deliveries are one ordering group (``group=endpoint``): the
+queue hands out an endpoint's deliveries one at a time, in the order they were enqueued, so a
+subscriber sees them in order, never two at once. The worker loop, ``queue.process(relay,
+concurrency=4, stop_when_idle=True)``, runs the handler ``Relay`` on four threads: it POSTs a
+message's delivery and returns (the loop acks the message) or raises (the loop fails it with the
+exception's text, such as ``HTTPError: HTTP Error 503: Service Unavailable``). The queue's
+settings, stored with it (``set_settings``), say ``max_retries=3`` and a backoff of 50 ms, then
+100 ms: the third failure is dead. (A failing delivery holds its endpoint's group until it
+succeeds or dies: with the default backoff, 2 s then 4 s, /gone's 82 deliveries would die one
+after the other, 6 s apart.) The idle loop sleeps until the next retry is due, and returns once
+nothing is due, in flight or delayed. Its heartbeats keep each lease while a POST is in
+progress. The demo prints the dead letters and the error history of one of them, then "fixes"
+``/gone`` and ``/strict``, replays every dead message with ``replay_all`` (each goes to the end
+of its endpoint's group), drains again, and exits 0 only if every message ended ``succeeded``,
+the server never saw two deliveries of one message, nor of one endpoint, in progress at once, and
+each endpoint's successful deliveries of each drain came in enqueue order.
 
 Retry policy: a subscriber that read the delivery and refused its content (400, 413, 415, 422)
 will refuse the same bytes again, so those failures are permanent (the handler raises `Refused`,
@@ -97,8 +103,11 @@ PERMANENT_STATUSES = frozenset({400, 413, 415, 422})
 
 QUEUE_NAME = "webhooks"
 MAX_RETRIES = 3
+# Stored with the queue: a failing delivery holds its endpoint's group while it waits.
+BACKOFF = deadletter.Backoff(initial=0.05, cap=1)
+POLL_INTERVAL = 0.05  # seconds (the HTTP loop's idle wait; the in-process one waits until due)
 WORKERS = 4
-DRAIN_TIMEOUT = 60.0  # seconds; the whole demo takes about ten
+DRAIN_TIMEOUT = 60.0  # seconds; the whole demo takes about 20 (30 over HTTP)
 HTTP_TIMEOUT = 10.0
 SERVER_LATENCY = 0.002  # seconds each request spends "in progress" on the server
 PAGE_SIZE = 100
@@ -193,26 +202,44 @@ class Subscribers:
     attempts: Counter[str] = field(default_factory=Counter)  # per message id
     in_flight: set[str] = field(default_factory=set)
     overlaps: list[str] = field(default_factory=list)
+    busy: set[str] = field(default_factory=set)  # endpoints with a delivery in progress
+    endpoint_overlaps: list[str] = field(default_factory=list)
     requests: Counter[tuple[str, int]] = field(default_factory=Counter)  # (path, status)
+    delivered: dict[str, list[int]] = field(default_factory=dict)  # 200s per path, this drain
 
-    def begin(self, message_id: str) -> int:
-        """Record that a delivery of ``message_id`` started; return its attempt number."""
+    def begin(self, message_id: str, path: str = "") -> int:
+        """Record that a delivery of ``message_id`` to ``path`` started; return its attempt
+        number."""
         with self.lock:
             if message_id in self.in_flight:
                 self.overlaps.append(message_id)
+            if path and path in self.busy:
+                self.endpoint_overlaps.append(path)
             self.in_flight.add(message_id)
+            self.busy.add(path)
             self.attempts[message_id] += 1
             return self.attempts[message_id]
 
-    def end(self, message_id: str) -> None:
-        """Record that the delivery of ``message_id`` is no longer in progress."""
+    def end(self, message_id: str, path: str = "") -> None:
+        """Record that the delivery of ``message_id`` to ``path`` is no longer in progress."""
         with self.lock:
             self.in_flight.discard(message_id)
+            self.busy.discard(path)
 
-    def record(self, path: str, status: int) -> None:
-        """Count a request to ``path`` answered with ``status``."""
+    def record(self, path: str, status: int, message_id: str = "") -> None:
+        """Count a request to ``path`` answered with ``status`` (and a success's message id)."""
         with self.lock:
             self.requests[(path, status)] += 1
+            if status == HTTPStatus.OK and message_id.isdigit():
+                self.delivered.setdefault(path, []).append(int(message_id))
+
+    def out_of_order(self) -> list[str]:
+        """The endpoints whose successful deliveries since the last call did not come in
+        enqueue (id) order; forgets them."""
+        with self.lock:
+            late = [p for p, ids in self.delivered.items() if ids != sorted(ids)]
+            self.delivered = {}
+        return late
 
     def fix(self) -> None:
         """The partners repair /gone and /strict: from now on they answer 200."""
@@ -254,7 +281,7 @@ class SubscriberHandler(BaseHTTPRequestHandler):
         state = self.server.subscribers
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         message_id = self.headers.get(MESSAGE_ID_HEADER, "")
-        attempt = state.begin(message_id)
+        attempt = state.begin(message_id, self.path)
         try:
             time.sleep(SERVER_LATENCY)
             event = self.headers.get("X-GitHub-Event", "")
@@ -263,8 +290,8 @@ class SubscriberHandler(BaseHTTPRequestHandler):
                 status = state.decide(self.path, event, attempt)
         finally:
             # Before answering: the client cannot start another delivery before it has the answer.
-            state.end(message_id)
-        state.record(self.path, status)
+            state.end(message_id, self.path)
+        state.record(self.path, status, message_id)
         self._answer(status)
 
     def _answer(self, status: HTTPStatus) -> None:
@@ -363,7 +390,9 @@ def run_drain(queue: Queue, relay: Relay) -> DrainResult:
     timer.daemon = True
     timer.start()
     started = time.monotonic()
-    handled = queue.process(relay, concurrency=WORKERS, stop_when_idle=True, stop=stop)
+    handled = queue.process(
+        relay, concurrency=WORKERS, poll_interval=POLL_INTERVAL, stop_when_idle=True, stop=stop
+    )
     seconds = time.monotonic() - started
     timer.cancel()
     errors: list[str] = []
@@ -480,11 +509,22 @@ def verdict(
 
 
 def overlap_reasons(subscribers: Subscribers) -> list[str]:
-    """A failure reason if the server saw two deliveries of one message in progress at once."""
-    if not subscribers.overlaps:
-        return []
-    ids = ", ".join(sorted(set(subscribers.overlaps), key=int)[:10])
-    return [f"{len(subscribers.overlaps)} overlapping deliveries (message ids {ids})"]
+    """A failure reason if the server saw two deliveries of one message, or of one endpoint (one
+    ordering group), in progress at once."""
+    reasons = []
+    if subscribers.overlaps:
+        ids = ", ".join(sorted(set(subscribers.overlaps), key=int)[:10])
+        reasons.append(f"{len(subscribers.overlaps)} overlapping deliveries (message ids {ids})")
+    if subscribers.endpoint_overlaps:
+        paths = ", ".join(sorted(set(subscribers.endpoint_overlaps)))
+        reasons.append(f"two deliveries to one endpoint at once ({paths})")
+    return reasons
+
+
+def order_reasons(subscribers: Subscribers, drain: str) -> list[str]:
+    """A failure reason if an endpoint's successes of the drain just ended came out of order."""
+    late = subscribers.out_of_order()
+    return [f"{drain}: deliveries to {', '.join(late)} out of enqueue order"] if late else []
 
 
 def relay_all(
@@ -494,21 +534,24 @@ def relay_all(
     relay = Relay(url)
     started = time.monotonic()
     for delivery in deliveries:
-        queue.enqueue(delivery.to_payload(), max_retries=MAX_RETRIES)
+        # One ordering group per endpoint: its deliveries go one at a time, in this order.
+        queue.enqueue(delivery.to_payload(), group=delivery.endpoint)
     print(f"enqueued {len(deliveries)} deliveries in {time.monotonic() - started:.2f} s")
 
     first = run_drain(queue, relay)
     print_summary("after the first drain", queue, first)
     print_dead_letters(queue)
-    if first.errors:
-        return first.errors + overlap_reasons(subscribers)
+    unordered = order_reasons(subscribers, "first drain")
+    if first.errors or unordered:
+        return first.errors + unordered + overlap_reasons(subscribers)
 
     subscribers.fix()
     replayed = queue.replay_all()
     print(f"\nfixed /gone and /strict (they answer 200 now); replayed {replayed} dead messages")
     second = run_drain(queue, relay)
     totals = print_summary("final", queue, second)
-    return verdict(totals, len(deliveries), subscribers, second.errors)
+    errors = second.errors + order_reasons(subscribers, "second drain")
+    return verdict(totals, len(deliveries), subscribers, errors)
 
 
 @contextmanager
@@ -538,6 +581,8 @@ def open_queue(path: Path, over_http: bool) -> Iterator[Queue]:
     """The demo's queue in the file ``path``: a `deadletter.Queue`, or the same queue through
     `deadletter.http` with `RemoteQueue` (``--http``)."""
     with deadletter.open(str(path)) as db:
+        # Stored with the queue, for every process that uses it (here, also the HTTP server).
+        db.queue(QUEUE_NAME).set_settings(backoff=BACKOFF, max_retries=MAX_RETRIES)
         if not over_http:
             yield db.queue(QUEUE_NAME)
             return
@@ -581,12 +626,19 @@ def main(argv: list[str] | None = None) -> int:
         server.server_close()
     requests = sum(subscribers.requests.values())
     print(f"server: {requests} requests, {len(subscribers.overlaps)} overlapping deliveries")
+    print(
+        f"server: {len(subscribers.endpoint_overlaps)} deliveries to an endpoint that was busy "
+        "(one group per endpoint: one at a time, in order)"
+    )
     print(f"demo took {time.monotonic() - started:.1f} s")
     if reasons:
         for reason in reasons:
             print(f"FAILED: {reason}")
         return 1
-    print(f"OK: all {len(deliveries)} messages succeeded; no delivery overlapped another")
+    print(
+        f"OK: all {len(deliveries)} messages succeeded; no delivery overlapped another, and each "
+        "endpoint got its deliveries one at a time, in order"
+    )
     return 0
 
 

@@ -30,6 +30,19 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LEASE_RANGE_MS", (1, validate::MAX_LEASE_MS))?;
     // `enqueue`'s `delay_ms`: 0..=MAX_DELAY_MS.
     m.add("DELAY_RANGE_MS", (0, validate::MAX_DELAY_MS))?;
+    // `fail`'s `retry_in_ms`: 0..=MAX_DELAY_MS, a delay's range.
+    m.add("RETRY_IN_RANGE_MS", (0, validate::MAX_DELAY_MS))?;
+    // `expires_in_ms` of enqueue, replay and the queue's settings: 1..=MAX_EXPIRES_IN_MS.
+    m.add("EXPIRES_IN_RANGE_MS", (1, validate::MAX_EXPIRES_IN_MS))?;
+    m.add("MAX_GROUP_CHARS", validate::MAX_GROUP_CHARS)?;
+    // `Backoff`'s `multiplier` (its `initial` and `cap` take a delay's range).
+    m.add(
+        "BACKOFF_MULTIPLIER_RANGE",
+        deadletter::backoff::MULTIPLIER_RANGE,
+    )?;
+    // The queue's `on_expiry` settings, as the core names them.
+    let outcomes = deadletter::OnExpiry::ALL.map(|(name, _)| name);
+    m.add("ON_EXPIRY", PyTuple::new(m.py(), outcomes)?)?;
     // `Limits::new`: 1..=MAX_PAYLOAD_LIMIT bytes.
     m.add("MAX_PAYLOAD_BYTES_RANGE", (1, validate::MAX_PAYLOAD_LIMIT))?;
     m.add(

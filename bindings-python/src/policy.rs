@@ -2,7 +2,7 @@
 
 use deadletter::{Backoff, Jitter};
 use pyo3::prelude::*;
-use pyo3::types::PyDelta;
+use pyo3::types::{PyDelta, PyDict};
 
 use crate::convert::{Value, to_timedelta};
 use crate::errors::to_py_err;
@@ -66,6 +66,18 @@ impl PyBackoff {
     #[getter]
     fn jitter(&self) -> Option<&'static str> {
         self.0.jitter.as_str()
+    }
+
+    /// The four arguments in a new dict (`initial` and `cap` as `timedelta`s): `Backoff(**d)`
+    /// is the same policy.
+    #[allow(clippy::wrong_self_convention)] // Python's name, as on the package's other classes
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        dict.set_item("initial", self.initial(py)?)?;
+        dict.set_item("multiplier", self.multiplier())?;
+        dict.set_item("cap", self.cap(py)?)?;
+        dict.set_item("jitter", self.jitter())?;
+        Ok(dict)
     }
 
     fn __repr__(&self) -> String {

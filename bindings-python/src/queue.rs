@@ -98,7 +98,7 @@ impl Queue {
         let warnings = py.import("warnings")?;
         warnings.call_method1(
             "warn",
-            (message, py.get_type::<pyo3::exceptions::PyUserWarning>(), 3),
+            (message, py.get_type::<pyo3::exceptions::PyUserWarning>(), 1),
         )?;
         Ok(())
     }

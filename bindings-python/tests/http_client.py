@@ -78,6 +78,8 @@ def pending(id: int, queue: str, payload: str, at_s: float = 0, **changes: Any) 
         "errors_dropped": 0,
         "replay_count": 0,
         "replayed_at": None,
+        "group": None,
+        "expires_at": None,
     }
     assert set(changes) <= set(message), set(changes) - set(message)
     return {**message, **changes}

@@ -40,7 +40,7 @@ def test_the_default_is_the_original_schedule() -> None:
     assert policy == deadletter.Backoff(2, 2, 3600, None) == deadletter.Backoff(None, None, None)
     clock = Clock()
     q = deadletter.open(clock=clock).queue("q")
-    assert q.backoff == policy
+    assert (q.backoff, q.settings().backoff) == (None, None)  # no policy of its own, none stored
     assert retry_delays(q, clock, 3) == [timedelta(seconds=s) for s in (2, 4, 8)]
 
 

@@ -103,6 +103,8 @@ def test_list_json_is_the_messages_as_the_http_api_writes_them(path: str) -> Non
             "errors_dropped": 0,
             "replay_count": 0,
             "replayed_at": None,
+            "group": None,
+            "expires_at": None,
         }
     ]
 
@@ -127,6 +129,8 @@ def test_show_prints_every_field_then_the_payload(path: str) -> None:
         "errors_dropped    0",
         "replay_count      0",
         "replayed_at       -",
+        "group             -",
+        "expires_at        -",
         "payload:",
         "three " + "x" * 60,  # never cut
     ]
@@ -526,6 +530,9 @@ def test_stats_of_every_queue_and_of_one(path: str) -> None:
         "expired": 0,
         "delayed": 0,
         "next_due_at": None,
+        "paused": False,
+        "expired_dead": 0,
+        "expired_discarded": 0,
     }
     # Enqueued at T0 with a delay of 90 s: due long ago by the system clock the CLI reads.
     assert (later["pending"], later["delayed"], later["next_due_at"]) == (1, 0, None)
@@ -543,22 +550,27 @@ def test_stats_of_every_queue_and_of_one(path: str) -> None:
         "next_due_at",
         "oldest_due_age",
         "oldest_dead_age",
+        "paused",
+        "expired_dead",
+        "expired_discarded",
     ]
     assert first.split()[:8] == ["emails", "1", "0", "1", "1", "0", "0", "-"]
+    assert first.split()[-3:] == ["False", "0", "0"]
     # The two ages since T0, e.g. "334d 19h  334d 19h" ("334d  334d" in the first hour of a day).
-    assert re.fullmatch(r"(\d+d( \d+h)?) \1", " ".join(first.split()[8:]))
+    assert re.fullmatch(r"(\d+d( \d+h)?) \1", " ".join(first.split()[8:-3]))
     assert second.split()[:8] == ["later", "1", "0", "0", "0", "0", "0", "-"]
 
     status, out, _ = run("stats", path, "emails")
     lines = out.splitlines()
     assert lines[:5] == [
-        "queue            emails",
-        "pending          1",
-        "processing       0",
-        "succeeded        1",
-        "dead             1",
+        "queue              emails",
+        "pending            1",
+        "processing         0",
+        "succeeded          1",
+        "dead               1",
     ]
-    assert re.fullmatch(r"oldest_dead_age  \d+d( \d+h)?", lines[9])
+    assert re.fullmatch(r"oldest_dead_age    \d+d( \d+h)?", lines[9])
+    assert lines[10:] == ["paused             False", "expired_dead       0", "expired_discarded  0"]
     assert run("stats", path, "none", "--json")[1].count('"pending": 0') == 1
 
 

@@ -87,6 +87,45 @@ def test_each_limit_is_the_one_the_queue_enforces() -> None:
     assert rejected(lambda: q.get(core.MAX_ID + 1), "id")
 
 
+def test_the_limits_of_groups_expiry_retry_in_and_settings_are_the_queues() -> None:
+    db = deadletter.open(clock=lambda: T0)
+    q = db.queue("q")
+    high = core.MAX_GROUP_CHARS
+    assert q.enqueue("p", group="g" * high).group == "g" * high
+    assert rejected(lambda: q.enqueue("p", group="g" * (high + 1)), "group")
+    low, high = core.EXPIRES_IN_RANGE_MS
+    for ms in (low, high):
+        expiring = q.enqueue("p", expires_in=timedelta(milliseconds=ms))
+        assert expiring.expires_at == T0 + timedelta(milliseconds=ms)
+        assert q.set_settings(expires_in=timedelta(milliseconds=ms)).expires_in == timedelta(
+            milliseconds=ms
+        )
+    for ms in (low - 1, high + 1):
+        assert rejected(lambda: q.enqueue("p", expires_in=timedelta(milliseconds=ms)), "expires_in")
+        assert rejected(
+            lambda: q.set_settings(expires_in=timedelta(milliseconds=ms)), "expires_in"
+        )
+    low, high = core.RETRY_IN_RANGE_MS
+    for ms in (low, high):
+        claimed = q.claim()
+        assert claimed is not None
+        failed = q.fail(claimed.id, "x", retry_in=timedelta(milliseconds=ms))
+        assert failed.retry_after == T0 + timedelta(milliseconds=ms)
+    claimed = q.claim()
+    assert claimed is not None
+    for ms in (low - 1, high + 1):
+        assert rejected(lambda: q.fail(claimed.id, "x", retry_in=timedelta(milliseconds=ms)),
+                        "retry_in")
+    for outcome in core.ON_EXPIRY:
+        assert q.set_settings(on_expiry=outcome).on_expiry == outcome
+    assert rejected(lambda: q.set_settings(on_expiry="keep"), "on_expiry")  # type: ignore[arg-type]
+    low, high = core.BACKOFF_MULTIPLIER_RANGE
+    for multiplier in (low, high):
+        assert deadletter.Backoff(multiplier=multiplier).multiplier == multiplier
+    for multiplier in (low - 0.5, high + 0.5):
+        assert rejected(lambda: deadletter.Backoff(multiplier=multiplier), "multiplier")
+
+
 def test_payload_limits_and_instants_are_the_queues() -> None:
     low, high = core.MAX_PAYLOAD_BYTES_RANGE
     for limit in (low, high):
@@ -144,7 +183,18 @@ def test_the_openapi_document_shows_the_cores_names_and_limits() -> None:
     assert message["errors"]["maxItems"] == core.MAX_HISTORY
     assert message["idempotency_key"]["anyOf"][0]["maxLength"] == core.MAX_IDEMPOTENCY_KEY_CHARS
     enqueue = schemas["EnqueueRequest"]["properties"]
-    assert enqueue["max_retries"]["anyOf"][0]["default"] == core.DEFAULT_MAX_RETRIES
+    assert f"else {core.DEFAULT_MAX_RETRIES})" in enqueue["max_retries"]["description"]
+    assert enqueue["group"]["anyOf"][0]["maxLength"] == core.MAX_GROUP_CHARS
+    expires_in = enqueue["expires_in"]["anyOf"][0]
+    assert expires_in["exclusiveMaximum"] == (core.EXPIRES_IN_RANGE_MS[1] + 0.5) / 1000
+    assert expires_in["minimum"] == (core.EXPIRES_IN_RANGE_MS[0] - 0.5) / 1000
+    retry_in = schemas["FailRequest"]["properties"]["retry_in"]["anyOf"][0]
+    assert retry_in["exclusiveMaximum"] == (core.RETRY_IN_RANGE_MS[1] + 0.5) / 1000
+    assert schemas["QueueSettings"]["properties"]["on_expiry"]["enum"] == list(core.ON_EXPIRY)
+    multiplier = schemas["SettingsRequest"]["properties"]["backoff"]["anyOf"][0]["properties"][
+        "multiplier"
+    ]["anyOf"][0]
+    assert (multiplier["minimum"], multiplier["maximum"]) == core.BACKOFF_MULTIPLIER_RANGE
     assert schemas["EnqueueBatchRequest"]["properties"]["items"]["maxItems"] == core.MAX_BATCH
     lease = schemas["ClaimRequest"]["properties"]["lease"]["anyOf"][0]
     assert lease["exclusiveMaximum"] == (core.LEASE_RANGE_MS[1] + 0.5) / 1000

@@ -63,6 +63,9 @@ EMAILS = {
     "next_due_at": None,
     "oldest_due_age": 100.0,
     "oldest_dead_age": 100.0,
+    "paused": False,
+    "expired_dead": 0,
+    "expired_discarded": 0,
 }
 OTHER = {
     "queue": "other",
@@ -75,6 +78,9 @@ OTHER = {
     "next_due_at": at(630),
     "oldest_due_age": None,
     "oldest_dead_age": None,
+    "paused": False,
+    "expired_dead": 0,
+    "expired_discarded": 0,
 }
 
 

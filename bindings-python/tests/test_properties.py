@@ -69,6 +69,8 @@ class Model:
     replay_count: int = 0
     replayed_at: Optional[int] = None
     deduplicated: bool = False
+    group: Optional[str] = None
+    expires_at: Optional[int] = None
 
 
 class Refused(Exception):
@@ -132,7 +134,7 @@ def observed(message: deadletter.Message) -> Model:
     d: dict[str, Any] = message.to_dict()
     for field in (
         "retry_after", "created_at", "updated_at", "lease_expires_at", "first_failed_at",
-        "dead_at", "replayed_at",
+        "dead_at", "replayed_at", "expires_at",
     ):  # fmt: skip
         d[field] = ms(d[field])
     d["errors"] = tuple((e["attempt"], e["error"], ms(e["at"])) for e in d["errors"])

@@ -18,6 +18,7 @@ def test_stats_count_every_status_and_age() -> None:
     assert empty.to_dict() == {
         "queue": "q", "pending": 0, "processing": 0, "succeeded": 0, "dead": 0, "expired": 0,
         "delayed": 0, "next_due_at": None, "oldest_due_age": None, "oldest_dead_age": None,
+        "paused": False, "expired_dead": 0, "expired_discarded": 0,
     }  # fmt: skip
     q.enqueue("a", max_retries=1)  # id 1, will die
     q.enqueue("b")  # id 2, will succeed

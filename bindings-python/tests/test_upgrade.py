@@ -1,5 +1,5 @@
 """A file written by deadletter 0.1.0 (tests/fixtures/v0.1.0.sqlite, made by
-tests/fixtures/make_v1_sqlite.py) opens at schema version 4 with every message intact."""
+tests/fixtures/make_v1_sqlite.py) opens at schema version 5 with every message intact."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ def expected(id: int, payload: str, status: str, retries: tuple[int, int], **cha
         "last_error": None, "created_at": T0, "updated_at": at(10), "lease_token": None,
         "lease_expires_at": None, "idempotency_key": None, "deduplicated": False,
         "first_failed_at": None, "dead_at": None, "errors": [],
-        "errors_dropped": retry_count, "replay_count": 0, "replayed_at": None,
+        "errors_dropped": retry_count, "replay_count": 0, "replayed_at": None, "group": None,
+        "expires_at": None,
     }  # fmt: skip
     fields.update(changes)
     return fields
@@ -73,6 +74,6 @@ def test_a_0_1_0_file_is_upgraded_and_keeps_every_message(tmp_path: Path) -> Non
         )
         assert q.enqueue("new").id == 8
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (4,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (5,)
     conn.close()
     assert FIXTURE.read_bytes() != path.read_bytes()

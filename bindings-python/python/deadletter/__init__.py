@@ -14,8 +14,11 @@ seconds; the worker then calls ``succeed`` or ``fail``. A failure makes it claim
 the queue's backoff (`Backoff`, by default ``min(2**retry_count, 3600)`` seconds), until
 ``max_retries`` attempts are used up: then it is ``dead``, kept with its failure history and
 replayable (``replay``, ``replay_all``); ``Database.on_dead`` callbacks hear of it. A lease that
-runs out counts as a failure. ``Queue.process`` (threads) and ``Queue.process_async`` (asyncio)
-run a handler on each message, with heartbeats and a clean shutdown; a handler that raises
+runs out counts as a failure. The messages of one ordering group (``enqueue(group=...)``) are
+delivered one at a time, in order; a message may expire (``expires_in``); a queue's defaults
+(backoff, ``max_retries``, lease, expiry) and its pause are stored with it for every process
+(``Queue.set_settings``, ``Queue.pause``). ``Queue.process`` (threads) and ``Queue.process_async``
+(asyncio) run a handler on each message, with heartbeats and a clean shutdown; a handler that raises
 `PermanentError` sends its message to the dead-letter queue at once. Producers may pass an
 idempotency key; ``stats`` and ``Database.queues`` read the queues' numbers from indexes. Every
 rule lives in the Rust core and is shared with the JavaScript binding.
@@ -29,6 +32,7 @@ from ._deadletter import (
     Database,
     Message,
     Queue,
+    QueueSettings,
     QueueStats,
     __version__,
     backoff,
@@ -57,6 +61,7 @@ __all__ = [
     "NotFoundError",
     "PermanentError",
     "Queue",
+    "QueueSettings",
     "QueueStats",
     "SQLITE_BUNDLED",
     "SQLITE_VERSION",

@@ -17,24 +17,29 @@ from typing import Any, Callable, Literal, Optional, TypedDict, Union, final
 from ._errors import ErrorCode
 
 __all__ = [
+    "BACKOFF_MULTIPLIER_RANGE",
     "BATCH",
     "CODES",
     "DEFAULT_LIST_LIMIT",
     "DEFAULT_MAX_PAYLOAD_BYTES",
     "DEFAULT_MAX_RETRIES",
     "DELAY_RANGE_MS",
+    "EXPIRES_IN_RANGE_MS",
     "LEASE_EXPIRED",
     "LEASE_RANGE_MS",
     "LIST_LIMIT_RANGE",
     "MAX_BATCH",
     "MAX_CLAIM_MANY",
     "MAX_ERROR_BYTES",
+    "MAX_GROUP_CHARS",
     "MAX_HISTORY",
     "MAX_ID",
     "MAX_IDEMPOTENCY_KEY_CHARS",
     "MAX_PAYLOAD_BYTES_RANGE",
     "MAX_QUEUE_CHARS",
     "MAX_RETRIES_RANGE",
+    "ON_EXPIRY",
+    "RETRY_IN_RANGE_MS",
     "SQLITE_BUNDLED",
     "SQLITE_VERSION",
     "STATUSES",
@@ -43,6 +48,7 @@ __all__ = [
     "Database",
     "Message",
     "Queue",
+    "QueueSettings",
     "QueueStats",
     "WorkerPlan",
     "__version__",
@@ -87,6 +93,16 @@ LEASE_RANGE_MS: tuple[int, int]
 """A lease (visibility timeout), once rounded to the millisecond."""
 DELAY_RANGE_MS: tuple[int, int]
 """An enqueue ``delay``, once rounded to the millisecond."""
+RETRY_IN_RANGE_MS: tuple[int, int]
+"""A `Queue.fail` ``retry_in``, once rounded to the millisecond."""
+EXPIRES_IN_RANGE_MS: tuple[int, int]
+"""An ``expires_in`` (enqueue, replay, the queue's settings), once rounded to the millisecond."""
+MAX_GROUP_CHARS: int
+"""The longest ordering group name, in characters."""
+BACKOFF_MULTIPLIER_RANGE: tuple[float, float]
+"""A `Backoff`'s ``multiplier`` (its ``initial`` and ``cap`` take ``DELAY_RANGE_MS``)."""
+ON_EXPIRY: tuple[Literal["dead", "discard"], ...]
+"""What expiry may do to a pending message (the queue's ``on_expiry`` setting)."""
 MAX_PAYLOAD_BYTES_RANGE: tuple[int, int]
 """The ``max_payload_bytes`` a database may be opened with."""
 DEFAULT_MAX_PAYLOAD_BYTES: int
@@ -129,6 +145,17 @@ class _Item(_ItemKeys, total=False):
     max_retries: Optional[int]
     idempotency_key: Optional[str]
     delay: Optional[_Seconds]
+    group: Optional[str]
+    expires_in: Optional[_Seconds]
+
+class _BackoffArgs(TypedDict, total=False):
+    """`Queue.set_settings`' ``backoff`` as a dict: the arguments of `Backoff`, checked with the
+    other settings."""
+
+    initial: Optional[_Seconds]
+    multiplier: Optional[Union[int, float]]
+    cap: Optional[_Seconds]
+    jitter: Optional[Literal["full", "equal"]]
 
 # `Queue.enqueue_many`'s items. A Sequence (covariant), so that a `list[str]` or a
 # `list[dict[str, Any]]` variable is one; at run time only a list or a tuple is (a str is a
@@ -234,6 +261,8 @@ class Backoff:
     @property
     def jitter(self) -> Optional[Literal["full", "equal"]]:
         """How the delay is spread, or None."""
+    def to_dict(self) -> dict[str, object]:
+        """The four arguments in a new dict: ``Backoff(**d)`` is the same policy."""
     def __eq__(self, other: object, /) -> bool: ...
 
 @final
@@ -247,10 +276,11 @@ class Database:
     def closed(self) -> bool:
         """Whether `close` was called; true in a child forked after the database was opened."""
     def queue(self, name: str, *, backoff: Optional[Backoff] = None) -> Queue:
-        """The queue ``name`` (non-empty, at most 255 characters) with its backoff policy
-        (default ``Backoff()``); `ValidationError` (``queue``, ``backoff``) otherwise."""
+        """The queue ``name`` (non-empty, at most 255 characters); ``backoff``: the handle's own
+        policy, which wins over the one stored with the queue (a difference warns once), else the
+        stored one, else ``Backoff()``; `ValidationError` (``queue``, ``backoff``) otherwise."""
     def queues(self) -> list[QueueStats]:
-        """The statistics of every queue that holds messages, by name."""
+        """The statistics of every queue that holds messages or has stored settings, by name."""
     def on_dead(self, callback: Callable[[Message], object]) -> Callable[[], None]:
         """Calls ``callback`` with each message that a call of this database made dead, after it
         committed, in the calling thread; an exception it raises is logged on the
@@ -279,33 +309,45 @@ class Queue:
     def name(self) -> str:
         """The queue's name."""
     @property
-    def backoff(self) -> Backoff:
-        """This handle's backoff policy."""
+    def backoff(self) -> Optional[Backoff]:
+        """This handle's own backoff policy (it wins over the stored one), or None."""
     def enqueue(
         self,
         payload: str,
         *,
-        max_retries: Optional[int] = 3,
+        max_retries: Optional[int] = None,
         idempotency_key: Optional[str] = None,
         delay: Optional[_Seconds] = None,
+        group: Optional[str] = None,
+        expires_in: Optional[_Seconds] = None,
     ) -> Message:
-        """Adds a pending message. ``max_retries``: 1..=10 attempts before it is dead;
-        ``idempotency_key``: returns the queue's message with that key (``deduplicated``) instead
-        of inserting; ``delay``: not claimable before now + delay (0..=30 days)."""
+        """Adds a pending message. ``max_retries``: 1..=10 attempts before it is dead (default:
+        the queue's stored value, else 3); ``idempotency_key``: returns the queue's message with
+        that key (``deduplicated``) instead of inserting; ``delay``: not claimable before now +
+        delay (0..=30 days); ``group``: its ordering group (1..=255 characters): a group's
+        messages are delivered one at a time, in the order they entered it; ``expires_in``:
+        0.001 s..=365 days (default: the queue's stored expiry, else never): still pending then,
+        it is never delivered (dead with the error ``"expired"``, or discarded). The queue's
+        name must hold no control or bidirectional control character and not be only
+        whitespace."""
     def enqueue_many(self, items: _Batch) -> list[Message]:
         """Adds up to 1000 items (payloads or dicts of `enqueue`'s arguments) in one transaction,
         all or nothing; field errors carry ``index``."""
     def claim(self, *, lease: Optional[_Seconds] = None) -> Optional[Message]:
-        """Leases the next due message (FIFO) for ``lease`` seconds (default: the database's);
-        ``None`` when nothing is due. Expired leases of this queue count as failed attempts
-        first (``"lease expired"``): leases are reaped lazily, by this call or `reap`, so until
-        then a message whose lease ran out still reads as ``processing``."""
+        """Leases the next due message (FIFO; a grouped message only as its group's head) for
+        ``lease`` seconds (default: the queue's stored lease, else the database's); ``None`` when
+        nothing is due or the queue is paused. Expired leases of this queue count as failed
+        attempts first (``"lease expired"``), and its pending messages whose expiry came are
+        taken out: leases are reaped lazily, by this call or `reap`, so until then a message whose
+        lease ran out still reads as ``processing``."""
     def claim_many(self, n: int, *, lease: Optional[_Seconds] = None) -> list[Message]:
-        """Like `claim` for up to ``n`` (1..=100) messages in one transaction."""
+        """Like `claim` for up to ``n`` (1..=100) messages in one transaction, at most one per
+        ordering group."""
     def extend(self, id: int, *, lease_token: str, lease: Optional[_Seconds] = None) -> Message:
-        """The heartbeat: the lease runs until now + ``lease``; without ``lease``, the
-        database's default lease (``open(lease=...)``, 30 s by default), not the one the message
-        was claimed with. A token that is not current: `ConflictError` (see its ``reason``)."""
+        """The heartbeat: the lease runs until now + ``lease``; without ``lease``, the queue's
+        stored lease, else the database's (``open(lease=...)``, 30 s by default), not the one the
+        message was claimed with. A token that is not current: `ConflictError` (see its
+        ``reason``)."""
     def succeed(self, id: int, *, lease_token: Optional[str] = None) -> Message:
         """processing -> succeeded. A ``lease_token`` that is not current: `ConflictError`."""
     def fail(
@@ -315,11 +357,15 @@ class Queue:
         *,
         lease_token: Optional[str] = None,
         retryable: Optional[bool] = True,
+        retry_in: Optional[_Seconds] = None,
     ) -> Message:
-        """processing -> pending after the queue's backoff, or dead once retries are used up or
-        when ``retryable`` is false."""
-    def replay(self, id: int) -> Message:
-        """dead -> pending with ``retry_count`` 0; ``replay_count`` grows."""
+        """processing -> pending after the backoff (the handle's, else the stored one, else the
+        default) or after ``retry_in`` (0..=30 days: this failure's own delay), or dead once
+        retries are used up, when ``retryable`` is false, or when its expiry has come."""
+    def replay(self, id: int, *, expires_in: Optional[_Seconds] = None) -> Message:
+        """dead -> pending with ``retry_count`` 0; ``replay_count`` grows; a grouped message goes
+        to the end of its group; it expires after ``expires_in`` (default: the queue's stored
+        expiry, else never)."""
     def replay_all(
         self,
         *,
@@ -341,9 +387,27 @@ class Queue:
     def delete(self, id: int) -> Message:
         """Removes one succeeded or dead message and returns it; else `ConflictError`."""
     def reap(self) -> int:
-        """Counts this queue's expired leases as failed attempts now; returns how many."""
+        """Counts this queue's expired leases as failed attempts now and takes its pending
+        messages whose expiry came out (also on a paused queue); returns how many."""
     def stats(self) -> QueueStats:
         """This queue's statistics now."""
+    def settings(self) -> QueueSettings:
+        """The settings stored with this queue (all defaults when it has none)."""
+    def set_settings(
+        self,
+        *,
+        backoff: Optional[Union[Backoff, _BackoffArgs]] = None,
+        max_retries: Optional[int] = None,
+        lease: Optional[_Seconds] = None,
+        expires_in: Optional[_Seconds] = None,
+        on_expiry: Optional[Literal["dead", "discard"]] = None,
+    ) -> QueueSettings:
+        """Stores the five settings for every process, replacing them (an omitted one is
+        unset); leaves ``paused`` alone. `ValidationError` listing every rejected one."""
+    def pause(self) -> QueueSettings:
+        """Pauses the queue for every process: it claims nothing until resumed. Idempotent."""
+    def resume(self) -> QueueSettings:
+        """Resumes the queue. Idempotent."""
     def next_due_at(self) -> Optional[datetime]:
         """When the next delayed message (in backoff, or enqueued with a delay) becomes due, or
         None when none is delayed; one index read (the value of ``stats().next_due_at``)."""
@@ -474,6 +538,38 @@ class Message:
     @property
     def replayed_at(self) -> Optional[datetime]:
         """When it was last replayed, or None."""
+    @property
+    def group(self) -> Optional[str]:
+        """Its ordering group, or None."""
+    @property
+    def expires_at(self) -> Optional[datetime]:
+        """When it expires (still pending then, it is never delivered), or None."""
+    def to_dict(self) -> dict[str, object]:
+        """Every attribute in a new dict."""
+    def __eq__(self, other: object, /) -> bool: ...
+
+@final
+class QueueSettings:
+    """The settings stored with one queue; immutable. None: unset (the fallback applies)."""
+
+    @property
+    def backoff(self) -> Optional[Backoff]:
+        """The stored backoff policy, or None (``Backoff()``, unless a handle has its own)."""
+    @property
+    def max_retries(self) -> Optional[int]:
+        """For enqueues that give none, or None (3)."""
+    @property
+    def lease(self) -> Optional[timedelta]:
+        """For claims and extends that give none, or None (the database's lease)."""
+    @property
+    def expires_in(self) -> Optional[timedelta]:
+        """For enqueues and replays that give none, or None (never)."""
+    @property
+    def on_expiry(self) -> Literal["dead", "discard"]:
+        """What expiry does to a pending message."""
+    @property
+    def paused(self) -> bool:
+        """Whether the queue is paused."""
     def to_dict(self) -> dict[str, object]:
         """Every attribute in a new dict."""
     def __eq__(self, other: object, /) -> bool: ...
@@ -487,7 +583,8 @@ class QueueStats:
         """The queue's name."""
     @property
     def pending(self) -> int:
-        """Messages waiting to be claimed (due, or in backoff or delayed)."""
+        """Messages waiting to be claimed (due, in backoff or delayed, or behind their group's
+        head)."""
     @property
     def processing(self) -> int:
         """Messages held by a worker (expired leases included until reaped)."""
@@ -512,6 +609,15 @@ class QueueStats:
     @property
     def oldest_dead_age(self) -> Optional[timedelta]:
         """How long the oldest dead message has been dead, or None."""
+    @property
+    def paused(self) -> bool:
+        """Whether the queue is paused."""
+    @property
+    def expired_dead(self) -> int:
+        """Messages that expired while pending and became dead."""
+    @property
+    def expired_discarded(self) -> int:
+        """Messages that expired while pending and were discarded."""
     def to_dict(self) -> dict[str, object]:
         """Every attribute in a new dict."""
     def __eq__(self, other: object, /) -> bool: ...
@@ -532,7 +638,7 @@ class WorkerPlan:
     ) -> WorkerPlan:
         """`ValidationError` listing every rejected option (``concurrency`` 1..=1000,
         ``poll_interval`` 0.001..=3600 s, ``shutdown_timeout`` 0..=3600 s, ``lease``
-        0.001..=43200 s; None: 1, 1 s, 30 s, the database's lease)."""
+        0.001..=43200 s; None: 1, 1 s, 30 s, the queue's stored lease or the database's)."""
     @property
     def concurrency(self) -> int:
         """Handlers run at once."""

@@ -3,7 +3,7 @@ the instants they take back.
 
 Timestamps become RFC 3339 strings in UTC with milliseconds and ``Z``
 (``2026-11-30T16:24:03.123Z``); durations become seconds (a float); dicts and lists are converted
-item by item; everything else (str, int, bool, None) is already JSON. `parse_timestamp` reads an
+item by item; a `Backoff` or `QueueSettings` is its ``to_dict()``; everything else (str, int, bool, None) is already JSON. `parse_timestamp` reads an
 instant written that way (any fraction of a second, ``Z`` or a zero offset).
 """
 
@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
+
+from ._deadletter import Backoff, QueueSettings
 
 __all__ = ["INSTANT_PATTERN", "jsonable", "parse_timestamp", "timestamp"]
 
@@ -35,7 +37,10 @@ def timestamp(value: datetime) -> str:
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` (e.g. ``Message.to_dict()``) with every datetime and timedelta converted."""
+    """``value`` (e.g. ``Message.to_dict()``) with every datetime and timedelta converted, and a
+    `Backoff` or `QueueSettings` as its ``to_dict()``."""
+    if isinstance(value, (Backoff, QueueSettings)):
+        return jsonable(value.to_dict())
     if isinstance(value, datetime):
         return timestamp(value)
     if isinstance(value, timedelta):

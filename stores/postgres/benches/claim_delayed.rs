@@ -1,11 +1,16 @@
 //! Benchmark, not a test: what one claim costs with 10 000 messages in backoff older than every
-//! due message, against a queue with none (issue 10: within 1.2x), in the same run.
+//! due message, against a queue with none (issue 10: within 1.2x), and with 1 000 ordering
+//! groups whose heads are in backoff and 10 000 messages waiting behind them (issue 21: within
+//! 1.2x too), in the same run.
 //!
-//! Three schemas, each a queue of `DUE` due messages: `none` has nothing else; `ahead` has 10 000
+//! Four schemas, each a queue of `DUE` due messages: `none` has nothing else; `ahead` has 10 000
 //! messages delayed by an hour enqueued before them, as the store writes them (waiting, outside
 //! the ready index); `walked` has the same 10 000 marked ready, which is where schema 1 kept
 //! them (in the index claim takes the head of, skipped entry by entry): the reference of what
-//! the ready index saves. Each round times `CLAIMS` claims (one message each, through the
+//! the ready index saves; `groups` has 1 000 groups of 11 messages enqueued before them, each
+//! group's head claimed and failed with `retry_in` an hour (in backoff), the 10 000 others
+//! blocked behind the heads (outside every claim index). Each round times `CLAIMS` claims (one
+//! message each, through the
 //! engine: move and reap, take, write, commit) on each schema, one schema after the other claim
 //! by claim, so that the three share whatever else the machine does; the figure is
 //! microseconds per claim, min / median / max over `ROUNDS` rounds after one warm-up.
@@ -20,6 +25,9 @@ use std::time::{Duration, Instant};
 
 use deadletter::{Arg, Call, Engine, Error, Item, Limits, Millis};
 use deadletter_postgres::{Options, PostgresStore};
+
+#[path = "../tests/common/groups.rs"]
+mod groups;
 
 const DELAYED: usize = 10_000;
 const CLAIMS: usize = 500;
@@ -100,12 +108,14 @@ fn main() {
     let url = std::env::var("DEADLETTER_POSTGRES_URL")
         .expect("DEADLETTER_POSTGRES_URL: run `make bench-postgres`");
     let prefix = format!("bench_delayed_{}", std::process::id());
-    let kinds = ["none", "ahead", "walked"];
+    let kinds = ["none", "ahead", "walked", "groups"];
     let engines: Vec<Engine<PostgresStore>> = kinds
         .iter()
         .map(|kind| {
             let engine = open(&url, &format!("{prefix}_{kind}"));
-            if *kind != "none" {
+            if *kind == "groups" {
+                groups::heads_in_backoff(&engine, "bench", 1000, 10, NOW - 20_000);
+            } else if *kind != "none" {
                 enqueue(&engine, DELAYED, 3_600_000, NOW - 20_000);
             }
             enqueue(&engine, DUE, 0, NOW - 10_000);
@@ -137,7 +147,8 @@ fn main() {
         })
         .expect("version");
     println!(
-        "claim with {DELAYED} delayed messages ahead vs none: us per claim (move and reap, take, \
+        "claim with {DELAYED} delayed messages ahead, or behind 1000 group heads in backoff, vs \
+         none: us per claim (move and reap, take, \
          write, commit; one message), {ROUNDS} rounds of {CLAIMS} claims on each, interleaved, \
          after one warm-up, min / median / max; PostgreSQL {version}, synchronous_commit=off"
     );
@@ -146,6 +157,7 @@ fn main() {
         "none delayed".to_owned(),
         format!("{DELAYED} delayed ahead (schema 2: waiting, not walked)"),
         format!("{DELAYED} delayed ahead, in the ready index (as schema 1)"),
+        format!("1000 group heads in backoff, {DELAYED} behind them"),
     ];
     let mut medians = Vec::new();
     for (label, figure) in labels.iter().zip(&mut figures) {
@@ -156,9 +168,11 @@ fn main() {
     }
     println!(
         "ratio of medians: {DELAYED} delayed ahead / none = {:.2}x (issue 10's target: at most \
-         1.20x); as schema 1 / none = {:.2}x",
+         1.20x); as schema 1 / none = {:.2}x; 1000 group heads in backoff and {DELAYED} behind \
+         them / none = {:.2}x (issue 21's target: at most 1.20x)",
         medians[1] / medians[0],
-        medians[2] / medians[0]
+        medians[2] / medians[0],
+        medians[3] / medians[0]
     );
     // Then the outage ends: an hour later the 10 000 of `ahead` are due at once (its due
     // messages are all taken). The first claim moves them all into the ready index, once.

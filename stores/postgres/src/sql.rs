@@ -72,9 +72,11 @@ pub struct Sql {
     /// Unblocks message `$1` into the lane `$2` (`ready`) if it is still a blocked pending
     /// message (the update locks it and checks again).
     pub unblock: String,
-    /// The pending messages of queue `$1` whose expiry came at `$2` (ids and groups, unlocked:
-    /// their groups are locked before they are).
-    pub expiring: String,
+    /// What a claim decides with, in one round trip: the row of queue `$1` (null columns when
+    /// it has none, in [`Sql::queue`]'s order), then the ids and the groups of its pending
+    /// messages whose expiry came at `$2`, in expiry order (two arrays, null when there are none;
+    /// unlocked: their groups are locked before they are).
+    pub claim_context: String,
     /// The messages `$1` that are still pending with their expiry come at `$2`, locked, skipping
     /// those another transaction holds, in expiry order.
     pub expiring_locked: String,
@@ -205,10 +207,13 @@ impl Sql {
                 "UPDATE {m} SET blocked = false, ready = $2 \
                  WHERE id = $1 AND blocked AND status = 'pending'"
             ),
-            expiring: format!(
-                "SELECT id, group_name FROM {m} \
-                 WHERE queue = $1 AND status = 'pending' AND expires_at <= $2 \
-                 ORDER BY expires_at, id"
+            claim_context: format!(
+                "SELECT {}, e.ids, e.groups FROM (SELECT 1) AS one \
+                 LEFT JOIN {q} q ON q.name = $1 \
+                 CROSS JOIN (SELECT array_agg(id ORDER BY expires_at, id) AS ids, \
+                   array_agg(group_name ORDER BY expires_at, id) AS groups \
+                   FROM {m} WHERE queue = $1 AND status = 'pending' AND expires_at <= $2) AS e",
+                prefixed("q", QUEUE_COLUMNS)
             ),
             expiring_locked: select(
                 "WHERE id = ANY($1) AND status = 'pending' AND expires_at <= $2 \

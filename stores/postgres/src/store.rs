@@ -359,14 +359,29 @@ impl Store for PostgresStore {
         mut tokens: impl FnMut() -> String,
     ) -> Result<Claimed> {
         self.sessions.write_with(&self.sql.claim_begin, |conn| {
-            let ctx = context(conn, &self.sql, queue, clock)?;
+            // The clock, then the queue's row and the messages whose expiry came, unlocked
+            // (their groups are locked first), in one round trip.
+            let now = clock()?;
+            let statement = conn.prepare(&self.sql.claim_context)?;
+            let found = conn
+                .client
+                .query_one(&statement, &[&queue, &now])
+                .map_err(db_error)?;
+            let ctx = Context::new(now, row::queue(&found, 0, queue)?)?;
+            let ids: Option<Vec<Id>> = found.try_get(row::QUEUE_FIELDS).map_err(db_error)?;
+            let names: Option<Vec<Option<String>>> =
+                found.try_get(row::QUEUE_FIELDS + 1).map_err(db_error)?;
+            let candidates: Vec<(Id, Option<String>)> = ids
+                .unwrap_or_default()
+                .into_iter()
+                .zip(names.unwrap_or_default())
+                .collect();
             let Some(claim) = start(&ctx) else {
                 return Ok(Claimed::default());
             };
             let now = claim.now;
-            // The leases that ran out, locked (the first statement also moves the messages
-            // whose backoff is over into the ready index: no field changes), and the messages
-            // whose expiry came, unlocked: their groups are locked first.
+            // The leases that ran out, locked (the statement also moves the messages whose
+            // backoff is over into the ready index: no field changes).
             let statement = conn.prepare(&self.sql.expired)?;
             let rows = conn
                 .client
@@ -380,19 +395,6 @@ impl Store for PostgresStore {
                 .iter()
                 .enumerate()
                 .map(|(index, (m, _))| claim.expire(m.clone(), index))
-                .collect::<Result<_>>()?;
-            let statement = conn.prepare(&self.sql.expiring)?;
-            let candidates: Vec<(Id, Option<String>)> = conn
-                .client
-                .query(&statement, &[&queue, &now])
-                .map_err(db_error)?
-                .iter()
-                .map(|r| {
-                    Ok((
-                        r.try_get(0).map_err(db_error)?,
-                        r.try_get(1).map_err(db_error)?,
-                    ))
-                })
                 .collect::<Result<_>>()?;
             let mut groups =
                 groups_changed(overdue.iter().map(|(m, _)| m).zip(expired.iter().map(Some)));

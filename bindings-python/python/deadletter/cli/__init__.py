@@ -9,8 +9,14 @@ Commands (``deadletter COMMAND -h`` for their options)::
     deadletter replay PATH QUEUE (ID | --all [--error-contains T] [--dead-after I]
                                              [--dead-before I] [--limit N])
     deadletter purge PATH QUEUE --status {succeeded,dead} --older-than DURATION
-    deadletter enqueue PATH QUEUE [--max-retries N] [--delay DURATION]
-                                  (PAYLOAD [--idempotency-key K] | -)
+    deadletter enqueue PATH QUEUE [--max-retries N] [--delay DURATION] [--group G]
+                                  [--expires-in DURATION] (PAYLOAD [--idempotency-key K] | -)
+    deadletter settings PATH QUEUE [--max-retries N] [--lease D] [--expires-in D]
+                                   [--on-expiry {dead,discard}] [--backoff-initial D]
+                                   [--backoff-multiplier X] [--backoff-cap D]
+                                   [--backoff-jitter {full,equal,none}] [--unset SETTING]
+    deadletter pause PATH QUEUE
+    deadletter resume PATH QUEUE
 
 Output is an aligned table for people, or JSON with ``--json`` (messages and statistics as the
 HTTP API writes them), both written by `emit`. For people, control characters in values (a

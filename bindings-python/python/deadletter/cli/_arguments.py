@@ -11,26 +11,32 @@ from typing import Callable, Optional
 import deadletter
 
 from .._deadletter import (
+    BACKOFF_MULTIPLIER_RANGE,
     DEFAULT_LIST_LIMIT,
     DEFAULT_MAX_PAYLOAD_BYTES,
     DEFAULT_MAX_RETRIES,
     LIST_LIMIT_RANGE,
     MAX_BATCH,
     MAX_RETRIES_RANGE,
+    ON_EXPIRY,
     STATUSES,
 )
 from .._json import parse_timestamp
 from ._commands import (
+    SETTINGS,
     cmd_enqueue,
     cmd_list,
+    cmd_pause,
     cmd_purge,
     cmd_replay,
+    cmd_resume,
     cmd_serve,
+    cmd_settings,
     cmd_show,
     cmd_stats,
 )
 
-__all__ = ["instant", "integer", "low_high", "parser", "port", "positive", "seconds"]
+__all__ = ["instant", "integer", "low_high", "number", "parser", "port", "positive", "seconds"]
 
 
 INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -68,6 +74,16 @@ def seconds(text: str) -> timedelta:
     if match is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 90, 15m, 12h or 7d")
     return timedelta(seconds=float(match.group(1)) * UNITS[match.group(2)])
+
+
+NUMBER = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
+
+
+def number(text: str) -> float:
+    """A decimal number in ASCII digits (``2``, ``1.5``): not ``float()``'s ``nan`` or ``1e3``."""
+    if not NUMBER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number such as 2 or 1.5")
+    return float(text)
 
 
 def instant(text: str) -> datetime:
@@ -205,6 +221,91 @@ def parser() -> argparse.ArgumentParser:
         metavar="KEY",
         help="when the queue holds a message with this key, show it instead of enqueueing",
     )
+    sub.add_argument(
+        "--group",
+        metavar="GROUP",
+        help="the ordering group: a group's messages are delivered one at a time, in order",
+    )
+    sub.add_argument(
+        "--expires-in",
+        type=seconds,
+        metavar="DURATION",
+        help="still pending after this long, it is never delivered (default: the queue's "
+        "setting, else never)",
+    )
+
+    sub = command(
+        "settings",
+        cmd_settings,
+        "show the settings stored with a queue, or change some of them",
+        details="The settings apply to every process that uses the queue; a value given in a "
+        "call (or a backoff given to a queue handle in code) wins over them. Options change "
+        "only the settings they name: the others keep their stored values.",
+    )
+    sub.add_argument(
+        "--max-retries",
+        type=integer,
+        help=f"attempts before a message is dead, for enqueues that give none "
+        f"({low_high(MAX_RETRIES_RANGE)}; unset: {DEFAULT_MAX_RETRIES})",
+    )
+    sub.add_argument(
+        "--lease",
+        type=seconds,
+        metavar="DURATION",
+        help="the lease of claims and heartbeats that give none (unset: the opener's default)",
+    )
+    sub.add_argument(
+        "--expires-in",
+        type=seconds,
+        metavar="DURATION",
+        help="the expiry of enqueues and replays that give none (unset: never)",
+    )
+    sub.add_argument(
+        "--on-expiry",
+        choices=list(ON_EXPIRY),
+        help="what expiry does to a pending message: dead (with the error `expired`) or "
+        "discard (deleted)",
+    )
+    sub.add_argument(
+        "--backoff-initial",
+        type=seconds,
+        metavar="DURATION",
+        help="the backoff's delay after the first failure (default 2s)",
+    )
+    sub.add_argument(
+        "--backoff-multiplier",
+        type=number,
+        metavar="X",
+        help=f"the backoff's growth per further failure "
+        f"({BACKOFF_MULTIPLIER_RANGE[0]:g}..{BACKOFF_MULTIPLIER_RANGE[1]:g}; default 2)",
+    )
+    sub.add_argument(
+        "--backoff-cap",
+        type=seconds,
+        metavar="DURATION",
+        help="the backoff's longest delay (default 1h)",
+    )
+    sub.add_argument(
+        "--backoff-jitter",
+        choices=["full", "equal", "none"],
+        help="how the backoff's delays are spread (default none)",
+    )
+    sub.add_argument(
+        "--unset",
+        action="append",
+        default=[],
+        choices=SETTINGS,
+        metavar="SETTING",
+        help=f"unset a setting (its fallback applies again): {', '.join(SETTINGS)}; repeatable",
+    )
+
+    command(
+        "pause",
+        cmd_pause,
+        "pause a queue: it claims nothing (for every process) until resumed",
+        details="Enqueues and the other commands still work; leases already held keep running.",
+    )
+    command("resume", cmd_resume, "resume a paused queue")
 
     sub = command(
         "serve",

@@ -23,6 +23,7 @@ from ._output import (
     ENQUEUED_COLUMNS,
     LIST_COLUMNS,
     MESSAGE_COLUMNS,
+    SETTINGS_COLUMNS,
     STATS_COLUMNS,
     Progress,
     Record,
@@ -30,19 +31,27 @@ from ._output import (
     emit,
     listed,
     printable,
+    shown_settings,
 )
 
 __all__ = [
+    "SETTINGS",
     "Failure",
     "Usage",
     "cmd_enqueue",
     "cmd_list",
+    "cmd_pause",
     "cmd_purge",
     "cmd_replay",
+    "cmd_resume",
     "cmd_serve",
+    "cmd_settings",
     "cmd_show",
     "cmd_stats",
 ]
+
+SETTINGS = ("backoff", "max_retries", "lease", "expires_in", "on_expiry")
+"""The settings `Queue.set_settings` stores (``settings --unset`` takes these names)."""
 
 CHUNK = MAX_BATCH
 """Messages per ``enqueue_many`` (the core's limit of one batch) and per ``replay_all`` call of
@@ -160,6 +169,65 @@ def cmd_purge(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     emit({"purged": purged}, ("purged",), as_json=args.json, out=out)
 
 
+def cmd_settings(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    policy = {
+        "initial": args.backoff_initial,
+        "multiplier": args.backoff_multiplier,
+        "cap": args.backoff_cap,
+        "jitter": args.backoff_jitter,
+    }
+    policy = {name: value for name, value in policy.items() if value is not None}
+    given: dict[str, Any] = {
+        "max_retries": args.max_retries,
+        "lease": args.lease,
+        "expires_in": args.expires_in,
+        "on_expiry": args.on_expiry,
+    }
+    given = {name: value for name, value in given.items() if value is not None}
+    if policy:
+        given["backoff"] = policy
+    both = [name for name in args.unset if name in given]
+    if both:
+        raise Usage(f"--unset {both[0]} goes with no option that sets it")
+    with open_existing(args) as db:
+        queue = db.queue(args.queue)
+        settings = queue.settings()
+        if given or args.unset:
+            settings = queue.set_settings(**changed(settings, given, args.unset))
+    emit(shown_settings(settings, as_json=args.json), SETTINGS_COLUMNS, as_json=args.json, out=out)
+
+
+def changed(
+    settings: deadletter.QueueSettings, given: dict[str, Any], unset: list[str]
+) -> dict[str, Any]:
+    """`Queue.set_settings`' arguments: the stored ``settings`` with those ``given`` in their
+    place and those named in ``unset`` unset. A ``backoff`` given as some of its arguments
+    changes only those of the stored policy (or of the default one); its jitter ``none`` is
+    None."""
+    result: dict[str, Any] = {name: getattr(settings, name) for name in SETTINGS}
+    policy = given.pop("backoff", None)
+    if policy is not None:
+        stored = settings.backoff or deadletter.Backoff()
+        result["backoff"] = {**stored.to_dict(), **policy}
+        if result["backoff"]["jitter"] == "none":
+            result["backoff"]["jitter"] = None
+    result.update(given)
+    result.update({name: None for name in unset})
+    return result
+
+
+def cmd_pause(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    with open_existing(args) as db:
+        settings = db.queue(args.queue).pause()
+    emit(shown_settings(settings, as_json=args.json), SETTINGS_COLUMNS, as_json=args.json, out=out)
+
+
+def cmd_resume(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    with open_existing(args) as db:
+        settings = db.queue(args.queue).resume()
+    emit(shown_settings(settings, as_json=args.json), SETTINGS_COLUMNS, as_json=args.json, out=out)
+
+
 def stdin_payloads(stream: TextIO) -> Iterator[str]:
     """Every line of ``stream`` without its line ending, ``\\n`` or ``\\r\\n`` (an empty line is an
     empty payload; a ``\\r`` anywhere else stays in it)."""
@@ -178,8 +246,15 @@ def cmd_enqueue(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
                 max_retries=args.max_retries,
                 idempotency_key=args.idempotency_key,
                 delay=args.delay,
+                group=args.group,
+                expires_in=args.expires_in,
             )
-            columns = ENQUEUED_COLUMNS + (("deduplicated",) if message.deduplicated else ())
+            columns = (
+                *ENQUEUED_COLUMNS,
+                *(("group",) if message.group is not None else ()),
+                *(("expires_at",) if message.expires_at is not None else ()),
+                *(("deduplicated",) if message.deduplicated else ()),
+            )
             emit(message.to_dict(), columns, as_json=args.json, out=out)
             return
         summary = enqueue_lines(queue, args, Progress("enqueued", err))
@@ -192,7 +267,12 @@ def enqueue_lines(
     """One message per line of stdin, by `Queue.enqueue_many` in chunks of `CHUNK` lines: each
     chunk is enqueued whole or not at all, so a bad line stops the command with the chunks
     before its own enqueued."""
-    options = {"max_retries": args.max_retries, "delay": args.delay}
+    options = {
+        "max_retries": args.max_retries,
+        "delay": args.delay,
+        "group": args.group,
+        "expires_in": args.expires_in,
+    }
     ids: list[int] = []
     lines = stdin_payloads(sys.stdin)
     try:

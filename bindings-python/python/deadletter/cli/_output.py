@@ -22,6 +22,7 @@ __all__ = [
     "ENQUEUED_COLUMNS",
     "LIST_COLUMNS",
     "MESSAGE_COLUMNS",
+    "SETTINGS_COLUMNS",
     "STATS_COLUMNS",
     "Progress",
     "Record",
@@ -29,6 +30,7 @@ __all__ = [
     "emit",
     "listed",
     "printable",
+    "shown_settings",
 ]
 
 Record = dict[str, Any]
@@ -136,6 +138,8 @@ MESSAGE_COLUMNS = (
     "errors_dropped",
     "replay_count",
     "replayed_at",
+    "group",
+    "expires_at",
 )
 LIST_COLUMNS = ("id", "status", "retries", "updated_at", "last_error", "payload")
 ATTEMPT_COLUMNS = ("attempt", "at", "error")
@@ -148,7 +152,26 @@ STATS_COLUMNS = (
     "next_due_at",
     "oldest_due_age",
     "oldest_dead_age",
+    "paused",
+    "expired_dead",
+    "expired_discarded",
 )
+SETTINGS_COLUMNS = ("backoff", "max_retries", "lease", "expires_in", "on_expiry", "paused")
+
+
+def shown_settings(settings: deadletter.QueueSettings, *, as_json: bool) -> Record:
+    """A queue's settings as `emit` writes them: for people, the backoff policy on one line
+    (``2s x2 up to 1h``, with its jitter) and ``-`` for an unset setting; ``--json``: as the HTTP
+    API writes them."""
+    record = settings.to_dict()
+    policy = settings.backoff
+    if not as_json and policy is not None:
+        jitter = f", {policy.jitter} jitter" if policy.jitter else ""
+        record["backoff"] = (
+            f"{duration(policy.initial)} x{policy.multiplier:g} up to {duration(policy.cap)}"
+            f"{jitter}"
+        )
+    return record
 
 
 def listed(message: deadletter.Message) -> Record:

@@ -1,11 +1,15 @@
 """Prometheus metrics of a queue database, for ``GET /metrics`` of `deadletter.http`: one gauge per
-queue and status (the core's status names), one of the oldest dead message's age.
+queue and status (the core's status names), one of the oldest dead message's age, one of whether
+the queue is paused, and a counter of the messages that expired, per outcome (the queue's
+``on_expiry``: ``dead`` or ``discard``).
 
-Metrics (gauges, read at scrape time from `Database.queues`, which counts from indexes; the text
-format is prometheus-client's)::
+Metrics (read at scrape time from `Database.queues`, which counts from indexes and the queue's
+stored counters; the text format is prometheus-client's)::
 
     deadletter_messages{queue="emails",status="dead"} 3
     deadletter_oldest_dead_age_seconds{queue="emails"} 5400.0
+    deadletter_paused{queue="emails"} 0
+    deadletter_expired_total{queue="emails",outcome="discard"} 12
 
 The alert "the DLQ is not empty" is ``deadletter_messages{status="dead"} > 0``.
 """
@@ -14,18 +18,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 import deadletter
 
-from .._deadletter import STATUSES
+from .._deadletter import ON_EXPIRY, STATUSES
 
 __all__ = ["STATUSES", "QueueCollector", "registry"]
 
+EXPIRED = {"dead": "expired_dead", "discard": "expired_discarded"}
+"""The `QueueStats` counter of each expiry outcome (`ON_EXPIRY`'s names)."""
+
 
 class QueueCollector(Collector):
-    """Per queue: its messages per status, and the age of its oldest dead message."""
+    """Per queue: its messages per status, the age of its oldest dead message, whether it is
+    paused and how many of its messages expired, per outcome."""
 
     def __init__(self, db: deadletter.Database) -> None:
         self.db = db
@@ -39,13 +47,29 @@ class QueueCollector(Collector):
             "Seconds since the oldest dead message of the queue died (absent: no dead message).",
             labels=["queue"],
         )
+        paused = GaugeMetricFamily(
+            "deadletter_paused",
+            "1 while the queue is paused (it claims nothing), else 0.",
+            labels=["queue"],
+        )
+        expired = CounterMetricFamily(
+            "deadletter_expired",
+            "Messages of the queue that expired while pending: outcome dead (dead with the error "
+            "`expired`) or discard (deleted).",
+            labels=["queue", "outcome"],
+        )
         for stats in self.db.queues():
             for status in STATUSES:
                 messages.add_metric([stats.queue, status], getattr(stats, status))
             if stats.oldest_dead_age is not None:
                 oldest.add_metric([stats.queue], stats.oldest_dead_age.total_seconds())
+            paused.add_metric([stats.queue], int(stats.paused))
+            for outcome in ON_EXPIRY:
+                expired.add_metric([stats.queue, outcome], getattr(stats, EXPIRED[outcome]))
         yield messages
         yield oldest
+        yield paused
+        yield expired
 
 
 def registry(db: deadletter.Database) -> CollectorRegistry:

@@ -89,6 +89,21 @@ def count(name: str) -> Json:
     }
 
 
+def switch(operation_id: str, summary: str, description: str = "") -> Json:
+    """Pausing or resuming a queue: no body, the settings back."""
+    return {
+        "operationId": operation_id,
+        "summary": summary,
+        **({"description": description} if description else {}),
+        "parameters": [QUEUE],
+        "requestBody": body("Empty", required=False),
+        "responses": {
+            "200": ok("The queue's settings.", ref("schemas", "QueueSettings")),
+            **problems(*WRITE),
+        },
+    }
+
+
 LEASED = "$response.body#/lease_token"
 CLAIM_NEXT = link("claim", "Claim the next due message of the queue.", by_id=False)
 ENQUEUED_LINKS = {
@@ -111,12 +126,14 @@ WRITE = ("Unauthorized", "NotFound", "TooLarge", "ValidationFailed", "StoreUnava
 TRANSITION = (*WRITE, "Conflict")
 
 QUEUE = ref("parameters", "queue")
+NEW_QUEUE = ref("parameters", "new_queue")
 ID = ref("parameters", "id")
 
 OPERATIONS: dict[tuple[str, str], Json] = {
     ("/queues", "get"): {
         "operationId": "listQueues",
-        "summary": "Every queue that holds messages, with its statistics, by name",
+        "summary": "Every queue that holds messages or has stored settings, with its "
+        "statistics, by name",
         "responses": {
             "200": ok(
                 "The statistics of each queue.",
@@ -150,7 +167,7 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "inserts nothing; the key alone decides (the payload is not compared). The key is "
         "free again once its message is deleted or purged.",
         "parameters": [
-            QUEUE,
+            NEW_QUEUE,
             {
                 "name": "Idempotency-Key",
                 "in": "header",
@@ -186,7 +203,7 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "Validation errors carry the item's `index`. Idempotency keys go in the items: an "
         "`Idempotency-Key` header is a 422 here. The body may weigh 6 times the largest payload "
         "plus 64 KiB (413 beyond).",
-        "parameters": [QUEUE],
+        "parameters": [NEW_QUEUE],
         "requestBody": body("EnqueueBatchRequest", required=True),
         "responses": {
             "201": ok("The messages, in item order; at least one is new.", MESSAGES),
@@ -240,8 +257,9 @@ OPERATIONS: dict[tuple[str, str], Json] = {
     },
     ("/queues/{queue}/claim", "post"): {
         "operationId": "claim",
-        "summary": "Lease the next due message (FIFO)",
-        "description": "Expired leases of the queue count as failed attempts first.",
+        "summary": "Lease the next due message (FIFO; of an ordering group, only its head)",
+        "description": "Expired leases of the queue count as failed attempts first, and its "
+        "pending messages whose expiry has come are taken out. A paused queue answers 204.",
         "parameters": [QUEUE],
         "requestBody": body("ClaimRequest", required=False),
         "responses": {
@@ -267,7 +285,7 @@ OPERATIONS: dict[tuple[str, str], Json] = {
                 },
             },
             "204": {
-                "description": "No message is due.",
+                "description": "No message is due, or the queue is paused.",
                 "headers": {
                     "Retry-After": {
                         "description": "Seconds until the queue's next delayed message is due "
@@ -296,7 +314,10 @@ OPERATIONS: dict[tuple[str, str], Json] = {
     },
     ("/queues/{queue}/messages/{id}/fail", "post"): {
         "operationId": "fail",
-        "summary": "Fail an attempt: pending after backoff, or dead",
+        "summary": "Fail an attempt: pending after backoff (or `retry_in`), or dead",
+        "description": "Dead once the attempts reach max_retries, when `retryable` is false, or "
+        "when the message's expiry has come; else pending again after `retry_in` seconds when "
+        "given, else after the queue's backoff.",
         "parameters": [QUEUE, ID],
         "requestBody": body("FailRequest", required=True),
         "responses": {
@@ -314,8 +335,11 @@ OPERATIONS: dict[tuple[str, str], Json] = {
     ("/queues/{queue}/messages/{id}/replay", "post"): {
         "operationId": "replay",
         "summary": "Replay (redrive) a dead message: dead -> pending, retry_count 0",
+        "description": "A message of an ordering group goes to the end of its group (behind the "
+        "messages waiting there); one without a group is due at once. It expires after "
+        "`expires_in` seconds (when omitted: the queue's stored `expires_in`, else never).",
         "parameters": [QUEUE, ID],
-        "requestBody": body("Empty", required=False),
+        "requestBody": body("ReplayRequest", required=False),
         "responses": {
             "200": {**MESSAGE_OK, "links": {"Claim": CLAIM_NEXT}},
             **problems(*TRANSITION),
@@ -348,12 +372,44 @@ OPERATIONS: dict[tuple[str, str], Json] = {
             **problems(*WRITE),
         },
     },
+    ("/queues/{queue}/settings", "get"): {
+        "operationId": "getSettings",
+        "summary": "The settings stored with a queue, and whether it is paused",
+        "description": "A queue never configured reads as all unset (nothing is written).",
+        "parameters": [QUEUE],
+        "responses": {
+            "200": ok("The queue's settings.", ref("schemas", "QueueSettings")),
+            **problems(*READ),
+        },
+    },
+    ("/queues/{queue}/settings", "put"): {
+        "operationId": "putSettings",
+        "summary": "Store a queue's settings, for every client (replaces all five)",
+        "description": "A per-call value (an enqueue's `max_retries` or `expires_in`, a claim's "
+        "`lease`, ...) wins over the stored one, which wins over the default. Pausing is "
+        "`/pause` and `/resume`, which this leaves alone.",
+        "parameters": [QUEUE],
+        "requestBody": body("SettingsRequest", required=True),
+        "responses": {
+            "200": ok("The settings now stored.", ref("schemas", "QueueSettings")),
+            **problems(*WRITE),
+        },
+    },
+    ("/queues/{queue}/pause", "post"): switch(
+        "pause",
+        "Pause a queue: it claims nothing until resumed (idempotent)",
+        "Enqueues and every other operation still work; leases already held keep running.",
+    ),
+    ("/queues/{queue}/resume", "post"): switch("resume", "Resume a paused queue (idempotent)"),
     ("/metrics", "get"): {
         "operationId": "metrics",
-        "summary": "Prometheus metrics: messages per queue and status, oldest dead age",
-        "description": "`deadletter_messages{queue, status}` and "
-        "`deadletter_oldest_dead_age_seconds{queue}` (gauges, read from indexes at scrape "
-        "time). The OpenMetrics format when the Accept header asks for it.",
+        "summary": "Prometheus metrics: messages per queue and status, oldest dead age, paused, "
+        "expired",
+        "description": "`deadletter_messages{queue, status}`, "
+        "`deadletter_oldest_dead_age_seconds{queue}` and `deadletter_paused{queue}` (gauges), "
+        "`deadletter_expired_total{queue, outcome}` (a counter, outcome `dead` or `discard`), "
+        "read from indexes and the queues' stored counters at scrape time. The OpenMetrics "
+        "format when the Accept header asks for it.",
         "responses": {
             "200": {
                 "description": "The Prometheus text exposition format.",

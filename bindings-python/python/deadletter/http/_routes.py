@@ -112,9 +112,8 @@ class Api:
 
     async def enqueue(self, request: Request) -> Response:
         queue = self.queue(request)
-        data = await self.body(
-            request, ("payload", "max_retries", "idempotency_key", "delay"), required=True
-        )
+        fields = ("payload", "max_retries", "idempotency_key", "delay", "group", "expires_in")
+        data = await self.body(request, fields, required=True)
         header = idempotency_header(request)
         if header is not None and data["idempotency_key"] is not None:
             raise invalid(
@@ -129,6 +128,8 @@ class Api:
                 max_retries=data["max_retries"],
                 idempotency_key=data["idempotency_key"] if header is None else header,
                 delay=data["delay"],
+                group=data["group"],
+                expires_in=data["expires_in"],
             )
         except deadletter.ValidationError as error:
             raise error if header is None else renamed(error, "idempotency_key", IDEMPOTENCY_HEADER)
@@ -205,21 +206,24 @@ class Api:
     async def fail(self, request: Request) -> Response:
         queue = self.queue(request)
         id = self.id(request)
-        data = await self.body(request, ("error", "lease_token", "retryable"), required=True)
+        fields = ("error", "lease_token", "retryable", "retry_in")
+        data = await self.body(request, fields, required=True)
         message = await run_in_threadpool(
             queue.fail,
             id,
             data["error"],
             lease_token=data["lease_token"],
             retryable=data["retryable"],
+            retry_in=data["retry_in"],
         )
         return message_response(message)
 
     async def replay(self, request: Request) -> Response:
         queue = self.queue(request)
         id = self.id(request)
-        await self.body(request, (), required=False)
-        return message_response(await run_in_threadpool(queue.replay, id))
+        data = await self.body(request, ("expires_in",), required=False)
+        message = await run_in_threadpool(queue.replay, id, expires_in=data["expires_in"])
+        return message_response(message)
 
     async def replay_all(self, request: Request) -> Response:
         queue = self.queue(request)
@@ -242,6 +246,27 @@ class Api:
             queue.purge, status=data["status"], older_than=data["older_than"]
         )
         return JSONResponse({"purged": purged})
+
+    async def get_settings(self, request: Request) -> Response:
+        settings = await run_in_threadpool(self.queue(request).settings)
+        return JSONResponse(jsonable(settings))
+
+    async def put_settings(self, request: Request) -> Response:
+        queue = self.queue(request)
+        fields = ("backoff", "max_retries", "lease", "expires_in", "on_expiry")
+        data = await self.body(request, fields, required=True)
+        settings = await run_in_threadpool(lambda: queue.set_settings(**data))
+        return JSONResponse(jsonable(settings))
+
+    async def pause(self, request: Request) -> Response:
+        queue = self.queue(request)
+        await self.body(request, (), required=False)
+        return JSONResponse(jsonable(await run_in_threadpool(queue.pause)))
+
+    async def resume(self, request: Request) -> Response:
+        queue = self.queue(request)
+        await self.body(request, (), required=False)
+        return JSONResponse(jsonable(await run_in_threadpool(queue.resume)))
 
     async def metrics(self, request: Request) -> Response:
         """The queue metrics in the format the ``Accept`` header asks for (prometheus-client's
@@ -281,6 +306,10 @@ class Api:
             (m + "/replay", "post"): self.replay,
             (q + "/replay", "post"): self.replay_all,
             (q + "/purge", "post"): self.purge,
+            (q + "/settings", "get"): self.get_settings,
+            (q + "/settings", "put"): self.put_settings,
+            (q + "/pause", "post"): self.pause,
+            (q + "/resume", "post"): self.resume,
             ("/metrics", "get"): self.metrics,
             ("/healthz", "get"): self.healthz,
             ("/openapi.json", "get"): self.openapi,

@@ -9,17 +9,22 @@ from decimal import Decimal
 from typing import Any
 
 from .._deadletter import (
-    DELAY_RANGE_MS,
+    BACKOFF_MULTIPLIER_RANGE,
     DEFAULT_MAX_RETRIES,
+    DELAY_RANGE_MS,
+    EXPIRES_IN_RANGE_MS,
     LEASE_EXPIRED,
     LEASE_RANGE_MS,
     MAX_BATCH,
     MAX_ERROR_BYTES,
+    MAX_GROUP_CHARS,
     MAX_HISTORY,
     MAX_ID,
     MAX_IDEMPOTENCY_KEY_CHARS,
     MAX_QUEUE_CHARS,
     MAX_RETRIES_RANGE,
+    ON_EXPIRY,
+    RETRY_IN_RANGE_MS,
     TIME_RANGE_MS,
 )
 from .._deadletter import STATUSES as CORE_STATUSES
@@ -55,6 +60,16 @@ NO_NUL = r"^[^\u0000]*$"
 """Strings the core refuses with NUL (U+0000) in them: queue names, idempotency keys, error texts
 (not every store can hold it)."""
 
+CONTROLS = r"\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069"
+"""The characters enqueue refuses in a queue name: C0, DEL, C1 and the bidirectional controls
+(a test checks them against the queue, character by character)."""
+SPACES = r"\u0020\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+"""Unicode's White_Space characters besides the controls: a name made only of them is refused
+(spelled out, since ``\\s`` differs between regular expression dialects)."""
+NEW_QUEUE = f"^[^{CONTROLS}]*[^{CONTROLS}{SPACES}][^{CONTROLS}]*$"
+"""A queue name that enqueue accepts (where messages are put under it): no control character,
+not only white space."""
+
 TIMESTAMP: Json = {
     "type": "string",
     "format": "date-time",
@@ -86,7 +101,30 @@ def seconds(low_ms: int, high_ms: int, description: str) -> Json:
     }
 
 
-LEASE = seconds(*LEASE_RANGE_MS, "Seconds (the server's default lease when omitted).")
+LEASE = seconds(
+    *LEASE_RANGE_MS,
+    "Seconds (when omitted: the queue's stored lease, else the server's default lease).",
+)
+
+EXPIRES_IN = seconds(
+    *EXPIRES_IN_RANGE_MS,
+    "Seconds until the message expires: still pending then, it is never delivered (dead with "
+    "the error `expired`, or discarded: the queue's `on_expiry`). When omitted: the queue's "
+    "stored `expires_in`, else never.",
+)
+
+MAX_RETRIES: Json = {
+    "type": "integer",
+    "minimum": MAX_RETRIES_RANGE[0],
+    "maximum": MAX_RETRIES_RANGE[1],
+}
+
+GROUP: Json = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_GROUP_CHARS,
+    "pattern": NO_NUL,
+}
 
 SECONDS_AGE: Json = {
     "type": ["number", "null"],
@@ -150,11 +188,7 @@ MESSAGE_PROPERTIES: Json = {
         "minimum": 0,
         "description": "Failed attempts since enqueue or the last replay.",
     },
-    "max_retries": {
-        "type": "integer",
-        "minimum": MAX_RETRIES_RANGE[0],
-        "maximum": MAX_RETRIES_RANGE[1],
-    },
+    "max_retries": MAX_RETRIES,
     "retry_after": {
         **nullable(TIMESTAMP),
         "description": "Set exactly while pending in backoff or delayed: not claimable before.",
@@ -185,9 +219,21 @@ MESSAGE_PROPERTIES: Json = {
     },
     "replay_count": {"type": "integer", "minimum": 0},
     "replayed_at": nullable(TIMESTAMP),
+    "group": {
+        **nullable(GROUP),
+        "description": "Its ordering group: a group's messages are delivered one at a time, in "
+        "the order they entered it.",
+    },
+    "expires_at": {
+        **nullable(TIMESTAMP),
+        "description": "When it expires: still pending then, it is never delivered.",
+    },
 }
 
-COUNT_NOTES = {"pending": "Due, in backoff or delayed.", "processing": "Expired leases included."}
+COUNT_NOTES = {
+    "pending": "Due, in backoff or delayed, or waiting behind its group's head.",
+    "processing": "Expired leases included.",
+}
 """What two of the statistics' counts per status include."""
 
 STATS_PROPERTIES: Json = {
@@ -218,6 +264,17 @@ STATS_PROPERTIES: Json = {
         **SECONDS_AGE,
         "description": "Seconds since the oldest dead message died.",
     },
+    "paused": {"type": "boolean", "description": "A paused queue claims nothing."},
+    "expired_dead": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Messages that expired while pending and became dead (ever).",
+    },
+    "expired_discarded": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Messages that expired while pending and were deleted (ever).",
+    },
 }
 
 
@@ -237,14 +294,11 @@ ENQUEUE_PROPERTIES: Json = {
         "type": "string",
         "description": "Stored as is; at most the server's payload limit in UTF-8 bytes.",
     },
-    "max_retries": nullable(
-        {
-            "type": "integer",
-            "minimum": MAX_RETRIES_RANGE[0],
-            "maximum": MAX_RETRIES_RANGE[1],
-            "default": DEFAULT_MAX_RETRIES,
-        }
-    ),
+    "max_retries": {
+        **nullable(MAX_RETRIES),
+        "description": "Attempts before it is dead (when omitted: the queue's stored "
+        f"`max_retries`, else {DEFAULT_MAX_RETRIES}).",
+    },
     "idempotency_key": {
         **nullable(IDEMPOTENCY_KEY),
         "description": "Or the Idempotency-Key header (not both).",
@@ -252,6 +306,37 @@ ENQUEUE_PROPERTIES: Json = {
     "delay": nullable(
         seconds(*DELAY_RANGE_MS, "Seconds before the message may be claimed (default 0).")
     ),
+    "group": {
+        **nullable(GROUP),
+        "description": "Its ordering group: a group's messages are delivered one at a time, in "
+        "the order they entered it (a claim takes only a group's head).",
+    },
+    "expires_in": nullable(EXPIRES_IN),
+}
+
+BACKOFF_PROPERTIES: Json = {
+    "initial": seconds(*DELAY_RANGE_MS, "The delay after the first failure (default 2)."),
+    "multiplier": {
+        "type": "number",
+        "minimum": BACKOFF_MULTIPLIER_RANGE[0],
+        "maximum": BACKOFF_MULTIPLIER_RANGE[1],
+        "description": "The growth factor per further failure (default 2).",
+    },
+    "cap": seconds(*DELAY_RANGE_MS, "The longest delay (default 3600)."),
+    "jitter": {
+        "enum": ["full", "equal", None],
+        "description": "full: uniform in [0, delay); equal: in [delay/2, delay); null: none.",
+    },
+}
+
+SETTINGS_NOTES: Json = {
+    "backoff": "The policy of failures and expired leases; null: the default "
+    "(2 s doubling to 3600 s), unless a handle was given its own in code, which wins.",
+    "max_retries": f"For enqueues that give none; null: {DEFAULT_MAX_RETRIES}.",
+    "lease": "Seconds, for claims and extends that give none; null: the server's default lease.",
+    "expires_in": "Seconds, for enqueues and replays that give none; null: never.",
+    "on_expiry": "What expiry does to a pending message: dead (with the error `expired`), or "
+    "discard (deleted); null in a request: dead.",
 }
 
 SCHEMAS: Json = {
@@ -339,6 +424,77 @@ SCHEMAS: Json = {
             },
             "lease_token": {"type": ["string", "null"]},
             "retryable": nullable({"type": "boolean", "default": True}),
+            "retry_in": nullable(
+                seconds(
+                    *RETRY_IN_RANGE_MS,
+                    "Seconds before the next attempt, instead of the backoff's delay (the "
+                    "attempt still counts).",
+                )
+            ),
+        },
+    },
+    "ReplayRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"expires_in": nullable(EXPIRES_IN)},
+    },
+    "Backoff": closed_object(
+        {
+            "initial": {"type": "number", "minimum": 0, "description": "Seconds."},
+            "multiplier": {"type": "number"},
+            "cap": {"type": "number", "minimum": 0, "description": "Seconds."},
+            "jitter": {"enum": ["full", "equal", None]},
+        },
+        "A backoff policy: after the n-th failure, min(initial * multiplier^(n-1), cap) "
+        "seconds, spread by jitter.",
+    ),
+    "QueueSettings": closed_object(
+        {
+            "backoff": {
+                "anyOf": [ref("schemas", "Backoff"), {"type": "null"}],
+                "description": SETTINGS_NOTES["backoff"],
+            },
+            "max_retries": {**nullable(MAX_RETRIES), "description": SETTINGS_NOTES["max_retries"]},
+            "lease": {
+                "type": ["number", "null"],
+                "minimum": 0,
+                "description": SETTINGS_NOTES["lease"],
+            },
+            "expires_in": {
+                "type": ["number", "null"],
+                "minimum": 0,
+                "description": SETTINGS_NOTES["expires_in"],
+            },
+            "on_expiry": {"enum": list(ON_EXPIRY), "description": SETTINGS_NOTES["on_expiry"]},
+            "paused": {"type": "boolean", "description": "A paused queue claims nothing."},
+        },
+        "The settings stored with a queue, for every client; null: unset (the fallback applies).",
+    ),
+    "SettingsRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "All five settings: an omitted or null one is unset. Pausing is separate.",
+        "properties": {
+            "backoff": {
+                "anyOf": [
+                    {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            name: nullable(schema) for name, schema in BACKOFF_PROPERTIES.items()
+                        },
+                    },
+                    {"type": "null"},
+                ],
+                "description": SETTINGS_NOTES["backoff"] + " An omitted field takes its default.",
+            },
+            "max_retries": {**nullable(MAX_RETRIES), "description": SETTINGS_NOTES["max_retries"]},
+            "lease": {**nullable(LEASE), "description": SETTINGS_NOTES["lease"]},
+            "expires_in": {**nullable(EXPIRES_IN), "description": SETTINGS_NOTES["expires_in"]},
+            "on_expiry": {
+                **nullable({"enum": list(ON_EXPIRY)}),
+                "description": SETTINGS_NOTES["on_expiry"],
+            },
         },
     },
     "ReplayAllRequest": {
@@ -347,6 +503,7 @@ SCHEMAS: Json = {
         "properties": {
             "error_contains": {
                 "type": ["string", "null"],
+                "pattern": NO_NUL,
                 "description": "Only messages whose last error contains this text (case-sensitive; no NUL, which no error text holds).",
             },
             "dead_before": {**nullable(INSTANT), "description": "Only deaths before (exclusive)."},
@@ -479,6 +636,16 @@ PARAMETERS: Json = {
         f"1..={MAX_QUEUE_CHARS} characters, "
         "without NUL.",
         "schema": MESSAGE_PROPERTIES["queue"],
+    },
+    "new_queue": {
+        "name": "queue",
+        "in": "path",
+        "required": True,
+        "description": "The queue name, percent-encoded (a/b is a%2Fb): "
+        f"1..={MAX_QUEUE_CHARS} characters, without control characters (C0, DEL, C1) or "
+        "bidirectional controls (U+202A..U+202E, U+2066..U+2069), not only white space: the "
+        "names messages can be put under.",
+        "schema": {**MESSAGE_PROPERTIES["queue"], "pattern": NEW_QUEUE},
     },
     "id": {
         "name": "id",

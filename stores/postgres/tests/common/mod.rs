@@ -1,6 +1,7 @@
 //! What the PostgreSQL tests share: the server's URL and fresh schemas, dropped afterwards.
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod groups;
 pub mod workers;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,0 +1,239 @@
+"""The HTTP API of issue 21: ordering groups, expiry and ``retry_in`` in the message bodies; a
+queue's stored settings (``GET``/``PUT /queues/{q}/settings``), pause and resume; their metrics;
+and the enqueue routes' queue-name pattern, checked against the queue character by character.
+Exact values: a virtual clock."""
+
+from __future__ import annotations
+
+import re
+
+import deadletter
+import pytest
+from deadletter.http import document
+from http_client import TestClient, at, client_of, fields, pending, problem
+from prometheus_client.parser import text_string_to_metric_families
+from virtual_clock import Clock
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def db(clock: Clock) -> deadletter.Database:
+    return deadletter.open(clock=clock, lease=30)
+
+
+@pytest.fixture
+def client(db: deadletter.Database, clock: Clock) -> TestClient:
+    return client_of(db, clock)
+
+
+UNSET = {
+    "backoff": None,
+    "max_retries": None,
+    "lease": None,
+    "expires_in": None,
+    "on_expiry": "dead",
+    "paused": False,
+}
+
+
+def test_a_group_s_messages_are_claimed_one_at_a_time_in_order(client: TestClient) -> None:
+    for payload in ("a1", "a2"):
+        r = client.post("/queues/q/messages", json={"payload": payload, "group": "acct-1"})
+        assert r.status_code == 201 and r.json()["group"] == "acct-1"
+    client.post("/queues/q/messages", json={"payload": "b1", "group": "acct-2"})
+    batch = client.post(
+        "/queues/q/messages:batch", json={"items": [{"payload": "a3", "group": "acct-1"}, "x"]}
+    )
+    assert [m["group"] for m in batch.json()["messages"]] == ["acct-1", None]
+    first = client.post("/queues/q/claim").json()
+    second = client.post("/queues/q/claim").json()
+    third = client.post("/queues/q/claim").json()
+    assert [first["payload"], second["payload"], third["payload"]] == ["a1", "b1", "x"]
+    assert client.post("/queues/q/claim").status_code == 204  # a2 waits behind a1
+    body = {"lease_token": first["lease_token"]}
+    assert client.post(f"/queues/q/messages/{first['id']}/succeed", json=body).status_code == 200
+    assert client.post("/queues/q/claim").json()["payload"] == "a2"
+
+
+def test_expiry_and_its_outcome(client: TestClient, clock: Clock) -> None:
+    r = client.post("/queues/q/messages", json={"payload": "p", "expires_in": 60})
+    assert r.json() == pending(1, "q", "p", expires_at=at(60))
+    clock.advance(60)
+    assert client.post("/queues/q/claim").status_code == 204
+    dead = client.get("/queues/q/messages/1").json()
+    assert (dead["status"], dead["last_error"], dead["dead_at"]) == ("dead", "expired", at(60))
+    replayed = client.post("/queues/q/messages/1/replay", json={"expires_in": 5}).json()
+    assert (replayed["status"], replayed["expires_at"]) == ("pending", at(65))
+    stats = client.get("/queues/q/stats").json()
+    assert (stats["expired_dead"], stats["expired_discarded"]) == (1, 0)
+    problem(
+        client.post("/queues/q/messages", json={"payload": "p", "expires_in": 0}),
+        422,
+        "validation_failed",
+    )
+
+
+def test_fail_with_retry_in(client: TestClient, clock: Clock) -> None:
+    client.post("/queues/q/messages", json={"payload": "p"})
+    m = client.post("/queues/q/claim").json()
+    failed = client.post(
+        "/queues/q/messages/1/fail",
+        json={"error": "429", "lease_token": m["lease_token"], "retry_in": 90},
+    ).json()
+    assert (failed["status"], failed["retry_after"]) == ("pending", at(90))
+    m = client.post("/queues/q/messages", json={"payload": "r"}).json()
+    clock.advance(90)
+    claimed = client.post("/queues/q/claim").json()
+    body = problem(
+        client.post(
+            f"/queues/q/messages/{claimed['id']}/fail", json={"error": "x", "retry_in": -1}
+        ),
+        422,
+        "validation_failed",
+    )
+    assert fields(body) == [("retry_in", "out_of_range")]
+
+
+def test_settings_are_read_replaced_and_used(client: TestClient, clock: Clock) -> None:
+    assert client.get("/queues/q/settings").json() == UNSET
+    body = {
+        "backoff": {"initial": 10, "multiplier": 3},
+        "max_retries": 5,
+        "lease": 120,
+        "expires_in": 3600,
+        "on_expiry": "discard",
+    }
+    r = client.put("/queues/q/settings", json=body)
+    assert r.status_code == 200
+    stored = {
+        "backoff": {"initial": 10.0, "multiplier": 3.0, "cap": 3600.0, "jitter": None},
+        "max_retries": 5,
+        "lease": 120.0,
+        "expires_in": 3600.0,
+        "on_expiry": "discard",
+        "paused": False,
+    }
+    assert r.json() == stored
+    assert client.get("/queues/q/settings").json() == stored
+    m = client.post("/queues/q/messages", json={"payload": "p"}).json()
+    assert (m["max_retries"], m["expires_at"]) == (5, at(3600))
+    claimed = client.post("/queues/q/claim").json()
+    assert claimed["lease_expires_at"] == at(120)
+    failed = client.post(
+        "/queues/q/messages/1/fail", json={"error": "x", "lease_token": claimed["lease_token"]}
+    ).json()
+    assert failed["retry_after"] == at(10)  # the stored backoff's first delay
+    # Replaces all five: omitted ones are unset.
+    assert client.put("/queues/q/settings", json={"max_retries": 2}).json() == {
+        **UNSET,
+        "max_retries": 2,
+    }
+    assert [q["queue"] for q in client.get("/queues").json()["queues"]] == ["q"]
+
+
+def test_settings_refuse_every_bad_field_and_unknown_ones(client: TestClient) -> None:
+    body = problem(
+        client.put(
+            "/queues/q/settings",
+            json={
+                "backoff": {"multiplier": 0.5, "jitter": "some"},
+                "max_retries": 0,
+                "lease": 0,
+                "expires_in": -1,
+                "on_expiry": "keep",
+            },
+        ),
+        422,
+        "validation_failed",
+    )
+    assert sorted(fields(body)) == [
+        ("expires_in", "out_of_range"),
+        ("jitter", "invalid"),
+        ("lease", "out_of_range"),
+        ("max_retries", "out_of_range"),
+        ("multiplier", "out_of_range"),
+        ("on_expiry", "invalid"),
+    ]
+    body = problem(
+        client.put("/queues/q/settings", json={"backoff": {"factor": 2}}), 422, "validation_failed"
+    )
+    assert fields(body) == [("factor", "unknown")]
+    body = problem(client.put("/queues/q/settings", json={"paused": True}), 422, "validation_failed")
+    assert fields(body) == [("paused", "unknown")]
+    assert client.get("/queues/q/settings").json() == UNSET
+
+
+def test_pause_and_resume(client: TestClient) -> None:
+    client.post("/queues/q/messages", json={"payload": "p"})
+    paused = client.post("/queues/q/pause")
+    assert paused.status_code == 200 and paused.json() == {**UNSET, "paused": True}
+    assert client.post("/queues/q/pause").json()["paused"] is True  # idempotent
+    r = client.post("/queues/q/claim")
+    assert r.status_code == 204 and "retry-after" not in r.headers
+    assert client.get("/queues/q/stats").json()["paused"] is True
+    assert client.put("/queues/q/settings", json={"max_retries": 4}).json()["paused"] is True
+    assert client.post("/queues/q/resume", json={}).json()["paused"] is False
+    assert client.post("/queues/q/claim").status_code == 200
+    assert client.post("/queues/q/pause", json={"x": 1}).status_code == 422
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_metrics_of_pause_and_expiry(
+    client: TestClient, db: deadletter.Database, clock: Clock
+) -> None:
+    client.put("/queues/gone/settings", json={"on_expiry": "discard"})
+    for queue in ("q", "gone"):
+        client.post(f"/queues/{queue}/messages", json={"payload": "p", "expires_in": 1})
+    client.post("/queues/q/pause")
+    clock.advance(1)
+    client.post("/queues/gone/claim")  # takes the expired message out first
+    assert client.post("/queues/q/claim").status_code == 204  # paused: leaves it in
+    assert db.queue("q").reap() == 1  # reaping takes it out, also while paused
+    values = samples(client.get("/metrics").text)
+    assert {k: v for k, v in values.items() if k[0] == "deadletter_paused"} == {
+        ("deadletter_paused", (("queue", "gone"),)): 0,
+        ("deadletter_paused", (("queue", "q"),)): 1,
+    }
+    assert {k: v for k, v in values.items() if k[0] == "deadletter_expired_total"} == {
+        ("deadletter_expired_total", (("outcome", "dead"), ("queue", "gone"))): 0,
+        ("deadletter_expired_total", (("outcome", "discard"), ("queue", "gone"))): 1,
+        ("deadletter_expired_total", (("outcome", "dead"), ("queue", "q"))): 1,
+        ("deadletter_expired_total", (("outcome", "discard"), ("queue", "q"))): 0,
+    }
+    text = client.get("/metrics").text
+    assert "# TYPE deadletter_expired_total counter" in text
+
+
+def test_the_enqueue_routes_name_pattern_is_the_queues_rule() -> None:
+    """The document's pattern of the names enqueue accepts (`NEW_QUEUE`) says what the queue
+    says, for each character below U+3100 and a few above, alone and between letters."""
+    doc = document()
+    schema = doc["components"]["parameters"]["new_queue"]["schema"]
+    pattern = re.compile(schema["pattern"])
+    q = deadletter.open()
+    checked = 0
+    for code in [*range(0x3100), 0xFEFF, 0xFFFC, 0x1F600, 0xE0001]:
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        for name in (chr(code), f"a{chr(code)}b", chr(code) * 2):
+            try:
+                q_ok = bool(q.queue(name).enqueue("p"))
+            except deadletter.ValidationError:
+                q_ok = False
+            assert bool(pattern.fullmatch(name)) == q_ok, (hex(code), name)
+            checked += 1
+    assert checked > 30_000
+    for path, method in (("/queues/{queue}/messages", "post"), ("/queues/{queue}/messages:batch", "post")):
+        parameters = doc["paths"][path][method]["parameters"]
+        assert {"$ref": "#/components/parameters/new_queue"} in parameters

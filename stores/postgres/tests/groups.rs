@@ -1,0 +1,215 @@
+//! Ordering groups under concurrent sessions (issue 21): sessions that enqueue into one group at
+//! once never make two heads (the group's advisory lock makes reading its tail and inserting one
+//! step), and while producers keep enqueueing, consumers that claim and ack never hold two of the
+//! group's messages at once and ack them in the order they entered the group.
+
+mod common;
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use common::Schemas;
+use deadletter::conformance::kit::system_now;
+use deadletter::{Arg, Call, Engine, Error, Item, Limits};
+use deadletter_postgres::{Options, PostgresStore};
+
+const SESSIONS: usize = 8;
+const PER_SESSION: usize = 25;
+
+fn open(schema: &str) -> Engine<PostgresStore> {
+    let options = Options {
+        schema: schema.to_owned(),
+        max_connections: 1,
+        ..Options::default()
+    };
+    Engine::new(
+        PostgresStore::open(&common::url(), &options).expect("open"),
+        Limits::default(),
+    )
+}
+
+fn enqueue(engine: &Engine<PostgresStore>, group: &str, payload: &str) -> i64 {
+    let item = Item {
+        payload: Arg::Str(payload),
+        group: Arg::Str(group),
+        ..Item::default()
+    };
+    pollster::block_on(engine.enqueue("q".into(), &item, &system_now))
+        .expect("enqueue")
+        .id
+}
+
+/// How many pending members of `group` are not blocked (claimable heads, or a head in backoff).
+fn heads(engine: &Engine<PostgresStore>, group: &str) -> i64 {
+    let table = engine.store().qualified("messages");
+    engine
+        .store()
+        .with_client(|client| {
+            client
+                .query_one(
+                    &format!(
+                        "SELECT count(*) FROM {table} WHERE group_name = $1 \
+                         AND status IN ('pending', 'processing') AND NOT blocked"
+                    ),
+                    &[&group],
+                )
+                .map(|row| row.get(0))
+                .map_err(Error::store)
+        })
+        .expect("count")
+}
+
+#[test]
+fn racing_enqueues_into_one_group_make_one_head() {
+    let schemas = Schemas::new("groups");
+    let name = schemas.name();
+    let engines: Vec<_> = (0..SESSIONS).map(|_| open(&name)).collect();
+    for round in 0..3 {
+        let group = format!("g{round}");
+        let start = std::sync::Barrier::new(SESSIONS);
+        let ids: Vec<Vec<i64>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = engines
+                .iter()
+                .enumerate()
+                .map(|(session, engine)| {
+                    let (start, group) = (&start, &group);
+                    scope.spawn(move || {
+                        start.wait();
+                        (0..PER_SESSION)
+                            .map(|n| enqueue(engine, group, &format!("{session}-{n}")))
+                            .collect()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("session"))
+                .collect()
+        });
+        assert_eq!(heads(&engines[0], &group), 1, "round {round}: one head");
+        // Claimed one at a time, in group order: each session's messages in its own order.
+        let call = Call {
+            clock: &system_now,
+            backoff: None,
+            sample: 0.0,
+        };
+        let mut taken = Vec::new();
+        while let Some(m) =
+            pollster::block_on(engines[0].claim("q".into(), Arg::Null, || "t".into(), &call))
+                .expect("claim")
+                .value
+        {
+            assert!(
+                pollster::block_on(engines[0].claim("q".into(), Arg::Null, || "t".into(), &call))
+                    .expect("claim")
+                    .value
+                    .is_none(),
+                "two of the group claimable at once"
+            );
+            pollster::block_on(engines[0].succeed("q".into(), m.id.into(), Arg::Null, &system_now))
+                .expect("succeed");
+            taken.push(m.id);
+        }
+        assert_eq!(taken.len(), SESSIONS * PER_SESSION, "round {round}");
+        for own in &ids {
+            let order: Vec<usize> = own
+                .iter()
+                .map(|id| taken.iter().position(|t| t == id).expect("taken"))
+                .collect();
+            assert!(
+                order.windows(2).all(|w| w[0] < w[1]),
+                "round {round}: {order:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn producers_and_consumers_at_once_keep_a_group_one_at_a_time_and_in_order() {
+    let schemas = Schemas::new("groups");
+    let name = schemas.name();
+    let producers: Vec<_> = (0..4).map(|_| open(&name)).collect();
+    let consumers: Vec<_> = (0..4).map(|_| open(&name)).collect();
+    let done = AtomicBool::new(false);
+    let holding = Mutex::new(None::<i64>);
+    let acked = Mutex::new(Vec::new());
+    let enqueued: Vec<Vec<i64>> = std::thread::scope(|scope| {
+        for engine in &consumers {
+            let (done, holding, acked) = (&done, &holding, &acked);
+            scope.spawn(move || {
+                let call = Call {
+                    clock: &system_now,
+                    backoff: None,
+                    sample: 0.0,
+                };
+                loop {
+                    let claimed =
+                        pollster::block_on(engine.claim("q".into(), Arg::Null, uuid_like, &call))
+                            .expect("claim")
+                            .value;
+                    let Some(m) = claimed else {
+                        if done.load(Ordering::SeqCst) {
+                            // Drained only once the producers ended and nothing is left.
+                            let stats = pollster::block_on(engine.stats("q".into(), &system_now))
+                                .expect("stats");
+                            if stats.pending == 0 && stats.processing == 0 {
+                                return;
+                            }
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                        continue;
+                    };
+                    {
+                        let mut held = holding.lock().unwrap();
+                        assert_eq!(*held, None, "two of the group held at once: {m:?}");
+                        *held = Some(m.id);
+                    }
+                    let token = m.lease_token.clone().unwrap_or_default();
+                    std::thread::sleep(std::time::Duration::from_millis(1)); // the work
+                    // Released before the ack: the group's next claim can only follow the ack.
+                    *holding.lock().unwrap() = None;
+                    acked.lock().unwrap().push(m.id);
+                    pollster::block_on(engine.succeed(
+                        "q".into(),
+                        m.id.into(),
+                        token.as_str().into(),
+                        &system_now,
+                    ))
+                    .expect("succeed");
+                }
+            });
+        }
+        let handles: Vec<_> = producers
+            .iter()
+            .enumerate()
+            .map(|(p, engine)| {
+                scope.spawn(move || {
+                    (0..PER_SESSION)
+                        .map(|n| enqueue(engine, "shared", &format!("{p}-{n}")))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let ids = handles
+            .into_iter()
+            .map(|h| h.join().expect("producer"))
+            .collect();
+        done.store(true, Ordering::SeqCst);
+        ids
+    });
+    let acked = acked.into_inner().unwrap();
+    assert_eq!(acked.len(), 4 * PER_SESSION);
+    for own in &enqueued {
+        let order: Vec<usize> = own
+            .iter()
+            .map(|id| acked.iter().position(|a| a == id).expect("acked"))
+            .collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+    }
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::AtomicU64;
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("token-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
