@@ -46,5 +46,6 @@ fi
 echo '{ "type": "module" }' >"$out/js/package.json"
 raw=$(wc -c <"$component")
 gz=$(gzip -9 -c "$component" | wc -c)
-printf 'built %s: %d bytes (%.1f kB), %d bytes gzipped (%.1f kB), no imports\n' \
-  "${component#"$root"/}" "$raw" "$(echo "$raw / 1000" | bc -l)" "$gz" "$(echo "$gz / 1000" | bc -l)"
+awk -v file="${component#"$root"/}" -v raw="$raw" -v gz="$gz" 'BEGIN {
+  printf "built %s: %d bytes (%.1f kB), %d bytes gzipped (%.1f kB), no imports\n", file, raw, raw / 1000, gz, gz / 1000
+}'
