@@ -6,7 +6,9 @@
 //!   lanes ([`LaneClaim`]) and the batches of the bulk operations ([`Batches`]);
 //! - apply ([`apply`]): each request's step on one message read, at the [`crate::Context`] the
 //!   store read inside its transaction (the instant and the queue's settings): the next message or
-//!   the error.
+//!   the error;
+//! - scan ([`scan`]): the plans of a store that keeps its messages in a plain map and finds them
+//!   by looking (the reference [`crate::MemoryStore`]; a host of the WebAssembly component).
 //!
 //! [`Engine`] is those halves over a [`Store`], written once for every store, synchronous or not.
 //! The WebAssembly binding exports the same halves to JavaScript, whose IndexedDB store calls them
