@@ -4,8 +4,8 @@
 
 use std::cell::Cell;
 
-use deadletter::engine::{apply::count, scan};
-use deadletter::{Batches, ClaimArgs, Context, Error, Id, Millis, Outcome, Stats};
+use deadletter::engine::scan;
+use deadletter::{Batches, ClaimArgs, Context, Error, Id, Millis, Stats};
 
 use crate::Component;
 use crate::convert::messages;
@@ -44,14 +44,12 @@ fn claim(
         tokens.next().unwrap_or_default()
     })?;
     let claimed = done.claimed;
-    let mut dead = Outcome::new((), &claimed.expired).dead;
-    dead.extend(Outcome::new((), &claimed.swept).dead);
     Ok(Claimed {
         changes: done.changes.into_iter().map(Into::into).collect(),
         row: done.row.map(Into::into),
-        reaped: count(&claimed.expired).saturating_add(count(&claimed.swept)),
+        reaped: claimed.reaped(),
+        dead: messages(claimed.dead()),
         taken: messages(claimed.taken),
-        dead: messages(dead),
     })
 }
 

@@ -84,6 +84,25 @@ pub struct Claimed {
     pub taken: Vec<Message>,
 }
 
+impl Claimed {
+    /// The messages the claim made dead, in the order it did: expired leases whose retries were
+    /// used up, then messages dead at their expiry (a discarded one is not dead). What the
+    /// dead-letter callbacks hear.
+    pub fn dead(&self) -> Vec<Message> {
+        let written = self.expired.iter().chain(&self.swept);
+        written
+            .filter(|m| m.status == Status::Dead)
+            .cloned()
+            .collect()
+    }
+
+    /// How many leases it expired and expired messages it took out: what `reap` returns.
+    pub fn reaped(&self) -> u64 {
+        let n = self.expired.len().saturating_add(self.swept.len());
+        u64::try_from(n).unwrap_or(u64::MAX)
+    }
+}
+
 /// What [`Store::counts`] reads of one queue at `now`, from indexes only (never payloads).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counts {

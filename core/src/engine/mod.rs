@@ -185,10 +185,12 @@ impl<S: Store> Engine<S> {
             &self.limits,
         )?;
         let (claimed, overridden) = self.run_claim(&args, call.clock, tokens).await?;
-        let mut outcome = Outcome::new(claimed.taken, &claimed.expired);
-        outcome.dead.extend(Outcome::new((), &claimed.swept).dead);
-        outcome.overridden = overridden;
-        Ok(outcome)
+        let dead = claimed.dead();
+        Ok(Outcome {
+            value: claimed.taken,
+            dead,
+            overridden,
+        })
     }
 
     /// Counts the expired leases of `queue` as failed attempts now and takes its messages whose
@@ -197,11 +199,11 @@ impl<S: Store> Engine<S> {
     pub async fn reap(&self, queue: Arg<'_>, call: &Call<'_>) -> Result<Outcome<u64>> {
         let args = ClaimArgs::reap(&queue, call.backoff, call.sample)?;
         let (reaped, overridden) = self.run_claim(&args, call.clock, String::new).await?;
-        let count = apply::count(&reaped.expired).saturating_add(apply::count(&reaped.swept));
-        let mut outcome = Outcome::new(count, &reaped.expired);
-        outcome.dead.extend(Outcome::new((), &reaped.swept).dead);
-        outcome.overridden = overridden;
-        Ok(outcome)
+        Ok(Outcome {
+            value: reaped.reaped(),
+            dead: reaped.dead(),
+            overridden,
+        })
     }
 
     /// One [`Store::claim`] with the steps of `args`, and the stored policy the handle's overrode.
