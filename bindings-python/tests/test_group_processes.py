@@ -1,8 +1,9 @@
 """Ordering groups under four processes, random failures and SIGKILLs (issue 21): 50 groups of 20
 messages, enqueued interleaved; four worker processes claim, work a few milliseconds, fail some
-attempts (planned per message and attempt) and ack the rest, while the test kills a worker with SIGKILL now and then
-(its message is left to its lease) and starts another in its place. Meanwhile a watcher reads the
-processing messages again and again. Afterwards:
+attempts (planned per message and attempt) and ack the rest, while the test kills a worker with
+SIGKILL now and then, one that holds a message when it can (its message is left to its lease),
+and starts another in its place. Meanwhile a watcher reads the processing messages again and
+again. Afterwards:
 
 - no group ever had two messages processing at once: in every snapshot of the watcher (one read
   of the processing messages), and in the workers' journals, where every claim of a group's
@@ -132,19 +133,29 @@ def ends(records: list[list[Any]]) -> dict[str, int]:
     return dict(count)
 
 
+def holding(journal: Path) -> bool:
+    """Whether the worker of ``journal`` holds a message now: its last record is a claim."""
+    try:
+        lines = journal.read_bytes().splitlines()
+    except FileNotFoundError:  # not started yet
+        return False
+    return bool(lines) and lines[-1].startswith(b'["C"')
+
+
 def run_workers(target: tuple[str, Optional[str]], tmp_path: Path) -> tuple[list[Path], int]:
-    """Runs the workers until every message succeeded, killing one now and then and watching
-    the processing messages; returns the journals and how many snapshots the watcher took."""
+    """Runs the workers until every message succeeded, killing one now and then (one that holds a
+    message, when one does within a second) and watching the processing messages; returns the
+    journals and how many snapshots the watcher took."""
     ctx = multiprocessing.get_context("spawn")
     journals: list[Path] = []
     rng = random.Random(7)
 
-    def start() -> multiprocessing.process.BaseProcess:
+    def start() -> tuple[multiprocessing.process.BaseProcess, Path]:
         journal = tmp_path / f"journal-{len(journals)}.jsonl"
         journals.append(journal)
         proc = ctx.Process(target=work, args=(target, str(journal), len(journals)))
         proc.start()
-        return proc
+        return proc, journal
 
     workers = [start() for _ in range(PROCESSES)]
     kills, snapshots = 0, 0
@@ -155,7 +166,7 @@ def run_workers(target: tuple[str, Optional[str]], tmp_path: Path) -> tuple[list
             q = db.queue("jobs")
             while q.stats().succeeded < MESSAGES:
                 assert time.monotonic() < deadline, f"not finished in time: {q.stats()}"
-                for proc in workers:
+                for proc, _ in workers:
                     assert proc.is_alive(), f"a worker died: {read_journals(journals)[-1:]}"
                 processing = q.list(status="processing", limit=1000)
                 per_group = defaultdict(list)
@@ -163,16 +174,21 @@ def run_workers(target: tuple[str, Optional[str]], tmp_path: Path) -> tuple[list
                     per_group[m.group].append(m.id)
                 assert all(len(ids) == 1 for ids in per_group.values()), per_group
                 snapshots += 1
-                if kills < KILLS and time.monotonic() >= next_kill:
-                    victim = workers.pop(rng.randrange(len(workers)))
-                    victim.kill()
-                    victim.join(30)
-                    workers.append(start())
-                    kills += 1
-                    next_kill = time.monotonic() + rng.uniform(0.2, 0.5)
-                time.sleep(0.02)
+                now = time.monotonic()
+                if kills < KILLS and now >= next_kill:
+                    holders = [i for i, (_, journal) in enumerate(workers) if holding(journal)]
+                    if holders or now >= next_kill + 1.0:
+                        index = rng.choice(holders) if holders else rng.randrange(len(workers))
+                        victim, _ = workers.pop(index)
+                        victim.kill()
+                        victim.join(30)
+                        workers.append(start())
+                        kills += 1
+                        next_kill = time.monotonic() + rng.uniform(0.2, 0.5)
+                        continue
+                time.sleep(0.02 if kills == KILLS or now < next_kill else 0.001)
     finally:
-        for proc in workers:
+        for proc, _ in workers:
             proc.kill()
             proc.join(30)
     assert kills == KILLS, "finished before every planned kill: make the run longer"
