@@ -4,11 +4,13 @@ thread is inside a call (issue 6, items 1 and 2)."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -152,4 +154,67 @@ def test_every_call_in_a_forked_child_raises_and_closing_there_leaves_the_parent
     assert [m.payload for m in q.list()] == ["x"]
     claimed = q.claim()
     assert claimed is not None and claimed.payload == "x"
+    db.close()
+
+
+# Holds SQLite's write lock on a file for 2 s from another process (so that its release does not
+# depend on this process's GIL), saying "locked" once it holds it.
+HOLD_WRITE_LOCK = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+time.sleep(2)
+conn.execute("COMMIT")
+"""
+
+
+def test_a_fork_waiting_for_a_call_lets_the_other_threads_run(tmp_path: Path) -> None:
+    """Issue 23, item 3: a fork waits for a thread whose call waits for another process's write
+    lock, and meanwhile the process's other threads keep running. The hook held the GIL while it
+    waited: the ticker below then stopped for as long as the lock was held (about 1.8 s here; up
+    to the 30 s busy timeout in the report)."""
+    path = str(tmp_path / "locked.db")
+    db = deadletter.open(path)
+    q = db.queue("q")
+    q.enqueue("before")
+    locker = subprocess.Popen(
+        [sys.executable, "-c", HOLD_WRITE_LOCK, path], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert locker.stdout is not None and locker.stdout.readline() == "locked\n"
+        waiting = threading.Thread(target=lambda: q.enqueue("waited for the lock"))
+        waiting.start()
+        ticks: list[float] = []
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.is_set():
+                ticks.append(time.monotonic())
+                time.sleep(0.01)
+
+        ticker = threading.Thread(target=tick)
+        ticker.start()
+        time.sleep(0.2)
+        assert waiting.is_alive(), "the enqueue did not wait for the other process's lock"
+        started = time.monotonic()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork with threads
+            pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        forked = time.monotonic()
+        _, status = os.waitpid(pid, 0)
+        stop.set()
+        ticker.join()
+        waiting.join(10)
+    finally:
+        locker.wait(10)
+    assert status == 0
+    # The fork did wait for the call (the lock was held about 1.8 s more), which then went in.
+    assert forked - started > 1.0
+    assert [m.payload for m in q.list()] == ["before", "waited for the lock"]
+    during = [t for t in ticks if started <= t <= forked]
+    gaps = [b - a for a, b in zip([started, *during], [*during, forked])]
+    assert max(gaps) < 0.75, f"the other threads stopped for {max(gaps):.2f} s during the fork"
     db.close()

@@ -225,7 +225,8 @@ def open(
     Each process opens its own: in a child made by ``fork()`` (``os.fork``, ``multiprocessing``'s
     ``fork`` start method), every call on a database opened before the fork raises `StoreError`
     at once, saying to open the database again in the child; doing so works. A fork waits until no
-    thread of the process is inside a SQLite call; a PostgreSQL database's connections are left
+    thread of the process is inside a SQLite call (the process's other threads keep running
+    meanwhile, and no new call starts); a PostgreSQL database's connections are left
     to the parent (the child never sends on them, nor closes them).
     """
 
