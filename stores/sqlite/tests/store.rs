@@ -1,5 +1,6 @@
 //! What the conformance cases cannot show: a file's life (reopen, a newer schema, another
-//! application's file), a closed store, and racing connections on one idempotency key.
+//! application's file), a closed store, racing connections on one idempotency key, and a
+//! duplicate key that writes nothing.
 
 mod common;
 
@@ -87,4 +88,42 @@ fn two_connections_racing_with_one_key_insert_one_message() {
     });
     assert_eq!(results.iter().filter(|m| !m.deduplicated).count(), 1);
     assert!(results.iter().all(|m| m.id == 1));
+}
+
+/// A duplicate enqueue returns the stored message and writes nothing: not a frame is appended to
+/// the WAL and another connection sees no change (`PRAGMA data_version`); the next message still
+/// gets the next id.
+#[test]
+fn a_duplicate_key_writes_nothing() {
+    let file = TempDb::new();
+    let db = engine(&file.0);
+    let keyed = |payload| Item {
+        payload,
+        idempotency_key: "k".into(),
+        ..Item::default()
+    };
+    let first =
+        pollster::block_on(db.enqueue("q".into(), &keyed("a".into()), &at(BASE))).expect("enqueue");
+    let other = rusqlite::Connection::open(&file.0).expect("open");
+    let version = || -> i64 {
+        other
+            .query_row("PRAGMA data_version", [], |row| row.get(0))
+            .expect("data_version")
+    };
+    let wal = file.0.with_extension("db-wal");
+    let (size, seen) = (std::fs::metadata(&wal).expect("wal").len(), version());
+    let again = pollster::block_on(db.enqueue("q".into(), &keyed("b".into()), &at(BASE + 1)))
+        .expect("enqueue");
+    assert!(again.deduplicated);
+    assert_eq!(
+        Message {
+            deduplicated: false,
+            ..again
+        },
+        first
+    );
+    assert_eq!(std::fs::metadata(&wal).expect("wal").len(), size);
+    assert_eq!(version(), seen);
+    let next = pollster::block_on(db.enqueue("q".into(), &item("c"), &at(BASE))).expect("enqueue");
+    assert_eq!(next.id, first.id + 1);
 }
