@@ -216,6 +216,38 @@ def test_replay_sends_a_dead_message_back(path: str) -> None:
         assert db.queue("emails").get(1).status == "pending"
 
 
+def test_delete_removes_one_finished_message(path: str) -> None:
+    status, out, err = run("delete", path, "emails", "1")
+    assert (status, err) == (0, "")
+    assert out.splitlines() == ["id      1", "queue   emails", "status  dead"]
+    status, out, _ = run("delete", path, "emails", "2", "--json")
+    deleted = json.loads(out)
+    assert (status, deleted["id"], deleted["status"], deleted["payload"]) == (
+        0,
+        2,
+        "succeeded",
+        '{"to": "b"}',
+    )
+    with deadletter.open(path) as db:
+        assert [m.id for m in db.queue("emails").list()] == [3]
+
+
+def test_delete_reports_a_conflict_and_a_missing_message_as_the_others_do(path: str) -> None:
+    assert run("delete", path, "emails", "3") == (
+        1,
+        "",
+        "deadletter delete: cannot delete message 3: it is pending\n",
+    )
+    assert run("delete", path, "emails", "99") == (
+        1,
+        "",
+        'deadletter delete: message 99 not found in queue "emails"\n',
+    )
+    assert run("delete", path, "emails")[0] == 2  # no ID: a usage error
+    with deadletter.open(path) as db:
+        assert [m.id for m in db.queue("emails").list()] == [1, 2, 3]  # nothing deleted
+
+
 def test_enqueue_one_payload(path: str) -> None:
     status, out, _ = run("enqueue", path, "emails", "hello", "--max-retries", "7")
     assert status == 0

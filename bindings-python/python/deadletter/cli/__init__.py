@@ -8,6 +8,7 @@ Commands (``deadletter COMMAND -h`` for their options)::
     deadletter show PATH QUEUE ID
     deadletter replay PATH QUEUE (ID | --all [--error-contains T] [--dead-after I]
                                              [--dead-before I] [--limit N])
+    deadletter delete PATH QUEUE ID
     deadletter purge PATH QUEUE --status {succeeded,dead} --older-than DURATION
     deadletter enqueue PATH QUEUE [--max-retries N] [--delay DURATION] [--group G]
                                   [--expires-in DURATION] (PAYLOAD [--idempotency-key K] | -)

@@ -24,6 +24,7 @@ from .._deadletter import (
 from .._json import parse_timestamp
 from ._commands import (
     SETTINGS,
+    cmd_delete,
     cmd_enqueue,
     cmd_list,
     cmd_pause,
@@ -178,6 +179,15 @@ def parser() -> argparse.ArgumentParser:
         "while it runs are not replayed)",
     )
     sub.add_argument("--limit", type=positive, help="at most this many, lowest ids first")
+
+    sub = command(
+        "delete",
+        cmd_delete,
+        "delete one succeeded or dead message",
+        details="Prints the message as it was (its status when deleted); a message in any other "
+        "status is a conflict (exit 1) and stays.",
+    )
+    sub.add_argument("id", metavar="ID", type=integer, help="the message's id")
 
     sub = command(
         "purge",

@@ -38,6 +38,7 @@ __all__ = [
     "SETTINGS",
     "Failure",
     "Usage",
+    "cmd_delete",
     "cmd_enqueue",
     "cmd_list",
     "cmd_pause",
@@ -136,6 +137,12 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             return
         replayed = replay_all(queue, args, Progress("replayed", err))
     emit({"replayed": replayed}, ("replayed",), as_json=args.json, out=out)
+
+
+def cmd_delete(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    with open_existing(args) as db:
+        message = db.queue(args.queue).delete(args.id)
+    emit(message.to_dict(), ("id", "queue", "status"), as_json=args.json, out=out)
 
 
 def replay_all(queue: deadletter.Queue, args: argparse.Namespace, progress: Progress) -> int:

@@ -1,17 +1,23 @@
 """Prometheus metrics of a queue database, for ``GET /metrics`` of `deadletter.http`: one gauge per
-queue and status (the core's status names), one of the oldest dead message's age, one of whether
-the queue is paused, and a counter of the messages that expired, per outcome (the queue's
-``on_expiry``: ``dead`` or ``discard``).
+queue and status (the core's status names), of the oldest dead message's age, of the leases that
+ran out and are not reaped yet, of the delayed messages, of the lag (the age of the oldest due
+pending message), of whether the queue is paused, and a counter of the messages that expired, per
+outcome (the queue's ``on_expiry``: ``dead`` or ``discard``).
 
 Metrics (read at scrape time from `Database.queues`, which counts from indexes and the queue's
 stored counters; the text format is prometheus-client's)::
 
     deadletter_messages{queue="emails",status="dead"} 3
     deadletter_oldest_dead_age_seconds{queue="emails"} 5400.0
+    deadletter_expired_leases{queue="emails"} 1
+    deadletter_delayed_messages{queue="emails"} 40
+    deadletter_oldest_due_age_seconds{queue="emails"} 12.5
     deadletter_paused{queue="emails"} 0
     deadletter_expired_total{queue="emails",outcome="discard"} 12
 
-The alert "the DLQ is not empty" is ``deadletter_messages{status="dead"} > 0``.
+The alert "the DLQ is not empty" is ``deadletter_messages{status="dead"} > 0``; "messages stuck past
+their lease" is ``deadletter_expired_leases > 0`` for a while (no worker reaps or claims them: the
+workers are gone or stuck); "lag above N" is ``deadletter_oldest_due_age_seconds > N``.
 """
 
 from __future__ import annotations
@@ -32,8 +38,9 @@ EXPIRED = {"dead": "expired_dead", "discard": "expired_discarded"}
 
 
 class QueueCollector(Collector):
-    """Per queue: its messages per status, the age of its oldest dead message, whether it is
-    paused and how many of its messages expired, per outcome."""
+    """Per queue: its messages per status, the age of its oldest dead message, its expired
+    leases, delayed messages and lag, whether it is paused and how many of its messages
+    expired, per outcome."""
 
     def __init__(self, db: deadletter.Database) -> None:
         self.db = db
@@ -45,6 +52,23 @@ class QueueCollector(Collector):
         oldest = GaugeMetricFamily(
             "deadletter_oldest_dead_age_seconds",
             "Seconds since the oldest dead message of the queue died (absent: no dead message).",
+            labels=["queue"],
+        )
+        leases = GaugeMetricFamily(
+            "deadletter_expired_leases",
+            "Processing messages of the queue whose lease has run out, not reaped yet (by a "
+            "claim or a reap).",
+            labels=["queue"],
+        )
+        delayed = GaugeMetricFamily(
+            "deadletter_delayed_messages",
+            "Pending messages of the queue that are not due yet (in backoff or delayed).",
+            labels=["queue"],
+        )
+        lag = GaugeMetricFamily(
+            "deadletter_oldest_due_age_seconds",
+            "Seconds since the oldest due pending message of the queue was enqueued: the lag "
+            "(absent: no due pending message).",
             labels=["queue"],
         )
         paused = GaugeMetricFamily(
@@ -63,11 +87,18 @@ class QueueCollector(Collector):
                 messages.add_metric([stats.queue, status], getattr(stats, status))
             if stats.oldest_dead_age is not None:
                 oldest.add_metric([stats.queue], stats.oldest_dead_age.total_seconds())
+            leases.add_metric([stats.queue], stats.expired)
+            delayed.add_metric([stats.queue], stats.delayed)
+            if stats.oldest_due_age is not None:
+                lag.add_metric([stats.queue], stats.oldest_due_age.total_seconds())
             paused.add_metric([stats.queue], int(stats.paused))
             for outcome in ON_EXPIRY:
                 expired.add_metric([stats.queue, outcome], getattr(stats, EXPIRED[outcome]))
         yield messages
         yield oldest
+        yield leases
+        yield delayed
+        yield lag
         yield paused
         yield expired
 

@@ -403,10 +403,12 @@ OPERATIONS: dict[tuple[str, str], Json] = {
     ("/queues/{queue}/resume", "post"): switch("resume", "Resume a paused queue (idempotent)"),
     ("/metrics", "get"): {
         "operationId": "metrics",
-        "summary": "Prometheus metrics: messages per queue and status, oldest dead age, paused, "
-        "expired",
+        "summary": "Prometheus metrics: messages per queue and status, oldest dead age, expired "
+        "leases, delayed, lag, paused, expired",
         "description": "`deadletter_messages{queue, status}`, "
-        "`deadletter_oldest_dead_age_seconds{queue}` and `deadletter_paused{queue}` (gauges), "
+        "`deadletter_oldest_dead_age_seconds{queue}`, `deadletter_expired_leases{queue}`, "
+        "`deadletter_delayed_messages{queue}`, `deadletter_oldest_due_age_seconds{queue}` (the "
+        "lag) and `deadletter_paused{queue}` (gauges), "
         "`deadletter_expired_total{queue, outcome}` (a counter, outcome `dead` or `discard`), "
         "read from indexes and the queues' stored counters at scrape time. The OpenMetrics "
         "format when the Accept header asks for it.",
