@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +18,39 @@ ROOT = Path(__file__).resolve().parents[2]
 def drive(driver: Path, *args: str) -> dict[str, Any]:
     """The JSON object ``node driver *args`` printed last, once it exited 0 without a
     ``failure``."""
+    return drive_with(driver, {}, *args)
+
+
+def drive_with(driver: Path, handlers: Mapping[str, Callable[[], None]], *args: str) -> dict[str, Any]:
+    """`drive`, for a driver that asks the test to act meanwhile (stop the server, start it
+    again): each line ``@NAME`` it prints calls ``handlers[NAME]()``, then ``done`` is written to
+    its stdin."""
     node = shutil.which("node")
     assert node, "node is missing (the README's requirements)"
     assert (ROOT / "node_modules" / "playwright-core").is_dir(), "run `npm ci` (make test does)"
-    run = subprocess.run(
-        [node, str(driver), *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        cwd=ROOT,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    result: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
-    assert "failure" not in result, result["failure"] + run.stderr
+    with tempfile.TemporaryFile("w+") as errors:
+        run = subprocess.Popen(
+            [node, str(driver), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            cwd=ROOT,
+        )
+        assert run.stdin is not None and run.stdout is not None
+        lines = []
+        for line in run.stdout:
+            if line.startswith("@"):
+                handlers[line[1:].strip()]()
+                run.stdin.write("done\n")
+                run.stdin.flush()
+            else:
+                lines.append(line)
+        status = run.wait(timeout=180)
+        errors.seek(0)
+        stderr = errors.read()
+    output = "".join(lines)
+    assert status == 0, output + stderr
+    result: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
+    assert "failure" not in result, result["failure"] + stderr
     return result

@@ -49,9 +49,9 @@ try {
   result.dashboards = [];
   for (const [base, id] of [[server, 3], [mounted, 4]]) {
     await page.goto(`${base}/#${new URLSearchParams({ queue: "ui" })}`);
-    await page.waitForSelector(`#dead-table tbody tr[data-id="${id}"]`, { timeout: TIMEOUT });
+    await page.waitForSelector(`#messages tbody tr[data-id="${id}"]`, { timeout: TIMEOUT });
     await page.evaluate(() => { document.body.dataset.state = "clicked"; });
-    await page.click(`#dead-table tbody tr[data-id="${id}"] button.replay`);
+    await page.click(`#messages tbody tr[data-id="${id}"] button.replay`);
     await page.waitForFunction(() => ["ready", "error"].includes(document.body.dataset.state), null, { timeout: TIMEOUT });
     result.dashboards.push({
       base,

@@ -1,137 +1,227 @@
-// Drives the dashboard of a running `deadletter serve` in headless Chromium (the launcher of the
-// browser tests: Debian's Chromium through playwright-core). Run by tests/test_dashboard.py, which
-// starts the server, checks the database afterwards, and reads the JSON this prints last.
+// Drives the console of a running `deadletter serve` in headless Chromium as an operator would
+// (Debian's Chromium through playwright-core). Run by tests/test_dashboard.py, which starts the
+// server, stops and restarts it when asked (a line "@stop" or "@start" on stdout, answered
+// "done" on stdin), checks the database afterwards and reads the JSON this prints last.
 //
-// Usage: node dashboard.mjs URL TOKEN QUEUE SCREENSHOT_DIR
-// Steps: open the page on QUEUE, give the token it asks for, read the queue list, the counts and
-// the dead letters; open the first dead message (payload, errors); replay it with its row's
-// button and read the counts again; open the message with a history of several attempts; replay
-// all the dead messages whose error contains "410"; purge the succeeded ones; screenshot each
-// view. Confirmation dialogs are accepted.
+// Usage: node dashboard.mjs URL TOKEN QUEUE LONG_QUEUE SCREENSHOT_DIR
+// Steps: the token prompt; the queue table; every status tab of QUEUE with its rows and the
+// next page; the message of row 40 opened beside the list; reload, back and forward; replay
+// and delete one; replay all matching "410"; purge; pause and resume; the stored settings; the
+// server stopped and started again; a 400 px wide tab on LONG_QUEUE. Dialogs are accepted.
 
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { launchChromium, newPage } from "../../bindings-wasm/tests/browser/chromium.mjs";
 
-const [url, token, queue, shots] = process.argv.slice(2);
+const [url, token, queue, longQueue, shots] = process.argv.slice(2);
 const TIMEOUT = 30_000;
+const answers = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 
-const ready = (page) =>
+/** Asks the test to do `what` (stop, start) and waits until it is done. */
+async function ask(what) {
+  console.log(`@${what}`);
+  await answers.next();
+}
+
+const settled = (page) =>
   page.waitForFunction(() => ["ready", "error", "needs-token"].includes(document.body.dataset.state), null, {
     timeout: TIMEOUT,
   });
 
-/** Clicks `selector` and waits until the action it started is over. */
-async function act(page, selector) {
+/** Runs `step` (a click, a navigation) and waits until the console has loaded what it started. */
+async function act(page, step) {
   await page.evaluate(() => { document.body.dataset.state = "clicked"; });
-  await page.click(selector);
-  await ready(page);
+  await step();
+  await settled(page);
 }
 
-async function deadIds(page) {
-  return page.$$eval("#dead-table tbody tr", (rows) => rows.map((r) => Number(r.dataset.id)));
-}
+const text = (page, selector) => page.textContent(selector);
+const rowIds = (page) => page.$$eval("#messages tbody tr", (rows) => rows.map((r) => Number(r.dataset.id)));
+const selectedTab = (page) => page.$eval('#tabs [aria-selected="true"]', (tab) => tab.dataset.status);
+const tabs = (page) => page.$$eval("#tabs .tab", (all) => all.map((t) => t.textContent.replace(/\s+/g, " ").trim()));
+const fields = (selector) => (page) => page.$$eval(`${selector} div`, (divs) =>
+  Object.fromEntries(divs.map((d) => [d.querySelector("dt").textContent, d.querySelector("dd").textContent])));
+const messageFields = fields("#message-fields");
+const settings = fields("#settings-list");
 
-async function counts(page) {
-  return page.$$eval("#counts dd", (dds) => Object.fromEntries(dds.map((dd) => [dd.id.slice(6), dd.textContent])));
-}
+/** Whether the element is on screen (its top within the viewport) and how far right it reaches. */
+const placement = (page, selector) => page.$eval(selector, (el) => {
+  const box = el.getBoundingClientRect();
+  return { top: Math.round(box.top), right: Math.round(box.right), inView: box.top >= 0 && box.top < innerHeight };
+});
 
-async function queueRows(page) {
-  return page.$$eval("#queue-table tbody tr", (rows) =>
-    rows.map((r) => [...r.cells].map((td) => td.textContent)),
-  );
-}
-
-async function screenshot(page, name) {
+async function screenshot(page, name, fullPage = false) {
   const path = join(shots, name);
-  await page.screenshot({ path, fullPage: true });
+  await page.screenshot({ path, fullPage });
   return path;
+}
+
+/** A new tab of `viewport` that has given the token the console asked for. */
+async function signedIn(browser, viewport, hash) {
+  const page = await newPage(browser, "console", { viewport });
+  page.on("dialog", (dialog) => {
+    (result.dialogs ??= []).push(dialog.message());
+    dialog.accept();
+  });
+  await page.goto(`${url}/${hash}`);
+  await settled(page);
+  result.askedForToken ??= await page.isVisible("#token-form");
+  await act(page, async () => {
+    await page.fill("#token", token);
+    await page.click("#token-form button[type=submit]");
+  });
+  return page;
 }
 
 const browser = await launchChromium();
 const result = { chromium: browser.version() };
 try {
-  const page = await newPage(browser, "dashboard");
-  page.on("dialog", (dialog) => {
-    (result.dialogs ??= []).push(dialog.message());
-    dialog.accept();
-  });
   await mkdir(shots, { recursive: true });
-  await page.goto(`${url}/#${new URLSearchParams({ queue })}`);
-  await ready(page);
-  result.askedForToken = await page.isVisible("#token-form");
-  await page.fill("#token", token);
-  await page.click("#token-form button[type=submit]");
-  await page.waitForSelector("#dead-table tbody tr", { timeout: TIMEOUT });
-  await ready(page);
+  const page = await signedIn(browser, { width: 1280, height: 800 }, "");
   result.state = await page.evaluate(() => document.body.dataset.state);
-  result.queueTitle = await page.textContent("#queue-name");
-  result.queuesBefore = await queueRows(page);
-  result.deadBefore = await deadIds(page);
-  result.errors = await page.$$eval("#dead-table tbody td.error .last", (spans) => spans.map((s) => s.textContent));
-  result.rowHistories = await page.$$eval("#dead-table tbody tr", (rows) =>
-    rows.map((r) => [...r.querySelectorAll("ol.history li")].map((li) => li.textContent)),
-  );
-  result.countsBefore = await counts(page);
-  result.screenshotQueue = await screenshot(page, "dashboard.png");
+  result.queues = await page.$$eval("#queue-table tbody tr", (rows) => rows.map((r) => ({
+    name: r.querySelector("a").title,
+    cells: [...r.cells].slice(1).map((td) => td.textContent),
+    countsRight: Math.max(...[...r.cells].slice(1).map((td) => td.getBoundingClientRect().right)),
+  })));
+  result.shotQueues = await screenshot(page, "console-queues.png");
 
-  // One message: its payload and its error.
-  const target = result.deadBefore[0];
-  await page.click(`#dead-table tbody tr[data-id="${target}"] a`);
-  await page.waitForSelector("#message:not([hidden])", { timeout: TIMEOUT });
-  await ready(page);
-  result.payload = await page.textContent("#payload");
+  // The queue opens on its dead letters; every status tab shows its messages.
+  await act(page, () => page.click(`#queue-table tbody tr[data-queue="${queue}"] a`));
+  result.defaultTab = await selectedTab(page);
+  result.tabs = await tabs(page);
+  result.facts = await fields("#facts")(page);
+  result.byStatus = {};
+  for (const status of await page.$$eval("#tabs .tab", (all) => all.map((t) => t.dataset.status))) {
+    await act(page, () => page.click(`#tab-${status}`));
+    result.byStatus[status] = {
+      ids: await rowIds(page),
+      marked: await page.$$eval("#messages tbody tr", (rows) =>
+        rows.filter((r) => r.querySelector(".badge")).map((r) => [Number(r.dataset.id), r.querySelector(".badge").textContent])),
+      hash: await page.evaluate(() => location.hash),
+    };
+    if (await page.isEnabled("#next-page")) {
+      await act(page, () => page.click("#next-page"));
+      result.byStatus[status].next = { ids: await rowIds(page), hash: await page.evaluate(() => location.hash) };
+      await act(page, () => page.click("#first-page"));
+    }
+  }
+  // Arrow keys move between tabs.
+  await page.focus("#tab-dead");
+  await act(page, () => page.keyboard.press("ArrowLeft"));
+  result.arrowLeftOfDead = await selectedTab(page);
+  await act(page, () => page.click("#tab-dead"));
+
+  // Row 40 opens beside the list, in view, its title focused.
+  await page.locator("#messages tbody tr").nth(39).scrollIntoViewIfNeeded();
+  result.row40 = (await rowIds(page))[39];
+  await act(page, () => page.locator("#messages tbody tr").nth(39).locator("a").click());
+  result.opened = await text(page, "#message-title");
+  result.panel = await placement(page, "#message");
+  result.focused = await page.evaluate(() => document.activeElement.id);
+  result.current = await page.$$eval('#messages tbody tr[aria-current="true"]', (rows) => rows.map((r) => Number(r.dataset.id)));
+  result.shotMessage = await screenshot(page, "console-message.png");
+  result.hashOpen = await page.evaluate(() => location.hash);
+
+  // A reload keeps the view (and the token); back closes the message, forward opens it again.
+  await act(page, () => page.reload());
+  result.afterReload = {
+    hash: await page.evaluate(() => location.hash),
+    tab: await selectedTab(page),
+    title: await text(page, "#message-title"),
+    panel: await placement(page, "#message"),
+    askedForToken: await page.isVisible("#token-form"),
+  };
+  await act(page, () => page.goBack());
+  result.afterBack = { hash: await page.evaluate(() => location.hash), panelHidden: await page.isHidden("#message") };
+  await act(page, () => page.goForward());
+  result.afterForward = await text(page, "#message-title");
+
+  // The message with two failed attempts: its history and payload; replayed from the panel.
+  await act(page, () => page.click('#messages tbody tr[data-id="2"] a'));
   result.history = await page.$$eval("#history li", (lis) => lis.map((li) => li.textContent));
+  result.historyTitles = await page.$$eval("#history time", (times) => times.map((t) => t.title));
+  result.payload = await text(page, "#payload");
+  result.fields = await messageFields(page);
+  await page.evaluate(() => scrollTo(0, 0));
+  result.shotReadme = join(shots, "console-readme.png"); // the README's (docs/console.png)
+  await page.screenshot({ path: result.shotReadme, clip: { x: 0, y: 0, width: 1280, height: 720 } });
+  await act(page, () => page.click("#replay-one"));
+  result.replayNotice = await text(page, "#notice");
+  result.replayedFields = await messageFields(page);
+  result.replayDisabled = await page.isDisabled("#replay-one");
+  result.tabsAfterReplay = await tabs(page);
 
-  // Replay it with its row's button.
-  result.replayed = target;
-  await act(page, `#dead-table tbody tr[data-id="${target}"] button.replay`);
-  result.notice = await page.textContent("#notice");
-  result.deadAfter = await deadIds(page);
-  result.countsAfter = await counts(page);
-  result.replayOneDisabled = await page.isDisabled("#replay-one");
-  result.screenshotReplayed = await screenshot(page, "dashboard-replayed.png");
+  // Delete one with its row's button (confirmed).
+  await act(page, () => page.click('#messages tbody tr[data-id="3"] button.delete'));
+  result.deleteNotice = await text(page, "#notice");
+  result.deadAfterDelete = await rowIds(page);
 
-  // The message with several failed attempts.
-  const several = result.rowHistories.findIndex((h) => h.length > 1);
-  const other = result.deadBefore[several];
-  await page.click(`#dead-table tbody tr[data-id="${other}"] a`);
-  await page.waitForFunction((id) => document.querySelector("#message-id").textContent.startsWith(`${id} `), other, {
-    timeout: TIMEOUT,
-  });
-  await ready(page);
-  result.longHistory = await page.$$eval("#history li", (lis) => lis.map((li) => li.textContent));
-  result.screenshotMessage = await screenshot(page, "dashboard-message.png");
-
-  // Replay all matching a filter.
+  // Replay all matching "410" (confirmed: the dialog says what is known).
   await page.fill("#error-contains", "410");
-  await act(page, "#replay-all");
-  result.replayAllNotice = await page.textContent("#notice");
-  result.deadAfterReplayAll = await deadIds(page);
-  result.countsAfterReplayAll = await counts(page);
+  await act(page, () => page.click("#replay-all"));
+  result.replayAllNotice = await text(page, "#notice");
+  result.tabsAfterReplayAll = await tabs(page);
 
-  // An empty age purges nothing: the form does not submit (no confirmation asked).
-  await page.selectOption("#purge-status", "succeeded");
+  // Purge the succeeded ones: an empty age does not submit; 0 days purges.
+  await act(page, () => page.click("#tab-succeeded"));
   await page.fill("#purge-days", "");
-  const asked = (result.dialogs ?? []).length;
+  const asked = result.dialogs.length;
   await page.click("#purge");
-  await page.waitForTimeout(300); // a confirmation would have been reported by now
-  result.emptyAgeDialogs = (result.dialogs ?? []).length - asked;
-  result.emptyAgeValid = await page.$eval("#purge-days", (input) => input.validity.valid);
-  result.countsAfterEmptyAge = await counts(page);
-
-  // Purge the succeeded messages.
+  await page.waitForTimeout(300);
+  result.emptyAgeDialogs = result.dialogs.length - asked;
   await page.fill("#purge-days", "0");
-  await act(page, "#purge");
-  result.purgeNotice = await page.textContent("#notice");
-  result.countsAfterPurge = await counts(page);
-  result.queuesAfter = await queueRows(page);
-  result.screenshotEnd = await screenshot(page, "dashboard-end.png");
-  result.finalState = await page.evaluate(() => document.body.dataset.state);
+  await act(page, () => page.click("#purge"));
+  result.purgeNotice = await text(page, "#notice");
+
+  // Pause and resume; the stored settings.
+  await act(page, () => page.click("#pause"));
+  result.paused = { state: await text(page, "#queue-state"), button: await text(page, "#pause"), settings: await settings(page) };
+  await act(page, () => page.click("#pause"));
+  result.resumed = { state: await text(page, "#queue-state"), button: await text(page, "#pause"), settings: await settings(page) };
+  await act(page, () => page.click("#tab-dead"));
+  result.shotQueue = await screenshot(page, "console-queue.png");
+
+  // The server stops: a banner says so; it answers again: the banner goes by itself.
+  await ask("stop");
+  await page.waitForSelector("#banner:not([hidden])", { timeout: TIMEOUT });
+  result.banner = (await text(page, "#banner")).replace(/\s+/g, " ").trim();
+  result.shotDown = await screenshot(page, "console-down.png");
+  await ask("start");
+  await page.waitForSelector("#banner", { state: "hidden", timeout: TIMEOUT });
+  result.recovered = await text(page, "#notice");
   await page.context().close();
+
+  // 400 px wide, a 255-character queue name: nothing pushed off-screen.
+  const narrow = await signedIn(browser, { width: 400, height: 800 }, "#");
+  result.narrow = {
+    scrollWidth: await narrow.evaluate(() => document.documentElement.scrollWidth),
+    rows: await narrow.$$eval("#queue-table tbody tr", (rows) => rows.map((r) => ({
+      name: r.querySelector("a").title,
+      right: Math.max(...[...r.cells].map((td) => td.getBoundingClientRect().right)),
+    }))),
+  };
+  result.shotNarrow = await screenshot(narrow, "console-narrow.png", true);
+  await act(narrow, () => narrow.click(`#queue-table tbody tr[data-queue="${longQueue}"] a`));
+  result.narrowQueue = {
+    title: await narrow.$eval("#queue-title", (h) => ({ text: h.textContent, title: h.title, clipped: h.scrollWidth > h.clientWidth })),
+    scrollWidth: await narrow.evaluate(() => document.documentElement.scrollWidth),
+  };
+  await act(narrow, () => narrow.locator("#messages tbody tr a").first().click());
+  result.narrowMessage = {
+    panel: await placement(narrow, "#message"),
+    listHidden: await narrow.isHidden("#list-pane"),
+    scrollWidth: await narrow.evaluate(() => document.documentElement.scrollWidth),
+  };
+  result.shotNarrowMessage = await screenshot(narrow, "console-narrow-message.png");
+  await act(narrow, () => narrow.click("#close-message"));
+  result.narrowBack = { listVisible: await narrow.isVisible("#list-pane"), hash: await narrow.evaluate(() => location.hash) };
+  await narrow.context().close();
 } catch (error) {
   result.failure = String(error.stack ?? error);
 } finally {
   await browser.close();
 }
 console.log(JSON.stringify(result));
+process.exit(0);

@@ -236,6 +236,10 @@ COUNT_NOTES = {
 }
 """What two of the statistics' counts per status include."""
 
+PART_OF = "x-part-of-status"
+"""An OpenAPI extension on a count of `QueueStats`: the status whose count includes it (the
+dashboard marks expired leases and delayed messages in that status's tab without naming it)."""
+
 STATS_PROPERTIES: Json = {
     "queue": MESSAGE_PROPERTIES["queue"],
     **{
@@ -250,8 +254,14 @@ STATS_PROPERTIES: Json = {
         "type": "integer",
         "minimum": 0,
         "description": "Processing messages whose lease has run out (not reaped yet).",
+        PART_OF: "processing",
     },
-    "delayed": {"type": "integer", "minimum": 0, "description": "Pending, not due yet."},
+    "delayed": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "Pending, not due yet.",
+        PART_OF: "pending",
+    },
     "next_due_at": {
         **nullable(TIMESTAMP),
         "description": "When the next delayed message becomes due.",

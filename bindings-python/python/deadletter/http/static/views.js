@@ -1,0 +1,282 @@
+// What the console draws from the API's answers: the queue table, a queue's head (state, facts,
+// stored settings), its status tabs, a page of messages and the open message. Data is only ever
+// written with textContent, never parsed as HTML. Status names come from `schema` (api.js); the
+// console names only `dead`, its subject. Meaning is never in colour alone: badges carry words.
+
+import { href } from "./url.js";
+import { duration, timeElement } from "./time.js";
+
+export const DEAD = "dead";
+export const $ = (id) => document.getElementById(id);
+
+/** "1 message", "3 messages". */
+export const plural = (count, word) => `${count} ${word}${count === 1 ? "" : "s"}`;
+
+function element(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text != null) node.textContent = text;
+  if (className) node.className = className;
+  return node;
+}
+
+/** A cell labelled for the stacked layout of narrow screens (CSS shows data-label). */
+function cell(row, label, content, className) {
+  const td = row.insertCell();
+  td.dataset.label = label;
+  td.className = [column(label), className].filter(Boolean).join(" ");
+  if (content instanceof Node) td.append(content);
+  else td.textContent = content ?? "–";
+  return td;
+}
+
+function header(table, labels) {
+  table.tHead.rows[0].replaceChildren(...labels.map((label) => element("th", label, column(label))));
+}
+
+/** The class of a column's cells ("col-last-error"), for the CSS that hides some when narrow. */
+const column = (label) => `col-${label.replace(/\s+/g, "-") || "actions"}`;
+
+/** `text` on one line (line breaks shown as ↵), cut with an ellipsis, in full on hover. */
+function clipped(text) {
+  const div = element("div", text?.replace(/\r?\n/g, " ↵ ") ?? "–", "clip");
+  if (text) div.title = text;
+  return div;
+}
+
+/** `label` as a badge: its words carry the meaning, its colour only repeats it. */
+export const badge = (label, kind) => element("span", label, `badge ${kind}`);
+
+/** Replaces `parent`'s children, then gives the focus back to the element of the same key. */
+function replaceKeepingFocus(parent, children) {
+  const key = document.activeElement?.dataset?.key;
+  parent.replaceChildren(...children);
+  if (key) parent.querySelector(`[data-key="${CSS.escape(key)}"]`)?.focus();
+}
+
+/** The parts of a status's count worth marking (expired leases, delayed messages). */
+function countNotes(schema, stats, status) {
+  const notes = [];
+  if (status === schema.expiredIn && stats.expired) notes.push(`${stats.expired} lease expired`);
+  if (status === schema.delayedIn && stats.delayed) notes.push(`${stats.delayed} delayed`);
+  return notes;
+}
+
+const age = (seconds) => (seconds == null ? "–" : duration(seconds));
+
+// ---------------------------------------------------------------------------------------------
+// The queue table
+
+export function renderQueues(schema, queues) {
+  const table = $("queue-table");
+  header(table, ["queue", ...schema.statuses, "lag", "oldest dead", "state"]);
+  const rows = queues.map((stats) => {
+    const row = document.createElement("tr");
+    row.dataset.queue = stats.queue;
+    const link = element("a", stats.queue, "name");
+    link.href = href({ queue: stats.queue });
+    link.title = stats.queue;
+    link.dataset.key = `queue:${stats.queue}`;
+    cell(row, "queue", link, "queue-name");
+    for (const status of schema.statuses) {
+      const count = element("span", String(stats[status]));
+      const td = cell(row, status, count, status === DEAD && stats.dead > 0 ? "n dead" : "n");
+      for (const note of countNotes(schema, stats, status)) td.append(" ", badge(note, "warn"));
+    }
+    cell(row, "lag", age(stats.oldest_due_age), "n lag").title = "Age of the oldest due message";
+    cell(row, "oldest dead", age(stats.oldest_dead_age), "n oldest-dead");
+    cell(row, "state", stats.paused ? badge("paused", "warn") : "running", "state");
+    return row;
+  });
+  replaceKeepingFocus(table.tBodies[0], rows);
+  table.hidden = queues.length === 0;
+  $("no-queues").hidden = queues.length > 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A queue's head, facts, settings and tabs
+
+export function renderQueueHead(schema, stats, settings) {
+  $("queue-title").textContent = stats.queue;
+  $("queue-title").title = stats.queue;
+  $("queue-state").replaceChildren(stats.paused ? badge("paused", "warn") : badge("running", "ok"));
+  $("pause").textContent = stats.paused ? "Resume" : "Pause";
+  $("pause").title = stats.paused ? "Workers claim again" : "Workers claim nothing until resumed";
+  const facts = [
+    ["lag", age(stats.oldest_due_age), "how long the oldest due message has waited"],
+    ["delayed", String(stats.delayed), "not due yet: in backoff or enqueued with a delay"],
+    ["expired leases", String(stats.expired), "held by a worker past its lease, not reaped yet"],
+    ["oldest dead", age(stats.oldest_dead_age), "since the oldest dead message died"],
+  ];
+  const next = stats.next_due_at ? timeElement(stats.next_due_at) : "–";
+  fieldList($("facts"), [...facts.map(([name, value, why]) => [name, value, why]), ["next due", next]]);
+  fieldList($("settings-list"), settingsFields(settings));
+}
+
+/** The stored settings as (name, value) pairs; durations in seconds as the API gives them. */
+function settingsFields(settings) {
+  const seconds = (value) => (value == null ? "unset" : `${value} s`);
+  const backoff = settings.backoff;
+  return [
+    ["max_retries", settings.max_retries ?? "unset"],
+    ["lease", seconds(settings.lease)],
+    ["expires_in", seconds(settings.expires_in)],
+    ["on_expiry", settings.on_expiry ?? "unset"],
+    ["backoff", backoff == null ? "unset (the default)"
+      : `${backoff.initial} s × ${backoff.multiplier}, cap ${backoff.cap} s, jitter ${backoff.jitter ?? "none"}`],
+    ["paused", settings.paused ? "yes" : "no"],
+  ];
+}
+
+/** Fills a <dl> with [name, value (text or node), tooltip?] items. */
+function fieldList(list, items) {
+  list.replaceChildren();
+  for (const [name, value, tooltip] of items) {
+    const div = element("div");
+    const dt = element("dt", name);
+    const dd = element("dd", value instanceof Node ? null : String(value));
+    if (value instanceof Node) dd.append(value);
+    if (tooltip) div.title = tooltip;
+    div.append(dt, dd);
+    list.append(div);
+  }
+}
+
+/** One tab per status with its count (and the parts worth marking); `status` is selected. */
+export function renderTabs(schema, stats, status, onSelect) {
+  const tabs = schema.statuses.map((name) => {
+    const tab = element("button", null, "tab");
+    tab.type = "button";
+    tab.id = `tab-${name}`;
+    tab.dataset.key = `tab:${name}`;
+    tab.dataset.status = name;
+    tab.setAttribute("role", "tab");
+    tab.setAttribute("aria-selected", String(name === status));
+    tab.setAttribute("aria-controls", "list-pane");
+    tab.tabIndex = name === status ? 0 : -1;
+    tab.append(element("span", name), " ", element("span", String(stats[name]), "count"));
+    for (const note of countNotes(schema, stats, name)) tab.append(" ", badge(note, "warn"));
+    tab.addEventListener("click", () => onSelect(name));
+    tab.addEventListener("keydown", (event) => {
+      const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+      if (!step) return;
+      const names = schema.statuses;
+      const next = names[(names.indexOf(name) + step + names.length) % names.length];
+      onSelect(next);
+      requestAnimationFrame(() => $(`tab-${next}`)?.focus());
+    });
+    return tab;
+  });
+  replaceKeepingFocus($("tabs"), tabs);
+  $("list-pane").setAttribute("aria-labelledby", `tab-${status}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A page of messages
+
+/** The column telling where a message stands in its status: the lease, the due time, death. */
+function whenColumn(schema, status) {
+  if (status === schema.expiredIn) return ["lease ends", (m) => m.lease_expires_at, "lease expired"];
+  if (status === schema.delayedIn) return ["due", (m) => m.retry_after, "delayed"];
+  if (status === DEAD) return ["died", (m) => m.dead_at, null];
+  return ["changed", (m) => m.updated_at, null];
+}
+
+/**
+ * The rows of one page; `actions(message)` gives each row's buttons, `open(id)` opens one. The
+ * open message's row is marked with aria-current (and a border and bold id, not colour alone).
+ */
+export function renderMessages(schema, view, page, { actions, open }) {
+  const [whenLabel, when, overdue] = whenColumn(schema, view.status);
+  header($("messages"), ["id", whenLabel, "attempts", "group", "last error", "payload", ""]);
+  const rows = page.messages.map((message) => {
+    const row = document.createElement("tr");
+    row.dataset.id = String(message.id);
+    if (String(message.id) === view.message) row.setAttribute("aria-current", "true");
+    const link = element("a", `#${message.id}`);
+    link.href = href({ ...view, message: message.id });
+    link.dataset.key = `message:${message.id}`;
+    link.setAttribute("aria-label", `Open message ${message.id}`);
+    cell(row, "id", link, "n id");
+    const at = when(message);
+    const whenCell = cell(row, whenLabel, at ? timeElement(at) : "now");
+    // Past for a lease (it ran out), future for a due time (not claimable yet).
+    const late = at && (overdue === "delayed" ? Date.parse(at) > Date.now() : Date.parse(at) <= Date.now());
+    if (overdue && late) whenCell.append(" ", badge(overdue, "warn"));
+    cell(row, "attempts", `${message.retry_count}/${message.max_retries}`, "n");
+    cell(row, "group", clipped(message.group));
+    cell(row, "last error", clipped(message.last_error), "error");
+    cell(row, "payload", clipped(message.payload), "payload");
+    cell(row, "", null, "actions").replaceChildren(...actions(message));
+    row.addEventListener("click", (event) => {
+      if (!event.target.closest("a, button")) open(message.id);
+    });
+    return row;
+  });
+  replaceKeepingFocus($("messages").tBodies[0], rows);
+  $("messages").hidden = rows.length === 0;
+  $("empty").hidden = rows.length > 0;
+  $("empty").textContent = view.after ? `No ${view.status} message after #${view.after}.`
+    : `No ${view.status} message in this queue.`;
+  const first = page.messages[0]?.id;
+  const last = page.messages.at(-1)?.id;
+  $("page-range").textContent = first ? `#${first} – #${last}` : "";
+  $("first-page").disabled = !view.after;
+  $("next-page").disabled = page.next_after_id == null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One message
+
+/** "attempt 2, 2 Dec 2026, 01:19:28 (3 min ago): error", the instant in UTC on hover. */
+function attemptItem(entry) {
+  const li = element("li");
+  li.append(`attempt ${entry.attempt}, `, timeElement(entry.at, true), ": ", element("span", entry.error, "error"));
+  return li;
+}
+
+/** The payload, pretty-printed when it is JSON (shown as stored otherwise). */
+function prettyPayload(payload) {
+  try {
+    return JSON.stringify(JSON.parse(payload), null, 2);
+  } catch {
+    return payload;
+  }
+}
+
+/** "0", or "2, last 2 Dec 2026, 01:19:28 (3 min ago)". */
+function replays(message, at) {
+  if (!message.replayed_at) return String(message.replay_count);
+  const span = element("span", `${message.replay_count}, last `);
+  span.append(at(message.replayed_at));
+  return span;
+}
+
+export function renderMessage(schema, message) {
+  $("message-title").textContent = `Message #${message.id}`;
+  const at = (value) => (value ? timeElement(value, true) : "–");
+  const lease = message.lease_expires_at;
+  const leaseValue = lease ? at(lease) : "–";
+  if (lease && Date.parse(lease) <= Date.now()) {
+    leaseValue.append(" ", badge("lease expired: counted as a failed attempt when reaped", "warn"));
+  }
+  const retry = message.retry_after ? at(message.retry_after) : "–";
+  fieldList($("message-fields"), [
+    ["status", message.status],
+    ["attempts", `${message.retry_count} failed of at most ${message.max_retries}`],
+    ["next attempt", retry],
+    ["group", message.group ?? "–"],
+    ["expires at", at(message.expires_at)],
+    ["lease ends", leaseValue],
+    ["created", at(message.created_at)],
+    ["changed", at(message.updated_at)],
+    ["first failed", at(message.first_failed_at)],
+    ["died", at(message.dead_at)],
+    ["replays", replays(message, at)],
+    ["idempotency key", message.idempotency_key ?? "–"],
+  ]);
+  $("history").replaceChildren(...message.errors.map(attemptItem));
+  if (message.errors.length === 0) $("history").append(element("li", "none", "muted"));
+  $("history-dropped").hidden = message.errors_dropped === 0;
+  $("history-dropped").textContent = `${plural(message.errors_dropped, "older attempt")} not kept.`;
+  $("payload").textContent = prettyPayload(message.payload);
+}
