@@ -86,7 +86,7 @@ pub use backoff::{Backoff, Jitter};
 pub use engine::{
     BATCH, Batches, Call, ClaimArgs, Claiming, Engine, EnqueueArgs, EnqueueItem, ExtendArgs,
     FailArgs, Item, LaneClaim, MessageArgs, Outcome, PurgeArgs, ReplayAllArgs, ReplayArgs, Stats,
-    SucceedArgs, Write, backoff,
+    SucceedArgs, Tails, Write, backoff,
 };
 pub use error::{CODES, Conflict, Error, FieldError, Result};
 pub use machine::Moment;

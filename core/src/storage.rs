@@ -210,51 +210,74 @@ impl StoredMessage<'_> {
     /// wrong message, or an untyped error later when a binding converts it.
     pub fn check(self) -> Result<Message> {
         let id = self.id;
-        let count = |field: &str, n: i64| {
-            u32::try_from(n).map_err(|_| corrupt(id, field, format_args!("holds {n}, not a count")))
-        };
-        let time = |field: &str, ms: i64| {
-            if (MIN_TIME..=MAX_TIME).contains(&ms) {
-                Ok(ms)
-            } else {
-                Err(corrupt(id, field, format_args!("holds {ms}, {TIME_RANGE}")))
-            }
-        };
-        let opt_time = |field: &str, ms: Option<i64>| ms.map(|ms| time(field, ms)).transpose();
         let status = Status::parse(self.status).ok_or_else(|| {
             let why = format_args!("holds the unknown status {:?}", self.status);
             corrupt(id, "status", why)
         })?;
-        if let Some(entry) = self.errors.iter().find(|e| time("errors", e.at).is_err()) {
+        if let Some(entry) = self.errors.iter().find(|e| !in_time_range(e.at)) {
             let at = entry.at;
             let why = format_args!("holds a failure at {at}, {TIME_RANGE}");
             return Err(corrupt(id, "errors", why));
         }
+        // The numbers, in the order checked: (field, value, whether it is an instant, else a
+        // count). One loop rather than a check per field: the WebAssembly module is smaller.
+        let numbers = [
+            ("retry_count", Some(self.retry_count), false),
+            ("max_retries", Some(self.max_retries), false),
+            ("retry_after", self.retry_after, true),
+            ("created_at", Some(self.created_at), true),
+            ("updated_at", Some(self.updated_at), true),
+            ("lease_expires_at", self.lease_expires_at, true),
+            ("first_failed_at", self.first_failed_at, true),
+            ("dead_at", self.dead_at, true),
+            ("errors_dropped", Some(self.errors_dropped), false),
+            ("replay_count", Some(self.replay_count), false),
+            ("replayed_at", self.replayed_at, true),
+            ("expires_at", self.expires_at, true),
+        ];
+        for (field, value, instant) in numbers {
+            match value {
+                Some(ms) if instant && !in_time_range(ms) => {
+                    return Err(corrupt(id, field, format_args!("holds {ms}, {TIME_RANGE}")));
+                }
+                Some(n) if !instant && u32::try_from(n).is_err() => {
+                    return Err(corrupt(id, field, format_args!("holds {n}, not a count")));
+                }
+                _ => {}
+            }
+        }
+        // Checked above: every count fits.
+        let count = |n: i64| u32::try_from(n).unwrap_or_default();
         Ok(Message {
             id,
             queue: self.queue,
             payload: self.payload,
             status,
-            retry_count: count("retry_count", self.retry_count)?,
-            max_retries: count("max_retries", self.max_retries)?,
-            retry_after: opt_time("retry_after", self.retry_after)?,
+            retry_count: count(self.retry_count),
+            max_retries: count(self.max_retries),
+            retry_after: self.retry_after,
             last_error: self.last_error,
-            created_at: time("created_at", self.created_at)?,
-            updated_at: time("updated_at", self.updated_at)?,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
             lease_token: self.lease_token,
-            lease_expires_at: opt_time("lease_expires_at", self.lease_expires_at)?,
+            lease_expires_at: self.lease_expires_at,
             idempotency_key: self.idempotency_key,
-            first_failed_at: opt_time("first_failed_at", self.first_failed_at)?,
-            dead_at: opt_time("dead_at", self.dead_at)?,
+            first_failed_at: self.first_failed_at,
+            dead_at: self.dead_at,
             errors: self.errors,
-            errors_dropped: count("errors_dropped", self.errors_dropped)?,
-            replay_count: count("replay_count", self.replay_count)?,
-            replayed_at: opt_time("replayed_at", self.replayed_at)?,
+            errors_dropped: count(self.errors_dropped),
+            replay_count: count(self.replay_count),
+            replayed_at: self.replayed_at,
             group: self.group,
-            expires_at: opt_time("expires_at", self.expires_at)?,
+            expires_at: self.expires_at,
             deduplicated: false,
         })
     }
+}
+
+/// Whether `ms` is an instant every binding can represent ([`MIN_TIME`]..=[`MAX_TIME`]).
+fn in_time_range(ms: i64) -> bool {
+    (MIN_TIME..=MAX_TIME).contains(&ms)
 }
 
 /// A queue's row as a store keeps it, column by column (SQLite and PostgreSQL: the table
@@ -311,55 +334,101 @@ impl<'a> StoredQueue<'a> {
         }
     }
 
-    /// The row, when every value is one deadletter writes (each setting within the range
-    /// `set_settings` accepts, a policy whole or absent, counters >= 0); otherwise a store error
-    /// naming the queue and the column: `queue "jobs" is corrupt: column lease_ms: ...`.
+    /// The row, when every value is one deadletter writes (see [`queue_row`]).
     pub fn check(self) -> Result<QueueRow> {
-        let name = self.name;
-        let corrupt = |column: &str, why: &dyn Display| {
-            Error::Store(format!("queue {name:?} is corrupt: column {column}: {why}"))
-        };
-        let backoff = match (
-            self.backoff_initial_ms,
-            self.backoff_multiplier,
-            self.backoff_cap_ms,
-        ) {
-            (None, None, None) if self.backoff_jitter.is_none() => None,
-            (Some(initial), Some(multiplier), Some(cap)) => Some(Backoff::new(
-                &Arg::Int(initial),
-                &Arg::Float(multiplier),
-                &Arg::Int(cap),
-                &self.backoff_jitter.map_or(Arg::Null, Arg::Str),
-            )),
-            _ => {
-                let why = "holds part of a backoff policy (its four columns are set together)";
-                return Err(corrupt("backoff_initial_ms", &why));
-            }
-        };
         let int = |n: Option<i64>| n.map_or(Arg::Null, Arg::Int);
-        let settings = QueueSettings::new(
-            backoff,
-            &int(self.max_retries),
-            &int(self.lease_ms),
-            &int(self.expires_in_ms),
-            &Arg::Str(self.on_expiry),
+        queue_row(
+            self.name,
+            &[
+                int(self.backoff_initial_ms),
+                self.backoff_multiplier.map_or(Arg::Null, Arg::Float),
+                int(self.backoff_cap_ms),
+                self.backoff_jitter.map_or(Arg::Null, Arg::Str),
+                int(self.max_retries),
+                int(self.lease_ms),
+                int(self.expires_in_ms),
+                Arg::Str(self.on_expiry),
+                Arg::Bool(self.paused),
+                Arg::Int(self.expired_dead),
+                Arg::Int(self.expired_discarded),
+            ],
         )
-        .map_err(|err| match err.field_errors().first() {
-            Some(field) => corrupt(field.field, &field.message),
-            None => err,
-        })?;
-        let count = |column: &str, n: i64| {
-            u64::try_from(n).map_err(|_| corrupt(column, &format_args!("holds {n}, not a count")))
-        };
-        Ok(QueueRow {
-            settings: QueueSettings {
-                paused: self.paused,
-                ..settings
-            },
-            expired_dead: count("expired_dead", self.expired_dead)?,
-            expired_discarded: count("expired_discarded", self.expired_discarded)?,
-        })
     }
+}
+
+/// The columns of a queue's row, in [`StoredQueue`]'s order (what [`queue_row`] takes).
+pub const QUEUE_COLUMNS: [&str; 11] = [
+    "backoff_initial_ms",
+    "backoff_multiplier",
+    "backoff_cap_ms",
+    "backoff_jitter",
+    "max_retries",
+    "lease_ms",
+    "expires_in_ms",
+    "on_expiry",
+    "paused",
+    "expired_dead",
+    "expired_discarded",
+];
+
+/// The row of queue `name` from its columns ([`QUEUE_COLUMNS`]' order) as values of any type (a
+/// typed store's [`StoredQueue::check`]; a store whose records are untyped, IndexedDB's, hands
+/// over what it read), when every value is one deadletter writes: each setting of the type and
+/// within the range `set_settings` accepts, a policy whole or absent, `paused` a bool, counters
+/// integers >= 0. Otherwise a store error naming the queue and the column: `queue "jobs" is
+/// corrupt: column lease_ms: ...`.
+pub fn queue_row(name: &str, columns: &[Arg<'_>; 11]) -> Result<QueueRow> {
+    let corrupt = |column: &str, why: &dyn Display| {
+        Error::Store(format!("queue {name:?} is corrupt: column {column}: {why}"))
+    };
+    let [
+        initial,
+        multiplier,
+        cap,
+        jitter,
+        max_retries,
+        lease,
+        expires_in,
+        on_expiry,
+        paused,
+        dead,
+        discarded,
+    ] = columns;
+    let set = [initial, multiplier, cap].map(|a| *a != Arg::Null);
+    let backoff = match set {
+        [false, false, false] if *jitter == Arg::Null => None,
+        [true, true, true] => Some(Backoff::new(initial, multiplier, cap, jitter)),
+        _ => {
+            let why = "holds part of a backoff policy (its four columns are set together)";
+            return Err(corrupt("backoff_initial_ms", &why));
+        }
+    };
+    let settings =
+        QueueSettings::new(backoff, max_retries, lease, expires_in, on_expiry).map_err(|err| {
+            match err.field_errors().first() {
+                Some(field) => corrupt(field.field, &field.message),
+                None => err,
+            }
+        })?;
+    let Arg::Bool(paused) = *paused else {
+        return Err(corrupt(
+            "paused",
+            &format_args!("holds {}, not a bool", paused.kind()),
+        ));
+    };
+    let count = |column: &str, arg: &Arg<'_>| match arg {
+        Arg::Int(n) if *n >= 0 => Ok(n.unsigned_abs()),
+        Arg::Int(n) => Err(corrupt(column, &format_args!("holds {n}, not a count"))),
+        other => Err(corrupt(
+            column,
+            &format_args!("holds {}, not a count", other.kind()),
+        )),
+    };
+    Ok(QueueRow {
+        settings: QueueSettings { paused, ..settings },
+        expired_dead: count("expired_dead", dead)?,
+        expired_discarded: count("expired_discarded", discarded)?,
+    })
 }
 
 /// Where a store keeps its schema, as its messages name it: for [`Place::migration`] and

@@ -2,8 +2,9 @@
 //!
 //! - validate ([`request`]): each operation's arguments checked into a typed request
 //!   ([`ClaimArgs`], [`FailArgs`], ...) with the open-time [`Limits`], before any store is called;
-//! - plan ([`plan`]): what a store without a query language reads and writes for a claim over
-//!   lanes ([`LaneClaim`]) and the batches of the bulk operations ([`Batches`]);
+//! - plan ([`plan`], [`groups`]): what a store without a query language reads and writes for a
+//!   claim over lanes ([`LaneClaim`]), the batches of the bulk operations ([`Batches`]) and the
+//!   ordering groups' bookkeeping ([`Tails`], [`groups::change`]);
 //! - apply ([`apply`]): each request's step on one message read, at the [`crate::Context`] the
 //!   store read inside its transaction (the instant and the queue's settings): the next message or
 //!   the error;
@@ -15,6 +16,7 @@
 //! inside its own transactions.
 
 pub mod apply;
+pub mod groups;
 pub mod plan;
 pub mod request;
 pub mod scan;
@@ -31,6 +33,7 @@ use crate::store::{Claimed, Store};
 use crate::validate::{Check, Limits};
 
 pub use apply::{Claiming, Outcome, Sift, Stats, sift};
+pub use groups::Tails;
 pub use plan::{BATCH, Batches, LaneClaim, TIMED_PAGE, Write};
 pub use request::{
     ClaimArgs, EnqueueArgs, EnqueueItem, ExtendArgs, FailArgs, Item, MessageArgs, PurgeArgs,
