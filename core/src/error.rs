@@ -1,5 +1,7 @@
 //! The one error type, with stable codes that every binding exposes unchanged.
 
+use std::fmt::{self, Write};
+
 use crate::message::{Id, Status};
 
 /// The stable, machine-readable error codes: part of the public API of every binding.
@@ -76,7 +78,7 @@ pub enum Error {
     #[error("validation failed: {}", describe(.0))]
     Validation(Vec<FieldError>),
     /// No message with this id in this queue (ids of other queues are invisible).
-    #[error("message {id} not found in queue {queue:?}")]
+    #[error("message {id} not found in queue {}", Quoted(.queue))]
     NotFound {
         /// The queue searched.
         queue: String,
@@ -129,3 +131,52 @@ fn describe(errors: &[FieldError]) -> String {
 
 /// The core's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A text quoted in a message as Rust's `{:?}` writes it (`queue "jobs"`): `"` and `\` escaped,
+/// `\t`, `\n`, `\r`, `\0`, and any other control character as `\u{..}`; every other character
+/// as it is. Written by hand because `str`'s `Debug` also escapes Unicode's non-printable
+/// characters, whose tables weigh about 4 kB gzipped in the WebAssembly module (its budget:
+/// bindings-wasm/size.mjs); the texts quoted (names, statuses) never hold such characters anyway
+/// (names reject control and bidirectional control characters).
+pub struct Quoted<'a>(pub &'a str);
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_char('"')?;
+        for c in self.0.chars() {
+            match c {
+                '"' => f.write_str("\\\"")?,
+                '\\' => f.write_str("\\\\")?,
+                '\t' => f.write_str("\\t")?,
+                '\n' => f.write_str("\\n")?,
+                '\r' => f.write_str("\\r")?,
+                '\0' => f.write_str("\\0")?,
+                c if c.is_control() => write!(f, "\\u{{{:x}}}", u32::from(c))?,
+                c => f.write_char(c)?,
+            }
+        }
+        f.write_char('"')
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Quoted;
+
+    #[test]
+    fn quoted_is_debug_for_names_statuses_and_controls() {
+        for text in [
+            "jobs",
+            "",
+            "billing emails",
+            "say \"hi\"",
+            "back\\slash",
+            "tab\tnew\nline\rnul\0",
+            "bell\u{7}del\u{7f}c1\u{85}",
+            "עברית",
+            "it's",
+        ] {
+            assert_eq!(Quoted(text).to_string(), format!("{text:?}"));
+        }
+    }
+}

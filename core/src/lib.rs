@@ -88,7 +88,7 @@ pub use engine::{
     FailArgs, Item, LaneClaim, MessageArgs, Outcome, PurgeArgs, ReplayAllArgs, ReplayArgs, Stats,
     SucceedArgs, Tails, Write, backoff,
 };
-pub use error::{CODES, Conflict, Error, FieldError, Result};
+pub use error::{CODES, Conflict, Error, FieldError, Quoted, Result};
 pub use machine::Moment;
 pub use memory::MemoryStore;
 pub use message::{FailedAttempt, Id, Message, Millis, NewMessage, Status};

@@ -19,7 +19,7 @@ use std::fmt::Display;
 
 use crate::arg::Arg;
 use crate::backoff::Backoff;
-use crate::error::{Error, Result};
+use crate::error::{Error, Quoted, Result};
 use crate::message::{FailedAttempt, Id, Message, Millis, Status};
 use crate::settings::{QueueRow, QueueSettings};
 use crate::validate::{MAX_TIME, MIN_TIME};
@@ -211,7 +211,7 @@ impl StoredMessage<'_> {
     pub fn check(self) -> Result<Message> {
         let id = self.id;
         let status = Status::parse(self.status).ok_or_else(|| {
-            let why = format_args!("holds the unknown status {:?}", self.status);
+            let why = format_args!("holds the unknown status {}", Quoted(self.status));
             corrupt(id, "status", why)
         })?;
         if let Some(entry) = self.errors.iter().find(|e| !in_time_range(e.at)) {
@@ -379,7 +379,10 @@ pub const QUEUE_COLUMNS: [&str; 11] = [
 /// corrupt: column lease_ms: ...`.
 pub fn queue_row(name: &str, columns: &[Arg<'_>; 11]) -> Result<QueueRow> {
     let corrupt = |column: &str, why: &dyn Display| {
-        Error::Store(format!("queue {name:?} is corrupt: column {column}: {why}"))
+        Error::Store(format!(
+            "queue {} is corrupt: column {column}: {why}",
+            Quoted(name)
+        ))
     };
     let [
         initial,

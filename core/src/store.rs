@@ -58,7 +58,7 @@ impl Filter<'_> {
                 message
                     .last_error
                     .as_deref()
-                    .is_some_and(|e| e.contains(text))
+                    .is_some_and(|e| contains(e, text))
             })
             && self
                 .dead_after
@@ -70,6 +70,19 @@ impl Filter<'_> {
                 .updated_until
                 .is_none_or(|until| message.updated_at <= until)
     }
+}
+
+/// Whether `text` occurs in `haystack` (`error_contains`): a plain byte search, exact for UTF-8
+/// texts, instead of `str::contains`, whose two-way searcher and its panic messages weigh about
+/// 2 kB gzipped in the WebAssembly module (its budget: bindings-wasm/size.mjs). A mismatch is
+/// usually found at the first byte of a window; the worst case, error length times text length
+/// (errors are at most [`crate::machine::MAX_ERROR_BYTES`]), takes a repetitive text and error.
+fn contains(haystack: &str, text: &str) -> bool {
+    text.is_empty()
+        || haystack
+            .as_bytes()
+            .windows(text.len())
+            .any(|w| w == text.as_bytes())
 }
 
 /// What one [`Store::claim`] wrote.

@@ -1,7 +1,7 @@
 //! Every argument rule, applied to [`Arg`]s. All rejected fields of a call are reported together.
 
 use crate::arg::Arg;
-use crate::error::{Error, FieldError, Result};
+use crate::error::{Error, FieldError, Quoted, Result};
 use crate::message::{Id, Millis, Status};
 
 /// Longest queue name, in characters.
@@ -138,7 +138,11 @@ impl Check {
             return *value;
         }
         let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
-        let message = format!("must be one of {} or null; got {name:?}", names.join(", "));
+        let message = format!(
+            "must be one of {} or null; got {}",
+            names.join(", "),
+            Quoted(name)
+        );
         self.reject(field, "invalid", message);
         default
     }
@@ -348,8 +352,10 @@ impl Check {
         let name = self.opt_string("status", arg)?;
         let status = Status::parse(name);
         if status.is_none() {
-            let message =
-                format!("must be one of pending, processing, succeeded, dead; got {name:?}");
+            let message = format!(
+                "must be one of pending, processing, succeeded, dead; got {}",
+                Quoted(name)
+            );
             self.reject("status", "invalid", message);
         }
         status
@@ -366,8 +372,8 @@ impl Check {
             Some(status)
         } else {
             let message = format!(
-                "must be succeeded or dead (only finished messages are purged); got {status:?}",
-                status = status.as_str()
+                "must be succeeded or dead (only finished messages are purged); got {}",
+                Quoted(status.as_str())
             );
             self.reject("status", "invalid", message);
             None
