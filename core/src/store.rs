@@ -336,3 +336,29 @@ fn earliest(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
         (a, b) => a.or(b),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::contains;
+
+    #[test]
+    fn contains_finds_texts_as_str_contains_does() {
+        let error = "HTTP 503: Überlastung, retry — später";
+        for text in ["", "HTTP", "503", "Über", "später", "— s", "g, r", error] {
+            assert!(contains(error, text), "{text}");
+        }
+        for text in [
+            "http",
+            "504",
+            "Uber",
+            "später!",
+            "x",
+            "HTTP 503: Überlastung, retry — später.",
+        ] {
+            assert!(!contains(error, text), "{text}");
+        }
+        // A text longer than the error, and the empty error.
+        assert!(!contains("", "a"));
+        assert!(contains("", ""));
+    }
+}
