@@ -21,6 +21,7 @@ import {
   PermanentError,
   type ProcessOptions,
   Queue,
+  type QueueSettings,
   type QueueStats,
   type ReplayAllOptions,
   type Status,
@@ -77,7 +78,11 @@ export async function main(indexedDB: IDBFactory): Promise<void> {
   const queued: Message = await q.enqueue(JSON.stringify({ to: "alice" }), { maxRetries: 5, idempotencyKey: "welcome-alice" });
   const again: Message = await q.enqueue(JSON.stringify({ to: "alice" }), { idempotencyKey: "welcome-alice" });
   console.log(`deduplicated: ${again.deduplicated}, first id ${again.id}`);
-  const items: EnqueueItem[] = [JSON.stringify({ to: "" }), { payload: JSON.stringify({ to: "bob" }), delayMs: 1000, maxRetries: 1 }];
+  const items: EnqueueItem[] = [
+    JSON.stringify({ to: "" }),
+    { payload: JSON.stringify({ to: "bob" }), delayMs: 1000, maxRetries: 1 },
+    { payload: JSON.stringify({ to: "carol" }), group: "customer-42", expiresInMs: 3_600_000 },
+  ];
   await q.enqueueMany(items);
   console.log(`${q.name}: enqueued ${queued.id} at ${queued.createdAt.toISOString()}`);
   console.log(`delivered ${await work(q, { leaseMs: 10_000 })}`);
@@ -86,7 +91,7 @@ export async function main(indexedDB: IDBFactory): Promise<void> {
   const status: Status = "dead";
   const dead: Message[] = await q.list({ status, limit: 100, afterId: 0 });
   for (const m of dead) {
-    const replayed = await q.replay(m.id);
+    const replayed = await q.replay(m.id, { expiresInMs: 86_400_000 });
     console.log(`replayed ${replayed.id}: ${replayed.status}, ${replayed.lastError ?? "no error"}`);
   }
   const current: Message = await q.get(queued.id);
@@ -97,13 +102,19 @@ export async function main(indexedDB: IDBFactory): Promise<void> {
     const held: Message = await q.extend(m.id, { leaseToken: m.leaseToken, leaseMs: 10_000 });
     await q.fail(held.id, "still broken", { leaseToken: m.leaseToken, retryable: false });
   }
+  const slow = await q.claim();
+  if (slow) await q.fail(slow.id, "429 Retry-After: 120", { leaseToken: slow.leaseToken, retryInMs: 120_000 });
+  const stored: QueueSettings = await q.setSettings({ backoff: { initialMs: 10_000 }, maxRetries: 8, leaseMs: 60_000, expiresInMs: null, onExpiry: "discard" });
+  console.log(`stored ${stored.backoff?.initialMs ?? "no"} ms backoff, ${stored.maxRetries ?? 3} retries, ${(await q.settings()).onExpiry}`);
+  const paused: boolean = (await q.pause()).paused && !(await q.resume()).paused;
+  console.log(`paused and resumed: ${paused}; ${queued.group ?? "no group"}, expires ${queued.expiresAt?.toISOString() ?? "never"}`);
   const filter: ReplayAllOptions = { errorContains: "broken", deadBefore: new Date(now + 1), deadAfter: 0, limit: 100 };
   console.log(`replayed ${await q.replayAll(filter)}, reaped ${await q.reap()}`);
   console.log(`purged ${await q.purge({ status: "succeeded", olderThanMs: 86_400_000 })}`);
   const stats: QueueStats = await q.stats();
   const next: Date | null = await q.nextDueAt();
   console.log(`${stats.queue}: ${stats.pending} pending, ${stats.dead} dead, next due ${stats.nextDueAt?.toISOString() ?? next?.toISOString() ?? "never"}, oldest due ${stats.oldestDueAgeMs ?? 0} ms`);
-  for (const s of await db.queues()) console.log(s.queue, s.delayed, s.expired, s.oldestDeadAgeMs);
+  for (const s of await db.queues()) console.log(s.queue, s.delayed, s.expired, s.oldestDeadAgeMs, s.paused, s.expiredDead, s.expiredDiscarded);
   const finished: Message[] = await q.list({ status: "dead", limit: 1 });
   if (finished[0]) console.log(`deleted ${(await q.delete(finished[0].id)).id}`);
   unsubscribe();

@@ -13,7 +13,8 @@ export { DeadLetterError, PermanentError };
 
 /**
  * Any failure as a DeadLetterError (the WebAssembly side already rejects with one); what a
- * user's clock or random source threw, boxed by a backend that read it during the call, unchanged.
+ * user's clock or random source threw, boxed by the backend that read it during the call
+ * (errors.js's Thrown), unchanged.
  */
 function asDeadLetterError(err) {
   if (err instanceof DeadLetterError) return err;
@@ -22,51 +23,21 @@ function asDeadLetterError(err) {
   return new DeadLetterError(`store error: ${message}`, { code: "store" });
 }
 
-/** `{ err }`: what a user's `clock` or `random` threw while the package called it, else null. */
-let thrown = null;
-
-/**
- * `fn`, a user's `clock` or `random` option, as the package calls it: what it throws is noted, so
- * that the call that read it rejects with that very value, as in Python (the package reads them
- * synchronously, at the start of a call). Anything but a function is passed on for validation.
- */
-function noting(fn) {
-  if (typeof fn !== "function") return fn;
-  return () => {
-    try {
-      return fn();
-    } catch (err) {
-      thrown = { err };
-      throw err;
-    }
-  };
-}
-
 /** What `fn` (a call into the WebAssembly) returns; a throw of the user's clock or random source unchanged, any other failure as a DeadLetterError. */
 function direct(fn) {
-  thrown = null;
   try {
     return fn();
   } catch (err) {
-    throw thrown ? thrown.err : asDeadLetterError(err);
-  } finally {
-    thrown = null;
+    throw asDeadLetterError(err);
   }
 }
 
-/** Like `direct` for a call that returns a promise: the clock and random source are read before its first await. */
+/** Like `direct` for a call that returns a promise. */
 async function call(fn) {
-  thrown = null;
-  let own = null;
   try {
-    const pending = fn();
-    own = thrown;
-    thrown = null;
-    return await pending;
+    return await fn();
   } catch (err) {
-    own ??= thrown;
-    thrown = null;
-    throw own ? own.err : asDeadLetterError(err);
+    throw asDeadLetterError(err);
   }
 }
 
@@ -114,11 +85,13 @@ function options(value, known, name = "options") {
 const OPEN = ["indexedDB", "clock", "leaseMs", "maxPayloadBytes", "random", "durability"];
 const QUEUE = ["backoff"];
 const BACKOFF = ["initialMs", "multiplier", "capMs", "jitter"];
-const ENQUEUE = ["maxRetries", "idempotencyKey", "delayMs"];
+const ENQUEUE = ["maxRetries", "idempotencyKey", "delayMs", "group", "expiresInMs"];
 const ITEM = ["payload", ...ENQUEUE];
 const CLAIM = ["leaseMs"];
 const SUCCEED = ["leaseToken"];
-const FAIL = ["leaseToken", "retryable"];
+const FAIL = ["leaseToken", "retryable", "retryInMs"];
+const REPLAY = ["expiresInMs"];
+const SETTINGS = ["backoff", "maxRetries", "leaseMs", "expiresInMs", "onExpiry"];
 const EXTEND = ["leaseToken", "leaseMs"];
 const LIST = ["status", "limit", "afterId"];
 const REPLAY_ALL = ["errorContains", "deadBefore", "deadAfter", "limit"];
@@ -160,7 +133,7 @@ export class Queue {
   enqueue(payload, opts) {
     return this.#run(() => {
       const o = options(opts, ENQUEUE);
-      return this.#handle.enqueue(payload, o.maxRetries, o.idempotencyKey, o.delayMs);
+      return this.#handle.enqueue(payload, o.maxRetries, o.idempotencyKey, o.delayMs, o.group, o.expiresInMs);
     });
   }
 
@@ -173,7 +146,7 @@ export class Queue {
       const rows = items.map((item, index) => {
         if (!isRecord(item)) return [item];
         unknown.push(...unknownKeys(item, ITEM, index));
-        return [item.payload, item.maxRetries, item.idempotencyKey, item.delayMs];
+        return [item.payload, item.maxRetries, item.idempotencyKey, item.delayMs, item.group, item.expiresInMs];
       });
       if (unknown.length > 0) throw validationError(unknown);
       return this.#handle.enqueueMany(rows);
@@ -202,7 +175,7 @@ export class Queue {
   fail(id, error, opts) {
     return this.#killing(() => {
       const o = options(opts, FAIL);
-      return this.#handle.fail(id, error, o.leaseToken, o.retryable);
+      return this.#handle.fail(id, error, o.leaseToken, o.retryable, o.retryInMs);
     });
   }
 
@@ -210,8 +183,8 @@ export class Queue {
     return this.#killing(() => this.#handle.reap());
   }
 
-  replay(id) {
-    return this.#run(() => this.#handle.replay(id));
+  replay(id, opts) {
+    return this.#run(() => this.#handle.replay(id, options(opts, REPLAY).expiresInMs));
   }
 
   replayAll(opts) {
@@ -242,6 +215,27 @@ export class Queue {
 
   get(id) {
     return this.#run(() => this.#handle.get(id));
+  }
+
+  settings() {
+    return this.#run(() => this.#handle.settings());
+  }
+
+  setSettings(opts) {
+    return this.#run(() => {
+      const o = options(opts, SETTINGS);
+      const b = o.backoff == null ? null : options(o.backoff, BACKOFF, "backoff");
+      const backoff = b === null ? null : [b.initialMs, b.multiplier, b.capMs, b.jitter];
+      return this.#handle.setSettings(backoff, o.maxRetries, o.leaseMs, o.expiresInMs, o.onExpiry);
+    });
+  }
+
+  pause() {
+    return this.#run(() => this.#handle.pause());
+  }
+
+  resume() {
+    return this.#run(() => this.#handle.resume());
   }
 
   list(opts) {
@@ -374,7 +368,7 @@ export class Database {
     }
   }
 
-  /** The statistics of every queue that holds messages, by name. */
+  /** The statistics of every queue that holds messages or has stored settings, by name. */
   queues() {
     return this.#run(() => this.#handle.queues());
   }
@@ -483,7 +477,7 @@ export function open(name, opts) {
       throw validationError([{ field: "durability", code: "invalid", message: "applies only to a SQLite file (Node)" }]);
     }
     await load();
-    const handle = await openDatabase(name, o.indexedDB, o.leaseMs, o.maxPayloadBytes, noting(o.clock), noting(o.random));
+    const handle = await openDatabase(name, o.indexedDB, o.leaseMs, o.maxPayloadBytes, o.clock, o.random);
     return new Database(handle, o.indexedDB ?? globalThis.indexedDB);
   });
 }

@@ -1,28 +1,38 @@
-// The backend of `Database` and `Queue` (index.js) in browsers and workers: the IndexedDB store
-// (store/) driven with the WebAssembly core's answers (core.js). Each call reads the clock (and
-// the random source), has the core check its arguments into a plan, runs the plan through the
-// store in one transaction (or, for `replayAll` and `purge`, one per batch), and resolves to what
-// the plan says once committed. Nothing here decides anything about a message.
+// The backend of `Database` and `Queue` (api.js) in browsers and workers: the IndexedDB store
+// (store/) driven with the WebAssembly core's answers (core.js). Each call has the core check its
+// arguments into a plan, runs the plan through the store in one transaction (or, for `replayAll`
+// and `purge`, one per batch), and resolves to what the plan says once committed. Nothing here
+// decides anything about a message.
 //
-// The interface index.js uses, which another backend implements the same way (a Node backend
-// over the SQLite store, issue 19), all errors being DeadLetterErrors:
+// The interface api.js uses, which the Node backend over SQLite files (node/backend.js)
+// implements the same way, all errors being DeadLetterErrors:
 //   openDatabase(name, indexedDB, leaseMs, maxPayloadBytes, clock, random) -> Promise<handle>
-//   handle.name; handle.queue(name, initialMs, multiplier, capMs, jitter) -> queue handle (throws);
-//   handle.queues() -> Promise<stats[]>; handle.close()
-//   queue handle: enqueue(payload, maxRetries, idempotencyKey, delayMs), enqueueMany(rows),
-//     claim(leaseMs), claimMany(n, leaseMs), reap() (these three: { value, dead }),
-//     succeed(id, leaseToken), fail(id, error, leaseToken, retryable) ({ value, dead }),
-//     extend(id, leaseToken, leaseMs), replay(id), replayAll(errorContains, deadBefore,
-//     deadAfter, limit), purge(status, olderThanMs), delete(id), stats(), nextDueAt(), get(id),
-//     list(status, limit, afterId), workerPlan(concurrency, pollIntervalMs, shutdownTimeoutMs,
-//     leaseMs) -> { concurrency, leaseMs, heartbeatMs, shutdownTimeoutMs, idleWaitMs(nextDueAt),
-//     free() }
+//   handle.name; handle.queue(name, initialMs, multiplier, capMs, jitter, custom) -> queue handle
+//     (throws; `custom`: the handle has a policy of its own); handle.queues() -> Promise<stats[]>;
+//     handle.close()
+//   queue handle: enqueue(payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs),
+//     enqueueMany(rows) (a row: those six), claim(leaseMs), claimMany(n, leaseMs), reap()
+//     (these three: { value, dead }), succeed(id, leaseToken), fail(id, error, leaseToken,
+//     retryable, retryInMs) ({ value, dead }), extend(id, leaseToken, leaseMs), replay(id,
+//     expiresInMs), replayAll(errorContains, deadBefore, deadAfter, limit), purge(status,
+//     olderThanMs), delete(id), stats(), nextDueAt(), get(id), list(status, limit, afterId),
+//     settings(), setSettings(backoff, maxRetries, leaseMs, expiresInMs, onExpiry) (`backoff`:
+//     null or [initialMs, multiplier, capMs, jitter]), pause(), resume() (these three: the
+//     settings), workerPlan(concurrency, pollIntervalMs, shutdownTimeoutMs, leaseMs) -> {
+//     concurrency, leaseMs, heartbeatMs, shutdownTimeoutMs, idleWaitMs(nextDueAt), free() }
 //   backoffMs(retryCount), errorCodes(), failureText(kind, message)
-// A user's `clock` or `random` is called synchronously, at the start of a call, before any
-// transaction opens.
+// A call that may kill or reschedule messages warns once per queue handle (console.warn, as
+// Python's warnings.warn) when the handle's own backoff policy was applied instead of a
+// different one stored with the queue.
+//
+// The clock: a write reads it inside its transaction, once the transaction's first request (the
+// queue's row) completed (see store/store.js); a read (stats, nextDueAt, queues), purge and the
+// worker loop's idle wait read it when the call starts. The random source is read when a call
+// starts. A user's `clock` or `random` is called synchronously; what it throws rejects the call
+// unchanged.
 
-import { WorkerPlan, dueAt, messagesOf, openRules, statsPlan } from "./core.js";
-import { DeadLetterError } from "./errors.js";
+import { WorkerPlan, dueAt, messagesOf, openRules, settingsOf, statsPlan } from "./core.js";
+import { DeadLetterError, Thrown } from "./errors.js";
 import { IdbStore } from "./store/store.js";
 
 export { backoffMs, errorCodes, failureText } from "./core.js";
@@ -64,13 +74,29 @@ export async function openDatabase(name, indexedDB, leaseMs, maxPayloadBytes, cl
   return new Handle(rules, store, clock, random);
 }
 
+/** Calls `fn` (the user's clock or random source); what it throws, boxed (see errors.js). */
+function read(fn) {
+  try {
+    return fn();
+  } catch (err) {
+    throw new Thrown(err);
+  }
+}
+
+/** A policy in the package's terms, for the warning of `killing`. */
+function describe(policy) {
+  const { initialMs, multiplier, capMs, jitter } = policy;
+  return `{ initialMs: ${initialMs}, multiplier: ${multiplier}, capMs: ${capMs}, jitter: ${JSON.stringify(jitter)} }`;
+}
+
 /** What a database's queue handles share: its store, rules, clock and random source. */
 class Context {
   constructor(rules, store, clock, random) {
     this.rules = rules;
     this.store = store;
-    this.clock = typeof clock === "function" ? () => clock() : Date.now;
-    this.random = typeof random === "function" ? () => random() : Math.random;
+    // What the clock says (judged by the core): read by the store inside a write's transaction.
+    this.clock = typeof clock === "function" ? () => read(clock) : Date.now;
+    this.random = typeof random === "function" ? () => read(random) : Math.random;
   }
 
   /** Throws the `store` error of a closed database. */
@@ -78,7 +104,7 @@ class Context {
     if (this.store.closed) throw closed();
   }
 
-  /** What the clock says (judged by the core), once the database is known open. */
+  /** What the clock says, once the database is known open (the calls that read at their start). */
   now() {
     this.open();
     return this.clock();
@@ -97,15 +123,15 @@ class Handle {
     return this.#ctx.rules.name;
   }
 
-  queue(name, initialMs, multiplier, capMs, jitter) {
-    return new QueueHandle(this.#ctx, this.#ctx.rules.queue(name, initialMs, multiplier, capMs, jitter));
+  queue(name, initialMs, multiplier, capMs, jitter, custom) {
+    return new QueueHandle(this.#ctx, this.#ctx.rules.queue(name, initialMs, multiplier, capMs, jitter, custom));
   }
 
   async queues() {
     const { store, rules } = this.#ctx;
     const now = rules.queues(this.#ctx.now());
     const all = [];
-    for (const name of (await store.queues()).sort(byCodePoint)) all.push(await store.counts(statsPlan(name, now)));
+    for (const name of (await store.queues()).sort(byCodePoint)) all.push(await store.counts(name, statsPlan(name, now)));
     return all;
   }
 
@@ -118,24 +144,57 @@ class Handle {
 class QueueHandle {
   #ctx;
   #rules;
+  /** Whether this handle warned that its policy overrode a different stored one (once). */
+  #warned = false;
 
   constructor(ctx, rules) {
     this.#ctx = ctx;
     this.#rules = rules;
   }
 
-  async #insert(plan) {
-    const results = await this.#ctx.store.insert(plan.records(), plan.keys());
-    return plan.finish(results);
+  /**
+   * `{ value, dead }` of a plan's outcome; its `overridden` (the handle's own backoff was applied
+   * instead of a different one stored with the queue, by Python's `set_settings` or another
+   * process, say) goes to `console.warn`, the first time on this handle only.
+   */
+  #killing({ value, dead, overridden }) {
+    if (overridden !== undefined && !this.#warned) {
+      this.#warned = true;
+      console.warn(
+        `deadletter: queue ${JSON.stringify(this.#rules.name)}: this handle's backoff ${describe(this.#rules.policy)} is applied ` +
+          `instead of the one stored with the queue, ${describe(overridden)} (a handle's own backoff wins; give the handle none, ` +
+          "or store the same with setSettings, to agree with the other processes)",
+      );
+    }
+    return { value, dead };
   }
 
-  async #claim(plan) {
-    await this.#ctx.store.claim(plan);
-    return plan.finish();
+  /** Runs the EnqueuePlan `make()` makes (once the database is known open). */
+  async #insert(make) {
+    this.#ctx.open();
+    const plan = make();
+    const ids = await this.#ctx.store.insert(this.#rules.name, plan, this.#ctx.clock);
+    return plan.finish(ids);
   }
 
-  async #update(plan) {
-    await this.#ctx.store.update(plan.id, (record) => plan.step(record));
+  async #claim(make) {
+    this.#ctx.open();
+    const plan = make();
+    await this.#ctx.store.claim(this.#rules.name, plan, this.#ctx.clock);
+    return this.#killing(plan.finish());
+  }
+
+  async #update(make) {
+    this.#ctx.open();
+    const plan = make();
+    await this.#ctx.store.update(this.#rules.name, plan, this.#ctx.clock);
+    return this.#killing(plan.finish());
+  }
+
+  async #row(make) {
+    this.#ctx.open();
+    const plan = make();
+    await this.#ctx.store.writeRow(this.#rules.name, plan);
     return plan.finish();
   }
 
@@ -153,52 +212,53 @@ class QueueHandle {
     }
   }
 
-  enqueue(payload, maxRetries, idempotencyKey, delayMs) {
-    const plan = this.#rules.enqueue(this.#ctx.now(), [[payload, maxRetries, idempotencyKey, delayMs]], false);
-    return this.#insert(plan).then((messages) => messages[0]);
+  enqueue(payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs) {
+    const rows = [[payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs]];
+    return this.#insert(() => this.#rules.enqueue(rows, false)).then((messages) => messages[0]);
   }
 
   enqueueMany(rows) {
-    return this.#insert(this.#rules.enqueue(this.#ctx.now(), rows, true));
+    return this.#insert(() => this.#rules.enqueue(rows, true));
   }
 
   claim(leaseMs) {
-    const plan = this.#rules.claim(this.#ctx.now(), this.#ctx.random(), 1, leaseMs);
+    const plan = () => this.#rules.claim(this.#ctx.random(), 1, leaseMs);
     return this.#claim(plan).then(({ value, dead }) => ({ value: value[0] ?? null, dead }));
   }
 
   claimMany(n, leaseMs) {
-    return this.#claim(this.#rules.claim(this.#ctx.now(), this.#ctx.random(), n, leaseMs));
+    return this.#claim(() => this.#rules.claim(this.#ctx.random(), n, leaseMs));
   }
 
   reap() {
-    return this.#claim(this.#rules.reap(this.#ctx.now(), this.#ctx.random()));
+    return this.#claim(() => this.#rules.reap(this.#ctx.random()));
   }
 
   succeed(id, leaseToken) {
-    return this.#update(this.#rules.succeed(this.#ctx.now(), id, leaseToken)).then((o) => o.value);
+    return this.#update(() => this.#rules.succeed(id, leaseToken)).then((o) => o.value);
   }
 
-  fail(id, error, leaseToken, retryable) {
-    return this.#update(this.#rules.fail(this.#ctx.now(), this.#ctx.random(), id, error, leaseToken, retryable));
+  fail(id, error, leaseToken, retryable, retryInMs) {
+    return this.#update(() => this.#rules.fail(this.#ctx.random(), id, error, leaseToken, retryable, retryInMs));
   }
 
   extend(id, leaseToken, leaseMs) {
-    return this.#update(this.#rules.extend(this.#ctx.now(), id, leaseToken, leaseMs)).then((o) => o.value);
+    return this.#update(() => this.#rules.extend(id, leaseToken, leaseMs)).then((o) => o.value);
   }
 
-  replay(id) {
-    return this.#update(this.#rules.replay(this.#ctx.now(), id)).then((o) => o.value);
+  replay(id, expiresInMs) {
+    return this.#update(() => this.#rules.replay(id, expiresInMs)).then((o) => o.value);
   }
 
   replayAll(errorContains, deadBefore, deadAfter, limit) {
-    const plan = this.#rules.replayAll(this.#ctx.now(), errorContains, deadBefore, deadAfter, limit);
-    return this.#bulk(plan, (ids) => this.#ctx.store.updateMany(ids, (records) => plan.step(records)));
+    this.#ctx.open();
+    const plan = this.#rules.replayAll(errorContains, deadBefore, deadAfter, limit);
+    return this.#bulk(plan, (ids) => this.#ctx.store.replayMany(this.#rules.name, plan, ids, this.#ctx.clock));
   }
 
   purge(status, olderThanMs) {
     const plan = this.#rules.purge(this.#ctx.now(), status, olderThanMs);
-    return this.#bulk(plan, async (ids) => (await this.#ctx.store.deleteMany(ids, (records) => plan.step(records))).length);
+    return this.#bulk(plan, async (ids) => (await this.#ctx.store.deleteMany(ids, (records) => plan.deletable(records))).length);
   }
 
   async delete(id) {
@@ -223,7 +283,7 @@ class QueueHandle {
   }
 
   stats() {
-    return this.#ctx.store.counts(this.#rules.stats(this.#ctx.now()));
+    return this.#ctx.store.counts(this.#rules.name, this.#rules.stats(this.#ctx.now()));
   }
 
   async nextDueAt() {
@@ -235,6 +295,27 @@ class QueueHandle {
     this.#ctx.open();
     const plan = this.#rules.list(status, limit, afterId);
     return messagesOf(await this.#ctx.store.list(plan.queue, plan.range, plan.limit, plan.afterId));
+  }
+
+  async settings() {
+    this.#ctx.open();
+    const name = this.#rules.name;
+    return settingsOf(name, await this.#ctx.store.row(name));
+  }
+
+  setSettings(backoff, maxRetries, leaseMs, expiresInMs, onExpiry) {
+    const [initialMs, multiplier, capMs, jitter] = backoff ?? [];
+    return this.#row(() =>
+      this.#rules.setSettings(backoff != null, initialMs, multiplier, capMs, jitter, maxRetries, leaseMs, expiresInMs, onExpiry),
+    );
+  }
+
+  pause() {
+    return this.#row(() => this.#rules.pause(true));
+  }
+
+  resume() {
+    return this.#row(() => this.#rules.pause(false));
   }
 
   workerPlan(concurrency, pollIntervalMs, shutdownTimeoutMs, leaseMs) {

@@ -18,17 +18,10 @@ import { backoffMs } from "./index.js";
 export const BASE = 1767225600000;
 
 /**
- * Case files this package does not run yet, file name -> reason: the runners skip their cases,
- * saying why. Issue 21's rules (ordering groups, expiry, pause, stored settings, `fail`'s
- * `retryInMs`, the queue-name rule of enqueue) are in the core and the SQLite, PostgreSQL and
- * Python places; the npm package (IndexedDB store, API) gets them next.
+ * Case files this package does not run, file name -> reason: the runners skip their cases,
+ * saying why. None: every case runs in every place.
  */
-const NOT_YET = "not yet in the npm package (issue 21 JS side)";
-export const SKIPPED_FILES = new Map(
-  ["expiry.json", "groups.json", "pause.json", "queue_names.json", "retry_in.json", "settings.json"].map(
-    (file) => [file, NOT_YET],
-  ),
-);
+export const SKIPPED_FILES = new Map();
 
 /** Why the cases of `file` are skipped, or `undefined` when they run. */
 export function skipReason(file) {
@@ -41,7 +34,7 @@ export function jsName(name) {
 }
 
 /** Message fields that are instants, written relative to BASE in the cases. */
-const INSTANTS = new Set(["retry_after", "created_at", "updated_at", "lease_expires_at", "first_failed_at", "dead_at", "replayed_at"]);
+const INSTANTS = new Set(["retry_after", "created_at", "updated_at", "lease_expires_at", "first_failed_at", "dead_at", "replayed_at", "expires_at"]);
 /** The fields `db.queue(name, { backoff })` checks (core names). */
 const QUEUE_FIELDS = new Set(["queue", "initial_ms", "multiplier", "cap_ms", "jitter"]);
 /** The largest |ms| a Date holds. */
@@ -138,6 +131,17 @@ function matchFields(want, got, instants, what = "message") {
 const matchMessage = (want, got) => matchFields(want, got, INSTANTS);
 const matchStats = (want, got) => matchFields(want, got, new Set(["next_due_at"]), "stats");
 
+/** Compares settings with an expected field subset (core names; `backoff` null or a policy, compared field by field). */
+function matchSettings(want, got) {
+  const { backoff, ...rest } = want;
+  matchFields(rest, got, new Set(), "settings");
+  if (backoff === undefined) return;
+  if (backoff === null ? got.backoff !== null : !isObject(got.backoff)) {
+    throw new Error(`backoff: expected ${show(backoff)}, got ${show(got.backoff)}`);
+  }
+  if (backoff !== null) matchFields(backoff, got.backoff, new Set(), "backoff");
+}
+
 function matchList(want, got, match, what) {
   if (!Array.isArray(got)) throw new Error(`expected a list, got ${show(got)}`);
   if (got.length !== want.length) throw new Error(`expected ${want.length} ${what}, got ${got.length}: ${show(got)}`);
@@ -182,6 +186,8 @@ function check(expect, outcome) {
     if (got !== expect.count) throw new Error(`expected count ${expect.count}, got ${show(got)}`);
   } else if ("stats" in expect) {
     matchStats(expect.stats, got);
+  } else if ("settings" in expect) {
+    matchSettings(expect.settings, got);
   } else if ("queues" in expect) {
     matchList(expect.queues, got, matchStats, "queues");
   } else if ("next_due_at" in expect) {
@@ -201,7 +207,7 @@ async function perform(db, q, op, args) {
     case "queue":
       return null; // the handle was made: that was the whole step
     case "enqueue":
-      return q.enqueue(args.payload, pick(args, ["max_retries", "idempotency_key", "delay_ms"]));
+      return q.enqueue(args.payload, pick(args, ["max_retries", "idempotency_key", "delay_ms", "group", "expires_in_ms"]));
     case "enqueue_many":
       return q.enqueueMany(Array.isArray(args.items) ? args.items.map(item) : args.items);
     case "claim":
@@ -211,11 +217,11 @@ async function perform(db, q, op, args) {
     case "succeed":
       return q.succeed(args.id, pick(args, ["lease_token"]));
     case "fail":
-      return q.fail(args.id, args.error, pick(args, ["lease_token", "retryable"]));
+      return q.fail(args.id, args.error, pick(args, ["lease_token", "retryable", "retry_in_ms"]));
     case "extend":
       return q.extend(args.id, pick(args, ["lease_token", "lease_ms"]));
     case "replay":
-      return q.replay(args.id);
+      return q.replay(args.id, pick(args, ["expires_in_ms"]));
     case "replay_all": {
       const options = pick(args, ["error_contains", "dead_before", "dead_after", "limit"]);
       for (const key of ["deadBefore", "deadAfter"]) if (key in options) options[key] = instant(options[key]);
@@ -239,6 +245,17 @@ async function perform(db, q, op, args) {
       return q.list(pick(args, ["status", "limit", "after_id"]));
     case "backoff":
       return backoffMs(args.retry_count);
+    case "settings":
+      return q.settings();
+    case "set_settings": {
+      const options = pick(args, ["backoff", "max_retries", "lease_ms", "expires_in_ms", "on_expiry"]);
+      if (isObject(options.backoff)) options.backoff = camel(options.backoff);
+      return q.setSettings(options);
+    }
+    case "pause":
+      return q.pause();
+    case "resume":
+      return q.resume();
     default:
       throw new Error(`unknown op ${JSON.stringify(op)}`);
   }
@@ -279,7 +296,8 @@ export async function runCase(open, testCase, indexedDB, extraOptions = {}) {
         let q = null;
         try {
           if (!WITHOUT_QUEUE.has(step.op)) {
-            const backoff = args.backoff ?? options.backoff;
+            // set_settings' `backoff` is the policy to store; its handle has the case's.
+            const backoff = (step.op === "set_settings" ? undefined : args.backoff) ?? options.backoff;
             q = db.queue(args.queue, backoff === undefined ? undefined : { backoff: camel(backoff) });
           }
         } catch (error) {

@@ -16,8 +16,9 @@ export type Status = "pending" | "processing" | "succeeded" | "dead";
 export interface FieldError {
   /**
    * The argument's JavaScript name: `queue`, `payload`, `maxRetries`, `idempotencyKey`,
-   * `delayMs`, `items`, `n`, `leaseMs`, `leaseToken`, `id`, `error`, `retryable`, `status`,
-   * `limit`, `afterId`, `errorContains`, `deadBefore`, `deadAfter`, `olderThanMs`, `retryCount`;
+   * `delayMs`, `group`, `expiresInMs`, `items`, `n`, `leaseMs`, `leaseToken`, `id`, `error`,
+   * `retryable`, `retryInMs`, `status`, `limit`, `afterId`, `errorContains`, `deadBefore`,
+   * `deadAfter`, `olderThanMs`, `retryCount`, `onExpiry` (`setSettings`);
    * a backoff option (`backoff` when it is not an object, `initialMs`, `multiplier`, `capMs`,
    * `jitter`); an `open` option (`name`, `indexedDB`, `clock`, `random`, `leaseMs`,
    * `maxPayloadBytes`, `durability`): `clock` when the clock's time, or an instant derived from it (a lease, a
@@ -174,6 +175,13 @@ export interface Message {
   readonly replayCount: number;
   /** When it was last replayed, or null. */
   readonly replayedAt: Date | null;
+  /** Its ordering group (see `EnqueueOptions.group`), or null. */
+  readonly group: string | null;
+  /**
+   * When it expires (`EnqueueOptions.expiresInMs`): still `pending` then, it is never delivered.
+   * Null when it never expires.
+   */
+  readonly expiresAt: Date | null;
   /**
    * On the result of `enqueue` / `enqueueMany`: true when a message with that idempotency key
    * already existed and was returned instead of adding one. False everywhere else.
@@ -193,7 +201,10 @@ export interface ClaimedMessage extends Message {
 /** The statistics of one queue at the clock's now (`Queue.stats`, `Database.queues`): a plain object. */
 export interface QueueStats {
   readonly queue: string;
-  /** Messages waiting to be claimed (due, or delayed by a backoff or an enqueue delay). */
+  /**
+   * Messages waiting to be claimed (due, delayed by a backoff or an enqueue delay, or waiting
+   * behind the head of their ordering group).
+   */
   readonly pending: number;
   /** Messages held by a worker (expired leases included until reaped). */
   readonly processing: number;
@@ -202,7 +213,10 @@ export interface QueueStats {
   readonly dead: number;
   /** `processing` messages whose lease has already run out (reaped by the next claim or `reap`). */
   readonly expired: number;
-  /** `pending` messages whose `retryAfter` is still in the future. */
+  /**
+   * `pending` messages whose `retryAfter` is still in the future (not counting the members of an
+   * ordering group waiting behind its head: their turn comes when the head leaves).
+   */
   readonly delayed: number;
   /** When the next delayed message becomes due (the earliest future `retryAfter`), or null. */
   readonly nextDueAt: Date | null;
@@ -210,11 +224,66 @@ export interface QueueStats {
   readonly oldestDueAgeMs: number | null;
   /** How long the oldest dead message has been dead, in milliseconds, or null. */
   readonly oldestDeadAgeMs: number | null;
+  /** Whether the queue is paused (`Queue.pause`): it claims nothing. */
+  readonly paused: boolean;
+  /**
+   * Messages that expired while `pending` and became dead (`onExpiry: "dead"`), since the queue's
+   * settings were first stored; purging does not lower it.
+   */
+  readonly expiredDead: number;
+  /** Messages that expired while `pending` and were deleted (`onExpiry: "discard"`), likewise. */
+  readonly expiredDiscarded: number;
+}
+
+/**
+ * The settings stored with a queue (`Queue.settings`, `setSettings`, `pause`, `resume`): the
+ * defaults its operations apply when a call gives none, the same in every tab, worker and
+ * process on the database (the Python package and the HTTP API on a SQLite file too). Null:
+ * unset, the fallback applies. Precedence, for every operation: the call's own argument, else the
+ * stored setting, else the database's `leaseMs` (the lease), else the built-in default; except
+ * the backoff given to a queue handle in code (`db.queue(name, { backoff })`), which wins over the
+ * stored one for that handle's calls.
+ */
+export interface QueueSettings {
+  /** The backoff policy of failures and expired leases; null: the handle's, else `min(2^n, 3600)` s. */
+  readonly backoff: Readonly<Required<BackoffOptions>> | null;
+  /** The `maxRetries` of an enqueue that gives none (1..10); null: 3. */
+  readonly maxRetries: number | null;
+  /** The lease of a claim or extend that gives none, in milliseconds; null: the database's `leaseMs`. */
+  readonly leaseMs: number | null;
+  /** The expiry of an enqueue (or replay) that gives none, in milliseconds from then; null: never. */
+  readonly expiresInMs: number | null;
+  /**
+   * What expiry does to a message still `pending` at its `expiresAt`: `"dead"` (default: kept in
+   * the dead-letter queue with the error `"expired"`, replayable, told to `onDead`) or
+   * `"discard"` (deleted; its idempotency key is free again).
+   */
+  readonly onExpiry: "dead" | "discard";
+  /** Whether the queue is paused. */
+  readonly paused: boolean;
+}
+
+/**
+ * The settings `setSettings` stores. They replace the stored ones: an option left out (or null)
+ * is unset again. Each is checked like its per-call twin; every rejected one is reported together.
+ */
+export interface SettingsOptions {
+  /** The policy (fields left out take their defaults); null or left out: none stored. */
+  backoff?: BackoffOptions | null;
+  /** Integer 1..10. */
+  maxRetries?: number | null;
+  /** In milliseconds: integer 1..43200000 (12 h). */
+  leaseMs?: number | null;
+  /** In milliseconds: integer 1..31536000000 (365 days). */
+  expiresInMs?: number | null;
+  /** `"dead"` (default) or `"discard"`. */
+  onExpiry?: "dead" | "discard" | null;
 }
 
 /**
  * Options objects (of `open`, `queue`, `backoff`, `enqueue`, the `enqueueMany` items, `claim`,
- * `claimMany`, `extend`, `succeed`, `fail`, `replayAll`, `purge`, `list`, `process`) take only the keys of
+ * `claimMany`, `extend`, `succeed`, `fail`, `replay`, `replayAll`, `purge`, `list`,
+ * `setSettings`, `process`) take only the keys of
  * their interface: any other own enumerable key is rejected with a `validation_failed`
  * `DeadLetterError` whose `errors` has `{ field: <the key>, code: "unknown" }` (with `index` for
  * an item), before anything is done. `undefined` or `null` as a value means the default.
@@ -231,9 +300,13 @@ export interface OpenOptions {
   indexedDB?: IDBFactory;
   /**
    * The current time as a `Date` or in milliseconds since the epoch (floored); default
-   * `Date.now`. Called once per call, before anything is read or written (in Node on a SQLite
-   * file: by each write once the store holds the file's write lock, so that a call that waited
-   * for another process decides with the time it got the lock; by a read when it starts). A time that is no time
+   * `Date.now`. Called once per call: by a write (enqueue, claim, ack, fail, extend, replay, each
+   * batch of `replayAll`, `reap`) inside its transaction, once the transaction's first request
+   * (the read of the queue's settings) has completed, when IndexedDB runs it (after the
+   * transactions of other tabs and workers before it on the same stores) so that a call that
+   * waited for another decides with the time it got its turn (in Node on a SQLite file: once the
+   * store holds the file's write lock); by a read (`stats`, `nextDueAt`, `queues`), `purge` and
+   * the worker loop's idle wait when they start. It must not await anything. A time that is no time
    * (NaN, an invalid Date, a string) rejects the call with a `type` error on `clock`; a time
    * outside 0001-01-01T00:00:00Z..9999-12-31T23:59:59.999Z, or one from which a lease, backoff or
    * delay would pass its end, with `out_of_range` on `clock`; nothing is written then. If it
@@ -281,12 +354,21 @@ export interface BackoffOptions {
 }
 
 export interface QueueOptions {
-  /** How failed messages of this queue handle wait before their next attempt; default `min(2^n, 3600)` s. */
+  /**
+   * How failed messages wait before their next attempt, for this handle's calls: the handle's own
+   * policy, an explicit choice in code, so it wins over the one stored with the queue
+   * (`setSettings`). Without it, the stored policy applies, else `min(2^n, 3600)` s. A handle
+   * whose own policy is applied while a different one is stored warns once (`console.warn`):
+   * give the handle none, or store the same, to agree with the other processes.
+   */
   backoff?: BackoffOptions | null;
 }
 
 export interface EnqueueOptions {
-  /** How many failed attempts make the message dead: integer 1..10; default 3 (the third failure makes it dead). */
+  /**
+   * How many failed attempts make the message dead: integer 1..10; default the queue's stored
+   * `maxRetries`, else 3 (the third failure makes it dead).
+   */
   maxRetries?: number | null;
   /**
    * A non-empty string of at most 255 characters: when a message of this queue already carries
@@ -296,20 +378,40 @@ export interface EnqueueOptions {
   idempotencyKey?: string | null;
   /** Not claimable before now + `delayMs` milliseconds: integer 0..2592000000 (30 days); default 0. */
   delayMs?: number | null;
+  /**
+   * Its ordering group: a non-empty string of at most 255 characters without NUL. A queue's
+   * messages of one group are delivered one at a time, in the order they entered the group: a
+   * grouped message is claimable only while it is its group's head, the first of the group's
+   * messages that are `pending` (due, delayed or in backoff) or `processing`. When the head
+   * succeeds, dies (retries used up, a permanent failure, its lease running out on its last
+   * attempt) or expires, the next one becomes the head: the dead-letter queue unblocks the group.
+   * Other groups and messages without a group never wait for a blocked group.
+   */
+  group?: string | null;
+  /**
+   * The message expires `expiresInMs` milliseconds from now: integer 1..31536000000 (365 days);
+   * default the queue's stored `expiresInMs`, else never. Still `pending` at its `expiresAt`
+   * (due, delayed, or waiting in its group), it is never delivered: the next `claim`,
+   * `claimMany` or `reap` of the queue takes it out first, dead with the error `"expired"` (not
+   * an attempt: `retryCount` and `errors` stay) or deleted, as the queue's `onExpiry` says,
+   * counted in `QueueStats`. A message `processing` at its expiry finishes its attempt: a success
+   * stands; a failure (or its lease running out) does not retry, it is dead with its own error.
+   */
+  expiresInMs?: number | null;
 }
 
 /** An item of `enqueueMany`: a payload string, or an object with the payload and the `enqueue` options. */
 export type EnqueueItem = string | ({ payload: string } & EnqueueOptions);
 
 export interface ClaimOptions {
-  /** The lease, in milliseconds: integer 1..43200000; default the database's `leaseMs`. */
+  /** The lease, in milliseconds: integer 1..43200000; default the queue's stored `leaseMs`, else the database's. */
   leaseMs?: number | null;
 }
 
 export interface ExtendOptions {
   /** The token `claim` returned: required, and it must be the current one (else `conflict`, `lease_lost`). */
   leaseToken: string;
-  /** The new lease from now, in milliseconds: integer 1..43200000; default the database's `leaseMs`. */
+  /** The new lease from now, in milliseconds: integer 1..43200000; default the queue's stored `leaseMs`, else the database's. */
   leaseMs?: number | null;
 }
 
@@ -323,6 +425,20 @@ export interface FailOptions {
   leaseToken?: string | null;
   /** false: dead at once, whatever retries are left; default true. */
   retryable?: boolean | null;
+  /**
+   * This failure's own delay before the next attempt, in milliseconds, instead of the backoff
+   * (a `Retry-After` from downstream): integer 0..2592000000 (30 days). The attempt still counts:
+   * a failure that uses up `maxRetries` is dead whatever it says.
+   */
+  retryInMs?: number | null;
+}
+
+export interface ReplayOptions {
+  /**
+   * The replayed message expires this many milliseconds from now: integer 1..31536000000;
+   * default the queue's stored `expiresInMs`, else never (a replay clears the old expiry).
+   */
+  expiresInMs?: number | null;
 }
 
 export interface ListOptions {
@@ -391,7 +507,11 @@ export declare class Queue {
    * stored verbatim (serialize objects yourself: a Date, an object or a number is rejected, and
    * so is a string with an unpaired surrogate, which has no UTF-8 form). With an
    * `idempotencyKey` that a message of this queue already carries, resolves to that message
-   * (`deduplicated: true`) and adds nothing.
+   * (`deduplicated: true`) and adds nothing. A grouped message goes to the end of its group.
+   * Messages are put only under a queue name without control characters (C0, DEL, C1) nor
+   * Unicode bidirectional controls (U+202A..U+202E, U+2066..U+2069), and not only whitespace
+   * (else `validation_failed`, field `queue`, code `invalid`); a handle on such a name still
+   * reads, replays and purges what is stored under it.
    * Rejects with `validation_failed` or `store`.
    */
   enqueue(payload: string, options?: EnqueueOptions): Promise<Message>;
@@ -403,21 +523,25 @@ export declare class Queue {
    */
   enqueueMany(items: readonly EnqueueItem[]): Promise<Message[]>;
   /**
-   * Takes the next due message (oldest `createdAt` first, then lowest id) and leases it for
-   * `leaseMs`; resolves to null when nothing is due. Leases of this queue that ran out are first
-   * counted as failed attempts (under this handle's backoff; those that die go to `onDead`).
+   * Takes the next due message (oldest `createdAt` first, then lowest id; a grouped message only
+   * as its group's head) and leases it for `leaseMs`; resolves to null when nothing is due, and
+   * on a paused queue (which it then leaves as it is). Leases of this queue that ran out are first
+   * counted as failed attempts (under this handle's backoff, else the stored one; those that die
+   * go to `onDead`), then its pending messages whose expiry came are taken out (see
+   * `EnqueueOptions.expiresInMs`). Leases are reaped lazily, by this call or `reap`: until then a
+   * message whose lease ran out still reads as `processing`.
    * Rejects with `validation_failed` or `store`.
    */
   claim(options?: ClaimOptions): Promise<ClaimedMessage | null>;
   /**
    * Like `claim` for up to `n` (integer 1..100) due messages, in claim order, in one transaction,
-   * each with its own lease token; resolves to an empty array when nothing is due.
-   * Rejects with `validation_failed` or `store`.
+   * at most one per ordering group, each with its own lease token; resolves to an empty array
+   * when nothing is due. Rejects with `validation_failed` or `store`.
    */
   claimMany(n: number, options?: ClaimOptions): Promise<ClaimedMessage[]>;
   /**
    * The heartbeat: the lease of a `processing` message now runs `leaseMs` from now.
-   * Without `leaseMs`, the database's default `leaseMs`, not the lease of the claim.
+   * Without `leaseMs`, the queue's stored `leaseMs`, else the database's, not the lease of the claim.
    * Rejects with `validation_failed`, `not_found`, `conflict` (not processing: `wrong_status`;
    * processing under another worker's lease: `lease_lost`) or `store`.
    */
@@ -428,24 +552,28 @@ export declare class Queue {
    */
   succeed(id: number, options?: SucceedOptions): Promise<Message>;
   /**
-   * Records a failed attempt of a `processing` message: back to `pending` after this handle's
-   * backoff (default `min(2^retryCount, 3600)` s), or `dead` when retries are used up or
-   * `retryable` is false (then the `onDead` callbacks get it). `error`: a string, stored
+   * Records a failed attempt of a `processing` message: back to `pending` after `retryInMs` when
+   * given, else the backoff (this handle's own, else the queue's stored one, else
+   * `min(2^retryCount, 3600)` s), or `dead` when retries are used up, when `retryable` is false,
+   * or when its expiry has come (then the `onDead` callbacks get it). `error`: a string, stored
    * truncated past 64 KiB, also in `errors`.
    * Rejects with `validation_failed`, `not_found`, `conflict` or `store`.
    */
   fail(id: number, error: string, options?: FailOptions): Promise<Message>;
   /**
-   * Counts the expired leases of this queue as failed attempts now (what `claim` does first);
-   * resolves to how many. Those that die go to `onDead`. Rejects with `validation_failed` or `store`.
+   * Counts the expired leases of this queue as failed attempts now and takes its pending
+   * messages whose expiry came out (what `claim` does first; also on a paused queue); resolves to
+   * how many. Those that die go to `onDead`. Rejects with `validation_failed` or `store`.
    */
   reap(): Promise<number>;
   /**
-   * Sends a `dead` message back (redrive): `pending`, `retryCount` 0, claimable at once;
-   * `replayCount` grows, the history is kept.
+   * Sends a `dead` message back (redrive): `pending`, `retryCount` 0, claimable at once (a
+   * grouped one once it is its group's head); `replayCount` grows, the history is kept. It
+   * expires after `expiresInMs` (default the queue's stored expiry, else never). A grouped message
+   * goes to the end of its group, behind every member pending or processing at the replay.
    * Rejects with `validation_failed`, `not_found`, `conflict` (not dead) or `store`.
    */
-  replay(id: number): Promise<Message>;
+  replay(id: number, options?: ReplayOptions): Promise<Message>;
   /**
    * Replays every dead message of this queue that the filters select, in id order (the oldest
    * message first), in batches of 200 (each batch one transaction); resolves to how many. Rejects
@@ -477,6 +605,27 @@ export declare class Queue {
   /** One page of messages ordered by id. Rejects with `validation_failed` or `store`. */
   list(options?: ListOptions): Promise<Message[]>;
   /**
+   * The settings stored with this queue (all defaults, null where unset, when it has none:
+   * reading stores nothing). Rejects with `validation_failed` or `store`.
+   */
+  settings(): Promise<QueueSettings>;
+  /**
+   * Stores the five settings for every tab, worker and process, replacing them (an option left
+   * out is unset again); `paused` and the expiry counters are left alone. Resolves to the
+   * settings. Rejects with `validation_failed` listing every rejected option (the backoff's
+   * fields `initialMs`, `multiplier`, `capMs`, `jitter` included), having stored nothing, or
+   * `store`.
+   */
+  setSettings(options?: SettingsOptions): Promise<QueueSettings>;
+  /**
+   * Pauses the queue for every tab, worker and process: it accepts enqueues and every other call,
+   * but claims nothing until resumed (`claim` resolves to null, `process` loops idle); leases
+   * already held keep running, and `reap` still reaps. Idempotent. Resolves to the settings.
+   */
+  pause(): Promise<QueueSettings>;
+  /** Resumes the queue (idempotent); a `process` loop claims again within its `pollIntervalMs`. */
+  resume(): Promise<QueueSettings>;
+  /**
    * The worker loop: claims due messages (`claimMany`, as many as `concurrency` leaves free
    * slots) and calls `handler(message)` on each, awaiting what it returns.
    * - The handler returns (or its promise resolves): the message is acked (`succeed`).
@@ -490,8 +639,10 @@ export declare class Queue {
    *   rejection is reported with `console.error` and the loop goes on; this loop never runs or
    *   acks a message twice. Delivery is at least once: make handlers idempotent, and do not ack
    *   the message in the handler.
-   * - Idle (nothing due), it sleeps until the next delayed message is due or `pollIntervalMs`,
-   *   whichever is sooner; a handler that ends or the abort wakes it early. It never spins.
+   * - Idle (nothing due, or the queue paused), it sleeps until the next delayed message is due
+   *   or `pollIntervalMs`, whichever is sooner; a handler that ends or the abort wakes it early.
+   *   It never spins. On a paused queue it claims nothing and wakes within `pollIntervalMs` of the
+   *   resume.
    * - In a browser page or worker (where `navigator.onLine` exists) it claims nothing while
    *   offline and resumes on the `online` event, without any timer meanwhile; running handlers
    *   and their heartbeats go on.
@@ -515,14 +666,15 @@ export declare class Database {
   /** The IndexedDB database name (in Node, the file's path as given to `open`). */
   readonly name: string;
   /**
-   * The queue `name` (a non-empty string of at most 255 characters) with its backoff policy.
-   * Throws (synchronously) a `validation_failed` `DeadLetterError` listing every rejected field
-   * (the name and the backoff options) otherwise.
+   * The queue `name` (a non-empty string of at most 255 characters), with its own backoff policy
+   * when `options.backoff` is given (see `QueueOptions`). Throws (synchronously) a
+   * `validation_failed` `DeadLetterError` listing every rejected field (the name and the backoff
+   * options) otherwise.
    */
   queue(name: string, options?: QueueOptions): Queue;
   /**
-   * The statistics of every queue that holds messages, by name.
-   * Rejects with `validation_failed` (clock) or `store`.
+   * The statistics of every queue that holds messages or has stored settings (a paused empty
+   * queue too), by name. Rejects with `validation_failed` (clock) or `store`.
    */
   queues(): Promise<QueueStats[]>;
   /**

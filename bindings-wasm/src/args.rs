@@ -99,7 +99,7 @@ pub const UNPAIRED_SURROGATE: &str = "a string with an unpaired surrogate";
 /// `JsString::is_valid_utf16`, which crosses into JavaScript once per code unit.
 pub fn js_string(value: &JsValue) -> Option<String> {
     let s = value.as_string()?;
-    if s.contains('\u{FFFD}') && JsValue::from_str(&s) != *value {
+    if s.chars().any(|c| c == '\u{FFFD}') && JsValue::from_str(&s) != *value {
         None
     } else {
         Some(s)
@@ -146,37 +146,48 @@ pub fn function(value: &JsValue) -> Option<js_sys::Function> {
 }
 
 /// The arguments of one message to enqueue (`payload`, `maxRetries`, `idempotencyKey`,
-/// `delayMs`), owned.
+/// `delayMs`, `group`, `expiresInMs`), owned.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OwnedItem([OwnedArg; 4]);
+pub struct OwnedItem([OwnedArg; 6]);
 
 impl OwnedItem {
-    /// From the four values, in that order.
-    pub fn from_js(values: [&JsValue; 4]) -> Self {
-        Self(values.map(OwnedArg::from_js))
-    }
-
-    /// From a row `[payload, maxRetries, idempotencyKey, delayMs]` (what `js/index.js` makes of
-    /// each item of `enqueueMany`); a value that is not an array is taken as a payload.
+    /// From a row `[payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs]` (what
+    /// `js/api.js` makes of the arguments of `enqueue` and of each item of `enqueueMany`); a
+    /// value that is not an array is taken as a payload.
     pub fn from_row(row: &JsValue) -> Self {
         if Array::is_array(row) {
             let row: &Array = row.unchecked_ref();
-            Self::from_js([&row.get(0), &row.get(1), &row.get(2), &row.get(3)])
+            Self(std::array::from_fn(|i| {
+                OwnedArg::from_js(&row.get(u32::try_from(i).unwrap_or_default()))
+            }))
         } else {
-            let none = JsValue::UNDEFINED;
-            Self::from_js([row, &none, &none, &none])
+            Self(std::array::from_fn(|i| {
+                if i == 0 {
+                    OwnedArg::from_js(row)
+                } else {
+                    OwnedArg::Null
+                }
+            }))
         }
     }
 
     /// The core's [`Item`].
     pub fn item(&self) -> Item<'_> {
-        let [payload, max_retries, idempotency_key, delay_ms] = &self.0;
+        let [
+            payload,
+            max_retries,
+            idempotency_key,
+            delay_ms,
+            group,
+            expires_in_ms,
+        ] = &self.0;
         Item {
             payload: payload.arg(),
             max_retries: max_retries.arg(),
             idempotency_key: idempotency_key.arg(),
             delay_ms: delay_ms.arg(),
-            ..Item::default()
+            group: group.arg(),
+            expires_in_ms: expires_in_ms.arg(),
         }
     }
 }

@@ -1,149 +1,281 @@
 //! `Queue.claim`, `Queue.claimMany` and `Queue.reap` ([`ClaimPlan`]): the core's
-//! [`LaneClaim`] over the `claim` index of the IndexedDB store, with the lease tokens drawn for it.
+//! [`LaneClaim`] over the indexes of the IndexedDB store (`claim`, `expiring`, `group`), at the
+//! context read inside the transaction, with the lease tokens JavaScript draws for it (random
+//! version-4 UUIDs, `js/store/store.js`).
 
-use deadletter::{ClaimArgs, Context, Error, LaneClaim, Outcome, Result, Write};
-use js_sys::{Array, Uint8Array};
+use deadletter::{Backoff, ClaimArgs, Error, Id, LaneClaim, Millis, QueueRow, Result, Write};
+use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
-use crate::keys;
-use crate::names::uuid_v4;
-use crate::plans::{count, messages, outcome, read_all};
-use crate::record::{from_record, to_ready_record, to_record};
+use crate::plans::{context, count, messages, outcome};
+use crate::record::{number, stored, to_ready_record, to_record};
 use crate::rules::js;
+use crate::{errors, keys, queue};
 
-#[wasm_bindgen]
-extern "C" {
-    #[wasm_bindgen(js_namespace = crypto, js_name = getRandomValues, catch)]
-    fn get_random_values(buffer: &Uint8Array) -> std::result::Result<JsValue, JsValue>;
+fn not_started() -> JsValue {
+    errors::to_js(&Error::Store("the claim was not started".into()))
 }
 
-/// `count` fresh lease tokens: version-4 UUIDs from one call of `crypto.getRandomValues`.
-fn lease_tokens(count: usize) -> Result<Vec<String>> {
-    if count == 0 {
-        return Ok(Vec::new());
-    }
-    let buffer = Uint8Array::new_with_length(u32::try_from(16 * count).unwrap_or(u32::MAX));
-    get_random_values(&buffer).map_err(|_| Error::Store("crypto.getRandomValues failed".into()))?;
-    let bytes = buffer.to_vec();
-    Ok(bytes
-        .chunks_exact(16)
-        .map(|chunk| {
-            let mut token = [0u8; 16];
-            token.copy_from_slice(chunk);
-            uuid_v4(token)
-        })
-        .collect())
-}
-
-/// The records of a [`LaneClaim`]'s writes.
-fn records(writes: &[Write]) -> Array {
-    writes
-        .iter()
-        .map(|write| match write {
-            Write::Put(message) => JsValue::from(to_record(message, true)),
-            Write::Ready(message) => JsValue::from(to_ready_record(message)),
-        })
-        .collect()
-}
-
-/// `Queue.claim`, `Queue.claimMany` and `Queue.reap`: a [`LaneClaim`] over the `claim` index.
-/// The store reads [`ClaimPlan::ranges`], hands the timed page to [`ClaimPlan::timed`] (and,
-/// when [`ClaimPlan::walking`], the rest of the timed range one record at a time), then the head
-/// of the ready lane to [`ClaimPlan::ready`] while [`ClaimPlan::wanted`] is not 0, writing every
-/// record it is given back.
+/// `Queue.claim`, `Queue.claimMany` and `Queue.reap`: a [`LaneClaim`] over the indexes. In one
+/// write transaction the store reads, at once, the queue's row (first), the first keys of
+/// [`ClaimPlan::lanes`]' timed lane and expiring range, and [`ClaimPlan::wanted`] records from the
+/// head of its ready lane; hands the row to [`ClaimPlan::start`] with the clock's time (false: the
+/// queue is paused, nothing to do) and the two first keys to [`ClaimPlan::due`], which names the
+/// pages to read up to now; then, writing every record it is given back (a number: delete that
+/// id):
+/// 1. the timed page through [`ClaimPlan::timed`] (and, when [`ClaimPlan::walking`], the rest of
+///    that range one record at a time);
+/// 2. the expiring page through [`ClaimPlan::expiring`] (and, when [`ClaimPlan::sweeping`], the
+///    rest one record at a time), then the queue's row of [`ClaimPlan::row`] into `queues`;
+/// 3. the first record of each range of [`ClaimPlan::left`] (index `group`) through
+///    [`ClaimPlan::promote`];
+/// 4. the head of the ready lane, read again when [`ClaimPlan::stale`], through
+///    [`ClaimPlan::ready`] with as many fresh lease tokens, while [`ClaimPlan::wanted`] is not 0.
 #[wasm_bindgen]
 pub struct ClaimPlan {
-    queue: String,
-    plan: LaneClaim,
-    tokens: std::vec::IntoIter<String>,
+    args: ClaimArgs,
+    plan: Option<LaneClaim>,
+    row: QueueRow,
+    overridden: Option<Backoff>,
+    /// The group position of every record read (the store writes it back with the message).
+    places: Vec<(Id, Option<Millis>)>,
     walking: bool,
+    sweeping: bool,
     reap: bool,
 }
 
 impl ClaimPlan {
-    /// The plan of the claim `args` at `ctx` (the instant JavaScript read before the
-    /// transaction; no stored queue settings yet: never paused).
-    pub(crate) fn new(
-        args: ClaimArgs,
-        ctx: &Context,
-        reap: bool,
-    ) -> std::result::Result<Self, JsValue> {
-        let tokens = js(lease_tokens(args.n))?.into_iter();
-        // No stored settings yet, so never paused: `start` always has a claim.
-        let claim = args.start(ctx).unwrap_or_else(|| unreachable!());
-        Ok(Self {
-            queue: args.queue,
-            plan: LaneClaim::new(claim),
-            tokens,
+    /// The plan of the claim (or, with `reap`, the reap) `args`.
+    pub(crate) fn new(args: ClaimArgs, reap: bool) -> Self {
+        Self {
+            args,
+            plan: None,
+            row: QueueRow::default(),
+            overridden: None,
+            places: Vec::new(),
             walking: false,
+            sweeping: false,
             reap,
-        })
+        }
+    }
+
+    fn plan(&mut self) -> std::result::Result<&mut LaneClaim, JsValue> {
+        self.plan.as_mut().ok_or_else(not_started)
+    }
+
+    /// The message of a record read, its place noted; with whether it is blocked.
+    fn read(&mut self, record: &JsValue) -> Result<(deadletter::Message, bool)> {
+        let s = stored(record)?;
+        self.places.push((s.message.id, s.group_at));
+        Ok((s.message, s.blocked))
+    }
+
+    fn place(&self, id: Id) -> Option<Millis> {
+        self.places.iter().rev().find(|(i, _)| *i == id)?.1
+    }
+
+    /// The records (and ids to delete) of `writes`; every message a claim writes is its group's
+    /// head or has left its group.
+    fn records(&self, writes: Vec<Write>) -> Array {
+        writes
+            .into_iter()
+            .map(|write| match write {
+                Write::Put(m) => to_record(&m, true, true, self.place(m.id)).into(),
+                Write::Ready(m) => to_ready_record(&m, self.place(m.id)).into(),
+                Write::Delete(m) => number(m.id),
+            })
+            .collect()
+    }
+
+    fn each(
+        &mut self,
+        page: &Array,
+        mut step: impl FnMut(&mut LaneClaim, deadletter::Message) -> Result<Option<Write>>,
+    ) -> std::result::Result<Vec<Write>, JsValue> {
+        let mut writes = Vec::new();
+        for record in page.iter() {
+            let (message, _) = js(self.read(&record))?;
+            writes.extend(js(step(self.plan()?, message))?);
+        }
+        Ok(writes)
+    }
+
+    fn now(&self) -> Millis {
+        self.plan.as_ref().map_or(Millis::MIN, |p| p.args().now)
     }
 }
 
 #[wasm_bindgen]
 impl ClaimPlan {
-    /// `[timed, ready]`: the timed lane of the queue up to now, and its ready lane.
-    pub fn ranges(&self) -> Array {
-        let now = self.plan.args().now;
-        [keys::timed(&self.queue, now), keys::ready(&self.queue)]
-            .into_iter()
-            .collect()
+    /// `[timed, expiring, ready]`, before the time is known: the whole timed lane of the queue
+    /// (index `claim`), its pending messages that expire (index `expiring`), its ready lane.
+    pub fn lanes(&self) -> Array {
+        let q = &self.args.queue;
+        [
+            keys::timed_lane(q),
+            keys::expiring(q, f64::INFINITY),
+            keys::ready(q),
+        ]
+        .into_iter()
+        .collect()
     }
 
-    /// How many records of the timed range to read at once.
+    /// How many records to read from the head of the ready lane now: 0 when nothing more.
+    #[wasm_bindgen(getter)]
+    pub fn wanted(&self) -> u32 {
+        let wanted = self.plan.as_ref().map_or(self.args.n, LaneClaim::wanted);
+        u32::try_from(wanted).unwrap_or(u32::MAX)
+    }
+
+    /// Inside the transaction: `clock` (what the clock returned once the queue's row was read)
+    /// and `row` (its record in `queues`, or `undefined`): the claim as decided at that context;
+    /// false when the queue is paused (a claim then changes nothing). Throws a clock out of range
+    /// or a corrupt row.
+    pub fn start(&mut self, clock: &JsValue, row: &JsValue) -> std::result::Result<bool, JsValue> {
+        let ctx = js(context(&self.args.queue, clock, row))?;
+        self.row = ctx.queue;
+        self.overridden = ctx.overridden(self.args.backoff.as_ref());
+        self.plan = self.args.start(&ctx).map(LaneClaim::new);
+        Ok(self.plan.is_some())
+    }
+
+    /// `[timed, expiring]`: the ranges to read a page of, up to now, given the first key of the
+    /// timed lane and of the expiring range of [`ClaimPlan::lanes`] (`undefined`: empty); null
+    /// for one whose first key is still to come (nothing in it is due or expired).
+    pub fn due(&self, timed: &JsValue, expiring: &JsValue) -> Array {
+        let now = self.now();
+        let q = &self.args.queue;
+        let come = |key: &JsValue| keys::part(key, 2).is_some_and(|at| at <= now);
+        #[allow(clippy::cast_precision_loss)] // a checked instant
+        let upto = now as f64;
+        [
+            if come(timed) {
+                keys::timed(q, now)
+            } else {
+                JsValue::NULL
+            },
+            if come(expiring) {
+                keys::expiring(q, upto)
+            } else {
+                JsValue::NULL
+            },
+        ]
+        .into_iter()
+        .collect()
+    }
+
+    /// How many records of the timed and expiring ranges to read at once.
     #[wasm_bindgen(getter, js_name = pageSize)]
     #[allow(clippy::cast_possible_truncation)] // a small constant
     pub fn page_size(&self) -> u32 {
         deadletter::engine::TIMED_PAGE as u32
     }
 
-    /// How many records to read from the head of the ready lane now: 0 when nothing more.
-    #[wasm_bindgen(getter)]
-    pub fn wanted(&self) -> u32 {
-        u32::try_from(self.plan.wanted()).unwrap_or(u32::MAX)
+    /// Records of the timed range, in key order; returns the records to write.
+    pub fn timed(&mut self, page: &Array) -> std::result::Result<Array, JsValue> {
+        let mut writes = self.each(page, LaneClaim::timed)?;
+        if !self.walking && page.length() as usize == deadletter::engine::TIMED_PAGE {
+            self.walking = true;
+            writes.extend(self.plan()?.overflow());
+        }
+        Ok(self.records(writes))
     }
 
     /// Whether the timed page was full: the store walks the rest of the timed range one record
-    /// at a time through [`ClaimPlan::timed`], then reads the ready lane again.
+    /// at a time through [`ClaimPlan::timed`].
     #[wasm_bindgen(getter)]
     pub fn walking(&self) -> bool {
         self.walking
     }
 
-    /// Records of the timed range, in key order; returns the records to write.
-    pub fn timed(&mut self, page: &Array) -> std::result::Result<Array, JsValue> {
+    /// Records of the expiring range, in key order; returns the records to write (numbers:
+    /// the ids to delete).
+    pub fn expiring(&mut self, page: &Array) -> std::result::Result<Array, JsValue> {
+        let writes = self.each(page, LaneClaim::expiring)?;
+        if !self.sweeping && page.length() as usize == deadletter::engine::TIMED_PAGE {
+            self.sweeping = true;
+        }
+        Ok(self.records(writes))
+    }
+
+    /// Whether the expiring page was full: the store walks the rest of the expiring range one
+    /// record at a time through [`ClaimPlan::expiring`].
+    #[wasm_bindgen(getter)]
+    pub fn sweeping(&self) -> bool {
+        self.sweeping
+    }
+
+    /// The queue's record to write in `queues` (the messages taken out at their expiry counted),
+    /// or `undefined` when none was.
+    pub fn row(&self) -> JsValue {
+        match &self.plan {
+            Some(plan) if plan.swept() > 0 => {
+                let swept = u64::try_from(plan.swept()).unwrap_or(u64::MAX);
+                let row = self.row.count_expired(plan.args().on_expiry, swept);
+                queue::to_record(&self.args.queue, &row).into()
+            }
+            _ => JsValue::UNDEFINED,
+        }
+    }
+
+    /// The ranges of index `group` whose first record to read: the groups a member left.
+    pub fn left(&self) -> Array {
+        let q = &self.args.queue;
+        let left = self.plan.as_ref().map_or(&[][..], LaneClaim::left);
+        left.iter().map(|group| keys::group(q, group)).collect()
+    }
+
+    /// The first record of each range of [`ClaimPlan::left`] (`undefined`: none); returns the
+    /// records to write (each group's new head, unblocked).
+    pub fn promote(&mut self, records: &Array) -> std::result::Result<Array, JsValue> {
         let mut writes = Vec::new();
+        for record in records.iter() {
+            let first = if record.is_undefined() {
+                None
+            } else {
+                Some(js(self.read(&record))?)
+            };
+            let blocked = first.as_ref().is_some_and(|(_, blocked)| *blocked);
+            writes.extend(self.plan()?.head(first.map(|(m, _)| m), blocked));
+        }
+        Ok(self.records(writes))
+    }
+
+    /// Whether a head of the ready lane read before the claim's writes must be read again.
+    #[wasm_bindgen(getter)]
+    pub fn stale(&self) -> bool {
+        self.plan.as_ref().is_some_and(LaneClaim::stale)
+    }
+
+    /// Records of the head of the ready lane, in key order, and [`ClaimPlan::wanted`] fresh
+    /// lease tokens (strings); returns the records to write.
+    pub fn ready(&mut self, page: &Array, tokens: &Array) -> std::result::Result<Array, JsValue> {
+        let mut found = Vec::new();
         for record in page.iter() {
-            let message = js(from_record(&record))?;
-            writes.extend(js(self.plan.timed(message))?);
+            found.push(js(self.read(&record))?.0);
         }
-        if !self.walking && page.length() as usize == deadletter::engine::TIMED_PAGE {
-            self.walking = true;
-            writes.extend(self.plan.overflow());
-        }
-        Ok(records(&writes))
+        let mut tokens = tokens.iter();
+        let plan = self.plan.as_mut().ok_or_else(not_started)?;
+        let token = || {
+            tokens
+                .next()
+                .and_then(|t| t.as_string())
+                .unwrap_or_default()
+        };
+        let writes = js(plan.ready(found, token))?;
+        Ok(self.records(writes))
     }
 
-    /// Records of the head of the ready lane, in key order; returns the records to write.
-    pub fn ready(&mut self, page: &Array) -> std::result::Result<Array, JsValue> {
-        let page = js(read_all(page))?;
-        let tokens = &mut self.tokens;
-        let writes = self.plan.ready(page, || tokens.next().unwrap_or_default());
-        Ok(records(&js(writes)?))
-    }
-
-    /// Once committed: `{ value, dead }`, `value` the messages taken (for `reap`, how many leases
-    /// were expired).
+    /// Once committed: `{ value, dead, overridden }`, `value` the messages taken (for `reap`,
+    /// how many leases were expired and messages taken out at their expiry); nothing on a paused
+    /// queue.
     pub fn finish(self) -> JsValue {
-        let reap = self.reap;
-        let claimed = self.plan.finish();
-        let expired = Outcome::new((), &claimed.expired);
-        let value = if reap {
-            count(u64::try_from(claimed.expired.len()).unwrap_or(u64::MAX))
+        let claimed = self.plan.map(LaneClaim::finish).unwrap_or_default();
+        let value = if self.reap {
+            count(claimed.reaped())
         } else {
             messages(&claimed.taken)
         };
-        outcome(&value, &expired.dead)
+        outcome(&value, &claimed.dead(), self.overridden.as_ref())
     }
 }

@@ -8,10 +8,8 @@
 use std::cell::RefCell;
 
 use deadletter::{Conflict, Error, FieldError};
-use js_sys::{Array, Function, Object, Reflect};
+use js_sys::{Array, Function};
 use wasm_bindgen::prelude::*;
-
-use crate::names::{js_field, js_message};
 
 thread_local! {
     static ERROR_CLASS: RefCell<Option<Function>> = const { RefCell::new(None) };
@@ -33,8 +31,28 @@ pub fn error_codes() -> Array {
         .collect()
 }
 
-fn set(object: &Object, key: &str, value: &JsValue) {
-    let _ = Reflect::set(object, &JsValue::from_str(key), value);
+// The objects are made by js/store/record.js (see src/record.rs).
+#[wasm_bindgen(module = "/js/store/record.js")]
+extern "C" {
+    /// One rejected field: `{ field, code, message }` (the field and its message in JavaScript's
+    /// terms: see `crate::names`), and `index` when not undefined.
+    #[wasm_bindgen(js_name = fieldError)]
+    fn field_error_object(field: &str, code: &str, message: &str, index: &JsValue) -> JsValue;
+
+    /// The error: an instance of `class` (a plain `Error` named like it when `class` is
+    /// undefined), its message composed from `errors` when `message` is null.
+    #[wasm_bindgen(js_name = deadLetterError)]
+    #[allow(clippy::too_many_arguments)]
+    fn error_object(
+        class: &JsValue,
+        message: &JsValue,
+        code: &str,
+        errors: &Array,
+        reason: &JsValue,
+        id: &JsValue,
+        status: &JsValue,
+        queue: &JsValue,
+    ) -> JsValue;
 }
 
 #[allow(clippy::cast_precision_loss)] // ids are far below 2^53
@@ -43,86 +61,60 @@ fn number(n: i64) -> JsValue {
 }
 
 fn field_error(error: &FieldError) -> JsValue {
-    let object = Object::new();
-    set(&object, "field", &js_field(error.field).into());
-    set(&object, "code", &error.code.into());
-    set(
-        &object,
-        "message",
-        &js_message(error.field, &error.message).into(),
-    );
-    if let Some(index) = error.index {
-        #[allow(clippy::cast_precision_loss)] // a batch index is small
-        set(&object, "index", &JsValue::from_f64(index as f64));
-    }
-    object.into()
+    #[allow(clippy::cast_precision_loss)] // a batch index is small
+    let index = error
+        .index
+        .map_or(JsValue::UNDEFINED, |i| JsValue::from_f64(i as f64));
+    field_error_object(error.field, error.code, &error.message, &index)
 }
 
 /// The `DeadLetterError` for `error`: `code` is the core's stable code; for validation, `errors`
 /// lists `{ field, code, message }` with the JavaScript field names, and `index` for a field of
-/// an `enqueueMany` item (else it is empty). The
-/// structured details of Python's `NotFoundError` and `ConflictError` are properties too, set only
-/// where they apply (absent otherwise):
+/// an `enqueueMany` item (else it is empty), and the message is composed from them
+/// (`validation failed: field: message; ...`, by `js/store/record.js`, as the package's own
+/// validation errors are). The structured details of Python's `NotFoundError` and
+/// `ConflictError` are properties too, set only where they apply (absent otherwise):
 /// - `not_found`: `queue` (the queue searched) and `id`;
 /// - `conflict`: `reason` (`"wrong_status"` or `"lease_lost"`), `id`, and for `wrong_status`
 ///   `status`, the message's current status.
 pub fn to_js(error: &Error) -> JsValue {
-    let details = Object::new();
-    let (message, fields) = match error {
-        Error::Validation(fields) => {
-            let parts: Vec<String> = fields
-                .iter()
-                .map(|f| {
-                    let message = js_message(f.field, &f.message);
-                    match f.index {
-                        Some(i) => format!("items[{i}].{}: {message}", js_field(f.field)),
-                        None => format!("{}: {message}", js_field(f.field)),
-                    }
-                })
-                .collect();
-            (
-                format!("validation failed: {}", parts.join("; ")),
-                fields.as_slice(),
-            )
+    let none = || JsValue::UNDEFINED;
+    let (mut reason, mut id, mut status, mut queue) = (none(), none(), none(), none());
+    let mut errors = Array::new();
+    match error {
+        Error::Validation(fields) => errors = fields.iter().map(field_error).collect(),
+        Error::NotFound { queue: q, id: i } => {
+            queue = q.as_str().into();
+            id = number(*i);
         }
-        Error::NotFound { queue, id } => {
-            set(&details, "queue", &queue.as_str().into());
-            set(&details, "id", &number(*id));
-            (error.to_string(), &[][..])
+        Error::Conflict(Conflict::WrongStatus {
+            id: i, status: s, ..
+        }) => {
+            reason = "wrong_status".into();
+            id = number(*i);
+            status = s.as_str().into();
         }
-        Error::Conflict(conflict) => {
-            match conflict {
-                Conflict::WrongStatus {
-                    id,
-                    status,
-                    operation: _,
-                } => {
-                    set(&details, "reason", &"wrong_status".into());
-                    set(&details, "id", &number(*id));
-                    set(&details, "status", &status.as_str().into());
-                }
-                Conflict::LeaseLost { id } => {
-                    set(&details, "reason", &"lease_lost".into());
-                    set(&details, "id", &number(*id));
-                }
-            }
-            (error.to_string(), &[][..])
+        Error::Conflict(Conflict::LeaseLost { id: i }) => {
+            reason = "lease_lost".into();
+            id = number(*i);
         }
-        Error::Store(_) => (error.to_string(), &[][..]),
-    };
-    let errors: Array = fields.iter().map(field_error).collect();
-    set(&details, "code", &error.code().into());
-    set(&details, "errors", &errors);
-    let class = ERROR_CLASS.with(|cell| cell.borrow().clone());
-    let args: Array = [JsValue::from_str(&message), details.clone().into()]
-        .into_iter()
-        .collect();
-    if let Some(built) = class.and_then(|class| Reflect::construct(&class, &args).ok()) {
-        return built;
+        Error::Store(_) => {}
     }
-    let fallback = js_sys::Error::new(&message);
-    fallback.set_name("DeadLetterError");
-    // The same own properties as the registered class sets: `code`, `errors` and the details.
-    let _ = Object::assign(&fallback, &details);
-    fallback.into()
+    let message = if errors.length() > 0 {
+        JsValue::NULL
+    } else {
+        error.to_string().into()
+    };
+    let class = ERROR_CLASS.with(|cell| cell.borrow().clone());
+    let class = class.map_or(JsValue::UNDEFINED, JsValue::from);
+    error_object(
+        &class,
+        &message,
+        error.code(),
+        &errors,
+        &reason,
+        &id,
+        &status,
+        &queue,
+    )
 }

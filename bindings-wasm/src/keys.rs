@@ -9,8 +9,10 @@
 //! | `claim` | `[queue, lane, at, id]` |
 //! | `list` | `[queue, status, id, updatedAt]` |
 //! | `expiry` | `[queue, status, leaseExpiresAt]` |
-//! | `delayed` | `[queue, status, retryAfter]` |
+//! | `delayed` | `[queue, status, retryAfter, lane]` |
 //! | `dead` | `[queue, status, deadAt]` |
+//! | `group` | `[queue, group, groupAt, id]` |
+//! | `expiring` | `[queue, status, expiresAt]` |
 
 use deadletter::{Millis, Status};
 use js_sys::Array;
@@ -63,6 +65,31 @@ pub fn timed(queue: &str, now: Millis) -> JsValue {
     between(&[queue.into(), TIMED.into()], NEG_INF, false, float(now))
 }
 
+/// Index `claim`: the whole timed lane of `queue` (a claim looks at its first key before it
+/// knows the time: see [`crate::claim::ClaimPlan::due`]).
+pub fn timed_lane(queue: &str) -> JsValue {
+    between(&[queue.into(), TIMED.into()], NEG_INF, false, INF)
+}
+
+/// Index `expiring`: the `pending` messages of `queue` that expire, the earliest first, up to
+/// `upto` (`+inf`: all).
+pub fn expiring(queue: &str, upto: f64) -> JsValue {
+    between(&of(queue, Status::Pending), NEG_INF, false, upto)
+}
+
+/// Index `group`: the live members of `group` of `queue`, in group order (`groupAt`, then id).
+pub fn group(queue: &str, group: &str) -> JsValue {
+    between(&[queue.into(), group.into()], NEG_INF, false, INF)
+}
+
+/// The position of a key of index `group` (`[queue, group, groupAt, id]`; `undefined`: none).
+pub fn position(group_key: &JsValue) -> Option<deadletter::storage::Position> {
+    Some(deadletter::storage::Position {
+        at: part(group_key, 2)?,
+        id: part(group_key, 3)?,
+    })
+}
+
 /// Index `claim`: the ready lane of `queue`, in claim order (`createdAt`, then id).
 pub fn ready(queue: &str) -> JsValue {
     between(&[queue.into(), READY.into()], NEG_INF, false, INF)
@@ -84,7 +111,8 @@ pub fn overdue(queue: &str, now: Millis) -> JsValue {
 }
 
 /// Index `delayed`: the `pending` messages of `queue` whose `retryAfter` is after `now`, the
-/// earliest first.
+/// earliest first (not those blocked behind their group's head: without a lane, they are not
+/// in the index).
 pub fn delayed(queue: &str, now: Millis) -> JsValue {
     between(&of(queue, Status::Pending), float(now), true, INF)
 }

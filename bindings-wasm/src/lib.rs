@@ -4,12 +4,14 @@
 //! package `deadletter`, whose JavaScript drives IndexedDB (`js/store/`) while this module decides,
 //! synchronously. It exports no future and no IndexedDB binding: only
 //! - the checks of every call's arguments ([`rules`]: the options of a database and a queue, the
-//!   clock's time and the jitter sample), each into a plan of the operation ([`plans`], [`claim`]) that
-//!   answers, for every record the store read inside its transaction, what to write (the core's
-//!   steps), and what the call resolves to once committed;
-//! - the records ([`record`]: a message as an IndexedDB record, with its claim lane, and back
-//!   through the core's checks; as the API's object), the key ranges the store reads ([`keys`]),
-//!   and the schema decisions ([`schema`]: create, upgrade, take or refuse; older records);
+//!   clock's time and the jitter sample), each into a plan of the operation ([`plans`], [`claim`],
+//!   [`bulk`], [`reads`], [`queue`]) that answers, for every record the store read inside its
+//!   transaction, what to write (the core's steps, with the group bookkeeping of [`groups`]), and
+//!   what the call resolves to once committed;
+//! - the records ([`record`]: a message as an IndexedDB record, with its claim lane and group
+//!   position, and back through the core's checks; as the API's object; [`queue`]: a queue's row,
+//!   settings and statistics), the key ranges the store reads ([`keys`]), and the schema
+//!   decisions ([`schema`]: create, upgrade, take or refuse; older records);
 //! - the error mapping to `DeadLetterError` ([`errors`]), the worker loop's rules ([`worker`]),
 //!   `backoffMs`, and the names and lease tokens ([`names`]).
 //!
@@ -24,13 +26,21 @@ pub mod names;
 #[cfg(target_arch = "wasm32")]
 pub mod args;
 #[cfg(target_arch = "wasm32")]
+pub mod bulk;
+#[cfg(target_arch = "wasm32")]
 pub mod claim;
 #[cfg(target_arch = "wasm32")]
 pub mod errors;
 #[cfg(target_arch = "wasm32")]
+pub mod groups;
+#[cfg(target_arch = "wasm32")]
 pub mod keys;
 #[cfg(target_arch = "wasm32")]
 pub mod plans;
+#[cfg(target_arch = "wasm32")]
+pub mod queue;
+#[cfg(target_arch = "wasm32")]
+pub mod reads;
 #[cfg(target_arch = "wasm32")]
 pub mod record;
 #[cfg(target_arch = "wasm32")]

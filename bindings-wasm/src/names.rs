@@ -1,9 +1,14 @@
-//! Pure helpers shared by the WebAssembly API (compiled and tested natively too).
+//! Pure helpers of the npm package's errors, compiled and tested natively: the native module of
+//! Node (`bindings-node`) names a rejected field and words its message with them. The WebAssembly
+//! module's errors get the same from `js/store/record.js` (`fieldError`: the camelCase of the
+//! core's name, which this table is, as its test checks; and the same wording of instants), so
+//! that the module carries no table of names; the conformance runs of both backends compare the
+//! field names.
 
-/// Core argument names and their JavaScript names, where they differ: the one table the
+/// Core argument names and their JavaScript names, where they differ: the one table the native
 /// binding's errors use. Every other name (`queue`, `payload`, `id`, `error`, `status`, `limit`,
 /// `retryable`, `n`, `items`, `multiplier`, `jitter`, `clock`, `random`) is the same in both.
-pub const JS_NAMES: [(&str, &str); 16] = [
+pub const JS_NAMES: [(&str, &str); 19] = [
     ("max_retries", "maxRetries"),
     ("lease_ms", "leaseMs"),
     ("lease_token", "leaseToken"),
@@ -20,6 +25,9 @@ pub const JS_NAMES: [(&str, &str); 16] = [
     ("dead_after", "deadAfter"),
     ("poll_interval_ms", "pollIntervalMs"),
     ("shutdown_timeout_ms", "shutdownTimeoutMs"),
+    ("expires_in_ms", "expiresInMs"),
+    ("retry_in_ms", "retryInMs"),
+    ("on_expiry", "onExpiry"),
 ];
 
 /// The JavaScript name of a core argument name (see [`JS_NAMES`]): `max_retries` ->
@@ -47,23 +55,6 @@ pub fn js_message(core: &str, message: &str) -> String {
     } else {
         message.to_owned()
     }
-}
-
-/// Formats 16 random bytes as a version-4 UUID (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`), the form
-/// of every lease token.
-pub fn uuid_v4(mut bytes: [u8; 16]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let mut out = String::with_capacity(36);
-    for (i, byte) in bytes.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            out.push('-');
-        }
-        out.push(char::from(HEX[usize::from(byte >> 4)]));
-        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
-    }
-    out
 }
 
 #[cfg(test)]
@@ -101,14 +92,5 @@ mod tests {
         assert_eq!(js_message("dead_after", core), js);
         assert_eq!(js_message("dead_before", core), js);
         assert_eq!(js_message("limit", core), core);
-    }
-
-    #[test]
-    fn uuid_shape() {
-        let token = uuid_v4([0xff; 16]);
-        assert_eq!(token, "ffffffff-ffff-4fff-bfff-ffffffffffff");
-        assert_eq!(uuid_v4([0; 16]), "00000000-0000-4000-8000-000000000000");
-        let counting: [u8; 16] = std::array::from_fn(|i| u8::try_from(i).unwrap_or_default());
-        assert_eq!(uuid_v4(counting), "00010203-0405-4607-8809-0a0b0c0d0e0f");
     }
 }

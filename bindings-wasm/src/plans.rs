@@ -1,38 +1,57 @@
 //! The plans of the operations (internal; made by [`crate::rules::QueueRules`], run by
 //! `js/backend.js` through the IndexedDB store `js/store/store.js`): each holds one call's
 //! checked request and answers, for every record the store read inside its transaction, what to
-//! write (the core's steps: [`deadletter::engine::apply`], [`deadletter::engine::plan`]); after
-//! the commit, `finish` gives what the call resolves to. JavaScript decides nothing about a
-//! message: it reads the ranges a plan names, hands the records over and writes what it is given.
+//! write (the core's steps: [`deadletter::engine::apply`], [`deadletter::engine::plan`],
+//! [`deadletter::engine::groups`]); after the commit, `finish` gives what the call resolves to.
+//! JavaScript decides nothing about a message: it reads the ranges a plan names, hands the
+//! records over and writes what it is given.
 //!
-//! The claim's plan is [`crate::claim::ClaimPlan`].
+//! A write decides at its transaction's context ([`context`]): the instant JavaScript read from
+//! the clock once the transaction's first request (the queue's row in `queues`) completed, when
+//! the transaction holds its lock, and that row. The claim's plan is [`crate::claim::ClaimPlan`];
+//! the group bookkeeping of updates and replays is [`crate::groups::Book`].
 //!
 //! A plan that throws inside a transaction (a `DeadLetterError`: `not_found`, `conflict`, a
-//! corrupt record) makes the store abort it, so nothing is written.
+//! corrupt record, a clock out of range) makes the store abort it, so nothing is written.
 
-use deadletter::engine::{Sift, sift};
 use deadletter::{
-    Batches, Context, Error, ExtendArgs, FailArgs, Id, ListQuery, Message, MessageArgs, Millis,
-    NewMessage, Outcome, PurgeArgs, ReplayAllArgs, ReplayArgs, Result, Stats, Status, SucceedArgs,
-    machine,
+    Backoff, Context, EnqueueArgs, Error, ExtendArgs, FailArgs, Id, Message, MessageArgs, Outcome,
+    ReplayArgs, Result, SucceedArgs, Tails,
 };
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
-use crate::record::{from_record, number, stats_to_js, to_js, to_record, whole};
-use crate::rules::js;
-use crate::{errors, keys};
+use crate::groups::Book;
+use crate::record::{from_record, number, stored, to_js, to_record, whole};
+use crate::rules::{js, now};
+use crate::{errors, keys, queue};
 
-/// `{ value, dead }`: what a call that can make messages dead resolves to.
-pub(crate) fn outcome(value: &JsValue, dead: &[Message]) -> JsValue {
+/// The context of a write on `queue`: `clock`, what the clock returned once the transaction's
+/// first request completed, and `row`, the queue's record in `queues` (`undefined`: none), both
+/// checked.
+pub(crate) fn context(queue: &str, clock: &JsValue, row: &JsValue) -> Result<Context> {
+    let now = now(clock)?;
+    Context::new(now, queue::from_record(queue, row)?)
+}
+
+/// `{ value, dead, overridden }`: what a call that can make messages dead resolves to;
+/// `overridden`, when set, is the policy stored with the queue that the handle's own one was
+/// applied instead of (the backend warns once per handle).
+pub(crate) fn outcome(value: &JsValue, dead: &[Message], overridden: Option<&Backoff>) -> JsValue {
     let object = Object::new();
     let _ = Reflect::set(&object, &"value".into(), value);
     let _ = Reflect::set(&object, &"dead".into(), &messages(dead));
+    if let Some(policy) = overridden {
+        let _ = Reflect::set(&object, &"overridden".into(), &queue::policy_to_js(policy));
+    }
     object.into()
 }
 
 pub(crate) fn messages(list: &[Message]) -> JsValue {
-    list.iter().map(to_js).collect::<Array>().into()
+    list.iter()
+        .map(|m| to_js(m, false))
+        .collect::<Array>()
+        .into()
 }
 
 /// An id as a JavaScript number.
@@ -55,59 +74,153 @@ pub(crate) fn read_all(records: &Array) -> Result<Vec<Message>> {
         .collect()
 }
 
-/// `Queue.enqueue` and `Queue.enqueueMany`: the records to add, in order, each after the lookup
-/// of its idempotency key (when it has one) came back empty.
+fn finished_early() -> JsValue {
+    errors::to_js(&Error::Store("finished before its step".into()))
+}
+
+/// The distinct values of `names`, in the order they first come (no sort: the module has none).
+fn distinct<'a>(names: impl Iterator<Item = Option<&'a String>>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in names.flatten() {
+        if !out.contains(name) {
+            out.push(name.clone());
+        }
+    }
+    out
+}
+
+/// `Queue.enqueue` and `Queue.enqueueMany`: inside its transaction, the store reads the queue's
+/// row (first), the stored message of each idempotency key of [`EnqueuePlan::keys`] (unique index
+/// `idempotency`) and the tail of each group of [`EnqueuePlan::tails`] (the last key of index
+/// `group`), hands them to [`EnqueuePlan::start`] with the clock's time, and adds the records it
+/// answers.
 #[wasm_bindgen]
 pub struct EnqueuePlan {
-    messages: Vec<NewMessage>,
+    args: EnqueueArgs,
+    keys: Vec<String>,
+    groups: Vec<String>,
+    /// The messages added (their ids 0 until [`EnqueuePlan::finish`]) and those found under a key.
+    messages: Vec<Message>,
+    /// Per item: its message (an index of `messages`) and whether it was deduplicated.
+    slots: Vec<(usize, bool)>,
+    /// The messages added, in the order of the records.
+    added: Vec<usize>,
 }
 
 impl EnqueuePlan {
-    pub(crate) fn new(messages: Vec<NewMessage>) -> Self {
-        Self { messages }
+    pub(crate) fn new(args: EnqueueArgs) -> Self {
+        let keys = distinct(args.items.iter().map(|i| i.idempotency_key.as_ref()));
+        let groups = distinct(args.items.iter().map(|i| i.group.as_ref()));
+        Self {
+            args,
+            keys,
+            groups,
+            messages: Vec::new(),
+            slots: Vec::new(),
+            added: Vec::new(),
+        }
+    }
+
+    fn start_items(&mut self, ctx: &Context, found: &Array, tail_keys: &Array) -> Result<Array> {
+        let mut tails = Tails::new();
+        for (group, key) in self.groups.iter().zip(tail_keys.iter()) {
+            tails.read(group, keys::position(&key));
+        }
+        // Per key: the message that carries it (stored, or the first item of the batch with it).
+        let mut holder: Vec<Option<usize>> = Vec::with_capacity(self.keys.len());
+        for record in found.iter() {
+            holder.push(if record.is_undefined() {
+                None
+            } else {
+                self.messages.push(from_record(&record)?);
+                Some(self.messages.len() - 1)
+            });
+        }
+        let out = Array::new();
+        for new in self.args.messages(ctx)? {
+            let key = new
+                .idempotency_key
+                .as_ref()
+                .and_then(|k| self.keys.iter().position(|known| known == k));
+            if let Some(at) = key.and_then(|k| holder[k]) {
+                self.slots.push((at, true));
+                continue;
+            }
+            let (group_at, head) = match &new.group {
+                Some(group) => {
+                    let (at, head) = tails.enter(group, ctx.now, None)?;
+                    (Some(at), head)
+                }
+                None => (None, true),
+            };
+            let message = new.with_id(0);
+            out.push(&to_record(&message, false, head, group_at));
+            let at = self.messages.len();
+            self.messages.push(message);
+            if let Some(k) = key {
+                holder[k] = Some(at);
+            }
+            self.added.push(at);
+            self.slots.push((at, false));
+        }
+        Ok(out)
     }
 }
 
 #[wasm_bindgen]
 impl EnqueuePlan {
-    /// The record of each new message, without an id (the store assigns it).
-    pub fn records(&self) -> Array {
-        self.messages
-            .iter()
-            .map(|new| JsValue::from(to_record(&new.clone().with_id(0), false)))
-            .collect()
-    }
-
-    /// For each record, the key of the unique index `idempotency` (`[queue, idempotencyKey]`)
-    /// to look up before adding it, or null when it carries no key.
+    /// The keys of the unique index `idempotency` (`[queue, idempotencyKey]`) to look up, one per
+    /// distinct key of the items.
     pub fn keys(&self) -> Array {
-        self.messages
+        let queue = JsValue::from_str(&self.args.queue);
+        self.keys
             .iter()
-            .map(|m| match &m.idempotency_key {
-                Some(k) => [JsValue::from_str(&m.queue), JsValue::from_str(k)]
+            .map(|k| -> JsValue {
+                [queue.clone(), JsValue::from_str(k)]
                     .into_iter()
                     .collect::<Array>()
-                    .into(),
-                None => JsValue::NULL,
+                    .into()
             })
             .collect()
     }
 
-    /// The messages, once committed: `results` holds, for each record, the id the store assigned
-    /// (a number) or the stored record that carried its idempotency key (`deduplicated` true).
-    pub fn finish(self, results: &Array) -> std::result::Result<Array, JsValue> {
-        let out = Array::new();
-        for (new, result) in self.messages.into_iter().zip(results.iter()) {
-            let message = match whole(&result) {
-                Some(id) => new.with_id(id),
-                None => Message {
-                    deduplicated: true,
-                    ..js(from_record(&result))?
-                },
-            };
-            out.push(&to_js(&message));
+    /// The ranges of index `group` whose last key (the group's tail) to read, one per distinct
+    /// group of the items.
+    pub fn tails(&self) -> Array {
+        self.groups
+            .iter()
+            .map(|group| keys::group(&self.args.queue, group))
+            .collect()
+    }
+
+    /// Inside the transaction: `clock` (what the clock returned once the queue's row was read),
+    /// `row` (its record, or `undefined`), `found` (the record stored under each key of
+    /// [`EnqueuePlan::keys`], or `undefined`) and `tails` (the last key of each range of
+    /// [`EnqueuePlan::tails`], or `undefined`): the records to add, in order. An item is not
+    /// added when a stored message, or an earlier item of the batch, carries its idempotency key;
+    /// a new grouped message goes to its group's end, blocked unless the group had no live
+    /// member.
+    pub fn start(
+        &mut self,
+        clock: &JsValue,
+        row: &JsValue,
+        found: &Array,
+        tails: &Array,
+    ) -> std::result::Result<Array, JsValue> {
+        let ctx = js(context(&self.args.queue, clock, row))?;
+        js(self.start_items(&ctx, found, tails))
+    }
+
+    /// The messages, once committed, given the id the store assigned to each record added: an
+    /// item not added is the message that carries its key, with `deduplicated` true.
+    pub fn finish(mut self, ids: &Array) -> Array {
+        for (at, id) in self.added.iter().zip(ids.iter()) {
+            self.messages[*at].id = whole(&id).unwrap_or_default();
         }
-        Ok(out)
+        self.slots
+            .iter()
+            .map(|(at, deduplicated)| to_js(&self.messages[*at], *deduplicated))
+            .collect()
     }
 }
 
@@ -123,21 +236,26 @@ pub enum Update {
     Replay(ReplayArgs),
 }
 
-/// `Queue.succeed`, `fail`, `extend` and `replay`: the store reads the record of [`UpdatePlan::id`]
-/// and writes what [`UpdatePlan::step`] returns.
+/// `Queue.succeed`, `fail`, `extend` and `replay`: inside its transaction, the store reads the
+/// queue's row (first) and the record of [`UpdatePlan::id`], hands them to [`UpdatePlan::start`]
+/// with the clock's time, then writes the record with its group's bookkeeping (the [`Book`] it
+/// answers).
 #[wasm_bindgen]
 pub struct UpdatePlan {
     update: Update,
-    ctx: Context,
+    /// The handle's own policy (a failure's backoff).
+    policy: Option<Backoff>,
     written: Option<Message>,
+    overridden: Option<Backoff>,
 }
 
 impl UpdatePlan {
-    pub(crate) fn new(update: Update, ctx: Context) -> Self {
+    pub(crate) fn new(update: Update, policy: Option<Backoff>) -> Self {
         Self {
             update,
-            ctx,
+            policy,
             written: None,
+            overridden: None,
         }
     }
 
@@ -150,24 +268,35 @@ impl UpdatePlan {
         }
     }
 
-    fn apply(&self, found: &JsValue) -> Result<Message> {
+    fn apply(&mut self, clock: &JsValue, row: &JsValue, found: &JsValue) -> Result<Book> {
         let (queue, id) = self.target();
-        let message = if found.is_undefined() {
+        let queue = queue.to_owned();
+        let ctx = context(&queue, clock, row)?;
+        let before = if found.is_undefined() {
             None
         } else {
-            Some(from_record(found)?)
+            Some(stored(found)?)
         };
         let message = MessageArgs {
-            queue: queue.to_owned(),
+            queue: queue.clone(),
             id,
         }
-        .found(message)?;
-        match &self.update {
-            Update::Succeed(a) => a.step(message, &self.ctx),
-            Update::Fail(a) => a.step(message, &self.ctx),
-            Update::Extend(a) => a.step(message, &self.ctx),
-            Update::Replay(a) => a.step(message, &self.ctx),
+        .found(before.as_ref().map(|b| b.message.clone()))?;
+        let next = match &self.update {
+            Update::Succeed(a) => a.step(message, &ctx),
+            Update::Fail(a) => {
+                self.overridden = ctx.overridden(self.policy.as_ref());
+                a.step(message, &ctx)
+            }
+            Update::Extend(a) => a.step(message, &ctx),
+            Update::Replay(a) => a.step(message, &ctx),
+        }?;
+        let mut book = Book::new(&queue, ctx.now);
+        if let Some(before) = before {
+            book.push(before, next.clone());
         }
+        self.written = Some(next);
+        Ok(book)
     }
 }
 
@@ -179,23 +308,29 @@ impl UpdatePlan {
         float(self.target().1)
     }
 
-    /// The record the store found under the id (`undefined` when none); returns the record to
-    /// write. Throws `not_found` (no message of the queue), `conflict` or a corrupt-record `store`
-    /// error.
-    pub fn step(&mut self, found: &JsValue) -> std::result::Result<Object, JsValue> {
-        let next = js(self.apply(found))?;
-        let record = to_record(&next, true);
-        self.written = Some(next);
-        Ok(record)
+    /// Inside the transaction: `clock` (what the clock returned once the queue's row was read),
+    /// `row` (its record, or `undefined`) and `found` (the record found under the id, or
+    /// `undefined`): the step, as the write to make with its group's bookkeeping. Throws
+    /// `not_found` (no message of the queue), `conflict`, a clock out of range or a
+    /// corrupt-record `store` error.
+    pub fn start(
+        &mut self,
+        clock: &JsValue,
+        row: &JsValue,
+        found: &JsValue,
+    ) -> std::result::Result<Book, JsValue> {
+        js(self.apply(clock, row, found))
     }
 
-    /// Once committed: `{ value, dead }`.
+    /// Once committed: `{ value, dead, overridden }`.
     pub fn finish(self) -> std::result::Result<JsValue, JsValue> {
-        let message = self
-            .written
-            .ok_or_else(|| errors::to_js(&Error::Store("finished before its step".into())))?;
-        let written = Outcome::new(to_js(&message), std::slice::from_ref(&message));
-        Ok(outcome(&written.value, &written.dead))
+        let message = self.written.ok_or_else(finished_early)?;
+        let written = Outcome::new(to_js(&message, false), std::slice::from_ref(&message));
+        Ok(outcome(
+            &written.value,
+            &written.dead,
+            self.overridden.as_ref(),
+        ))
     }
 }
 
@@ -227,7 +362,7 @@ impl ReadPlan {
         } else {
             Some(js(from_record(found))?)
         };
-        Ok(to_js(&js(self.args.found(message))?))
+        Ok(to_js(&js(self.args.found(message))?, false))
     }
 
     /// `Queue.delete`, inside the write: of the records found (`undefined`: none), the ids to
@@ -245,247 +380,4 @@ impl ReadPlan {
         }
         Ok(ids)
     }
-}
-
-/// What one write of a bulk operation does.
-enum Bulk {
-    Replay(ReplayAllArgs, Context),
-    Purge(PurgeArgs),
-}
-
-/// `Queue.replayAll` and `Queue.purge`, in [`Batches`]: while [`BulkPlan::next`] names a
-/// selection, the store walks the keys of the `list` index in that range, asking
-/// [`BulkPlan::sift`] about each (and [`BulkPlan::matches`] about the record when it says so),
-/// then, in a write, hands the records of the ids it kept to [`BulkPlan::step`] and writes (or, for
-/// a purge, deletes) what it returns; [`BulkPlan::record`] closes the batch.
-#[wasm_bindgen]
-pub struct BulkPlan {
-    bulk: Bulk,
-    batches: Batches,
-}
-
-impl BulkPlan {
-    pub(crate) fn replay(args: ReplayAllArgs, ctx: Context) -> Self {
-        let batches = Batches::new(args.limit);
-        Self {
-            bulk: Bulk::Replay(args, ctx),
-            batches,
-        }
-    }
-
-    pub(crate) fn purge(args: PurgeArgs) -> Self {
-        Self {
-            bulk: Bulk::Purge(args),
-            batches: Batches::new(u64::MAX),
-        }
-    }
-
-    fn filter(&self) -> deadletter::Filter<'_> {
-        match &self.bulk {
-            Bulk::Replay(a, _) => a.filter(),
-            Bulk::Purge(a) => a.filter(),
-        }
-    }
-}
-
-#[wasm_bindgen]
-impl BulkPlan {
-    /// The next selection, `[range, room]`: at most `room` ids of the `list` index's `range`;
-    /// `undefined` when the operation is over.
-    pub fn next(&self) -> Option<Array> {
-        let (after, room) = self.batches.next()?;
-        let filter = self.filter();
-        let range = keys::status_after(filter.queue, filter.status, after);
-        #[allow(clippy::cast_precision_loss)] // at most BATCH
-        Some(
-            [range, JsValue::from_f64(room as f64)]
-                .into_iter()
-                .collect(),
-        )
-    }
-
-    /// One key of the selection's range (`[queue, status, id, updatedAt]`): 0 skip it, 1 select
-    /// it, 2 read the record and ask [`BulkPlan::matches`].
-    pub fn sift(&self, key: &JsValue) -> std::result::Result<u8, JsValue> {
-        let updated_at = keys::part(key, 3)
-            .ok_or_else(|| errors::to_js(&Error::Store("a bad key in index list".into())))?;
-        Ok(match sift(&self.filter(), updated_at) {
-            Sift::Skip => 0,
-            Sift::Take => 1,
-            Sift::Load => 2,
-        })
-    }
-
-    /// Whether the filter selects the message of `record`.
-    pub fn matches(&self, record: &JsValue) -> std::result::Result<bool, JsValue> {
-        Ok(self.filter().matches(&js(from_record(record))?))
-    }
-
-    /// Inside the write, the records found under the selected ids (`undefined`: gone): for
-    /// `replayAll` the records to write, for `purge` the ids to delete.
-    pub fn step(&self, found: &Array) -> std::result::Result<Array, JsValue> {
-        let out = Array::new();
-        for message in js(read_all(found))? {
-            if message.queue != self.filter().queue {
-                continue;
-            }
-            match &self.bulk {
-                Bulk::Replay(a, ctx) => {
-                    if let Some(next) = js(a.step(message, ctx))? {
-                        out.push(&to_record(&next, true));
-                    }
-                }
-                Bulk::Purge(a) => {
-                    if a.selects(&message) {
-                        out.push(&number(message.id));
-                    }
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Closes a batch: the ids selected (ascending) and how many the write applied.
-    pub fn record(&mut self, ids: &Array, applied: u32) {
-        let ids: Vec<Id> = ids.iter().filter_map(|id| whole(&id)).collect();
-        self.batches.record(&ids, applied.into());
-    }
-
-    /// How many messages were replayed or deleted.
-    #[wasm_bindgen(getter)]
-    pub fn done(&self) -> f64 {
-        #[allow(clippy::cast_precision_loss)] // a count, far below 2^53
-        let done = self.batches.done() as f64;
-        done
-    }
-}
-
-/// `Queue.stats`: the store counts the ranges of [`StatsPlan::ranges`], reads the first keys of
-/// two of them, and walks the claim lanes through [`StatsPlan::timed`] and [`StatsPlan::ready`]
-/// for the oldest due message.
-#[wasm_bindgen]
-pub struct StatsPlan {
-    queue: String,
-    now: Millis,
-    oldest_due: Option<Millis>,
-}
-
-impl StatsPlan {
-    pub(crate) fn new(queue: String, now: Millis) -> Self {
-        Self {
-            queue,
-            now,
-            oldest_due: None,
-        }
-    }
-
-    fn due(&mut self, record: &JsValue) -> Result<bool> {
-        let message = from_record(record)?;
-        let due = machine::is_due(&message, self.now);
-        if due {
-            let at = message.created_at;
-            self.oldest_due = Some(self.oldest_due.map_or(at, |o| o.min(at)));
-        }
-        Ok(due)
-    }
-}
-
-#[wasm_bindgen]
-impl StatsPlan {
-    /// The ranges: `byStatus` (index `list`, one per status in lifecycle order), `expired`
-    /// (index `expiry`), `delayed` (index `delayed`, whose first key is the next due instant),
-    /// `dead` (index `dead`, whose first key is the oldest death), `timed` and `ready` (index
-    /// `claim`).
-    pub fn ranges(&self) -> Object {
-        let (q, now) = (self.queue.as_str(), self.now);
-        let by_status: Array = Status::ALL.iter().map(|s| keys::status(q, *s)).collect();
-        let object = Object::new();
-        for (name, range) in [
-            ("byStatus", by_status.into()),
-            ("expired", keys::overdue(q, now)),
-            ("delayed", keys::delayed(q, now)),
-            ("dead", keys::dead(q)),
-            ("timed", keys::timed(q, now)),
-            ("ready", keys::ready(q)),
-        ] {
-            let _ = Reflect::set(&object, &name.into(), &range);
-        }
-        object
-    }
-
-    /// A record of the timed range (in any order).
-    pub fn timed(&mut self, record: &JsValue) -> std::result::Result<(), JsValue> {
-        js(self.due(record)).map(drop)
-    }
-
-    /// A record of the ready lane, in claim order: true once the walk may stop (it found the
-    /// first due message).
-    pub fn ready(&mut self, record: &JsValue) -> std::result::Result<bool, JsValue> {
-        js(self.due(record))
-    }
-
-    /// The statistics, from `counts` (the counts of `byStatus`, then `expired` and `delayed`)
-    /// and the first keys of `delayed` and `dead` (`undefined` when empty).
-    pub fn finish(
-        self,
-        counts: &Array,
-        first_delayed: &JsValue,
-        first_dead: &JsValue,
-    ) -> std::result::Result<JsValue, JsValue> {
-        let mut numbers = counts
-            .iter()
-            .map(|n| whole(&n).and_then(|n| u64::try_from(n).ok()));
-        let mut next = || {
-            numbers
-                .next()
-                .flatten()
-                .ok_or_else(|| errors::to_js(&Error::Store("IndexedDB count failed".into())))
-        };
-        let counts = deadletter::Counts {
-            by_status: [next()?, next()?, next()?, next()?],
-            expired: next()?,
-            delayed: next()?,
-            next_due_at: keys::part(first_delayed, 2),
-            oldest_due_created_at: self.oldest_due,
-            oldest_dead_at: keys::part(first_dead, 2),
-            ..deadletter::Counts::default()
-        };
-        Ok(stats_to_js(&Stats::new(&self.queue, &counts, self.now)))
-    }
-}
-
-/// `Database.queues`: the statistics plan of queue `name` (a name the store found) at `now`,
-/// the instant [`crate::rules::DatabaseRules::queues`] checked.
-#[wasm_bindgen(js_name = statsPlan)]
-pub fn stats_plan(name: String, now: f64) -> StatsPlan {
-    #[allow(clippy::cast_possible_truncation)] // a checked instant, whole
-    StatsPlan::new(name, now as Millis)
-}
-
-/// `Queue.list`: `{ queue, range, limit, afterId }`: with a status, the `range` of the `list`
-/// index to read (ids above `afterId`, at most `limit`); without, `range` is null and the store
-/// reads the `queue` index from the id after `afterId`. The page read goes to [`messages_of`].
-pub fn list_plan(query: &ListQuery<'_>) -> JsValue {
-    let after_id = query.after_id.unwrap_or(0);
-    let range = query.status.map_or(JsValue::NULL, |s| {
-        keys::status_after(query.queue, s, after_id)
-    });
-    let object = Object::new();
-    #[allow(clippy::cast_precision_loss)] // at most 1000
-    let limit = JsValue::from_f64(query.limit as f64);
-    for (key, value) in [
-        ("queue", JsValue::from_str(query.queue)),
-        ("range", range),
-        ("limit", limit),
-        ("afterId", number(after_id)),
-    ] {
-        let _ = Reflect::set(&object, &key.into(), &value);
-    }
-    object.into()
-}
-
-/// The messages of the records of one page of `Queue.list`, in order.
-#[wasm_bindgen(js_name = messagesOf)]
-pub fn messages_of(page: &Array) -> std::result::Result<Array, JsValue> {
-    Ok(js(read_all(page))?.iter().map(to_js).collect())
 }

@@ -1,24 +1,29 @@
 //! The checked options of a database ([`DatabaseRules`]: its name and open-time limits) and of a
-//! queue ([`QueueRules`]: its name and backoff policy), and the entry of every operation: each
-//! method of [`QueueRules`] checks the call's arguments with the time of the clock (and the jitter
-//! sample) into one of the plans of [`crate::plans`], which `js/backend.js` then runs through the
-//! IndexedDB store (`js/store/`) and finishes once the transaction has committed.
+//! queue ([`QueueRules`]: its name and its own backoff policy, if any), and the entry of every
+//! operation: each method of [`QueueRules`] checks the call's arguments (and the jitter sample)
+//! into one of the plans of [`crate::plans`], which `js/backend.js` then runs through the
+//! IndexedDB store (`js/store/`) and finishes once the transaction has committed. A write's plan
+//! decides at the context read inside its transaction (the clock and the queue's row: see
+//! [`crate::plans::context`]); a read (statistics, `nextDueAt`) and `purge` are given the clock's
+//! time when the call starts.
 //!
 //! JavaScript reads the clock (`options.clock`, else `Date.now()`) and the random source
 //! (`options.random`, else `Math.random()`) and passes what they returned; this module judges it.
 
 use deadletter::{
-    Arg, Backoff, ClaimArgs, Context, EnqueueArgs, Error, ExtendArgs, FailArgs, FieldError, Item,
-    Limits, MessageArgs, Millis, PurgeArgs, QueueRow, ReplayAllArgs, ReplayArgs, Result,
-    SucceedArgs,
+    Arg, Backoff, ClaimArgs, EnqueueArgs, Error, ExtendArgs, FailArgs, FieldError, Item, Limits,
+    MessageArgs, Millis, PurgeArgs, ReplayAllArgs, ReplayArgs, Result, SettingsArgs, SucceedArgs,
 };
 use js_sys::{Array, Date, Reflect};
 use wasm_bindgen::prelude::*;
 
 use crate::args::{OwnedArg, OwnedItem, function, kind};
+use crate::bulk::BulkPlan;
 use crate::claim::ClaimPlan;
 use crate::errors;
-use crate::plans::{BulkPlan, EnqueuePlan, ReadPlan, StatsPlan, Update, UpdatePlan, list_plan};
+use crate::plans::{EnqueuePlan, ReadPlan, Update, UpdatePlan};
+use crate::queue::{RowPlan, policy_to_js};
+use crate::reads::{StatsPlan, list_plan};
 use crate::{keys, record};
 
 /// A result for JavaScript: the error as a `DeadLetterError`.
@@ -67,14 +72,10 @@ pub fn now(clock: &JsValue) -> Result<Millis> {
     }
 }
 
-/// The clock's time and the jitter sample (checked by the core to be a number in `[0, 1)`,
-/// field `random`), both judged, for a call that may reschedule messages.
-fn moment(clock: &JsValue, random: &JsValue) -> Result<(Millis, f64)> {
-    let sample = deadletter::validate::jitter_sample(&OwnedArg::from_js(random).arg());
-    match (now(clock), sample) {
-        (Ok(now), Ok(sample)) => Ok((now, sample)),
-        (now, sample) => Err(combine([now.err(), sample.err()].into_iter().flatten())),
-    }
+/// The jitter sample (checked by the core to be a number in `[0, 1)`, field `random`) of a call
+/// that may reschedule messages.
+fn sample(random: &JsValue) -> Result<f64> {
+    deadletter::validate::jitter_sample(&OwnedArg::from_js(random).arg())
 }
 
 /// An optional function option of `open`: a type error unless undefined, null or a function.
@@ -157,8 +158,10 @@ impl DatabaseRules {
     }
 
     /// The rules of queue `name` with the backoff policy given field by field (null: the
-    /// default). Throws a `validation_failed` `DeadLetterError` listing every rejected field
-    /// unless `name` is a valid queue name and the policy valid.
+    /// default), which is the handle's own when `custom` (it then wins over the policy stored
+    /// with the queue; else the stored one applies, else the default). Throws a
+    /// `validation_failed` `DeadLetterError` listing every rejected field unless `name` is a
+    /// valid queue name and the policy valid.
     pub fn queue(
         &self,
         name: &JsValue,
@@ -166,6 +169,7 @@ impl DatabaseRules {
         multiplier: &JsValue,
         cap_ms: &JsValue,
         jitter: &JsValue,
+        custom: bool,
     ) -> std::result::Result<QueueRules, JsValue> {
         let name = OwnedArg::from_js(name);
         let [initial_ms, multiplier, cap_ms, jitter] =
@@ -180,7 +184,7 @@ impl DatabaseRules {
         match (checked, policy) {
             (Ok(name), Ok(policy)) => Ok(QueueRules {
                 name,
-                policy,
+                policy: custom.then_some(policy),
                 limits: self.limits,
             }),
             (name, policy) => Err(errors::to_js(&combine(
@@ -203,7 +207,8 @@ impl DatabaseRules {
 #[wasm_bindgen]
 pub struct QueueRules {
     name: String,
-    policy: Backoff,
+    /// The handle's own policy, given in code.
+    policy: Option<Backoff>,
     limits: Limits,
 }
 
@@ -211,117 +216,106 @@ impl QueueRules {
     fn queue(&self) -> Arg<'_> {
         Arg::Str(&self.name)
     }
-
-    /// The context of a call at the clock's time, read by JavaScript before the transaction; no
-    /// queue settings are stored in IndexedDB yet (issue 21's JavaScript side).
-    fn context(now: Millis) -> Result<Context> {
-        Context::new(now, QueueRow::default())
-    }
 }
 
 #[wasm_bindgen]
 impl QueueRules {
+    /// The queue's name.
+    #[wasm_bindgen(getter)]
+    pub fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    /// The handle's own backoff policy (`{ initialMs, multiplier, capMs, jitter }`), or null.
+    #[wasm_bindgen(getter)]
+    pub fn policy(&self) -> JsValue {
+        self.policy.as_ref().map_or(JsValue::NULL, policy_to_js)
+    }
+
     /// `Queue.enqueue` (`batch` false, one row) and `Queue.enqueueMany` (`batch` true): `rows`
-    /// holds one `[payload, maxRetries, idempotencyKey, delayMs]` array per item (a value that is
-    /// not an array is taken as a payload).
-    pub fn enqueue(
-        &self,
-        clock: &JsValue,
-        rows: &Array,
-        batch: bool,
-    ) -> std::result::Result<EnqueuePlan, JsValue> {
-        let now = js(now(clock))?;
+    /// holds one `[payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs]` array per
+    /// item (a value that is not an array is taken as a payload).
+    pub fn enqueue(&self, rows: &Array, batch: bool) -> std::result::Result<EnqueuePlan, JsValue> {
         let items: Vec<OwnedItem> = rows.iter().map(|row| OwnedItem::from_row(&row)).collect();
         let items: Vec<Item<'_>> = items.iter().map(OwnedItem::item).collect();
         let args = js(EnqueueArgs::new(&self.queue(), &items, batch, &self.limits))?;
-        let ctx = js(Self::context(now))?;
-        js(args.messages(&ctx)).map(EnqueuePlan::new)
+        Ok(EnqueuePlan::new(args))
     }
 
-    /// `Queue.claimMany` (and `Queue.claim`, `n` 1), with `n` lease tokens drawn from
-    /// `crypto.getRandomValues`.
+    /// `Queue.claimMany` (and `Queue.claim`, `n` 1); `random` is what the random source returned
+    /// (the jitter sample of the leases it finds run out).
     pub fn claim(
         &self,
-        clock: &JsValue,
         random: &JsValue,
         n: &JsValue,
         lease_ms: &JsValue,
     ) -> std::result::Result<ClaimPlan, JsValue> {
         let [n, lease] = [n, lease_ms].map(OwnedArg::from_js);
-        let (now, sample) = js(moment(clock, random))?;
+        let sample = js(sample(random))?;
         let args = js(ClaimArgs::new(
             &self.queue(),
             &n.arg(),
             &lease.arg(),
-            Some(&self.policy),
+            self.policy.as_ref(),
             sample,
             &self.limits,
         ))?;
-        ClaimPlan::new(args, &js(Self::context(now))?, false)
+        Ok(ClaimPlan::new(args, false))
     }
 
     /// `Queue.reap`.
-    pub fn reap(
-        &self,
-        clock: &JsValue,
-        random: &JsValue,
-    ) -> std::result::Result<ClaimPlan, JsValue> {
-        let (now, sample) = js(moment(clock, random))?;
-        let args = js(ClaimArgs::reap(&self.queue(), Some(&self.policy), sample))?;
-        ClaimPlan::new(args, &js(Self::context(now))?, true)
+    pub fn reap(&self, random: &JsValue) -> std::result::Result<ClaimPlan, JsValue> {
+        let sample = js(sample(random))?;
+        let args = js(ClaimArgs::reap(&self.queue(), self.policy.as_ref(), sample))?;
+        Ok(ClaimPlan::new(args, true))
     }
 
     /// `Queue.succeed`.
     pub fn succeed(
         &self,
-        clock: &JsValue,
         id: &JsValue,
         lease_token: &JsValue,
     ) -> std::result::Result<UpdatePlan, JsValue> {
         let [id, token] = [id, lease_token].map(OwnedArg::from_js);
-        let now = js(now(clock))?;
         let args = js(SucceedArgs::new(&self.queue(), &id.arg(), &token.arg()))?;
-        let ctx = js(Self::context(now))?;
-        Ok(UpdatePlan::new(Update::Succeed(args), ctx))
+        Ok(UpdatePlan::new(Update::Succeed(args), None))
     }
 
     /// `Queue.fail`.
+    #[allow(clippy::too_many_arguments)] // one per argument of `fail`
     pub fn fail(
         &self,
-        clock: &JsValue,
         random: &JsValue,
         id: &JsValue,
         error: &JsValue,
         lease_token: &JsValue,
         retryable: &JsValue,
+        retry_in_ms: &JsValue,
     ) -> std::result::Result<UpdatePlan, JsValue> {
-        let [id, error, token, retryable] =
-            [id, error, lease_token, retryable].map(OwnedArg::from_js);
-        let (now, sample) = js(moment(clock, random))?;
+        let [id, error, token, retryable, retry_in] =
+            [id, error, lease_token, retryable, retry_in_ms].map(OwnedArg::from_js);
+        let sample = js(sample(random))?;
         let args = js(FailArgs::new(
             &self.queue(),
             &id.arg(),
             &error.arg(),
             &token.arg(),
             &retryable.arg(),
-            &Arg::Null,
-            Some(&self.policy),
+            &retry_in.arg(),
+            self.policy.as_ref(),
             sample,
         ))?;
-        let ctx = js(Self::context(now))?;
-        Ok(UpdatePlan::new(Update::Fail(args), ctx))
+        Ok(UpdatePlan::new(Update::Fail(args), self.policy))
     }
 
     /// `Queue.extend`.
     pub fn extend(
         &self,
-        clock: &JsValue,
         id: &JsValue,
         lease_token: &JsValue,
         lease_ms: &JsValue,
     ) -> std::result::Result<UpdatePlan, JsValue> {
         let [id, token, lease] = [id, lease_token, lease_ms].map(OwnedArg::from_js);
-        let now = js(now(clock))?;
         let args = js(ExtendArgs::new(
             &self.queue(),
             &id.arg(),
@@ -329,28 +323,24 @@ impl QueueRules {
             &lease.arg(),
             &self.limits,
         ))?;
-        let ctx = js(Self::context(now))?;
-        Ok(UpdatePlan::new(Update::Extend(args), ctx))
+        Ok(UpdatePlan::new(Update::Extend(args), None))
     }
 
     /// `Queue.replay`.
     pub fn replay(
         &self,
-        clock: &JsValue,
         id: &JsValue,
+        expires_in_ms: &JsValue,
     ) -> std::result::Result<UpdatePlan, JsValue> {
-        let id = OwnedArg::from_js(id);
-        let now = js(now(clock))?;
-        let args = js(ReplayArgs::new(&self.queue(), &id.arg(), &Arg::Null))?;
-        let ctx = js(Self::context(now))?;
-        Ok(UpdatePlan::new(Update::Replay(args), ctx))
+        let [id, expires_in] = [id, expires_in_ms].map(OwnedArg::from_js);
+        let args = js(ReplayArgs::new(&self.queue(), &id.arg(), &expires_in.arg()))?;
+        Ok(UpdatePlan::new(Update::Replay(args), None))
     }
 
     /// `Queue.replayAll`: `deadBefore` and `deadAfter` are `Date`s or milliseconds.
     #[wasm_bindgen(js_name = replayAll)]
     pub fn replay_all(
         &self,
-        clock: &JsValue,
         error_contains: &JsValue,
         dead_before: &JsValue,
         dead_after: &JsValue,
@@ -358,7 +348,6 @@ impl QueueRules {
     ) -> std::result::Result<BulkPlan, JsValue> {
         let [text, limit] = [error_contains, limit].map(OwnedArg::from_js);
         let [before, after] = [dead_before, dead_after].map(OwnedArg::instant);
-        let now = js(now(clock))?;
         let args = js(ReplayAllArgs::new(
             &self.queue(),
             &text.arg(),
@@ -366,8 +355,61 @@ impl QueueRules {
             &after.arg(),
             &limit.arg(),
         ))?;
-        let ctx = js(Self::context(now))?;
-        Ok(BulkPlan::replay(args, ctx))
+        Ok(BulkPlan::replay_all(args))
+    }
+
+    /// `Queue.setSettings`: the policy to store field by field when `backoff` (else none), and
+    /// the four other settings (null: unset); every rejected field is reported together.
+    #[wasm_bindgen(js_name = setSettings)]
+    #[allow(clippy::too_many_arguments)] // one per setting, and the policy's four
+    pub fn set_settings(
+        &self,
+        backoff: bool,
+        initial_ms: &JsValue,
+        multiplier: &JsValue,
+        cap_ms: &JsValue,
+        jitter: &JsValue,
+        max_retries: &JsValue,
+        lease_ms: &JsValue,
+        expires_in_ms: &JsValue,
+        on_expiry: &JsValue,
+    ) -> std::result::Result<RowPlan, JsValue> {
+        let [
+            initial,
+            multiplier,
+            cap,
+            jitter,
+            retries,
+            lease,
+            expires_in,
+            on_expiry,
+        ] = [
+            initial_ms,
+            multiplier,
+            cap_ms,
+            jitter,
+            max_retries,
+            lease_ms,
+            expires_in_ms,
+            on_expiry,
+        ]
+        .map(OwnedArg::from_js);
+        let policy = backoff
+            .then(|| Backoff::new(&initial.arg(), &multiplier.arg(), &cap.arg(), &jitter.arg()));
+        let args = js(SettingsArgs::new(
+            &self.queue(),
+            policy,
+            &retries.arg(),
+            &lease.arg(),
+            &expires_in.arg(),
+            &on_expiry.arg(),
+        ))?;
+        Ok(RowPlan::settings(args))
+    }
+
+    /// `Queue.pause` (`paused` true) and `Queue.resume` (false).
+    pub fn pause(&self, paused: bool) -> RowPlan {
+        RowPlan::pause(self.name.clone(), paused)
     }
 
     /// `Queue.purge`.

@@ -1,32 +1,174 @@
-// The IndexedDB records (and the API's messages) as object literals of one shape each. The
-// WebAssembly core decides every field (src/record.rs: a message as a record with its claim lane,
-// read back through the core's checks) and makes the object with these functions (wasm-bindgen
-// copies this file into the package's snippets/, beside its glue): V8 makes such objects from a
-// template, where properties added one at a time from WebAssembly (Reflect.set with a computed
-// key) cost a generic store each, on the path of every record a transaction writes. The API's
-// object (kind 2) gets Dates for instants.
+// The IndexedDB records (and the API's objects and errors) as object literals of one shape each. The
+// WebAssembly core decides every field (src/record.rs: a message as a record with its place in the
+// claim lanes and its group; src/queue.rs: a queue's row; both read back through the core's
+// checks) and makes the object with these functions (wasm-bindgen copies this file into the
+// package's snippets/, beside its glue): V8 makes such objects from a template, where properties
+// added one at a time from WebAssembly (Reflect.set with a computed key) cost a generic store
+// each, on the path of every record a transaction writes. The API's objects get Dates for instants.
 export function shape(kind, id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
   createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
-  errorsDropped, replayCount, replayedAt, lane, at, deduplicated) {
+  errorsDropped, replayCount, replayedAt, group, expiresAt, groupAt, lane, at, deduplicated) {
+  // The core passes NaN for a number that is null, undefined for a text that is (see record.rs).
+  lastError ??= null;
+  leaseToken ??= null;
+  idempotencyKey ??= null;
+  group ??= null;
   switch (kind) {
-    case 0: return { queue, payload, status, retryCount, maxRetries, retryAfter, lastError, createdAt,
-      updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
-      errorsDropped, replayCount, replayedAt, lane, at };
-    case 1: return { id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
-      createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
-      errorsDropped, replayCount, replayedAt, lane, at };
+    case 0: return { queue, payload, status, retryCount, maxRetries, retryAfter: n(retryAfter), lastError, createdAt,
+      updatedAt, leaseToken, leaseExpiresAt: n(leaseExpiresAt), idempotencyKey, firstFailedAt: n(firstFailedAt),
+      deadAt: n(deadAt), errors, errorsDropped, replayCount, replayedAt: n(replayedAt), group, expiresAt: n(expiresAt),
+      groupAt: n(groupAt), lane: n(lane), at: n(at) };
+    case 1: return { id, queue, payload, status, retryCount, maxRetries, retryAfter: n(retryAfter), lastError,
+      createdAt, updatedAt, leaseToken, leaseExpiresAt: n(leaseExpiresAt), idempotencyKey,
+      firstFailedAt: n(firstFailedAt), deadAt: n(deadAt), errors, errorsDropped, replayCount, replayedAt: n(replayedAt),
+      group, expiresAt: n(expiresAt), groupAt: n(groupAt), lane: n(lane), at: n(at) };
     default: return { id, queue, payload, status, retryCount, maxRetries, retryAfter: date(retryAfter),
       lastError, createdAt: date(createdAt), updatedAt: date(updatedAt), leaseToken,
       leaseExpiresAt: date(leaseExpiresAt), idempotencyKey, firstFailedAt: date(firstFailedAt),
-      deadAt: date(deadAt), errors, errorsDropped, replayCount, replayedAt: date(replayedAt),
-      deduplicated };
+      deadAt: date(deadAt), errors, errorsDropped, replayCount, replayedAt: date(replayedAt), group,
+      expiresAt: date(expiresAt), deduplicated };
   }
 }
 export function attempt(kind, attempt, error, at) {
   return { attempt, error, at: kind === 2 ? date(at) : at };
 }
 
-/** The API's instants are Dates (a record's are numbers of milliseconds); null stays null. */
+/** A queue's row as a record of the object store `queues` (keyed by `name`). */
+export function queueRecord(name, backoffInitialMs, backoffMultiplier, backoffCapMs, backoffJitter, maxRetries,
+  leaseMs, expiresInMs, onExpiry, paused, expiredDead, expiredDiscarded) {
+  return { name, backoffInitialMs, backoffMultiplier, backoffCapMs, backoffJitter, maxRetries, leaseMs,
+    expiresInMs, onExpiry, paused, expiredDead, expiredDiscarded };
+}
+
+/** A backoff policy as the API gives it (the options of `db.queue(name, { backoff })`). */
+export function policy(initialMs, multiplier, capMs, jitter) {
+  return { initialMs, multiplier, capMs, jitter };
+}
+
+/** `QueueSettings`. */
+export function settings(backoff, maxRetries, leaseMs, expiresInMs, onExpiry, paused) {
+  return { backoff, maxRetries, leaseMs, expiresInMs, onExpiry, paused };
+}
+
+/** `QueueStats`. */
+export function stats(queue, pending, processing, succeeded, dead, expired, delayed, nextDueAt, oldestDueAgeMs,
+  oldestDeadAgeMs, paused, expiredDead, expiredDiscarded) {
+  return { queue, pending, processing, succeeded, dead, expired, delayed, nextDueAt: date(nextDueAt), oldestDueAgeMs,
+    oldestDeadAgeMs, paused, expiredDead, expiredDiscarded };
+}
+
+/** A number the core passed, NaN standing for null. */
+function n(x) {
+  return Number.isNaN(x) ? null : x;
+}
+
+/** The API's instants are Dates (a record's are numbers of milliseconds); null (or NaN) stays null. */
 function date(ms) {
-  return ms === null ? null : new Date(ms);
+  return ms === null || Number.isNaN(ms) ? null : new Date(ms);
+}
+
+/**
+ * One rejected field of a `validation_failed` DeadLetterError (`index` only for an item of
+ * `enqueueMany`), from the core's field name and message: the JavaScript name is its camelCase
+ * (`max_retries` -> `maxRetries`), and an instant is a Date or milliseconds. The same as the
+ * native module's `src/names.rs` (Node on SQLite), whose table the conformance runs of both check.
+ */
+export function fieldError(core, code, text, index) {
+  const field = core.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+  const message = core === "dead_before" || core === "dead_after"
+    ? text.replace("an integer", "a Date or an integer number of milliseconds since the epoch") : text;
+  return index === undefined ? { field, code, message } : { field, code, message, index };
+}
+
+/**
+ * A DeadLetterError (`Class`, registered by the package; before that a plain Error with the same
+ * name and properties). A validation error's message lists its fields, `validation failed:
+ * items[1].payload: must be a string, got an integer; ...`, as the package's own checks do.
+ */
+export function deadLetterError(Class, message, code, errors, reason, id, status, queue) {
+  if (message === null) {
+    const where = (e) => (e.index === undefined ? e.field : `items[${e.index}].${e.field}`);
+    message = `validation failed: ${errors.map((e) => `${where(e)}: ${e.message}`).join("; ")}`;
+  }
+  const details = { code, errors, reason, id, status, queue };
+  if (Class !== undefined) return new Class(message, details);
+  const error = new Error(message);
+  error.name = "DeadLetterError";
+  for (const [key, value] of Object.entries(details)) if (value !== undefined) error[key] = value;
+  return error;
+}
+
+// A record as the core reads it back (src/record.rs's `stored`): the type of every field checked
+// here, each value then checked by the core (deadletter::storage's StoredMessage::check). One
+// entry per field: [key, the core's name of it, the schema version before which it may be absent
+// (then null, or 0 when counted), what else it may hold: 0 null, 1 nothing, 2 null or, absent
+// from a record older than version 3, the count 0].
+const WHOLE = [["retryCount", "retry_count", 3, 1], ["maxRetries", "max_retries", 3, 1],
+  ["retryAfter", "retry_after", 3, 0], ["createdAt", "created_at", 3, 1], ["updatedAt", "updated_at", 3, 1],
+  ["leaseExpiresAt", "lease_expires_at", 3, 0], ["firstFailedAt", "first_failed_at", 3, 0], ["deadAt", "dead_at", 3, 0],
+  ["errorsDropped", "errors_dropped", 3, 2], ["replayCount", "replay_count", 3, 2], ["replayedAt", "replayed_at", 3, 0],
+  ["expiresAt", "expires_at", 5, 0], ["groupAt", "group_at", 5, 0]];
+const TEXT = [["queue", "queue", 3, 1], ["payload", "payload", 3, 1], ["status", "status", 3, 1],
+  ["lastError", "last_error", 3, 0], ["leaseToken", "lease_token", 3, 0], ["idempotencyKey", "idempotency_key", 3, 0],
+  ["group", "group", 5, 0]];
+
+const whole = (v) => Number.isInteger(v) && Math.abs(v) <= Number.MAX_SAFE_INTEGER;
+
+/** How a record's value is named in a corrupt-record error. */
+function kind(v) {
+  if (v === undefined) return "nothing";
+  if (typeof v === "number") return whole(v) ? `the number ${v}` : "a number that is not a whole one within 2^53";
+  if (typeof v === "string") return "a string";
+  if (v === null) return "null";
+  if (typeof v === "boolean") return "a bool";
+  if (typeof v === "bigint") return "a bigint";
+  if (typeof v === "symbol") return "a symbol";
+  if (typeof v === "function") return "a function";
+  if (v instanceof Date) return "a Date";
+  return Array.isArray(v) ? "an array" : "an object";
+}
+
+/**
+ * The fields of `record`, written by schema `version`, by type: `[numbers, texts, history,
+ * blocked]` (numbers a Float64Array in WHOLE's order, NaN for null; texts in TEXT's order; the
+ * failure history flat, `[attempt, error, at, ...]`; whether it is a pending record without a
+ * lane: blocked behind its group's head), or `[field, why]`: the core's name of the first field
+ * holding a value of the wrong type, and what it holds.
+ */
+export function view(record, version) {
+  const numbers = new Float64Array(WHOLE.length);
+  const texts = [];
+  const read = (fields, ok, what, put) => {
+    for (const [i, [key, field, since, holds]] of fields.entries()) {
+      const v = record[key];
+      if (v === null || (v === undefined && version < since)) {
+        if (holds === 0) put(i, null);
+        else if (holds === 2 && version < since) put(i, 0);
+        else return [field, "is null"];
+      } else if (ok(v)) {
+        put(i, v);
+      } else {
+        return [field, `holds ${kind(v)}, not ${what}`];
+      }
+    }
+    return null;
+  };
+  const bad = read(WHOLE, whole, "a whole number", (i, v) => (numbers[i] = v ?? NaN)) ??
+    read(TEXT, (v) => typeof v === "string", "a string", (i, v) => (texts[i] = v));
+  if (bad !== null) return bad;
+  let errors = record.errors;
+  if (errors === null || (errors === undefined && version < 3)) {
+    if (version >= 3) return ["errors", "is null"];
+    errors = [];
+  }
+  if (!Array.isArray(errors)) return ["errors", `holds ${kind(errors)}, not a list`];
+  const history = [];
+  for (const e of errors) {
+    const ok = e !== null && typeof e === "object" && whole(e.attempt) && e.attempt >= 0 && e.attempt <= 0xffffffff
+      && typeof e.error === "string" && whole(e.at);
+    if (!ok) return ["errors", "holds a bad entry"];
+    history.push(e.attempt, e.error, e.at);
+  }
+  const lane = record.lane;
+  return [numbers, texts, history, texts[2] === "pending" && (lane === null || (lane === undefined && version < 5))];
 }

@@ -7,12 +7,13 @@
 // and the read-decide-write is no longer atomic. So inside `transaction(...)` the store awaits only
 // that transaction's own requests (a request's promise resolves in a microtask of its `success`
 // event, while the transaction is still active), and the decisions between them are the core's
-// synchronous plans (the WebAssembly module); the clock is read, the lease tokens drawn and the
-// arguments checked before the transaction opens. A request made after the transaction went
-// inactive throws, and `transaction` reports it as a `store` error with nothing written (the
-// store tests show it, in Node and in Chromium's IndexedDB).
+// synchronous plans (the WebAssembly module); the arguments are checked and the lease tokens drawn
+// before the transaction opens, and the clock, a synchronous function, is read inside it (see
+// store.js). A request made after the transaction went inactive throws, and `transaction` reports
+// it as a `store` error with nothing written (the store tests show it, in Node and in Chromium's
+// IndexedDB).
 
-import { DeadLetterError } from "../errors.js";
+import { DeadLetterError, Thrown } from "../errors.js";
 
 /** The `store` DeadLetterError of a thrown IndexedDB error (a DOMException) or of `why`. */
 export function storeError(context, why) {
@@ -32,7 +33,12 @@ export function settle(request, what) {
   });
 }
 
-/** Calls `make()` (an IndexedDB method that makes a request) and settles it; a method that throws (`DataError`, `TransactionInactiveError`...) is a `store` error. */
+/**
+ * Calls `make()` (an IndexedDB method that makes a request) and settles it; a method that throws
+ * (`DataError`, `TransactionInactiveError`...) is a `store` error. The promise counts as handled:
+ * a request issued ahead of the one the transaction awaits first fails with the transaction when
+ * that one throws, and its rejection is not news then (awaiting it still throws).
+ */
 export function request(what, make) {
   let req;
   try {
@@ -40,7 +46,9 @@ export function request(what, make) {
   } catch (err) {
     return Promise.reject(storeError(what, err));
   }
-  return settle(req, what);
+  const settled = settle(req, what);
+  settled.catch(() => {});
+  return settled;
 }
 
 /** The `IDBKeyRange` of a range the WebAssembly module named: `[lower, upper, lowerOpen, upperOpen]`. */
@@ -71,35 +79,63 @@ export async function walk(what, open, visit) {
   }
 }
 
-/** The first key of `range` in `index`, or undefined. */
-export async function firstKey(index, range) {
+/** The first key of `range` in `index` (the last with `direction` "prev"), or undefined. */
+export async function firstKey(index, range, direction = "next") {
   let key;
-  await walk("openKeyCursor", () => index.openKeyCursor(range), (cursor) => {
+  await walk("openKeyCursor", () => index.openKeyCursor(range, direction), (cursor) => {
     key = cursor.key;
     return false;
   });
   return key;
 }
 
-/** Puts each record (without awaiting: requests run in order, a failure aborts the transaction). */
-export function putAll(store, records) {
-  for (const record of records) store.put(record);
+/**
+ * `promise`, counted as handled (see `request`): what a transaction issues ahead of the request it
+ * awaits first.
+ */
+export function ahead(promise) {
+  promise.catch(() => {});
+  return promise;
+}
+
+/** The last key of each range a plan named (`[lower, upper, lowerOpen, upperOpen]`) in `index`, read at once. */
+export function lastKeys(index, ranges) {
+  return ahead(Promise.all(ranges.map((range) => firstKey(index, keyRange(range), "prev"))));
+}
+
+/** The first record of each range a plan named in `index` (undefined: none), read at once. */
+export function firstRecords(index, ranges) {
+  return ahead(Promise.all(ranges.map(async (range) => (await request("getAll", () => index.getAll(keyRange(range), 1)))[0])));
 }
 
 /**
- * Runs `body(store)` inside one transaction of `db` on object store `name` and waits for it to
- * commit; resolves to what `body` resolved to.
+ * Writes what a plan answered (without awaiting: requests run in order, a failure aborts the
+ * transaction): each record is put, each number is the id of a record to delete.
+ */
+export function putAll(store, writes) {
+  for (const write of writes) {
+    if (typeof write === "number") store.delete(write);
+    else store.put(write);
+  }
+}
+
+/**
+ * Runs `body(...stores)` inside one transaction of `db` on the object stores `stores` (a name or
+ * an array of names; each passed to `body`, in order) and waits for it to commit; resolves to
+ * what `body` resolved to.
  *
  * `body` must await only requests of this transaction (see the top of this file). When it
- * throws, the transaction is aborted, so nothing it wrote stays, and the error is rethrown; when
- * the commit itself fails (quota, I/O, a request made after the transaction went inactive) the
- * result is a `store` error. Once `body` has resolved, `commit()` (where there is one) sends the
- * commit with the last requests instead of after their answers.
+ * throws, the transaction is aborted, so nothing it wrote stays, and the error is rethrown (what
+ * the user's clock threw, boxed, unchanged); when the commit itself fails (quota, I/O, a request
+ * made after the transaction went inactive) the result is a `store` error. Once `body` has
+ * resolved, `commit()` (where there is one) sends the commit with the last requests instead of
+ * after their answers.
  */
-export async function transaction(db, name, mode, body) {
+export async function transaction(db, stores, mode, body) {
+  const names = typeof stores === "string" ? [stores] : stores;
   let tx;
   try {
-    tx = db.transaction(name, mode);
+    tx = db.transaction(names, mode);
   } catch (err) {
     throw storeError("transaction", err);
   }
@@ -110,7 +146,7 @@ export async function transaction(db, name, mode, body) {
   });
   let value;
   try {
-    value = await body(tx.objectStore(name));
+    value = await body(...names.map((name) => tx.objectStore(name)));
   } catch (err) {
     try {
       tx.abort();
@@ -118,7 +154,7 @@ export async function transaction(db, name, mode, body) {
       // already finished (committed by itself, or aborted): fine
     }
     await done.catch(() => {});
-    throw err instanceof DeadLetterError ? err : storeError("transaction", err);
+    throw err instanceof DeadLetterError || err instanceof Thrown ? err : storeError("transaction", err);
   }
   if (typeof tx.commit === "function") {
     try {

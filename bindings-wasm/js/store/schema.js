@@ -1,38 +1,52 @@
-// The IndexedDB schema of the store: one object store, its indexes, and the version upgrades;
-// opening a database within a time limit, refusing another application's database without
-// changing it. What to do with the version found (create, upgrade, take, refuse) is the core's
-// decision (`schemaDecision`: deadletter::storage's `Place::migration`), and so is the record of
-// an older version as version 4 writes it (`upgradeRecord`, with the 0.1.0 mapping).
+// The IndexedDB schema of the store: the object stores `messages` (with its indexes) and
+// `queues`, and the version upgrades; opening a database within a time limit, refusing another
+// application's database without changing it. What to do with the version found (create, upgrade,
+// take, refuse) is the core's decision (`schemaDecision`: deadletter::storage's
+// `Place::migration`), and so is the record of an older version as version 5 writes it
+// (`upgradeRecord`, with the 0.1.0 mapping).
 //
 // Version 1 had `claim` on [queue, status, createdAt]; 2 added `id` and `dueAt` to it; 3 added
 // the failure history, dead-letter and idempotency fields to every record, the indexes
 // `idempotency`, `delayed` and `dead`, and `id` and `updatedAt` to `list`; 4 puts `claim` on
-// [queue, lane, at, id] (records get `lane` and `at` in place of `dueAt`).
+// [queue, lane, at, id] (records get `lane` and `at` in place of `dueAt`); 5 (issue 21) adds the
+// object store `queues` (a queue's settings, pause and expiry counters, keyed by name), the
+// records' `group`, `expiresAt` and `groupAt`, the indexes `group` and `expiring`, and `lane` to
+// `delayed` (the members blocked behind their group's head have no lane, so they are in neither
+// `claim` nor `delayed`). Every upgrade rewrites every record as the current version writes it,
+// in the upgrade's transaction: a database is at one version, whole.
 
 import { schemaDecision, upgradeRecord } from "../core.js";
 import { DeadLetterError } from "../errors.js";
 import { settle, storeError } from "./requests.js";
 
-/** The one object store. */
+/** The object store of messages. */
 export const STORE = "messages";
+/** The object store of queue rows (settings, pause, expiry counters), keyed by `name`. */
+export const QUEUES = "queues";
 /** Schema version. */
-export const VERSION = 4;
+export const VERSION = 5;
 /** How long `open` waits (blocked by other connections, queued behind an upgrade), in ms. */
 export const OPEN_TIMEOUT_MS = 5_000;
 
 /**
- * The indexes of version 4, by name: [keyPath, unique]. Within one index key, entries come in
+ * The indexes of version 5, by name: [keyPath, unique]. Within one index key, entries come in
  * primary-key (= id) order, which gives id-ordered pages. The key ranges the store reads in them
  * come from the WebAssembly module (src/keys.rs), which knows these key paths.
  * - `claim`: two lanes (the record's `lane` and `at`, from the core's lane rule): the messages
  *   whose turn comes at a time (leases, backoffs and delays) by that time; the due pending
- *   messages in claim order. Finished messages are not in it.
+ *   messages in claim order. Finished messages are not in it, nor are the members of a group
+ *   waiting behind its head (blocked: no lane), so a claim never reads them.
  * - `expiry`: processing messages by the end of their lease (only they have `leaseExpiresAt`).
  * - `list`: one status in id order, with `updatedAt`: list by status, counts, bulk selections.
  * - `queue`: list without a status (id order within a key) and the queue names.
  * - `idempotency` (unique): at most one message of a queue carries a key.
- * - `delayed`: pending messages by `retryAfter` (null otherwise): delayed count, next due.
+ * - `delayed`: pending messages by `retryAfter` (null otherwise), with their lane (none while
+ *   blocked behind their group's head): delayed count, next due.
  * - `dead`: dead messages by `deadAt`: the oldest death.
+ * - `group`: the live members of each ordering group in group order (`groupAt`, null once
+ *   finished): a group's tail (enqueue, replay) and its next head.
+ * - `expiring`: messages by `expiresAt` (null: never), per status: the pending ones a claim or
+ *   reap takes out at their expiry.
  */
 export const INDEXES = {
   claim: [["queue", "lane", "at", "id"], false],
@@ -40,11 +54,13 @@ export const INDEXES = {
   list: [["queue", "status", "id", "updatedAt"], false],
   queue: ["queue", false],
   idempotency: [["queue", "idempotencyKey"], true],
-  delayed: [["queue", "status", "retryAfter"], false],
+  delayed: [["queue", "status", "retryAfter", "lane"], false],
   dead: [["queue", "status", "deadAt"], false],
+  group: [["queue", "group", "groupAt", "id"], false],
+  expiring: [["queue", "status", "expiresAt"], false],
 };
 
-/** The key path of every index of schema `version` (1 to 4), by name. */
+/** The key path of every index of schema `version` (1 to 5), by name. */
 function shape(version) {
   const indexes = {
     expiry: INDEXES.expiry[0],
@@ -57,6 +73,11 @@ function shape(version) {
     indexes.list = ["queue", "status"];
   } else {
     for (const name of ["list", "idempotency", "delayed", "dead"]) indexes[name] = INDEXES[name][0];
+  }
+  if (version < 5) {
+    if (version >= 3) indexes.delayed = ["queue", "status", "retryAfter"];
+  } else {
+    for (const name of ["group", "expiring"]) indexes[name] = INDEXES[name][0];
   }
   return indexes;
 }
@@ -82,26 +103,38 @@ function look(db, tx, version) {
     const found = store.indexNames.contains(name) ? store.index(name).keyPath : null;
     if (!same(found, keyPath)) return [null, `its "${STORE}" store has no index "${name}" on ${JSON.stringify(keyPath)}`];
   }
+  if (version >= 5) {
+    const queues = names.includes(QUEUES) ? (tx ?? db.transaction(QUEUES)).objectStore(QUEUES) : null;
+    if (queues === null || !same(queues.keyPath, "name")) return [null, `it has no "${QUEUES}" store keyed by name`];
+  }
   return [null, null];
 }
 
-/** The indexes a store of version `from` lacks (or has with an older key path) for version 4. */
-function createIndexes(store, from) {
+/**
+ * The object store `queues` and the indexes a database of version `from` (0: new) lacks, or has
+ * with an older key path, for version 5.
+ */
+function createSchema(db, store, from) {
   const create = (name) => store.createIndex(name, INDEXES[name][0], { unique: INDEXES[name][1] });
   if (from === 0) {
     create("expiry");
     create("queue");
-  } else {
-    store.deleteIndex("claim");
   }
-  create("claim");
+  if (from < 4) {
+    if (from > 0) store.deleteIndex("claim");
+    create("claim");
+  }
   if (from < 3) {
     if (from > 0) store.deleteIndex("list");
-    for (const name of ["list", "idempotency", "delayed", "dead"]) create(name);
+    for (const name of ["list", "idempotency", "dead"]) create(name);
+  } else {
+    store.deleteIndex("delayed");
   }
+  for (const name of ["delayed", "group", "expiring"]) create(name);
+  db.createObjectStore(QUEUES, { keyPath: "name" });
 }
 
-/** Rewrites every record of version `from` as version 4 writes it, inside the upgrade transaction. */
+/** Rewrites every record of version `from` as version 5 writes it, inside the upgrade transaction. */
 async function upgradeRecords(store, from) {
   const req = store.openCursor();
   for (;;) {
@@ -123,12 +156,12 @@ function timeout(ms) {
 }
 
 /**
- * Opens database `name` of `factory` (creating it at version 4, or upgrading it from 1, 2 or 3)
- * and resolves to the connection.
+ * Opens database `name` of `factory` (creating it at version 5, or upgrading it from 1 to 4) and
+ * resolves to the connection.
  *
  * Another application's database of that name is refused with a `store` error and left as it was:
- * at an older version without deadletter's store and indexes the upgrade is aborted; at version 4
- * it is checked after opening (without writing) and closed; above 4 IndexedDB refuses to open it,
+ * at an older version without deadletter's store and indexes the upgrade is aborted; at version 5
+ * it is checked after opening (without writing) and closed; above 5 IndexedDB refuses to open it,
  * and a second, plain open says what it holds. An open that has not completed after
  * `OPEN_TIMEOUT_MS` (blocked by another connection that does not close, or queued behind another
  * tab's upgrade or delete) fails with a `store` error instead of hanging; should it go through
@@ -148,11 +181,12 @@ export async function open(factory, name) {
     try {
       const [others, misshapen] = from === 0 ? [null, null] : look(req.result, tx, from);
       const decision = schemaDecision(name, from, others, misshapen);
+      const db = req.result;
       if (decision === 0) {
-        createIndexes(req.result.createObjectStore(STORE, { keyPath: "id", autoIncrement: true }), 0);
+        createSchema(db, db.createObjectStore(STORE, { keyPath: "id", autoIncrement: true }), 0);
       } else {
         const store = tx.objectStore(STORE);
-        createIndexes(store, from);
+        createSchema(db, store, from);
         upgradeRecords(store, from).catch((err) => {
           refusal = storeError(`open of "${name}"`, `upgrading the records failed: ${err.message}`);
           tx.abort();

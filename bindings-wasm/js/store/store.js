@@ -1,14 +1,72 @@
-// The IndexedDB store: one object store `messages` (schema.js) read and written in transactions
-// that await only their own requests (requests.js). It selects and persists; it never decides:
-// every range it reads is one a plan named, every record it writes is one a plan returned (the
-// plans of the WebAssembly module, src/plans.rs: the core's steps). In particular `claim` expires
-// the queue's overdue leases and takes the first due messages in one transaction, so two tabs or
-// workers can never take the same message; it reads the timed lane up to now (usually empty) and
-// the head of the ready lane at once, so messages waiting for their backoff are never read. No
-// operation scans the whole store or loads it into memory.
+// The IndexedDB store: the object stores `messages` and `queues` (schema.js) read and written in
+// transactions that await only their own requests (requests.js). It selects and persists; it never
+// decides: every range it reads is one a plan named, every record it writes is one a plan returned
+// (the plans of the WebAssembly module, src/plans.rs, claim.rs, bulk.rs, queue.rs: the core's
+// steps). In particular `claim` expires the queue's overdue leases, takes out its expired
+// messages, moves its ordering groups on and takes the first due messages in one transaction, so
+// two tabs or workers can never take the same message; it reads the timed lane up to now
+// (usually empty) and the head of the ready lane at once, so messages waiting for their backoff
+// are never read, nor are the members of a group behind its head. No operation scans the whole
+// store or loads it into memory.
+//
+// The clock of a write is read inside its transaction, once the transaction's first request (the
+// queue's row in `queues`) has completed: the transaction holds its lock then (IndexedDB runs a
+// readwrite transaction once the one before it on the same stores has finished), so a call that
+// waited behind another tab's transaction decides with the instant it got its turn, and with the
+// settings in force then, as the core's Context asks (issue 23, item 2). The clock is a
+// synchronous function (`options.clock`, else `Date.now`), so reading it awaits nothing.
 
-import { STORE, open } from "./schema.js";
-import { firstKey, keyRange, putAll, request, settle, storeError, transaction, walk } from "./requests.js";
+import { QUEUES, STORE, open } from "./schema.js";
+import { ahead, firstKey, firstRecords, keyRange, lastKeys, putAll, request, settle, storeError, transaction, walk } from "./requests.js";
+
+/**
+ * `n` fresh lease tokens: random version-4 UUIDs (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`), from
+ * one call of `crypto.getRandomValues` (which, unlike `crypto.randomUUID`, pages served over plain
+ * HTTP have too). Synchronous, so a transaction may draw them.
+ */
+export function leaseTokens(n) {
+  const bytes = crypto.getRandomValues(new Uint8Array(16 * n));
+  const tokens = [];
+  for (let i = 0; i < n; i += 1) {
+    const b = bytes.subarray(16 * i, 16 * i + 16);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    const hex = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+    tokens.push(`${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`);
+  }
+  return tokens;
+}
+
+/** Both object stores: the transactions of writes. */
+const BOTH = [STORE, QUEUES];
+const MESSAGES = [STORE];
+
+/**
+ * The queue's row (its record in `queues`, or undefined) and the clock's time, read once that
+ * request, the transaction's first, completed. Issue it before any other request.
+ */
+async function context(queues, name, clock) {
+  const row = await request("get", () => queues.get(name));
+  return [clock(), row];
+}
+
+/**
+ * Writes the records of a Book (src/groups.rs: the writes of an update or of a batch of replays)
+ * with the bookkeeping of their ordering groups: those of `book.place(tails)`, given the tail
+ * (last key of index `group`) of each group `book.tails()` names, read before the writes; then
+ * those of `book.promote(heads)`, given the first live member of each group `book.left()` names,
+ * read after them. Resolves to how many writes the book had.
+ */
+async function place(messages, book) {
+  try {
+    const group = messages.index("group");
+    putAll(messages, book.place(await lastKeys(group, book.tails())));
+    putAll(messages, book.promote(await firstRecords(group, book.left())));
+    return book.size;
+  } finally {
+    book.free();
+  }
+}
 
 /** An open IndexedDB database holding messages. */
 export class IdbStore {
@@ -40,66 +98,80 @@ export class IdbStore {
     this.#db.close();
   }
 
-  #run(mode, body) {
+  #run(stores, mode, body) {
     if (this.#closed) return Promise.reject(storeError("transaction", "the database is closed"));
-    return transaction(this.#db, STORE, mode, body);
+    return transaction(this.#db, stores, mode, body);
   }
 
   /**
-   * Adds the records of an EnqueuePlan in order, in one transaction; a record whose
-   * idempotency key (`keys[i]`, or null) a stored message of its queue carries is not added.
-   * Resolves to one result per record: the id assigned, or the stored record with its key.
+   * Runs an EnqueuePlan in one transaction: the queue's row, the stored message of each
+   * idempotency key and the tail of each group, read at once; then adds the records the plan
+   * answers, in order. Resolves to the id of each record added.
    */
-  insert(records, keys) {
-    return this.#run("readwrite", async (store) => {
-      const unique = store.index("idempotency");
-      const results = [];
-      for (const [i, record] of records.entries()) {
-        if (keys[i] !== null) {
-          // Requests run in order: this lookup sees every add before it, also of this batch.
-          const found = await request("get", () => unique.get(keys[i]));
-          if (found !== undefined) {
-            results.push(found);
-            continue;
-          }
-        }
-        results.push(request("add", () => store.add(record)));
-      }
-      return Promise.all(results);
+  insert(queue, plan, clock) {
+    return this.#run(BOTH, "readwrite", async (messages, queues) => {
+      const started = context(queues, queue, clock);
+      const unique = messages.index("idempotency");
+      const found = ahead(Promise.all(plan.keys().map((key) => request("get", () => unique.get(key)))));
+      const tails = lastKeys(messages.index("group"), plan.tails());
+      const [now, row] = await started;
+      const records = plan.start(now, row, await found, await tails);
+      return Promise.all(records.map((record) => request("add", () => messages.add(record))));
     });
   }
 
   /** The record of `id`, or undefined. */
   get(id) {
-    return this.#run("readonly", (store) => request("get", () => store.get(id)));
+    return this.#run(MESSAGES, "readonly", (messages) => request("get", () => messages.get(id)));
   }
 
-  /** Reads the record of `id` (undefined when none) and writes what `step(record)` returns. */
-  update(id, step) {
-    return this.#run("readwrite", async (store) => {
-      const found = await request("get", () => store.get(id));
-      store.put(step(found));
+  /** Runs an UpdatePlan in one transaction: the queue's row and the record of `plan.id`, then the step's write. */
+  update(queue, plan, clock) {
+    return this.#run(BOTH, "readwrite", async (messages, queues) => {
+      const started = context(queues, queue, clock);
+      const found = request("get", () => messages.get(plan.id));
+      const [now, row] = await started;
+      await place(messages, plan.start(now, row, await found));
     });
   }
 
-  /** Runs a ClaimPlan (src/plans.rs: the lanes of the `claim` index) in one transaction. */
-  claim(plan) {
-    const [timed, ready] = plan.ranges().map(keyRange); // before the transaction: nothing waits on it
-    return this.#run("readwrite", async (store) => {
-      const index = store.index("claim");
+  /** Runs a ClaimPlan (src/claim.rs: the lanes of the `claim` index, `expiring`, `group`) in one transaction. */
+  claim(queue, plan, clock) {
+    const [timedLane, expiringAll, ready] = plan.lanes().map(keyRange); // before the transaction: nothing waits on it
+    return this.#run(BOTH, "readwrite", async (messages, queues) => {
+      const started = context(queues, queue, clock);
+      const index = messages.index("claim");
+      const expiring = messages.index("expiring");
       const head = () => (plan.wanted > 0 ? request("getAll", () => index.getAll(ready, plan.wanted)) : null);
-      // Both reads at once: the timed lane up to now (one page), the head of the ready lane.
-      const page = request("getAll", () => index.getAll(timed, plan.pageSize));
+      // At once: the row, the head of the ready lane, and the first keys of the timed lane and of
+      // the expiring messages, which say whether anything there has come (usually not).
       let next = head();
-      putAll(store, plan.timed(await page));
-      if (plan.walking) {
-        // More came due than a page: the rest of the timed lane, one record in memory at a time;
-        // then the ready lane again (claim order is theirs now).
-        await walk("openCursor", () => index.openCursor(timed), (cursor) => putAll(store, plan.timed([cursor.value])));
-        next = head();
+      const firsts = ahead(Promise.all([firstKey(index, timedLane), firstKey(expiring, expiringAll)]));
+      const [now, row] = await started;
+      if (!plan.start(now, row)) return; // paused: a claim changes nothing
+      const [timed, expired] = plan.due(...(await firsts)).map((range) => range && keyRange(range));
+      const pages = [timed, expired].map((range, i) => range && request("getAll", () => (i === 0 ? index : expiring).getAll(range, plan.pageSize)));
+      if (timed) {
+        putAll(messages, plan.timed(await pages[0]));
+        if (plan.walking) {
+          // More came due than a page: the rest of the timed lane, one record in memory at a time.
+          await walk("openCursor", () => index.openCursor(timed), (cursor) => putAll(messages, plan.timed([cursor.value])));
+        }
       }
+      if (expired) {
+        putAll(messages, plan.expiring(await pages[1]));
+        if (plan.sweeping) {
+          await walk("openCursor", () => expiring.openCursor(expired), (cursor) => putAll(messages, plan.expiring([cursor.value])));
+        }
+        const counted = plan.row();
+        if (counted !== undefined) queues.put(counted);
+      }
+      putAll(messages, plan.promote(await firstRecords(messages.index("group"), plan.left())));
+      // Something moved into or out of the ready lane: its head is read again (claim order).
+      if (plan.stale) next = head();
       while (next !== null) {
-        putAll(store, plan.ready(await next));
+        const page = await next;
+        putAll(messages, plan.ready(page, leaseTokens(plan.wanted)));
         next = head();
       }
     });
@@ -107,10 +179,10 @@ export class IdbStore {
 
   /** One page of records: of index `list` in `range` when given, else of queue `queue` with an id above `afterId`; at most `limit`. */
   list(queue, range, limit, afterId) {
-    return this.#run("readonly", async (store) => {
-      if (range !== null) return request("getAll", () => store.index("list").getAll(keyRange(range), limit));
+    return this.#run(MESSAGES, "readonly", async (messages) => {
+      if (range !== null) return request("getAll", () => messages.index("list").getAll(keyRange(range), limit));
       const page = [];
-      const req = store.index("queue").openCursor(IDBKeyRange.only(queue));
+      const req = messages.index("queue").openCursor(IDBKeyRange.only(queue));
       for (;;) {
         const cursor = await settle(req, "openCursor");
         if (cursor === null) break;
@@ -132,15 +204,15 @@ export class IdbStore {
    * selects: its `sift(key)` of each key, and its `matches(record)` when it asks for the record.
    */
   select(plan, range, room) {
-    return this.#run("readonly", async (store) => {
+    return this.#run(MESSAGES, "readonly", async (messages) => {
       const ids = [];
-      const req = store.index("list").openKeyCursor(keyRange(range));
+      const req = messages.index("list").openKeyCursor(keyRange(range));
       for (;;) {
         const cursor = await settle(req, "openKeyCursor");
         if (cursor === null) break;
         const sift = plan.sift(cursor.key);
         const id = cursor.primaryKey;
-        if (sift === 1 || (sift === 2 && plan.matches(await request("get", () => store.get(id))))) {
+        if (sift === 1 || (sift === 2 && plan.matches(await request("get", () => messages.get(id))))) {
           ids.push(id);
           if (ids.length === room) break;
         }
@@ -150,58 +222,77 @@ export class IdbStore {
     });
   }
 
-  /** Reads the records of `ids` (undefined: gone) and writes what `step(records)` returns; resolves to how many. */
-  updateMany(ids, step) {
-    return this.#run("readwrite", async (store) => {
-      const found = await Promise.all(ids.map((id) => request("get", () => store.get(id))));
-      const written = step(found);
-      putAll(store, written);
-      return written.length;
+  /**
+   * A batch of a BulkPlan's `replayAll`: the queue's row and the records of `ids` (undefined:
+   * gone), then the replays with their groups' bookkeeping; resolves to how many.
+   */
+  replayMany(queue, plan, ids, clock) {
+    return this.#run(BOTH, "readwrite", async (messages, queues) => {
+      const started = context(queues, queue, clock);
+      const found = ahead(Promise.all(ids.map((id) => request("get", () => messages.get(id)))));
+      const [now, row] = await started;
+      return place(messages, plan.replay(now, row, await found));
     });
   }
 
   /** Reads the records of `ids` (undefined: gone) and deletes the ids `check(records)` returns; resolves to the deleted records. */
   deleteMany(ids, check) {
-    return this.#run("readwrite", async (store) => {
-      const found = await Promise.all(ids.map((id) => request("get", () => store.get(id))));
+    return this.#run(MESSAGES, "readwrite", async (messages) => {
+      const found = await Promise.all(ids.map((id) => request("get", () => messages.get(id))));
       const doomed = check(found);
-      for (const id of doomed) store.delete(id);
+      for (const id of doomed) messages.delete(id);
       return found.filter((record) => record !== undefined && doomed.includes(record.id));
     });
   }
 
   /**
-   * What a StatsPlan asks: the counts of its ranges, the first keys of `delayed` and `dead`, and
-   * the walks of the claim lanes for the oldest due message; resolves to the statistics.
+   * What a StatsPlan asks: the queue's row, the counts of its ranges, the first keys of `delayed`
+   * and `dead`, and the walks of the claim lanes for the oldest due message; resolves to the
+   * statistics.
    */
-  counts(plan) {
-    return this.#run("readonly", async (store) => {
+  counts(queue, plan) {
+    return this.#run(BOTH, "readonly", async (messages, queues) => {
+      const row = request("get", () => queues.get(queue));
       const r = plan.ranges();
-      const count = (index, range) => request("count", () => store.index(index).count(keyRange(range)));
+      const count = (index, range) => request("count", () => messages.index(index).count(keyRange(range)));
       const counts = Promise.all([...r.byStatus.map((range) => count("list", range)), count("expiry", r.expired), count("delayed", r.delayed)]);
-      const firsts = Promise.all([firstKey(store.index("delayed"), keyRange(r.delayed)), firstKey(store.index("dead"), keyRange(r.dead))]);
-      const claim = store.index("claim");
+      const firsts = Promise.all([firstKey(messages.index("delayed"), keyRange(r.delayed)), firstKey(messages.index("dead"), keyRange(r.dead))]);
+      const claim = messages.index("claim");
       // One record at a time (after an outage, many thousands may have come due).
       await walk("openCursor", () => claim.openCursor(keyRange(r.timed)), (cursor) => plan.timed(cursor.value));
       await walk("openCursor", () => claim.openCursor(keyRange(r.ready)), (cursor) => !plan.ready(cursor.value));
       const [delayed, dead] = await firsts;
-      return plan.finish(await counts, delayed, dead);
+      return plan.finish(await counts, delayed, dead, await row);
     });
   }
 
   /** The first key of `range` in index `index` (undefined when it is empty). */
   firstKey(index, range) {
-    return this.#run("readonly", (store) => firstKey(store.index(index), keyRange(range)));
+    return this.#run(MESSAGES, "readonly", (messages) => firstKey(messages.index(index), keyRange(range)));
   }
 
-  /** The names of the queues that hold messages, in IndexedDB's (UTF-16) order. */
+  /** The record of queue `name` in `queues` (its settings, pause and counters), or undefined. */
+  row(name) {
+    return this.#run([QUEUES], "readonly", (queues) => request("get", () => queues.get(name)));
+  }
+
+  /** Runs a RowPlan (setSettings, pause, resume): reads the queue's record and writes what the plan answers. */
+  writeRow(queue, plan) {
+    return this.#run([QUEUES], "readwrite", async (queues) => {
+      const next = plan.step(await request("get", () => queues.get(queue)));
+      if (next !== undefined) queues.put(next);
+    });
+  }
+
+  /** The names of the queues that hold messages or have a row, each once, in IndexedDB's (UTF-16) order per source. */
   queues() {
-    return this.#run("readonly", async (store) => {
+    return this.#run(BOTH, "readonly", async (messages, queues) => {
+      const rows = request("getAllKeys", () => queues.getAllKeys());
       const names = [];
-      await walk("openKeyCursor", () => store.index("queue").openKeyCursor(null, "nextunique"), (cursor) => {
+      await walk("openKeyCursor", () => messages.index("queue").openKeyCursor(null, "nextunique"), (cursor) => {
         names.push(cursor.key);
       });
-      return names;
+      return [...new Set([...names, ...(await rows)])];
     });
   }
 }

@@ -31,10 +31,12 @@ test("messages are plain objects with Date timestamps and number ids", async () 
   assert.equal(q.name, "emails");
   const m = await q.enqueue('{"to":"alice"}', { maxRetries: 5 });
   assert.deepEqual(Object.keys(m).sort(), [
-    "createdAt", "deadAt", "deduplicated", "errors", "errorsDropped", "firstFailedAt", "id",
-    "idempotencyKey", "lastError", "leaseExpiresAt", "leaseToken", "maxRetries", "payload",
-    "queue", "replayCount", "replayedAt", "retryAfter", "retryCount", "status", "updatedAt",
+    "createdAt", "deadAt", "deduplicated", "errors", "errorsDropped", "expiresAt", "firstFailedAt",
+    "group", "id", "idempotencyKey", "lastError", "leaseExpiresAt", "leaseToken", "maxRetries",
+    "payload", "queue", "replayCount", "replayedAt", "retryAfter", "retryCount", "status", "updatedAt",
   ]);
+  assert.equal(m.group, null);
+  assert.equal(m.expiresAt, null);
   assert.equal(m.id, 1);
   assert.ok(m.createdAt instanceof Date);
   assert.equal(m.createdAt.getTime(), BASE);
@@ -263,6 +265,7 @@ test("another application's database of the same name is refused and left as it 
     "version 4 (ours), other store": [4, (db) => db.createObjectStore("todos", { keyPath: "id" }).put({ id: 1, text: "milk" })],
     "version 4, messages without our indexes": [4, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true }).createIndex("queue", "queue")],
     "version 4, messages with another key": [4, (db) => db.createObjectStore("messages", { keyPath: "key" })],
+    "version 5 (ours), messages without the queues store": [5, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true }).createIndex("queue", "queue")],
     "version 7": [7, (db) => db.createObjectStore("todos")],
     "version 7 with a messages store (a newer deadletter's?)": [7, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true })],
   };
@@ -271,7 +274,7 @@ test("another application's database of the same name is refused and left as it 
     (await rawOpen(name, version, upgrade)).close();
     const before = await snapshot(name);
     const err = await rejects(open(name), "store");
-    const why = label.startsWith("version 7 with") ? /has schema version 7; this deadletter reads version 4 \(upgrade deadletter to open it\)/
+    const why = label.startsWith("version 7 with") ? /has schema version 7; this deadletter reads version 5 \(upgrade deadletter to open it\)/
       : label === "version 7" ? /is not a deadletter database: it holds other object stores \(todos\) and none of deadletter's/
       : /is not a deadletter database/;
     assert.match(err.message, why, label);
@@ -365,7 +368,7 @@ test("unknown option keys are rejected with code unknown, and nothing is done", 
     assert.deepEqual(err.errors, fields.map((field) => ({ field, code: "unknown", message })));
     for (const field of fields) assert.match(err.message, new RegExp(`${field}: unknown option`));
   };
-  const ENQUEUE = "maxRetries, idempotencyKey, delayMs";
+  const ENQUEUE = "maxRetries, idempotencyKey, delayMs, group, expiresInMs";
   await unknown(q.enqueue("a", { maxRetry: 5 }), ["maxRetry"], ENQUEUE);
   await unknown(q.enqueue("a", { maxRetries: 2, delay: 5, priority: 1 }), ["delay", "priority"], ENQUEUE);
   assert.deepEqual(await q.list(), [], "nothing was enqueued");
@@ -374,12 +377,16 @@ test("unknown option keys are rejected with code unknown, and nothing is done", 
   assert.equal((await q.get(1)).status, "pending", "nothing was claimed");
   const m = await q.claim({ leaseMs: 1000 });
   await unknown(q.succeed(m.id, { token: m.leaseToken }), ["token"], "leaseToken");
-  await unknown(q.fail(m.id, "x", { leaseToken: m.leaseToken, retriable: false }), ["retriable"], "leaseToken, retryable");
+  await unknown(q.fail(m.id, "x", { leaseToken: m.leaseToken, retriable: false }), ["retriable"], "leaseToken, retryable, retryInMs");
   assert.equal((await q.get(m.id)).status, "processing", "neither acked nor failed");
   const dead = await q.fail(m.id, "x", { leaseToken: m.leaseToken, retryable: false });
   assert.equal(dead.status, "dead");
   await unknown(q.list({ state: "dead" }), ["state"], "status, limit, afterId");
   await unknown(q.list({ limit: 5, after: 1 }), ["after"], "status, limit, afterId");
+  await unknown(q.replay(m.id, { expiresIn: 5 }), ["expiresIn"], "expiresInMs");
+  await unknown(q.setSettings({ retries: 5 }), ["retries"], "backoff, maxRetries, leaseMs, expiresInMs, onExpiry");
+  await unknown(q.setSettings({ backoff: { initial: 5 } }), ["initial"], "initialMs, multiplier, capMs, jitter");
+  assert.deepEqual((await q.settings()).maxRetries, null, "no setting was stored");
   const OPEN = "indexedDB, clock, leaseMs, maxPayloadBytes, random, durability";
   await unknown(open(fresh(), { leaseMS: 5 }), ["leaseMS"], OPEN);
   await unknown(open(fresh(), { now: () => 0, maxPayloadByte: 10 }), ["now", "maxPayloadByte"], OPEN);
@@ -485,4 +492,50 @@ test("the FieldError codes of the .d.ts include unknown", () => {
   assert.deepEqual([...union.matchAll(/"([a-z_]+)"/g)].map((m) => m[1]), ["type", "empty", "too_long", "too_large", "out_of_range", "invalid", "unknown"]);
   assert.match(dts, /readonly reason\?: ConflictReason;/);
   assert.match(dts, /export type ConflictReason = "wrong_status" \| "lease_lost";/);
+});
+
+test("settings stored with the queue apply to every Database on it; a handle's own backoff wins, with one warning", async (t) => {
+  const name = fresh();
+  let now = BASE;
+  const db = await open(name, { clock: () => now, random: () => 0 });
+  const own = db.queue("q", { backoff: { initialMs: 1000, capMs: 1000 } });
+  await own.enqueueMany(["a", "b", "c"]);
+  // Another tab, worker or Database on the same IndexedDB database stores the settings.
+  const other = await open(name, { clock: () => now });
+  const stored = await other.queue("q").setSettings({ backoff: { initialMs: 5000, capMs: 60_000 }, maxRetries: 7 });
+  assert.deepEqual(stored, {
+    backoff: { initialMs: 5000, multiplier: 2, capMs: 60_000, jitter: null },
+    maxRetries: 7, leaseMs: null, expiresInMs: null, onExpiry: "dead", paused: false,
+  });
+  assert.equal((await other.queue("q").pause()).paused, true);
+  const warn = t.mock.method(console, "warn", () => {});
+  assert.equal(await own.claim(), null, "a paused queue claims nothing");
+  assert.equal((await own.stats()).paused, true);
+  await other.queue("q").resume();
+  for (const _ of ["a", "b"]) {
+    const m = await own.claim();
+    const failed = await own.fail(m.id, "x", { leaseToken: m.leaseToken });
+    assert.equal(failed.retryAfter - failed.updatedAt, 1000, "the handle's own policy");
+  }
+  assert.equal(warn.mock.callCount(), 1, "warned once per handle");
+  assert.match(warn.mock.calls[0].arguments[0], /^deadletter: queue "q": this handle's backoff \{ initialMs: 1000, multiplier: 2, capMs: 1000, jitter: null \} is applied instead of the one stored with the queue, \{ initialMs: 5000, multiplier: 2, capMs: 60000, jitter: null \}/);
+  const plain = db.queue("q"); // no policy of its own: the stored one, no warning
+  const m = await plain.claim();
+  const failed = await plain.fail(m.id, "x", { leaseToken: m.leaseToken });
+  assert.equal(failed.retryAfter - failed.updatedAt, 5000, "the stored policy");
+  assert.equal((await plain.enqueue("d")).maxRetries, 7, "the stored maxRetries");
+  const same = db.queue("q", { backoff: { initialMs: 5000, capMs: 60_000 } }); // the same as stored: no warning
+  const n = await same.claim();
+  await same.fail(n.id, "x", { leaseToken: n.leaseToken });
+  assert.equal(warn.mock.callCount(), 1);
+  // Bad settings: every field at once, nothing stored.
+  const err = await rejects(other.queue("q").setSettings({ maxRetries: 0, backoff: { multiplier: 0.5 }, onExpiry: "drop" }), "validation_failed");
+  assert.deepEqual(err.errors.map((e) => `${e.field}:${e.code}`).sort(), ["maxRetries:out_of_range", "multiplier:out_of_range", "onExpiry:invalid"]);
+  assert.equal((await plain.settings()).maxRetries, 7);
+  // setSettings replaces: what is left out is unset; pause and the counters stay.
+  assert.deepEqual(await plain.setSettings({ onExpiry: "discard" }), {
+    backoff: null, maxRetries: null, leaseMs: null, expiresInMs: null, onExpiry: "discard", paused: false,
+  });
+  other.close();
+  db.close();
 });

@@ -1,8 +1,10 @@
 // Databases of older schemas open with this package: tests/fixtures/v0.1.0-indexeddb.json (schema
-// version 2, made by tests/fixtures/make_v1_indexeddb.mjs) and tests/fixtures/schema3-indexeddb.json
-// (schema version 3, made by tests/fixtures/make_v3_indexeddb.mjs) are loaded into fresh
-// fake-indexeddb databases exactly as they were left (version, object store, indexes, records),
-// then opened: every message must read back with exact values, and the queue must work.
+// version 2, made by tests/fixtures/make_v1_indexeddb.mjs), tests/fixtures/schema3-indexeddb.json
+// (schema version 3, made by tests/fixtures/make_schema_indexeddb.mjs) and
+// tests/fixtures/schema4-indexeddb.json (schema version 4, made by
+// tests/fixtures/make_schema_indexeddb.mjs) are loaded into fresh fake-indexeddb databases exactly as
+// they were left (version, object store, indexes, records), then opened: every message must read
+// back with exact values, and the queue must work.
 // Run: node --require fake-indexeddb/auto --test bindings-wasm/js/test/  (after build.sh)
 import { test } from "node:test";
 import { readFileSync } from "node:fs";
@@ -13,21 +15,30 @@ const BASE = Date.UTC(2026, 0, 1);
 const fixture = (name) => JSON.parse(readFileSync(new URL(`../../../tests/fixtures/${name}`, import.meta.url), "utf8"));
 const dump = fixture("v0.1.0-indexeddb.json");
 const dump3 = fixture("schema3-indexeddb.json");
+const dump4 = fixture("schema4-indexeddb.json");
 
-/** The indexes of schema version 4, as `raw` lists them. */
+/** The indexes of schema version 5, as `raw` lists them. */
 const INDEXES = [
   ["claim", ["queue", "lane", "at", "id"], false],
   ["dead", ["queue", "status", "deadAt"], false],
-  ["delayed", ["queue", "status", "retryAfter"], false],
+  ["delayed", ["queue", "status", "retryAfter", "lane"], false],
+  ["expiring", ["queue", "status", "expiresAt"], false],
   ["expiry", ["queue", "status", "leaseExpiresAt"], false],
+  ["group", ["queue", "group", "groupAt", "id"], false],
   ["idempotency", ["queue", "idempotencyKey"], true],
   ["list", ["queue", "status", "id", "updatedAt"], false],
   ["queue", "queue", false],
 ];
 
-/** Each record's place in the claim index, `[id, lane, at - BASE]`; and that `dueAt` is gone. */
+/**
+ * Each record's place in the claim index, `[id, lane, at - BASE]`; and that `dueAt` is gone and
+ * the fields of schema 5 are there (no group, no expiry: null).
+ */
 function lanes(records) {
-  for (const r of records) assert.equal("dueAt" in r, false, `record ${r.id} still has dueAt`);
+  for (const r of records) {
+    assert.equal("dueAt" in r, false, `record ${r.id} still has dueAt`);
+    assert.deepEqual([r.group, r.expiresAt, r.groupAt], [null, null, null], `record ${r.id}`);
+  }
   return records.map((r) => [r.id, r.lane, r.at === null ? null : r.at - BASE]);
 }
 
@@ -55,15 +66,21 @@ async function load(name, dump) {
   (await request(req)).close();
 }
 
-/** Every record and the schema, read with plain IndexedDB. */
+/** Every record and the schema, read with plain IndexedDB; `queues`: the key path of the queues store. */
 async function raw(name) {
   const db = await request(indexedDB.open(name));
   const store = db.transaction("messages").objectStore("messages");
   const records = await request(store.getAll());
   const indexes = [...store.indexNames].sort().map((n) => [n, store.index(n).keyPath, store.index(n).unique]);
   const version = db.version;
+  const queues = db.objectStoreNames.contains("queues") ? db.transaction("queues").objectStore("queues").keyPath : null;
   db.close();
-  return { version, indexes, records };
+  return { version, indexes, records, queues };
+}
+
+/** The statistics of a queue without settings nor expired messages, with `fields`. */
+function stats(fields) {
+  return { ...fields, paused: false, expiredDead: 0, expiredDiscarded: 0 };
 }
 
 /** A message as the API returns it: every field, with the defaults of a 0.1.0 message. */
@@ -89,6 +106,8 @@ function message(fields) {
     errorsDropped: fields.errorsDropped ?? 0,
     replayCount: fields.replayCount ?? 0,
     replayedAt: at(fields.replayedAt ?? null),
+    group: null,
+    expiresAt: null,
     deduplicated: false,
   };
 }
@@ -99,7 +118,7 @@ test("the fixture is what 0.1.0 wrote: schema version 2, seven records", () => {
   assert.equal(dump.records.length, 7);
 });
 
-test("a 0.1.0 database is upgraded to schema 4 on open and reads back exactly", async () => {
+test("a 0.1.0 database is upgraded to schema 5 on open and reads back exactly", async () => {
   const name = `migration-${process.pid}`;
   await load(name, dump);
   let now = BASE + 20_000;
@@ -142,18 +161,19 @@ test("a 0.1.0 database is upgraded to schema 4 on open and reads back exactly", 
   // ready by createdAt, finished ones out of the claim index); the new indexes.
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 4);
+  assert.equal(stored.version, 5);
   assert.deepEqual(stored.indexes, INDEXES);
+  assert.equal(stored.queues, "name");
   assert.deepEqual(lanes(stored.records),
     [[1, 0, 70_000], [2, 0, 60_000], [3, null, null], [4, 0, 12_000], [5, null, null], [6, 1, 0], [7, 1, 0]]);
 
   // Statistics come from the new indexes.
   const again = await open(name, { clock: () => now, random: () => 0 });
   const q = again.queue("emails");
-  assert.deepEqual(await q.stats(), {
+  assert.deepEqual(await q.stats(), stats({
     queue: "emails", pending: 2, processing: 2, succeeded: 1, dead: 1, expired: 0, delayed: 0,
     nextDueAt: null, oldestDueAgeMs: 20_000, oldestDeadAgeMs: 10_000,
-  });
+  }));
   assert.deepEqual((await again.queues()).map((s) => [s.queue, s.pending]), [["emails", 2], ["other queue/ü", 1]]);
 
   // claim, fail, replay on the migrated messages.
@@ -185,25 +205,30 @@ test("a 0.1.0 database is upgraded to schema 4 on open and reads back exactly", 
   again.close();
 });
 
-/** A stored record as the API returns it: timestamps as Dates, no storage-only fields. */
+/** A stored record as the API returns it: timestamps as Dates, no storage-only fields; no group, no expiry. */
 function asMessage(record) {
-  const { dueAt, lane, at, ...fields } = record;
+  const { dueAt, lane, at, groupAt, ...fields } = record;
   const date = (ms) => (ms === null ? null : new Date(ms));
-  const out = { ...fields, deduplicated: false };
+  const out = { ...fields, group: null, expiresAt: null, deduplicated: false };
   for (const k of ["retryAfter", "createdAt", "updatedAt", "leaseExpiresAt", "firstFailedAt", "deadAt", "replayedAt"]) out[k] = date(fields[k]);
   out.errors = fields.errors.map((e) => ({ ...e, at: date(e.at) }));
   return out;
 }
 
-test("a schema 3 database is upgraded to schema 4 on open: same messages, claim index lanes", async () => {
-  assert.equal(dump3.version, 3);
-  assert.equal(dump3.records.length, 8);
-  const name = `migration3-${process.pid}`;
-  await load(name, dump3);
-  let now = BASE + 1_000;
-  const db = await open(name, { clock: () => now, random: () => 0 });
+/**
+ * Loads `dump` (a schema `version` fixture of 3 or 4: the eight messages of make_schema_indexeddb.mjs)
+ * into a fresh database, opens it at BASE + 1 s (which upgrades it), checks that every message
+ * reads back as stored (list order and statuses, then each by id), closes it and resolves to its
+ * name and its raw dump, whose version and indexes are checked to be schema 5's.
+ */
+async function upgradeV3OrV4(dump, version) {
+  assert.equal(dump.version, version);
+  assert.equal(dump.records.length, 8);
+  const name = `migration${version}-${process.pid}`;
+  await load(name, dump);
+  const db = await open(name, { clock: () => BASE + 1_000, random: () => 0 });
   const emails = db.queue("emails");
-  const byId = new Map(dump3.records.map((r) => [r.id, asMessage(r)]));
+  const byId = new Map(dump.records.map((r) => [r.id, asMessage(r)]));
   assert.deepEqual((await emails.list()).map((m) => [m.id, m.status]),
     [[1, "succeeded"], [2, "pending"], [3, "dead"], [4, "pending"], [5, "processing"], [6, "processing"], [7, "pending"]]);
   for (const id of byId.keys()) {
@@ -212,17 +237,23 @@ test("a schema 3 database is upgraded to schema 4 on open: same messages, claim 
   }
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 4);
+  assert.equal(stored.version, 5);
   assert.deepEqual(stored.indexes, INDEXES);
+  return { name, stored };
+}
+
+test("a schema 3 database is upgraded to schema 5 on open: same messages, claim index lanes", async () => {
+  let now = BASE + 1_000;
+  const { name, stored } = await upgradeV3OrV4(dump3, 3);
   assert.deepEqual(lanes(stored.records),
     [[1, null, null], [2, 0, 2_000], [3, null, null], [4, 1, 0], [5, 0, 70_000], [6, 0, 3_600_000], [7, 0, 600_000], [8, 1, 0]]);
 
   const again = await open(name, { clock: () => now, random: () => 0 });
   const q = again.queue("emails");
-  assert.deepEqual(await q.stats(), {
+  assert.deepEqual(await q.stats(), stats({
     queue: "emails", pending: 3, processing: 2, succeeded: 1, dead: 1, expired: 0, delayed: 2,
     nextDueAt: new Date(BASE + 2_000), oldestDueAgeMs: 1_000, oldestDeadAgeMs: 1_000,
-  });
+  }));
   // 4 is the only due message (2 waits until +2 s, 7 until +10 min).
   assert.equal((await q.claim()).id, 4);
   // At +70 s the leases of 4 (+31 s: its last retry, so it dies) and 5 (+70 s) run out, in that
@@ -240,5 +271,33 @@ test("a schema 3 database is upgraded to schema 4 on open: same messages, claim 
   assert.equal((await q.claim()).id, 5);
   // The idempotency key of 4 still holds; new ids continue after 8.
   assert.deepEqual([(await q.enqueue("dup", { idempotencyKey: "k-4" })).id, (await q.enqueue("new")).id], [4, 9]);
+  again.close();
+});
+
+test("a schema 4 database is upgraded to schema 5 on open: same messages and lanes, the queues store, groups and expiry work", async () => {
+  let now = BASE + 1_000;
+  const { name, stored } = await upgradeV3OrV4(dump4, 4);
+  assert.equal(stored.queues, "name");
+  // The same places in the claim index as schema 4 gave them.
+  assert.deepEqual(lanes(stored.records), dump4.records.map((r) => [r.id, r.lane, r.at === null ? null : r.at - BASE]));
+
+  const again = await open(name, { clock: () => now, random: () => 0 });
+  const q = again.queue("emails");
+  assert.deepEqual(await q.stats(), stats({
+    queue: "emails", pending: 3, processing: 2, succeeded: 1, dead: 1, expired: 0, delayed: 2,
+    nextDueAt: new Date(BASE + 2_000), oldestDueAgeMs: 1_000, oldestDeadAgeMs: 1_000,
+  }));
+  // The migrated messages claim as before (4 is due), beside new ones in a group and with an expiry.
+  await q.enqueueMany([{ payload: "g1", group: "g" }, { payload: "g2", group: "g" }, { payload: "soon", expiresInMs: 500, delayMs: 5_000 }]);
+  assert.deepEqual((await q.claimMany(10)).map((m) => m.id), [4, 9]);
+  now = BASE + 2_000;
+  const died = [];
+  again.onDead((m) => died.push([m.id, m.lastError]));
+  assert.deepEqual((await q.claimMany(10)).map((m) => m.id), [2]);
+  assert.deepEqual(died, [[11, "expired"]]);
+  assert.deepEqual(await q.settings(), { backoff: null, maxRetries: null, leaseMs: null, expiresInMs: null, onExpiry: "dead", paused: false });
+  assert.equal((await q.stats()).expiredDead, 1);
+  // The idempotency key of 4 still holds; new ids continue after 11.
+  assert.deepEqual([(await q.enqueue("dup", { idempotencyKey: "k-4" })).id, (await q.enqueue("new")).id], [4, 12]);
   again.close();
 });

@@ -81,7 +81,7 @@ test("enqueueMany: in order, all or nothing, field errors carry the item index",
   assert.deepEqual(fields(bad), ["delayMs:out_of_range@3", "maxRetries:out_of_range@1", "payload:type@2", "payload:type@3"]);
   assert.match(bad.message, /items\[1\]\.maxRetries: must be between 1 and 10/);
   const unknown = await rejects(q.enqueueMany([{ payload: "a" }, { payload: "b", retries: 2 }]), "validation_failed");
-  assert.deepEqual(unknown.errors, [{ field: "retries", code: "unknown", message: "unknown option; expected one of payload, maxRetries, idempotencyKey, delayMs", index: 1 }]);
+  assert.deepEqual(unknown.errors, [{ field: "retries", code: "unknown", message: "unknown option; expected one of payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs", index: 1 }]);
   const notList = await rejects(q.enqueueMany("a"), "validation_failed");
   assert.deepEqual(fields(notList), ["items:type"]);
   const tooMany = await rejects(q.enqueueMany(Array(1001).fill("x")), "validation_failed");
@@ -243,7 +243,8 @@ test("stats and queues: plain objects read from indexes", async () => {
   const empty = await q.stats();
   assert.deepEqual(empty, {
     queue: "b-queue", pending: 0, processing: 0, succeeded: 0, dead: 0, expired: 0, delayed: 0,
-    nextDueAt: null, oldestDueAgeMs: null, oldestDeadAgeMs: null,
+    nextDueAt: null, oldestDueAgeMs: null, oldestDeadAgeMs: null, paused: false, expiredDead: 0,
+    expiredDiscarded: 0,
   });
   await q.enqueueMany(["due", { payload: "later", delayMs: 3000 }, "work", "poison"]);
   await db.queue("a-queue").enqueue("x");
@@ -255,7 +256,8 @@ test("stats and queues: plain objects read from indexes", async () => {
   assert.equal(work.payload, "due");
   assert.deepEqual(await q.stats(), {
     queue: "b-queue", pending: 2, processing: 1, succeeded: 0, dead: 1, expired: 1, delayed: 1,
-    nextDueAt: new Date(BASE + 3000), oldestDueAgeMs: 250, oldestDeadAgeMs: 150,
+    nextDueAt: new Date(BASE + 3000), oldestDueAgeMs: 250, oldestDeadAgeMs: 150, paused: false,
+    expiredDead: 0, expiredDiscarded: 0,
   });
   const all = await db.queues();
   assert.deepEqual(all.map((s) => [s.queue, s.pending]), [["a-queue", 1], ["b-queue", 2]]);

@@ -1,5 +1,6 @@
 // The IndexedDB store's own cases (js/store/), environment-neutral: its transaction discipline,
-// its indexes, its schema checks and the claim's walk of the timed lane. Run in Node on
+// the clock read inside a write's transaction, its indexes (the lanes of ordering groups, the
+// queues' rows), its schema checks and the claim's walk of the timed lane. Run in Node on
 // fake-indexeddb (store.test.mjs) and in Chromium's real IndexedDB (tests/browser/run.mjs, suite
 // "store"), each case on a fresh database.
 //
@@ -38,14 +39,26 @@ async function rejects(promise, pattern, what) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A record as the store writes it for a pending message `id` (the shape of schema 4). */
+/** A record as the store writes it for a pending message `id` (the shape of schema 5). */
 function record(id, fields = {}) {
   return {
     id, queue: "q", payload: "p", status: "pending", retryCount: 0, maxRetries: 3, retryAfter: null,
     lastError: null, createdAt: BASE, updatedAt: BASE, leaseToken: null, leaseExpiresAt: null,
     idempotencyKey: null, firstFailedAt: null, deadAt: null, errors: [], errorsDropped: 0,
-    replayCount: 0, replayedAt: null, lane: 1, at: BASE, ...fields,
+    replayCount: 0, replayedAt: null, group: null, expiresAt: null, groupAt: null, lane: 1, at: BASE,
+    ...fields,
   };
+}
+
+/** Every record of `db`'s object store `name`, with plain IndexedDB. */
+async function all(pkg, db, name = "messages") {
+  return pkg.requests.transaction(db, name, "readonly", (store) => pkg.requests.request("getAll", () => store.getAll()));
+}
+
+/** How many records index `index` of `messages` holds in its whole key range for queue `queue`. */
+async function indexed(pkg, db, index, queue = "q") {
+  const range = IDBKeyRange.bound([queue], [queue, []]);
+  return pkg.requests.transaction(db, "messages", "readonly", (store) => pkg.requests.request("count", () => store.index(index).count(range)));
 }
 
 /** A database of the store's schema, opened with the store's own `open`. */
@@ -149,6 +162,80 @@ export const CASES = {
     dl.close();
   },
 
+  async "a write reads the clock once its transaction runs: a claim queued behind another tab's transaction leases from its own turn"(pkg, factory) {
+    const name = fresh("turn");
+    let now = BASE;
+    let otherDone = false;
+    const reads = [];
+    const dl = await pkg.index.open(name, { indexedDB: factory, clock: () => (reads.push(otherDone), now), random: () => 0 });
+    const q = dl.queue("q");
+    await q.enqueue("a");
+    // Another connection (another tab) holds a readwrite transaction on the messages for 100 ms,
+    // one request after the other; when it is done, 5 s have passed.
+    const other = await pkg.requests.settle(factory.open(name), "open");
+    const tx = other.transaction("messages", "readwrite");
+    const until = Date.now() + 100;
+    const spin = () => {
+      tx.objectStore("messages").get(1).onsuccess = () => (Date.now() < until ? spin() : undefined);
+    };
+    spin();
+    tx.oncomplete = () => {
+      otherDone = true;
+      now = BASE + 5000;
+    };
+    reads.length = 0;
+    const claimed = await q.claim({ leaseMs: 1000 });
+    equal(reads, [true], "the clock was read once, after the other transaction ended");
+    equal(claimed.leaseExpiresAt.getTime() - BASE, 6000, "the lease runs its full length from the claim's turn");
+    other.close();
+    dl.close();
+  },
+
+  async "the members behind their group's head have no lane: in neither the claim nor the delayed index, until the head leaves"(pkg, factory) {
+    let now = BASE;
+    const name = fresh("groups");
+    const dl = await pkg.index.open(name, { indexedDB: factory, clock: () => now });
+    const q = dl.queue("q");
+    await q.enqueueMany([{ payload: "a", group: "g" }, { payload: "b", group: "g", delayMs: 1000 }, { payload: "c", group: "g" }, "d"]);
+    const { db } = { db: await pkg.requests.settle(factory.open(name), "open") };
+    const places = async () => (await all(pkg, db)).map((r) => [r.id, r.lane, r.at === null ? null : r.at - BASE, r.groupAt === null ? null : r.groupAt - BASE]);
+    equal(await places(), [[1, 1, 0, 0], [2, null, null, 0], [3, null, null, 0], [4, 1, 0, null]], "heads ready, members blocked");
+    equal([await indexed(pkg, db, "claim"), await indexed(pkg, db, "delayed"), await indexed(pkg, db, "group")], [2, 0, 3], "index sizes");
+    equal((await q.stats()).delayed, 0, "a blocked member is not delayed");
+    const a = await q.claim();
+    await q.succeed(a.id, { leaseToken: a.leaseToken });
+    // The head left: b is the head now, waiting for its delay (in the timed lane and delayed).
+    equal(await places(), [[1, null, null, null], [2, 0, 1000, 0], [3, null, null, 0], [4, 1, 0, null]], "b unblocked");
+    equal([await indexed(pkg, db, "claim"), await indexed(pkg, db, "delayed"), await indexed(pkg, db, "group")], [2, 1, 2], "index sizes after");
+    equal((await q.nextDueAt())?.getTime(), BASE + 1000, "next due");
+    db.close();
+    dl.close();
+  },
+
+  async "a queue's row is a record of the object store queues, written only when it differs from the defaults"(pkg, factory) {
+    const name = fresh("rows");
+    const dl = await pkg.index.open(name, { indexedDB: factory });
+    const q = dl.queue("q");
+    await q.settings();
+    await q.resume();
+    await q.setSettings();
+    const db = await pkg.requests.settle(factory.open(name), "open");
+    equal(await all(pkg, db, "queues"), [], "reading, resuming or storing the defaults writes nothing");
+    await q.setSettings({ backoff: { initialMs: 500, multiplier: 2.5, jitter: "full" }, maxRetries: 4 });
+    await q.pause();
+    equal(await all(pkg, db, "queues"), [{
+      name: "q", backoffInitialMs: 500, backoffMultiplier: 2.5, backoffCapMs: 3_600_000, backoffJitter: "full",
+      maxRetries: 4, leaseMs: null, expiresInMs: null, onExpiry: "dead", paused: true, expiredDead: 0, expiredDiscarded: 0,
+    }], "the row");
+    equal((await dl.queues()).map((s) => [s.queue, s.paused]), [["q", true]], "a paused queue without messages is listed");
+    // A row holding what deadletter never writes: a store error naming the queue and the column.
+    await pkg.requests.transaction(db, "queues", "readwrite", (store) => store.put({ ...record(0), name: "q", maxRetries: "4", paused: true, onExpiry: "dead", expiredDead: 0, expiredDiscarded: 0 }));
+    await rejects(q.settings(), /queue "q" is corrupt: column max_retries: must be an integer, got a string/, "a corrupt row");
+    await rejects(q.claim(), /queue "q" is corrupt/, "a claim reads the row");
+    db.close();
+    dl.close();
+  },
+
   async "a message without retryAfter is due at every instant, also before 1970"(pkg, factory) {
     for (const at of [-1000, -315619200000]) {
       const dl = await pkg.index.open(fresh("1970"), { indexedDB: factory, clock: () => at });
@@ -160,7 +247,7 @@ export const CASES = {
   },
 
   async "another application's database is refused and left as it was"(pkg, factory) {
-    for (const version of [1, 2, 3, 4, 9]) {
+    for (const version of [1, 2, 3, 4, 5, 9]) {
       const name = fresh("foreign");
       const req = factory.open(name, version);
       req.onupgradeneeded = () => req.result.createObjectStore("todos").put("milk", 1);

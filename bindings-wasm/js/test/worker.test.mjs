@@ -1,7 +1,7 @@
 // The worker loop `Queue.process` with real values, on fake-indexeddb: handled counts, the failure
 // text of what handlers throw, PermanentError, heartbeats that keep a lease and a lost lease, abort
-// and the shutdown timeout, the idle wait until nextDueAt, concurrency, options, and a Node process
-// that exits by itself once the loop has resolved.
+// and the shutdown timeout, the idle wait until nextDueAt, a paused queue, concurrency, options, and
+// a Node process that exits by itself once the loop has resolved.
 // Run: node --require fake-indexeddb/auto --test bindings-wasm/js/test/  (after build.sh)
 import { test } from "node:test";
 import { spawnSync } from "node:child_process";
@@ -382,6 +382,36 @@ test("a handler's failure wakes an idle loop, which then sleeps until the retry 
   assert.ok(claims.length <= 6, `${claims.length} claims`);
   const done = await q.get(m.id);
   assert.deepEqual([done.status, done.retryCount, done.lastError], ["succeeded", 1, "Error: HTTP 503"]);
+  db.close();
+});
+
+test("on a paused queue the loop claims nothing, idles without spinning, and takes the messages within its poll interval of the resume", LIMIT, async () => {
+  // Real time, a poll interval of 100 ms. The queue is paused by another handle (another tab or
+  // process would be the same: the state is stored with the queue).
+  const { db, name } = await database({ real: true });
+  const q = db.queue("paused");
+  await q.enqueueMany(["a", "b"]);
+  const other = await open(name);
+  await other.queue("paused").pause();
+  const claims = spy(q, "claimMany");
+  const handled = [];
+  const controller = new AbortController();
+  const loop = q.process((m) => {
+    handled.push([m.payload, Date.now()]);
+  }, { pollIntervalMs: 100, signal: controller.signal });
+  await sleep(350);
+  assert.deepEqual(handled, [], "nothing claimed while paused");
+  // About one claim per poll interval (an empty claim, then nextDueAt and a sleep): no spinning.
+  assert.ok(claims.length >= 2 && claims.length <= 8, `${claims.length} claims in 350 ms`);
+  assert.equal((await q.stats()).pending, 2);
+  const resumedAt = Date.now();
+  assert.equal((await other.queue("paused").resume()).paused, false);
+  await until(() => handled.length === 2, "the messages after the resume");
+  assert.deepEqual(handled.map(([payload]) => payload), ["a", "b"]);
+  assert.ok(handled[0][1] - resumedAt <= 100 + 50, `taken ${handled[0][1] - resumedAt} ms after the resume`);
+  controller.abort();
+  assert.equal(await loop, 2);
+  other.close();
   db.close();
 });
 

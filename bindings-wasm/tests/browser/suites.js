@@ -344,39 +344,54 @@ async function rawCycle(idb, i) {
 /**
  * The same cycle as plain IndexedDB making deadletter's own requests on a database of
  * deadletter's schema (made by `deadletter.open`), as its store (js/store/store.js) makes them:
- * records of the same fields, the same seven indexes; enqueue: add; claim: the claim index's
- * timed lane up to now and its first ready message, read at once, then put; succeed: get+put;
- * each transaction committed with `commit()` once its last request is made. What the store's
- * design costs, without the WebAssembly core and the binding's JavaScript (the rest of
- * deadletter's time is theirs). Run on a database with only the claim index too: what the
- * requests and records cost without the other six indexes.
+ * records of the same fields, the same indexes; every write a transaction on both object stores
+ * (`messages`, `queues`) whose first request reads the queue's row (the clock is read when it
+ * completes). Enqueue: the row, then add; claim: the row, the head of the ready lane and the first
+ * keys of the timed lane and of the expiring messages, read at once, then put; succeed: the row and
+ * the message at once, then put; each transaction committed with `commit()` once its last request
+ * is made. What the store's design costs, without the WebAssembly core and the binding's
+ * JavaScript (the rest of deadletter's time is theirs). Run on a database with only the claim
+ * index too: what the requests and records cost without the other indexes.
  */
 async function sameRequestsCycle(idb, i) {
-  const now = Date.now();
-  let tx = idb.transaction("messages", "readwrite");
+  const both = idb.objectStoreNames.contains("queues") ? ["messages", "queues"] : ["messages"];
+  const row = (tx) => (both.length === 2 ? request(tx.objectStore("queues").get("bench")) : Promise.resolve());
+  const firstKey = (index, range) => request(index.openKeyCursor(range)).then((cursor) => cursor?.key);
+  let tx = idb.transaction(both, "readwrite");
+  await row(tx);
+  let now = Date.now();
   await request(tx.objectStore("messages").add({
     queue: "bench", payload: `job ${i}`, status: "pending", retryCount: 0, maxRetries: 3, retryAfter: null,
     lastError: null, createdAt: now, updatedAt: now, leaseToken: null, leaseExpiresAt: null,
     idempotencyKey: null, firstFailedAt: null, deadAt: null, errors: [], errorsDropped: 0, replayCount: 0,
-    replayedAt: null, lane: 1, at: now,
+    replayedAt: null, group: null, expiresAt: null, groupAt: null, lane: 1, at: now,
   }));
   tx.commit();
   await done(tx);
-  tx = idb.transaction("messages", "readwrite");
+  tx = idb.transaction(both, "readwrite");
   let store = tx.objectStore("messages");
   const claim = store.index("claim");
-  const timed = request(claim.getAll(IDBKeyRange.bound(["bench", 0, -Infinity], ["bench", 0, now, Infinity]), 100));
+  const started = row(tx);
   const ready = request(claim.getAll(IDBKeyRange.bound(["bench", 1, -Infinity], ["bench", 1, Infinity]), 1));
-  await timed;
+  const firsts = Promise.all([
+    firstKey(claim, IDBKeyRange.bound(["bench", 0, -Infinity], ["bench", 0, Infinity])),
+    both.length === 2 ? firstKey(store.index("expiring"), IDBKeyRange.bound(["bench", "pending", -Infinity], ["bench", "pending", Infinity])) : undefined,
+  ]);
+  await started;
+  now = Date.now();
+  await firsts;
   let message = (await ready)[0];
   const leaseExpiresAt = now + 30_000;
   Object.assign(message, { status: "processing", leaseToken: crypto.randomUUID(), leaseExpiresAt, lane: 0, at: leaseExpiresAt });
   store.put(message);
   tx.commit();
   await done(tx);
-  tx = idb.transaction("messages", "readwrite");
+  tx = idb.transaction(both, "readwrite");
   store = tx.objectStore("messages");
-  message = await request(store.get(message.id));
+  const read = row(tx);
+  const found = request(store.get(message.id));
+  await read;
+  message = await found;
   Object.assign(message, { status: "succeeded", leaseToken: null, leaseExpiresAt: null, lane: null, at: null });
   store.put(message);
   tx.commit();
@@ -449,26 +464,66 @@ async function benchDelayed(rounds, delayed = 1000, payloadBytes = 1000, perRoun
   const payload = "x".repeat(payloadBytes);
   const later = Array.from({ length: delayed }, () => ({ payload, delayMs: 3_600_000 }));
   if (delayed > 0) await queues.ahead.enqueueMany(later);
-  const out = { ahead: [], none: [] };
-  const block = async (name, r) => {
-    const queue = queues[name];
-    await queue.enqueueMany(Array.from({ length: perRound }, (_, i) => `due ${r}.${i}`));
-    const claimed = [];
-    const ms = await timeEach(perRound, async () => claimed.push(await queue.claim()));
-    for (const [i, m] of claimed.entries()) {
-      if (m === null || m.payload !== `due ${r}.${i}`) throw new Error(`${name}: claim ${r}.${i} returned ${m && m.payload}`);
-      await queue.succeed(m.id, { leaseToken: m.leaseToken });
-    }
-    if (r >= warmup) out[name].push(ms);
-  };
-  for (let r = 0; r < warmup + rounds; r += 1) {
-    const order = r % 2 === 0 ? ["ahead", "none"] : ["none", "ahead"];
-    for (const name of order) await block(name, r);
-  }
+  const out = await claimBlocks(queues, rounds, perRound, warmup);
   const stats = await queues.ahead.stats();
   db.close();
   if (stats.delayed !== delayed) throw new Error(`expected ${delayed} delayed messages, stats say ${stats.delayed}`);
   return { rounds, perRound, delayed, payloadBytes, ...out };
+}
+
+/**
+ * The claim blocks of `benchDelayed` and `benchGroups`, on the two queues of `queues` (`{ name:
+ * Queue }`): each round enqueues `perRound` due messages without a group on each, times their
+ * claims (alternating which queue goes first), checks each claimed the message due next and
+ * succeeds it. Returns the time of one claim in each block after `warmup`, in ms, by name.
+ */
+async function claimBlocks(queues, rounds, perRound, warmup) {
+  const names = Object.keys(queues);
+  const out = Object.fromEntries(names.map((name) => [name, []]));
+  for (let r = 0; r < warmup + rounds; r += 1) {
+    for (const name of r % 2 === 0 ? names : [...names].reverse()) {
+      const queue = queues[name];
+      await queue.enqueueMany(Array.from({ length: perRound }, (_, i) => `due ${r}.${i}`));
+      const claimed = [];
+      const ms = await timeEach(perRound, async () => claimed.push(await queue.claim()));
+      for (const [i, m] of claimed.entries()) {
+        if (m === null || m.payload !== `due ${r}.${i}`) throw new Error(`${name}: claim ${r}.${i} returned ${m && m.payload}`);
+        await queue.succeed(m.id, { leaseToken: m.leaseToken });
+      }
+      if (r >= warmup) out[name].push(ms);
+    }
+  }
+  return out;
+}
+
+/**
+ * Claim cost with ordering groups held up: one database, queue `grouped` holds `groups` groups whose
+ * heads are in backoff (claimed and failed with an hour's `retryInMs`) and `members` messages of
+ * `payloadBytes` waiting behind them (blocked, in no claim lane), queue `plain` holds none. Each
+ * round enqueues `perRound` due messages without a group on both, times their claims block by
+ * block (alternating which queue goes first) and succeeds them. The clock stands still, so the
+ * heads stay in backoff. Returns the time of one claim in each block, in ms: { grouped, plain }.
+ */
+async function benchGroups(rounds, groups = 100, members = 1000, payloadBytes = 1000, perRound = 10, warmup = 2) {
+  const now = Date.UTC(2026, 0, 1);
+  const db = await deadletter.open(freshName("bench-groups"), { clock: () => now });
+  const queues = { grouped: db.queue("grouped"), plain: db.queue("plain") };
+  const payload = "x".repeat(payloadBytes);
+  const g = queues.grouped;
+  await g.enqueueMany(Array.from({ length: groups }, (_, i) => ({ payload, group: `g${i}` })));
+  for (const head of await g.claimMany(groups)) {
+    await g.fail(head.id, "HTTP 503", { leaseToken: head.leaseToken, retryInMs: 3_600_000 });
+  }
+  for (let i = 0; i < members; i += 100) {
+    await g.enqueueMany(Array.from({ length: 100 }, (_, k) => ({ payload, group: `g${(i + k) % groups}` })));
+  }
+  const out = await claimBlocks(queues, rounds, perRound, warmup);
+  const stats = await g.stats();
+  db.close();
+  if (stats.pending !== groups + members || stats.delayed !== groups) {
+    throw new Error(`expected ${groups + members} pending of which ${groups} delayed heads, stats say ${stats.pending} and ${stats.delayed}`);
+  }
+  return { rounds, perRound, groups, members, payloadBytes, ...out };
 }
 
 window.suites = {
@@ -489,4 +544,5 @@ window.suites = {
   killHere,
   bench,
   benchDelayed,
+  benchGroups,
 };

@@ -1,0 +1,248 @@
+//! A queue's row as a record of the IndexedDB object store `queues` (keyed by `name`: the
+//! columns of the core's [`StoredQueue`], in the JavaScript names) and back through the core's
+//! checks ([`StoredQueue::check`]: a value deadletter never writes is the same `store` error as in
+//! every other store), and a queue's objects in the JavaScript API: its settings
+//! (`QueueSettings`) and statistics (`QueueStats`).
+
+use deadletter::storage::{StoredQueue, queue_row};
+use deadletter::{
+    Backoff, Millis, QueueRow, QueueSettings, Result, SettingsArgs, Stats, pause_step,
+};
+use js_sys::Object;
+use wasm_bindgen::prelude::*;
+
+use crate::args::OwnedArg;
+use crate::record::{get, number};
+
+// The object literals are js/store/record.js (see src/record.rs).
+#[wasm_bindgen(module = "/js/store/record.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = queueRecord)]
+    #[allow(clippy::too_many_arguments)]
+    fn queue_record(
+        name: &str,
+        backoff_initial_ms: &JsValue,
+        backoff_multiplier: &JsValue,
+        backoff_cap_ms: &JsValue,
+        backoff_jitter: &JsValue,
+        max_retries: &JsValue,
+        lease_ms: &JsValue,
+        expires_in_ms: &JsValue,
+        on_expiry: &str,
+        paused: bool,
+        expired_dead: &JsValue,
+        expired_discarded: &JsValue,
+    ) -> Object;
+
+    #[wasm_bindgen(js_name = policy)]
+    fn policy_object(
+        initial_ms: &JsValue,
+        multiplier: f64,
+        cap_ms: &JsValue,
+        jitter: &JsValue,
+    ) -> JsValue;
+
+    #[wasm_bindgen(js_name = settings)]
+    fn settings_object(
+        backoff: &JsValue,
+        max_retries: &JsValue,
+        lease_ms: &JsValue,
+        expires_in_ms: &JsValue,
+        on_expiry: &str,
+        paused: bool,
+    ) -> JsValue;
+
+    #[wasm_bindgen(js_name = stats)]
+    #[allow(clippy::too_many_arguments)]
+    fn stats_object(
+        queue: &str,
+        pending: &JsValue,
+        processing: &JsValue,
+        succeeded: &JsValue,
+        dead: &JsValue,
+        expired: &JsValue,
+        delayed: &JsValue,
+        next_due_at: &JsValue,
+        oldest_due_age_ms: &JsValue,
+        oldest_dead_age_ms: &JsValue,
+        paused: bool,
+        expired_dead: &JsValue,
+        expired_discarded: &JsValue,
+    ) -> JsValue;
+}
+
+fn opt(n: Option<i64>) -> JsValue {
+    n.map_or(JsValue::NULL, number)
+}
+
+#[allow(clippy::cast_possible_wrap)] // counters far below 2^53
+fn count(n: u64) -> JsValue {
+    number(n as i64)
+}
+
+fn jitter(policy: &Backoff) -> JsValue {
+    policy
+        .jitter
+        .as_str()
+        .map_or(JsValue::NULL, JsValue::from_str)
+}
+
+/// The record of queue `name`'s `row`.
+pub fn to_record(name: &str, row: &QueueRow) -> Object {
+    let s = StoredQueue::new(name, row);
+    queue_record(
+        name,
+        &opt(s.backoff_initial_ms),
+        &s.backoff_multiplier
+            .map_or(JsValue::NULL, JsValue::from_f64),
+        &opt(s.backoff_cap_ms),
+        &s.backoff_jitter.map_or(JsValue::NULL, JsValue::from_str),
+        &opt(s.max_retries),
+        &opt(s.lease_ms),
+        &opt(s.expires_in_ms),
+        s.on_expiry,
+        s.paused,
+        &number(s.expired_dead),
+        &number(s.expired_discarded),
+    )
+}
+
+/// The keys of a queue's record, in the order of the core's
+/// [`QUEUE_COLUMNS`](deadletter::storage::QUEUE_COLUMNS).
+const KEYS: [&str; 11] = [
+    "backoffInitialMs",
+    "backoffMultiplier",
+    "backoffCapMs",
+    "backoffJitter",
+    "maxRetries",
+    "leaseMs",
+    "expiresInMs",
+    "onExpiry",
+    "paused",
+    "expiredDead",
+    "expiredDiscarded",
+];
+
+/// The row of queue `name` from its record (`undefined`: it has none, [`QueueRow::default`]),
+/// checked by the core ([`queue_row`]): a `store` error naming the queue and the column when it
+/// holds a value deadletter never writes.
+pub fn from_record(name: &str, record: &JsValue) -> Result<QueueRow> {
+    if record.is_undefined() {
+        return Ok(QueueRow::default());
+    }
+    let values = KEYS.map(|key| OwnedArg::from_js(&get(record, key)));
+    queue_row(name, &values.each_ref().map(OwnedArg::arg))
+}
+
+/// A backoff policy as the API gives it: `{ initialMs, multiplier, capMs, jitter }`.
+pub fn policy_to_js(policy: &Backoff) -> JsValue {
+    policy_object(
+        &number(policy.initial_ms),
+        policy.multiplier,
+        &number(policy.cap_ms),
+        &jitter(policy),
+    )
+}
+
+/// `QueueSettings`: the stored values (null where unset) and whether the queue is paused.
+pub fn settings_to_js(settings: &QueueSettings) -> JsValue {
+    settings_object(
+        &settings
+            .backoff
+            .as_ref()
+            .map_or(JsValue::NULL, policy_to_js),
+        &opt(settings.max_retries.map(i64::from)),
+        &opt(settings.lease_ms),
+        &opt(settings.expires_in_ms),
+        settings.on_expiry.as_str(),
+        settings.paused,
+    )
+}
+
+/// `QueueStats`: counts as numbers, `nextDueAt` a `Date` or null, ages in milliseconds or null.
+pub fn stats_to_js(stats: &Stats) -> JsValue {
+    let age = |ms: Option<Millis>| opt(ms);
+    stats_object(
+        &stats.queue,
+        &count(stats.pending),
+        &count(stats.processing),
+        &count(stats.succeeded),
+        &count(stats.dead),
+        &count(stats.expired),
+        &count(stats.delayed),
+        &opt(stats.next_due_at),
+        &age(stats.oldest_due_age_ms),
+        &age(stats.oldest_dead_age_ms),
+        stats.paused,
+        &count(stats.expired_dead),
+        &count(stats.expired_discarded),
+    )
+}
+
+/// `Queue.settings`: the settings of queue `name` from its record in `queues` (`undefined`: none,
+/// all defaults). Throws a `store` `DeadLetterError` for a corrupt record.
+#[wasm_bindgen(js_name = settingsOf)]
+pub fn settings_of(name: &str, record: &JsValue) -> std::result::Result<JsValue, JsValue> {
+    let row = crate::rules::js(from_record(name, record))?;
+    Ok(settings_to_js(&row.settings))
+}
+
+/// What a write of a queue's row does.
+enum RowChange {
+    /// `Queue.setSettings`.
+    Settings(SettingsArgs),
+    /// `Queue.pause` (true) and `Queue.resume` (false).
+    Pause(bool),
+}
+
+/// `Queue.setSettings`, `Queue.pause` and `Queue.resume`: inside one write transaction, the store
+/// reads the queue's record in `queues`, hands it to [`RowPlan::step`] and writes what it answers.
+#[wasm_bindgen]
+pub struct RowPlan {
+    queue: String,
+    change: RowChange,
+    written: Option<QueueRow>,
+}
+
+impl RowPlan {
+    pub(crate) fn settings(args: SettingsArgs) -> Self {
+        Self {
+            queue: args.queue.clone(),
+            change: RowChange::Settings(args),
+            written: None,
+        }
+    }
+
+    pub(crate) fn pause(queue: String, paused: bool) -> Self {
+        Self {
+            queue,
+            change: RowChange::Pause(paused),
+            written: None,
+        }
+    }
+}
+
+#[wasm_bindgen]
+impl RowPlan {
+    /// The queue's record (`undefined`: none): the record to write, or `undefined` when nothing
+    /// changes (a queue never configured gets a record only when it differs from the defaults).
+    pub fn step(&mut self, record: &JsValue) -> std::result::Result<JsValue, JsValue> {
+        let row = crate::rules::js(from_record(&self.queue, record))?;
+        let next = match &self.change {
+            RowChange::Settings(args) => args.step(row),
+            RowChange::Pause(paused) => pause_step(row, *paused),
+        };
+        self.written = Some(next);
+        // A queue without a record reads as the defaults: unchanged, it gets none.
+        Ok(if next == row {
+            JsValue::UNDEFINED
+        } else {
+            to_record(&self.queue, &next).into()
+        })
+    }
+
+    /// Once committed: the settings.
+    pub fn finish(self) -> JsValue {
+        settings_to_js(&self.written.unwrap_or_default().settings)
+    }
+}

@@ -1,0 +1,152 @@
+//! The plans of the reads of the IndexedDB store that look at more than one message (internal):
+//! a queue's statistics ([`StatsPlan`]) and a page of `Queue.list` ([`list_plan`]).
+
+use deadletter::{Error, ListQuery, Millis, Result, Stats, Status, machine};
+use js_sys::{Array, Object, Reflect};
+use wasm_bindgen::prelude::*;
+
+use crate::plans::read_all;
+use crate::record::{from_record, number, to_js, whole};
+use crate::rules::js;
+use crate::{errors, keys, queue};
+
+/// `Queue.stats`: in one read transaction, the store reads the queue's row, counts the ranges of
+/// [`StatsPlan::ranges`], reads the first keys of two of them, and walks the claim lanes through
+/// [`StatsPlan::timed`] and [`StatsPlan::ready`] for the oldest due message.
+#[wasm_bindgen]
+pub struct StatsPlan {
+    queue: String,
+    now: Millis,
+    oldest_due: Option<Millis>,
+}
+
+impl StatsPlan {
+    pub(crate) fn new(queue: String, now: Millis) -> Self {
+        Self {
+            queue,
+            now,
+            oldest_due: None,
+        }
+    }
+
+    fn due(&mut self, record: &JsValue) -> Result<bool> {
+        let message = from_record(record)?;
+        let due = machine::is_due(&message, self.now);
+        if due {
+            let at = message.created_at;
+            self.oldest_due = Some(self.oldest_due.map_or(at, |o| o.min(at)));
+        }
+        Ok(due)
+    }
+}
+
+#[wasm_bindgen]
+impl StatsPlan {
+    /// The ranges: `byStatus` (index `list`, one per status in lifecycle order), `expired`
+    /// (index `expiry`), `delayed` (index `delayed`, whose first key is the next due instant),
+    /// `dead` (index `dead`, whose first key is the oldest death), `timed` and `ready` (index
+    /// `claim`).
+    pub fn ranges(&self) -> Object {
+        let (q, now) = (self.queue.as_str(), self.now);
+        let by_status: Array = Status::ALL.iter().map(|s| keys::status(q, *s)).collect();
+        let object = Object::new();
+        for (name, range) in [
+            ("byStatus", by_status.into()),
+            ("expired", keys::overdue(q, now)),
+            ("delayed", keys::delayed(q, now)),
+            ("dead", keys::dead(q)),
+            ("timed", keys::timed(q, now)),
+            ("ready", keys::ready(q)),
+        ] {
+            let _ = Reflect::set(&object, &name.into(), &range);
+        }
+        object
+    }
+
+    /// A record of the timed range (in any order).
+    pub fn timed(&mut self, record: &JsValue) -> std::result::Result<(), JsValue> {
+        js(self.due(record)).map(drop)
+    }
+
+    /// A record of the ready lane, in claim order: true once the walk may stop (it found the
+    /// first due message).
+    pub fn ready(&mut self, record: &JsValue) -> std::result::Result<bool, JsValue> {
+        js(self.due(record))
+    }
+
+    /// The statistics, from `counts` (the counts of `byStatus`, then `expired` and `delayed`),
+    /// the first keys of `delayed` and `dead` (`undefined` when empty) and the queue's record in
+    /// `queues` (`undefined`: none).
+    pub fn finish(
+        self,
+        counts: &Array,
+        first_delayed: &JsValue,
+        first_dead: &JsValue,
+        row: &JsValue,
+    ) -> std::result::Result<JsValue, JsValue> {
+        let row = js(queue::from_record(&self.queue, row))?;
+        let mut numbers = counts
+            .iter()
+            .map(|n| whole(&n).and_then(|n| u64::try_from(n).ok()));
+        let mut next = || {
+            numbers
+                .next()
+                .flatten()
+                .ok_or_else(|| errors::to_js(&Error::Store("IndexedDB count failed".into())))
+        };
+        let counts = deadletter::Counts {
+            by_status: [next()?, next()?, next()?, next()?],
+            expired: next()?,
+            delayed: next()?,
+            next_due_at: keys::part(first_delayed, 2),
+            oldest_due_created_at: self.oldest_due,
+            oldest_dead_at: keys::part(first_dead, 2),
+            ..deadletter::Counts::default()
+        }
+        .with_row(&row);
+        Ok(queue::stats_to_js(&Stats::new(
+            &self.queue,
+            &counts,
+            self.now,
+        )))
+    }
+}
+
+/// `Database.queues`: the statistics plan of queue `name` (a name the store found) at `now`,
+/// the instant [`crate::rules::DatabaseRules::queues`] checked.
+#[wasm_bindgen(js_name = statsPlan)]
+pub fn stats_plan(name: String, now: f64) -> StatsPlan {
+    #[allow(clippy::cast_possible_truncation)] // a checked instant, whole
+    StatsPlan::new(name, now as Millis)
+}
+
+/// `Queue.list`: `{ queue, range, limit, afterId }`: with a status, the `range` of the `list`
+/// index to read (ids above `afterId`, at most `limit`); without, `range` is null and the store
+/// reads the `queue` index from the id after `afterId`. The page read goes to [`messages_of`].
+pub fn list_plan(query: &ListQuery<'_>) -> JsValue {
+    let after_id = query.after_id.unwrap_or(0);
+    let range = query.status.map_or(JsValue::NULL, |s| {
+        keys::status_after(query.queue, s, after_id)
+    });
+    let object = Object::new();
+    #[allow(clippy::cast_precision_loss)] // at most 1000
+    let limit = JsValue::from_f64(query.limit as f64);
+    for (key, value) in [
+        ("queue", JsValue::from_str(query.queue)),
+        ("range", range),
+        ("limit", limit),
+        ("afterId", number(after_id)),
+    ] {
+        let _ = Reflect::set(&object, &key.into(), &value);
+    }
+    object.into()
+}
+
+/// The messages of the records of one page of `Queue.list`, in order.
+#[wasm_bindgen(js_name = messagesOf)]
+pub fn messages_of(page: &Array) -> std::result::Result<Array, JsValue> {
+    Ok(js(read_all(page))?
+        .iter()
+        .map(|m| to_js(m, false))
+        .collect())
+}
