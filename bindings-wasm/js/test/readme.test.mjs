@@ -1,26 +1,23 @@
-// Runs the README's JavaScript blocks against the built package, so the documented example stays
-// true. `console.assert` is made to throw, and `"deadletter"` resolves to build/pkg.
+// Runs the JavaScript blocks of both READMEs (the repository's and the npm package's,
+// bindings-wasm/README.md) against the built package, so the documented examples stay true.
+// `console.assert` is made to throw, and `"deadletter"` resolves to build/pkg (here on
+// fake-indexeddb, where a path is a database name; bindings-node/tests/readme.test.mjs runs the
+// same blocks on SQLite files).
 import { test } from "node:test";
-import { readFileSync } from "node:fs";
 import assert from "node:assert/strict";
+import { jsBlocks, runBlock } from "./readme-blocks.mjs";
 
-const readme = readFileSync(new URL("../../../README.md", import.meta.url), "utf8");
-const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+const READMES = { repository: "../../../README.md", npm: "../../README.md" };
 const pkg = new URL("../../../build/pkg/index.js", import.meta.url).href;
 
-test("the README has JavaScript examples", () => {
-  assert.ok(blocks.length >= 1);
-});
+for (const [which, path] of Object.entries(READMES)) {
+  const blocks = jsBlocks(new URL(path, import.meta.url));
 
-for (const [i, block] of blocks.entries()) {
-  test(`README JavaScript block ${i + 1} runs`, async () => {
-    const source = block.replaceAll('from "deadletter"', `from ${JSON.stringify(pkg)}`);
-    const assertions = console.assert;
-    console.assert = (condition, ...message) => assert.ok(condition, message.join(" ") || "console.assert failed");
-    try {
-      await import(`data:text/javascript,${encodeURIComponent(source)}`);
-    } finally {
-      console.assert = assertions;
-    }
+  test(`the ${which} README has JavaScript examples`, () => {
+    assert.ok(blocks.length >= 1);
   });
+
+  for (const [i, block] of blocks.entries()) {
+    test(`${which} README JavaScript block ${i + 1} runs`, () => runBlock(block, pkg));
+  }
 }
