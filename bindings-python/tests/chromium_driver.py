@@ -21,7 +21,9 @@ def drive(driver: Path, *args: str) -> dict[str, Any]:
     return drive_with(driver, {}, *args)
 
 
-def drive_with(driver: Path, handlers: Mapping[str, Callable[[], None]], *args: str) -> dict[str, Any]:
+def drive_with(
+    driver: Path, handlers: Mapping[str, Callable[[], object]], *args: str
+) -> dict[str, Any]:
     """`drive`, for a driver that asks the test to act meanwhile (stop the server, start it
     again): each line ``@NAME`` it prints calls ``handlers[NAME]()``, then ``done`` is written to
     its stdin."""

@@ -14,11 +14,15 @@ from __future__ import annotations
 import json
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import deadletter
 import pytest
 from chromium_driver import ROOT, drive_with
 from serving import deadletter_serve, free_port
+
+Console = tuple[dict[str, Any], Path]
+"""The driver's result (its JSON), and the database the console acted on."""
 
 DRIVER = Path(__file__).with_name("dashboard.mjs")
 SHOTS = ROOT / "build" / "console"
@@ -74,7 +78,7 @@ def fill(path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def console(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+def console(tmp_path_factory: pytest.TempPathFactory) -> Console:
     """The driver's result, and the database it leaves."""
     path = tmp_path_factory.mktemp("console") / "shop.db"
     fill(path)
@@ -91,7 +95,7 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
     return result, path
 
 
-def test_the_token_is_asked_once_per_tab(console: tuple[dict, Path]) -> None:
+def test_the_token_is_asked_once_per_tab(console: Console) -> None:
     result, _ = console
     assert result["askedForToken"] is True
     assert result["state"] == "ready"
@@ -99,19 +103,24 @@ def test_the_token_is_asked_once_per_tab(console: tuple[dict, Path]) -> None:
 
 
 def test_the_queue_table_shows_counts_leases_delays_lag_and_state(
-    console: tuple[dict, Path],
+    console: Console,
 ) -> None:
     result, _ = console
     [orders, long] = result["queues"]
     assert orders["name"] == QUEUE and long["name"] == LONG  # the full name on hover
     pending, processing, succeeded, dead, lag, oldest_dead, state = orders["cells"]
-    assert (pending, processing, succeeded, dead) == ("60 1 delayed", "2 1 lease expired", "4", "45")
+    assert [pending, processing, succeeded, dead] == [
+        "60 1 delayed",
+        "2 1 lease expired",
+        "4",
+        "45",
+    ]
     assert lag.endswith(" s") and oldest_dead.endswith(" s") and state == "running"
     assert long["cells"][:4] == ["1", "0", "0", "1"]
     assert all(row["countsRight"] <= 1280 for row in result["queues"])  # not pushed off-screen
 
 
-def test_every_status_tab_shows_its_messages(console: tuple[dict, Path]) -> None:
+def test_every_status_tab_shows_its_messages(console: Console) -> None:
     result, _ = console
     assert result["defaultTab"] == "dead"
     assert result["tabs"] == [
@@ -136,7 +145,7 @@ def test_every_status_tab_shows_its_messages(console: tuple[dict, Path]) -> None
 
 
 def test_a_message_opens_in_view_and_its_link_restores_the_view(
-    console: tuple[dict, Path],
+    console: Console,
 ) -> None:
     result, _ = console
     assert result["row40"] == 40
@@ -156,7 +165,7 @@ def test_a_message_opens_in_view_and_its_link_restores_the_view(
     assert result["afterForward"] == "Message #40"
 
 
-def test_a_message_shows_its_history_payload_and_fields(console: tuple[dict, Path]) -> None:
+def test_a_message_shows_its_history_payload_and_fields(console: Console) -> None:
     result, _ = console
     assert [line.split(": ", 1)[1] for line in result["history"]] == [
         "connection reset",
@@ -171,7 +180,7 @@ def test_a_message_shows_its_history_payload_and_fields(console: tuple[dict, Pat
     assert result["fields"]["replays"] == "0"
 
 
-def test_the_operator_replays_deletes_replays_all_and_purges(console: tuple[dict, Path]) -> None:
+def test_the_operator_replays_deletes_replays_all_and_purges(console: Console) -> None:
     result, path = console
     assert result["replayNotice"] == "Replayed message 2: it is pending again."
     assert result["replayedFields"]["status"] == "pending"
@@ -204,7 +213,7 @@ def test_the_operator_replays_deletes_replays_all_and_purges(console: tuple[dict
         assert q.settings().paused is False
 
 
-def test_pause_resume_and_the_stored_settings(console: tuple[dict, Path]) -> None:
+def test_pause_resume_and_the_stored_settings(console: Console) -> None:
     result, _ = console
     assert (result["paused"]["state"], result["paused"]["button"]) == ("paused", "Resume")
     assert result["paused"]["settings"]["paused"] == "yes"
@@ -220,7 +229,7 @@ def test_pause_resume_and_the_stored_settings(console: tuple[dict, Path]) -> Non
 
 
 def test_a_stopped_server_shows_a_banner_that_goes_when_it_answers(
-    console: tuple[dict, Path],
+    console: Console,
 ) -> None:
     result, _ = console
     banner = result["banner"]
@@ -230,7 +239,7 @@ def test_a_stopped_server_shows_a_banner_that_goes_when_it_answers(
     assert result["recovered"].startswith("The server answers again (")
 
 
-def test_400_px_wide_with_a_255_character_queue_name(console: tuple[dict, Path]) -> None:
+def test_400_px_wide_with_a_255_character_queue_name(console: Console) -> None:
     result, _ = console
     narrow = result["narrow"]
     assert narrow["scrollWidth"] <= 400
@@ -246,7 +255,7 @@ def test_400_px_wide_with_a_255_character_queue_name(console: tuple[dict, Path])
     assert "message=" not in result["narrowBack"]["hash"]
 
 
-def test_the_screenshots_are_written(console: tuple[dict, Path]) -> None:
+def test_the_screenshots_are_written(console: Console) -> None:
     result, _ = console
     for shot in ("Queues", "Message", "Queue", "Down", "Narrow", "NarrowMessage"):
         assert Path(result[f"shot{shot}"]).stat().st_size > 10_000

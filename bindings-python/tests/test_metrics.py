@@ -23,6 +23,14 @@ def samples_of(db: deadletter.Database) -> dict[tuple[str, tuple[tuple[str, str]
     }
 
 
+def succeed_one(queue: deadletter.Queue) -> None:
+    """Enqueues a message on ``queue`` and acks it."""
+    queue.enqueue("x")
+    m = queue.claim()
+    assert m is not None
+    queue.succeed(m.id, lease_token=m.lease_token)
+
+
 def test_expired_leases_delayed_messages_and_lag() -> None:
     """Per queue: leases run out and not reaped, messages not due yet, and the age of the
     oldest due pending message (absent when none is due)."""
@@ -35,11 +43,7 @@ def test_expired_leases_delayed_messages_and_lag() -> None:
     assert emails.claim(lease=30) is not None  # "held", lease until T0 + 30 s
     now[0] = T0 + timedelta(seconds=10)
     emails.enqueue("newer")
-    idle = db.queue("idle")
-    idle.enqueue("x")
-    m = idle.claim()
-    assert m is not None
-    idle.succeed(m.id, lease_token=m.lease_token)
+    succeed_one(db.queue("idle"))
     now[0] = T0 + timedelta(seconds=100)
 
     samples = samples_of(db)
@@ -68,19 +72,10 @@ def test_messages_per_status_and_the_oldest_dead_age() -> None:
         m = emails.claim()
         assert m is not None
         emails.fail(m.id, "boom", lease_token=m.lease_token, retryable=False)
-    other = db.queue('with "quotes"')
-    other.enqueue("x")
-    m = other.claim()
-    assert m is not None
-    other.succeed(m.id, lease_token=m.lease_token)
+    succeed_one(db.queue('with "quotes"'))
     now[0] = T0 + timedelta(seconds=100)
 
-    text = generate_latest(_metrics.registry(db)).decode()
-    samples = {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
+    samples = samples_of(db)
 
     def count(queue: str, status: str) -> float:
         return samples[("deadletter_messages", (("queue", queue), ("status", status)))]

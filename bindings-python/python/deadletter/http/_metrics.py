@@ -31,10 +31,15 @@ import deadletter
 
 from .._deadletter import ON_EXPIRY, STATUSES
 
-__all__ = ["STATUSES", "QueueCollector", "registry"]
+__all__ = ["STATUSES", "QueueCollector", "queue_gauge", "registry"]
 
 EXPIRED = {"dead": "expired_dead", "discard": "expired_discarded"}
 """The `QueueStats` counter of each expiry outcome (`ON_EXPIRY`'s names)."""
+
+
+def queue_gauge(name: str, documentation: str) -> GaugeMetricFamily:
+    """A gauge with one value per queue (label ``queue``)."""
+    return GaugeMetricFamily(name, documentation, labels=["queue"])
 
 
 class QueueCollector(Collector):
@@ -49,32 +54,27 @@ class QueueCollector(Collector):
         messages = GaugeMetricFamily(
             "deadletter_messages", "Messages in the queue, per status.", labels=["queue", "status"]
         )
-        oldest = GaugeMetricFamily(
+        oldest = queue_gauge(
             "deadletter_oldest_dead_age_seconds",
             "Seconds since the oldest dead message of the queue died (absent: no dead message).",
-            labels=["queue"],
         )
-        leases = GaugeMetricFamily(
+        leases = queue_gauge(
             "deadletter_expired_leases",
             "Processing messages of the queue whose lease has run out, not reaped yet (by a "
             "claim or a reap).",
-            labels=["queue"],
         )
-        delayed = GaugeMetricFamily(
+        delayed = queue_gauge(
             "deadletter_delayed_messages",
             "Pending messages of the queue that are not due yet (in backoff or delayed).",
-            labels=["queue"],
         )
-        lag = GaugeMetricFamily(
+        lag = queue_gauge(
             "deadletter_oldest_due_age_seconds",
             "Seconds since the oldest due pending message of the queue was enqueued: the lag "
             "(absent: no due pending message).",
-            labels=["queue"],
         )
-        paused = GaugeMetricFamily(
+        paused = queue_gauge(
             "deadletter_paused",
             "1 while the queue is paused (it claims nothing), else 0.",
-            labels=["queue"],
         )
         expired = CounterMetricFamily(
             "deadletter_expired",

@@ -205,12 +205,13 @@ async function act(action, what = "The action") {
   }
 }
 
-/** Loads the view as a navigation or a live refresh does (no action, no notice). */
+/** Loads the view as a navigation or a live refresh does (no action, no notice). While an
+ * action runs, the action alone says when the console is ready again. */
 async function show() {
-  document.body.dataset.state = "busy";
+  if (!busy) document.body.dataset.state = "busy";
   try {
     await refresh();
-    document.body.dataset.state = "ready";
+    if (!busy) document.body.dataset.state = "ready";
   } catch (error) {
     report(error);
   }
