@@ -1,31 +1,49 @@
-//! Benchmark, not a test: claim+succeed messages per second with 1, 4 and 16 workers on
-//! PostgreSQL, beside SQLite on the same machine in the same run.
+//! Benchmark, not a test: messages per second on PostgreSQL with 1, 4 and 16 workers, against a
+//! hand-written reference queue on the same server in the same run (issue 24), and beside SQLite.
 //!
-//! Workers are threads, each with its own store and connection (a store with one session for
-//! PostgreSQL, a `deadletter_sqlite::SqliteStore` on the file for SQLite): to the database that
-//! is what processes are. Each round enqueues `MESSAGES` messages (not timed), then the workers
-//! claim and ack through the engine until none is left; a round's figure is messages / wall
-//! time. Fresh schema or file per round; one warm-up round per row is not counted.
+//! Two measurements, each in rounds that interleave the contenders (one warm-up round first, not
+//! counted; a fresh schema or file per round):
+//! - **enqueue**: `MESSAGES` single enqueues, shared by the workers (each enqueues its part, one
+//!   message per transaction);
+//! - **claim+ack**: `MESSAGES` messages enqueued (not timed), then the workers claim and ack one
+//!   message at a time until none is left.
+//!
+//! A round's figure is messages / wall time. Workers are threads, each with its own connection
+//! (a store with one session for PostgreSQL, a `SqliteStore` on the file for SQLite): to the
+//! database that is what processes are, one server process per connection. The same stores
+//! through the Python package with worker processes: `bindings-python/benches/postgres_throughput.py`.
+//!
+//! The reference is the least a PostgreSQL queue with leases does, written by hand with the same
+//! driver: a table of `id` (identity primary key), `payload`, `status`, `lease_until` with one
+//! index besides its key (the ready messages by id); `INSERT` to enqueue, claim by
+//! `UPDATE ... WHERE id = (SELECT id ... FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING`, ack by
+//! `UPDATE`, each statement its own transaction. deadletter does more per message (it keeps a
+//! queue name, history, idempotency, delays, groups and expiry, reads the queue's settings under
+//! the lock, reaps expired leases and takes out expired messages at each claim), so the goal is a
+//! ratio, not equality: at least 0.8x the reference at every worker count. The WAL bytes each
+//! writes per message are printed beside it, and the plans of deadletter's statements after.
 //!
 //! Both stores make each commit durable: SQLite with WAL and `synchronous = FULL`
 //! (`Durability::Full`), on a file in the temp dir; PostgreSQL with `fsync` and
 //! `synchronous_commit` on (`make bench-postgres` starts its cluster with
-//! `scripts/pg.sh run --durable`). The same stores through the Python package with worker
-//! processes: `bindings-python/benches/postgres_throughput.py`.
+//! `scripts/pg.sh run --durable`).
 //!
-//! Run: `make bench-postgres` (or `scripts/pg.sh run --durable cargo bench -p deadletter-postgres`).
+//! Run: `make bench-postgres` (or `scripts/pg.sh run --durable cargo bench -p deadletter-postgres
+//! --bench claim_throughput`).
 
 use std::path::PathBuf;
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use deadletter::{Arg, Call, Engine, Item, Limits, Millis, Result, Store};
-use deadletter_postgres::{Options, PostgresStore};
+use deadletter_postgres::{CLAIM_BEGIN, Options, PostgresStore, quote_identifier};
 use deadletter_sqlite::{Durability, SqliteStore};
 
 const MESSAGES: usize = 2_000;
 const ROUNDS: usize = 5;
 const WORKERS: [usize; 3] = [1, 4, 16];
+const PAYLOAD: &str = "{\"to\": \"alice@example.com\"}";
 
 /// The system clock, UTC ms: the engine's clock.
 #[allow(clippy::unnecessary_wraps)] // the engine's clock may fail
@@ -36,117 +54,505 @@ fn now() -> Result<Millis> {
     Ok(Millis::try_from(since.as_millis()).expect("fits"))
 }
 
-/// Runs `round` once to warm up (a new cluster creates its WAL files as it first fills them),
-/// then `ROUNDS` times; (min, median, max) of its messages per second.
-fn measure(mut round: impl FnMut() -> Duration) -> (f64, f64, f64) {
-    round();
-    #[allow(clippy::cast_precision_loss)] // a few thousand messages
-    let mut rates: Vec<f64> = (0..ROUNDS)
-        .map(|_| MESSAGES as f64 / round().as_secs_f64())
-        .collect();
-    rates.sort_by(f64::total_cmp);
-    (rates[0], rates[ROUNDS / 2], rates[ROUNDS - 1])
+/// Runs `work(worker)` in `workers` threads started together; their wall time.
+fn timed(workers: usize, work: impl Fn(usize) + Sync) -> Duration {
+    let barrier = Barrier::new(workers + 1);
+    std::thread::scope(|scope| {
+        for worker in 0..workers {
+            let (barrier, work) = (&barrier, &work);
+            scope.spawn(move || {
+                barrier.wait();
+                work(worker);
+            });
+        }
+        barrier.wait();
+        // The scope joins every worker before it returns.
+        Instant::now()
+    })
+    .elapsed()
 }
 
-/// One round: `MESSAGES` messages enqueued by `producer`, then claimed and acked by the workers,
-/// each on its own store from `open`, until none is left; the workers' wall time.
+/// How many of `MESSAGES` worker `worker` of `workers` enqueues.
+fn share(worker: usize, workers: usize) -> usize {
+    MESSAGES / workers + usize::from(worker < MESSAGES % workers)
+}
+
+/// A PostgreSQL schema for one round, dropped when the round is over.
+struct Schema {
+    url: String,
+    name: String,
+}
+
+impl Schema {
+    fn new(url: &str, label: &str, workers: usize, round: usize) -> Self {
+        let name = format!("bench_{}_{label}_{workers}_{round}", std::process::id());
+        Self {
+            url: url.to_owned(),
+            name,
+        }
+    }
+
+    fn quoted(&self) -> String {
+        quote_identifier(&self.name).expect("a valid schema name")
+    }
+
+    fn client(&self) -> postgres::Client {
+        postgres::Client::connect(&self.url, postgres::NoTls).expect("connect")
+    }
+
+    /// deadletter's store on this schema, with one session.
+    fn store(&self) -> PostgresStore {
+        let options = Options {
+            schema: self.name.clone(),
+            max_connections: 1,
+            ..Options::default()
+        };
+        PostgresStore::open(&self.url, &options).expect("open")
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        let drop = format!("DROP SCHEMA IF EXISTS {} CASCADE", self.quoted());
+        self.client().batch_execute(&drop).expect("drop schema");
+    }
+}
+
+/// The bytes of WAL the server wrote since `from` (an LSN read with [`wal_position`]).
+fn wal_since(client: &mut postgres::Client, from: &str) -> f64 {
+    let bytes: f64 = client
+        .query_one(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::text::pg_lsn)::float8",
+            &[&from],
+        )
+        .expect("wal")
+        .get(0);
+    bytes
+}
+
+fn wal_position(client: &mut postgres::Client) -> String {
+    client
+        .query_one("SELECT pg_current_wal_lsn()::text", &[])
+        .expect("wal")
+        .get(0)
+}
+
+/// The hand-written reference queue (see the module's documentation).
+mod reference {
+    use super::{MESSAGES, PAYLOAD, Schema, now, share, timed};
+    use std::time::Duration;
+
+    pub fn create(schema: &Schema) -> postgres::Client {
+        let mut client = schema.client();
+        let s = schema.quoted();
+        client
+            .batch_execute(&format!(
+                "CREATE SCHEMA {s}; \
+                 CREATE TABLE {s}.jobs (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, \
+                   payload text NOT NULL, status smallint NOT NULL, lease_until bigint); \
+                 CREATE INDEX jobs_ready ON {s}.jobs (id) WHERE status = 0"
+            ))
+            .expect("create the reference's table");
+        client
+    }
+
+    pub fn insert_sql(schema: &Schema) -> String {
+        format!(
+            "INSERT INTO {}.jobs (payload, status) VALUES ($1, 0)",
+            schema.quoted()
+        )
+    }
+
+    pub fn claim_sql(schema: &Schema) -> String {
+        let s = schema.quoted();
+        format!(
+            "UPDATE {s}.jobs SET status = 1, lease_until = $1 WHERE id = \
+             (SELECT id FROM {s}.jobs WHERE status = 0 ORDER BY id \
+              FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id, payload"
+        )
+    }
+
+    pub fn ack_sql(schema: &Schema) -> String {
+        format!(
+            "UPDATE {}.jobs SET status = 2 WHERE id = $1",
+            schema.quoted()
+        )
+    }
+
+    pub fn enqueue(schema: &Schema, workers: usize) -> Duration {
+        drop(create(schema));
+        let clients: Vec<_> = (0..workers)
+            .map(|_| std::sync::Mutex::new(schema.client()))
+            .collect();
+        let sql = insert_sql(schema);
+        timed(workers, |worker| {
+            let mut client = clients[worker].lock().expect("one thread per client");
+            let insert = client.prepare(&sql).expect("prepare");
+            for _ in 0..share(worker, workers) {
+                client.execute(&insert, &[&PAYLOAD]).expect("insert");
+            }
+        })
+    }
+
+    /// Fills the queue with `MESSAGES` messages in one statement (not timed).
+    pub fn fill(schema: &Schema) -> postgres::Client {
+        let mut client = create(schema);
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {}.jobs (payload, status) \
+                     SELECT $1, 0 FROM generate_series(1, {MESSAGES})",
+                    schema.quoted()
+                ),
+                &[&PAYLOAD],
+            )
+            .expect("fill");
+        client
+    }
+
+    pub fn claim_and_ack(schema: &Schema, workers: usize) -> Duration {
+        drop(fill(schema));
+        let clients: Vec<_> = (0..workers)
+            .map(|_| std::sync::Mutex::new(schema.client()))
+            .collect();
+        let (claim, ack) = (claim_sql(schema), ack_sql(schema));
+        let elapsed = timed(workers, |worker| {
+            let mut client = clients[worker].lock().expect("one thread per client");
+            let (claim, ack) = (
+                client.prepare(&claim).expect("prepare"),
+                client.prepare(&ack).expect("prepare"),
+            );
+            loop {
+                let lease_until = now().expect("clock") + 30_000;
+                let Some(row) = client.query_opt(&claim, &[&lease_until]).expect("claim") else {
+                    break;
+                };
+                let id: i64 = row.get(0);
+                client.execute(&ack, &[&id]).expect("ack");
+            }
+        });
+        let acked: i64 = schema
+            .client()
+            .query_one(
+                &format!(
+                    "SELECT count(*) FROM {}.jobs WHERE status = 2",
+                    schema.quoted()
+                ),
+                &[],
+            )
+            .expect("count")
+            .get(0);
+        assert_eq!(
+            usize::try_from(acked).ok(),
+            Some(MESSAGES),
+            "every message acked once"
+        );
+        elapsed
+    }
+}
+
+fn item() -> Item<'static> {
+    Item {
+        payload: Arg::Str(PAYLOAD),
+        ..Item::default()
+    }
+}
+
+/// `MESSAGES` single enqueues shared by the workers, each on its own store from `open`.
+fn enqueue<S: Store + Sync>(workers: usize, open: impl Fn() -> S) -> Duration {
+    let engines: Vec<_> = (0..workers)
+        .map(|_| Engine::new(open(), Limits::default()))
+        .collect();
+    let item = item();
+    timed(workers, |worker| {
+        for _ in 0..share(worker, workers) {
+            pollster::block_on(engines[worker].enqueue("bench".into(), &item, &now))
+                .expect("enqueue");
+        }
+    })
+}
+
+/// Fills the queue with `MESSAGES` messages, in batches (not timed).
+fn fill<S: Store>(producer: &Engine<S>) {
+    let items = vec![item(); 1000];
+    for _ in 0..MESSAGES / 1000 {
+        pollster::block_on(producer.enqueue_many("bench".into(), &items, &now)).expect("enqueue");
+    }
+}
+
+/// Claims and acks one message at a time until none is left.
+fn drain<S: Store>(engine: &Engine<S>) {
+    let at = Call {
+        clock: &now,
+        backoff: None,
+        sample: 0.0,
+    };
+    loop {
+        let token = || uuid::Uuid::new_v4().to_string();
+        let claimed =
+            pollster::block_on(engine.claim("bench".into(), Arg::Null, token, &at)).expect("claim");
+        let Some(m) = claimed.value else { break };
+        let token = m.lease_token.as_deref().unwrap_or_default();
+        pollster::block_on(engine.succeed("bench".into(), m.id.into(), token.into(), &now))
+            .expect("succeed");
+    }
+}
+
+/// `MESSAGES` messages enqueued by `producer` (not timed), then claimed and acked by the
+/// workers, each on its own store from `open`, until none is left; the workers' wall time.
 fn claim_and_ack<S: Store + Sync>(
     producer: &Engine<S>,
     workers: usize,
     open: impl Fn() -> S,
 ) -> Duration {
-    let items = vec![
-        Item {
-            payload: Arg::Str("{\"to\": \"alice@example.com\"}"),
-            ..Item::default()
-        };
-        1000
-    ];
-    for _ in 0..MESSAGES / 1000 {
-        pollster::block_on(producer.enqueue_many("bench".into(), &items, &now)).expect("enqueue");
-    }
+    fill(producer);
     let engines: Vec<_> = (0..workers)
         .map(|_| Engine::new(open(), Limits::default()))
         .collect();
-    let barrier = Barrier::new(workers + 1);
-    let elapsed = std::thread::scope(|scope| {
-        for engine in &engines {
-            let barrier = &barrier;
-            scope.spawn(move || {
-                barrier.wait();
-                let at = Call {
-                    clock: &now,
-                    backoff: None,
-                    sample: 0.0,
-                };
-                loop {
-                    let token = || uuid::Uuid::new_v4().to_string();
-                    let claimed =
-                        pollster::block_on(engine.claim("bench".into(), Arg::Null, token, &at))
-                            .expect("claim");
-                    let Some(m) = claimed.value else { break };
-                    let token = m.lease_token.as_deref().unwrap_or_default();
-                    pollster::block_on(engine.succeed(
-                        "bench".into(),
-                        m.id.into(),
-                        token.into(),
-                        &now,
-                    ))
-                    .expect("succeed");
-                }
-            });
-        }
-        barrier.wait();
-        let started = Instant::now();
-        // The scope joins every worker before it returns.
-        started
-    })
-    .elapsed();
+    let elapsed = timed(workers, |worker| drain(&engines[worker]));
     let stats = pollster::block_on(producer.stats("bench".into(), &now)).expect("stats");
     assert_eq!(stats.succeeded, MESSAGES as u64, "every message acked once");
     elapsed
 }
 
-/// One PostgreSQL round on a fresh schema, dropped afterwards.
-fn postgres_round(url: &str, workers: usize, round_number: usize) -> Duration {
-    let schema = format!("bench_{}_{workers}_{round_number}", std::process::id());
-    let open = || {
-        let options = Options {
-            schema: schema.clone(),
-            max_connections: 1,
-            ..Options::default()
-        };
-        PostgresStore::open(url, &options).expect("open")
-    };
-    let producer = Engine::new(open(), Limits::default());
-    let elapsed = claim_and_ack(&producer, workers, open);
-    producer
-        .store()
-        .with_client(|client| {
-            client
-                .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-                .map_err(deadletter::Error::store)
-        })
-        .expect("drop schema");
-    elapsed
+/// A SQLite file for one round, removed when the round is over.
+struct SqliteFile(PathBuf);
+
+impl SqliteFile {
+    fn new(label: &str, workers: usize, round: usize) -> Self {
+        Self(std::env::temp_dir().join(format!(
+            "deadletter-bench-{}-{label}-{workers}-{round}.db",
+            std::process::id()
+        )))
+    }
+
+    fn open(&self) -> SqliteStore {
+        SqliteStore::open(&self.0, Durability::Full).expect("open")
+    }
 }
 
-/// One SQLite round on a fresh file, removed afterwards.
-fn sqlite_round(workers: usize, round_number: usize) -> Duration {
-    let path: PathBuf = std::env::temp_dir().join(format!(
-        "deadletter-bench-{}-{workers}-{round_number}.db",
-        std::process::id()
-    ));
-    let open = || SqliteStore::open(&path, Durability::Full).expect("open");
-    let producer = Engine::new(open(), Limits::default());
-    let elapsed = claim_and_ack(&producer, workers, open);
-    drop(producer);
-    for suffix in ["", "-wal", "-shm"] {
-        let mut file = path.clone().into_os_string();
-        file.push(suffix);
-        let _ = std::fs::remove_file(file);
+impl Drop for SqliteFile {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut file = self.0.clone().into_os_string();
+            file.push(suffix);
+            let _ = std::fs::remove_file(file);
+        }
     }
-    elapsed
+}
+
+/// A contender of one measurement: its name and one round (`workers`, round number) -> time.
+type Contender<'a> = (&'static str, Box<dyn Fn(usize, usize) -> Duration + 'a>);
+
+/// The contenders of `kind` ("enqueue" or "claim+ack").
+fn contenders<'a>(url: &'a str, kind: &'static str) -> Vec<Contender<'a>> {
+    let enqueueing = kind == "enqueue";
+    vec![
+        (
+            "deadletter postgres",
+            Box::new(move |workers, round| {
+                let schema = Schema::new(url, "dl", workers, round);
+                if enqueueing {
+                    drop(schema.store()); // the schema exists before the clock starts
+                    enqueue(workers, || schema.store())
+                } else {
+                    let producer = Engine::new(schema.store(), Limits::default());
+                    claim_and_ack(&producer, workers, || schema.store())
+                }
+            }),
+        ),
+        (
+            "reference postgres",
+            Box::new(move |workers, round| {
+                let schema = Schema::new(url, "ref", workers, round);
+                if enqueueing {
+                    reference::enqueue(&schema, workers)
+                } else {
+                    reference::claim_and_ack(&schema, workers)
+                }
+            }),
+        ),
+        (
+            "deadletter sqlite",
+            Box::new(move |workers, round| {
+                let file = SqliteFile::new(kind, workers, round);
+                drop(file.open());
+                if enqueueing {
+                    enqueue(workers, || file.open())
+                } else {
+                    let producer = Engine::new(file.open(), Limits::default());
+                    claim_and_ack(&producer, workers, || file.open())
+                }
+            }),
+        ),
+    ]
+}
+
+/// (min, median, max) of `rates`.
+fn spread(rates: &mut [f64]) -> (f64, f64, f64) {
+    rates.sort_by(f64::total_cmp);
+    (rates[0], rates[rates.len() / 2], rates[rates.len() - 1])
+}
+
+/// Measures `kind` for every worker count, rounds interleaved; prints each contender's
+/// min / median / max and deadletter's ratio to the reference.
+fn measure(url: &str, kind: &'static str) {
+    println!(
+        "{kind}: messages/s, {ROUNDS} rounds of {MESSAGES} messages (after one warm-up), min / median / max"
+    );
+    println!(
+        "  {:<20} {:>7} {:>9} {:>9} {:>9}",
+        "", "workers", "min", "median", "max"
+    );
+    let contenders = contenders(url, kind);
+    let rounds = AtomicUsize::new(0);
+    let mut ratios = Vec::new();
+    for workers in WORKERS {
+        let mut rates: Vec<Vec<f64>> = vec![Vec::new(); contenders.len()];
+        for round in 0..=ROUNDS {
+            for ((_, run), rates) in contenders.iter().zip(&mut rates) {
+                let elapsed = run(workers, rounds.fetch_add(1, Ordering::Relaxed));
+                if round > 0 {
+                    #[allow(clippy::cast_precision_loss)] // a few thousand messages
+                    rates.push(MESSAGES as f64 / elapsed.as_secs_f64());
+                }
+            }
+        }
+        let mut medians = Vec::new();
+        for ((name, _), rates) in contenders.iter().zip(&mut rates) {
+            let (min, median, max) = spread(rates);
+            println!("  {name:<20} {workers:>7} {min:>9.0} {median:>9.0} {max:>9.0}");
+            medians.push(median);
+        }
+        ratios.push((workers, medians[0] / medians[1], medians[0] / medians[2]));
+    }
+    for (workers, reference, sqlite) in ratios {
+        println!(
+            "  {workers:>2} workers: deadletter postgres at {reference:.2}x the reference (goal >= 0.8x), \
+             {sqlite:.2}x deadletter sqlite (medians)"
+        );
+    }
+}
+
+/// WAL bytes per message that each PostgreSQL contender writes, one worker: enqueue, then
+/// claim+ack.
+fn wal_per_message(url: &str) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+    #[allow(clippy::cast_precision_loss)]
+    let per = |bytes: f64| bytes / MESSAGES as f64;
+    println!("PostgreSQL WAL bytes per message (one worker; other sessions may add a little):");
+    println!("  {:<20} {:>10} {:>10}", "", "enqueue", "claim+ack");
+    let schema = Schema::new(url, "walr", 1, 0);
+    let from = wal_position(&mut client);
+    reference::enqueue(&schema, 1);
+    let enqueued = per(wal_since(&mut client, &from));
+    let claim = {
+        let schema = Schema::new(url, "walr", 1, 1);
+        drop(reference::fill(&schema));
+        let from = wal_position(&mut client);
+        let mut worker = schema.client();
+        let (claim, ack) = (
+            worker
+                .prepare(&reference::claim_sql(&schema))
+                .expect("prepare"),
+            worker
+                .prepare(&reference::ack_sql(&schema))
+                .expect("prepare"),
+        );
+        while let Some(row) = worker.query_opt(&claim, &[&0i64]).expect("claim") {
+            let id: i64 = row.get(0);
+            worker.execute(&ack, &[&id]).expect("ack");
+        }
+        per(wal_since(&mut client, &from))
+    };
+    drop(schema);
+    println!(
+        "  {:<20} {enqueued:>10.0} {claim:>10.0}",
+        "reference postgres"
+    );
+    let schema = Schema::new(url, "wald", 1, 0);
+    drop(schema.store());
+    let from = wal_position(&mut client);
+    enqueue(1, || schema.store());
+    let enqueued = per(wal_since(&mut client, &from));
+    let schema = Schema::new(url, "wald", 1, 1);
+    let producer = Engine::new(schema.store(), Limits::default());
+    fill(&producer);
+    let from = wal_position(&mut client);
+    drain(&producer);
+    let claim = per(wal_since(&mut client, &from));
+    println!(
+        "  {:<20} {enqueued:>10.0} {claim:>10.0}",
+        "deadletter postgres"
+    );
+    plans(&schema, &producer);
+}
+
+/// The plans of deadletter's statements for an enqueue, a claim and an ack, on the schema of the
+/// last claim+ack round (every message succeeded), as claim runs them (generic plans).
+fn plans(schema: &Schema, engine: &Engine<PostgresStore>) {
+    let item = item();
+    for _ in 0..10 {
+        pollster::block_on(engine.enqueue("bench".into(), &item, &now)).expect("enqueue");
+    }
+    let sql = engine.store().statements();
+    let mut client = schema.client();
+    client
+        .batch_execute(&format!("ANALYZE {}.messages", schema.quoted()))
+        .expect("analyze");
+    let now = now().expect("clock");
+    let statements = [
+        (
+            "enqueue: the queue's row",
+            &sql.queue,
+            "text",
+            "'bench'".to_owned(),
+        ),
+        (
+            "claim: the queue's row and expiring messages",
+            &sql.claim_context,
+            "text, bigint",
+            format!("'bench', {now}"),
+        ),
+        (
+            "claim: expired leases (and the move of due messages)",
+            &sql.expired,
+            "text, bigint",
+            format!("'bench', {now}"),
+        ),
+        (
+            "claim: the head of the ready messages",
+            &sql.due,
+            "text, bigint, bigint",
+            format!("'bench', {now}, 1"),
+        ),
+        (
+            "ack: the message locked, with its queue's row",
+            &sql.get_for_update_with_queue,
+            "bigint, text",
+            "1, 'bench'".to_owned(),
+        ),
+    ];
+    println!(
+        "Plans of deadletter's statements (generic plans, as claim runs them; 2 000 succeeded and 10 pending messages):"
+    );
+    for (what, statement, types, args) in statements {
+        let mut tx = client.transaction().expect("begin");
+        tx.batch_execute(&format!("{CLAIM_BEGIN}; PREPARE p({types}) AS {statement}"))
+            .expect("prepare");
+        let rows = tx
+            .query(&format!("EXPLAIN (COSTS OFF) EXECUTE p({args})"), &[])
+            .expect("explain");
+        println!("  {what}:");
+        for row in rows {
+            println!("    {}", row.get::<_, String>(0));
+        }
+        tx.rollback().expect("rollback");
+        client.batch_execute("DEALLOCATE p").expect("deallocate");
+    }
+    println!(
+        "  enqueue, claim's write and ack's write: INSERT ... VALUES / UPDATE ... WHERE id = $1 (the primary key)"
+    );
 }
 
 fn main() {
@@ -167,38 +573,11 @@ fn main() {
     );
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
     println!(
-        "claim+succeed messages/s: {ROUNDS} rounds of {MESSAGES} messages per row (after one warm-up), min / median / max; \
-         workers are threads with their own connection; {cores} cores"
-    );
-    println!(
-        "PostgreSQL {server} ({durable}) vs SQLite {} (deadletter-sqlite, WAL, synchronous=FULL)",
+        "PostgreSQL {server} ({durable}) vs SQLite {} (deadletter-sqlite, WAL, synchronous=FULL); \
+         workers are threads with their own connection; {cores} cores",
         deadletter_sqlite::rusqlite::version()
     );
-    println!(
-        "{:<12} {:>7} {:>9} {:>9} {:>9}",
-        "store", "workers", "min", "median", "max"
-    );
-    let mut medians = Vec::new();
-    for workers in WORKERS {
-        let mut round = 0;
-        let pg = measure(|| {
-            round += 1;
-            postgres_round(&url, workers, round)
-        });
-        let mut round = 0;
-        let lite = measure(|| {
-            round += 1;
-            sqlite_round(workers, round)
-        });
-        for (name, (min, median, max)) in [("postgres", pg), ("sqlite", lite)] {
-            println!("{name:<12} {workers:>7} {min:>9.0} {median:>9.0} {max:>9.0}");
-        }
-        medians.push((workers, pg.1, lite.1));
-    }
-    for (workers, pg, lite) in medians {
-        println!(
-            "{workers:>2} workers: PostgreSQL at {:.2}x SQLite's median",
-            pg / lite
-        );
-    }
+    measure(&url, "enqueue");
+    measure(&url, "claim+ack");
+    wal_per_message(&url);
 }
