@@ -25,7 +25,7 @@ to "raw SQL" adds what the indexes cost.
 
 Then the cost of one claim as pending messages pile up (2 000 against 1 000 000 for deadletter,
 2 000 against 200 000 for the others: their claim grows with the backlog), and the WAL bytes one
-message's enqueue + claim + ack appends (deadletter and the raw reference).
+message's enqueue, and its enqueue + claim + ack, append (deadletter and the raw references).
 
 Run: make bench-anchors   (its own venv, .venv-bench, with the libraries pinned in
 bindings-python/benches/requirements.txt; prints figures, asserts nothing)
@@ -375,9 +375,10 @@ sys.stdin.read()
 """
 
 
-def wal_bytes(library: type, messages: int = 1000) -> float:
-    """WAL bytes appended per enqueue+claim+ack. Another process holds a read transaction open so
-    that no checkpoint can reset the WAL: its growth is what the messages appended."""
+def wal_bytes(library: type, cycle: bool, messages: int = 1000) -> float:
+    """WAL bytes appended per enqueue (`cycle`: per enqueue+claim+ack). Another process holds a
+    read transaction open so that no checkpoint can reset the WAL: its growth is what the messages
+    appended."""
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
         q = library(Path(tmp), "normal" if HAS_DURABILITY or library is not Deadletter else "full")
         for _ in range(10):  # the schema and first pages exist
@@ -392,7 +393,8 @@ def wal_bytes(library: type, messages: int = 1000) -> float:
         before = wal.stat().st_size
         for _ in range(messages):
             q.enqueue()
-            q.ack(q.claim())
+            if cycle:
+                q.ack(q.claim())
         grown = wal.stat().st_size - before
         reader.communicate(b"")
         q.close()
@@ -403,10 +405,11 @@ def main() -> int:
     print(f"deadletter {deadletter.__version__}, SQLite {deadletter.SQLITE_VERSION}")
     throughput()
     claim_cost()
-    print("WAL bytes per message (enqueue + claim + ack, 1 000 messages; pages of 4 KiB + 24 B)")
+    print("WAL bytes per message (1 000 messages; pages of 4 KiB + 24 B)")
+    print(f"  {'':<14} {'enqueue':>24} {'enqueue + claim + ack':>24}")
     for library in (Deadletter, RawSql, RawSqlIndexed):
-        per = wal_bytes(library)
-        print(f"  {library.name:<14} {per:>9,.0f} bytes  ({per / 4120:.1f} pages)")
+        cells = [wal_bytes(library, cycle) for cycle in (False, True)]
+        print(f"  {library.name:<14}" + "".join(f"{f'{b:,.0f} B ({b / 4120:.1f} pages)':>25}" for b in cells))
     return 0
 
 
