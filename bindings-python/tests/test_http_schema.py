@@ -10,6 +10,7 @@ calls. The token is on: every request carries it."""
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote
 
 import schemathesis
 from hypothesis import HealthCheck, settings
@@ -70,7 +71,8 @@ def valid_as_documented(context: object, case: schemathesis.Case) -> schemathesi
     And a stateful scenario may carry a queue name from one operation to an enqueue (the links
     schemathesis infers), where the document's stricter pattern of new names refuses it
     (`new_queue`: a 422 that test_http_queues.py checks); such a step, still counted as valid,
-    enqueues into the queue ``q`` instead."""
+    enqueues into the queue ``q`` instead. Schemathesis keeps path parameters percent-encoded
+    (``%C2%95`` for U+0095, a C1 control): the name is decoded before it is checked."""
     negative = case.meta is not None and case.meta.generation.mode.is_negative
     if not negative and "Idempotency-Key" in (case.headers or {}) and isinstance(case.body, dict):
         case.body.pop("idempotency_key", None)
@@ -80,7 +82,7 @@ def valid_as_documented(context: object, case: schemathesis.Case) -> schemathesi
         and case.operation.path in ENQUEUE_PATHS
         and case.method.upper() == "POST"
         and isinstance(queue, str)
-        and not NEW_QUEUE.search(queue)
+        and not NEW_QUEUE.search(unquote(queue))
     ):
         case.path_parameters["queue"] = "q"
     return case
