@@ -2,7 +2,9 @@
 //! instant, and the scenarios every store must pass that no case can write (a case's clock never
 //! goes back). Each store's tests call them on their store.
 
-use crate::{Arg, Call, Engine, Item, Message, Millis, Result, Store};
+use std::time::Duration;
+
+use crate::{Arg, Call, Engine, Id, Item, Message, Millis, Result, Store};
 
 /// The queue the kit's steps use.
 pub const QUEUE: &str = "q";
@@ -95,4 +97,108 @@ pub fn a_moved_message_is_not_claimed_when_the_clock_goes_back<S: Store>(
         pollster::block_on(db.next_due_at(QUEUE.into(), &at(base + 5_000))).expect("next");
     assert_eq!(next_due, Some(base + 10_002));
     assert_eq!(claim_at(db, base + 10_002).map(|m| m.id), Some(other.id));
+}
+
+/// How long [`a_call_that_waited_for_a_lock_decides_with_the_instant_it_got_it`] has another
+/// connection hold its lock.
+pub const LOCK_HOLD: Duration = Duration::from_secs(3);
+
+/// The least a call that waited for a lock held [`LOCK_HOLD`] counts as having waited: the hold
+/// less the time it took to start the call.
+const LOCK_WAITED_MS: Millis = 2_900;
+
+/// What a call of [`a_call_that_waited_for_a_lock_decides_with_the_instant_it_got_it`] waits for a
+/// lock to do: the store takes the lock that call needs (SQLite's write lock for both; for
+/// PostgreSQL the table's lock for the claim, the message's row lock for the failure).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Locked {
+    /// A claim on [`QUEUE`].
+    Claim,
+    /// The failure of this message, claimed.
+    Fail(Id),
+}
+
+/// A call that waits for a lock another connection holds decides with the instant it got the lock
+/// (issue 23, item 2): a claim with a 2 s lease that waited [`LOCK_HOLD`] returns a lease valid for
+/// its full length from the moment the call returned; so does the backoff of a failure that waited
+/// the same way. (With the instant read before the wait, the lease came back already expired.)
+///
+/// `db` is a fresh, empty store on the system clock's time; `lock(what)` makes another connection
+/// take the lock `what` waits for and returns what releases it (run [`LOCK_HOLD`] later on another
+/// thread); `slack_ms` the granularity allowed between the instant the store read and the call's
+/// return (the commit and the clock's resolution).
+///
+/// # Panics
+/// When the store does otherwise (this is a test's assertion).
+pub fn a_call_that_waited_for_a_lock_decides_with_the_instant_it_got_it<S, R>(
+    db: &Engine<S>,
+    slack_ms: Millis,
+    lock: impl Fn(Locked) -> R,
+) where
+    S: Store,
+    R: FnOnce() + Send,
+{
+    let item = Item {
+        payload: Arg::Str("a"),
+        ..Item::default()
+    };
+    pollster::block_on(db.enqueue(QUEUE.into(), &item, &system_now)).expect("enqueue");
+    let call = Call {
+        clock: &system_now,
+        backoff: None,
+        sample: 0.0,
+    };
+
+    let (claimed, waited, returned) = while_locked(lock(Locked::Claim), || {
+        pollster::block_on(db.claim(QUEUE.into(), Arg::Int(2_000), || TOKEN.into(), &call))
+    });
+    let claimed = claimed.expect("claim").value.expect("the message");
+    assert!(
+        waited >= LOCK_WAITED_MS,
+        "the claim did not wait for the lock ({waited} ms)"
+    );
+    let lease = claimed.lease_expires_at.expect("a lease");
+    assert!(
+        lease - returned >= 2_000 - slack_ms,
+        "a 2 s lease handed out after a {waited} ms wait runs out {} ms after the call returned",
+        lease - returned
+    );
+
+    let (failed, waited, returned) = while_locked(lock(Locked::Fail(claimed.id)), || {
+        pollster::block_on(db.fail(
+            QUEUE.into(),
+            claimed.id.into(),
+            "boom".into(),
+            TOKEN.into(),
+            Arg::Null,
+            Arg::Null,
+            &call,
+        ))
+    });
+    assert!(
+        waited >= LOCK_WAITED_MS,
+        "the failure did not wait for the lock ({waited} ms)"
+    );
+    let retry_after = failed.expect("fail").value.retry_after.expect("a backoff");
+    // The first failure's backoff is 2 s from the instant of the failure.
+    assert!(
+        retry_after - returned >= 2_000 - slack_ms,
+        "a 2 s backoff ends {} ms after the call returned",
+        retry_after - returned
+    );
+}
+
+/// Runs `call` while a lock is held, `release` running [`LOCK_HOLD`] later on another thread;
+/// returns what it returned, how long it took and the instant it returned at.
+fn while_locked<T>(release: impl FnOnce() + Send, call: impl FnOnce() -> T) -> (T, Millis, Millis) {
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            std::thread::sleep(LOCK_HOLD);
+            release();
+        });
+        let started = system_now().expect("clock");
+        let value = call();
+        let returned = system_now().expect("clock");
+        (value, returned - started, returned)
+    })
 }
