@@ -137,6 +137,16 @@ impl Claiming {
         }
     }
 
+    /// `n` messages swept at their expiry as what they add to the queue's row's two counters,
+    /// `(dead, discarded)`, by the queue's `on_expiry`: the split [`crate::QueueRow::count_expired`]
+    /// makes, for a store that adds them to its row in place.
+    pub fn expiry_counts<N: Default>(&self, n: N) -> (N, N) {
+        match self.on_expiry {
+            OnExpiry::Dead => (n, N::default()),
+            OnExpiry::Discard => (N::default(), n),
+        }
+    }
+
     /// A due message taken: `processing` under `lease_token` until `now + lease_ms`.
     pub fn take(&self, message: Message, lease_token: String) -> Result<Message> {
         machine::claim(message, self.now, self.lease_ms, lease_token)

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use deadletter::storage::{self, Position};
 use deadletter::{
     Claimed, Claiming, Clock, Context, Counts, EnqueueArgs, Error, FieldError, Filter, Id,
-    ListQuery, Message, Millis, OnExpiry, QueueRow, Result, Store, apply_step,
+    ListQuery, Message, Millis, QueueRow, Result, Store, apply_step,
 };
 
 use crate::options::Options;
@@ -195,10 +195,7 @@ impl PostgresStore {
         }
         if !swept.is_empty() {
             let n = limit(swept.len())?;
-            let (dead, discarded) = match claim.on_expiry {
-                OnExpiry::Dead => (n, 0),
-                OnExpiry::Discard => (0, n),
-            };
+            let (dead, discarded) = claim.expiry_counts(n);
             let statement = conn.prepare(&self.sql.count_expiry)?;
             conn.client
                 .execute(&statement, &[&queue, &dead, &discarded])

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use deadletter::storage::{self, Position};
 use deadletter::{
     Claimed, Claiming, Clock, Context, Counts, EnqueueArgs, Error, Filter, Id, ListQuery, Message,
-    Millis, NewMessage, OnExpiry, QueueRow, Result, Store, apply_step,
+    Millis, NewMessage, QueueRow, Result, Store, apply_step,
 };
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Params, Row, params};
 
@@ -355,10 +355,7 @@ fn sweep(tx: &Connection, queue: &str, claim: &Claiming) -> Result<Vec<Message>>
     }
     if !swept.is_empty() {
         let n = sql_int(swept.len())?;
-        let (dead, discarded) = match claim.on_expiry {
-            OnExpiry::Dead => (n, 0),
-            OnExpiry::Discard => (0, n),
-        };
+        let (dead, discarded) = claim.expiry_counts(n);
         tx.prepare_cached(COUNT_EXPIRY_SQL)
             .and_then(|mut count| count.execute(params![queue, dead, discarded]))
             .map_err(Error::store)?;
