@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use crate::{Arg, Call, Engine, Id, Item, Message, Millis, Result, Store};
+use super::BASE;
+use crate::{Arg, Call, Engine, Id, Item, Message, Millis, Result, Status, Store};
 
 /// The queue the kit's steps use.
 pub const QUEUE: &str = "q";
@@ -97,6 +98,59 @@ pub fn a_moved_message_is_not_claimed_when_the_clock_goes_back<S: Store>(
         pollster::block_on(db.next_due_at(QUEUE.into(), &at(base + 5_000))).expect("next");
     assert_eq!(next_due, Some(base + 10_002));
     assert_eq!(claim_at(db, base + 10_002).map(|m| m.id), Some(other.id));
+}
+
+/// Messages written before the ready lane (a schema that had no `ready` column or index) keep
+/// their order once upgraded. The store held, on [`QUEUE`], as its old schema wrote them (`now`
+/// the test's instant): `due` (pending, created at [`BASE`] + 3), `over` (pending, failed once,
+/// `retry_after` `now - 1`, created at `BASE + 1`), `later` (pending, failed once, `retry_after`
+/// `now + 50 s`, created at `BASE`), `held` (processing under a lease that ran out at `now - 5`,
+/// created at `BASE + 2`), and any others that are neither pending nor run out. They read back
+/// as written; at `now` the counts see one delayed, one expired lease and the oldest due since
+/// `BASE + 1`; claims take the due ones in FIFO order, the one whose backoff is over (not moved
+/// to the ready lane yet) first; the expired lease is reaped into backoff, and the one still in
+/// backoff stays.
+///
+/// # Panics
+/// When the store does otherwise (this is a test's assertion).
+pub fn messages_written_before_the_ready_lane_keep_their_order<S: Store>(
+    db: &Engine<S>,
+    now: Millis,
+) {
+    let all =
+        pollster::block_on(db.list(QUEUE.into(), Arg::Null, Arg::Null, Arg::Null)).expect("list");
+    let fields: Vec<(&str, Status, Option<Millis>)> = all
+        .iter()
+        .filter(|m| ["due", "over", "later", "held"].contains(&m.payload.as_str()))
+        .map(|m| (m.payload.as_str(), m.status, m.retry_after))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            ("due", Status::Pending, None),
+            ("over", Status::Pending, Some(now - 1)),
+            ("later", Status::Pending, Some(now + 50_000)),
+            ("held", Status::Processing, None),
+        ]
+    );
+    let stats = pollster::block_on(db.stats(QUEUE.into(), &at(now))).expect("stats");
+    assert_eq!(
+        (
+            stats.pending,
+            stats.delayed,
+            stats.next_due_at,
+            stats.expired,
+            stats.oldest_due_age_ms,
+        ),
+        (3, 1, Some(now + 50_000), 1, Some(now - (BASE + 1)))
+    );
+    assert_eq!(claim_at(db, now).map(|m| m.payload), Some("over".into()));
+    assert_eq!(claim_at(db, now).map(|m| m.payload), Some("due".into()));
+    assert_eq!(claim_at(db, now), None);
+    let held = all.iter().find(|m| m.payload == "held").expect("held");
+    let held = pollster::block_on(db.get(QUEUE.into(), held.id.into())).expect("get");
+    assert_eq!(held.status, Status::Pending);
+    assert!(held.retry_after.is_some_and(|at| at > now), "{held:?}");
 }
 
 /// How long [`a_call_that_waited_for_a_lock_decides_with_the_instant_it_got_it`] has another
