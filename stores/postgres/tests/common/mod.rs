@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test file uses its own part
 
 pub mod groups;
+pub mod store;
 pub mod workers;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
