@@ -1,0 +1,177 @@
+//! The checks of each operation's arguments into its request.
+
+use super::*;
+
+const NOW: Millis = 1_767_225_600_000;
+
+fn fields(err: &crate::Error) -> Vec<(&'static str, &'static str, Option<usize>)> {
+    err.field_errors()
+        .iter()
+        .map(|f| (f.field, f.code, f.index))
+        .collect()
+}
+
+#[test]
+fn claim_args_leave_the_lease_to_the_context_when_the_call_gives_none() {
+    let policy = Backoff::default();
+    let args = ClaimArgs::new(
+        &"jobs".into(),
+        &Arg::Int(3),
+        &Arg::Null,
+        Some(&policy),
+        0.25,
+        &Limits::default(),
+    );
+    assert_eq!(
+        args,
+        Ok(ClaimArgs {
+            queue: "jobs".into(),
+            n: 3,
+            lease_ms: None,
+            default_lease_ms: 30_000,
+            backoff: Some(policy),
+            sample: 0.25
+        })
+    );
+    let bad = ClaimArgs::new(
+        &"".into(),
+        &Arg::Int(0),
+        &Arg::Float(1.5),
+        None,
+        0.0,
+        &Limits::default(),
+    );
+    assert_eq!(
+        fields(&bad.unwrap_err()),
+        [
+            ("queue", "empty", None),
+            ("n", "out_of_range", None),
+            ("lease_ms", "type", None)
+        ]
+    );
+}
+
+#[test]
+fn enqueue_args_tag_batch_items_and_check_the_new_fields() {
+    let ok = Item {
+        payload: "a".into(),
+        delay_ms: Arg::Int(5),
+        group: "g".into(),
+        ..Item::default()
+    };
+    let bad = Item {
+        payload: Arg::Int(1),
+        max_retries: Arg::Int(11),
+        group: "".into(),
+        expires_in_ms: Arg::Int(0),
+        ..Item::default()
+    };
+    let err = EnqueueArgs::new(&"q".into(), &[ok.clone(), bad], true, &Limits::default());
+    assert_eq!(
+        fields(&err.unwrap_err()),
+        [
+            ("payload", "type", Some(1)),
+            ("max_retries", "out_of_range", Some(1)),
+            ("group", "empty", Some(1)),
+            ("expires_in_ms", "out_of_range", Some(1))
+        ]
+    );
+    let args = EnqueueArgs::new(&"q".into(), &[ok], false, &Limits::default()).unwrap();
+    assert_eq!(
+        args.items,
+        [EnqueueItem {
+            payload: "a".into(),
+            max_retries: None,
+            idempotency_key: None,
+            delay_ms: 5,
+            group: Some("g".into()),
+            expires_in_ms: None,
+        }]
+    );
+}
+
+#[test]
+fn names_that_cannot_be_shown_safely_are_refused_where_messages_are_put() {
+    let item = Item {
+        payload: "a".into(),
+        ..Item::default()
+    };
+    for name in [
+        "a\u{1}b",
+        "del\u{7f}",
+        "c1\u{85}",
+        "x\u{202e}y",
+        "a\u{2066}b",
+        " \u{3000}",
+    ] {
+        let err = EnqueueArgs::new(
+            &name.into(),
+            std::slice::from_ref(&item),
+            false,
+            &Limits::default(),
+        );
+        assert_eq!(
+            fields(&err.unwrap_err()),
+            [("queue", "invalid", None)],
+            "{name:?}"
+        );
+        assert!(
+            crate::validate::queue_name(&name.into()).is_ok(),
+            "{name:?}"
+        );
+    }
+    for name in ["billing emails", " padded ", "a\u{200d}b", "עברית"] {
+        assert!(
+            EnqueueArgs::new(
+                &name.into(),
+                std::slice::from_ref(&item),
+                false,
+                &Limits::default()
+            )
+            .is_ok()
+        );
+    }
+}
+
+#[test]
+fn fail_args_bound_retry_in_like_a_delay() {
+    let fail = |retry_in: Arg<'static>| {
+        FailArgs::new(
+            &"q".into(),
+            &Arg::Int(1),
+            &"e".into(),
+            &Arg::Null,
+            &Arg::Null,
+            &retry_in,
+            None,
+            0.0,
+        )
+    };
+    assert_eq!(fail(Arg::Int(0)).unwrap().retry_in_ms, Some(0));
+    assert_eq!(fail(Arg::Null).unwrap().retry_in_ms, None);
+    let err = fail(Arg::Int(MAX_DELAY_MS + 1)).unwrap_err();
+    assert_eq!(fields(&err), [("retry_in_ms", "out_of_range", None)]);
+}
+
+#[test]
+fn purge_and_replay_all_select_through_their_filter() {
+    let purge = PurgeArgs::new(&"q".into(), &"succeeded".into(), &Arg::Int(1000), NOW).unwrap();
+    assert_eq!(purge.filter().updated_until, Some(NOW - 1000));
+    assert_eq!(purge.filter().status, Status::Succeeded);
+    let replay = ReplayAllArgs::new(
+        &"q".into(),
+        &"boom".into(),
+        &Arg::Null,
+        &Arg::Int(5),
+        &Arg::Null,
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            replay.filter().error_contains,
+            replay.filter().dead_after,
+            replay.limit
+        ),
+        (Some("boom"), Some(5), u64::MAX)
+    );
+}
