@@ -138,118 +138,7 @@ fn wal_position(client: &mut postgres::Client) -> String {
 }
 
 /// The hand-written reference queue (see the module's documentation).
-mod reference {
-    use super::{MESSAGES, PAYLOAD, Schema, now, share, timed};
-    use std::time::Duration;
-
-    pub fn create(schema: &Schema) -> postgres::Client {
-        let mut client = schema.client();
-        let s = schema.quoted();
-        client
-            .batch_execute(&format!(
-                "CREATE SCHEMA {s}; \
-                 CREATE TABLE {s}.jobs (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, \
-                   payload text NOT NULL, status smallint NOT NULL, lease_until bigint); \
-                 CREATE INDEX jobs_ready ON {s}.jobs (id) WHERE status = 0"
-            ))
-            .expect("create the reference's table");
-        client
-    }
-
-    pub fn insert_sql(schema: &Schema) -> String {
-        format!(
-            "INSERT INTO {}.jobs (payload, status) VALUES ($1, 0)",
-            schema.quoted()
-        )
-    }
-
-    pub fn claim_sql(schema: &Schema) -> String {
-        let s = schema.quoted();
-        format!(
-            "UPDATE {s}.jobs SET status = 1, lease_until = $1 WHERE id = \
-             (SELECT id FROM {s}.jobs WHERE status = 0 ORDER BY id \
-              FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id, payload"
-        )
-    }
-
-    pub fn ack_sql(schema: &Schema) -> String {
-        format!(
-            "UPDATE {}.jobs SET status = 2 WHERE id = $1",
-            schema.quoted()
-        )
-    }
-
-    pub fn enqueue(schema: &Schema, workers: usize) -> Duration {
-        drop(create(schema));
-        let clients: Vec<_> = (0..workers)
-            .map(|_| std::sync::Mutex::new(schema.client()))
-            .collect();
-        let sql = insert_sql(schema);
-        timed(workers, |worker| {
-            let mut client = clients[worker].lock().expect("one thread per client");
-            let insert = client.prepare(&sql).expect("prepare");
-            for _ in 0..share(worker, workers) {
-                client.execute(&insert, &[&PAYLOAD]).expect("insert");
-            }
-        })
-    }
-
-    /// Fills the queue with `MESSAGES` messages in one statement (not timed).
-    pub fn fill(schema: &Schema) -> postgres::Client {
-        let mut client = create(schema);
-        client
-            .execute(
-                &format!(
-                    "INSERT INTO {}.jobs (payload, status) \
-                     SELECT $1, 0 FROM generate_series(1, {MESSAGES})",
-                    schema.quoted()
-                ),
-                &[&PAYLOAD],
-            )
-            .expect("fill");
-        client
-    }
-
-    pub fn claim_and_ack(schema: &Schema, workers: usize) -> Duration {
-        drop(fill(schema));
-        let clients: Vec<_> = (0..workers)
-            .map(|_| std::sync::Mutex::new(schema.client()))
-            .collect();
-        let (claim, ack) = (claim_sql(schema), ack_sql(schema));
-        let elapsed = timed(workers, |worker| {
-            let mut client = clients[worker].lock().expect("one thread per client");
-            let (claim, ack) = (
-                client.prepare(&claim).expect("prepare"),
-                client.prepare(&ack).expect("prepare"),
-            );
-            loop {
-                let lease_until = now().expect("clock") + 30_000;
-                let Some(row) = client.query_opt(&claim, &[&lease_until]).expect("claim") else {
-                    break;
-                };
-                let id: i64 = row.get(0);
-                client.execute(&ack, &[&id]).expect("ack");
-            }
-        });
-        let acked: i64 = schema
-            .client()
-            .query_one(
-                &format!(
-                    "SELECT count(*) FROM {}.jobs WHERE status = 2",
-                    schema.quoted()
-                ),
-                &[],
-            )
-            .expect("count")
-            .get(0);
-        assert_eq!(
-            usize::try_from(acked).ok(),
-            Some(MESSAGES),
-            "every message acked once"
-        );
-        elapsed
-    }
-}
+mod reference;
 
 fn item() -> Item<'static> {
     Item {
@@ -446,6 +335,7 @@ fn wal_per_message(url: &str) {
     let from = wal_position(&mut client);
     reference::enqueue(&schema, 1);
     let enqueued = per(wal_since(&mut client, &from));
+    let reference_plan;
     let claim = {
         let schema = Schema::new(url, "walr", 1, 1);
         drop(reference::fill(&schema));
@@ -463,7 +353,9 @@ fn wal_per_message(url: &str) {
             let id: i64 = row.get(0);
             worker.execute(&ack, &[&id]).expect("ack");
         }
-        per(wal_since(&mut client, &from))
+        let bytes = wal_since(&mut client, &from);
+        reference_plan = reference::plan(&schema, &mut worker);
+        per(bytes)
     };
     drop(schema);
     println!(
@@ -486,6 +378,10 @@ fn wal_per_message(url: &str) {
         "deadletter postgres"
     );
     plans(&schema, &producer);
+    println!("  the reference's claim (the same messages: 2 000 acked and 10 pending):");
+    for line in reference_plan {
+        println!("    {line}");
+    }
 }
 
 /// The plans of deadletter's statements for an enqueue, a claim and an ack, on the schema of the
@@ -551,7 +447,8 @@ fn plans(schema: &Schema, engine: &Engine<PostgresStore>) {
         client.batch_execute("DEALLOCATE p").expect("deallocate");
     }
     println!(
-        "  enqueue, claim's write and ack's write: INSERT ... VALUES / UPDATE ... WHERE id = $1 (the primary key)"
+        "  enqueue: INSERT ... SELECT ... FROM unnest($1, ...) RETURNING id; claim's and ack's writes: \
+         UPDATE ... WHERE id = $1 (the primary key)"
     );
 }
 
