@@ -3,6 +3,9 @@
 //! one test per case: `core` on [`crate::MemoryStore`], `deadletter-sqlite` and
 //! `deadletter-postgres` on theirs. Their own tests share [`kit`]: steps at an instant, and the
 //! scenarios no case can write.
+//!
+//! It is long (about 630 lines) because it is the one reader of the case format, from loading to
+//! running each step to comparing outcomes; its parts share the format's private helpers.
 
 pub mod harness;
 pub mod kit;

@@ -1,4 +1,7 @@
 //! [`PostgresStore`]: the [`Store`] over one PostgreSQL schema.
+//!
+//! It is long (about 620 lines) because it is the `Store` trait's one impl and the transactions
+//! its methods run, kept together as `stores/sqlite/src/store.rs` keeps SQLite's.
 
 use std::collections::HashMap;
 
