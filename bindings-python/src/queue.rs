@@ -1,6 +1,8 @@
 //! `deadletter.Queue`: one named queue of a `Database`, each method one engine call ([`run`])
 //! with the arguments converted first; and the hand-over of `Queue.process` and
 //! `Queue.process_async` to the worker loops of the Python package (`deadletter._worker`).
+//! One file (about 730 lines): pyo3 takes one `#[pymethods]` block per class unless its
+//! `multiple-pymethods` feature (and the `inventory` crate) is turned on.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -3,7 +3,8 @@ idle waits that neither spin nor oversleep, real parallelism, stopping (stop eve
 KeyboardInterrupt, SIGTERM in a subprocess) without losing a message, option validation.
 
 Waits are on events and barriers; time is asserted only where it is the subject (idle waits),
-with generous bounds."""
+with generous bounds. One file (about 750 lines) because it is one feature whose tests share
+its handlers and fixtures."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 // examples/example.ts in `make test-js`). Units: milliseconds; timestamps are UTC `Date`s. The
 // same types in browsers and workers (IndexedDB) and in Node (SQLite files, through the native
 // module; IndexedDB with the `indexedDB` option).
+// One file (about 840 lines): the package's single type entry (`types` in package.json).
 
 /** The stable error codes; part of the public API. */
 export type ErrorCode = "validation_failed" | "not_found" | "conflict" | "store";
