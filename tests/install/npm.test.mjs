@@ -1,11 +1,12 @@
 // The npm tarball in dist/ (`make dist`), installed as users install it: `npm install
 // ./deadletter-X.Y.Z.tgz` into a fresh project outside the repository (no workspace, no Rust, no
-// wasm-bindgen). There: the README's JavaScript quick start in Node (on SQLite files, through the
-// prebuilt native module), a file kept across processes (and IndexedDB on request), `tsc
-// --noEmit` on a TypeScript file that imports the package, a page that imports it from
-// node_modules in headless Chromium through a static server (no bundler), and an esbuild bundle
-// of the same page code in Chromium, with the .wasm next to the bundle as the README says; an
-// esbuild bundle (iife) of the service-worker entry as a classic service worker in Chromium.
+// wasm-bindgen). There: the JavaScript blocks of both READMEs (the repository's, the package's)
+// in Node (on SQLite files, through the prebuilt native module), a file kept across processes
+// (and IndexedDB on request), `tsc --noEmit` on a TypeScript file that imports the package, a
+// page that imports it from node_modules in headless Chromium through a static server (no
+// bundler), and an esbuild bundle of the same page code in Chromium, with the .wasm next to the
+// bundle as the README says; an esbuild bundle (iife) of the service-worker entry as a classic
+// service worker in Chromium.
 // The tools (tsc, esbuild, fake-indexeddb, playwright-core) are the repository's pinned ones.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -17,6 +18,7 @@ import { tmpdir } from "node:os";
 import { extname, join, normalize, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { jsBlocks } from "../../bindings-wasm/js/test/readme-blocks.mjs";
 import { launchChromium, newPage } from "../../bindings-wasm/tests/browser/chromium.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -103,17 +105,24 @@ test("the tarball holds only what users need, at the workspace version", () => {
   assert.deepEqual(readdirSync(join(project, "node_modules")).filter((n) => !n.startsWith(".")), ["deadletter"]);
 });
 
-test("the README's JavaScript quick start runs in Node against the installed package", () => {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
-  assert.ok(blocks.length >= 1);
-  for (const [i, block] of blocks.entries()) {
-    const file = join(project, `readme-${i + 1}.mjs`);
-    const strict = 'import assert from "node:assert"; console.assert = (ok, ...m) => assert.ok(ok, m.join(" ") || "console.assert");\n';
-    writeFileSync(file, strict + block);
-    execFileSync(process.execPath, ["--require", FAKE_INDEXEDDB, file], { cwd: project, stdio: "inherit" });
-  }
-});
+// The JavaScript blocks of both READMEs: the repository's and the npm package's (the one installed
+// in node_modules/deadletter, bindings-wasm/README.md), each block a file of the project run by
+// its own Node process, in a folder per README.
+for (const which of ["repository", "npm"]) {
+  test(`the ${which} README's JavaScript blocks run in Node against the installed package`, () => {
+    const readme = which === "repository" ? join(ROOT, "README.md") : join(project, "node_modules", "deadletter", "README.md");
+    const blocks = jsBlocks(readme);
+    assert.ok(blocks.length >= 1);
+    const folder = join(project, `readme-${which}`);
+    mkdirSync(folder);
+    for (const [i, block] of blocks.entries()) {
+      const file = join(folder, `block-${i + 1}.mjs`);
+      const strict = 'import assert from "node:assert"; console.assert = (ok, ...m) => assert.ok(ok, m.join(" ") || "console.assert");\n';
+      writeFileSync(file, strict + block);
+      execFileSync(process.execPath, ["--require", FAKE_INDEXEDDB, file], { cwd: folder, stdio: "inherit" });
+    }
+  });
+}
 
 test("in Node the package opens a SQLite file, which a second process finds as the first left it", () => {
   const run = (code) => execFileSync(process.execPath, ["--input-type=module", "-e", code], { cwd: project, encoding: "utf8" });

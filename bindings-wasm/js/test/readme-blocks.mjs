@@ -1,6 +1,7 @@
-// The JavaScript blocks of a README (```js fences), run as modules: what both README tests share
+// The JavaScript blocks of a README (```js fences), run as modules: what the README tests share
 // (bindings-wasm/js/test/readme.test.mjs on fake-indexeddb, bindings-node/tests/readme.test.mjs on
-// SQLite files).
+// SQLite files; tests/install/npm.test.mjs takes the blocks and runs each in a Node process of
+// the project where the tarball is installed).
 import { readFileSync } from "node:fs";
 import assert from "node:assert/strict";
 
