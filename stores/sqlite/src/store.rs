@@ -1,5 +1,8 @@
 //! [`SqliteStore`]: the [`Store`] on one SQLite connection (a file, or `:memory:`).
 //!
+//! It is long (about 630 lines) because it is the `Store` trait's one impl with the connection's
+//! opening and durability, kept together as PostgreSQL's `store.rs` is.
+//!
 //! It selects and persists; it never decides a next state. Every write is the result of a step
 //! function the engine hands in, run inside one `BEGIN IMMEDIATE` transaction, so a step that
 //! fails (or a driver error) leaves nothing written. Reads that only select (`get`, `list`,
