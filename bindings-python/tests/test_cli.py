@@ -217,6 +217,21 @@ def test_replay_sends_a_dead_message_back(path: str) -> None:
         assert db.queue("emails").get(1).status == "pending"
 
 
+def test_replay_takes_an_id_or_all_and_says_which_when_given_both_or_neither(
+    path: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run("replay", path, "emails", "1", "--all")[0] == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "deadletter replay: error: give a message ID or --all, not both"
+    )
+    assert run("replay", path, "emails")[0] == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "deadletter replay: error: give a message ID or --all"
+    )
+    with deadletter.open(path) as db:
+        assert db.queue("emails").get(1).status == "dead"
+
+
 def test_delete_removes_one_finished_message(path: str) -> None:
     status, out, err = run("delete", path, "emails", "1")
     assert (status, err) == (0, "")

@@ -124,7 +124,9 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 
 def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     filters = (args.error_contains, args.dead_after, args.dead_before, args.limit)
-    if (args.id is None) == (not args.all):
+    if args.id is not None and args.all:
+        raise Usage("give a message ID or --all, not both")
+    if args.id is None and not args.all:
         raise Usage("give a message ID or --all")
     if args.id is not None and any(f is not None for f in filters):
         raise Usage("--error-contains, --dead-after, --dead-before and --limit go with --all")
