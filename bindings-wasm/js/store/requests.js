@@ -128,7 +128,8 @@ export function putAll(store, writes) {
  * throws, the transaction is aborted, so nothing it wrote stays, and the error is rethrown (what
  * the user's clock threw, boxed, unchanged); when the commit itself fails (quota, I/O, a request
  * made after the transaction went inactive) the result is a `store` error. Once `body` has
- * resolved, the commit is sent (`commit` below) if `body` did not send it itself.
+ * resolved, `commit()` (where there is one) sends the commit with the last requests instead of
+ * after their answers.
  */
 export async function transaction(db, stores, mode, body) {
   const names = typeof stores === "string" ? [stores] : stores;
@@ -155,27 +156,13 @@ export async function transaction(db, stores, mode, body) {
     await done.catch(() => {});
     throw err instanceof DeadLetterError || err instanceof Thrown ? err : storeError("transaction", err);
   }
-  commit(tx);
+  if (typeof tx.commit === "function") {
+    try {
+      tx.commit();
+    } catch {
+      // already committing
+    }
+  }
   await done;
   return value;
 }
-
-/** The transactions `commit` sent the commit of. */
-const committed = new WeakSet();
-
-/**
- * Sends the commit of `tx` now, where `commit()` exists, instead of once the answers of its last
- * requests came back and none is pending: the commit travels with those requests (one round trip
- * less), whose answers still come. Call it only once the transaction made its last request.
- */
-export function commit(tx) {
-  // Once only: a second call would throw (an InvalidStateError, made with its stack) and be caught.
-  if (typeof tx.commit !== "function" || committed.has(tx)) return;
-  committed.add(tx);
-  try {
-    tx.commit();
-  } catch {
-    // finished already (aborted, or committed by itself)
-  }
-}
-

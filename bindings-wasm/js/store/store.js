@@ -17,7 +17,7 @@
 // synchronous function (`options.clock`, else `Date.now`), so reading it awaits nothing.
 
 import { QUEUES, STORE, open } from "./schema.js";
-import { ahead, commit, firstKey, firstRecords, keyRange, lastKeys, putAll, request, settle, storeError, transaction, walk } from "./requests.js";
+import { ahead, firstKey, firstRecords, keyRange, lastKeys, putAll, request, settle, storeError, transaction, walk } from "./requests.js";
 
 /**
  * `n` fresh lease tokens: random version-4 UUIDs (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`), from
@@ -106,7 +106,7 @@ export class IdbStore {
   /**
    * Runs an EnqueuePlan in one transaction: the queue's row, the stored message of each
    * idempotency key and the tail of each group, read at once; then adds the records the plan
-   * answers, in order, and commits at once. Resolves to the id of each record added.
+   * answers, in order. Resolves to the id of each record added.
    */
   insert(queue, plan, clock) {
     return this.#run(BOTH, "readwrite", async (messages, queues) => {
@@ -116,10 +116,7 @@ export class IdbStore {
       const tails = lastKeys(messages.index("group"), plan.tails());
       const [now, row] = await started;
       const records = plan.start(now, row, await found, await tails);
-      const ids = Promise.all(records.map((record) => request("add", () => messages.add(record))));
-      // The adds are the last requests: the commit goes with them, not after their ids came back.
-      commit(messages.transaction);
-      return ids;
+      return Promise.all(records.map((record) => request("add", () => messages.add(record))));
     });
   }
 
