@@ -180,8 +180,12 @@ test("a lost lease stops the heartbeats; the later ack fails with conflict, repo
   const { db, clock } = await database();
   const q = db.queue("jobs");
   const beats = [];
+  // While `held` is set, a heartbeat waits for it before it is sent: the clock moves and the reap
+  // runs with no heartbeat in flight (one sent after the clock moved would extend the lease from
+  // the new instant, and the reap would find nothing to take).
+  let held = null;
   q.extend = (...args) => {
-    const beat = Queue.prototype.extend.apply(q, args);
+    const beat = (held ?? Promise.resolve()).then(() => Queue.prototype.extend.apply(q, args));
     beats.push(beat.then(() => "extended", (err) => err.code));
     return beat;
   };
@@ -192,15 +196,34 @@ test("a lost lease stops the heartbeats; the later ack fails with conflict, repo
   });
   const runs = [];
   const controller = new AbortController();
+  let resume;
   const logged = await capturingErrors(async (logged) => {
     const loop = q.process(async (m) => {
       runs.push(m.id);
       await released;
     }, { leaseMs: 200, signal: controller.signal });
-    await until(() => runs.length === 1, "the handler to start");
-    await until(() => beats.length >= 1, "a first heartbeat");
-    clock.now = BASE + 1000; // the lease (at most BASE + 200) has run out ...
-    assert.equal(await q.reap(), 1); // ... and is counted as a failed attempt
+    try {
+      await lostLease(loop, logged);
+    } finally {
+      // Whatever failed, the loop ends: a loop left running keeps Node's test process alive.
+      release();
+      controller.abort();
+    }
+  });
+  async function lostLease(loop, logged) {
+    try {
+      await until(() => runs.length === 1, "the handler to start");
+      await until(() => beats.length >= 1, "a first heartbeat");
+      held = new Promise((resolve) => {
+        resume = resolve;
+      });
+      await Promise.all(beats); // the heartbeats sent before the hold are done
+      clock.now = BASE + 1000; // the lease (at most BASE + 200) has run out ...
+      assert.equal(await q.reap(), 1); // ... and is counted as a failed attempt
+    } finally {
+      held = null;
+      resume?.();
+    }
     await until(async () => (await Promise.all(beats)).includes("conflict"), "a heartbeat to find the lease lost");
     const count = beats.length;
     await sleep(300); // three heartbeat periods
@@ -209,7 +232,7 @@ test("a lost lease stops the heartbeats; the later ack fails with conflict, repo
     await until(() => logged.length === 1, "the failed ack to be reported");
     controller.abort();
     assert.equal(await loop, 1);
-  });
+  }
   assert.match(logged[0][0], new RegExp(`could not succeed message ${message.id} of queue "jobs"`));
   assert.ok(logged[0][1] instanceof DeadLetterError && logged[0][1].code === "conflict");
   assert.deepEqual(runs, [message.id], "run once by this loop");
