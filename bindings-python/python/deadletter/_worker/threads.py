@@ -75,9 +75,12 @@ class _Threads:
             dispatcher = threading.Thread(
                 target=self._dispatch, name="deadletter-dispatcher", daemon=True
             )
-            dispatcher.start()
             reason: Optional[str] = None
             try:
+                # Inside the try: `start` waits for the new thread, which may already have claimed
+                # and run a handler whose Ctrl-C (or the application's KeyboardInterrupt) lands
+                # here, in the calling thread, before `start` returns.
+                dispatcher.start()
                 while not (self.finished.is_set() or reason):
                     if stop is not None and stop.is_set():
                         reason = "stop event"
@@ -131,6 +134,10 @@ class _Threads:
 
     def _stop(self, reason: str) -> None:
         """Stops claiming and waits up to the shutdown timeout for the running handlers."""
+        # Claims stop before the log says so: a handler that waits for that line (or a second
+        # Ctrl-C it causes) must not find the loop claiming again meanwhile.
+        self.signalled = self.signalled or reason
+        self._request_stop()
         with self.cond:
             running = len(self.inflight)
         logger.info(
@@ -139,8 +146,6 @@ class _Threads:
             self.plan.shutdown_timeout,
             running,
         )
-        self.signalled = self.signalled or reason
-        self._request_stop()
         deadline = time.monotonic() + self.plan.shutdown_timeout
         while not self.finished.is_set() and time.monotonic() < deadline:
             time.sleep(min(STOP_CHECK, max(0.0, deadline - time.monotonic())))
