@@ -47,6 +47,7 @@ from ._errors import (
     StoreError,
     ValidationError,
 )
+from ._page import MessagePage
 from ._worker import PermanentError
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "ErrorCode",
     "FieldError",
     "Message",
+    "MessagePage",
     "NotFoundError",
     "PermanentError",
     "Queue",

@@ -19,7 +19,12 @@ POST   ``/queues/{queue}/messages``                 enqueue: 201, the message, `
                                                     with the existing message for a known
                                                     idempotency key (``Idempotency-Key`` header)
 POST   ``/queues/{queue}/messages:batch``           ``enqueue_many``: ``{"items": [...]}``
-GET    ``/queues/{queue}/messages``                 list: ``status``, ``limit``, ``after_id``
+GET    ``/queues/{queue}/messages``                 list, filtered: ``status``, ``delayed``,
+                                                    ``payload_contains``, ``error_contains``,
+                                                    ``group``, ``idempotency_key``,
+                                                    ``created_after``/``_before`` (also
+                                                    ``updated_``, ``dead_``), ``limit``,
+                                                    ``after_id``; ``next_after_id`` to go on
 GET    ``/queues/{queue}/messages/{id}``            the message
 DELETE ``/queues/{queue}/messages/{id}``            delete a succeeded or dead message
 POST   ``/queues/{queue}/claim``                    200 the leased message, 204 when none is due
@@ -28,7 +33,13 @@ POST   ``/queues/{queue}/messages/{id}/extend``     heartbeat: ``lease_token``, 
 POST   ``/queues/{queue}/messages/{id}/succeed``
 POST   ``/queues/{queue}/messages/{id}/fail``
 POST   ``/queues/{queue}/messages/{id}/replay``
-POST   ``/queues/{queue}/replay``                   ``replay_all``: ``{"replayed": n}``
+POST   ``/queues/{queue}/messages/{id}/retry-now``  ``retry_now``: due now, the message
+POST   ``/queues/{queue}/replay``                   ``replay_all``: the list's filters, ``limit``,
+                                                    ``dry_run``: ``{"count", "dry_run",
+                                                    "replayed"}``
+POST   ``/queues/{queue}/delete``                   ``delete_all``: the same body, ``{"count",
+                                                    "dry_run"}``
+POST   ``/queues/{queue}/retry-now``                ``retry_now_all``: the same
 POST   ``/queues/{queue}/purge``                    ``purge``: ``{"purged": n}``
 GET    ``/metrics``                                 Prometheus metrics (`_metrics`)
 GET    ``/healthz``                                 200 while the database answers (no token)
@@ -37,8 +48,8 @@ GET    ``/``                                        the dashboard (``static/``; 
 ====== ============================================ ============================================
 
 A message is ``Message.to_dict()`` with timestamps as RFC 3339 UTC strings with milliseconds;
-statistics are ``QueueStats.to_dict()`` with ages in seconds. Instants in requests
-(``dead_before``, ``dead_after``) are RFC 3339 in UTC (``Z`` or ``+00:00``); durations are
+statistics are ``QueueStats.to_dict()`` with ages in seconds. Instants in requests (the
+filters ``created_after`` ... ``dead_before``) are RFC 3339 in UTC (``Z`` or ``+00:00``); durations are
 seconds. Queue names are percent-decoded path segments (``a%2Fb`` is the queue ``a/b``).
 
 Errors are RFC 9457 ``application/problem+json`` objects with ``type``, ``title``, ``status``,

@@ -17,6 +17,7 @@ from .._deadletter import (
     MAX_IDEMPOTENCY_KEY_CHARS,
 )
 from ._schemas import (
+    FILTER_PROPERTIES,
     IDEMPOTENCY_HEADER_PATTERN,
     PARAMETERS,
     RESPONSES,
@@ -104,10 +105,34 @@ def switch(operation_id: str, summary: str, description: str = "") -> Json:
     }
 
 
+def bulk(
+    operation_id: str, summary: str, description: str, request: str, result: str
+) -> Json:
+    """A bulk action over the list's filters: batch by batch, or counted by a dry run."""
+    return {
+        "operationId": operation_id,
+        "summary": summary,
+        "description": f"{description} The filters are the list's, combined with AND; the "
+        "messages are taken in id order (the oldest first), at most `limit`. With `dry_run` "
+        "true nothing changes, and `count` is the exact number the action would touch now. "
+        f"Else it commits in batches of {BATCH} messages, each re-checked as it is written: a "
+        "request that fails keeps the batches before it (run it again to finish).",
+        "parameters": [QUEUE],
+        "requestBody": body(request, required=False),
+        "responses": {
+            "200": ok("How many messages the action touched (or would, on a dry run).",
+                      ref("schemas", result)),
+            **problems(*WRITE),
+        },
+    }
+
+
 LEASED = "$response.body#/lease_token"
 CLAIM_NEXT = link("claim", "Claim the next due message of the queue.", by_id=False)
 ENQUEUED_LINKS = {
     "GetMessage": link("getMessage", "Read the message back."),
+    "RetryNow": link("retryNow", "Make it due now (a delayed enqueue)."),
+    "Delete": link("deleteMessage", "Delete it (refused while it is pending: 409)."),
     "Claim": CLAIM_NEXT,
 }
 MESSAGES: Json = {
@@ -213,10 +238,22 @@ OPERATIONS: dict[tuple[str, str], Json] = {
     },
     ("/queues/{queue}/messages", "get"): {
         "operationId": "listMessages",
-        "summary": "List messages by id, optionally of one status (keyset pagination)",
+        "summary": "List messages by id, filtered (keyset pagination)",
+        "description": "The filters are combined with AND. A page holds at most `limit` "
+        "messages in id order, with ids above `after_id`; continue with `after_id` = "
+        "`next_after_id` until it is null. A call examines a bounded number of messages (the "
+        "core's scan budget; filters that no index answers, such as `payload_contains`, "
+        "scan): when that budget runs out before the page is full, the page may be short, "
+        "even empty, and `next_after_id` is the last id examined, so that the next call goes "
+        "on from there.",
         "parameters": [
             QUEUE,
-            {"name": "status", "in": "query", "schema": {"enum": STATUSES}},
+            *(
+                {"name": name, "in": "query", "description": schema["description"], "schema": {
+                    key: value for key, value in schema.items() if key != "description"
+                }}
+                for name, schema in FILTER_PROPERTIES.items()
+            ),
             {
                 "name": "limit",
                 "in": "query",
@@ -345,21 +382,43 @@ OPERATIONS: dict[tuple[str, str], Json] = {
             **problems(*TRANSITION),
         },
     },
-    ("/queues/{queue}/replay", "post"): {
-        "operationId": "replayAll",
-        "summary": "Replay every dead message the filters select",
-        "description": "Selects dead messages with `dead_after <= dead_at < dead_before` whose "
-        "last error contains `error_contains` (case-sensitive), in id order (the oldest message "
-        "first), at most `limit`; an empty body replays every dead message of the queue. "
-        f"Commits in batches of {BATCH} messages: a request that fails keeps the batches before "
-        "it (run it again to finish; only dead messages are touched).",
-        "parameters": [QUEUE],
-        "requestBody": body("ReplayAllRequest", required=False),
+    ("/queues/{queue}/messages/{id}/retry-now", "post"): {
+        "operationId": "retryNow",
+        "summary": "Retry now: a pending message waiting for its backoff or delay is due now",
+        "description": "`retry_after` is cleared (a message of an ordering group still waits "
+        "behind its group's head); the attempt counts stay. A pending message already due is "
+        "answered unchanged; any other status is a 409 `conflict`.",
+        "parameters": [QUEUE, ID],
+        "requestBody": body("Empty", required=False),
         "responses": {
-            "200": ok("How many messages were replayed.", count("replayed")),
-            **problems(*WRITE),
+            "200": {**MESSAGE_OK, "links": {"Claim": CLAIM_NEXT}},
+            **problems(*TRANSITION),
         },
     },
+    ("/queues/{queue}/replay", "post"): bulk(
+        "replayAll",
+        "Replay every dead message the filters select",
+        "Each goes back to pending with retry_count 0 (a message of an ordering group to the "
+        "end of its group).",
+        "ReplayAllRequest",
+        "ReplayAllResult",
+    ),
+    ("/queues/{queue}/delete", "post"): bulk(
+        "deleteAll",
+        "Delete every succeeded or dead message the filters select",
+        "Their idempotency keys are free again. Pending and processing messages are never "
+        "deleted (`status` pending or processing: 422).",
+        "DeleteAllRequest",
+        "BulkResult",
+    ),
+    ("/queues/{queue}/retry-now", "post"): bulk(
+        "retryNowAll",
+        "Retry now every pending message the filters select that waits for its backoff or delay",
+        "Each is due at once (`retry_after` cleared; a message of an ordering group still "
+        "waits behind its group's head); the attempt counts stay.",
+        "RetryNowAllRequest",
+        "BulkResult",
+    ),
     ("/queues/{queue}/purge", "post"): {
         "operationId": "purge",
         "summary": "Delete the succeeded or dead messages not changed for older_than seconds",

@@ -22,6 +22,7 @@ __all__ = [
     "IDEMPOTENCY_HEADER",
     "Fields",
     "body_limit",
+    "boolean",
     "idempotency_header",
     "instants",
     "integer",
@@ -45,6 +46,11 @@ INTEGER = re.compile(r"-?[0-9]+")
 def integer(text: str) -> Any:
     """A decimal integer as an int; anything else unchanged, for the queue to reject."""
     return int(text) if INTEGER.fullmatch(text) else text
+
+
+def boolean(text: str) -> Any:
+    """``true`` or ``false`` as a bool; anything else unchanged, for the queue to reject."""
+    return {"true": True, "false": False}.get(text, text)
 
 
 def segment(request: Request, name: str) -> str:

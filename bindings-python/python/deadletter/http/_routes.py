@@ -19,15 +19,16 @@ from starlette.staticfiles import StaticFiles
 
 import deadletter
 
-from .._deadletter import DEFAULT_LIST_LIMIT
 from .._json import jsonable
 from . import _metrics
 from ._openapi import document
+from ._schemas import FILTER_PROPERTIES
 from ._guard import json_body
 from ._problems import invalid
 from ._requests import (
     IDEMPOTENCY_HEADER,
     Fields,
+    boolean,
     idempotency_header,
     instants,
     integer,
@@ -41,6 +42,18 @@ from ._requests import (
 __all__ = ["Api", "Endpoint", "path_segment", "routes"]
 
 STATIC = Path(__file__).with_name("static")
+
+FILTERS = tuple(FILTER_PROPERTIES)
+"""The filters of the list and the bulk actions (query parameters, body fields)."""
+INSTANT_FILTERS = tuple(name for name in FILTERS if name.endswith(("_after", "_before")))
+"""The filters on instants, RFC 3339 strings in requests."""
+LIST_PARAMETERS: dict[str, Callable[[str], Any]] = {
+    **{name: str for name in FILTERS},
+    "delayed": boolean,
+    "limit": integer,
+    "after_id": integer,
+}
+BULK_FIELDS = (*FILTERS, "limit", "dry_run")
 
 
 def message_response(
@@ -156,16 +169,13 @@ class Api:
 
     async def list_messages(self, request: Request) -> Response:
         queue = self.queue(request)
-        params = query(request, {"status": str, "limit": integer, "after_id": integer})
-        limit = params.get("limit", DEFAULT_LIST_LIMIT)
-        page = await run_in_threadpool(
-            queue.list, status=params["status"], limit=limit, after_id=params["after_id"]
-        )
-        full = bool(page) and len(page) == limit
+        params = query(request, LIST_PARAMETERS)
+        instants(params, INSTANT_FILTERS)
+        page = await run_in_threadpool(lambda: queue.list(**params))
         return JSONResponse(
             {
                 "messages": [jsonable(m.to_dict()) for m in page],
-                "next_after_id": page[-1].id if full else None,
+                "next_after_id": page.next_after_id,
             }
         )
 
@@ -225,19 +235,34 @@ class Api:
         message = await run_in_threadpool(queue.replay, id, expires_in=data["expires_in"])
         return message_response(message)
 
-    async def replay_all(self, request: Request) -> Response:
+    async def bulk(self, request: Request, action: str) -> tuple[int, bool]:
+        """A bulk action (``replay_all``, ``delete_all``, ``retry_now_all``) over the filters,
+        ``limit`` and ``dry_run`` of the body: its count, and whether it was a dry run."""
         queue = self.queue(request)
-        filters = ("error_contains", "dead_before", "dead_after", "limit")
-        data = await self.body(request, filters, required=False)
-        instants(data, ("dead_before", "dead_after"))
-        replayed = await run_in_threadpool(
-            queue.replay_all,
-            error_contains=data["error_contains"],
-            dead_before=data["dead_before"],
-            dead_after=data["dead_after"],
-            limit=data["limit"],
+        data = await self.body(request, BULK_FIELDS, required=False)
+        instants(data, INSTANT_FILTERS)
+        count = await run_in_threadpool(lambda: getattr(queue, action)(**data))
+        return count, data["dry_run"] is True
+
+    async def replay_all(self, request: Request) -> Response:
+        count, dry_run = await self.bulk(request, "replay_all")
+        return JSONResponse(
+            {"count": count, "dry_run": dry_run, "replayed": 0 if dry_run else count}
         )
-        return JSONResponse({"replayed": replayed})
+
+    async def delete_all(self, request: Request) -> Response:
+        count, dry_run = await self.bulk(request, "delete_all")
+        return JSONResponse({"count": count, "dry_run": dry_run})
+
+    async def retry_now_all(self, request: Request) -> Response:
+        count, dry_run = await self.bulk(request, "retry_now_all")
+        return JSONResponse({"count": count, "dry_run": dry_run})
+
+    async def retry_now(self, request: Request) -> Response:
+        queue = self.queue(request)
+        id = self.id(request)
+        await self.body(request, (), required=False)
+        return message_response(await run_in_threadpool(queue.retry_now, id))
 
     async def purge(self, request: Request) -> Response:
         queue = self.queue(request)
@@ -304,7 +329,10 @@ class Api:
             (m + "/succeed", "post"): self.succeed,
             (m + "/fail", "post"): self.fail,
             (m + "/replay", "post"): self.replay,
+            (m + "/retry-now", "post"): self.retry_now,
             (q + "/replay", "post"): self.replay_all,
+            (q + "/delete", "post"): self.delete_all,
+            (q + "/retry-now", "post"): self.retry_now_all,
             (q + "/purge", "post"): self.purge,
             (q + "/settings", "get"): self.get_settings,
             (q + "/settings", "put"): self.put_settings,

@@ -30,6 +30,7 @@ from .._deadletter import (
 )
 from .._deadletter import STATUSES as CORE_STATUSES
 from .._json import INSTANT_PATTERN
+from ._problems import PROBLEMS
 
 __all__ = [
     "IDEMPOTENCY_HEADER_PATTERN",
@@ -46,6 +47,9 @@ Json = dict[str, Any]
 
 STATUSES: list[str] = list(CORE_STATUSES)
 """The core's status names, in lifecycle order."""
+
+PROBLEM_CODES: list[str] = list(PROBLEMS)
+"""Every problem `code` the API answers (`_problems.PROBLEMS`)."""
 
 def ref(kind: str, name: str) -> Json:
     """``{"$ref": "#/components/<kind>/<name>"}``."""
@@ -151,28 +155,108 @@ writes it) or, as most clients send it, the bare key; 1 to `MAX_IDEMPOTENCY_KEY_
 once unquoted."""
 
 
+TEXT_FILTER: Json = {"type": "string", "minLength": 1, "pattern": NO_NUL}
+
+
+def between(field: str, what: str) -> Json:
+    """The two bounds of a filter on the instant ``field``: half-open, after <= t < before."""
+    return {
+        f"{field}_after": {**INSTANT, "description": f"Only messages {what} at or after this."},
+        f"{field}_before": {**INSTANT, "description": f"Only messages {what} before this."},
+    }
+
+
+FILTER_PROPERTIES: Json = {
+    "status": {"enum": STATUSES, "description": "Only messages in this status."},
+    "delayed": {
+        "type": "boolean",
+        "description": "true: only pending messages waiting for a time (a delay or a backoff, "
+        "`retry_after` later than now); false: only pending messages without (due, or waiting "
+        "behind their group's head). With a status other than pending: 422.",
+    },
+    "payload_contains": {
+        **TEXT_FILTER,
+        "description": "Only payloads that contain this text (case-sensitive). No index answers "
+        "it: a list examines at most the scan budget of messages per page.",
+    },
+    "error_contains": {
+        **TEXT_FILTER,
+        "description": "Only messages whose last error contains this text (case-sensitive).",
+    },
+    "group": {**GROUP, "description": "Only messages of this ordering group (exactly)."},
+    "idempotency_key": {
+        **IDEMPOTENCY_KEY,
+        "description": "Only the message with this idempotency key (exactly).",
+    },
+    **between("created", "enqueued"),
+    **between("updated", "last changed"),
+    **between("dead", "that died"),
+}
+"""The filters of the list and of every bulk action (the core's `FilterArgs::NAMES`, in order: a
+test checks it), all optional, combined with AND: a query parameter each on the list, a body field
+each on the bulk actions."""
+
+
+def bulk_request(statuses: list[str], action: str) -> Json:
+    """The body of a bulk action: the filters (``status`` among ``statuses``), ``limit`` and
+    ``dry_run``, each optional and nullable."""
+    filters = {
+        **FILTER_PROPERTIES,
+        "status": {
+            "enum": statuses,
+            "description": f"The status to {action} from (only {' or '.join(statuses)}).",
+        },
+    }
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "The filters (all optional, combined with AND), limit and dry_run; an "
+        "empty body selects every message the action applies to.",
+        "properties": {
+            **{name: nullable(schema) for name, schema in filters.items()},
+            "limit": {
+                **nullable({"type": "integer", "minimum": 1, "maximum": MAX_ID}),
+                "description": "At most this many, lowest ids first (default: all).",
+            },
+            "dry_run": {
+                **nullable({"type": "boolean", "default": False}),
+                "description": "true: change nothing and answer the exact count the action "
+                "would touch now.",
+            },
+        },
+    }
+
+
+def bulk_result(extra: Json | None = None) -> Json:
+    """What a bulk action answers: the count it acted on (or would, on a dry run)."""
+    properties: Json = {
+        "count": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "How many messages the action touched, or would touch on a dry run.",
+        },
+        "dry_run": {"type": "boolean", "description": "Whether this was a dry run."},
+        **(extra or {}),
+    }
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(properties),
+        "properties": properties,
+    }
+
+
 def json_content(schema: Json) -> Json:
     return {"application/json": {"schema": schema}}
 
 
-def problem_schema(code: str, extra: Json | None = None, required: tuple[str, ...] = ()) -> Json:
-    """A problem object with ``code`` fixed, plus the members of that code."""
-    return {
-        "allOf": [
-            ref("schemas", "Problem"),
-            {
-                "type": "object",
-                "required": list(required),
-                "properties": {"code": {"const": code}, **(extra or {})},
-            },
-        ]
-    }
-
-
-def problem_response(description: str, schema: Json, headers: Json | None = None) -> Json:
+def problem_response(description: str, headers: Json | None = None) -> Json:
+    """An error response: the one `Problem` schema under ``application/problem+json`` (a schema
+    per code, as ``allOf`` of `Problem` and a ``const`` code, made openapi-python-client drop
+    every error response: it cannot merge ``str`` with a literal)."""
     response: Json = {
         "description": description,
-        "content": {"application/problem+json": {"schema": schema}},
+        "content": {"application/problem+json": {"schema": ref("schemas", "Problem")}},
     }
     if headers:
         response["headers"] = headers
@@ -508,20 +592,21 @@ SCHEMAS: Json = {
             },
         },
     },
-    "ReplayAllRequest": {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "error_contains": {
-                "type": ["string", "null"],
-                "pattern": NO_NUL,
-                "description": "Only messages whose last error contains this text (case-sensitive; no NUL, which no error text holds).",
-            },
-            "dead_before": {**nullable(INSTANT), "description": "Only deaths before (exclusive)."},
-            "dead_after": {**nullable(INSTANT), "description": "Only deaths at or after."},
-            "limit": nullable({"type": "integer", "minimum": 1, "maximum": MAX_ID}),
-        },
-    },
+    "ReplayAllRequest": bulk_request(["dead"], "replay"),
+    # The finished statuses, which delete_all takes (the core exports no list of them).
+    "DeleteAllRequest": bulk_request(["succeeded", "dead"], "delete"),
+    "RetryNowAllRequest": bulk_request(["pending"], "retry now"),
+    "BulkResult": bulk_result(),
+    "ReplayAllResult": bulk_result(
+        {
+            "replayed": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "How many were replayed: `count`, or 0 on a dry run (the answer "
+                "of this route before dry runs, kept for its clients).",
+            }
+        }
+    ),
     "PurgeRequest": {
         "type": "object",
         "additionalProperties": False,
@@ -539,14 +624,34 @@ SCHEMAS: Json = {
     "Empty": {"type": "object", "additionalProperties": False},
     "Problem": {
         "type": "object",
-        "description": "RFC 9457 problem details, with the stable error code.",
+        "description": "RFC 9457 problem details with the stable error `code`; the members of "
+        "some codes: `errors` (validation_failed), `queue` and `id` (not_found), `id`, `reason` "
+        "and `message_status` (conflict). One schema for every error response, so that "
+        "generated clients type them all.",
         "required": ["type", "title", "status", "detail", "code"],
         "properties": {
             "type": {"type": "string", "format": "uri"},
             "title": {"type": "string"},
             "status": {"type": "integer"},
             "detail": {"type": "string"},
-            "code": {"type": "string"},
+            "code": {"enum": PROBLEM_CODES},
+            "errors": {
+                "type": "array",
+                "minItems": 1,
+                "items": ref("schemas", "FieldError"),
+                "description": "validation_failed: every rejected field.",
+            },
+            "queue": {"type": "string", "description": "not_found: the queue."},
+            "id": {"type": "integer", "description": "not_found, conflict: the message's id."},
+            "reason": {
+                "enum": ["wrong_status", "lease_lost"],
+                "description": "conflict: the message is in another status, or its lease is "
+                "another worker's.",
+            },
+            "message_status": {
+                "enum": [*STATUSES, None],
+                "description": "conflict: the message's status.",
+            },
         },
     },
     "FieldError": {
@@ -580,60 +685,43 @@ SCHEMAS: Json = {
 
 RESPONSES: Json = {
     "Unauthorized": problem_response(
-        "No `Authorization: Bearer <token>` header with the server's token.",
-        problem_schema("unauthorized"),
+        "`unauthorized`: no `Authorization: Bearer <token>` header with the server's token.",
         {"WWW-Authenticate": {"schema": {"type": "string"}}},
     ),
     "NotFound": problem_response(
-        "No message with this id in this queue (queue and id are given), or no such route.",
-        problem_schema("not_found", {"queue": {"type": "string"}, "id": {"type": "integer"}}),
+        "`not_found`: no message with this id in this queue (`queue` and `id` are given), or no "
+        "such route."
     ),
     "Conflict": problem_response(
-        "The message's status does not allow the operation, or the lease token is not the "
-        "current one (the lease expired).",
-        problem_schema(
-            "conflict",
-            {
-                "id": {"type": "integer"},
-                "reason": {"enum": ["wrong_status", "lease_lost"]},
-                "message_status": {"enum": [*STATUSES, None]},
-            },
-            ("id", "reason", "message_status"),
-        ),
+        "`conflict`: the message's status does not allow the operation, or the lease token is "
+        "not the current one (the lease expired); `id`, `reason` and `message_status` are given."
     ),
     "BadRequest": problem_response(
-        "The Host header is sent more than once, or is not host[:port].",
-        problem_schema("bad_request"),
+        "`bad_request`: the Host header is sent more than once, or is not host[:port]."
     ),
     "Forbidden": problem_response(
-        "The request's Origin is neither this server's own origin nor one it allows "
-        "(`deadletter serve --allow-origin`): a page of another site cannot drive the API.",
-        problem_schema("forbidden"),
+        "`forbidden`: the request's Origin is neither this server's own origin nor one it allows "
+        "(`deadletter serve --allow-origin`): a page of another site cannot drive the API."
     ),
     "MisdirectedRequest": problem_response(
-        "The Host header names a host this server does not answer for: localhost, IP addresses "
-        "and the names it allows (`deadletter serve --allowed-host`); against DNS rebinding.",
-        problem_schema("misdirected_request"),
+        "`misdirected_request`: the Host header names a host this server does not answer for: "
+        "localhost, IP addresses and the names it allows (`deadletter serve --allowed-host`); "
+        "against DNS rebinding."
     ),
     "UnsupportedMediaType": problem_response(
-        "The request has a body (or a Content-Type) that is not `application/json`.",
-        problem_schema("unsupported_media_type"),
+        "`unsupported_media_type`: the request has a body (or a Content-Type) that is not "
+        "`application/json`."
     ),
     "TooLarge": problem_response(
-        "The body is larger than 6 x the payload limit + 64 KiB (refused before parsing).",
-        problem_schema("too_large"),
+        "`too_large`: the body is larger than 6 x the payload limit + 64 KiB (refused before "
+        "parsing)."
     ),
     "ValidationFailed": problem_response(
-        "Rejected input: every rejected field, path segment or query parameter is listed.",
-        problem_schema(
-            "validation_failed",
-            {"errors": {"type": "array", "minItems": 1, "items": ref("schemas", "FieldError")}},
-            ("errors",),
-        ),
+        "`validation_failed`: rejected input; `errors` lists every rejected field, path segment "
+        "or query parameter."
     ),
     "StoreUnavailable": problem_response(
-        "SQLite failed or stayed locked; retry after Retry-After seconds.",
-        problem_schema("store"),
+        "`store`: the store failed or stayed locked; retry after Retry-After seconds.",
         {"Retry-After": {"schema": {"type": "string"}}},
     ),
 }
