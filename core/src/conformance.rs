@@ -4,7 +4,7 @@
 //! `deadletter-postgres` on theirs. Their own tests share [`kit`]: steps at an instant, and the
 //! scenarios no case can write.
 //!
-//! It is long (about 630 lines) because it is the one reader of the case format, from loading to
+//! It is long (about 670 lines) because it is the one reader of the case format, from loading to
 //! running each step to comparing outcomes; its parts share the format's private helpers.
 
 pub mod harness;
@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::{
-    Arg, Backoff, Call, Engine, Error, Item, Limits, Message, Millis, QueueSettings, SettingsArgs,
-    Stats, Store,
+    Arg, Backoff, Call, Engine, Error, FilterArgs, Item, Limits, Message, Millis, QueueSettings,
+    SettingsArgs, Stats, Store,
 };
 
 /// The clock's origin for every case: 2026-01-01T00:00:00Z in milliseconds.
@@ -292,19 +292,10 @@ async fn step_outcome<S: Store>(
                 .replay(a("queue"), a("id"), a("expires_in_ms"), now)
                 .await?,
         ),
-        "replay_all" => {
-            let n = engine
-                .replay_all(
-                    a("queue"),
-                    a("error_contains"),
-                    relative(a("dead_before")),
-                    relative(a("dead_after")),
-                    a("limit"),
-                    now,
-                )
-                .await?;
-            json!({ "count": n })
+        "replay_all" | "delete_all" | "retry_now_all" => {
+            bulk_outcome(engine, op, args, now).await?
         }
+        "retry_now" => to_json(engine.retry_now(a("queue"), a("id"), now).await?),
         "purge" => {
             let n = engine
                 .purge(a("queue"), a("status"), a("older_than_ms"), now)
@@ -319,15 +310,45 @@ async fn step_outcome<S: Store>(
             json!({ "next_due_at": at.map(|ms| ms - BASE) })
         }
         "get" => to_json(engine.get(a("queue"), a("id")).await?),
-        "list" => messages(
-            engine
-                .list(a("queue"), a("status"), a("limit"), a("after_id"))
-                .await?,
-        ),
+        "list" => {
+            let page = engine
+                .list(a("queue"), &filters(args), a("limit"), a("after_id"), now)
+                .await?;
+            json!({ "messages": messages(page.messages), "next_after_id": page.next_after_id })
+        }
         "backoff" => json!({ "delay_ms": crate::backoff(&a("retry_count"))? }),
         _ => return settings_outcome(engine, op, args).await,
     };
     Ok(value)
+}
+
+/// Runs one step of a bulk action (`replay_all`, `delete_all`, `retry_now_all`): its count.
+async fn bulk_outcome<S: Store>(
+    engine: &Engine<S>,
+    op: &str,
+    args: &Value,
+    now: crate::Clock<'_>,
+) -> Result<Value, Error> {
+    let a = |name: &str| arg(&args[name]);
+    let (queue, filters, limit, dry_run) = (a("queue"), filters(args), a("limit"), a("dry_run"));
+    let n = match op {
+        "replay_all" => {
+            engine
+                .replay_all(queue, &filters, limit, dry_run, now)
+                .await
+        }
+        "delete_all" => {
+            engine
+                .delete_all(queue, &filters, limit, dry_run, now)
+                .await
+        }
+        _ => {
+            engine
+                .retry_now_all(queue, &filters, limit, dry_run, now)
+                .await
+        }
+    };
+    Ok(json!({ "count": n? }))
 }
 
 /// Runs one step on a queue's stored settings: `settings`, `set_settings`, `pause`, `resume`.
@@ -377,6 +398,18 @@ pub fn settings_json(settings: &QueueSettings) -> Value {
         "on_expiry": settings.on_expiry.as_str(),
         "paused": settings.paused,
     }})
+}
+
+/// The filters of a `list` or bulk step, by their names ([`FilterArgs::NAMES`]); the six
+/// instants written relative to [`BASE`].
+fn filters(args: &Value) -> FilterArgs<'_> {
+    let mut filters = FilterArgs::default();
+    for name in FilterArgs::NAMES {
+        let value = arg(&args[name]);
+        let instant = name.ends_with("_after") || name.ends_with("_before");
+        filters.set(name, if instant { relative(value) } else { value });
+    }
+    filters
 }
 
 /// An instant argument written relative to [`BASE`] (as every timestamp of the cases is), made
@@ -483,19 +516,17 @@ pub fn check(expect: &Value, outcome: Result<Value, Error>) -> Result<(), String
             if let Some(want) = expect.get("message") {
                 matches(want, &value)
             } else if let Some(want) = expect.get("messages") {
-                let (want, got) = (
-                    want.as_array().ok_or("`messages` must be a list")?,
-                    value.as_array(),
-                );
-                let got = got.ok_or_else(|| format!("expected a list, got {value}"))?;
-                if want.len() != got.len() {
-                    return Err(format!(
-                        "expected {} messages, got {}: {value}",
-                        want.len(),
-                        got.len()
-                    ));
+                // A list's page answers with its messages.
+                let value = value.get("messages").unwrap_or(&value);
+                all_match(want, value, "messages")
+            } else if let Some(want) = expect.get("page") {
+                all_match(&want["messages"], &value["messages"], "messages")?;
+                let (want, got) = (&want["next_after_id"], &value["next_after_id"]);
+                if same(want, got) {
+                    Ok(())
+                } else {
+                    Err(format!("next_after_id: expected {want}, got {got}"))
                 }
-                want.iter().zip(got).try_for_each(|(w, g)| matches(w, g))
             } else if let Some(want) = expect.get("delay_ms") {
                 matches(&json!({ "delay_ms": want }), &value)
             } else if let Some(want) = expect.get("next_due_at") {
@@ -507,24 +538,32 @@ pub fn check(expect: &Value, outcome: Result<Value, Error>) -> Result<(), String
             } else if let Some(want) = expect.get("settings") {
                 matches(want, &value["settings"])
             } else if let Some(want) = expect.get("queues") {
-                let (want, got) = (
-                    want.as_array().ok_or("`queues` must be a list")?,
-                    value.as_array(),
-                );
-                let got = got.ok_or_else(|| format!("expected a list, got {value}"))?;
-                if want.len() != got.len() {
-                    return Err(format!(
-                        "expected {} queues, got {}: {value}",
-                        want.len(),
-                        got.len()
-                    ));
-                }
-                want.iter().zip(got).try_for_each(|(w, g)| matches(w, g))
+                all_match(want, &value, "queues")
             } else {
                 Ok(())
             }
         }
     }
+}
+
+/// Whether the list `got` has as many entries as the list `want` (of `what`), each [`matches`]
+/// its own.
+fn all_match(want: &Value, got: &Value, what: &str) -> Result<(), String> {
+    let want = want
+        .as_array()
+        .ok_or_else(|| format!("`{what}` must be a list"))?;
+    let got = got
+        .as_array()
+        .ok_or_else(|| format!("expected a list, got {got}"))?;
+    if want.len() != got.len() {
+        let all = Value::Array(got.clone());
+        return Err(format!(
+            "expected {} {what}, got {}: {all}",
+            want.len(),
+            got.len()
+        ));
+    }
+    want.iter().zip(got).try_for_each(|(w, g)| matches(w, g))
 }
 
 /// Whether `got` has every field of the object `want` (one level: the fields not listed are not

@@ -41,7 +41,8 @@ pub enum Conflict {
         id: Id,
         /// Its current status.
         status: Status,
-        /// The refused operation (`claim`, `succeed`, `fail`, `extend`, `replay`, `delete`).
+        /// The refused operation (`claim`, `succeed`, `fail`, `extend`, `replay`, `delete`,
+        /// `retry_now`).
         operation: &'static str,
     },
     /// The lease token shown is not the message's current one: the lease expired and the message

@@ -84,14 +84,15 @@ pub mod conformance;
 pub use arg::Arg;
 pub use backoff::{Backoff, Jitter};
 pub use engine::{
-    BATCH, Batches, Call, ClaimArgs, Claiming, Engine, EnqueueArgs, EnqueueItem, ExtendArgs,
-    FailArgs, Item, LaneClaim, MessageArgs, Outcome, PurgeArgs, ReplayAllArgs, ReplayArgs, Stats,
-    SucceedArgs, Tails, Write, backoff,
+    Action, BATCH, Batches, BulkArgs, Call, ClaimArgs, Claiming, Engine, EnqueueArgs, EnqueueItem,
+    ExtendArgs, FailArgs, Filter, FilterArgs, Item, LaneClaim, ListArgs, MessageArgs, Outcome,
+    Page, PurgeArgs, ReplayAllArgs, ReplayArgs, SCAN_BUDGET, Selection, Stats, SucceedArgs, Tails,
+    Write, backoff,
 };
 pub use error::{CODES, Conflict, Error, FieldError, Quoted, Result};
 pub use machine::Moment;
 pub use memory::MemoryStore;
 pub use message::{FailedAttempt, Id, Message, Millis, NewMessage, Status};
 pub use settings::{Clock, Context, OnExpiry, QueueRow, QueueSettings, SettingsArgs, pause_step};
-pub use store::{Claimed, Counts, Filter, ListQuery, Store, apply_step, count};
+pub use store::{Claimed, Counts, ListQuery, Store, apply_step, count};
 pub use validate::Limits;

@@ -238,6 +238,19 @@ pub fn replay(mut message: Message, now: Millis, expires_at: Option<Millis>) -> 
     Ok(message)
 }
 
+/// Retry now: a `pending` message waiting for its backoff or delay (`retry_after > now`) is due
+/// now (`retry_after` cleared, `updated_at` now; a grouped one still waits behind its group's
+/// head); one already due is returned unchanged. The attempt counts and the history stay as they
+/// are. Another status is a `conflict` (operation `retry_now`).
+pub fn retry_now(mut message: Message, now: Millis) -> Result<Message> {
+    require(&message, &[Status::Pending], "retry_now")?;
+    if is_delayed(&message, now) {
+        message.retry_after = None;
+        message.updated_at = now;
+    }
+    Ok(message)
+}
+
 /// Whether `message` may be deleted: only finished messages (`succeeded` or `dead`); anything
 /// else is a `conflict` (a live message is never deleted from under its worker).
 pub fn deletable(message: &Message) -> Result<()> {

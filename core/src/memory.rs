@@ -12,7 +12,7 @@ use crate::engine::{Claiming, EnqueueArgs};
 use crate::error::{Error, Result};
 use crate::message::{Id, Message, Millis};
 use crate::settings::{Clock, Context, QueueRow};
-use crate::store::{Claimed, Counts, Filter, ListQuery, Store, apply_step};
+use crate::store::{Claimed, Counts, ListQuery, Store, apply_step};
 
 /// An in-memory [`Store`]. Lost when dropped.
 #[derive(Debug, Default)]
@@ -173,17 +173,6 @@ impl Store for MemoryStore {
             .filter(|m| m.queue == query.queue && query.status.is_none_or(|s| m.status == s))
             .take(query.limit)
             .cloned()
-            .collect())
-    }
-
-    async fn select(&self, filter: &Filter<'_>, after_id: Id, limit: usize) -> Result<Vec<Id>> {
-        let state = self.lock()?;
-        Ok(state
-            .messages
-            .range(after_id.saturating_add(1)..)
-            .filter(|(_, s)| filter.matches(&s.message))
-            .map(|(id, _)| *id)
-            .take(limit)
             .collect())
     }
 

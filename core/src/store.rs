@@ -29,62 +29,6 @@ pub struct ListQuery<'a> {
     pub after_id: Option<Id>,
 }
 
-/// Which messages of one queue and status a bulk operation (`replay_all`, `purge`) looks at.
-/// [`Filter::matches`] is the definition; stores may translate it into their query language, and
-/// the engine checks it again on each message inside the write.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Filter<'a> {
-    /// The queue.
-    pub queue: &'a str,
-    /// The status every selected message has.
-    pub status: Status,
-    /// Only messages whose `last_error` contains this text (case-sensitive), when set.
-    pub error_contains: Option<&'a str>,
-    /// Only messages with `dead_at >= dead_after`, when set.
-    pub dead_after: Option<Millis>,
-    /// Only messages with `dead_at < dead_before`, when set.
-    pub dead_before: Option<Millis>,
-    /// Only messages with `updated_at <= updated_until`, when set.
-    pub updated_until: Option<Millis>,
-}
-
-impl Filter<'_> {
-    /// Whether `message` is selected.
-    pub fn matches(&self, message: &Message) -> bool {
-        let dead_at = message.dead_at;
-        message.queue == self.queue
-            && message.status == self.status
-            && self.error_contains.is_none_or(|text| {
-                message
-                    .last_error
-                    .as_deref()
-                    .is_some_and(|e| contains(e, text))
-            })
-            && self
-                .dead_after
-                .is_none_or(|after| dead_at.is_some_and(|at| at >= after))
-            && self
-                .dead_before
-                .is_none_or(|before| dead_at.is_some_and(|at| at < before))
-            && self
-                .updated_until
-                .is_none_or(|until| message.updated_at <= until)
-    }
-}
-
-/// Whether `text` occurs in `haystack` (`error_contains`): a plain byte search, exact for UTF-8
-/// texts, instead of `str::contains`, whose two-way searcher and its panic messages weigh about
-/// 2 kB gzipped in the WebAssembly module (its budget: bindings-wasm/size.mjs). A mismatch is
-/// usually found at the first byte of a window; the worst case, error length times text length
-/// (errors are at most [`crate::machine::MAX_ERROR_BYTES`]), takes a repetitive text and error.
-fn contains(haystack: &str, text: &str) -> bool {
-    text.is_empty()
-        || haystack
-            .as_bytes()
-            .windows(text.len())
-            .any(|w| w == text.as_bytes())
-}
-
 /// What one [`Store::claim`] wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Claimed {
@@ -221,18 +165,11 @@ pub trait Store {
         tokens: impl FnMut() -> String,
     ) -> impl Future<Output = Result<Claimed>>;
 
-    /// One page of messages, see [`ListQuery`].
+    /// One page of messages, see [`ListQuery`]. Read-only: takes no write lock. The engine's
+    /// `list` and bulk actions read the queue through it and filter what it returns
+    /// ([`crate::Filter::matches`]); the bulk actions then write the ids they selected with
+    /// [`Store::update_many`] / [`Store::delete_many`], which check each message again.
     fn list(&self, query: &ListQuery<'_>) -> impl Future<Output = Result<Vec<Message>>>;
-
-    /// Read-only: the ids, ascending and greater than `after_id`, of at most `limit` messages
-    /// that `filter` selects. Takes no write lock (the candidates are checked again by
-    /// [`Store::update_many`] / [`Store::delete_many`]).
-    fn select(
-        &self,
-        filter: &Filter<'_>,
-        after_id: Id,
-        limit: usize,
-    ) -> impl Future<Output = Result<Vec<Id>>>;
 
     /// In one transaction (write lock, `clock` read once, the queue's row), for each of `ids`
     /// still in `queue`, in order: reads it and writes `step(message, context)` when that is
@@ -334,31 +271,5 @@ fn earliest(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::contains;
-
-    #[test]
-    fn contains_finds_texts_as_str_contains_does() {
-        let error = "HTTP 503: Überlastung, retry — später";
-        for text in ["", "HTTP", "503", "Über", "später", "— s", "g, r", error] {
-            assert!(contains(error, text), "{text}");
-        }
-        for text in [
-            "http",
-            "504",
-            "Uber",
-            "später!",
-            "x",
-            "HTTP 503: Überlastung, retry — später.",
-        ] {
-            assert!(!contains(error, text), "{text}");
-        }
-        // A text longer than the error, and the empty error.
-        assert!(!contains("", "a"));
-        assert!(contains("", ""));
     }
 }

@@ -233,6 +233,23 @@ impl Check {
         }
     }
 
+    /// An optional text to look for (`payload_contains`, `error_contains`): a non-empty string
+    /// (an empty one would select everything, which is what leaving it out says) without NUL
+    /// (no stored text holds one).
+    pub(crate) fn search<'a>(&mut self, field: &'static str, arg: &Arg<'a>) -> Option<&'a str> {
+        let text = self.opt_text(field, arg)?;
+        if text.is_empty() {
+            self.reject(field, "empty", "must not be empty".into());
+            return None;
+        }
+        Some(text)
+    }
+
+    /// An argument that is well-typed but not allowed here: `invalid`, with why.
+    pub(crate) fn reject_invalid(&mut self, field: &'static str, message: String) {
+        self.reject(field, "invalid", message);
+    }
+
     /// A required string.
     pub(crate) fn string<'a>(&mut self, field: &'static str, arg: &Arg<'a>) -> Option<&'a str> {
         match *arg {

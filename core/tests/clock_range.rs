@@ -2,7 +2,7 @@
 //! a clock before year 1 cannot be written as a Python `datetime`, so the bindings test it too).
 
 use deadletter::validate::{MAX_TIME, MIN_TIME};
-use deadletter::{Arg, Call, Engine, Error, Item, Limits, MemoryStore, Millis, Result};
+use deadletter::{Arg, Call, Engine, Error, FilterArgs, Item, Limits, MemoryStore, Millis, Result};
 
 /// A clock stopped at `now`.
 fn at(now: Millis) -> impl Fn() -> Result<Millis> {
@@ -46,11 +46,19 @@ fn a_clock_before_year_1_is_rejected_by_every_operation_and_writes_nothing() {
         assert_eq!(fields(&err), [("clock", "out_of_range")]);
         let err = db.stats("q".into(), &at(too_early)).await.unwrap_err();
         assert_eq!(fields(&err), [("clock", "out_of_range")]);
-        assert!(
-            db.list("q".into(), Arg::Null, Arg::Null, Arg::Null)
-                .await
-                .unwrap()
-                .is_empty()
+        // list reads the clock only for `delayed`.
+        let none = FilterArgs::default();
+        let clock = at(too_early);
+        let page = db.list("q".into(), &none, Arg::Null, Arg::Null, &clock);
+        assert!(page.await.unwrap().messages.is_empty());
+        let delayed = FilterArgs {
+            delayed: Arg::Bool(true),
+            ..FilterArgs::default()
+        };
+        let page = db.list("q".into(), &delayed, Arg::Null, Arg::Null, &clock);
+        assert_eq!(
+            fields(&page.await.unwrap_err()),
+            [("clock", "out_of_range")]
         );
 
         let first = db

@@ -18,8 +18,8 @@ use deadletter::engine::TIMED_PAGE;
 use deadletter::engine::groups::{Change, change};
 use deadletter::storage::{Lane, Position, live, next_head};
 use deadletter::{
-    Claimed, Claiming, Clock, Context, Counts, EnqueueArgs, Filter, Id, LaneClaim, ListQuery,
-    Message, Millis, QueueRow, Result, Status, Store, Tails, Write, count,
+    Claimed, Claiming, Clock, Context, Counts, EnqueueArgs, Id, LaneClaim, ListQuery, Message,
+    Millis, QueueRow, Result, Status, Store, Tails, Write, count,
 };
 
 /// A message as stored, with its place: its claim lane (`None` when finished; `Blocked` behind
@@ -388,17 +388,6 @@ impl Store for LaneStore {
             .filter(|m| m.id > after && query.status.is_none_or(|s| m.status == s))
             .take(query.limit)
             .cloned()
-            .collect())
-    }
-
-    async fn select(&self, filter: &Filter<'_>, after_id: Id, limit: usize) -> Result<Vec<Id>> {
-        let state = self.state.lock().unwrap();
-        Ok(state
-            .records
-            .range(after_id.saturating_add(1)..)
-            .filter(|(_, r)| filter.matches(&r.message))
-            .map(|(id, _)| *id)
-            .take(limit)
             .collect())
     }
 

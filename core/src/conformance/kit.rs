@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::BASE;
-use crate::{Arg, Call, Engine, Id, Item, Message, Millis, Result, Status, Store};
+use crate::{Arg, Call, Engine, FilterArgs, Id, Item, Message, Millis, Result, Status, Store};
 
 /// The queue the kit's steps use.
 pub const QUEUE: &str = "q";
@@ -16,6 +16,13 @@ pub const TOKEN: &str = "tok";
 /// A clock stopped at `now`.
 pub fn at(now: Millis) -> impl Fn() -> Result<Millis> {
     move || Ok(now)
+}
+
+/// The first page (100 messages, no filter) of `queue`, in id order: what a test reads back.
+pub fn list<S: Store>(db: &Engine<S>, queue: &str) -> Result<Vec<Message>> {
+    let (none, clock) = (FilterArgs::default(), at(BASE));
+    let page = db.list(queue.into(), &none, Arg::Null, Arg::Null, &clock);
+    Ok(pollster::block_on(page)?.messages)
 }
 
 /// The system clock, UTC milliseconds: for the tests that need real time (a lock held by another
@@ -117,8 +124,7 @@ pub fn messages_written_before_the_ready_lane_keep_their_order<S: Store>(
     db: &Engine<S>,
     now: Millis,
 ) {
-    let all =
-        pollster::block_on(db.list(QUEUE.into(), Arg::Null, Arg::Null, Arg::Null)).expect("list");
+    let all = list(db, QUEUE).expect("list");
     let fields: Vec<(&str, Status, Option<Millis>)> = all
         .iter()
         .filter(|m| ["due", "over", "later", "held"].contains(&m.payload.as_str()))

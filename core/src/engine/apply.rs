@@ -11,7 +11,9 @@ use crate::error::{Error, Result};
 use crate::machine::{self, Moment};
 use crate::message::{Id, Message, Millis, NewMessage, Status};
 use crate::settings::{Context, OnExpiry};
-use crate::store::{Counts, Filter, apply_step};
+use crate::store::{Counts, apply_step};
+
+use super::filters::Filter;
 use crate::validate::{Check, DEFAULT_MAX_RETRIES, later};
 
 use super::request::{
@@ -21,7 +23,7 @@ use super::request::{
 
 /// The expiry of a message enqueued or replayed at `ctx`: `given` (the call's, in milliseconds),
 /// else the queue's stored expiry, from now; `None` when neither is set.
-fn expires_at(ctx: &Context, given: Option<Millis>) -> Result<Option<Millis>> {
+pub(crate) fn expires_at(ctx: &Context, given: Option<Millis>) -> Result<Option<Millis>> {
     given
         .or(ctx.queue.settings.expires_in_ms)
         .map(|ms| later(ctx.now, ms))
@@ -201,6 +203,11 @@ impl MessageArgs {
     pub fn delete(&self, message: &Message) -> Result<()> {
         machine::deletable(message)
     }
+
+    /// `retry_now` of `message` (see [`machine::retry_now`]).
+    pub fn retry_now(&self, message: Message, ctx: &Context) -> Result<Message> {
+        machine::retry_now(message, ctx.now)
+    }
 }
 
 impl ReplayArgs {
@@ -258,13 +265,18 @@ pub enum Sift {
 pub fn sift(filter: &Filter<'_>, updated_at: Millis) -> Sift {
     if filter.updated_until.is_some_and(|until| updated_at > until) {
         Sift::Skip
-    } else if filter.error_contains.is_some()
-        || filter.dead_after.is_some()
-        || filter.dead_before.is_some()
+    } else if *filter
+        == (Filter {
+            queue: filter.queue,
+            status: filter.status,
+            now: filter.now,
+            updated_until: filter.updated_until,
+            ..Filter::default()
+        })
     {
-        Sift::Load
-    } else {
         Sift::Take
+    } else {
+        Sift::Load
     }
 }
 

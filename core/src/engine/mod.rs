@@ -16,7 +16,10 @@
 //! inside its own transactions.
 
 pub mod apply;
+pub mod bulk;
+pub mod filters;
 pub mod groups;
+pub mod page;
 pub mod plan;
 pub mod request;
 pub mod scan;
@@ -33,7 +36,10 @@ use crate::store::{Claimed, Store};
 use crate::validate::{Check, Limits};
 
 pub use apply::{Claiming, Outcome, Sift, Stats, sift};
+pub use bulk::BulkArgs;
+pub use filters::{Action, Filter, FilterArgs, Selection};
 pub use groups::Tails;
+pub use page::{ListArgs, Page, SCAN_BUDGET, SCAN_PAGE, Scan};
 pub use plan::{BATCH, Batches, LaneClaim, TIMED_PAGE, Write};
 pub use request::{
     ClaimArgs, EnqueueArgs, EnqueueItem, ExtendArgs, FailArgs, Item, MessageArgs, PurgeArgs,
@@ -83,7 +89,7 @@ impl std::fmt::Debug for Call<'_> {
 /// Every method takes the binding's clock ([`Clock`]), which the store reads once its write lock
 /// is held (a read reads it when it starts), and returns an error without changing anything when
 /// an argument is rejected or a transition is not allowed; bulk operations (`replay_all`,
-/// `purge`) commit batch by batch, each batch atomically.
+/// `delete_all`, `retry_now_all`, `purge`) commit batch by batch, each batch atomically.
 #[derive(Debug)]
 pub struct Engine<S> {
     store: S,
@@ -321,31 +327,70 @@ impl<S: Store> Engine<S> {
             .await
     }
 
-    /// Replays every dead message of `queue` that the filters select (`error_contains`: text the
-    /// `last_error` contains, case-sensitive, without NUL; `dead_after <= dead_at <
-    /// dead_before`, instants in UTC ms), at most `limit` (1.., default all), in id order;
-    /// returns how many. Batches of [`BATCH`] messages, each in its own write transaction (which
-    /// reads the clock); a message replayed once is pending afterwards, so running it again does
-    /// not replay it twice.
+    /// Replays (as [`Engine::replay`] does, with the queue's stored expiry) the dead messages of
+    /// `queue` that `filters` select (see [`FilterArgs`]; `status` may only be `dead`), at most
+    /// `limit` (>= 1, default all), in id order; returns how many. In batches of [`BATCH`]
+    /// messages, each in its own write transaction (which reads the clock) that checks the
+    /// filters again on each message; a message replayed once is pending afterwards, so running
+    /// it again does not replay it twice. `dry_run` (a bool, default false): the same selection
+    /// and steps, nothing written: the exact count it would replay now.
     pub async fn replay_all(
         &self,
         queue: Arg<'_>,
-        error_contains: Arg<'_>,
-        dead_before: Arg<'_>,
-        dead_after: Arg<'_>,
+        filters: &FilterArgs<'_>,
         limit: Arg<'_>,
+        dry_run: Arg<'_>,
         clock: Clock<'_>,
     ) -> Result<u64> {
-        let args = ReplayAllArgs::new(&queue, &error_contains, &dead_before, &dead_after, &limit)?;
-        let filter = args.filter();
-        self.in_batches(&filter, args.limit, async |ids| {
-            let replayed = self
-                .store
-                .update_many(&args.queue, ids, clock, |m, ctx| args.step(m, ctx))
-                .await?;
-            Ok(apply::count(&replayed))
-        })
-        .await
+        let args = BulkArgs::new(Action::Replay, &queue, filters, &limit, &dry_run)?;
+        self.bulk(&args, clock).await
+    }
+
+    /// Deletes the finished messages (`succeeded` or `dead`; `status` may narrow to one, another
+    /// is `invalid`) of `queue` that `filters` select, at most `limit`, in id order, which frees
+    /// their idempotency keys; returns how many. Batches and `dry_run` as [`Engine::replay_all`].
+    pub async fn delete_all(
+        &self,
+        queue: Arg<'_>,
+        filters: &FilterArgs<'_>,
+        limit: Arg<'_>,
+        dry_run: Arg<'_>,
+        clock: Clock<'_>,
+    ) -> Result<u64> {
+        let args = BulkArgs::new(Action::Delete, &queue, filters, &limit, &dry_run)?;
+        self.bulk(&args, clock).await
+    }
+
+    /// Makes due now (as [`Engine::retry_now`] does) the `pending` messages of `queue` waiting
+    /// for a backoff or delay (`retry_after > now`: `delayed` is always true) that `filters`
+    /// select, at most `limit`, in id order; returns how many. A grouped one still waits behind
+    /// its group's head. Batches and `dry_run` as [`Engine::replay_all`].
+    pub async fn retry_now_all(
+        &self,
+        queue: Arg<'_>,
+        filters: &FilterArgs<'_>,
+        limit: Arg<'_>,
+        dry_run: Arg<'_>,
+        clock: Clock<'_>,
+    ) -> Result<u64> {
+        let args = BulkArgs::new(Action::RetryNow, &queue, filters, &limit, &dry_run)?;
+        self.bulk(&args, clock).await
+    }
+
+    /// Makes a `pending` message waiting for its backoff or delay due now: `retry_after` null,
+    /// `updated_at` now (a grouped one still waits behind its group's head); a pending message
+    /// already due is returned unchanged. `conflict` for another status, `not_found` when the
+    /// queue has no such message.
+    pub async fn retry_now(
+        &self,
+        queue: Arg<'_>,
+        id: Arg<'_>,
+        clock: Clock<'_>,
+    ) -> Result<Message> {
+        let args = MessageArgs::new(&queue, &id)?;
+        self.store
+            .update(&args.queue, args.id, clock, |m, ctx| args.retry_now(m, ctx))
+            .await
     }
 
     /// Deletes the finished messages of `queue` in `status` (`succeeded` or `dead` only; any
@@ -361,35 +406,22 @@ impl<S: Store> Engine<S> {
     ) -> Result<u64> {
         let args = PurgeArgs::new(&queue, &status, &older_than_ms, clock()?)?;
         let filter = args.filter();
-        self.in_batches(&filter, u64::MAX, async |ids| {
-            let deleted = self
-                .store
-                .delete_many(&args.queue, ids, |m| Ok(args.selects(m)))
-                .await?;
-            Ok(apply::count(&deleted))
-        })
+        let selects = |m: &Message| filter.matches(m);
+        self.in_batches(
+            &args.queue,
+            Some(args.status),
+            u64::MAX,
+            selects,
+            async |picked| {
+                let ids: Vec<Id> = picked.iter().map(|m| m.id).collect();
+                let deleted = self
+                    .store
+                    .delete_many(&args.queue, &ids, |m| Ok(args.selects(m)))
+                    .await?;
+                Ok(apply::count(&deleted))
+            },
+        )
         .await
-    }
-
-    /// Runs `apply` on the ids `filter` selects, as [`Batches`] say; returns how many `apply`
-    /// reported.
-    async fn in_batches(
-        &self,
-        filter: &crate::Filter<'_>,
-        limit: u64,
-        mut apply: impl AsyncFnMut(&[Id]) -> Result<u64>,
-    ) -> Result<u64> {
-        let mut batches = Batches::new(limit);
-        while let Some((after, room)) = batches.next() {
-            let ids = self.store.select(filter, after, room).await?;
-            let applied = if ids.is_empty() {
-                0
-            } else {
-                apply(&ids).await?
-            };
-            batches.record(&ids, applied);
-        }
-        Ok(batches.done())
     }
 
     /// Removes one finished (`succeeded` or `dead`) message and returns it; `conflict` for any
@@ -437,17 +469,31 @@ impl<S: Store> Engine<S> {
         args.found(self.store.get(&args.queue, args.id).await?)
     }
 
-    /// Messages of `queue` ordered by id: only `status` when given (`pending`, `processing`,
-    /// `succeeded`, `dead`), at most `limit` (1..=1000, default 100), ids above `after_id`.
+    /// One page of the messages of `queue` that `filters` select (see [`FilterArgs`]), in id
+    /// order, ids above `after_id` (>= 0), at most `limit` (1..=1000, default 100), with where to
+    /// go on ([`Page::next_after_id`]). Without a filter beyond `status` this is one read of the
+    /// store's index; with one it examines at most [`SCAN_BUDGET`] messages (the page may then be
+    /// short). The clock is read only for `delayed`. Takes no write lock.
     pub async fn list(
         &self,
         queue: Arg<'_>,
-        status: Arg<'_>,
+        filters: &FilterArgs<'_>,
         limit: Arg<'_>,
         after_id: Arg<'_>,
-    ) -> Result<Vec<Message>> {
-        let query = list_query(&queue, &status, &limit, &after_id)?;
-        self.store.list(&query).await
+        clock: Clock<'_>,
+    ) -> Result<Page> {
+        let args = ListArgs::new(&queue, filters, &limit, &after_id)?;
+        let now = if args.needs_clock() {
+            read_now(clock)?
+        } else {
+            0
+        };
+        let mut scan = Scan::new(args, now);
+        while let Some(query) = scan.next() {
+            let page = self.store.list(&query).await?;
+            scan.feed(page);
+        }
+        Ok(scan.finish())
     }
 
     /// The settings stored with `queue` (nulls where unset) and whether it is paused; a queue

@@ -15,7 +15,9 @@ use crate::arg::Arg;
 use crate::backoff::Backoff;
 use crate::error::Result;
 use crate::message::{Id, Millis, Status};
-use crate::store::{Filter, ListQuery};
+use crate::store::ListQuery;
+
+use super::filters::Filter;
 use crate::validate::{
     Check, DEFAULT_LIST_LIMIT, LIST_LIMIT_RANGE, Limits, MAX_BATCH, MAX_CLAIM_MANY, MAX_DELAY_MS,
     MAX_EXPIRES_IN_MS, MAX_LEASE_MS, MAX_RETRIES_RANGE, MAX_TIME, MIN_TIME,
@@ -406,11 +408,11 @@ impl ReplayAllArgs {
     pub fn filter(&self) -> Filter<'_> {
         Filter {
             queue: &self.queue,
-            status: Status::Dead,
+            status: Some(Status::Dead),
             error_contains: self.error_contains.as_deref(),
             dead_after: self.dead_after,
             dead_before: self.dead_before,
-            updated_until: None,
+            ..Filter::default()
         }
     }
 }
@@ -456,11 +458,9 @@ impl PurgeArgs {
     pub fn filter(&self) -> Filter<'_> {
         Filter {
             queue: &self.queue,
-            status: self.status,
-            error_contains: None,
-            dead_after: None,
-            dead_before: None,
+            status: Some(self.status),
             updated_until: Some(self.updated_until),
+            ..Filter::default()
         }
     }
 }

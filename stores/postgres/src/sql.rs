@@ -122,10 +122,6 @@ pub struct Sql {
     pub list: String,
     /// Queue `$1`, status `$2`, ids above `$3`, at most `$4`, by id.
     pub list_status: String,
-    /// The ids a [`deadletter::Filter`] selects: queue `$1`, status `$2`, ids above `$3`, last
-    /// error containing `$4`, `$5 <= dead_at < $6`, `updated_at <= $7` (each when not null), at
-    /// most `$8`, by id.
-    pub select: String,
     /// Messages of queue `$1` among ids `$2`, locked in id order.
     pub many_for_update: String,
     /// Deletes the messages with ids `$1`.
@@ -262,14 +258,6 @@ impl Sql {
             list: select("WHERE queue = $1 AND id > $2 ORDER BY id LIMIT $3"),
             list_status: select(
                 "WHERE queue = $1 AND status = $2 AND id > $3 ORDER BY id LIMIT $4",
-            ),
-            select: format!(
-                "SELECT id FROM {m} WHERE queue = $1 AND status = $2 AND id > $3 \
-                 AND ($4::text IS NULL OR strpos(last_error, $4::text) > 0) \
-                 AND ($5::bigint IS NULL OR dead_at >= $5::bigint) \
-                 AND ($6::bigint IS NULL OR dead_at < $6::bigint) \
-                 AND ($7::bigint IS NULL OR updated_at <= $7::bigint) \
-                 ORDER BY id LIMIT $8"
             ),
             many_for_update: select("WHERE queue = $1 AND id = ANY($2) ORDER BY id FOR UPDATE"),
             delete: format!("DELETE FROM {m} WHERE id = ANY($1)"),

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 
 use deadletter::storage::{self, Position};
 use deadletter::{
-    Claimed, Claiming, Clock, Context, Counts, EnqueueArgs, Error, FieldError, Filter, Id,
-    ListQuery, Message, Millis, QueueRow, Result, Store, apply_step,
+    Claimed, Claiming, Clock, Context, Counts, EnqueueArgs, Error, FieldError, Id, ListQuery,
+    Message, Millis, QueueRow, Result, Store, apply_step,
 };
 
 use crate::options::Options;
@@ -454,32 +454,6 @@ impl Store for PostgresStore {
                 }
             };
             row::read_all(&rows.map_err(db_error)?)
-        })
-    }
-
-    async fn select(&self, filter: &Filter<'_>, after_id: Id, limit_n: usize) -> Result<Vec<Id>> {
-        let n = limit(limit_n)?;
-        self.sessions.read(|conn| {
-            let statement = conn.prepare(&self.sql.select)?;
-            let rows = conn
-                .client
-                .query(
-                    &statement,
-                    &[
-                        &filter.queue,
-                        &filter.status.as_str(),
-                        &after_id,
-                        &filter.error_contains,
-                        &filter.dead_after,
-                        &filter.dead_before,
-                        &filter.updated_until,
-                        &n,
-                    ],
-                )
-                .map_err(db_error)?;
-            rows.iter()
-                .map(|r| r.try_get(0).map_err(db_error))
-                .collect()
         })
     }
 

@@ -164,8 +164,7 @@ fn a_version_1_schema_is_upgraded_in_place_by_the_first_of_racing_opens() {
     );
     let db = engine(&name);
     // The messages neither pending nor run out read back as written; the rest is the kit's.
-    let all =
-        pollster::block_on(db.list("q".into(), Arg::Null, Arg::Null, Arg::Null)).expect("list");
+    let all = kit::list(&db, "q").expect("list");
     let others: Vec<(&str, Status, Option<i64>)> = all
         .iter()
         .filter(|m| ["leased", "done", "gone"].contains(&m.payload.as_str()))
@@ -301,8 +300,7 @@ fn a_version_2_schema_is_upgraded_to_version_3_in_place() {
         .expect("version")
         .get(0);
     assert_eq!(version, SCHEMA_VERSION);
-    let all =
-        pollster::block_on(db.list("q".into(), Arg::Null, Arg::Null, Arg::Null)).expect("list");
+    let all = kit::list(&db, "q").expect("list");
     assert_eq!(all.len(), 7);
     assert!(
         all.iter()

@@ -5,7 +5,7 @@ mod common;
 
 use common::{Schemas, url};
 use deadletter::conformance::BASE;
-use deadletter::conformance::kit::at;
+use deadletter::conformance::kit::{self, at};
 use deadletter::{Arg, Engine, Item, Limits};
 use deadletter_postgres::{Options, PostgresStore};
 
@@ -57,8 +57,7 @@ fn a_value_deadletter_never_writes_is_a_store_error_naming_message_and_column() 
              -62135596800001, {time_range}"
         )
     );
-    let err = pollster::block_on(engine.list("q".into(), Arg::Null, Arg::Null, Arg::Null))
-        .expect_err("a page with a corrupt message");
+    let err = kit::list(&engine, "q").expect_err("a page with a corrupt message");
     assert_eq!(err.code(), "store");
     let three = pollster::block_on(engine.get("q".into(), 3_i64.into())).expect("get");
     assert_eq!(three.payload, "three");

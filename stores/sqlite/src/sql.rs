@@ -1,6 +1,5 @@
 //! Every statement of the store. Queue names, payloads and every other value are bound
-//! parameters; the one statement built at run time ([`select_sql`]) splices in only the status,
-//! from [`Status::as_str`].
+//! parameters; the statements of one status ([`list_status_sql`]) are one constant each.
 //!
 //! Every query finds its rows through an index, without a full scan (`tests/plans.rs` asserts
 //! the plans, with and without `ANALYZE`). The indexes are those of the queries that exist, and a
@@ -10,7 +9,7 @@
 //! messages are found by reading the rows of their queue in id order (`list`, `purge`; they are
 //! usually most of it).
 
-use deadletter::{Filter, Status};
+use deadletter::Status;
 
 /// `SELECT` every column of [`deadletter::Message`] (in the order `row::read` reads them), then
 /// the storage-only `blocked` flag, `FROM messages`, followed by `$rest`.
@@ -232,34 +231,6 @@ pub const QUEUES_SQL: &str = "WITH RECURSIVE names (queue) AS ( \
 
 /// The names of the queues that have a row, ascending (its primary key's order).
 pub const QUEUE_NAMES_SQL: &str = "SELECT name FROM queues ORDER BY name";
-
-/// The query of [`deadletter::Store::select`] for `filter`: ids ascending above `:after`, at most `:limit`,
-/// with a term for each filter that is set (parameters `:queue`, `:error`, `:dead_after`,
-/// `:dead_before`, `:until`). The status is written as a literal so that SQLite can use the
-/// partial index of dead messages (`messages_dead`, which holds every column these filters read);
-/// succeeded messages are read in id order through `messages_by_queue_id`. The unary `+` on `dead_at` keeps SQLite
-/// from walking `messages_dead_at` by date instead: that would sort every selected message again
-/// for each batch, where walking by id resumes where the last batch stopped.
-pub fn select_sql(filter: &Filter<'_>) -> String {
-    let mut sql = format!(
-        "SELECT id FROM messages WHERE queue = :queue AND status = '{}' AND id > :after",
-        filter.status.as_str()
-    );
-    if filter.error_contains.is_some() {
-        sql.push_str(" AND instr(last_error, :error) > 0");
-    }
-    if filter.dead_after.is_some() {
-        sql.push_str(" AND +dead_at >= :dead_after");
-    }
-    if filter.dead_before.is_some() {
-        sql.push_str(" AND +dead_at < :dead_before");
-    }
-    if filter.updated_until.is_some() {
-        sql.push_str(" AND updated_at <= :until");
-    }
-    sql.push_str(" ORDER BY id LIMIT :limit");
-    sql
-}
 
 /// Every column of the current schema's `messages`, reading no row (the schema check at open).
 pub const COLUMNS_SQL: &str = select!("LIMIT 0");

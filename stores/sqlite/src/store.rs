@@ -5,8 +5,8 @@
 //!
 //! It selects and persists; it never decides a next state. Every write is the result of a step
 //! function the engine hands in, run inside one `BEGIN IMMEDIATE` transaction, so a step that
-//! fails (or a driver error) leaves nothing written. Reads that only select (`get`, `list`,
-//! `select`, `counts`, `queues`) take no write lock. Its futures are ready at once.
+//! fails (or a driver error) leaves nothing written. Reads (`get`, `list`, `counts`, `queues`)
+//! take no write lock. Its futures are ready at once.
 //!
 //! Concurrency: the connection sits behind a mutex (one store may be shared by threads, with
 //! group commit: see `group_commit.rs`); other processes on the same file are serialized by
@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use deadletter::storage::{self, Position};
 use deadletter::{
-    Claimed, Claiming, Clock, Context, Counts, EnqueueArgs, Error, Filter, Id, ListQuery, Message,
-    Millis, NewMessage, QueueRow, Result, Store, apply_step,
+    Claimed, Claiming, Clock, Context, Counts, EnqueueArgs, Error, Id, ListQuery, Message, Millis,
+    NewMessage, QueueRow, Result, Store, apply_step,
 };
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Params, Row, params};
 
@@ -35,7 +35,7 @@ use crate::sql::{
     CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL, COUNT_EXPIRY_SQL,
     DELETE_SQL, EXPIRED_SQL, EXPIRING_SQL, HEAD_SQL, LIST_SQL, NEXT_DUE_SQL, OLDEST_DEAD_SQL,
     OLDEST_DUE_SQL, PROMOTE_SQL, QUEUE_NAMES_SQL, QUEUES_SQL, RETIRE_SQL, TAIL_SQL, UNBLOCK_SQL,
-    list_status_sql, select_sql,
+    list_status_sql,
 };
 
 /// How long a call waits for another connection's write lock before failing with a store error.
@@ -468,30 +468,6 @@ impl Store for SqliteStore {
                 list_status_sql(status),
                 params![query.queue, after, limit],
             ),
-        })
-    }
-
-    async fn select(&self, filter: &Filter<'_>, after_id: Id, limit: usize) -> Result<Vec<Id>> {
-        let sql = select_sql(filter);
-        let limit = sql_int(limit)?;
-        self.read(|conn| {
-            let mut statement = conn.prepare_cached(&sql).map_err(Error::store)?;
-            let mut bound = vec![
-                (":queue", &filter.queue as &dyn rusqlite::ToSql),
-                (":after", &after_id),
-                (":limit", &limit),
-            ];
-            let optional: [(&str, Option<&dyn rusqlite::ToSql>); 4] = [
-                (":error", filter.error_contains.as_ref().map(|e| e as _)),
-                (":dead_after", filter.dead_after.as_ref().map(|t| t as _)),
-                (":dead_before", filter.dead_before.as_ref().map(|t| t as _)),
-                (":until", filter.updated_until.as_ref().map(|t| t as _)),
-            ];
-            bound.extend(optional.into_iter().filter_map(|(n, v)| Some((n, v?))));
-            let rows = statement
-                .query_map(bound.as_slice(), |row| row.get(0))
-                .map_err(Error::store)?;
-            rows.collect::<rusqlite::Result<_>>().map_err(Error::store)
         })
     }
 

@@ -8,13 +8,13 @@ mod common;
 use common::{TempDb, engine};
 use deadletter::conformance::BASE;
 use deadletter::conformance::kit::{at, claim_at, enqueue_at};
-use deadletter::{Arg, Call, Engine, Error, Filter, Item, Limits, Status};
+use deadletter::{Arg, Call, Engine, Error, Item, Limits, Status};
 use deadletter_sqlite::{
     BY_KEY_SQL, CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL,
     COUNT_EXPIRY_SQL, DELETE_SQL, Durability, EXPIRED_SQL, EXPIRING_SQL, GET_SQL, HEAD_SQL,
     INSERT_SQL, LIST_SQL, NEXT_DUE_SQL, OLDEST_DEAD_SQL, OLDEST_DUE_SQL, PROMOTE_SQL,
     PUT_QUEUE_SQL, QUEUE_NAMES_SQL, QUEUE_SQL, QUEUES_SQL, SqliteStore, TAIL_SQL, UNBLOCK_SQL,
-    WRITE_SQL, list_status_sql, select_sql,
+    WRITE_SQL, list_status_sql,
 };
 use rusqlite::params;
 
@@ -70,39 +70,6 @@ fn queries() -> Vec<(String, String, bool)> {
     for status in Status::ALL {
         let sql = list_status_sql(status).to_owned();
         all.push((format!("list {status}"), sql, false));
-    }
-    // select, for replay_all (dead, every combination of filters) and purge (both statuses).
-    for mask in 0..8u8 {
-        let filter = Filter {
-            queue: "q",
-            status: Status::Dead,
-            error_contains: (mask & 1 != 0).then_some("boom"),
-            dead_after: (mask & 2 != 0).then_some(BASE),
-            dead_before: (mask & 4 != 0).then_some(BASE),
-            updated_until: None,
-        };
-        all.push((
-            format!("select replay_all {mask:03b}"),
-            select_sql(&filter),
-            true,
-        ));
-    }
-    for status in [Status::Succeeded, Status::Dead] {
-        let filter = Filter {
-            queue: "q",
-            status,
-            error_contains: None,
-            dead_after: None,
-            dead_before: None,
-            updated_until: Some(BASE),
-        };
-        // Succeeded messages have no index of their own: purge reads their rows.
-        let covered = status == Status::Dead;
-        all.push((
-            format!("select purge {status}"),
-            select_sql(&filter),
-            covered,
-        ));
     }
     all
 }

@@ -92,9 +92,7 @@ fn a_file_written_by_0_1_0_is_upgraded_in_place() {
     std::fs::copy(&fixture, &file.0).expect("copy the fixture");
     let db = engine(&file.0);
     assert_eq!(user_version(db.store()), SCHEMA_VERSION);
-    let read = |queue: &str| {
-        pollster::block_on(db.list(queue.into(), Arg::Null, Arg::Null, Arg::Null)).expect("list")
-    };
+    let read = |queue: &str| kit::list(&db, queue).expect("list");
     let mut all = read("emails");
     all.extend(read("other queue/ü"));
     assert_eq!(all, fixture_messages());
@@ -365,8 +363,7 @@ fn a_version_4_file_is_upgraded_to_version_5_in_place() {
     }
     let db = engine(&file.0);
     assert_eq!(user_version(db.store()), SCHEMA_VERSION);
-    let all =
-        pollster::block_on(db.list("q".into(), Arg::Null, Arg::Null, Arg::Null)).expect("list");
+    let all = kit::list(&db, "q").expect("list");
     let fields: Vec<_> = all
         .iter()
         .map(|m| (m.payload.as_str(), m.status, m.group.clone(), m.expires_at))

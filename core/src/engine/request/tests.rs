@@ -157,7 +157,7 @@ fn fail_args_bound_retry_in_like_a_delay() {
 fn purge_and_replay_all_select_through_their_filter() {
     let purge = PurgeArgs::new(&"q".into(), &"succeeded".into(), &Arg::Int(1000), NOW).unwrap();
     assert_eq!(purge.filter().updated_until, Some(NOW - 1000));
-    assert_eq!(purge.filter().status, Status::Succeeded);
+    assert_eq!(purge.filter().status, Some(Status::Succeeded));
     let replay = ReplayAllArgs::new(
         &"q".into(),
         &"boom".into(),
