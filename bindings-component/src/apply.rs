@@ -3,8 +3,8 @@
 //! row.
 
 use deadletter::{
-    Backoff, Context, EnqueueArgs, ExtendArgs, FailArgs, Id, Message, MessageArgs, Millis,
-    NewMessage, Outcome, PurgeArgs, QueueRow, ReplayAllArgs, ReplayArgs, SettingsArgs, SucceedArgs,
+    Backoff, BulkArgs, Context, EnqueueArgs, ExtendArgs, FailArgs, Id, Message, MessageArgs,
+    Millis, NewMessage, Outcome, PurgeArgs, QueueRow, ReplayArgs, SettingsArgs, SucceedArgs,
     pause_step,
 };
 
@@ -86,17 +86,39 @@ impl crate::wit::apply::Guest for Component {
         result(message.and_then(|m| args.delete(&m).map(|()| m)))
     }
 
-    fn replay_all_selects(args: w::ReplayAllArgs, message: w::Message) -> bool {
-        ReplayAllArgs::from(args).filter().matches(&message.into())
+    fn retry_now(
+        args: w::MessageArgs,
+        found: Option<w::Message>,
+        ctx: w::Context,
+    ) -> Result<w::Message, w::Error> {
+        let args = MessageArgs::from(args);
+        let message = args.found(found.map(Into::into));
+        result(message.and_then(|m| args.retry_now(m, &ctx.into())))
     }
 
-    fn replay_all(
-        args: w::ReplayAllArgs,
+    fn bulk_selects(args: w::BulkArgs, message: w::Message, now: Millis) -> bool {
+        BulkArgs::from(args).selects(&message.into(), now)
+    }
+
+    fn bulk_step(
+        args: w::BulkArgs,
         message: w::Message,
         ctx: w::Context,
     ) -> Result<Option<w::Message>, w::Error> {
-        let next = ReplayAllArgs::from(args).step(message.into(), &Context::from(ctx));
+        let next = BulkArgs::from(args).step(message.into(), &Context::from(ctx));
         next.map(|m| m.map(Into::into)).map_err(Into::into)
+    }
+
+    fn bulk_deletes(args: w::BulkArgs, message: w::Message, now: Millis) -> bool {
+        BulkArgs::from(args).deletes(&message.into(), now)
+    }
+
+    fn bulk_touches(
+        args: w::BulkArgs,
+        message: w::Message,
+        ctx: w::Context,
+    ) -> Result<bool, w::Error> {
+        result(BulkArgs::from(args).touches(&message.into(), &Context::from(ctx)))
     }
 
     fn purge_selects(args: w::PurgeArgs, message: w::Message) -> bool {

@@ -3,7 +3,9 @@
 //! requests are in [`crate::requests`]).
 
 use deadletter::engine::scan;
-use deadletter::{Arg, Backoff, Jitter, OnExpiry, QueueRow, QueueSettings, Stats, Status};
+use deadletter::{
+    Arg, Backoff, FilterArgs, Jitter, OnExpiry, QueueRow, QueueSettings, Stats, Status,
+};
 
 use crate::wit::types as w;
 
@@ -51,6 +53,29 @@ pub fn arg(value: &w::Arg) -> Arg<'_> {
         w::Arg::Float(f) => Arg::Float(*f),
         w::Arg::Text(s) => Arg::Str(s),
         w::Arg::Other(kind) => Arg::Other(kind),
+    }
+}
+
+/// An optional WIT argument as the core's [`Arg`] (none: [`Arg::Null`], not set).
+fn opt_arg(value: Option<&w::Arg>) -> Arg<'_> {
+    value.map_or(Arg::Null, arg)
+}
+
+/// The WIT filters as the core's [`FilterArgs`], borrowed.
+pub fn filters(f: &w::FilterArgs) -> FilterArgs<'_> {
+    FilterArgs {
+        status: opt_arg(f.status.as_ref()),
+        delayed: opt_arg(f.delayed.as_ref()),
+        payload_contains: opt_arg(f.payload_contains.as_ref()),
+        error_contains: opt_arg(f.error_contains.as_ref()),
+        group: opt_arg(f.group.as_ref()),
+        idempotency_key: opt_arg(f.idempotency_key.as_ref()),
+        created_after: opt_arg(f.created_after.as_ref()),
+        created_before: opt_arg(f.created_before.as_ref()),
+        updated_after: opt_arg(f.updated_after.as_ref()),
+        updated_before: opt_arg(f.updated_before.as_ref()),
+        dead_after: opt_arg(f.dead_after.as_ref()),
+        dead_before: opt_arg(f.dead_before.as_ref()),
     }
 }
 

@@ -2,14 +2,14 @@
 //! them by looking (`deadletter::engine::scan`), and the batches of the bulk operations
 //! (`deadletter::Batches`).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
-use deadletter::engine::scan;
+use deadletter::engine::{Scan, scan};
 use deadletter::{Batches, ClaimArgs, Context, Error, Id, Millis, Stats};
 
 use crate::Component;
 use crate::convert::messages;
-use crate::wit::plan::{Claimed, GuestBatches};
+use crate::wit::plan::{Claimed, GuestBatches, GuestScan};
 use crate::wit::types as w;
 
 fn stored(list: Vec<w::Stored>) -> Vec<scan::Stored> {
@@ -55,6 +55,7 @@ fn claim(
 
 impl crate::wit::plan::Guest for Component {
     type Batches = BulkBatches;
+    type Scan = ListScan;
 
     fn claim(
         args: w::ClaimArgs,
@@ -87,6 +88,28 @@ impl crate::wit::plan::Guest for Component {
 
     fn next_due_at(messages: Vec<w::Stored>, now: Millis) -> Option<Millis> {
         scan::next_due_at(&stored(messages), now)
+    }
+}
+
+/// The resource `scan`: the core's [`Scan`], the reads of one `list`.
+pub struct ListScan(RefCell<Scan>);
+
+impl GuestScan for ListScan {
+    fn new(args: w::ListArgs, now: Millis) -> Self {
+        Self(RefCell::new(Scan::new(args.into(), now)))
+    }
+
+    fn next(&self) -> Option<w::ListQuery> {
+        self.0.borrow().next().map(Into::into)
+    }
+
+    fn feed(&self, messages: Vec<w::Message>) {
+        let page = messages.into_iter().map(Into::into).collect();
+        self.0.borrow_mut().feed(page);
+    }
+
+    fn finish(scan: crate::wit::plan::Scan) -> w::Page {
+        scan.into_inner::<Self>().0.into_inner().finish().into()
     }
 }
 

@@ -2,8 +2,8 @@
 //! host keeps the record `validate` gave and passes it to `apply` or `plan` unchanged.
 
 use deadletter::{
-    ClaimArgs, EnqueueArgs, EnqueueItem, ExtendArgs, FailArgs, ListQuery, MessageArgs, PurgeArgs,
-    ReplayAllArgs, ReplayArgs, SettingsArgs, SucceedArgs,
+    Action, BulkArgs, ClaimArgs, EnqueueArgs, EnqueueItem, ExtendArgs, FailArgs, ListArgs,
+    ListQuery, MessageArgs, Page, PurgeArgs, ReplayArgs, Selection, SettingsArgs, SucceedArgs,
 };
 
 use crate::convert::both_ways;
@@ -17,11 +17,6 @@ both_ways!(
 );
 both_ways!(MessageArgs, w::MessageArgs, [queue, id]);
 both_ways!(ReplayArgs, w::ReplayArgs, [queue, id, expires_in_ms]);
-both_ways!(
-    ReplayAllArgs,
-    w::ReplayAllArgs,
-    [queue, error_contains, dead_before, dead_after, limit]
-);
 both_ways!(
     EnqueueItem,
     w::EnqueueItem,
@@ -86,14 +81,92 @@ both_ways!(
 );
 both_ways!(SettingsArgs, w::SettingsArgs, [queue], into[settings]);
 
-impl From<ListQuery<'_>> for w::ListArgs {
+both_ways!(
+    Selection,
+    w::Selection,
+    [
+        delayed,
+        payload_contains,
+        error_contains,
+        group,
+        idempotency_key,
+        created_after,
+        created_before,
+        updated_after,
+        updated_before,
+        dead_after,
+        dead_before
+    ],
+    options[status]
+);
+
+impl From<ListArgs> for w::ListArgs {
+    fn from(a: ListArgs) -> Self {
+        Self {
+            queue: a.queue,
+            selection: a.selection.into(),
+            // At most 1000.
+            limit: u32::try_from(a.limit).unwrap_or(u32::MAX),
+            after_id: a.after_id,
+        }
+    }
+}
+
+impl From<w::ListArgs> for ListArgs {
+    fn from(a: w::ListArgs) -> Self {
+        Self {
+            queue: a.queue,
+            selection: a.selection.into(),
+            limit: usize::try_from(a.limit).unwrap_or(usize::MAX),
+            after_id: a.after_id,
+        }
+    }
+}
+
+impl From<ListQuery<'_>> for w::ListQuery {
     fn from(q: ListQuery<'_>) -> Self {
         Self {
             queue: q.queue.to_owned(),
             status: q.status.map(Into::into),
-            // At most 1000.
+            // At most 1000 (or the scan's read, at most 10 000).
             limit: u32::try_from(q.limit).unwrap_or(u32::MAX),
             after_id: q.after_id,
         }
     }
 }
+
+impl From<Page> for w::Page {
+    fn from(page: Page) -> Self {
+        Self {
+            messages: crate::convert::messages(page.messages),
+            next_after_id: page.next_after_id,
+        }
+    }
+}
+
+impl From<Action> for w::BulkAction {
+    fn from(action: Action) -> Self {
+        match action {
+            Action::Replay => Self::Replay,
+            Action::Delete => Self::Delete,
+            Action::RetryNow => Self::RetryNow,
+        }
+    }
+}
+
+impl From<w::BulkAction> for Action {
+    fn from(action: w::BulkAction) -> Self {
+        match action {
+            w::BulkAction::Replay => Self::Replay,
+            w::BulkAction::Delete => Self::Delete,
+            w::BulkAction::RetryNow => Self::RetryNow,
+        }
+    }
+}
+
+both_ways!(
+    BulkArgs,
+    w::BulkArgs,
+    [queue, limit, dry_run],
+    into[action, selection]
+);

@@ -1,15 +1,35 @@
 //! The interface `validate`: each operation's arguments checked by the core into its request
 //! (`deadletter::engine::request`), every rejected field together.
 
-use deadletter::engine::{clock_at, list_query, queue_at};
+use deadletter::engine::{clock_at, queue_at};
 use deadletter::{
-    ClaimArgs, Context, EnqueueArgs, ExtendArgs, FailArgs, Item, Limits, MessageArgs, Millis,
-    PurgeArgs, ReplayAllArgs, ReplayArgs, SettingsArgs, SucceedArgs, validate,
+    Action, BulkArgs, ClaimArgs, Context, EnqueueArgs, ExtendArgs, FailArgs, Item, Limits,
+    ListArgs, MessageArgs, Millis, PurgeArgs, ReplayArgs, SettingsArgs, SucceedArgs, validate,
 };
 
 use crate::Component;
-use crate::convert::{arg, backoff, result, row};
+use crate::convert::{arg, backoff, filters, result, row};
 use crate::wit::types as w;
+
+/// A bulk action's arguments, then the clock it starts at, as `deadletter::Engine` checks them
+/// (its `bulk` reads the clock once the arguments passed).
+fn bulk(
+    action: Action,
+    queue: &w::Arg,
+    given: &w::FilterArgs,
+    limit: &w::Arg,
+    dry_run: &w::Arg,
+    now: Millis,
+) -> Result<w::BulkArgs, w::Error> {
+    let args = BulkArgs::new(
+        action,
+        &arg(queue),
+        &filters(given),
+        &arg(limit),
+        &arg(dry_run),
+    );
+    result(args.and_then(|args| clock_at(now).map(|()| args)))
+}
 
 impl crate::wit::validate::Guest for Component {
     fn open_options(lease_ms: w::Arg, max_payload_bytes: w::Arg) -> Result<w::Limits, w::Error> {
@@ -158,18 +178,32 @@ impl crate::wit::validate::Guest for Component {
 
     fn replay_all(
         queue: w::Arg,
-        error_contains: w::Arg,
-        dead_before: w::Arg,
-        dead_after: w::Arg,
+        filters: w::FilterArgs,
         limit: w::Arg,
-    ) -> Result<w::ReplayAllArgs, w::Error> {
-        result(ReplayAllArgs::new(
-            &arg(&queue),
-            &arg(&error_contains),
-            &arg(&dead_before),
-            &arg(&dead_after),
-            &arg(&limit),
-        ))
+        dry_run: w::Arg,
+        now: Millis,
+    ) -> Result<w::BulkArgs, w::Error> {
+        bulk(Action::Replay, &queue, &filters, &limit, &dry_run, now)
+    }
+
+    fn delete_all(
+        queue: w::Arg,
+        filters: w::FilterArgs,
+        limit: w::Arg,
+        dry_run: w::Arg,
+        now: Millis,
+    ) -> Result<w::BulkArgs, w::Error> {
+        bulk(Action::Delete, &queue, &filters, &limit, &dry_run, now)
+    }
+
+    fn retry_now_all(
+        queue: w::Arg,
+        filters: w::FilterArgs,
+        limit: w::Arg,
+        dry_run: w::Arg,
+        now: Millis,
+    ) -> Result<w::BulkArgs, w::Error> {
+        bulk(Action::RetryNow, &queue, &filters, &limit, &dry_run, now)
     }
 
     fn purge(
@@ -186,18 +220,27 @@ impl crate::wit::validate::Guest for Component {
         ))
     }
 
-    fn list_query(
+    fn list(
         queue: w::Arg,
-        status: w::Arg,
+        given: w::FilterArgs,
         limit: w::Arg,
         after_id: w::Arg,
+        now: Millis,
     ) -> Result<w::ListArgs, w::Error> {
-        result(list_query(
+        let args = ListArgs::new(
             &arg(&queue),
-            &arg(&status),
+            &filters(&given),
             &arg(&limit),
             &arg(&after_id),
-        ))
+        );
+        // The clock only when the filters depend on it, as `deadletter::Engine::list` reads it.
+        let args = args.and_then(|args| {
+            if args.needs_clock() {
+                clock_at(now)?;
+            }
+            Ok(args)
+        });
+        result(args)
     }
 
     fn settings(

@@ -23,6 +23,8 @@ const INSTANTS = ["retry_after", "created_at", "updated_at", "lease_expires_at",
 const MESSAGE_FIELDS = ["id", "queue", "payload", "status", "retry_count", "max_retries", "last_error", "lease_token", "idempotency_key", "errors_dropped", "replay_count", "group", "deduplicated", ...INSTANTS];
 const STATS_FIELDS = ["queue", "pending", "processing", "succeeded", "dead", "expired", "delayed", "next_due_at", "oldest_due_age_ms", "oldest_dead_age_ms", "paused", "expired_dead", "expired_discarded"];
 const ITEM_KEYS = ["payload", "max_retries", "idempotency_key", "delay_ms", "group", "expires_in_ms"];
+/** The list and bulk filters (the core's `FilterArgs::NAMES`); those ending in _after or _before are instants. */
+const FILTER_KEYS = ["status", "delayed", "payload_contains", "error_contains", "group", "idempotency_key", "created_after", "created_before", "updated_after", "updated_before", "dead_after", "dead_before"];
 
 /** Cases a store on the component cannot express, with the reason. None. */
 const EXPECTED_FAILURES = new Map();
@@ -54,6 +56,12 @@ function item(value) {
 }
 
 const relative = (value) => (Number.isInteger(value) ? BASE + value : value);
+
+/** The `filter-args` record of a step's filters: each given one as the `arg` the caller gave (instants made absolute), the others left out (none). */
+function filters(args) {
+  const given = FILTER_KEYS.filter((key) => key in args);
+  return Object.fromEntries(given.map((key) => [js(key), arg(/_(after|before)$/.test(key) ? relative(args[key]) : args[key])]));
+}
 
 function messageJson(message) {
   const out = Object.fromEntries(MESSAGE_FIELDS.map((name) => [name, opt(message[js(name)])]));
@@ -114,18 +122,22 @@ function perform(db, op, args, handle, sample, now) {
       return messageJson(db.extend(q, a("id"), a("lease_token"), a("lease_ms"), now));
     case "replay":
       return messageJson(db.replay(q, a("id"), a("expires_in_ms"), now));
-    case "replay_all": {
-      const [before, after] = ["dead_before", "dead_after"].map((k) => arg(relative(args[k])));
-      return { count: num(db.replayAll(q, a("error_contains"), before, after, a("limit"), now)) };
-    }
+    case "replay_all":
+    case "delete_all":
+    case "retry_now_all":
+      return { count: num(db[js(op)](q, filters(args), a("limit"), a("dry_run"), now)) };
+    case "retry_now":
+      return messageJson(db.retryNow(q, a("id"), now));
     case "purge":
       return { count: num(db.purge(q, a("status"), a("older_than_ms"), now)) };
     case "delete":
       return messageJson(db.delete(q, a("id")));
     case "get":
       return messageJson(db.get(q, a("id")));
-    case "list":
-      return db.listMessages(q, a("status"), a("limit"), a("after_id")).map(messageJson);
+    case "list": {
+      const page = db.listMessages(q, filters(args), a("limit"), a("after_id"), now);
+      return { messages: page.messages.map(messageJson), next_after_id: opt(page.nextAfterId) };
+    }
     case "stats":
       return statsJson(db.stats(q, now));
     case "queues":
@@ -180,6 +192,12 @@ function check(expect, outcome, error) {
   assert.ok(!error, `unexpected error ${error?.code}: ${error?.message}`);
   for (const key of ["message", "stats", "settings"]) if (key in expect) matches(expect[key], outcome);
   for (const key of ["delay_ms", "next_due_at", "count"]) if (key in expect) matches({ [key]: expect[key] }, outcome);
+  if ("page" in expect) {
+    check({ messages: expect.page.messages }, outcome, undefined);
+    matches({ next_after_id: expect.page.next_after_id }, outcome);
+  }
+  // A page of `list`: its messages.
+  if (outcome !== null && typeof outcome === "object" && "next_after_id" in outcome) outcome = outcome.messages;
   for (const key of ["messages", "queues"]) {
     if (key in expect) {
       assert.ok(Array.isArray(outcome), `expected a list, got ${JSON.stringify(outcome)}`);

@@ -70,6 +70,21 @@ STATS_FIELDS = (
     "expired_discarded",
 )
 ITEM_KEYS = ("payload", "max_retries", "idempotency_key", "delay_ms", "group", "expires_in_ms")
+#: The list and bulk filters (the core's ``FilterArgs::NAMES``); the last six are instants.
+FILTER_KEYS = (
+    "status",
+    "delayed",
+    "payload_contains",
+    "error_contains",
+    "group",
+    "idempotency_key",
+    "created_after",
+    "created_before",
+    "updated_after",
+    "updated_before",
+    "dead_after",
+    "dead_before",
+)
 
 # Cases a store on the component cannot express, with the reason. None.
 EXPECTED_FAILURES: dict[str, str] = {}
@@ -145,6 +160,17 @@ def item(value: Any) -> Any:
 def relative(value: Any) -> Any:
     """An instant argument written relative to BASE, made absolute."""
     return BASE + value if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def filters(args: dict[str, Any]) -> Any:
+    """The ``filter-args`` record of a step's filters: each given one as the ``arg`` the caller
+    gave (instants made absolute), the others unset."""
+    given = {
+        key: arg(relative(args[key]) if key.endswith(("_after", "_before")) else args[key])
+        for key in FILTER_KEYS
+        if key in args
+    }
+    return record(**{key: given.get(key) for key in FILTER_KEYS})
 
 
 def instant(ms: int | None) -> int | None:
@@ -228,10 +254,11 @@ def perform(
         return message_json(db.extend(q, a("id"), a("lease_token"), a("lease_ms"), now))
     if op == "replay":
         return message_json(db.replay(q, a("id"), a("expires_in_ms"), now))
-    if op == "replay_all":
-        before, after = (arg(relative(args.get(k))) for k in ("dead_before", "dead_after"))
-        count = db.replay_all(q, a("error_contains"), before, after, a("limit"), now)
-        return {"count": count}
+    if op in ("replay_all", "delete_all", "retry_now_all"):
+        bulk = getattr(db, op)
+        return {"count": bulk(q, filters(args), a("limit"), a("dry_run"), now)}
+    if op == "retry_now":
+        return message_json(db.retry_now(q, a("id"), now))
     if op == "purge":
         return {"count": db.purge(q, a("status"), a("older_than_ms"), now)}
     if op == "delete":
@@ -239,8 +266,11 @@ def perform(
     if op == "get":
         return message_json(db.get(q, a("id")))
     if op == "list":
-        page = db.list_messages(q, a("status"), a("limit"), a("after_id"))
-        return [message_json(m) for m in page]
+        page = db.list_messages(q, filters(args), a("limit"), a("after_id"), now)
+        return {
+            "messages": [message_json(m) for m in page.messages],
+            "next_after_id": get(page, "next_after_id"),
+        }
     if op == "stats":
         return stats_json(db.stats(q, now))
     if op == "queues":
@@ -311,6 +341,12 @@ def check(expect: dict[str, Any], outcome: Any, error: ComponentError | None) ->
     for key in ("delay_ms", "next_due_at", "count"):
         if key in expect:
             matches({key: expect[key]}, outcome)
+    if "page" in expect:
+        want = expect["page"]
+        check({"messages": want["messages"]}, outcome, None)
+        matches({"next_after_id": want["next_after_id"]}, outcome)
+    if isinstance(outcome, dict) and "next_after_id" in outcome:
+        outcome = outcome["messages"]  # a page of `list`
     for key in ("messages", "queues"):
         if key in expect:
             want = expect[key]

@@ -41,7 +41,7 @@ function wrap(iface) {
 
 /**
  * The component transpiled into `dir` (its entry `deadletter.js`), instantiated: its interfaces
- * `validate`, `apply` and `plan` (with the resource class `plan.Batches`).
+ * `validate`, `apply` and `plan` (with the resource classes `plan.Batches` and `plan.Scan`).
  */
 export async function load(dir) {
   const module = await import(pathToFileURL(`${dir}/deadletter.js`).href);

@@ -162,16 +162,40 @@ export class MemoryDatabase {
     }
   }
 
-  replayAll(queue, errorContains, deadBefore, deadAfter, limit, now) {
-    const args = this.core.validate.replayAll(queue, errorContains, deadBefore, deadAfter, limit);
+  /** A bulk action checked by `validate` (`replayAll`, `deleteAll`, `retryNowAll`): its selection at `now`, then each batch written in its own transaction, or, on a dry run, counted at `now` with the queue's row as it is. */
+  #bulk(args, now) {
+    const { apply } = this.core;
+    const dryCtx = args.dryRun ? this.#context(args.queue, now) : undefined;
+    const found = (ids) => ids.map((id) => this.#found(id)).filter((m) => m !== undefined);
+    const count = (ids) => found(ids).filter((m) => apply.bulkTouches(args, m, dryCtx)).length;
     const write = (ids) => {
       const ctx = this.#context(args.queue, now);
-      const found = ids.map((id) => this.#found(id)).filter((m) => m !== undefined);
-      const written = found.map((m) => this.core.apply.replayAll(args, m, ctx)).filter((m) => m !== undefined);
+      if (args.action === "delete") {
+        const doomed = found(ids).filter((m) => apply.bulkDeletes(args, m, now));
+        for (const m of doomed) this.messages.delete(m.id);
+        return doomed.length;
+      }
+      const written = found(ids).map((m) => apply.bulkStep(args, m, ctx)).filter((m) => m !== undefined);
       for (const message of written) this.#write(now, message);
       return written.length;
     };
-    return this.#inBatches(args.queue, [], args.limit, (m) => this.core.apply.replayAllSelects(args, m), write);
+    return this.#inBatches(args.queue, [], args.limit, (m) => apply.bulkSelects(args, m, now), dryCtx === undefined ? write : count);
+  }
+
+  replayAll(queue, filters, limit, dryRun, now) {
+    return this.#bulk(this.core.validate.replayAll(queue, filters, limit, dryRun, now), now);
+  }
+
+  deleteAll(queue, filters, limit, dryRun, now) {
+    return this.#bulk(this.core.validate.deleteAll(queue, filters, limit, dryRun, now), now);
+  }
+
+  retryNowAll(queue, filters, limit, dryRun, now) {
+    return this.#bulk(this.core.validate.retryNowAll(queue, filters, limit, dryRun, now), now);
+  }
+
+  retryNow(queue, id, now) {
+    return this.#update(this.core.apply.retryNow, this.core.validate.message(queue, id), now);
   }
 
   purge(queue, status, olderThanMs, now) {
@@ -197,11 +221,19 @@ export class MemoryDatabase {
     return this.core.apply.found(args, this.#found(args.id));
   }
 
-  listMessages(queue, status, limit, afterId) {
-    const query = this.core.validate.listQuery(queue, status, limit, afterId);
+  /** One read of `list` (a `list-query`): the messages of a queue (of one status when set), ids above `afterId`, in id order, at most `limit`. */
+  #read(query) {
     const statuses = query.status === undefined ? [] : [query.status];
-    const page = this.#queue(query.queue, ...statuses).filter((s) => query.afterId === undefined || s.message.id > query.afterId);
-    return page.slice(0, query.limit).map((s) => s.message);
+    const found = this.#queue(query.queue, ...statuses).filter((s) => query.afterId === undefined || s.message.id > query.afterId);
+    return found.slice(0, query.limit).map((s) => s.message);
+  }
+
+  /** A page (`page`) of the messages the filters select: the reads the component's `scan` asks for. */
+  listMessages(queue, filters, limit, afterId, now) {
+    const args = this.core.validate.list(queue, filters, limit, afterId, now);
+    const scan = new this.core.plan.Scan(args, now);
+    for (let query = scan.next(); query !== undefined; query = scan.next()) scan.feed(this.#read(query));
+    return this.core.plan.Scan.finish(scan);
   }
 
   stats(queue, now) {

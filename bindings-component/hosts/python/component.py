@@ -145,6 +145,23 @@ class Batches:
         self._handle.drop(self._plan._core.store)
 
 
+class Scan:
+    """The resource ``plan.scan`` (the reads of one ``list``), consumed by :meth:`finish`."""
+
+    def __init__(self, plan: _Interface, args: Any, now: int) -> None:
+        self._plan = plan
+        self._handle = plan.function("[constructor]scan")(args, now)
+
+    def next(self) -> Any:
+        return self._plan.function("[method]scan.next")(self._handle)
+
+    def feed(self, messages: list[Any]) -> None:
+        self._plan.function("[method]scan.feed")(self._handle, messages)
+
+    def finish(self) -> Any:
+        return self._plan.function("[static]scan.finish")(self._handle)
+
+
 class Core:
     """The component at ``path``, instantiated: its interfaces ``validate``, ``apply`` and
     ``plan``. Refuses a component that imports anything (this one imports nothing: no WASI)."""
@@ -178,3 +195,7 @@ class Core:
     def batches(self, limit: int) -> Batches:
         """A new ``plan.batches`` resource."""
         return Batches(self.plan, limit)
+
+    def scan(self, args: Any, now: int) -> Scan:
+        """A new ``plan.scan`` resource over the checked ``list-args``."""
+        return Scan(self.plan, args, now)

@@ -200,28 +200,48 @@ class MemoryDatabase:
                 batches.record(ids, apply(ids) if ids else 0)
             return batches.done()
 
-    def replay_all(
-        self,
-        queue: Any,
-        error_contains: Any,
-        dead_before: Any,
-        dead_after: Any,
-        limit: Any,
-        now: int,
-    ) -> int:
-        args = self.core.validate.replay_all(queue, error_contains, dead_before, dead_after, limit)
+    def _bulk(self, args: Any, now: int) -> int:
+        """A bulk action checked by ``validate`` (``replay_all``, ``delete_all``,
+        ``retry_now_all``): its selection at ``now``, then each batch written in its own
+        transaction, or, on a dry run, counted at ``now`` with the queue's row as it is."""
+        core = self.core
+        dry_ctx = self._context(args.queue, now) if get(args, "dry_run") else None
+
+        def count(ids: list[int]) -> int:
+            found = [m for m in map(self._found, ids) if m is not None]
+            return sum(core.apply.bulk_touches(args, m, dry_ctx) for m in found)
 
         def write(ids: list[int]) -> int:
             ctx = self._context(args.queue, now)
             found = [m for m in map(self._found, ids) if m is not None]
-            written = [self.core.apply.replay_all(args, m, ctx) for m in found]
+            if args.action == "delete":
+                doomed = [m.id for m in found if core.apply.bulk_deletes(args, m, now)]
+                for id in doomed:
+                    del self.messages[id]
+                return len(doomed)
+            written = [core.apply.bulk_step(args, m, ctx) for m in found]
             written = [m for m in written if m is not None]
             for message in written:
                 self._write(now, message)
             return len(written)
 
-        selects = lambda m: self.core.apply.replay_all_selects(args, m)  # noqa: E731
-        return self._in_batches(args.queue, (), args.limit, selects, write)
+        selects = lambda m: core.apply.bulk_selects(args, m, now)  # noqa: E731
+        apply = write if dry_ctx is None else count
+        return self._in_batches(args.queue, (), args.limit, selects, apply)
+
+    def replay_all(self, queue: Any, filters: Any, limit: Any, dry_run: Any, now: int) -> int:
+        return self._bulk(self.core.validate.replay_all(queue, filters, limit, dry_run, now), now)
+
+    def delete_all(self, queue: Any, filters: Any, limit: Any, dry_run: Any, now: int) -> int:
+        return self._bulk(self.core.validate.delete_all(queue, filters, limit, dry_run, now), now)
+
+    def retry_now_all(self, queue: Any, filters: Any, limit: Any, dry_run: Any, now: int) -> int:
+        args = self.core.validate.retry_now_all(queue, filters, limit, dry_run, now)
+        return self._bulk(args, now)
+
+    def retry_now(self, queue: Any, id: Any, now: int) -> Any:
+        args = self.core.validate.message(queue, id)
+        return self._update(self.core.apply.retry_now, args, now)
 
     def purge(self, queue: Any, status: Any, older_than_ms: Any, now: int) -> int:
         args = self.core.validate.purge(queue, status, older_than_ms, now)
@@ -246,17 +266,26 @@ class MemoryDatabase:
         args = self.core.validate.message(queue, id)
         return self.core.apply.found(args, self._found(args.id))
 
-    def list_messages(self, queue: Any, status: Any, limit: Any, after_id: Any) -> list[Any]:
-        query = self.core.validate.list_query(queue, status, limit, after_id)
+    def _read(self, query: Any) -> list[Any]:
+        """One read of ``list`` (``list-query``): the messages of a queue (of one status when
+        set), ids above ``after-id``, in id order, at most ``limit``."""
         after = get(query, "after_id")
-        page = [
+        statuses = () if query.status is None else (query.status,)
+        found = [
             s.message
-            for i, s in sorted(self.messages.items())
-            if s.message.queue == query.queue
-            and (query.status is None or s.message.status == query.status)
-            and (after is None or i > after)
+            for s in self._queue(query.queue, *statuses)
+            if after is None or s.message.id > after
         ]
-        return page[: query.limit]
+        return found[: query.limit]
+
+    def list_messages(self, queue: Any, filters: Any, limit: Any, after_id: Any, now: int) -> Any:
+        """A page (``page``) of the messages the filters select: the reads the component's
+        ``scan`` asks for."""
+        args = self.core.validate.list(queue, filters, limit, after_id, now)
+        scan = self.core.scan(args, now)
+        while (query := scan.next()) is not None:
+            scan.feed(self._read(query))
+        return scan.finish()
 
     def stats(self, queue: Any, now: int) -> Any:
         name = self.core.validate.queue_at(queue, now)
