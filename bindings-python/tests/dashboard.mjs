@@ -6,16 +6,15 @@
 // Usage: node dashboard.mjs URL TOKEN QUEUE LONG_QUEUE SCREENSHOT_DIR
 // Steps: the token prompt; the queue table; every status tab of QUEUE with its rows and the
 // next page; the message of row 40 opened beside the list; reload, back and forward; replay
-// and delete one; replay all matching "410"; purge; pause and resume; the stored settings; the
-// server stopped and started again; a 400 px wide tab on LONG_QUEUE. Dialogs are accepted.
+// and delete one; the dead ones whose error contains "410" all selected and replayed; every
+// succeeded one selected and deleted; pause and resume; the stored settings; the server stopped
+// and started again; a 400 px wide tab on LONG_QUEUE. Dialogs are accepted.
 
 import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { launchChromium, newPage } from "../../bindings-wasm/tests/browser/chromium.mjs";
+import { TIMEOUT, act, rowIds, run, screenshot as shoot, settled, signedIn as signIn, tabs } from "./console_page.mjs";
 
 const [url, token, queue, longQueue, shots] = process.argv.slice(2);
-const TIMEOUT = 30_000;
 const answers = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 
 /** Asks the test to do `what` (stop, start) and waits until it is done. */
@@ -24,22 +23,8 @@ async function ask(what) {
   await answers.next();
 }
 
-const settled = (page) =>
-  page.waitForFunction(() => ["ready", "error", "needs-token"].includes(document.body.dataset.state), null, {
-    timeout: TIMEOUT,
-  });
-
-/** Runs `step` (a click, a navigation) and waits until the console has loaded what it started. */
-async function act(page, step) {
-  await page.evaluate(() => { document.body.dataset.state = "clicked"; });
-  await step();
-  await settled(page);
-}
-
 const text = (page, selector) => page.textContent(selector);
-const rowIds = (page) => page.$$eval("#messages tbody tr", (rows) => rows.map((r) => Number(r.dataset.id)));
 const selectedTab = (page) => page.$eval('#tabs [aria-selected="true"]', (tab) => tab.dataset.status);
-const tabs = (page) => page.$$eval("#tabs .tab", (all) => all.map((t) => t.textContent.replace(/\s+/g, " ").trim()));
 const fields = (selector) => (page) => page.$$eval(`${selector} div`, (divs) =>
   Object.fromEntries(divs.map((d) => [d.querySelector("dt").textContent, d.querySelector("dd").textContent])));
 const messageFields = fields("#message-fields");
@@ -51,32 +36,27 @@ const placement = (page, selector) => page.$eval(selector, (el) => {
   return { top: Math.round(box.top), right: Math.round(box.right), inView: box.top >= 0 && box.top < innerHeight };
 });
 
-async function screenshot(page, name, fullPage = false) {
-  const path = join(shots, name);
-  await page.screenshot({ path, fullPage });
-  return path;
-}
+const screenshot = (page, name, fullPage = false) => shoot(page, shots, name, { fullPage });
 
 /** A new tab of `viewport` that has given the token the console asked for. */
 async function signedIn(browser, viewport, hash) {
-  const page = await newPage(browser, "console", { viewport });
-  page.on("dialog", (dialog) => {
-    (result.dialogs ??= []).push(dialog.message());
-    dialog.accept();
-  });
-  await page.goto(`${url}/${hash}`);
-  await settled(page);
-  result.askedForToken ??= await page.isVisible("#token-form");
-  await act(page, async () => {
-    await page.fill("#token", token);
-    await page.click("#token-form button[type=submit]");
-  });
+  const { page, asked } = await signIn(browser, { url, token, viewport, hash, dialogs: (result.dialogs ??= []) });
+  result.askedForToken ??= asked;
   return page;
 }
 
-const browser = await launchChromium();
-const result = { chromium: browser.version() };
-try {
+/** Selects every message the list's filters match: the page's checkbox, then "Select all N
+ * matching" once N is counted. What the bulk bar then says. */
+async function selectAllMatching(page) {
+  await page.click("#messages thead input[type=checkbox]");
+  await page.waitForFunction(() => /\d/.test(document.getElementById("select-matching").textContent), null, { timeout: TIMEOUT });
+  await settled(page);
+  await act(page, () => page.click("#select-matching"));
+  return text(page, "#bulk-status");
+}
+
+const result = {};
+await run(result, async (browser) => {
   await mkdir(shots, { recursive: true });
   const page = await signedIn(browser, { width: 1280, height: 800 }, "");
   result.state = await page.evaluate(() => document.body.dataset.state);
@@ -144,9 +124,6 @@ try {
   result.historyTitles = await page.$$eval("#history time", (times) => times.map((t) => t.title));
   result.payload = await text(page, "#payload");
   result.fields = await messageFields(page);
-  await page.evaluate(() => scrollTo(0, 0));
-  result.shotReadme = join(shots, "console-readme.png"); // the README's (docs/console.png)
-  await page.screenshot({ path: result.shotReadme, clip: { x: 0, y: 0, width: 1280, height: 720 } });
   await act(page, () => page.click("#replay-one"));
   result.replayNotice = await text(page, "#notice");
   result.replayedFields = await messageFields(page);
@@ -158,22 +135,21 @@ try {
   result.deleteNotice = await text(page, "#notice");
   result.deadAfterDelete = await rowIds(page);
 
-  // Replay all matching "410" (confirmed: the dialog says what is known).
-  await page.fill("#error-contains", "410");
-  await act(page, () => page.click("#replay-all"));
+  // Filter by error "410", select all N matching, replay them (the dialog gives the count).
+  await page.fill('#search [name="error_contains"]', "410");
+  await act(page, () => page.click("#search button[type=submit]"));
+  result.filteredIds = await rowIds(page);
+  result.selectedAll = await selectAllMatching(page);
+  await act(page, () => page.click("#bulk-replay"));
   result.replayAllNotice = await text(page, "#notice");
   result.tabsAfterReplayAll = await tabs(page);
+  await act(page, () => page.click("#clear-filters"));
 
-  // Purge the succeeded ones: an empty age does not submit; 0 days purges.
+  // Delete every succeeded message: the page's checkbox, then all matching.
   await act(page, () => page.click("#tab-succeeded"));
-  await page.fill("#purge-days", "");
-  const asked = result.dialogs.length;
-  await page.click("#purge");
-  await page.waitForTimeout(300);
-  result.emptyAgeDialogs = result.dialogs.length - asked;
-  await page.fill("#purge-days", "0");
-  await act(page, () => page.click("#purge"));
-  result.purgeNotice = await text(page, "#notice");
+  result.selectedSucceeded = await selectAllMatching(page);
+  await act(page, () => page.click("#bulk-delete"));
+  result.deleteAllNotice = await text(page, "#notice");
 
   // Pause and resume; the stored settings.
   await act(page, () => page.click("#pause"));
@@ -218,10 +194,4 @@ try {
   await act(narrow, () => narrow.click("#close-message"));
   result.narrowBack = { listVisible: await narrow.isVisible("#list-pane"), hash: await narrow.evaluate(() => location.hash) };
   await narrow.context().close();
-} catch (error) {
-  result.failure = String(error.stack ?? error);
-} finally {
-  await browser.close();
-}
-console.log(JSON.stringify(result));
-process.exit(0);
+});

@@ -1,13 +1,15 @@
 """The console in headless Chromium, against `deadletter serve` with a token, driven as an operator
 would (dashboard.mjs): it asks for the token once per tab; lists the queues with their counts,
-expired leases, delayed messages, lag and state; shows every status tab of a queue with its rows
-and next page; opens the message of row 40 beside the list, in view; keeps the view in the URL
-(reload, back, forward); replays and deletes one message, replays all those matching an error
-text, purges; pauses and resumes; shows a banner while the server is stopped and recovers when it
-answers again; and stays within a 400 px wide window with a 255-character queue name. The
-database must then hold exactly what those actions leave. Screenshots go to build/console/ (the
-test prints the folder). Chromium comes from `scripts/setup.sh browser`, playwright-core from
-`npm ci` (both run by `make test-python`)."""
+expired leases, delayed messages, lag and state; shows every status tab of a queue (and the
+delayed one) with its rows and next page; opens the message of row 40 beside the list, in view;
+keeps the view in the URL (reload, back, forward); replays and deletes one message, filters by an
+error text, selects all N matching and replays them (N in the confirmation), selects and deletes
+every succeeded one; pauses and resumes; shows a banner while the server is stopped and recovers
+when it answers again; and stays within a 400 px wide window with a 255-character queue name.
+The database must then hold exactly what those actions leave. Screenshots go to build/console/
+(the test prints the folder). test_console_search.py drives the search, the scan budget, bulk
+delete and retry now. Chromium comes from `scripts/setup.sh browser`, playwright-core from `npm
+ci` (both run by `make test-python`)."""
 
 from __future__ import annotations
 
@@ -124,7 +126,8 @@ def test_every_status_tab_shows_its_messages(console: Console) -> None:
     result, _ = console
     assert result["defaultTab"] == "dead"
     assert result["tabs"] == [
-        "pending 60 1 delayed",
+        "pending 60",
+        "delayed 1",
         "processing 2 1 lease expired",
         "succeeded 4",
         "dead 45",
@@ -134,6 +137,8 @@ def test_every_status_tab_shows_its_messages(console: Console) -> None:
     assert by["pending"]["marked"] == [[DELAYED, "delayed"]]
     assert by["pending"]["next"]["ids"] == list(PENDING)[50:]  # keyset: after the 50th id
     assert by["pending"]["next"]["hash"].endswith(f"&after={PENDING[49]}")
+    assert by["delayed"]["ids"] == [DELAYED]
+    assert by["delayed"]["hash"] == "#queue=orders%2Feu&status=pending&delayed=true"
     assert by["processing"]["ids"] == [HELD, EXPIRED]
     assert by["processing"]["marked"] == [[EXPIRED, "lease expired"]]
     assert by["succeeded"]["ids"] == list(SUCCEEDED)
@@ -180,26 +185,25 @@ def test_a_message_shows_its_history_payload_and_fields(console: Console) -> Non
     assert result["fields"]["replays"] == "0"
 
 
-def test_the_operator_replays_deletes_replays_all_and_purges(console: Console) -> None:
+def test_the_operator_replays_deletes_and_acts_on_all_matching(console: Console) -> None:
     result, path = console
     assert result["replayNotice"] == "Replayed message 2: it is pending again."
     assert result["replayedFields"]["status"] == "pending"
     assert result["replayedFields"]["replays"].startswith("1, last ")
     assert result["replayDisabled"] is True
-    assert result["tabsAfterReplay"][3] == "dead 44"
+    assert result["tabsAfterReplay"][4] == "dead 44"
     assert result["deleteNotice"] == f'Deleted message 3 (dead) of "{QUEUE}".'
     assert result["deadAfterDelete"] == [n for n in DEAD if n not in (2, 3)]
+    assert result["filteredIds"] == sorted(GONE)
+    assert result["selectedAll"] == f"All {len(GONE)} matching dead messages selected."
     assert result["replayAllNotice"] == f"Replayed {len(GONE)} dead messages."
-    assert result["tabsAfterReplayAll"][3] == f"dead {43 - len(GONE)}"
-    assert result["emptyAgeDialogs"] == 0  # an empty age does not purge everything
-    assert result["purgeNotice"] == "Purged 4 messages."
+    assert result["tabsAfterReplayAll"][4] == f"dead {43 - len(GONE)}"
+    assert result["selectedSucceeded"] == "All 4 matching succeeded messages selected."
+    assert result["deleteAllNotice"] == "Deleted 4 succeeded messages."
     assert result["dialogs"] == [
         f'Delete message 3 (dead) of "{QUEUE}"? It cannot be replayed afterwards.',
-        f'Replay the dead messages of "{QUEUE}" whose last error contains "410"?\n\n'
-        "The queue holds 43 dead messages now; the server cannot count the matching ones "
-        "before acting, so up to 43 may be replayed.",
-        f'Delete every succeeded message of "{QUEUE}", whatever its age?\n\n'
-        "The queue holds 4 succeeded messages now.",
+        f'Replay {len(GONE)} dead messages of "{QUEUE}" whose last error contains "410"?',
+        f'Delete 4 succeeded messages of "{QUEUE}"?\n\nThey cannot be replayed afterwards.',
     ]
     with deadletter.open(path) as db:
         q = db.queue(QUEUE)

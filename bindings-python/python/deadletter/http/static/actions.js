@@ -1,16 +1,22 @@
-// What the operator can do from the console, each one call of the HTTP API: replay or delete one
-// message, replay all the dead messages a filter selects, purge, pause and resume. Each returns
-// the sentence the console shows once it is done, or null when the operator cancelled. The
-// confirmations say what is known before acting: this API cannot count what a filter selects
-// without acting (no dry run yet), so they give the queue's count and say so.
+// What the operator can do from the console, through the HTTP API: replay, delete or retry now
+// one message; the same in bulk, on the messages selected one by one or on every message the
+// list's filters match; pause and resume. Each returns the sentence the console shows once it
+// is done, or null when the operator cancelled. A bulk action on every matching message asks
+// the server first for the exact count (its dry run) and puts it in the confirmation; the
+// result says how many were acted on, and says so when that differs from the count.
 
-import { api, messagePath, queuePath } from "./api.js";
-import { duration } from "./time.js";
+import { ApiError, api, messagePath, queuePath } from "./api.js";
+import { bulkBody, describe } from "./filters.js";
 import { plural } from "./views.js";
 
 export async function replayOne(queue, id) {
   const message = await api("POST", `${messagePath(queue, id)}/replay`);
   return `Replayed message ${message.id}: it is ${message.status} again.`;
+}
+
+export async function retryNowOne(queue, id) {
+  const message = await api("POST", `${messagePath(queue, id)}/retry-now`);
+  return `Message ${message.id} is due now: the next claim may take it.`;
 }
 
 export async function deleteOne(queue, message) {
@@ -20,44 +26,70 @@ export async function deleteOne(queue, message) {
   return `Deleted ${what}.`;
 }
 
-/** The replay-all filters of the form, as the API takes them (local times sent in UTC). */
-export function replayFilters(form) {
-  const filters = {};
-  const errorContains = form.querySelector("#error-contains").value;
-  if (errorContains) filters.error_contains = errorContains;
-  for (const [field, id] of [["dead_after", "#dead-after"], ["dead_before", "#dead-before"]]) {
-    const local = form.querySelector(id).value; // a local date and time, without a zone
-    if (local) filters[field] = new Date(local).toISOString();
+/**
+ * The bulk actions: the route acting on every match of the filters (with `dry_run` to count),
+ * the one acting on a single message, and their words (`done` makes the result's sentence).
+ */
+export const BULK = {
+  replay: {
+    route: "replay", verb: "Replay", done: (what) => `Replayed ${what}.`, warn: "",
+    one: (queue, id) => api("POST", `${messagePath(queue, id)}/replay`),
+  },
+  retryNow: {
+    route: "retry-now", verb: "Retry now", done: (what) => `${what} made due now.`, warn:
+      "\n\nEach becomes due at once instead of waiting for its backoff or delay (a message behind " +
+      "its group's head still waits for it).",
+    one: (queue, id) => api("POST", `${messagePath(queue, id)}/retry-now`),
+  },
+  delete: {
+    route: "delete", verb: "Delete", done: (what) => `Deleted ${what}.`, warn: "\n\nThey cannot be replayed afterwards.",
+    one: (queue, id) => api("DELETE", messagePath(queue, id)),
+  },
+};
+
+/** The bulk route's body for `view` (`status`: the one to narrow to, for delete). */
+const body = (view, status) => ({ ...bulkBody(view), ...(status ? { status } : {}) });
+
+/**
+ * How many messages `kind` would act on now among those `view`'s filters match: the bulk
+ * route's dry run (exact, nothing changed).
+ */
+export async function countMatching(queue, kind, view, status) {
+  const result = await api("POST", `${queuePath(queue)}/${kind.route}`, { ...body(view, status), dry_run: true });
+  return result.count;
+}
+
+/** `kind` on every message `view`'s filters match, confirmed with the dry run's count. */
+export async function onMatching(queue, kind, view, noun, status) {
+  const filters = describe(view);
+  const which = `of "${queue}"${filters ? ` ${filters}` : ""}`;
+  const count = await countMatching(queue, kind, view, status);
+  if (count === 0) return `No ${noun} ${which} now: nothing to do.`;
+  if (!confirm(`${kind.verb} ${plural(count, noun)} ${which}?${kind.warn}`)) return null;
+  const done = (await api("POST", `${queuePath(queue)}/${kind.route}`, body(view, status))).count;
+  const changed = done === count ? "" : ` (${count} matched when counted: the queue changed meanwhile.)`;
+  return `${kind.done(plural(done, noun))}${changed}`;
+}
+
+/** `kind` on the messages `ids`, one call each; the ones it could not act on are named. */
+export async function onSelected(queue, kind, ids, noun) {
+  const sorted = [...ids].sort((a, b) => a - b);
+  const shown = sorted.slice(0, 10).map((id) => `#${id}`).join(", ");
+  const more = sorted.length > 10 ? ` and ${sorted.length - 10} more` : "";
+  const what = `${plural(sorted.length, `selected ${noun}`)} of "${queue}" (${shown}${more})`;
+  if (!confirm(`${kind.verb} ${what}?${kind.warn}`)) return null;
+  const failed = [];
+  for (const id of sorted) {
+    try {
+      await kind.one(queue, id);
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error; // the server down: the banner says it
+      failed.push(`#${id}: ${error.message}`);
+    }
   }
-  return filters;
-}
-
-export async function replayAll(queue, deadCount, filters) {
-  const described = [];
-  if (filters.error_contains) described.push(`whose last error contains "${filters.error_contains}"`);
-  if (filters.dead_after) described.push(`that died at or after ${new Date(filters.dead_after).toLocaleString()}`);
-  if (filters.dead_before) described.push(`that died before ${new Date(filters.dead_before).toLocaleString()}`);
-  const question = described.length
-    ? `Replay the dead messages of "${queue}" ${described.join(" and ")}?\n\nThe queue holds ` +
-      `${plural(deadCount, "dead message")} now; the server cannot count the matching ones ` +
-      `before acting, so up to ${deadCount} may be replayed.`
-    : `Replay every dead message of "${queue}"?\n\nThe queue holds ${plural(deadCount, "dead message")} ` +
-      "now (more may die meanwhile).";
-  if (!confirm(question)) return null;
-  const result = await api("POST", `${queuePath(queue)}/replay`, filters);
-  return `Replayed ${plural(result.replayed, "dead message")}.`;
-}
-
-export async function purge(queue, status, count, days) {
-  const olderThan = days * 86400;
-  const which = olderThan > 0 ? `not changed for ${duration(olderThan)}` : "whatever its age";
-  const known = olderThan > 0
-    ? `The queue holds ${plural(count, `${status} message`)} now; how many are that old is not ` +
-      "known before acting."
-    : `The queue holds ${plural(count, `${status} message`)} now.`;
-  if (!confirm(`Delete every ${status} message of "${queue}", ${which}?\n\n${known}`)) return null;
-  const result = await api("POST", `${queuePath(queue)}/purge`, { status, older_than: olderThan });
-  return `Purged ${plural(result.purged, "message")}.`;
+  const done = sorted.length - failed.length;
+  if (failed.length === 0) return kind.done(plural(done, `selected ${noun}`));
+  return `${kind.done(`${done} of ${plural(sorted.length, `selected ${noun}`)}`)} Not done: ${failed.join("; ")}.`;
 }
 
 export async function setPaused(queue, paused) {

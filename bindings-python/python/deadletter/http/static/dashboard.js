@@ -1,18 +1,24 @@
-// The console's wiring: it loads the view the URL names (url.js) from the API (api.js), draws it
-// (views.js), runs the operator's actions (actions.js), refreshes every few seconds unless
-// paused, and tells a server that stopped answering apart from an error it answered with.
+// The console's wiring: it loads the view the URL names (url.js) with its filters (filters.js)
+// from the API (api.js), draws it (views.js), keeps the operator's selection (selection.js),
+// runs the operator's actions (actions.js), refreshes every few seconds unless paused, and tells
+// a server that stopped answering apart from an error it answered with.
 
 import { ApiError, ServerDown, api, loadSchema, messagePath, queuePath, serverName, token } from "./api.js";
 import * as actions from "./actions.js";
+import { describe, fillForm, filtered, listQuery, readForm } from "./filters.js";
+import * as picked from "./selection.js";
 import { clock, tick, utc } from "./time.js";
-import { currentView, go, onViewChange } from "./url.js";
-import { $, DEAD, renderMessage, renderMessages, renderQueueHead, renderQueues, renderTabs } from "./views.js";
+import { FILTERS, currentView, go, href, listKey, onViewChange } from "./url.js";
+import {
+  $, DEAD, DELAYED, renderMessage, renderMessages, renderQueueHead, renderQueues, renderTabs, tabOf, tabView,
+} from "./views.js";
 
 const PAGE = 50;
 const LIVE_EVERY = 5000; // ms between refreshes
 
 let schema = null;
-let shown = null; // what the last load drew: {view, stats, page, message}
+let shown = null; // what the last load drew: {view, tab, stats, page, message}
+let filledFor = null; // the list (url.js listKey) whose filters the search form shows
 let live = true;
 let busy = false;
 let lastUpdate = null;
@@ -48,20 +54,32 @@ async function load() {
     view.status = stats.dead > 0 ? DEAD : schema.statuses[0];
     go({ status: view.status }, { replace: true });
   }
-  const params = new URLSearchParams({ status: view.status, limit: String(PAGE) });
-  if (view.after) params.set("after_id", view.after);
+  const tab = tabOf(schema, view);
+  const query = listQuery(view, { limit: PAGE, after_id: view.after });
   const [page, message] = await Promise.all([
-    api("GET", `${queuePath(view.queue)}/messages?${params}`),
+    api("GET", `${queuePath(view.queue)}/messages?${query}`),
     view.message ? api("GET", messagePath(view.queue, view.message)).catch(gone) : null,
   ]);
   const opened = view.message && view.message !== shown?.view?.message;
-  shown = { view, stats, page, message };
+  shown = { view, tab, stats, page, message };
+  const key = href({ ...view, message: null }); // the selection is this page's
+  if (picked.selection.key !== key) picked.clear(key);
+  if (filledFor !== listKey(view)) {
+    fillForm($("search"), view); // not on a live refresh: it would undo what is being typed
+    filledFor = listKey(view);
+  }
+  $("clear-filters").disabled = !filtered(view);
   renderQueueHead(schema, stats, settings);
-  renderTabs(schema, stats, view.status, (status) => go({ status, after: null, message: null }));
-  renderMessages(schema, view, page, { actions: rowActions, open: (id) => go({ message: id }) });
-  drawTools(view.status, stats);
+  renderTabs(schema, stats, tab, (name) => go({ ...tabView(schema, name), after: null, message: null }));
+  const kinds = bulkKinds(tab);
+  renderMessages(schema, view, page, {
+    tab, limit: PAGE, filters: describe(view), actions: rowActions, open: (id) => go({ message: id }),
+    select: kinds.length ? selecting : null,
+  });
+  picked.syncChecks(pageIds());
+  picked.renderBar(`${tab} message`, kinds);
   drawMessage(view, message);
-  document.title = `${view.queue} · ${view.status} · deadletter console`;
+  document.title = `${view.queue} · ${tab} · deadletter console`;
   if (opened) {
     // The message opens where the operator looks: the panel beside the list (or in its place
     // on a narrow screen), its title focused.
@@ -76,13 +94,9 @@ function gone(error) {
   throw error;
 }
 
-function drawTools(status, stats) {
-  $("replay-all-form").hidden = status !== DEAD;
-  $("replay-all").disabled = stats.dead === 0;
-  const purgeable = schema.finished.includes(status);
-  $("purge-form").hidden = !purgeable;
-  $("purge-legend").textContent = `Purge the ${status} messages of this queue (${stats[status]} now)`;
-}
+/** Whether a pending message waits for a time (its backoff or delay) that retry now skips. */
+const waiting = (message) =>
+  message.status === schema.delayedIn && message.retry_after != null && Date.parse(message.retry_after) > Date.now();
 
 function drawMessage(view, message) {
   $("workspace").classList.toggle("with-message", Boolean(message));
@@ -100,6 +114,7 @@ function drawMessage(view, message) {
   const deletable = schema.finished.includes(message.status);
   $("replay-one").disabled = !replayable;
   $("delete-one").disabled = !deletable;
+  $("retry-now-one").hidden = !waiting(message);
   $("message-why").textContent = replayable && deletable ? ""
     : `A ${message.status} message cannot be ${deletable ? "replayed" : "replayed or deleted"}: ` +
       `only a ${DEAD} one is replayed, only a ${schema.finished.join(" or ")} one deleted.`;
@@ -112,10 +127,67 @@ function rowActions(message) {
   if (message.status === DEAD) {
     buttons.push(button("Replay", "replay", message, () => actions.replayOne(queue, message.id)));
   }
+  if (waiting(message)) {
+    buttons.push(button("Retry now", "retry-now", message, () => actions.retryNowOne(queue, message.id)));
+  }
   if (schema.finished.includes(message.status)) {
     buttons.push(button("Delete…", "delete danger", message, () => actions.deleteOne(queue, message)));
   }
   return buttons;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Selecting messages and acting on them in bulk
+
+/** The bulk actions (actions.BULK names) of a tab's messages. */
+function bulkKinds(tab) {
+  const kinds = [];
+  if (tab === DEAD) kinds.push("replay");
+  if (tab === DELAYED) kinds.push("retryNow");
+  if (schema.finished.includes(tab)) kinds.push("delete");
+  return kinds;
+}
+
+/** The status a bulk action narrows to: delete takes the tab's (it may act on two). */
+const narrowTo = (kind, tab) => (kind === "delete" ? tab : undefined);
+
+const pageIds = () => shown.page.messages.map((m) => m.id);
+
+const selecting = {
+  toggle: (id, on) => selectionChanged(() => picked.toggle(id, on, pageIds())),
+  page: (on) => selectionChanged(() => picked.togglePage(on, pageIds())),
+};
+
+/** Applies a change of the selection; the first one counts what "all matching" would be. */
+function selectionChanged(change) {
+  change();
+  picked.syncChecks(pageIds());
+  picked.renderBar(`${shown.tab} message`, bulkKinds(shown.tab));
+  if (picked.any() && picked.selection.matching == null) act(countMatching, "Counting the matching messages");
+}
+
+/** Counts the messages the list's filters match, for "Select all N matching" (a dry run). */
+async function countMatching() {
+  const { view, tab } = shown;
+  const key = picked.selection.key;
+  const kind = bulkKinds(tab)[0];
+  const count = await actions.countMatching(view.queue, actions.BULK[kind], view, narrowTo(kind, tab));
+  if (picked.selection.key === key) picked.selection.matching = count; // not if the list changed
+  return null;
+}
+
+/** Runs the bulk action `kind` on the selection: the messages picked, or all that match. */
+function bulk(kind) {
+  const { view, tab } = shown;
+  const action = actions.BULK[kind];
+  const noun = `${tab} message`;
+  act(async () => {
+    const result = picked.selection.all
+      ? await actions.onMatching(view.queue, action, view, noun, narrowTo(kind, tab))
+      : await actions.onSelected(view.queue, action, picked.selection.ids, noun);
+    if (result) picked.clear();
+    return result;
+  }, action.verb);
 }
 
 function button(text, className, message, action) {
@@ -248,23 +320,36 @@ document.addEventListener("keydown", (event) => {
 });
 $("replay-one").addEventListener("click", () =>
   act(() => actions.replayOne(shown.view.queue, shown.message.id), "The replay"));
+$("retry-now-one").addEventListener("click", () =>
+  act(() => actions.retryNowOne(shown.view.queue, shown.message.id), "Retry now"));
 $("delete-one").addEventListener("click", () =>
   act(() => actions.deleteOne(shown.view.queue, shown.message), "The delete"));
 $("pause").addEventListener("click", () =>
   act(() => actions.setPaused(shown.view.queue, !shown.stats.paused), "Pausing or resuming"));
-onSubmit("replay-all-form", () => act(() =>
-  actions.replayAll(shown.view.queue, shown.stats.dead, actions.replayFilters($("replay-all-form"))), "Replay all"));
-onSubmit("purge-form", () => {
-  const { queue, status } = shown.view;
-  act(() => actions.purge(queue, status, shown.stats[status], Number($("purge-days").value)), "The purge");
+onSubmit("search", () => go({ ...readForm($("search")), after: null, message: null }));
+$("clear-filters").addEventListener("click", () => {
+  $("search").reset();
+  go({ ...Object.fromEntries(FILTERS.filter((name) => name !== "delayed").map((name) => [name, null])), after: null, message: null });
 });
-onSubmit("open-queue", () => go({ queue: $("queue-input").value, status: null, after: null, message: null }));
+$("select-matching").addEventListener("click", () => act(async () => {
+  if (picked.selection.matching == null) await countMatching();
+  picked.selection.all = true;
+  return null;
+}, "Counting the matching messages"));
+$("clear-selection").addEventListener("click", () => selectionChanged(() => picked.clear()));
+$("bulk-replay").addEventListener("click", () => bulk("replay"));
+$("bulk-retry-now").addEventListener("click", () => bulk("retryNow"));
+$("bulk-delete").addEventListener("click", () => bulk("delete"));
+onSubmit("open-queue", () => { location.hash = href({ queue: $("queue-input").value }); });
 onSubmit("token-form", () => {
   token.set($("token").value);
   notice("");
   show();
 });
-onViewChange(show);
+onViewChange(() => {
+  notice(""); // what the last action said belongs to the view it was done in
+  show();
+});
 
 (async () => {
   await show();

@@ -1,12 +1,14 @@
 // What the console draws from the API's answers: the queue table, a queue's head (state, facts,
-// stored settings), its status tabs, a page of messages and the open message. Data is only ever
+// stored settings), its tabs, a page of messages and the open message. Data is only ever
 // written with textContent, never parsed as HTML. Status names come from `schema` (api.js); the
-// console names only `dead`, its subject. Meaning is never in colour alone: badges carry words.
+// console names only `dead`, its subject, and its `delayed` tab (the pending messages not due
+// yet, the list route's `delayed` filter). Meaning is never in colour alone: badges carry words.
 
 import { href } from "./url.js";
 import { duration, timeElement } from "./time.js";
 
 export const DEAD = "dead";
+export const DELAYED = "delayed";
 export const $ = (id) => document.getElementById(id);
 
 /** "1 message", "3 messages". */
@@ -141,33 +143,45 @@ function fieldList(list, items) {
   }
 }
 
-/** One tab per status with its count (and the parts worth marking); `status` is selected. */
-export function renderTabs(schema, stats, status, onSelect) {
-  const tabs = schema.statuses.map((name) => {
-    const tab = element("button", null, "tab");
-    tab.type = "button";
-    tab.id = `tab-${name}`;
-    tab.dataset.key = `tab:${name}`;
-    tab.dataset.status = name;
-    tab.setAttribute("role", "tab");
-    tab.setAttribute("aria-selected", String(name === status));
-    tab.setAttribute("aria-controls", "list-pane");
-    tab.tabIndex = name === status ? 0 : -1;
-    tab.append(element("span", name), " ", element("span", String(stats[name]), "count"));
-    for (const note of countNotes(schema, stats, name)) tab.append(" ", badge(note, "warn"));
-    tab.addEventListener("click", () => onSelect(name));
-    tab.addEventListener("keydown", (event) => {
+/** A queue's tabs: one per status, and `delayed` after the status whose count holds it. */
+export const tabNames = (schema) => schema.statuses.flatMap((s) => (s === schema.delayedIn ? [s, DELAYED] : [s]));
+
+/** The tab `view` shows. */
+export const tabOf = (schema, view) =>
+  (view.status === schema.delayedIn && view.delayed === "true" ? DELAYED : view.status);
+
+/** The view's status and `delayed` filter that show `tab`. */
+export const tabView = (schema, tab) =>
+  (tab === DELAYED ? { status: schema.delayedIn, delayed: "true" } : { status: tab, delayed: null });
+
+/** One tab per status (and the delayed one) with its count, expired leases marked; `tab` is selected. */
+export function renderTabs(schema, stats, tab, onSelect) {
+  const names = tabNames(schema);
+  const tabs = names.map((name) => {
+    const button = element("button", null, "tab");
+    button.type = "button";
+    button.id = `tab-${name}`;
+    button.dataset.key = `tab:${name}`;
+    button.dataset.status = name;
+    button.setAttribute("role", "tab");
+    button.setAttribute("aria-selected", String(name === tab));
+    button.setAttribute("aria-controls", "list-pane");
+    button.tabIndex = name === tab ? 0 : -1;
+    button.append(element("span", name), " ", element("span", String(stats[name]), "count"));
+    if (name === DELAYED) button.title = `The ${schema.delayedIn} messages not due yet (in backoff or enqueued with a delay)`;
+    if (name === schema.expiredIn && stats.expired) button.append(" ", badge(`${stats.expired} lease expired`, "warn"));
+    button.addEventListener("click", () => onSelect(name));
+    button.addEventListener("keydown", (event) => {
       const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
       if (!step) return;
-      const names = schema.statuses;
       const next = names[(names.indexOf(name) + step + names.length) % names.length];
       onSelect(next);
       requestAnimationFrame(() => $(`tab-${next}`)?.focus());
     });
-    return tab;
+    return button;
   });
   replaceKeepingFocus($("tabs"), tabs);
-  $("list-pane").setAttribute("aria-labelledby", `tab-${status}`);
+  $("list-pane").setAttribute("aria-labelledby", `tab-${tab}`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -181,17 +195,40 @@ function whenColumn(schema, status) {
   return ["changed", (m) => m.updated_at, null];
 }
 
+/** A checkbox labelled for screen readers; its data-key keeps the focus across redraws. */
+function checkbox(key, label, onChange) {
+  const box = element("input");
+  box.type = "checkbox";
+  box.dataset.key = key;
+  box.setAttribute("aria-label", label);
+  box.addEventListener("change", () => onChange(box.checked));
+  return box;
+}
+
 /**
- * The rows of one page; `actions(message)` gives each row's buttons, `open(id)` opens one. The
- * open message's row is marked with aria-current (and a border and bold id, not colour alone).
+ * The rows of one page of `tab` (at most `limit`), `filters` its filters in words. Each row's
+ * buttons come from `actions(message)`; `open(id)` opens one; `select` (for a tab with bulk
+ * actions) adds a checkbox per row and one for the page: {has(id), toggle(id, on), page(on)}.
+ * The open message's row is marked with aria-current (and a border and bold id, not colour
+ * alone). A page that is short yet has a next id is a search that stopped at the server's scan
+ * budget: it is said, and "Search further" continues it.
  */
-export function renderMessages(schema, view, page, { actions, open }) {
+export function renderMessages(schema, view, page, { tab, limit, filters, actions, open, select }) {
   const [whenLabel, when, overdue] = whenColumn(schema, view.status);
-  header($("messages"), ["id", whenLabel, "attempts", "group", "last error", "payload", ""]);
+  const labels = ["id", whenLabel, "attempts", "group", "last error", "payload", ""];
+  header($("messages"), select ? ["select", ...labels] : labels);
+  if (select) {
+    const all = checkbox("select:page", "Select every message of this page", select.page);
+    $("messages").tHead.rows[0].cells[0].replaceChildren(all);
+  }
   const rows = page.messages.map((message) => {
     const row = document.createElement("tr");
     row.dataset.id = String(message.id);
     if (String(message.id) === view.message) row.setAttribute("aria-current", "true");
+    if (select) {
+      const box = checkbox(`select:${message.id}`, `Select message ${message.id}`, (on) => select.toggle(message.id, on));
+      cell(row, "select", box, "select");
+    }
     const link = element("a", `#${message.id}`);
     link.href = href({ ...view, message: message.id });
     link.dataset.key = `message:${message.id}`;
@@ -208,20 +245,29 @@ export function renderMessages(schema, view, page, { actions, open }) {
     cell(row, "payload", clipped(message.payload), "payload");
     cell(row, "", null, "actions").replaceChildren(...actions(message));
     row.addEventListener("click", (event) => {
-      if (!event.target.closest("a, button")) open(message.id);
+      if (!event.target.closest("a, button, input, td.select")) open(message.id);
     });
     return row;
   });
   replaceKeepingFocus($("messages").tBodies[0], rows);
+  const which = `${tab} message${filters ? ` ${filters}` : ""}`;
+  $("list-caption").textContent = filters ? `Showing each ${which}, by id.` : "";
+  $("list-caption").hidden = !filters;
   $("messages").hidden = rows.length === 0;
   $("empty").hidden = rows.length > 0;
-  $("empty").textContent = view.after ? `No ${view.status} message after #${view.after}.`
-    : `No ${view.status} message in this queue.`;
+  $("empty").textContent = `No ${which}${view.after ? ` after #${view.after}` : filters ? "" : " in this queue"}.`;
   const first = page.messages[0]?.id;
   const last = page.messages.at(-1)?.id;
+  const next = page.next_after_id;
+  const stopped = next != null && page.messages.length < limit;
+  $("scan-note").hidden = !stopped;
+  $("scan-note").textContent = stopped ? `This search stopped at message #${next} before the page was ` +
+    "full: the server examines a bounded number of messages per request, so more may match " +
+    `after it. "Search further" goes on from #${next}.` : "";
   $("page-range").textContent = first ? `#${first} – #${last}` : "";
   $("first-page").disabled = !view.after;
-  $("next-page").disabled = page.next_after_id == null;
+  $("next-page").disabled = next == null;
+  $("next-page").textContent = stopped ? "Search further" : "Next page";
 }
 
 // ---------------------------------------------------------------------------------------------
