@@ -5,7 +5,7 @@
 // Usage: node console_search.mjs URL TOKEN QUEUE ARCHIVE_QUEUE INVOICE SCREENSHOT_DIR
 // Steps: search QUEUE's dead letters for INVOICE and open the one found; paste that link into a
 // new tab; back twice; filter by the error "timeout", select all N matching and replay them;
-// delete two selected messages; retry one delayed message now, then all the others; search
+// select two messages from the keyboard and delete them; retry one delayed message now, then all the others; search
 // ARCHIVE_QUEUE for "needle", which stops at the scan budget, and search further. Dialogs are
 // accepted.
 
@@ -22,9 +22,10 @@ const search = async (page, field, value) => {
 };
 const checkbox = (id) => `#messages tbody tr[data-id="${id}"] td.select input`;
 
-/** Checks the box of `selector`, and waits for "Select all N matching" to have its N. */
+/** Checks the box of `selector` (or runs `selector`, a step that checks one), and waits for
+ * "Select all N matching" to have its N. */
 async function check(page, selector) {
-  await page.click(selector);
+  await (typeof selector === "function" ? selector() : page.click(selector));
   await page.waitForFunction(() => /\d/.test(document.getElementById("select-matching").textContent), null, {
     timeout: TIMEOUT,
   });
@@ -80,11 +81,20 @@ await run(result, async (browser) => {
   result.replayed = await text(page, "#notice");
   result.afterReplay = { ids: await rowIds(page), empty: await text(page, "#empty") };
 
-  // Two selected messages deleted.
+  // Two messages selected from the keyboard (Space; Tab past row 1's link and buttons to row 2's
+  // box, its focus visible), then deleted (Enter on the bulk button).
   await act(page, () => page.click("#clear-filters"));
-  await check(page, checkbox(1));
-  await page.click(checkbox(2));
-  await act(page, () => page.click("#bulk-delete"));
+  await page.focus(checkbox(1));
+  await check(page, () => page.keyboard.press("Space"));
+  for (let i = 0; i < 4; i += 1) await page.keyboard.press("Tab");
+  result.keyboard = await page.evaluate(() => ({
+    focused: document.activeElement.dataset.key,
+    outline: getComputedStyle(document.activeElement).outlineStyle,
+  }));
+  await page.keyboard.press("Space");
+  result.keyboard.selected = await text(page, "#bulk-status");
+  await page.focus("#bulk-delete");
+  await act(page, () => page.keyboard.press("Enter"));
   result.deleted = await text(page, "#notice");
   result.deadAfterDelete = await rowIds(page);
 

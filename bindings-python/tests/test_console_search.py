@@ -2,10 +2,11 @@
 serve` with a token, driven as an operator would (console_search.mjs): search a queue's dead
 letters by payload and open the one found; a pasted link restores that search in a new tab;
 filter by error text, select all N matching (N from the bulk route's dry run) and replay them
-with that count in the confirmation; delete two selected messages; retry one delayed message
-now, then all the others (their count confirmed); a payload search that stops at the server's
-scan budget says so, and "Search further" finds the match beyond. The database must then hold
-exactly what those actions leave. Screenshots go to build/console/ (beside test_dashboard's)."""
+with that count in the confirmation; select two messages from the keyboard and delete them;
+retry one delayed message now, then all the others (their count confirmed); a payload search
+that stops at the server's scan budget says so, and "Search further" finds the match beyond.
+The database must then hold exactly what those actions leave. Screenshots go to build/console/
+(beside test_dashboard's)."""
 
 from __future__ import annotations
 
@@ -119,12 +120,17 @@ def test_filter_by_error_then_replay_all_matching_with_the_count(search: Search)
         assert [m.id for m in q.list("pending", limit=1000) if m.replay_count == 1] == TIMEOUTS
 
 
-def test_two_selected_messages_are_deleted(search: Search) -> None:
+def test_two_messages_selected_from_the_keyboard_are_deleted(search: Search) -> None:
     result, path = search
     assert result["dialogs"][1] == (
         f'Delete 2 selected dead messages of "{QUEUE}" (#1, #2)?\n\n'
         "They cannot be replayed afterwards."
     )
+    assert result["keyboard"] == {
+        "focused": "select:2",
+        "outline": "solid",  # the focus is visible
+        "selected": "2 dead messages selected on this page.",
+    }
     assert result["deleted"] == "Deleted 2 selected dead messages."
     left = [n for n in DEAD if n not in TIMEOUTS and n not in (1, 2)]
     assert result["deadAfterDelete"] == left
