@@ -5,9 +5,9 @@
 // Usage: node console_search.mjs URL TOKEN QUEUE ARCHIVE_QUEUE INVOICE SCREENSHOT_DIR
 // Steps: search QUEUE's dead letters for INVOICE and open the one found; paste that link into a
 // new tab; back twice; filter by the error "timeout", select all N matching and replay them;
-// select two messages from the keyboard and delete them; retry one delayed message now, then all the others; search
-// ARCHIVE_QUEUE for "needle", which stops at the scan budget, and search further. Dialogs are
-// accepted.
+// select two messages from the keyboard and delete them; retry one delayed message now from its
+// row, one from its panel, then all the others; search ARCHIVE_QUEUE for "needle", which stops
+// at the scan budget, and search further. Dialogs are accepted.
 
 import { mkdir } from "node:fs/promises";
 import { TIMEOUT, act, rowIds, run, screenshot, settled, signedIn } from "./console_page.mjs";
@@ -98,13 +98,22 @@ await run(result, async (browser) => {
   result.deleted = await text(page, "#notice");
   result.deadAfterDelete = await rowIds(page);
 
-  // The delayed tab: one retried now from its row, then all the others.
+  // The delayed tab: one retried now from its row, one from its panel, then all the others.
   await act(page, () => page.click("#tab-delayed"));
   result.delayedTab = { ids: await rowIds(page), hash: await hash(page) };
-  const [first] = result.delayedTab.ids;
+  const [first, second] = result.delayedTab.ids;
   await act(page, () => page.click(`#messages tbody tr[data-id="${first}"] button.retry-now`));
   result.retriedOne = await text(page, "#notice");
   result.delayedAfterOne = await rowIds(page);
+  await act(page, () => page.click(`#messages tbody tr[data-id="${second}"] a`));
+  await act(page, () => page.click("#retry-now-one"));
+  result.retriedInPanel = {
+    notice: await text(page, "#notice"),
+    buttonHidden: await page.isHidden("#retry-now-one"),
+    nextAttempt: await page.$eval("#message-fields", (dl) =>
+      [...dl.querySelectorAll("div")].find((d) => d.querySelector("dt").textContent === "next attempt").querySelector("dd").textContent),
+    ids: await rowIds(page),
+  };
   await check(page, "#messages thead input[type=checkbox]");
   await act(page, () => page.click("#select-matching"));
   await act(page, () => page.click("#bulk-retry-now"));

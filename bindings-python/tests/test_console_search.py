@@ -3,10 +3,10 @@ serve` with a token, driven as an operator would (console_search.mjs): search a 
 letters by payload and open the one found; a pasted link restores that search in a new tab;
 filter by error text, select all N matching (N from the bulk route's dry run) and replay them
 with that count in the confirmation; select two messages from the keyboard and delete them;
-retry one delayed message now, then all the others (their count confirmed); a payload search
-that stops at the server's scan budget says so, and "Search further" finds the match beyond.
-The database must then hold exactly what those actions leave. Screenshots go to build/console/
-(beside test_dashboard's)."""
+retry one delayed message now from its row, one from its panel, then all the others (their
+count confirmed); a payload search that stops at the server's scan budget says so, and "Search
+further" finds the match beyond. The database must then hold exactly what those actions leave.
+Screenshots go to build/console/ (beside test_dashboard's)."""
 
 from __future__ import annotations
 
@@ -138,18 +138,24 @@ def test_two_messages_selected_from_the_keyboard_are_deleted(search: Search) -> 
         assert [m.id for m in db.queue(QUEUE).list("dead", limit=1000)] == left
 
 
-def test_retry_now_one_then_all_the_delayed_ones(search: Search) -> None:
+def test_retry_now_from_a_row_from_the_panel_then_all_the_delayed_ones(search: Search) -> None:
     result, path = search
     waiting = [*DELAYED, BACKOFF]
     assert result["delayedTab"] == {"ids": waiting, "hash": f"#queue={QUEUE}&status=pending&delayed=true"}
     assert result["retriedOne"] == f"Message {DELAYED[0]} is due now: the next claim may take it."
     assert result["delayedAfterOne"] == waiting[1:]
+    assert result["retriedInPanel"] == {
+        "notice": f"Message {DELAYED[1]} is due now: the next claim may take it.",
+        "buttonHidden": True,  # it is due: nothing to retry now
+        "nextAttempt": "–",
+        "ids": waiting[2:],
+    }
     assert result["dialogs"][2] == (
-        f'Retry now 4 delayed messages of "{QUEUE}"?\n\n'
+        f'Retry now 3 delayed messages of "{QUEUE}"?\n\n'
         "Each becomes due at once instead of waiting for its backoff or delay (a message behind "
         "its group's head still waits for it)."
     )
-    assert result["retriedAll"] == "4 delayed messages made due now."
+    assert result["retriedAll"] == "3 delayed messages made due now."
     assert result["delayedAfterAll"] == []
     with deadletter.open(path) as db:
         q = db.queue(QUEUE)
