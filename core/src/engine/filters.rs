@@ -173,7 +173,8 @@ pub struct Selection {
 impl Selection {
     /// Checks `args` for `action` (`None`: `list`) into `check` (every rejected field is recorded,
     /// in [`FilterArgs::NAMES`] order): `status` (one of the four, and one `action` allows),
-    /// `delayed` (a bool; set with a status other than `pending`: `invalid`), the two texts
+    /// `delayed` (a bool; `invalid` with a status other than `pending`, or for an action that
+    /// touches no pending message, or false for `retry_now_all`), the two texts
     /// (non-empty, no NUL), `group` and `idempotency_key` (their enqueue rules) and the six
     /// instants (integers within the representable range). `None` when one was rejected.
     pub(crate) fn check(
@@ -198,11 +199,17 @@ impl Selection {
         let delayed = match args.delayed {
             Arg::Null if retry_now => Some(true),
             Arg::Null => None,
-            ref given => Some(check.bool("delayed", given, false)),
+            Arg::Bool(delayed) => Some(delayed),
+            ref other => {
+                check.bool("delayed", other, false); // a `type` error, and nothing more
+                None
+            }
         };
         if let Some(delayed) = delayed {
-            if status.is_some_and(|s| s != Status::Pending) {
-                let message = "applies to pending messages only; the status asked is not pending";
+            let pending = action.is_none_or(|a| a.allows(Status::Pending));
+            if !pending || status.is_some_and(|s| s != Status::Pending) {
+                let message = "applies to pending messages only, and this call's status is not \
+                               pending";
                 check.reject_invalid("delayed", message.into());
             } else if !delayed && retry_now {
                 let message = "must be true for retry_now_all (it makes delayed messages due)";

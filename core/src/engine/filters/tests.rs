@@ -104,6 +104,15 @@ fn each_action_takes_its_statuses_and_its_default() {
     assert_eq!(checked(&not_delayed, Some(Action::RetryNow)), invalid);
     assert_eq!(checked(&not_delayed, Some(Action::Replay)), invalid);
     assert_eq!(checked(&not_delayed, None).unwrap().delayed, Some(false));
+    assert_eq!(checked(&not_delayed, Some(Action::Delete)), invalid);
+    let wrong = FilterArgs {
+        delayed: Arg::Str("yes"),
+        ..FilterArgs::default()
+    };
+    assert_eq!(
+        checked(&wrong, Some(Action::RetryNow)),
+        Err(vec![("delayed", "type")])
+    );
 }
 
 #[test]
