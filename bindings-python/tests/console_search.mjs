@@ -122,6 +122,7 @@ await run(result, async (browser) => {
 
   // A payload search over more messages than the server examines per request.
   await act(page, () => page.evaluate((name) => { location.hash = `#queue=${encodeURIComponent(name)}`; }, archive));
+  result.archiveTab = await page.$eval("#tab-pending", (tab) => tab.textContent.replace(/\s+/g, " ").trim());
   await search(page, "payload_contains", "needle");
   result.stopped = {
     ids: await rowIds(page),

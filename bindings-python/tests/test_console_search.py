@@ -168,6 +168,7 @@ def test_retry_now_from_a_row_from_the_panel_then_all_the_delayed_ones(search: S
 
 def test_a_search_stopped_by_the_scan_budget_says_so_and_goes_further(search: Search) -> None:
     result, _ = search
+    assert result["archiveTab"] == f"pending {HAY:,}"  # grouped in the browser's locale (en-US)
     stopped = result["stopped"]
     last_examined = FIRST_NEEDLE + SCAN_BUDGET - 1
     assert stopped["ids"] == [FIRST_NEEDLE]

@@ -3,7 +3,7 @@
 // N counted by the bulk route's dry run when the selection starts). It belongs to one list
 // (queue, tab, filters and page) and is dropped when the list changes or an action ran.
 
-import { $, plural } from "./views.js";
+import { $, number, plural } from "./views.js";
 
 export const selection = {
   key: null, // the list it belongs to
@@ -60,7 +60,7 @@ export function syncChecks(pageIds) {
 export function renderBar(noun, kinds) {
   $("bulk").hidden = kinds.length === 0;
   const { all, ids, matching } = selection;
-  const count = matching == null ? "" : `${matching} `;
+  const count = matching == null ? "" : `${number(matching)} `;
   $("bulk-status").textContent = all ? `All ${plural(matching, `matching ${noun}`)} selected.`
     : ids.size ? `${plural(ids.size, noun)} selected on this page.`
     : "No message selected.";

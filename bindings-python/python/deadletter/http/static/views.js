@@ -11,8 +11,11 @@ export const DEAD = "dead";
 export const DELAYED = "delayed";
 export const $ = (id) => document.getElementById(id);
 
-/** "1 message", "3 messages". */
-export const plural = (count, word) => `${count} ${word}${count === 1 ? "" : "s"}`;
+/** A count in the browser's locale: "10,010". */
+export const number = (count) => count.toLocaleString();
+
+/** "1 message", "3 messages", "1,234 messages". */
+export const plural = (count, word) => `${number(count)} ${word}${count === 1 ? "" : "s"}`;
 
 function element(tag, text, className) {
   const node = document.createElement(tag);
@@ -80,7 +83,7 @@ export function renderQueues(schema, queues) {
     link.dataset.key = `queue:${stats.queue}`;
     cell(row, "queue", link, "queue-name");
     for (const status of schema.statuses) {
-      const count = element("span", String(stats[status]));
+      const count = element("span", number(stats[status]));
       const td = cell(row, status, count, status === DEAD && stats.dead > 0 ? "n dead" : "n");
       for (const note of countNotes(schema, stats, status)) td.append(" ", badge(note, "warn"));
     }
@@ -105,8 +108,8 @@ export function renderQueueHead(schema, stats, settings) {
   $("pause").title = stats.paused ? "Workers claim again" : "Workers claim nothing until resumed";
   const facts = [
     ["lag", age(stats.oldest_due_age), "how long the oldest due message has waited"],
-    ["delayed", String(stats.delayed), "not due yet: in backoff or enqueued with a delay"],
-    ["expired leases", String(stats.expired), "held by a worker past its lease, not reaped yet"],
+    ["delayed", number(stats.delayed), "not due yet: in backoff or enqueued with a delay"],
+    ["expired leases", number(stats.expired), "held by a worker past its lease, not reaped yet"],
     ["oldest dead", age(stats.oldest_dead_age), "since the oldest dead message died"],
   ];
   const next = stats.next_due_at ? timeElement(stats.next_due_at) : "–";
@@ -167,7 +170,7 @@ export function renderTabs(schema, stats, tab, onSelect) {
     button.setAttribute("aria-selected", String(name === tab));
     button.setAttribute("aria-controls", "list-pane");
     button.tabIndex = name === tab ? 0 : -1;
-    button.append(element("span", name), " ", element("span", String(stats[name]), "count"));
+    button.append(element("span", name), " ", element("span", number(stats[name]), "count"));
     if (name === DELAYED) button.title = `The ${schema.delayedIn} messages not due yet (in backoff or enqueued with a delay)`;
     if (name === schema.expiredIn && stats.expired) button.append(" ", badge(`${stats.expired} lease expired`, "warn"));
     button.addEventListener("click", () => onSelect(name));
