@@ -51,6 +51,12 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("LIST_LIMIT_RANGE", validate::LIST_LIMIT_RANGE)?;
     m.add("DEFAULT_LIST_LIMIT", validate::DEFAULT_LIST_LIMIT)?;
+    // The filters of `list` and the bulk actions, by name (`Queue.list`'s keywords).
+    m.add(
+        "FILTERS",
+        PyTuple::new(m.py(), deadletter::FilterArgs::NAMES)?,
+    )?;
+    m.add("SCAN_BUDGET", deadletter::SCAN_BUDGET)?;
     m.add("MAX_BATCH", validate::MAX_BATCH)?;
     m.add("MAX_CLAIM_MANY", validate::MAX_CLAIM_MANY)?;
     m.add("MAX_ID", Id::MAX)?;

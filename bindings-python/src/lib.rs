@@ -27,6 +27,7 @@ pub mod constants;
 pub mod convert;
 pub mod database;
 pub mod errors;
+pub mod filters;
 pub mod fork;
 pub mod item;
 pub mod message;

@@ -1,7 +1,7 @@
 //! `deadletter.Queue`: one named queue of a `Database`, each method one engine call ([`run`])
 //! with the arguments converted first; and the hand-over of `Queue.process` and
 //! `Queue.process_async` to the worker loops of the Python package (`deadletter._worker`).
-//! One file (about 730 lines): pyo3 takes one `#[pymethods]` block per class unless its
+//! One file (about 810 lines): pyo3 takes one `#[pymethods]` block per class unless its
 //! `multiple-pymethods` feature (and the `inventory` crate) is turned on.
 
 use std::sync::Arc;
@@ -13,6 +13,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::convert::{Value, describe_type, to_opt_datetime};
 use crate::errors::{to_py_err, validation_error};
+use crate::filters::{Bulk, Filters};
 use crate::item::OwnedItem;
 use crate::message::PyMessage;
 use crate::policy::PyBackoff;
@@ -22,6 +23,8 @@ use crate::stats::PyQueueStats;
 
 /// The Python module that runs the worker loops.
 const LOOP_MODULE: &str = "deadletter._worker";
+/// The Python module of `MessagePage`, what `list` returns.
+const PAGE_MODULE: &str = "deadletter._page";
 
 /// One named queue of a `Database`, made by `Database.queue(name, backoff=...)`. Every method
 /// checks its arguments before it calls the store, then reads the database's clock once: a write
@@ -386,40 +389,103 @@ impl Queue {
     }
 
     /// Replays every dead message of this queue that the filters select, in id order, and
-    /// returns how many (an int). `error_contains`: a str the `last_error` contains
-    /// (case-sensitive; no NUL, which no error text holds: else `ValidationError`); `dead_after` <= `dead_at` < `dead_before`: aware datetimes (exactly:
-    /// bounds between two milliseconds are rounded up, as `dead_at` is whole ms); `limit`: an
-    /// int >= 1, the most to replay (default: all). Commits in batches of 200 messages, each in its
-    /// own transaction, so other connections never wait long; a message replayed is pending
-    /// afterwards (with the queue's stored expiry, if any), so running it again does not replay
-    /// it twice. Raises `ValidationError` (the
-    /// filters) or `StoreError`; when a batch fails, the batches before it stay replayed, and
+    /// returns how many (an int), or with `dry_run=True` changes nothing and returns the exact
+    /// count it would replay now. The filters are `list`'s, as keywords (`error_contains`,
+    /// `dead_after` <= `dead_at` < `dead_before`, `payload_contains`, `group`, ...); `status`,
+    /// when given, must be `"dead"` (`ValidationError`, code `invalid`, otherwise). `limit`: an
+    /// int >= 1, the most to replay (default: all). Commits in batches of 200 messages, each in
+    /// its own transaction that checks each message again, so other connections never wait
+    /// long; a message replayed is pending afterwards (with the queue's stored expiry, if any),
+    /// so running it again does not replay it twice. Raises `ValidationError` (every rejected
+    /// filter) or `StoreError`; when a batch fails, the batches before it stay replayed, and
     /// calling again finishes the work.
-    #[pyo3(signature = (*, error_contains = None, dead_before = None, dead_after = None, limit = None))]
+    #[pyo3(
+        signature = (*, limit = None, dry_run = None, **filters),
+        text_signature = "($self, *, status=None, delayed=None, payload_contains=None, error_contains=None, group=None, idempotency_key=None, created_after=None, created_before=None, updated_after=None, updated_before=None, dead_after=None, dead_before=None, limit=None, dry_run=False)"
+    )]
     fn replay_all(
         &self,
         py: Python<'_>,
-        error_contains: Option<&Bound<'_, PyAny>>,
-        dead_before: Option<&Bound<'_, PyAny>>,
-        dead_after: Option<&Bound<'_, PyAny>>,
         limit: Option<&Bound<'_, PyAny>>,
+        dry_run: Option<&Bound<'_, PyAny>>,
+        filters: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<u64> {
-        let error_contains = Value::from_py(error_contains);
-        let (before, after) = (Value::bound(dead_before)?, Value::bound(dead_after)?);
-        let limit = Value::from_py(limit);
+        let bulk = Bulk::new("replay_all", limit, dry_run, filters)?;
         let engine = &self.shared.engine;
         self.shared.run(py, async |clock| {
+            let (filters, limit, dry_run) = bulk.args();
             engine
-                .replay_all(
-                    self.queue(),
-                    error_contains.arg(),
-                    before.arg(),
-                    after.arg(),
-                    limit.arg(),
-                    clock,
-                )
+                .replay_all(self.queue(), &filters, limit, dry_run, clock)
                 .await
         })
+    }
+
+    /// Deletes every finished message (succeeded or dead) of this queue that the filters
+    /// select, in id order, and returns how many, or with `dry_run=True` changes nothing and
+    /// returns the exact count it would delete now. Their idempotency keys are free again. The
+    /// filters are `list`'s; `status`, when given, narrows to `"succeeded"` or `"dead"` (another
+    /// is a `ValidationError`: pending and processing messages are never deleted). `limit` and
+    /// the batches of 200: as `replay_all`.
+    #[pyo3(
+        signature = (*, limit = None, dry_run = None, **filters),
+        text_signature = "($self, *, status=None, delayed=None, payload_contains=None, error_contains=None, group=None, idempotency_key=None, created_after=None, created_before=None, updated_after=None, updated_before=None, dead_after=None, dead_before=None, limit=None, dry_run=False)"
+    )]
+    fn delete_all(
+        &self,
+        py: Python<'_>,
+        limit: Option<&Bound<'_, PyAny>>,
+        dry_run: Option<&Bound<'_, PyAny>>,
+        filters: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<u64> {
+        let bulk = Bulk::new("delete_all", limit, dry_run, filters)?;
+        let engine = &self.shared.engine;
+        self.shared.run(py, async |clock| {
+            let (filters, limit, dry_run) = bulk.args();
+            engine
+                .delete_all(self.queue(), &filters, limit, dry_run, clock)
+                .await
+        })
+    }
+
+    /// `retry_now` for every pending message of this queue that the filters select and that
+    /// waits for a backoff or a delay (`retry_after` later than now), in id order; returns how
+    /// many, or with `dry_run=True` changes nothing and returns the exact count it would make
+    /// due now. The filters are `list`'s; `status`, when given, must be `"pending"`. `limit` and
+    /// the batches of 200: as `replay_all`.
+    #[pyo3(
+        signature = (*, limit = None, dry_run = None, **filters),
+        text_signature = "($self, *, status=None, delayed=None, payload_contains=None, error_contains=None, group=None, idempotency_key=None, created_after=None, created_before=None, updated_after=None, updated_before=None, dead_after=None, dead_before=None, limit=None, dry_run=False)"
+    )]
+    fn retry_now_all(
+        &self,
+        py: Python<'_>,
+        limit: Option<&Bound<'_, PyAny>>,
+        dry_run: Option<&Bound<'_, PyAny>>,
+        filters: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<u64> {
+        let bulk = Bulk::new("retry_now_all", limit, dry_run, filters)?;
+        let engine = &self.shared.engine;
+        self.shared.run(py, async |clock| {
+            let (filters, limit, dry_run) = bulk.args();
+            engine
+                .retry_now_all(self.queue(), &filters, limit, dry_run, clock)
+                .await
+        })
+    }
+
+    /// Retry now: a pending message waiting for its backoff or delay becomes due at once
+    /// (`retry_after` cleared, `updated_at` now; a message of an ordering group still waits
+    /// behind its group's head), its attempt counts unchanged; returns it. A pending message
+    /// already due is returned unchanged. Raises `ConflictError` for any other status,
+    /// `NotFoundError` when the queue has no such message.
+    fn retry_now(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<PyMessage> {
+        let id = Value::from_py(Some(id));
+        let engine = &self.shared.engine;
+        self.shared
+            .run(py, async |clock| {
+                engine.retry_now(self.queue(), id.arg(), clock).await
+            })
+            .map(PyMessage)
     }
 
     /// Deletes the finished messages of this queue in `status` (`"succeeded"` or `"dead"`; any
@@ -559,27 +625,48 @@ impl Queue {
         run(py, || engine.get(self.queue(), id.arg())).map(PyMessage)
     }
 
-    /// Messages of this queue ordered by id: only those in `status` when given (`"pending"`,
-    /// `"processing"`, `"succeeded"`, `"dead"`), at most `limit` (1..=1000), with ids greater
-    /// than `after_id` (pass the last id of a page to get the next one).
+    /// The messages of this queue that the filters select, in id order: at most `limit`
+    /// (1..=1000, default 100) with ids greater than `after_id`, as a `deadletter.MessagePage`
+    /// (a list with `next_after_id`: the `after_id` of the next page, `None` when the queue holds
+    /// no further match). The filters, all optional and combined with AND: `status`
+    /// (`"pending"`, `"processing"`, `"succeeded"`, `"dead"`); `delayed`: a bool, `True` for the
+    /// pending messages waiting for a backoff or delay, `False` for the others (with another
+    /// `status`: `ValidationError`); `payload_contains`, `error_contains` (in `last_error`): a
+    /// non-empty str without NUL, case-sensitive; `group`, `idempotency_key`: exactly;
+    /// `created_after`/`created_before`, `updated_after`/`updated_before`,
+    /// `dead_after`/`dead_before`: aware datetimes, `after <= t < before`. A call examines at
+    /// most the core's scan budget of messages (`SCAN_BUDGET`, 10 000): a filter that no index
+    /// answers, such as `payload_contains`, scans, and when the budget runs out before the page
+    /// is full the page is short (even empty) and `next_after_id` is the last id examined, to go
+    /// on from. Raises `ValidationError` listing every rejected filter.
     #[pyo3(
-        signature = (*, status = None, limit = None, after_id = None),
-        text_signature = "($self, *, status=None, limit=100, after_id=None)"
+        signature = (status = None, *, limit = None, after_id = None, **filters),
+        text_signature = "($self, status=None, *, delayed=None, payload_contains=None, error_contains=None, group=None, idempotency_key=None, created_after=None, created_before=None, updated_after=None, updated_before=None, dead_after=None, dead_before=None, limit=100, after_id=None)"
     )]
-    fn list(
+    fn list<'py>(
         &self,
-        py: Python<'_>,
-        status: Option<&Bound<'_, PyAny>>,
-        limit: Option<&Bound<'_, PyAny>>,
-        after_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Vec<PyMessage>> {
-        let (status, limit) = (Value::from_py(status), Value::from_py(limit));
-        let after_id = Value::from_py(after_id);
+        py: Python<'py>,
+        status: Option<&Bound<'py, PyAny>>,
+        limit: Option<&Bound<'py, PyAny>>,
+        after_id: Option<&Bound<'py, PyAny>>,
+        filters: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let filters = Filters::new("list", status, filters)?;
+        let (limit, after_id) = (Value::from_py(limit), Value::from_py(after_id));
         let engine = &self.shared.engine;
-        run(py, || {
-            engine.list(self.queue(), status.arg(), limit.arg(), after_id.arg())
-        })
-        .map(messages)
+        let page = self.shared.run(py, async |clock| {
+            engine
+                .list(
+                    self.queue(),
+                    &filters.args(),
+                    limit.arg(),
+                    after_id.arg(),
+                    clock,
+                )
+                .await
+        })?;
+        let class = py.import(PAGE_MODULE)?.getattr("MessagePage")?;
+        class.call1((messages(page.messages), page.next_after_id))
     }
 
     /// The worker loop: claims this queue's messages and calls `handler(message)` for each on up

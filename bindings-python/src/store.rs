@@ -4,7 +4,7 @@
 //! rules (a store opened before a `fork()` fails every call in the child); this file only picks.
 
 use deadletter::{
-    Claimed, Claiming, Clock, Context, Counts, EnqueueArgs, Filter, Id, ListQuery, Message, Millis,
+    Claimed, Claiming, Clock, Context, Counts, EnqueueArgs, Id, ListQuery, Message, Millis,
     QueueRow, Result, Store,
 };
 use deadletter_postgres::PostgresStore;
@@ -94,10 +94,6 @@ impl Store for AnyStore {
 
     async fn list(&self, query: &ListQuery<'_>) -> Result<Vec<Message>> {
         delegate!(self, s => s.list(query))
-    }
-
-    async fn select(&self, filter: &Filter<'_>, after_id: Id, limit: usize) -> Result<Vec<Id>> {
-        delegate!(self, s => s.select(filter, after_id, limit))
     }
 
     async fn update_many(

@@ -23,6 +23,7 @@ import postgres_server as postgres
 import pytest
 
 import deadletter
+from deadletter._deadletter import FILTERS
 
 # A case whose handle has its own backoff while the queue stores another checks that the handle's
 # wins; the warning that comes with it (once per handle) is test_queue_settings.py's subject.
@@ -54,6 +55,8 @@ NAMES = {
 # Keyword-only arguments the Python API requires: an absent one is passed as None, which the core
 # rejects like the other bindings' absent argument.
 REQUIRED = {"extend": ("lease_token",), "purge": ("status", "older_than")}
+# The filters on instants (the list's and the bulk actions'), written relative to BASE.
+INSTANTS = tuple(name for name in FILTERS if name.endswith(("_after", "_before")))
 # The keys of an enqueue_many item object, as the core's runner reads them.
 ITEM_KEYS = ("payload", "max_retries", "idempotency_key", "delay_ms", "group", "expires_in_ms")
 
@@ -207,7 +210,7 @@ def call(
         kwargs.pop(name, None)
     for name in REQUIRED.get(op, ()):
         kwargs.setdefault(name, None)
-    for name in ("dead_before", "dead_after"):
+    for name in INSTANTS:
         if name in kwargs:
             kwargs[name] = instant(kwargs[name])
     claimed: list[deadletter.Message] = []
@@ -241,9 +244,9 @@ def call(
         return as_case_json(q.fail(kwargs.pop("id", None), kwargs.pop("error", None), **kwargs))
     elif op == "replay":
         return as_case_json(q.replay(kwargs.pop("id", None), **kwargs))
-    elif op in ("get", "delete"):
+    elif op in ("get", "delete", "retry_now"):
         return as_case_json(getattr(q, op)(arg("id")))
-    elif op in ("replay_all", "purge"):
+    elif op in ("replay_all", "delete_all", "retry_now_all", "purge"):
         return {"count": getattr(q, op)(**kwargs)}
     elif op == "reap":
         return {"count": q.reap()}
@@ -253,7 +256,9 @@ def call(
         due = q.next_due_at()
         return {"next_due_at": None if due is None else to_ms(due) - BASE}
     elif op == "list":
-        return [as_case_json(m) for m in q.list(**kwargs)]
+        page = q.list(**kwargs)
+        assert isinstance(page, deadletter.MessagePage), type(page)
+        return {"messages": [as_case_json(m) for m in page], "next_after_id": page.next_after_id}
     else:
         raise AssertionError(f"unknown op {op!r}")
     for m in claimed:
@@ -293,9 +298,16 @@ def check(expect: dict[str, Any], outcome: Callable[[], Any], tokens: list[str])
             subset(expect["message"], got, "a message")
     elif "messages" in expect or "queues" in expect:
         want = expect.get("messages", expect.get("queues"))
-        assert len(got) == len(want), got
-        for one, message in zip(want, got):
+        listed = got["messages"] if isinstance(got, dict) else got  # a list's page
+        assert len(listed) == len(want), listed
+        for one, message in zip(want, listed):
             subset(one, message, "an entry")
+    elif "page" in expect:
+        want = expect["page"]
+        assert len(got["messages"]) == len(want["messages"]), got
+        for one, message in zip(want["messages"], got["messages"]):
+            subset(one, message, "an entry")
+        assert got["next_after_id"] == want["next_after_id"], got
     elif "stats" in expect:
         subset(expect["stats"], got, "stats")
     elif "settings" in expect:

@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any, Callable, Literal, Optional, TypedDict, Union, final
 
 from ._errors import ErrorCode
+from ._page import MessagePage
 
 __all__ = [
     "BACKOFF_MULTIPLIER_RANGE",
@@ -25,6 +26,7 @@ __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DELAY_RANGE_MS",
     "EXPIRES_IN_RANGE_MS",
+    "FILTERS",
     "LEASE_EXPIRED",
     "LEASE_RANGE_MS",
     "LIST_LIMIT_RANGE",
@@ -40,6 +42,7 @@ __all__ = [
     "MAX_RETRIES_RANGE",
     "ON_EXPIRY",
     "RETRY_IN_RANGE_MS",
+    "SCAN_BUDGET",
     "SQLITE_BUNDLED",
     "SQLITE_VERSION",
     "STATUSES",
@@ -111,6 +114,10 @@ LIST_LIMIT_RANGE: tuple[int, int]
 """A `Queue.list` page size."""
 DEFAULT_LIST_LIMIT: int
 """`Queue.list`'s default ``limit``."""
+FILTERS: tuple[str, ...]
+"""The filters of `Queue.list` and the bulk actions, by keyword name, in the core's order."""
+SCAN_BUDGET: int
+"""The most messages one `Queue.list` call examines (filters that no index answers scan)."""
 MAX_BATCH: int
 """The most items of one `Queue.enqueue_many`."""
 MAX_CLAIM_MANY: int
@@ -304,7 +311,8 @@ class Queue:
     """One named queue. Methods raise `ValidationError`, `NotFoundError`, `ConflictError` or
     `StoreError` (also for a stored row that holds a value deadletter never writes, naming the
     message and the column); a call that raises has changed nothing, but for the bulk
-    operations ``replay_all`` and ``purge``, which commit in batches (see each)."""
+    operations ``replay_all``, ``delete_all``, ``retry_now_all`` and ``purge``, which commit in
+    batches (see each)."""
 
     @property
     def name(self) -> str:
@@ -370,17 +378,76 @@ class Queue:
     def replay_all(
         self,
         *,
+        status: Optional[Literal["dead"]] = None,
+        delayed: Optional[bool] = None,
+        payload_contains: Optional[str] = None,
         error_contains: Optional[str] = None,
-        dead_before: Optional[datetime] = None,
+        group: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+        created_after: Optional[datetime] = None,
+        created_before: Optional[datetime] = None,
+        updated_after: Optional[datetime] = None,
+        updated_before: Optional[datetime] = None,
         dead_after: Optional[datetime] = None,
+        dead_before: Optional[datetime] = None,
         limit: Optional[int] = None,
+        dry_run: Optional[bool] = False,
     ) -> int:
-        """Replays the dead messages the filters select (``dead_after <= dead_at <
-        dead_before``, exactly: a bound between two milliseconds is rounded up, ``dead_at``
-        being whole milliseconds; ``error_contains`` in ``last_error``, case-sensitive, without NUL) in id order (the oldest message
-        first), at most ``limit``; returns how many. Commits in batches of 200, each message
-        whole: when a batch fails (`StoreError`), the batches before it stay replayed; calling
-        again finishes the work (only dead messages are touched)."""
+        """Replays the dead messages the filters select (`list`'s filters; ``status`` only
+        ``"dead"``; ``*_after <= t < *_before``, exactly: a bound between two milliseconds is
+        rounded up) in id order (the oldest message first), at most ``limit``; returns how many.
+        With ``dry_run`` true it changes nothing and returns the exact count it would replay
+        now. Commits in batches of 200, each message checked again as it is written: when a
+        batch fails (`StoreError`), the batches before it stay replayed; calling again finishes
+        the work (only dead messages are touched)."""
+    def delete_all(
+        self,
+        *,
+        status: Optional[Literal["succeeded", "dead"]] = None,
+        delayed: Optional[bool] = None,
+        payload_contains: Optional[str] = None,
+        error_contains: Optional[str] = None,
+        group: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+        created_after: Optional[datetime] = None,
+        created_before: Optional[datetime] = None,
+        updated_after: Optional[datetime] = None,
+        updated_before: Optional[datetime] = None,
+        dead_after: Optional[datetime] = None,
+        dead_before: Optional[datetime] = None,
+        limit: Optional[int] = None,
+        dry_run: Optional[bool] = False,
+    ) -> int:
+        """Deletes the finished (succeeded or dead) messages the filters select (`list`'s
+        filters; ``status`` narrows to one of the two), at most ``limit``, freeing their
+        idempotency keys; returns how many, or with ``dry_run`` true the exact count it would
+        delete now, changing nothing. Batches of 200, as ``replay_all``."""
+    def retry_now_all(
+        self,
+        *,
+        status: Optional[Literal["pending"]] = None,
+        delayed: Optional[bool] = None,
+        payload_contains: Optional[str] = None,
+        error_contains: Optional[str] = None,
+        group: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+        created_after: Optional[datetime] = None,
+        created_before: Optional[datetime] = None,
+        updated_after: Optional[datetime] = None,
+        updated_before: Optional[datetime] = None,
+        dead_after: Optional[datetime] = None,
+        dead_before: Optional[datetime] = None,
+        limit: Optional[int] = None,
+        dry_run: Optional[bool] = False,
+    ) -> int:
+        """Makes due now every pending message the filters select that waits for a backoff
+        or delay (``retry_after`` later than now; a grouped one still waits behind its group's
+        head), at most ``limit``; returns how many, or with ``dry_run`` true the exact count it
+        would make due, changing nothing. Batches of 200, as ``replay_all``."""
+    def retry_now(self, id: int) -> Message:
+        """A pending message waiting for its backoff or delay is due now (``retry_after``
+        cleared; a grouped one still waits behind its group's head); one already due is returned
+        unchanged; any other status is a `ConflictError`."""
     def purge(self, *, status: Literal["succeeded", "dead"], older_than: _Seconds) -> int:
         """Deletes the messages in ``status`` not changed for ``older_than`` (seconds or a
         ``timedelta``); returns how many. Commits in batches of 200: when a batch fails
@@ -465,13 +532,30 @@ class Queue:
         """The message ``id`` of this queue; `NotFoundError` when there is none."""
     def list(
         self,
-        *,
         status: Optional[_Status] = None,
+        *,
+        delayed: Optional[bool] = None,
+        payload_contains: Optional[str] = None,
+        error_contains: Optional[str] = None,
+        group: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+        created_after: Optional[datetime] = None,
+        created_before: Optional[datetime] = None,
+        updated_after: Optional[datetime] = None,
+        updated_before: Optional[datetime] = None,
+        dead_after: Optional[datetime] = None,
+        dead_before: Optional[datetime] = None,
         limit: Optional[int] = 100,
         after_id: Optional[int] = None,
-    ) -> list[Message]:
-        """Messages ordered by id, optionally of one status, at most ``limit`` (1..=1000), with
-        ids above ``after_id``."""
+    ) -> MessagePage:
+        """The messages the filters select (all optional, combined with AND), in id order, at
+        most ``limit`` (1..=1000) with ids above ``after_id``, as a `MessagePage` (a list whose
+        ``next_after_id`` continues, None at the end). ``delayed``: pending messages waiting for
+        a backoff or delay (True) or not (False); ``payload_contains``, ``error_contains``:
+        case-sensitive, non-empty, no NUL; ``group``, ``idempotency_key``: exact; ``*_after <= t
+        < *_before`` on ``created_at``, ``updated_at``, ``dead_at`` (aware datetimes). Examines
+        at most ``SCAN_BUDGET`` messages per call: past it the page may be short, even empty,
+        with ``next_after_id`` the last id examined."""
 
 @final
 class Message:

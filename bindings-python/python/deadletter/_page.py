@@ -41,6 +41,3 @@ class MessagePage(list[Message]):
 
     def __repr__(self) -> str:
         return f"MessagePage({list.__repr__(self)}, next_after_id={self.next_after_id!r})"
-
-    def __reduce__(self) -> tuple[type[MessagePage], tuple[list[Message], Optional[int]]]:
-        return (MessagePage, (list(self), self.next_after_id))
