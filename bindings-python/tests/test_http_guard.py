@@ -86,7 +86,11 @@ def test_json_with_parameters_and_bodiless_requests_are_served(db: deadletter.Da
     )
     assert r.status_code == 201
     assert client.post("/queues/jobs/claim").json()["payload"] == "x"  # no body, no type
-    assert client.post("/queues/jobs/replay").json() == {"replayed": 1}
+    assert client.post("/queues/jobs/replay").json() == {
+        "count": 1,
+        "dry_run": False,
+        "replayed": 1,
+    }
 
 
 def test_a_get_with_a_content_type_is_served(db: deadletter.Database) -> None:

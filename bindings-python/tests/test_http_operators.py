@@ -148,7 +148,7 @@ def test_replay_all_replays_what_the_filters_select(
 ) -> None:
     r = client.post("/queues/emails/replay", json=body)
     assert r.status_code == 200
-    assert r.json() == {"replayed": len(replayed)}
+    assert r.json() == {"count": len(replayed), "dry_run": False, "replayed": len(replayed)}
     expected = {1: "dead", 2: "dead", 3: "dead", 4: "succeeded", 5: "pending"}
     expected.update({id: "pending" for id in replayed})
     assert statuses(client) == expected
@@ -165,13 +165,16 @@ def test_replay_all_replays_what_the_filters_select(
         ({"dead_before": "2026-01-01 00:00:00Z"}, [("dead_before", "invalid")]),
         (
             {"dead_before": "yesterday", "dead_after": ""},
-            [("dead_before", "invalid"), ("dead_after", "invalid")],
+            [("dead_after", "invalid"), ("dead_before", "invalid")],  # the core's order
         ),
         ({"dead_before": 1767225600}, [("dead_before", "type")]),
         ({"limit": 0}, [("limit", "out_of_range")]),
         ({"limit": "all"}, [("limit", "type")]),
         ({"error_contains": 503}, [("error_contains", "type")]),
-        ({"status": "dead"}, [("status", "unknown")]),
+        ({"status": "pending"}, [("status", "invalid")]),
+        ({"dry_run": "no"}, [("dry_run", "type")]),
+        ({"delayed": True}, [("delayed", "invalid")]),
+        ({"status": "dead", "color": "red"}, [("color", "unknown")]),
     ],
 )
 def test_bad_replay_filters_are_422_and_replay_nothing(

@@ -15,6 +15,7 @@ from .._deadletter import (
     MAX_BATCH,
     MAX_ID,
     MAX_IDEMPOTENCY_KEY_CHARS,
+    SCAN_BUDGET,
 )
 from ._schemas import (
     FILTER_PROPERTIES,
@@ -241,8 +242,8 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "summary": "List messages by id, filtered (keyset pagination)",
         "description": "The filters are combined with AND. A page holds at most `limit` "
         "messages in id order, with ids above `after_id`; continue with `after_id` = "
-        "`next_after_id` until it is null. A call examines a bounded number of messages (the "
-        "core's scan budget; filters that no index answers, such as `payload_contains`, "
+        "`next_after_id` until it is null. A call examines at most "
+        f"{SCAN_BUDGET} messages (filters that no index answers, such as `payload_contains`, "
         "scan): when that budget runs out before the page is full, the page may be short, "
         "even empty, and `next_after_id` is the last id examined, so that the next call goes "
         "on from there.",

@@ -23,6 +23,7 @@ __all__ = [
     "Fields",
     "body_limit",
     "boolean",
+    "checked",
     "idempotency_header",
     "instants",
     "integer",
@@ -173,10 +174,11 @@ def parse_body(raw: bytes, fields: Iterable[str], *, required: bool) -> Fields:
     return data
 
 
-def instants(data: Fields, names: Iterable[str]) -> None:
+def instants(data: Fields, names: Iterable[str]) -> list[deadletter.FieldError]:
     """Replaces the RFC 3339 strings of ``data[name]`` by aware datetimes (`parse_timestamp`);
     other values stay as they are, for the queue to reject. A string that is not an instant in
-    UTC (the pattern of the OpenAPI document) or names no real day is a validation error."""
+    UTC (the pattern of the OpenAPI document) or names no real day is a field error, returned (its
+    value becomes ``None``) so that the caller reports it with the queue's own errors."""
     errors: list[deadletter.FieldError] = []
     for name in names:
         if isinstance(data[name], str):
@@ -188,8 +190,21 @@ def instants(data: Fields, names: Iterable[str]) -> None:
                     "(Z or +00:00)"
                 )
                 errors.append({"field": name, "code": "invalid", "message": message})
-    if errors:
-        raise validation_error(errors)
+                data[name] = None
+    return errors
+
+
+def checked(errors: list[deadletter.FieldError], harmless: Callable[[], object]) -> None:
+    """Raises the field ``errors`` of the HTTP layer together with the queue's: calls
+    ``harmless`` (the request's call made so that it changes nothing: a read, a dry run) for the
+    queue's errors. Nothing to raise without ``errors``."""
+    if not errors:
+        return
+    try:
+        harmless()
+    except deadletter.ValidationError as error:
+        errors = [*errors, *error.errors]
+    raise validation_error(errors)
 
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"

@@ -29,6 +29,7 @@ from ._requests import (
     IDEMPOTENCY_HEADER,
     Fields,
     boolean,
+    checked,
     idempotency_header,
     instants,
     integer,
@@ -170,7 +171,9 @@ class Api:
     async def list_messages(self, request: Request) -> Response:
         queue = self.queue(request)
         params = query(request, LIST_PARAMETERS)
-        instants(params, INSTANT_FILTERS)
+        bad = instants(params, INSTANT_FILTERS)
+        if bad:
+            await run_in_threadpool(checked, bad, lambda: queue.list(**params))
         page = await run_in_threadpool(lambda: queue.list(**params))
         return JSONResponse(
             {
@@ -240,8 +243,15 @@ class Api:
         ``limit`` and ``dry_run`` of the body: its count, and whether it was a dry run."""
         queue = self.queue(request)
         data = await self.body(request, BULK_FIELDS, required=False)
-        instants(data, INSTANT_FILTERS)
-        count = await run_in_threadpool(lambda: getattr(queue, action)(**data))
+        bad = instants(data, INSTANT_FILTERS)
+        act = getattr(queue, action)
+        # With a bad instant, a dry run (unless dry_run itself is bad) only gathers the queue's
+        # errors on the other fields; a dry_run of the wrong type is rejected by the queue.
+        if bad:
+            given = data["dry_run"]
+            dry_run = True if given is None or given is False else given
+            await run_in_threadpool(checked, bad, lambda: act(**{**data, "dry_run": dry_run}))
+        count = await run_in_threadpool(lambda: act(**data))
         return count, data["dry_run"] is True
 
     async def replay_all(self, request: Request) -> Response:

@@ -197,15 +197,23 @@ test checks it), all optional, combined with AND: a query parameter each on the 
 each on the bulk actions."""
 
 
-def bulk_request(statuses: list[str], action: str) -> Json:
-    """The body of a bulk action: the filters (``status`` among ``statuses``), ``limit`` and
-    ``dry_run``, each optional and nullable."""
+def described_nullable(schema: Json) -> Json:
+    """`nullable` with ``schema``'s description on the outside, where readers look for it."""
+    inner = {key: value for key, value in schema.items() if key != "description"}
+    described = {"description": schema["description"]} if "description" in schema else {}
+    return {**nullable(inner), **described}
+
+
+def bulk_request(statuses: list[str], action: str, delayed: Json) -> Json:
+    """The body of a bulk action: the filters (``status`` among ``statuses``, ``delayed`` as
+    the action takes it), ``limit`` and ``dry_run``, each optional and nullable."""
     filters = {
         **FILTER_PROPERTIES,
         "status": {
             "enum": statuses,
             "description": f"The status to {action} from (only {' or '.join(statuses)}).",
         },
+        "delayed": delayed,
     }
     return {
         "type": "object",
@@ -213,7 +221,7 @@ def bulk_request(statuses: list[str], action: str) -> Json:
         "description": "The filters (all optional, combined with AND), limit and dry_run; an "
         "empty body selects every message the action applies to.",
         "properties": {
-            **{name: nullable(schema) for name, schema in filters.items()},
+            **{name: described_nullable(schema) for name, schema in filters.items()},
             "limit": {
                 **nullable({"type": "integer", "minimum": 1, "maximum": MAX_ID}),
                 "description": "At most this many, lowest ids first (default: all).",
@@ -458,7 +466,9 @@ SCHEMAS: Json = {
             "messages": {"type": "array", "items": ref("schemas", "Message")},
             "next_after_id": {
                 "type": ["integer", "null"],
-                "description": "after_id of the next page; null when this page is not full.",
+                "description": "The after_id of the next page; null when the queue holds no "
+                "further match. The last id of a full page, or the last id examined when the "
+                "scan budget ran out first (the page is then short, maybe empty).",
             },
         },
     },
@@ -592,10 +602,30 @@ SCHEMAS: Json = {
             },
         },
     },
-    "ReplayAllRequest": bulk_request(["dead"], "replay"),
+    "ReplayAllRequest": bulk_request(
+        ["dead"],
+        "replay",
+        {"type": "null", "description": "Not taken: only pending messages are delayed."},
+    ),
     # The finished statuses, which delete_all takes (the core exports no list of them).
-    "DeleteAllRequest": bulk_request(["succeeded", "dead"], "delete"),
-    "RetryNowAllRequest": bulk_request(["pending"], "retry now"),
+    "DeleteAllRequest": bulk_request(
+        ["succeeded", "dead"],
+        "delete",
+        {
+            "type": "boolean",
+            "description": "Selects pending messages only, which are never deleted: with a "
+            "status, 422; without, nothing matches.",
+        },
+    ),
+    "RetryNowAllRequest": bulk_request(
+        ["pending"],
+        "retry now",
+        {
+            "const": True,
+            "description": "Always true here (the action makes delayed messages due); false "
+            "is a 422.",
+        },
+    ),
     "BulkResult": bulk_result(),
     "ReplayAllResult": bulk_result(
         {
