@@ -4,11 +4,11 @@ Commands (``deadletter COMMAND -h`` for their options)::
 
     deadletter serve PATH [--host 127.0.0.1] [--port 8000] [--workers N] [--token T]
     deadletter stats PATH [QUEUE]
-    deadletter list PATH QUEUE [--status S] [--limit N] [--after-id ID]
+    deadletter list PATH QUEUE [--status S] [FILTERS] [--limit N] [--after-id ID]
     deadletter show PATH QUEUE ID
-    deadletter replay PATH QUEUE (ID | --all [--error-contains T] [--dead-after I]
-                                             [--dead-before I] [--limit N])
-    deadletter delete PATH QUEUE ID
+    deadletter replay PATH QUEUE (ID | --all [--status S] [FILTERS] [--limit N] [--dry-run])
+    deadletter delete PATH QUEUE (ID | --all [--status S] [FILTERS] [--limit N] [--dry-run])
+    deadletter retry-now PATH QUEUE (ID | --all [--status S] [FILTERS] [--limit N] [--dry-run])
     deadletter purge PATH QUEUE --status {succeeded,dead} --older-than DURATION
     deadletter enqueue PATH QUEUE [--max-retries N] [--delay DURATION] [--group G]
                                   [--expires-in DURATION] (PAYLOAD [--idempotency-key K] | -)
@@ -19,13 +19,18 @@ Commands (``deadletter COMMAND -h`` for their options)::
     deadletter pause PATH QUEUE
     deadletter resume PATH QUEUE
 
+FILTERS, combined with AND: ``--delayed`` or ``--not-delayed``, ``--payload-contains T``,
+``--error-contains T``, ``--group G``, ``--idempotency-key K``, ``--created-after I``,
+``--created-before I`` (and ``--updated-``, ``--dead-``): instants in RFC 3339, UTC. A bulk
+form's ``--dry-run`` changes nothing and prints the exact count (``would replay 12``).
+
 Output is an aligned table for people, or JSON with ``--json`` (messages and statistics as the
 HTTP API writes them), both written by `emit`. For people, control characters in values (a
 payload's, an error's) are shown escaped (``\\n``, ``\\x1b``), never sent to the terminal. Exit
 status: 0 on success, 1 on a deadletter error (its message on stderr), 2 on a usage error. PATH is
 a SQLite file or a PostgreSQL URL (``postgresql://user:password@host/db``; every command takes
 ``--schema``, default ``deadletter``). Commands other than ``serve`` and ``enqueue`` refuse a
-SQLite PATH that does not exist rather than create an empty database. A long ``replay --all`` or
+SQLite PATH that does not exist rather than create an empty database. A long ``--all`` or
 ``enqueue -`` shows its progress on stderr when that is a terminal. ``serve`` needs the
 ``server`` extra (``pip install 'deadletter[server]'``).
 

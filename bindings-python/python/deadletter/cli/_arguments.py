@@ -19,6 +19,7 @@ from .._deadletter import (
     MAX_BATCH,
     MAX_RETRIES_RANGE,
     ON_EXPIRY,
+    SCAN_BUDGET,
     STATUSES,
 )
 from .._json import parse_timestamp
@@ -31,6 +32,7 @@ from ._commands import (
     cmd_purge,
     cmd_replay,
     cmd_resume,
+    cmd_retry_now,
     cmd_serve,
     cmd_settings,
     cmd_show,
@@ -102,6 +104,53 @@ def low_high(bounds: tuple[int, int]) -> str:
     return f"{bounds[0]}..{bounds[1]}"
 
 
+def filter_options(sub: argparse.ArgumentParser) -> None:
+    """The filters of `Queue.list` and the bulk actions, but ``status`` (each command says which
+    it takes): ``--payload-contains``, ``--created-after``, ..."""
+    delayed = sub.add_mutually_exclusive_group()
+    delayed.add_argument(
+        "--delayed",
+        action="store_const",
+        const=True,
+        help="only pending messages waiting for a backoff or delay",
+    )
+    delayed.add_argument(
+        "--not-delayed",
+        dest="delayed",
+        action="store_const",
+        const=False,
+        help="only pending messages not waiting for one",
+    )
+    sub.add_argument(
+        "--payload-contains", metavar="TEXT", help="its payload contains TEXT (case-sensitive)"
+    )
+    sub.add_argument(
+        "--error-contains", metavar="TEXT", help="its last error contains TEXT (case-sensitive)"
+    )
+    sub.add_argument("--group", metavar="GROUP", help="of this ordering group")
+    sub.add_argument("--idempotency-key", metavar="KEY", help="with this idempotency key")
+    for field, what in (("created", "enqueued"), ("updated", "last changed"), ("dead", "died")):
+        sub.add_argument(
+            f"--{field}-after", metavar="INSTANT", type=instant, help=f"{what} at or after INSTANT"
+        )
+        sub.add_argument(
+            f"--{field}-before", metavar="INSTANT", type=instant, help=f"{what} before INSTANT"
+        )
+
+
+def bulk_options(sub: argparse.ArgumentParser, selects: str, verb: str) -> None:
+    """``--all`` with the filters, ``--status``, ``--limit`` and ``--dry-run``, beside the ID."""
+    sub.add_argument("--all", action="store_true", help=selects)
+    sub.add_argument("--status", help="the status to act on (the action's own by default)")
+    filter_options(sub)
+    sub.add_argument("--limit", type=positive, help="at most this many, lowest ids first")
+    sub.add_argument(
+        "--dry-run",
+        action="store_true",
+        help=f"change nothing: print how many messages it would {verb} now",
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of every command."""
     root = argparse.ArgumentParser(
@@ -144,8 +193,16 @@ def parser() -> argparse.ArgumentParser:
         queue="[QUEUE]",
     )
 
-    sub = command("list", cmd_list, "list messages by id, optionally of one status")
+    sub = command(
+        "list",
+        cmd_list,
+        "list messages by id, filtered",
+        details=f"The filters combine with AND. When more may follow, stderr says the --after-id "
+        f"of the next page. A call examines at most {SCAN_BUDGET} messages (--payload-contains "
+        "and --error-contains scan): a page may then be short, and the next one goes on.",
+    )
     sub.add_argument("--status", help=f"{', '.join(STATUSES[:-1])} or {STATUSES[-1]}")
+    filter_options(sub)
     sub.add_argument(
         "--limit",
         type=integer,
@@ -163,31 +220,35 @@ def parser() -> argparse.ArgumentParser:
         "replay",
         cmd_replay,
         "replay (redrive) a dead message, or with --all the dead messages the filters select",
-        details="Each goes back to pending with retry count 0.",
+        details="Each goes back to pending with retry count 0. --dry-run counts them instead "
+        "(would replay N).",
     )
     sub.add_argument("id", metavar="ID", type=integer, nargs="?", help="the dead message")
-    sub.add_argument("--all", action="store_true", help="every dead message the filters select")
-    sub.add_argument("--error-contains", metavar="TEXT", help="its last error contains TEXT")
-    sub.add_argument(
-        "--dead-after", metavar="INSTANT", type=instant, help="it died at or after INSTANT"
-    )
-    sub.add_argument(
-        "--dead-before",
-        metavar="INSTANT",
-        type=instant,
-        help="it died before INSTANT (default: when the command started; messages that die "
-        "while it runs are not replayed)",
-    )
-    sub.add_argument("--limit", type=positive, help="at most this many, lowest ids first")
+    bulk_options(sub, "every dead message the filters select", "replay")
 
     sub = command(
         "delete",
         cmd_delete,
-        "delete one succeeded or dead message",
+        "delete one succeeded or dead message, or with --all those the filters select",
         details="Prints the message as it was (its status when deleted); a message in any other "
-        "status is a conflict (exit 1) and stays.",
+        "status is a conflict (exit 1) and stays. --all deletes the succeeded and dead messages "
+        "the filters select (--status narrows to one), last changed before the command started; "
+        "--dry-run counts them instead (would delete N).",
     )
-    sub.add_argument("id", metavar="ID", type=integer, help="the message's id")
+    sub.add_argument("id", metavar="ID", type=integer, nargs="?", help="the message's id")
+    bulk_options(sub, "every succeeded or dead message the filters select", "delete")
+
+    sub = command(
+        "retry-now",
+        cmd_retry_now,
+        "make a message waiting for its backoff or delay due now, or with --all those the "
+        "filters select",
+        details="Its retry count stays; a message of an ordering group still waits behind its "
+        "group's head. A message already due is shown unchanged; one that is not pending is a "
+        "conflict (exit 1). --dry-run counts them instead (would retry now N).",
+    )
+    sub.add_argument("id", metavar="ID", type=integer, nargs="?", help="the pending message")
+    bulk_options(sub, "every delayed pending message the filters select", "retry now")
 
     sub = command(
         "purge",

@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from itertools import islice
 from pathlib import Path
-from typing import Any, TextIO, Union
+from typing import Any, Callable, TextIO, Union
 
 import deadletter
 
+from .._deadletter import FILTERS as CORE_FILTERS
 from .._deadletter import MAX_BATCH
 from ._output import (
     ATTEMPT_COLUMNS,
@@ -45,6 +46,7 @@ __all__ = [
     "cmd_purge",
     "cmd_replay",
     "cmd_resume",
+    "cmd_retry_now",
     "cmd_serve",
     "cmd_settings",
     "cmd_show",
@@ -55,8 +57,17 @@ SETTINGS = ("backoff", "max_retries", "lease", "expires_in", "on_expiry")
 """The settings `Queue.set_settings` stores (``settings --unset`` takes these names)."""
 
 CHUNK = MAX_BATCH
-"""Messages per ``enqueue_many`` (the core's limit of one batch) and per ``replay_all`` call of
-``replay --all``."""
+"""Messages per ``enqueue_many`` (the core's limit of one batch) and per bulk call of ``replay
+--all``, ``delete --all`` and ``retry-now --all``."""
+
+FILTERS = tuple(name for name in CORE_FILTERS if name != "status")
+"""The filter options of ``list`` and the bulk forms, besides ``--status`` (the core's names)."""
+
+
+def filters(args: argparse.Namespace) -> dict[str, Any]:
+    """The filters given on the command line (``--status`` included), as keywords."""
+    given = {name: getattr(args, name) for name in ("status", *FILTERS)}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 class Failure(Exception):
@@ -102,10 +113,12 @@ def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     with open_existing(args) as db:
         page = db.queue(args.queue).list(
-            status=args.status, limit=args.limit, after_id=args.after_id
+            limit=args.limit, after_id=args.after_id, **filters(args)
         )
         rows = [m.to_dict() for m in page] if args.json else [listed(m) for m in page]
         emit(rows, LIST_COLUMNS, as_json=args.json, out=out)
+    if page.next_after_id is not None:
+        err.write(f"more may follow: --after-id {page.next_after_id}\n")
 
 
 def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
@@ -122,14 +135,18 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     out.write("payload:\n" + printable(message.payload) + "\n")
 
 
-def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
-    filters = (args.error_contains, args.dead_after, args.dead_before, args.limit)
+def one_or_all(args: argparse.Namespace) -> None:
+    """An ID, or ``--all`` with its options: not both, not neither."""
     if args.id is not None and args.all:
         raise Usage("give a message ID or --all, not both")
     if args.id is None and not args.all:
         raise Usage("give a message ID or --all")
-    if args.id is not None and any(f is not None for f in filters):
-        raise Usage("--error-contains, --dead-after, --dead-before and --limit go with --all")
+    if args.id is not None and (filters(args) or args.limit is not None or args.dry_run):
+        raise Usage("the filters, --status, --limit and --dry-run go with --all")
+
+
+def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    one_or_all(args)
     with open_existing(args) as db:
         queue = db.queue(args.queue)
         if args.id is not None:
@@ -137,39 +154,72 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             columns = ("id", "queue", "status", "replay_count")
             emit(message.to_dict(), columns, as_json=args.json, out=out)
             return
-        replayed = replay_all(queue, args, Progress("replayed", err))
-    emit({"replayed": replayed}, ("replayed",), as_json=args.json, out=out)
+        bulk(queue.replay_all, args, "dead_before", ("replay", "replayed"), out, err)
 
 
 def cmd_delete(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    one_or_all(args)
     with open_existing(args) as db:
-        message = db.queue(args.queue).delete(args.id)
+        queue = db.queue(args.queue)
+        if args.id is None:
+            bulk(queue.delete_all, args, "updated_before", ("delete", "deleted"), out, err)
+            return
+        message = queue.delete(args.id)
     emit(message.to_dict(), ("id", "queue", "status"), as_json=args.json, out=out)
 
 
-def replay_all(queue: deadletter.Queue, args: argparse.Namespace, progress: Progress) -> int:
-    """`Queue.replay_all` in calls of `CHUNK` messages, for progress. The messages that die while
-    it runs are not replayed: without ``--dead-before``, the upper bound is the moment it
-    started (so that the calls end even while workers keep killing replayed messages)."""
-    start = datetime.now(timezone.utc) + timedelta(milliseconds=1)  # dead_before is exclusive
-    before = args.dead_before or start
+def cmd_retry_now(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    one_or_all(args)
+    with open_existing(args) as db:
+        queue = db.queue(args.queue)
+        if args.id is None:
+            words = ("retry now", "retried_now")
+            bulk(queue.retry_now_all, args, "updated_before", words, out, err)
+            return
+        message = queue.retry_now(args.id)
+    columns = ("id", "queue", "status", "retry_count", "retry_after")
+    emit(message.to_dict(), columns, as_json=args.json, out=out)
+
+
+def bulk(
+    action: Callable[..., int],
+    args: argparse.Namespace,
+    bound: str,
+    words: tuple[str, str],
+    out: TextIO,
+    err: TextIO,
+) -> None:
+    """A bulk form (``--all``): the count of a dry run (``would replay 12``), or the action in
+    calls of `CHUNK` messages with their progress on a terminal (``replayed  12``).
+
+    The messages it selects are bounded by when it started, ``bound`` < now (unless the command
+    line gives that filter): ``dead_before`` for replay, ``updated_before`` for the others, so
+    that the calls end even while workers keep changing the messages acted on (a message
+    replayed and killed again, made due and failed again, is not taken twice)."""
+    verb, done = words
+    given = filters(args)
+    given.setdefault(bound, datetime.now(timezone.utc) + timedelta(milliseconds=1))  # exclusive
+    if args.dry_run:
+        count = action(**given, limit=args.limit, dry_run=True)
+        key = "would_" + verb.replace(" ", "_")
+        if args.json:
+            emit({key: count}, (key,), as_json=True, out=out)
+        else:
+            out.write(f"would {verb} {count}\n")
+        return
     total = 0
+    progress = Progress(done.replace("_", " "), err)
     try:
         while args.limit is None or total < args.limit:
             chunk = CHUNK if args.limit is None else min(CHUNK, args.limit - total)
-            replayed = queue.replay_all(
-                error_contains=args.error_contains,
-                dead_after=args.dead_after,
-                dead_before=before,
-                limit=chunk,
-            )
-            total += replayed
+            acted = action(**given, limit=chunk)
+            total += acted
             progress.update(total)
-            if replayed < chunk:
+            if acted < chunk:
                 break
     finally:
         progress.done()
-    return total
+    emit({done: total}, (done,), as_json=args.json, out=out)
 
 
 def cmd_purge(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
