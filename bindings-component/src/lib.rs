@@ -9,8 +9,8 @@
 //! - `apply` ([`apply`]): each request's step on one message the host read, at the context it
 //!   read in its transaction (the instant and the queue's row);
 //! - `plan` ([`plan`]): the plans of a store that scans a queue's messages
-//!   (`deadletter::engine::scan`: the claim, a group's order, statistics) and the batches of the
-//!   bulk operations.
+//!   (`deadletter::engine::scan`: the claim, a group's order, statistics), the reads of a
+//!   filtered `list` (`deadletter::engine::Scan`) and the batches of the bulk operations.
 //!
 //! The component imports nothing: no clock, no random source, no WASI. This crate only converts
 //! between the WIT types and the core's ([`convert`], [`requests`]); no rule lives here.

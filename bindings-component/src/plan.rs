@@ -1,6 +1,6 @@
 //! The interface `plan`: the plans of a store that keeps its messages in a plain map and finds
-//! them by looking (`deadletter::engine::scan`), and the batches of the bulk operations
-//! (`deadletter::Batches`).
+//! them by looking (`deadletter::engine::scan`), the reads of a filtered `list`
+//! (`deadletter::engine::Scan`) and the batches of the bulk operations (`deadletter::Batches`).
 
 use std::cell::{Cell, RefCell};
 
