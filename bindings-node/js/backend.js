@@ -272,8 +272,20 @@ class QueueHandle {
     return message((await settle(this.#q.replay(id, expiresInMs))).ok);
   }
 
-  async replayAll(errorContains, deadBefore, deadAfter, limit) {
-    return (await settle(this.#q.replayAll(errorContains, deadBefore, deadAfter, limit))).ok;
+  async retryNow(id) {
+    return message((await settle(this.#q.retryNow(id))).ok);
+  }
+
+  async replayAll(filters, limit, dryRun) {
+    return (await settle(this.#q.replayAll(filters, limit, dryRun))).ok;
+  }
+
+  async deleteAll(filters, limit, dryRun) {
+    return (await settle(this.#q.deleteAll(filters, limit, dryRun))).ok;
+  }
+
+  async retryNowAll(filters, limit, dryRun) {
+    return (await settle(this.#q.retryNowAll(filters, limit, dryRun))).ok;
   }
 
   async purge(status, olderThanMs) {
@@ -288,8 +300,9 @@ class QueueHandle {
     return message((await settle(this.#q.get(id))).ok);
   }
 
-  async list(status, limit, afterId) {
-    return (await settle(this.#q.list(status, limit, afterId))).ok.map(message);
+  async list(filters, limit, afterId) {
+    const { messages, next_after_id: nextAfterId } = (await settle(this.#q.list(filters, limit, afterId))).ok;
+    return { messages: messages.map(message), nextAfterId };
   }
 
   async stats() {

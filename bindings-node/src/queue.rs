@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use deadletter::{Arg, Backoff, Call, Message, Outcome, Result, SettingsArgs};
+use deadletter::{Action, Arg, Backoff, Call, FilterArgs, Message, Outcome, Result, SettingsArgs};
 use napi::bindgen_prelude::{Array, AsyncTask, Unknown};
 use napi_derive::napi;
 
@@ -52,7 +52,56 @@ fn describe(policy: &Backoff) -> String {
     )
 }
 
+/// The values of the filters of `list` and of the bulk actions, in `FilterArgs::NAMES` order
+/// (missing ones are null).
+fn filter_values(filters: &Array<'_>) -> napi::Result<Vec<OwnedArg>> {
+    let mut values = Vec::with_capacity(FilterArgs::NAMES.len());
+    for i in (0..).take(FilterArgs::NAMES.len()) {
+        values.push(match filters.get::<Unknown<'_>>(i)? {
+            Some(value) => OwnedArg::from_js(value)?,
+            None => OwnedArg::Null,
+        });
+    }
+    Ok(values)
+}
+
+/// The core's filters of `values` (see [`filter_values`]).
+fn filter_args(values: &[OwnedArg]) -> FilterArgs<'_> {
+    let mut args = FilterArgs::default();
+    for (name, value) in FilterArgs::NAMES.iter().zip(values) {
+        args.set(name, value.arg());
+    }
+    args
+}
+
 impl NativeQueue {
+    /// A bulk action of the engine (`replay_all`, `delete_all`, `retry_now_all`), on a pool thread.
+    fn bulk(
+        &self,
+        action: Action,
+        filters: &Array<'_>,
+        limit: Unknown<'_>,
+        dry_run: Unknown<'_>,
+    ) -> napi::Result<AsyncTask<Work>> {
+        let filters = filter_values(filters)?;
+        let [limit, dry_run] = [OwnedArg::from_js(limit)?, OwnedArg::from_js(dry_run)?];
+        Ok(self.work(move |db, clock, queue, _| {
+            let filters = filter_args(&filters);
+            let (limit, dry_run) = (limit.arg(), dry_run.arg());
+            reply::of(match action {
+                Action::Replay => {
+                    pollster::block_on(db.replay_all(queue, &filters, limit, dry_run, clock))
+                }
+                Action::Delete => {
+                    pollster::block_on(db.delete_all(queue, &filters, limit, dry_run, clock))
+                }
+                Action::RetryNow => {
+                    pollster::block_on(db.retry_now_all(queue, &filters, limit, dry_run, clock))
+                }
+            })
+        }))
+    }
+
     /// The handle of the checked queue `name`.
     pub fn new(shared: &Arc<Shared>, name: String, policy: Option<Backoff>) -> Self {
         Self {
@@ -301,31 +350,47 @@ impl NativeQueue {
         }))
     }
 
-    /// `Queue.replayAll`: `deadBefore` and `deadAfter` are `Date`s or milliseconds.
+    /// `Queue.retryNow`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn retry_now(&self, id: Unknown<'_>) -> napi::Result<AsyncTask<Work>> {
+        let id = OwnedArg::from_js(id)?;
+        Ok(self.work(move |db, clock, queue, _| {
+            reply::of(pollster::block_on(db.retry_now(queue, id.arg(), clock)))
+        }))
+    }
+
+    /// `Queue.replayAll`: `filters` are the values of the core's `FilterArgs::NAMES`, in that
+    /// order (instants in milliseconds: `api.js` turns `Date`s into them).
     #[napi(ts_return_type = "Promise<string>")]
     pub fn replay_all(
         &self,
-        error_contains: Unknown<'_>,
-        dead_before: Unknown<'_>,
-        dead_after: Unknown<'_>,
+        filters: Array<'_>,
         limit: Unknown<'_>,
+        dry_run: Unknown<'_>,
     ) -> napi::Result<AsyncTask<Work>> {
-        let [text, before, after, limit] = [
-            OwnedArg::from_js(error_contains)?,
-            OwnedArg::instant(dead_before)?,
-            OwnedArg::instant(dead_after)?,
-            OwnedArg::from_js(limit)?,
-        ];
-        Ok(self.work(move |db, clock, queue, _| {
-            reply::of(pollster::block_on(db.replay_all(
-                queue,
-                text.arg(),
-                before.arg(),
-                after.arg(),
-                limit.arg(),
-                clock,
-            )))
-        }))
+        self.bulk(Action::Replay, &filters, limit, dry_run)
+    }
+
+    /// `Queue.deleteAll` (filters as [`NativeQueue::replay_all`]).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn delete_all(
+        &self,
+        filters: Array<'_>,
+        limit: Unknown<'_>,
+        dry_run: Unknown<'_>,
+    ) -> napi::Result<AsyncTask<Work>> {
+        self.bulk(Action::Delete, &filters, limit, dry_run)
+    }
+
+    /// `Queue.retryNowAll` (filters as [`NativeQueue::replay_all`]).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn retry_now_all(
+        &self,
+        filters: Array<'_>,
+        limit: Unknown<'_>,
+        dry_run: Unknown<'_>,
+    ) -> napi::Result<AsyncTask<Work>> {
+        self.bulk(Action::RetryNow, &filters, limit, dry_run)
     }
 
     /// `Queue.purge`.
@@ -368,26 +433,26 @@ impl NativeQueue {
         )
     }
 
-    /// `Queue.list`.
+    /// `Queue.list` (filters as [`NativeQueue::replay_all`]): the page is `{ messages,
+    /// next_after_id }`.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn list(
         &self,
-        status: Unknown<'_>,
+        filters: Array<'_>,
         limit: Unknown<'_>,
         after_id: Unknown<'_>,
     ) -> napi::Result<AsyncTask<Work>> {
-        let [status, limit, after] = [
-            OwnedArg::from_js(status)?,
-            OwnedArg::from_js(limit)?,
-            OwnedArg::from_js(after_id)?,
-        ];
-        Ok(self.work(move |db, _, queue, _| {
-            reply::of(pollster::block_on(db.list(
+        let filters = filter_values(&filters)?;
+        let [limit, after] = [OwnedArg::from_js(limit)?, OwnedArg::from_js(after_id)?];
+        Ok(self.work(move |db, clock, queue, _| {
+            let page = pollster::block_on(db.list(
                 queue,
-                status.arg(),
+                &filter_args(&filters),
                 limit.arg(),
                 after.arg(),
-            )))
+                clock,
+            ));
+            reply::of(page.map(reply::Page))
         }))
     }
 

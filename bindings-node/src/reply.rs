@@ -65,6 +65,19 @@ impl Serialize for Settings {
     }
 }
 
+/// A page of `list` as a reply's value: `messages` and `next_after_id` (null at the end).
+pub struct Page(pub deadletter::Page);
+
+impl Serialize for Page {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        json!({ "messages": self.0.messages, "next_after_id": self.0.next_after_id })
+            .serialize(serializer)
+    }
+}
+
 /// `{"error": {...}}`: `code` (the core's stable code), `message`, `errors` (the rejected
 /// fields of a validation error, in JavaScript names, with `index` for an item of
 /// `enqueueMany`), and where they apply `queue` and `id` (`not_found`), `reason`, `id` and

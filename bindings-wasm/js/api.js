@@ -93,10 +93,26 @@ const FAIL = ["leaseToken", "retryable", "retryInMs"];
 const REPLAY = ["expiresInMs"];
 const SETTINGS = ["backoff", "maxRetries", "leaseMs", "expiresInMs", "onExpiry"];
 const EXTEND = ["leaseToken", "leaseMs"];
-const LIST = ["status", "limit", "afterId"];
-const REPLAY_ALL = ["errorContains", "deadBefore", "deadAfter", "limit"];
+/**
+ * The filters of `list` and of the bulk actions: the core's names (`FilterArgs::NAMES`, the HTTP
+ * API's and Python's keywords) camelCased, in the core's order, which is how they cross to the
+ * backends (an array); the last six are instants.
+ */
+const FILTERS = ["status", "delayed", "payloadContains", "errorContains", "group", "idempotencyKey",
+  "createdAfter", "createdBefore", "updatedAfter", "updatedBefore", "deadAfter", "deadBefore"];
+const LIST = [...FILTERS, "limit", "afterId"];
+const BULK = [...FILTERS, "limit", "dryRun"];
 const PURGE = ["status", "olderThanMs"];
 const PROCESS = ["concurrency", "pollIntervalMs", "shutdownTimeoutMs", "leaseMs", "signal"];
+
+/**
+ * The filters of the options `o` as the backends take them: an array in `FILTERS` order, an
+ * instant given as a `Date` as its milliseconds since the epoch (an invalid `Date` is NaN, which
+ * the core rejects as a type error); every value else as it is, for the core to judge.
+ */
+function filters(o) {
+  return FILTERS.map((key, i) => (i >= 6 && o[key] instanceof Date ? o[key].getTime() : o[key]));
+}
 
 /** One named queue of a Database, with its backoff policy. Get it with `db.queue(name, options)`. */
 export class Queue {
@@ -188,10 +204,27 @@ export class Queue {
   }
 
   replayAll(opts) {
+    return this.#bulk("replayAll", opts);
+  }
+
+  deleteAll(opts) {
+    return this.#bulk("deleteAll", opts);
+  }
+
+  retryNowAll(opts) {
+    return this.#bulk("retryNowAll", opts);
+  }
+
+  /** A bulk action (`replayAll`, `deleteAll`, `retryNowAll`) of the backend, with its options. */
+  #bulk(action, opts) {
     return this.#run(() => {
-      const o = options(opts, REPLAY_ALL);
-      return this.#handle.replayAll(o.errorContains, o.deadBefore, o.deadAfter, o.limit);
+      const o = options(opts, BULK);
+      return this.#handle[action](filters(o), o.limit, o.dryRun);
     });
+  }
+
+  retryNow(id) {
+    return this.#run(() => this.#handle.retryNow(id));
   }
 
   purge(opts) {
@@ -239,9 +272,11 @@ export class Queue {
   }
 
   list(opts) {
-    return this.#run(() => {
+    return this.#run(async () => {
       const o = options(opts, LIST);
-      return this.#handle.list(o.status, o.limit, o.afterId);
+      const page = await this.#handle.list(filters(o), o.limit, o.afterId);
+      // Not enumerable: the page still equals (deepEqual) and spreads as the plain array it is.
+      return Object.defineProperty(page.messages, "nextAfterId", { value: page.nextAfterId });
     });
   }
 

@@ -14,8 +14,10 @@
 //     enqueueMany(rows) (a row: those six), claim(leaseMs), claimMany(n, leaseMs), reap()
 //     (these three: { value, dead }), succeed(id, leaseToken), fail(id, error, leaseToken,
 //     retryable, retryInMs) ({ value, dead }), extend(id, leaseToken, leaseMs), replay(id,
-//     expiresInMs), replayAll(errorContains, deadBefore, deadAfter, limit), purge(status,
-//     olderThanMs), delete(id), stats(), nextDueAt(), get(id), list(status, limit, afterId),
+//     expiresInMs), retryNow(id), replayAll / deleteAll / retryNowAll(filters, limit, dryRun)
+//     (`filters`: the values of the core's FilterArgs::NAMES in that order, instants in ms),
+//     purge(status, olderThanMs), delete(id), stats(), nextDueAt(), get(id), list(filters,
+//     limit, afterId) ({ messages, nextAfterId }),
 //     settings(), setSettings(backoff, maxRetries, leaseMs, expiresInMs, onExpiry) (`backoff`:
 //     null or [initialMs, multiplier, capMs, jitter]), pause(), resume() (these three: the
 //     settings), workerPlan(concurrency, pollIntervalMs, shutdownTimeoutMs, leaseMs) -> {
@@ -31,7 +33,7 @@
 // starts. A user's `clock` or `random` is called synchronously; what it throws rejects the call
 // unchanged.
 
-import { WorkerPlan, dueAt, messagesOf, openRules, settingsOf, statsPlan } from "./core.js";
+import { WorkerPlan, dueAt, openRules, settingsOf, statsPlan } from "./core.js";
 import { DeadLetterError, Thrown } from "./errors.js";
 import { IdbStore } from "./store/store.js";
 
@@ -202,14 +204,26 @@ class QueueHandle {
   async #bulk(plan, write) {
     try {
       for (let next = plan.next(); next !== undefined; next = plan.next()) {
-        const [range, room] = next;
-        const ids = await this.#ctx.store.select(plan, range, room);
+        const ids = await this.#ctx.store.select(this.#rules.name, plan, ...next);
         plan.record(ids, ids.length === 0 ? 0 : await write(ids));
       }
       return plan.done;
     } finally {
       plan.free();
     }
+  }
+
+  /**
+   * `replayAll` (0), `deleteAll` (1), `retryNowAll` (2): a BulkPlan whose batches write its
+   * steps or delete; a dry run's batches read the same in read-only transactions and count what
+   * the write would have touched.
+   */
+  #action(action, filters, limit, dryRun) {
+    const { store, clock } = this.#ctx;
+    const plan = this.#rules.bulk(action, this.#ctx.now(), filters, limit, dryRun);
+    const [queue, dry] = [this.#rules.name, plan.dry];
+    if (plan.writes) return this.#bulk(plan, (ids) => store.stepMany(queue, plan, ids, clock, dry));
+    return this.#bulk(plan, async (ids) => (await store.deleteMany(ids, (records) => plan.deletable(records), dry)).length);
   }
 
   enqueue(payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs) {
@@ -250,10 +264,20 @@ class QueueHandle {
     return this.#update(() => this.#rules.replay(id, expiresInMs)).then((o) => o.value);
   }
 
-  replayAll(errorContains, deadBefore, deadAfter, limit) {
-    this.#ctx.open();
-    const plan = this.#rules.replayAll(errorContains, deadBefore, deadAfter, limit);
-    return this.#bulk(plan, (ids) => this.#ctx.store.replayMany(this.#rules.name, plan, ids, this.#ctx.clock));
+  retryNow(id) {
+    return this.#update(() => this.#rules.retryNow(id)).then((o) => o.value);
+  }
+
+  replayAll(filters, limit, dryRun) {
+    return this.#action(0, filters, limit, dryRun);
+  }
+
+  deleteAll(filters, limit, dryRun) {
+    return this.#action(1, filters, limit, dryRun);
+  }
+
+  retryNowAll(filters, limit, dryRun) {
+    return this.#action(2, filters, limit, dryRun);
   }
 
   purge(status, olderThanMs) {
@@ -291,10 +315,17 @@ class QueueHandle {
     return dueAt(await this.#ctx.store.firstKey("delayed", range));
   }
 
-  async list(status, limit, afterId) {
+  async list(filters, limit, afterId) {
     this.#ctx.open();
-    const plan = this.#rules.list(status, limit, afterId);
-    return messagesOf(await this.#ctx.store.list(plan.queue, plan.range, plan.limit, plan.afterId));
+    const plan = this.#rules.list(filters, limit, afterId, this.#ctx.clock);
+    try {
+      await this.#ctx.store.scan(this.#rules.name, plan);
+      const [messages, nextAfterId] = plan.finish();
+      return { messages, nextAfterId };
+    } catch (err) {
+      plan.free();
+      throw err;
+    }
   }
 
   async settings() {

@@ -180,6 +180,11 @@ function check(expect, outcome) {
     }
   } else if ("messages" in expect) {
     matchList(expect.messages, got, matchMessage, "messages");
+  } else if ("page" in expect) {
+    matchList(expect.page.messages, got, matchMessage, "messages");
+    if (got.nextAfterId !== expect.page.next_after_id) {
+      throw new Error(`nextAfterId: expected ${show(expect.page.next_after_id)}, got ${show(got.nextAfterId)}`);
+    }
   } else if ("delay_ms" in expect) {
     if (got !== expect.delay_ms) throw new Error(`expected delay ${expect.delay_ms} ms, got ${show(got)}`);
   } else if ("count" in expect) {
@@ -195,6 +200,17 @@ function check(expect, outcome) {
       throw new Error(`expected next due at ${expect.next_due_at === null ? "null" : `BASE+${expect.next_due_at}`}, got ${showInstant(got)}`);
     }
   }
+}
+
+/** The filters of `list` and of the bulk actions (core names); the last six are instants. */
+const FILTERS = ["status", "delayed", "payload_contains", "error_contains", "group", "idempotency_key",
+  "created_after", "created_before", "updated_after", "updated_before", "dead_after", "dead_before"];
+
+/** The options of `list` (`extra` "after_id") or of a bulk action ("dry_run"): the filters (instants as Dates), `limit` and `extra`. */
+function filtered(args, extra) {
+  const options = pick(args, [...FILTERS, "limit", extra]);
+  for (const name of FILTERS.slice(6)) if (name in args) options[jsName(name)] = instant(args[name]);
+  return options;
 }
 
 /** An item of `enqueue_many`: an object's keys in JS names; any other value as it is. */
@@ -222,11 +238,14 @@ async function perform(db, q, op, args) {
       return q.extend(args.id, pick(args, ["lease_token", "lease_ms"]));
     case "replay":
       return q.replay(args.id, pick(args, ["expires_in_ms"]));
-    case "replay_all": {
-      const options = pick(args, ["error_contains", "dead_before", "dead_after", "limit"]);
-      for (const key of ["deadBefore", "deadAfter"]) if (key in options) options[key] = instant(options[key]);
-      return q.replayAll(options);
-    }
+    case "replay_all":
+      return q.replayAll(filtered(args, "dry_run"));
+    case "delete_all":
+      return q.deleteAll(filtered(args, "dry_run"));
+    case "retry_now_all":
+      return q.retryNowAll(filtered(args, "dry_run"));
+    case "retry_now":
+      return q.retryNow(args.id);
     case "purge":
       return q.purge(pick(args, ["status", "older_than_ms"]));
     case "delete":
@@ -242,7 +261,7 @@ async function perform(db, q, op, args) {
     case "get":
       return q.get(args.id);
     case "list":
-      return q.list(pick(args, ["status", "limit", "after_id"]));
+      return q.list(filtered(args, "after_id"));
     case "backoff":
       return backoffMs(args.retry_count);
     case "settings":

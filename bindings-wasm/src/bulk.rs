@@ -1,31 +1,41 @@
-//! `Queue.replayAll` and `Queue.purge` ([`BulkPlan`], internal): the core's [`Batches`] over the
-//! `list` index of the IndexedDB store, each batch in its own write transaction.
+//! The bulk operations (internal): `Queue.replayAll`, `deleteAll`, `retryNowAll` (the core's
+//! [`BulkArgs`], over the filters of `list`) and `Queue.purge`, in the core's [`Batches`] over
+//! the `list` index (a status) or the `queue` index (`deleteAll` without a status) of the
+//! IndexedDB store, each batch in its own transaction; and a page of `Queue.list` ([`ListPlan`],
+//! the core's [`Scan`]).
 
-use deadletter::engine::{Sift, sift};
-use deadletter::{Batches, Error, Id, PurgeArgs, ReplayAllArgs};
+use deadletter::engine::{Action, BulkArgs, Scan, Sift, sift};
+use deadletter::{Batches, Error, Id, Millis, PurgeArgs, Result};
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
 use crate::groups::Book;
 use crate::plans::{context, read_all};
-use crate::record::{from_record, number, stored, whole};
+use crate::record::{from_record, number, stored, to_js, whole};
 use crate::rules::js;
 use crate::{errors, keys};
 
 /// What the writes of a bulk operation do.
 enum Bulk {
-    Replay(ReplayAllArgs),
+    /// `replayAll`, `deleteAll`, `retryNowAll`, at the instant the call started (the filter
+    /// `delayed` of the selection is judged then; each write judges again at its own).
+    Action(BulkArgs, Millis),
     Purge(PurgeArgs),
 }
 
-/// `Queue.replayAll` and `Queue.purge`, in [`Batches`]: while [`BulkPlan::next`] names a
-/// selection, the store walks the keys of the `list` index in that range, asking
-/// [`BulkPlan::sift`] about each (and [`BulkPlan::matches`] about the record when it says so),
-/// then, in a write transaction, reads the records of the ids it kept and:
-/// - for `replayAll`, reads the queue's row first, hands everything to [`BulkPlan::replay`] with
-///   the clock's time, and writes the replays with their groups' bookkeeping (the [`Book`] it
-///   answers: a replayed message goes to its group's end);
-/// - for `purge`, deletes the ids [`BulkPlan::deletable`] returns;
+/// A bulk operation in [`Batches`]: while [`BulkPlan::next`] names a selection, the store reads
+/// that range of the `list` index (keys; [`BulkPlan::sift`] about each, and
+/// [`BulkPlan::matches`] about the record when it says so) or, without a range, the records of
+/// the queue's `queue` index above the id it names ([`BulkPlan::matches`] about each); then, in
+/// one transaction, reads the records of the ids it kept and:
+/// - for `replayAll` and `retryNowAll` ([`BulkPlan::writes`] true), reads the queue's row first,
+///   hands everything to [`BulkPlan::step`] with the clock's time, and writes the [`Book`] it
+///   answers with its groups' bookkeeping (a replayed message goes to its group's end);
+/// - for `deleteAll` and `purge`, deletes the ids [`BulkPlan::deletable`] returns;
+/// - for a dry run ([`BulkPlan::dry`]), does the same reads in a read-only transaction and the
+///   same steps, and writes nothing: the size of the [`Book`], or the number of ids
+///   [`BulkPlan::deletable`] returns, is how many the write would have touched (the core's
+///   [`BulkArgs::touches`]);
 ///
 /// [`BulkPlan::record`] closes the batch.
 #[wasm_bindgen]
@@ -35,10 +45,10 @@ pub struct BulkPlan {
 }
 
 impl BulkPlan {
-    pub(crate) fn replay_all(args: ReplayAllArgs) -> Self {
+    pub(crate) fn action(args: BulkArgs, now: Millis) -> Self {
         let batches = Batches::new(args.limit);
         Self {
-            bulk: Bulk::Replay(args),
+            bulk: Bulk::Action(args, now),
             batches,
         }
     }
@@ -52,22 +62,26 @@ impl BulkPlan {
 
     fn filter(&self) -> deadletter::Filter<'_> {
         match &self.bulk {
-            Bulk::Replay(a) => a.filter(),
+            Bulk::Action(a, now) => a.filter(*now),
             Bulk::Purge(a) => a.filter(),
         }
     }
 
-    fn replays(&self, clock: &JsValue, row: &JsValue, found: &Array) -> deadletter::Result<Book> {
-        let Bulk::Replay(args) = &self.bulk else {
-            return Err(Error::Store("not a replay".into()));
-        };
+    fn args(&self) -> Result<&BulkArgs> {
+        match &self.bulk {
+            Bulk::Action(args, _) => Ok(args),
+            Bulk::Purge(_) => Err(Error::Store("purge has no steps".into())),
+        }
+    }
+
+    /// The step of each record found that is still selected at the transaction's context, as
+    /// a [`Book`].
+    fn steps(&self, clock: &JsValue, row: &JsValue, found: &Array) -> Result<Book> {
+        let args = self.args()?;
         let ctx = context(&args.queue, clock, row)?;
         let mut book = Book::new(&args.queue, ctx.now);
         for record in found.iter().filter(|r| !r.is_undefined()) {
             let before = stored(&record)?;
-            if before.message.queue != args.queue {
-                continue;
-            }
             if let Some(next) = args.step(before.message.clone(), &ctx)? {
                 book.push(before, next);
             }
@@ -78,15 +92,18 @@ impl BulkPlan {
 
 #[wasm_bindgen]
 impl BulkPlan {
-    /// The next selection, `[range, room]`: at most `room` ids of the `list` index's `range`;
-    /// `undefined` when the operation is over.
+    /// The next selection, `[range, room, after]`: at most `room` ids, of the `list` index's
+    /// `range`, or (`range` null) of the queue's records with an id above `after`; `undefined`
+    /// when the operation is over.
     pub fn next(&self) -> Option<Array> {
         let (after, room) = self.batches.next()?;
         let filter = self.filter();
-        let range = keys::status_after(filter.queue, filter.status, after);
+        let range = filter.status.map_or(JsValue::NULL, |s| {
+            keys::status_after(filter.queue, s, after)
+        });
         #[allow(clippy::cast_precision_loss)] // at most BATCH
         Some(
-            [range, JsValue::from_f64(room as f64)]
+            [range, JsValue::from_f64(room as f64), number(after)]
                 .into_iter()
                 .collect(),
         )
@@ -94,7 +111,7 @@ impl BulkPlan {
 
     /// One key of the selection's range (`[queue, status, id, updatedAt]`): 0 skip it, 1 select
     /// it, 2 read the record and ask [`BulkPlan::matches`].
-    pub fn sift(&self, key: &JsValue) -> Result<u8, JsValue> {
+    pub fn sift(&self, key: &JsValue) -> std::result::Result<u8, JsValue> {
         let updated_at = keys::part(key, 3)
             .ok_or_else(|| errors::to_js(&Error::Store("a bad key in index list".into())))?;
         Ok(match sift(&self.filter(), updated_at) {
@@ -104,44 +121,115 @@ impl BulkPlan {
         })
     }
 
-    /// Whether the filter selects the message of `record`.
-    pub fn matches(&self, record: &JsValue) -> Result<bool, JsValue> {
-        Ok(self.filter().matches(&js(from_record(record))?))
+    /// Whether the operation selects the message of `record`.
+    pub fn matches(&self, record: &JsValue) -> std::result::Result<bool, JsValue> {
+        let message = js(from_record(record))?;
+        Ok(match &self.bulk {
+            Bulk::Action(a, now) => a.selects(&message, *now),
+            Bulk::Purge(a) => a.filter().matches(&message),
+        })
     }
 
-    /// `replayAll`, inside a batch's write: `clock` (what the clock returned once the queue's row
-    /// was read), `row` (its record, or `undefined`) and the records found under the selected ids
-    /// (`undefined`: gone): the replays of the messages the filter still selects, to write with
-    /// their groups' bookkeeping.
-    pub fn replay(&self, clock: &JsValue, row: &JsValue, found: &Array) -> Result<Book, JsValue> {
-        js(self.replays(clock, row, found))
+    /// Whether a batch writes messages (`replayAll`, `retryNowAll`) rather than deletes them.
+    #[wasm_bindgen(getter)]
+    pub fn writes(&self) -> bool {
+        matches!(&self.bulk, Bulk::Action(a, _) if a.action != Action::Delete)
     }
 
-    /// `purge`, inside a batch's write: of the records found under the selected ids
-    /// (`undefined`: gone), the ids to delete.
-    pub fn deletable(&self, found: &Array) -> Result<Array, JsValue> {
+    /// Whether it is a dry run: every batch is read-only and counts what it would write.
+    #[wasm_bindgen(getter)]
+    pub fn dry(&self) -> bool {
+        matches!(&self.bulk, Bulk::Action(a, _) if a.dry_run)
+    }
+
+    /// A batch of `replayAll` or `retryNowAll`, inside its write: `clock` (what the clock
+    /// returned once the queue's row was read), `row` (its record, or `undefined`) and the records
+    /// found under the selected ids (`undefined`: gone): the steps of the messages still
+    /// selected, to write with their groups' bookkeeping.
+    pub fn step(
+        &self,
+        clock: &JsValue,
+        row: &JsValue,
+        found: &Array,
+    ) -> std::result::Result<Book, JsValue> {
+        js(self.steps(clock, row, found))
+    }
+
+    /// `deleteAll` and `purge`, inside a batch's write: of the records found under the selected
+    /// ids (`undefined`: gone), the ids to delete (those still selected; `deleteAll` selects
+    /// finished messages, which no instant changes).
+    pub fn deletable(&self, found: &Array) -> std::result::Result<Array, JsValue> {
         let out = Array::new();
-        if let Bulk::Purge(args) = &self.bulk {
-            for message in js(read_all(found))? {
-                if message.queue == args.queue && args.selects(&message) {
-                    out.push(&number(message.id));
-                }
+        for message in js(read_all(found))? {
+            let deletes = match &self.bulk {
+                Bulk::Action(a, now) => a.deletes(&message, *now),
+                Bulk::Purge(a) => message.queue == a.queue && a.selects(&message),
+            };
+            if deletes {
+                out.push(&number(message.id));
             }
         }
         Ok(out)
     }
 
-    /// Closes a batch: the ids selected (ascending) and how many the write applied.
+    /// Closes a batch: the ids selected (ascending) and how many the write applied (or the dry
+    /// run counted).
     pub fn record(&mut self, ids: &Array, applied: u32) {
         let ids: Vec<Id> = ids.iter().filter_map(|id| whole(&id)).collect();
         self.batches.record(&ids, applied.into());
     }
 
-    /// How many messages were replayed or deleted.
+    /// How many messages were acted on (or, for a dry run, would have been).
     #[wasm_bindgen(getter)]
     pub fn done(&self) -> f64 {
         #[allow(clippy::cast_precision_loss)] // a count, far below 2^53
         let done = self.batches.done() as f64;
         done
+    }
+}
+
+/// `Queue.list` (the core's [`Scan`]): in one read transaction, while [`ListPlan::next`] names a
+/// page, the store reads it and hands its records to [`ListPlan::feed`]; [`ListPlan::finish`]
+/// is the answer.
+#[wasm_bindgen]
+pub struct ListPlan {
+    scan: Scan,
+}
+
+impl ListPlan {
+    pub(crate) fn new(scan: Scan) -> Self {
+        Self { scan }
+    }
+}
+
+#[wasm_bindgen]
+impl ListPlan {
+    /// The next page to read, `[range, limit, afterId]`: with a status, the `range` of the `list`
+    /// index (ids above `afterId`, at most `limit`); `range` null: the records of the queue's
+    /// `queue` index from the id after `afterId`. `undefined` when the scan is over.
+    pub fn next(&self) -> Option<Array> {
+        let query = self.scan.next()?;
+        let after_id = query.after_id.unwrap_or(0);
+        let range = query.status.map_or(JsValue::NULL, |s| {
+            keys::status_after(query.queue, s, after_id)
+        });
+        #[allow(clippy::cast_precision_loss)] // at most SCAN_BUDGET
+        let limit = JsValue::from_f64(query.limit as f64);
+        Some([range, limit, number(after_id)].into_iter().collect())
+    }
+
+    /// The records of the page [`ListPlan::next`] named, in id order.
+    pub fn feed(&mut self, records: &Array) -> std::result::Result<(), JsValue> {
+        self.scan.feed(js(read_all(records))?);
+        Ok(())
+    }
+
+    /// The page: `[messages, nextAfterId]` (`nextAfterId` null when the queue holds no further
+    /// match).
+    pub fn finish(self) -> Array {
+        let page = self.scan.finish();
+        let messages: Array = page.messages.iter().map(|m| to_js(m, false)).collect();
+        let next = page.next_after_id.map_or(JsValue::NULL, number);
+        [messages.into(), next].into_iter().collect()
     }
 }

@@ -8,7 +8,7 @@
 /// Core argument names and their JavaScript names, where they differ: the one table the native
 /// binding's errors use. Every other name (`queue`, `payload`, `id`, `error`, `status`, `limit`,
 /// `retryable`, `n`, `items`, `multiplier`, `jitter`, `clock`, `random`) is the same in both.
-pub const JS_NAMES: [(&str, &str); 19] = [
+pub const JS_NAMES: [(&str, &str); 25] = [
     ("max_retries", "maxRetries"),
     ("lease_ms", "leaseMs"),
     ("lease_token", "leaseToken"),
@@ -28,6 +28,12 @@ pub const JS_NAMES: [(&str, &str); 19] = [
     ("expires_in_ms", "expiresInMs"),
     ("retry_in_ms", "retryInMs"),
     ("on_expiry", "onExpiry"),
+    ("payload_contains", "payloadContains"),
+    ("created_after", "createdAfter"),
+    ("created_before", "createdBefore"),
+    ("updated_after", "updatedAfter"),
+    ("updated_before", "updatedBefore"),
+    ("dry_run", "dryRun"),
 ];
 
 /// The JavaScript name of a core argument name (see [`JS_NAMES`]): `max_retries` ->
@@ -39,9 +45,17 @@ pub fn js_field(core: &str) -> &str {
         .map_or(core, |(_, js)| js)
 }
 
-/// The core's instant fields: JavaScript passes a `Date` or a number of milliseconds since the
-/// epoch (`OwnedArg::instant`), where the core, which sees the number, says "an integer".
-const INSTANTS: [&str; 2] = ["dead_before", "dead_after"];
+/// The core's instant fields, the filters' time bounds: JavaScript passes a `Date` or a number of
+/// milliseconds since the epoch (`js/api.js` turns a `Date` into its milliseconds), where the
+/// core, which sees the number, says "an integer".
+const INSTANTS: [&str; 6] = [
+    "created_after",
+    "created_before",
+    "updated_after",
+    "updated_before",
+    "dead_after",
+    "dead_before",
+];
 
 /// A field error's message in JavaScript's terms (the instants' expected type), as Python's
 /// binding restates its own: `must be an integer, got a string` for `dead_after` becomes
@@ -91,6 +105,7 @@ mod tests {
             "must be a Date or an integer number of milliseconds since the epoch, got a string";
         assert_eq!(js_message("dead_after", core), js);
         assert_eq!(js_message("dead_before", core), js);
+        assert_eq!(js_message("created_after", core), js);
         assert_eq!(js_message("limit", core), core);
     }
 }

@@ -234,9 +234,11 @@ pub enum Update {
     Extend(ExtendArgs),
     /// `Queue.replay`.
     Replay(ReplayArgs),
+    /// `Queue.retryNow`.
+    RetryNow(MessageArgs),
 }
 
-/// `Queue.succeed`, `fail`, `extend` and `replay`: inside its transaction, the store reads the
+/// `Queue.succeed`, `fail`, `extend`, `replay` and `retryNow`: inside its transaction, the store reads the
 /// queue's row (first) and the record of [`UpdatePlan::id`], hands them to [`UpdatePlan::start`]
 /// with the clock's time, then writes the record with its group's bookkeeping (the [`Book`] it
 /// answers).
@@ -265,6 +267,7 @@ impl UpdatePlan {
             Update::Fail(a) => (&a.queue, a.id),
             Update::Extend(a) => (&a.queue, a.id),
             Update::Replay(a) => (&a.queue, a.id),
+            Update::RetryNow(a) => (&a.queue, a.id),
         }
     }
 
@@ -290,6 +293,7 @@ impl UpdatePlan {
             }
             Update::Extend(a) => a.step(message, &ctx),
             Update::Replay(a) => a.step(message, &ctx),
+            Update::RetryNow(a) => a.retry_now(message, &ctx),
         }?;
         let mut book = Book::new(&queue, ctx.now);
         if let Some(before) = before {

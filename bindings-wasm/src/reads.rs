@@ -1,12 +1,11 @@
 //! The plans of the reads of the IndexedDB store that look at more than one message (internal):
-//! a queue's statistics ([`StatsPlan`]) and a page of `Queue.list` ([`list_plan`]).
+//! a queue's statistics ([`StatsPlan`]; a page of `Queue.list` is [`crate::bulk::ListPlan`]).
 
-use deadletter::{Error, ListQuery, Millis, Result, Stats, Status, machine};
+use deadletter::{Error, Millis, Result, Stats, Status, machine};
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
-use crate::plans::read_all;
-use crate::record::{from_record, number, to_js, whole};
+use crate::record::{from_record, whole};
 use crate::rules::js;
 use crate::{errors, keys, queue};
 
@@ -118,35 +117,4 @@ impl StatsPlan {
 pub fn stats_plan(name: String, now: f64) -> StatsPlan {
     #[allow(clippy::cast_possible_truncation)] // a checked instant, whole
     StatsPlan::new(name, now as Millis)
-}
-
-/// `Queue.list`: `{ queue, range, limit, afterId }`: with a status, the `range` of the `list`
-/// index to read (ids above `afterId`, at most `limit`); without, `range` is null and the store
-/// reads the `queue` index from the id after `afterId`. The page read goes to [`messages_of`].
-pub fn list_plan(query: &ListQuery<'_>) -> JsValue {
-    let after_id = query.after_id.unwrap_or(0);
-    let range = query.status.map_or(JsValue::NULL, |s| {
-        keys::status_after(query.queue, s, after_id)
-    });
-    let object = Object::new();
-    #[allow(clippy::cast_precision_loss)] // at most 1000
-    let limit = JsValue::from_f64(query.limit as f64);
-    for (key, value) in [
-        ("queue", JsValue::from_str(query.queue)),
-        ("range", range),
-        ("limit", limit),
-        ("afterId", number(after_id)),
-    ] {
-        let _ = Reflect::set(&object, &key.into(), &value);
-    }
-    object.into()
-}
-
-/// The messages of the records of one page of `Queue.list`, in order.
-#[wasm_bindgen(js_name = messagesOf)]
-pub fn messages_of(page: &Array) -> std::result::Result<Array, JsValue> {
-    Ok(js(read_all(page))?
-        .iter()
-        .map(|m| to_js(m, false))
-        .collect())
 }

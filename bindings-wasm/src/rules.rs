@@ -10,20 +10,22 @@
 //! JavaScript reads the clock (`options.clock`, else `Date.now()`) and the random source
 //! (`options.random`, else `Math.random()`) and passes what they returned; this module judges it.
 
+use deadletter::engine::{Action, BulkArgs, FilterArgs, ListArgs, Scan};
 use deadletter::{
     Arg, Backoff, ClaimArgs, EnqueueArgs, Error, ExtendArgs, FailArgs, FieldError, Item, Limits,
-    MessageArgs, Millis, PurgeArgs, ReplayAllArgs, ReplayArgs, Result, SettingsArgs, SucceedArgs,
+    MessageArgs, Millis, PurgeArgs, ReplayArgs, Result, SettingsArgs, SucceedArgs,
 };
 use js_sys::{Array, Date, Reflect};
 use wasm_bindgen::prelude::*;
 
 use crate::args::{OwnedArg, OwnedItem, function, kind};
 use crate::bulk::BulkPlan;
+use crate::bulk::ListPlan;
 use crate::claim::ClaimPlan;
 use crate::errors;
 use crate::plans::{EnqueuePlan, ReadPlan, Update, UpdatePlan};
 use crate::queue::{RowPlan, policy_to_js};
-use crate::reads::{StatsPlan, list_plan};
+use crate::reads::StatsPlan;
 use crate::{keys, record};
 
 /// A result for JavaScript: the error as a `DeadLetterError`.
@@ -70,6 +72,15 @@ pub fn now(clock: &JsValue) -> Result<Millis> {
             clock,
         )])),
     }
+}
+
+/// The clock's time (see [`now`]) within the range of instants the core represents
+/// (`out_of_range` on field `clock` otherwise).
+#[inline(never)]
+fn checked_now(clock: &JsValue) -> Result<Millis> {
+    let now = now(clock)?;
+    deadletter::engine::clock_at(now)?;
+    Ok(now)
 }
 
 /// The jitter sample (checked by the core to be a number in `[0, 1)`, field `random`) of a call
@@ -195,10 +206,8 @@ impl DatabaseRules {
 
     /// `Database.queues`: the clock's time `clock`, checked, for [`crate::plans::stats_plan`].
     pub fn queues(&self, clock: &JsValue) -> std::result::Result<f64, JsValue> {
-        let now = js(now(clock))?;
-        js(deadletter::engine::clock_at(now))?;
         #[allow(clippy::cast_precision_loss)] // a checked instant, within ±2^53
-        Ok(now as f64)
+        Ok(js(checked_now(clock))? as f64)
     }
 }
 
@@ -337,25 +346,29 @@ impl QueueRules {
         Ok(UpdatePlan::new(Update::Replay(args), None))
     }
 
-    /// `Queue.replayAll`: `deadBefore` and `deadAfter` are `Date`s or milliseconds.
-    #[wasm_bindgen(js_name = replayAll)]
-    pub fn replay_all(
+    /// `Queue.replayAll` (`action` 0), `deleteAll` (1) and `retryNowAll` (2): `clock` is what
+    /// the clock returned when the call started (the instant the selection's `delayed` is judged
+    /// at; each batch's write judges again at its own), `filters` the values of
+    /// `FilterArgs::NAMES`, in that order.
+    pub fn bulk(
         &self,
-        error_contains: &JsValue,
-        dead_before: &JsValue,
-        dead_after: &JsValue,
+        action: u8,
+        clock: &JsValue,
+        filters: &Array,
         limit: &JsValue,
+        dry_run: &JsValue,
     ) -> std::result::Result<BulkPlan, JsValue> {
-        let [text, limit] = [error_contains, limit].map(OwnedArg::from_js);
-        let [before, after] = [dead_before, dead_after].map(OwnedArg::instant);
-        let args = js(ReplayAllArgs::new(
+        let action = [Action::Replay, Action::Delete, Action::RetryNow][usize::from(action.min(2))];
+        let values = owned(filters);
+        let [limit, dry_run] = [limit, dry_run].map(OwnedArg::from_js);
+        let args = js(BulkArgs::new(
+            action,
             &self.queue(),
-            &text.arg(),
-            &before.arg(),
-            &after.arg(),
+            &filter_args(&values),
             &limit.arg(),
+            &dry_run.arg(),
         ))?;
-        Ok(BulkPlan::replay_all(args))
+        Ok(BulkPlan::action(args, js(checked_now(clock))?))
     }
 
     /// `Queue.setSettings`: the policy to store field by field when `backoff` (else none), and
@@ -447,21 +460,76 @@ impl QueueRules {
         Ok(keys::delayed(&queue, now))
     }
 
-    /// `Queue.list`.
+    /// `Queue.list`: `filters` are the values of `FilterArgs::NAMES`, in that order; `clock` is
+    /// called only when a filter depends on the instant (`delayed`).
     pub fn list(
         &self,
-        status: &JsValue,
+        filters: &Array,
         limit: &JsValue,
         after_id: &JsValue,
-    ) -> std::result::Result<JsValue, JsValue> {
-        let [status, limit, after] = [status, limit, after_id].map(OwnedArg::from_js);
-        let query = deadletter::engine::list_query(
+        clock: &js_sys::Function,
+    ) -> std::result::Result<ListPlan, JsValue> {
+        let values = owned(filters);
+        let [limit, after] = [limit, after_id].map(OwnedArg::from_js);
+        let args = js(ListArgs::new(
             &self.queue(),
-            &status.arg(),
+            &filter_args(&values),
             &limit.arg(),
             &after.arg(),
-        );
-        js(query.map(|q| list_plan(&q)))
+        ))?;
+        let at = if args.needs_clock() {
+            js(checked_now(&clock.call0(&JsValue::UNDEFINED)?))?
+        } else {
+            0
+        };
+        Ok(ListPlan::new(Scan::new(args, at)))
+    }
+
+    /// `Queue.retryNow`.
+    #[wasm_bindgen(js_name = retryNow)]
+    pub fn retry_now(&self, id: &JsValue) -> std::result::Result<UpdatePlan, JsValue> {
+        let id = OwnedArg::from_js(id);
+        let args = js(MessageArgs::new(&self.queue(), &id.arg()))?;
+        Ok(UpdatePlan::new(Update::RetryNow(args), None))
+    }
+}
+
+/// The values of the filters of `list` and of the bulk actions, in `FilterArgs::NAMES` order
+/// (`js/api.js` puts them so, the instants already in milliseconds; a missing one is null).
+fn owned(filters: &Array) -> [OwnedArg; 12] {
+    std::array::from_fn(|i| OwnedArg::from_js(&filters.get(u32::try_from(i).unwrap_or_default())))
+}
+
+/// The core's filters of `values` (see [`owned`]), field by field: `FilterArgs::set` matches
+/// names, which costs the module more.
+fn filter_args(values: &[OwnedArg; 12]) -> FilterArgs<'_> {
+    let [
+        status,
+        delayed,
+        payload_contains,
+        error_contains,
+        group,
+        idempotency_key,
+        created_after,
+        created_before,
+        updated_after,
+        updated_before,
+        dead_after,
+        dead_before,
+    ] = values.each_ref().map(OwnedArg::arg);
+    FilterArgs {
+        status,
+        delayed,
+        payload_contains,
+        error_contains,
+        group,
+        idempotency_key,
+        created_after,
+        created_before,
+        updated_after,
+        updated_before,
+        dead_after,
+        dead_before,
     }
 }
 

@@ -75,7 +75,8 @@ function date(ms) {
  */
 export function fieldError(core, code, text, index) {
   const field = core.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
-  const message = core === "dead_before" || core === "dead_after"
+  // The instants of the filters (`created_after`, ..., `dead_before`).
+  const message = /_(after|before)$/.test(core)
     ? text.replace("an integer", "a Date or an integer number of milliseconds since the epoch") : text;
   return index === undefined ? { field, code, message } : { field, code, message, index };
 }

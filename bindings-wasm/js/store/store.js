@@ -68,6 +68,29 @@ async function place(messages, book) {
   }
 }
 
+/**
+ * One page of records: of index `list` in `range` when given, else of queue `queue` with an id
+ * above `afterId`; at most `limit`.
+ */
+async function page(messages, queue, range, limit, afterId) {
+  if (range !== null) return request("getAll", () => messages.index("list").getAll(keyRange(range), limit));
+  const records = [];
+  const req = messages.index("queue").openCursor(IDBKeyRange.only(queue));
+  for (;;) {
+    const cursor = await settle(req, "openCursor");
+    if (cursor === null) break;
+    if (cursor.primaryKey <= afterId) {
+      // Keyset pagination: on to the first id above afterId under this key.
+      cursor.continuePrimaryKey(queue, afterId + 1);
+      continue;
+    }
+    records.push(cursor.value);
+    if (records.length === limit) break;
+    cursor.continue();
+  }
+  return records;
+}
+
 /** An open IndexedDB database holding messages. */
 export class IdbStore {
   #db;
@@ -177,42 +200,38 @@ export class IdbStore {
     });
   }
 
-  /** One page of records: of index `list` in `range` when given, else of queue `queue` with an id above `afterId`; at most `limit`. */
-  list(queue, range, limit, afterId) {
+  /**
+   * The pages of a ListPlan (src/bulk.rs: the core's Scan), in one read transaction: while
+   * `plan.next()` names a page `[range, limit, afterId]`, reads it (`page`) and hands its records
+   * to `plan.feed`.
+   */
+  scan(queue, plan) {
     return this.#run(MESSAGES, "readonly", async (messages) => {
-      if (range !== null) return request("getAll", () => messages.index("list").getAll(keyRange(range), limit));
-      const page = [];
-      const req = messages.index("queue").openCursor(IDBKeyRange.only(queue));
-      for (;;) {
-        const cursor = await settle(req, "openCursor");
-        if (cursor === null) break;
-        if (cursor.primaryKey <= afterId) {
-          // Keyset pagination: on to the first id above afterId under this key.
-          cursor.continuePrimaryKey(queue, afterId + 1);
-          continue;
-        }
-        page.push(cursor.value);
-        if (page.length === limit) break;
-        cursor.continue();
-      }
-      return page;
+      for (let next = plan.next(); next !== undefined; next = plan.next()) plan.feed(await page(messages, queue, ...next));
     });
   }
 
   /**
-   * The ids (ascending) of at most `room` messages in `range` of index `list` that a BulkPlan
-   * selects: its `sift(key)` of each key, and its `matches(record)` when it asks for the record.
+   * The ids (ascending) of at most `room` messages that a BulkPlan selects: of index `list` in
+   * `range`, its `sift(key)` of each key and its `matches(record)` when it asks for the record;
+   * without a range, its `matches(record)` of each record of queue `queue` with an id above
+   * `after`.
    */
-  select(plan, range, room) {
+  select(queue, plan, range, room, after) {
     return this.#run(MESSAGES, "readonly", async (messages) => {
       const ids = [];
-      const req = messages.index("list").openKeyCursor(keyRange(range));
+      const keyed = range !== null;
+      const req = keyed ? messages.index("list").openKeyCursor(keyRange(range)) : messages.index("queue").openCursor(IDBKeyRange.only(queue));
       for (;;) {
-        const cursor = await settle(req, "openKeyCursor");
+        const cursor = await settle(req, keyed ? "openKeyCursor" : "openCursor");
         if (cursor === null) break;
-        const sift = plan.sift(cursor.key);
         const id = cursor.primaryKey;
-        if (sift === 1 || (sift === 2 && plan.matches(await request("get", () => messages.get(id))))) {
+        if (!keyed && id <= after) {
+          cursor.continuePrimaryKey(queue, after + 1);
+          continue;
+        }
+        const sift = keyed ? plan.sift(cursor.key) : 2;
+        if (sift === 1 || (sift === 2 && plan.matches(keyed ? await request("get", () => messages.get(id)) : cursor.value))) {
           ids.push(id);
           if (ids.length === room) break;
         }
@@ -223,24 +242,33 @@ export class IdbStore {
   }
 
   /**
-   * A batch of a BulkPlan's `replayAll`: the queue's row and the records of `ids` (undefined:
-   * gone), then the replays with their groups' bookkeeping; resolves to how many.
+   * A batch of a BulkPlan's `replayAll` or `retryNowAll`: the queue's row and the records of
+   * `ids` (undefined: gone), then the steps with their groups' bookkeeping; resolves to how many.
+   * A dry run (`dry`) reads the same in a read-only transaction and writes nothing: it resolves to
+   * how many the steps would have written.
    */
-  replayMany(queue, plan, ids, clock) {
-    return this.#run(BOTH, "readwrite", async (messages, queues) => {
+  stepMany(queue, plan, ids, clock, dry) {
+    return this.#run(BOTH, dry ? "readonly" : "readwrite", async (messages, queues) => {
       const started = context(queues, queue, clock);
       const found = ahead(Promise.all(ids.map((id) => request("get", () => messages.get(id)))));
       const [now, row] = await started;
-      return place(messages, plan.replay(now, row, await found));
+      const book = plan.step(now, row, await found);
+      if (!dry) return place(messages, book);
+      const { size } = book;
+      book.free();
+      return size;
     });
   }
 
-  /** Reads the records of `ids` (undefined: gone) and deletes the ids `check(records)` returns; resolves to the deleted records. */
-  deleteMany(ids, check) {
-    return this.#run(MESSAGES, "readwrite", async (messages) => {
+  /**
+   * Reads the records of `ids` (undefined: gone) and deletes the ids `check(records)` returns
+   * (a dry run, `dry`: in a read-only transaction, deletes nothing); resolves to those records.
+   */
+  deleteMany(ids, check, dry = false) {
+    return this.#run(MESSAGES, dry ? "readonly" : "readwrite", async (messages) => {
       const found = await Promise.all(ids.map((id) => request("get", () => messages.get(id))));
       const doomed = check(found);
-      for (const id of doomed) messages.delete(id);
+      if (!dry) for (const id of doomed) messages.delete(id);
       return found.filter((record) => record !== undefined && doomed.includes(record.id));
     });
   }

@@ -381,8 +381,12 @@ test("unknown option keys are rejected with code unknown, and nothing is done", 
   assert.equal((await q.get(m.id)).status, "processing", "neither acked nor failed");
   const dead = await q.fail(m.id, "x", { leaseToken: m.leaseToken, retryable: false });
   assert.equal(dead.status, "dead");
-  await unknown(q.list({ state: "dead" }), ["state"], "status, limit, afterId");
-  await unknown(q.list({ limit: 5, after: 1 }), ["after"], "status, limit, afterId");
+  const FILTERS = "status, delayed, payloadContains, errorContains, group, idempotencyKey, createdAfter, createdBefore, updatedAfter, updatedBefore, deadAfter, deadBefore";
+  await unknown(q.list({ state: "dead" }), ["state"], `${FILTERS}, limit, afterId`);
+  await unknown(q.list({ limit: 5, after: 1 }), ["after"], `${FILTERS}, limit, afterId`);
+  for (const bulk of ["replayAll", "deleteAll", "retryNowAll"]) {
+    await unknown(q[bulk]({ dryrun: true }), ["dryrun"], `${FILTERS}, limit, dryRun`);
+  }
   await unknown(q.replay(m.id, { expiresIn: 5 }), ["expiresIn"], "expiresInMs");
   await unknown(q.setSettings({ retries: 5 }), ["retries"], "backoff, maxRetries, leaseMs, expiresInMs, onExpiry");
   await unknown(q.setSettings({ backoff: { initial: 5 } }), ["initial"], "initialMs, multiplier, capMs, jitter");
