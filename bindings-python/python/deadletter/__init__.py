@@ -20,8 +20,11 @@ delivered one at a time, in order; a message may expire (``expires_in``); a queu
 (``Queue.set_settings``, ``Queue.pause``). ``Queue.process`` (threads) and ``Queue.process_async``
 (asyncio) run a handler on each message, with heartbeats and a clean shutdown; a handler that raises
 `PermanentError` sends its message to the dead-letter queue at once. Producers may pass an
-idempotency key; ``stats`` and ``Database.queues`` read the queues' numbers from indexes. Every
-rule lives in the Rust core and is shared with the JavaScript binding.
+idempotency key; ``stats`` and ``Database.queues`` read the queues' numbers from indexes.
+``Queue.list`` finds messages by status, text in payloads and errors, group, key and time ranges,
+a `MessagePage` at a time; ``replay_all``, ``delete_all`` and ``retry_now_all`` act on what the
+same filters select, and count it exactly first with ``dry_run=True``. Every rule lives in the
+Rust core and is shared with the JavaScript binding.
 """
 
 from ._deadletter import (
