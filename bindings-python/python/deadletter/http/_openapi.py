@@ -246,7 +246,8 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         f"{SCAN_BUDGET} messages (filters that no index answers, such as `payload_contains`, "
         "scan): when that budget runs out before the page is full, the page may be short, "
         "even empty, and `next_after_id` is the last id examined, so that the next call goes "
-        "on from there.",
+        "on from there. Instants are RFC 3339 in UTC: write `Z` (a `+` in a query string "
+        "reads as a space: `+00:00` is `%2B00:00`).",
         "parameters": [
             QUEUE,
             *(
