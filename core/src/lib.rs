@@ -86,8 +86,7 @@ pub use backoff::{Backoff, Jitter};
 pub use engine::{
     Action, BATCH, Batches, BulkArgs, Call, ClaimArgs, Claiming, Engine, EnqueueArgs, EnqueueItem,
     ExtendArgs, FailArgs, Filter, FilterArgs, Item, LaneClaim, ListArgs, MessageArgs, Outcome,
-    Page, PurgeArgs, ReplayAllArgs, ReplayArgs, SCAN_BUDGET, Selection, Stats, SucceedArgs, Tails,
-    Write, backoff,
+    Page, PurgeArgs, ReplayArgs, SCAN_BUDGET, Selection, Stats, SucceedArgs, Tails, Write, backoff,
 };
 pub use error::{CODES, Conflict, Error, FieldError, Quoted, Result};
 pub use machine::Moment;

@@ -17,8 +17,7 @@ use super::filters::Filter;
 use crate::validate::{Check, DEFAULT_MAX_RETRIES, later};
 
 use super::request::{
-    ClaimArgs, EnqueueArgs, ExtendArgs, FailArgs, MessageArgs, PurgeArgs, ReplayAllArgs,
-    ReplayArgs, SucceedArgs,
+    ClaimArgs, EnqueueArgs, ExtendArgs, FailArgs, MessageArgs, PurgeArgs, ReplayArgs, SucceedArgs,
 };
 
 /// The expiry of a message enqueued or replayed at `ctx`: `given` (the call's, in milliseconds),
@@ -226,18 +225,6 @@ impl ReplayArgs {
 /// `found` when it is a message of `queue`, else `not_found`.
 fn found_in(queue: &str, id: Id, found: Option<Message>) -> Result<Message> {
     apply_step(found.filter(|m| m.queue == queue), queue, id, Ok)
-}
-
-impl ReplayAllArgs {
-    /// The step of one candidate: replayed (with the queue's expiry) when the filter still
-    /// selects it (it may have changed since it was selected), `None` (left alone) otherwise.
-    pub fn step(&self, message: Message, ctx: &Context) -> Result<Option<Message>> {
-        if self.filter().matches(&message) {
-            machine::replay(message, ctx.now, expires_at(ctx, None)?).map(Some)
-        } else {
-            Ok(None)
-        }
-    }
 }
 
 impl PurgeArgs {
@@ -518,14 +505,27 @@ mod tests {
         let purge = PurgeArgs::new(&"q".into(), &"dead".into(), &Arg::Int(100), NOW).unwrap();
         assert_eq!(sift(&purge.filter(), NOW - 100), Sift::Take);
         assert_eq!(sift(&purge.filter(), NOW - 99), Sift::Skip);
-        let replay = ReplayAllArgs::new(
+        let filters = crate::FilterArgs {
+            error_contains: "boom".into(),
+            ..crate::FilterArgs::default()
+        };
+        let replay = crate::BulkArgs::new(
+            crate::Action::Replay,
             &"q".into(),
-            &"boom".into(),
-            &Arg::Null,
+            &filters,
             &Arg::Null,
             &Arg::Null,
         )
         .unwrap();
-        assert_eq!(sift(&replay.filter(), NOW), Sift::Load);
+        assert_eq!(sift(&replay.filter(NOW), NOW), Sift::Load);
+        let all = crate::BulkArgs::new(
+            crate::Action::Replay,
+            &"q".into(),
+            &crate::FilterArgs::default(),
+            &Arg::Null,
+            &Arg::Null,
+        )
+        .unwrap();
+        assert_eq!(sift(&all.filter(NOW), NOW), Sift::Take);
     }
 }

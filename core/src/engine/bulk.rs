@@ -104,7 +104,7 @@ impl BulkArgs {
 impl<S: Store> Engine<S> {
     /// A bulk action: its selection at the clock's instant (read once, when it starts), then
     /// each batch written (or, on a dry run, counted at that instant with the queue's row).
-    pub(super) async fn bulk(&self, args: &BulkArgs, clock: Clock<'_>) -> Result<u64> {
+    pub(super) async fn run_bulk(&self, args: &BulkArgs, clock: Clock<'_>) -> Result<u64> {
         let now = read_now(clock)?;
         let (queue, status) = (&args.queue, args.selection.read_status());
         let selects = |m: &Message| args.selects(m, now);

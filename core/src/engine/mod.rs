@@ -43,7 +43,7 @@ pub use page::{ListArgs, Page, SCAN_BUDGET, SCAN_PAGE, Scan};
 pub use plan::{BATCH, Batches, LaneClaim, TIMED_PAGE, Write};
 pub use request::{
     ClaimArgs, EnqueueArgs, EnqueueItem, ExtendArgs, FailArgs, Item, MessageArgs, PurgeArgs,
-    ReplayAllArgs, ReplayArgs, SucceedArgs, clock_at, list_query, queue_at,
+    ReplayArgs, SucceedArgs, clock_at, queue_at,
 };
 
 /// The delay before the next attempt after the `retry_count`-th failure, in milliseconds:
@@ -342,8 +342,8 @@ impl<S: Store> Engine<S> {
         dry_run: Arg<'_>,
         clock: Clock<'_>,
     ) -> Result<u64> {
-        let args = BulkArgs::new(Action::Replay, &queue, filters, &limit, &dry_run)?;
-        self.bulk(&args, clock).await
+        self.bulk(Action::Replay, queue, filters, limit, dry_run, clock)
+            .await
     }
 
     /// Deletes the finished messages (`succeeded` or `dead`; `status` may narrow to one, another
@@ -357,8 +357,8 @@ impl<S: Store> Engine<S> {
         dry_run: Arg<'_>,
         clock: Clock<'_>,
     ) -> Result<u64> {
-        let args = BulkArgs::new(Action::Delete, &queue, filters, &limit, &dry_run)?;
-        self.bulk(&args, clock).await
+        self.bulk(Action::Delete, queue, filters, limit, dry_run, clock)
+            .await
     }
 
     /// Makes due now (as [`Engine::retry_now`] does) the `pending` messages of `queue` waiting
@@ -373,8 +373,23 @@ impl<S: Store> Engine<S> {
         dry_run: Arg<'_>,
         clock: Clock<'_>,
     ) -> Result<u64> {
-        let args = BulkArgs::new(Action::RetryNow, &queue, filters, &limit, &dry_run)?;
-        self.bulk(&args, clock).await
+        self.bulk(Action::RetryNow, queue, filters, limit, dry_run, clock)
+            .await
+    }
+
+    /// The bulk action `action` ([`Engine::replay_all`], [`Engine::delete_all`] or
+    /// [`Engine::retry_now_all`]), for a binding that takes the action as a value.
+    pub async fn bulk(
+        &self,
+        action: Action,
+        queue: Arg<'_>,
+        filters: &FilterArgs<'_>,
+        limit: Arg<'_>,
+        dry_run: Arg<'_>,
+        clock: Clock<'_>,
+    ) -> Result<u64> {
+        let args = BulkArgs::new(action, &queue, filters, &limit, &dry_run)?;
+        self.run_bulk(&args, clock).await
     }
 
     /// Makes a `pending` message waiting for its backoff or delay due now: `retry_after` null,

@@ -8,7 +8,9 @@
 //!   WebAssembly core with a sorted map): leases that ran out, messages whose expiry came, the
 //!   groups they leave, and the due messages taken. The rest of a group's bookkeeping is in
 //!   [`super::groups`].
-//! - [`Batches`]: the batches of `replay_all` and `purge` ([`super::Engine`] runs them too).
+//! - [`Batches`]: the batches of the bulk actions and `purge` for a store that selects ids from
+//!   its own index (IndexedDB's `list` index); [`super::Engine`] reads the pages of
+//!   [`crate::Store::list`] instead.
 
 use crate::error::Result;
 use crate::machine;
@@ -19,8 +21,9 @@ use crate::store::Claimed;
 use super::apply::Claiming;
 use super::groups::{Change, change};
 
-/// How many messages one transaction of `replay_all` or `purge` touches at most, so that other
-/// connections never wait long for the write lock.
+/// How many messages one transaction of a bulk action (`replay_all`, `delete_all`,
+/// `retry_now_all`) or `purge` touches at most, so that other connections never wait long for
+/// the write lock.
 pub const BATCH: usize = 200;
 
 /// The most messages of the timed part of a claim index that a [`LaneClaim`] is given at once
@@ -272,9 +275,9 @@ impl LaneClaim {
     }
 }
 
-/// The batches of a bulk operation (`replay_all`, `purge`): ids selected in ascending order, at
-/// most [`BATCH`] at a time, each batch applied in its own write transaction, until `limit`
-/// messages were applied or none is left.
+/// The batches of a bulk operation (`replay_all`, `delete_all`, `retry_now_all`, `purge`): ids
+/// selected in ascending order, at most [`BATCH`] at a time, each batch applied in its own write
+/// transaction, until `limit` messages were applied or none is left.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Batches {
     limit: u64,

@@ -15,13 +15,12 @@ use crate::arg::Arg;
 use crate::backoff::Backoff;
 use crate::error::Result;
 use crate::message::{Id, Millis, Status};
-use crate::store::ListQuery;
+use crate::validate::{
+    Check, Limits, MAX_BATCH, MAX_CLAIM_MANY, MAX_DELAY_MS, MAX_EXPIRES_IN_MS, MAX_LEASE_MS,
+    MAX_RETRIES_RANGE, MAX_TIME, MIN_TIME,
+};
 
 use super::filters::Filter;
-use crate::validate::{
-    Check, DEFAULT_LIST_LIMIT, LIST_LIMIT_RANGE, Limits, MAX_BATCH, MAX_CLAIM_MANY, MAX_DELAY_MS,
-    MAX_EXPIRES_IN_MS, MAX_LEASE_MS, MAX_RETRIES_RANGE, MAX_TIME, MIN_TIME,
-};
 
 /// The arguments of one message to enqueue, as the caller gave them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -364,59 +363,6 @@ impl ReplayArgs {
     }
 }
 
-/// `replay_all`: the dead messages of a queue that the filters select, at most `limit`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplayAllArgs {
-    /// The queue.
-    pub queue: String,
-    /// Only messages whose `last_error` contains this text.
-    pub error_contains: Option<String>,
-    /// Only messages with `dead_at < dead_before`.
-    pub dead_before: Option<Millis>,
-    /// Only messages with `dead_at >= dead_after`.
-    pub dead_after: Option<Millis>,
-    /// At most this many (`u64::MAX`: all).
-    pub limit: u64,
-}
-
-impl ReplayAllArgs {
-    /// Checks `queue`, `error_contains` (a string without NUL), `dead_before` and `dead_after`
-    /// (instants within the representable range) and `limit` (>= 1; null: all).
-    pub fn new(
-        queue: &Arg<'_>,
-        error_contains: &Arg<'_>,
-        dead_before: &Arg<'_>,
-        dead_after: &Arg<'_>,
-        limit: &Arg<'_>,
-    ) -> Result<Self> {
-        let mut check = Check::default();
-        let queue = check.queue(queue);
-        let error_contains = check.opt_text("error_contains", error_contains);
-        let dead_before = check.opt_instant("dead_before", dead_before);
-        let dead_after = check.opt_instant("dead_after", dead_after);
-        let limit = check.opt_int("limit", limit, (1, i64::MAX));
-        check.finish(|| Self {
-            queue: queue.unwrap_or_default().to_owned(),
-            error_contains: error_contains.map(str::to_owned),
-            dead_before,
-            dead_after,
-            limit: limit.map_or(u64::MAX, |n| u64::try_from(n).unwrap_or(u64::MAX)),
-        })
-    }
-
-    /// Which messages it looks at.
-    pub fn filter(&self) -> Filter<'_> {
-        Filter {
-            queue: &self.queue,
-            status: Some(Status::Dead),
-            error_contains: self.error_contains.as_deref(),
-            dead_after: self.dead_after,
-            dead_before: self.dead_before,
-            ..Filter::default()
-        }
-    }
-}
-
 /// `purge`: the finished messages of a queue in one status, last updated at `updated_until` or
 /// before.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -475,29 +421,6 @@ pub fn queue_at(queue: &Arg<'_>, now: Millis) -> Result<String> {
 /// Checks the clock alone (`queues`, which names no queue).
 pub fn clock_at(now: Millis) -> Result<()> {
     Check::at(now).finish(|| ())
-}
-
-/// `list`: checks `queue`, `status` (optional), `limit` (1..=1000, default 100) and `after_id`
-/// (optional, >= 0).
-pub fn list_query<'a>(
-    queue: &Arg<'a>,
-    status: &Arg<'_>,
-    limit: &Arg<'_>,
-    after_id: &Arg<'_>,
-) -> Result<ListQuery<'a>> {
-    let mut check = Check::default();
-    let queue = check.queue(queue);
-    let status = check.status(status);
-    let limit = check.int("limit", limit, LIST_LIMIT_RANGE, Some(DEFAULT_LIST_LIMIT));
-    let after_id = check.opt_int("after_id", after_id, (0, i64::MAX));
-    check.finish(|| ListQuery {
-        queue: queue.unwrap_or_default(),
-        status,
-        limit: limit
-            .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or_default(),
-        after_id,
-    })
 }
 
 #[cfg(test)]

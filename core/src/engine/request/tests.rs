@@ -154,24 +154,8 @@ fn fail_args_bound_retry_in_like_a_delay() {
 }
 
 #[test]
-fn purge_and_replay_all_select_through_their_filter() {
+fn purge_selects_through_its_filter() {
     let purge = PurgeArgs::new(&"q".into(), &"succeeded".into(), &Arg::Int(1000), NOW).unwrap();
     assert_eq!(purge.filter().updated_until, Some(NOW - 1000));
     assert_eq!(purge.filter().status, Some(Status::Succeeded));
-    let replay = ReplayAllArgs::new(
-        &"q".into(),
-        &"boom".into(),
-        &Arg::Null,
-        &Arg::Int(5),
-        &Arg::Null,
-    )
-    .unwrap();
-    assert_eq!(
-        (
-            replay.filter().error_contains,
-            replay.filter().dead_after,
-            replay.limit
-        ),
-        (Some("boom"), Some(5), u64::MAX)
-    );
 }
