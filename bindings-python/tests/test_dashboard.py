@@ -198,7 +198,9 @@ def test_the_operator_replays_deletes_and_acts_on_all_matching(console: Console)
     assert result["selectedAll"] == f"All {len(GONE)} matching dead messages selected."
     assert result["replayAllNotice"] == f"Replayed {len(GONE)} dead messages."
     assert result["tabsAfterReplayAll"][4] == f"dead {43 - len(GONE)}"
+    assert result["selectLabelBefore"] == "Select all matching"  # not counted before asked
     assert result["selectedSucceeded"] == "All 4 matching succeeded messages selected."
+    assert result["checkedSucceeded"] == len(SUCCEEDED)
     assert result["deleteAllNotice"] == "Deleted 4 succeeded messages."
     assert result["dialogs"] == [
         f'Delete message 3 (dead) of "{QUEUE}"? It cannot be replayed afterwards.',
