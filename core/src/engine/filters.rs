@@ -20,19 +20,26 @@ pub struct FilterArgs<'a> {
     /// `pending`, `processing`, `succeeded` or `dead`. Which ones an action allows: see
     /// [`Action`].
     pub status: Arg<'a>,
-    /// A bool: true selects the `pending` messages waiting for a backoff or delay
-    /// (`retry_after > now`), false the other `pending` ones (due, or blocked behind their
-    /// group's head). With a status other than `pending`, `invalid`.
+    /// A bool (else `type`): true selects the `pending` messages waiting for a backoff or delay
+    /// (`retry_after > now`, the clock read when the call starts), false the other `pending`
+    /// ones (due, or blocked behind their group's head without a `retry_after` of their own).
+    /// A member blocked behind its group's head with a `retry_after` still to come is delayed
+    /// here but not in the stats' `delayed` count, which leaves blocked members out: a message
+    /// alone does not say whether it is blocked. `invalid` with a status other than `pending`,
+    /// and for an action that touches no pending message.
     pub delayed: Arg<'a>,
-    /// A non-empty string without NUL that the payload contains.
+    /// A string that the payload contains (`empty` when empty: leaving it out selects every
+    /// message; `invalid` with a NUL, which no stored text holds).
     pub payload_contains: Arg<'a>,
-    /// A non-empty string without NUL that the `last_error` contains.
+    /// A string that the `last_error` contains (rules of `payload_contains`).
     pub error_contains: Arg<'a>,
-    /// The ordering group, exactly (the rules of an enqueue's `group`).
+    /// The ordering group, exactly (the rules of an enqueue's `group`: non-empty, at most 255
+    /// characters, no NUL).
     pub group: Arg<'a>,
     /// The idempotency key, exactly (the rules of an enqueue's key).
     pub idempotency_key: Arg<'a>,
-    /// An instant (UTC ms): `created_at >= created_after`.
+    /// An instant (UTC ms, an integer within 0001-01-01..=9999-12-31 as every instant of the
+    /// core; else `type` or `out_of_range`): `created_at >= created_after`.
     pub created_after: Arg<'a>,
     /// An instant (UTC ms): `created_at < created_before`.
     pub created_before: Arg<'a>,
@@ -140,8 +147,8 @@ impl Action {
     }
 }
 
-/// The filters of one call, checked ([`Selection::check`]) and owned. [`Selection::filter`]
-/// borrows them as the [`Filter`] of a queue at an instant.
+/// The filters of one call, checked ([`super::ListArgs::new`], [`super::BulkArgs::new`]) and
+/// owned. [`Selection::filter`] borrows them as the [`Filter`] of a queue at an instant.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Selection {
     /// Only this status (for a bulk action: the call's, else its default, see [`Action`]).

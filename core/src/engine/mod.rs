@@ -9,7 +9,12 @@
 //!   store read inside its transaction (the instant and the queue's settings): the next message or
 //!   the error;
 //! - scan ([`scan`]): the plans of a store that keeps its messages in a plain map and finds them
-//!   by looking (the reference [`crate::MemoryStore`]; a host of the WebAssembly component).
+//!   by looking (the reference [`crate::MemoryStore`]; a host of the WebAssembly component);
+//! - the filters of `list` and of the bulk actions ([`filters`]: [`FilterArgs`] checked into a
+//!   [`Selection`], [`Filter::matches`] the one definition), a `list` page read by a [`Scan`]
+//!   ([`page`]) and the bulk actions' requests and steps ([`bulk`]: [`BulkArgs`]), each of the
+//!   three halves at once for these operations: the engine filters what the store's id-ordered
+//!   page read ([`Store::list`]) returns, so no store translates a filter.
 //!
 //! [`Engine`] is those halves over a [`Store`], written once for every store, synchronous or not.
 //! The WebAssembly binding exports the same halves to JavaScript, whose IndexedDB store calls them
