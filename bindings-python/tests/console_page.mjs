@@ -3,7 +3,7 @@
 // and the run that prints what the steps saw.
 
 import { join } from "node:path";
-import { launchChromium, newPage } from "../../bindings-wasm/tests/browser/chromium.mjs";
+import { launchChromium, pageIn } from "../../bindings-wasm/tests/browser/chromium.mjs";
 
 export const TIMEOUT = 30_000;
 
@@ -39,12 +39,12 @@ export async function act(page, step) {
 }
 
 /**
- * A new tab of `viewport` on `url` + `hash` that has given `token` when the console asked for it;
- * each dialog's message is pushed to `dialogs` and accepted. `asked`: whether the token form
- * showed.
+ * A new tab of `viewport` (in its own context, in the time zone `timezoneId` if given) on `url` +
+ * `hash` that has given `token` when the console asked for it; each dialog's message is pushed
+ * to `dialogs` and accepted. `asked`: whether the token form showed.
  */
-export async function signedIn(browser, { url, token, viewport, hash, dialogs }) {
-  const page = await newPage(browser, "console", { viewport });
+export async function signedIn(browser, { url, token, viewport, hash, dialogs, timezoneId }) {
+  const page = await pageIn(await browser.newContext({ viewport, timezoneId }), "console");
   page.on("dialog", (dialog) => {
     dialogs.push(dialog.message());
     dialog.accept();

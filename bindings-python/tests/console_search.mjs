@@ -4,16 +4,18 @@
 //
 // Usage: node console_search.mjs URL TOKEN QUEUE ARCHIVE_QUEUE INVOICE SCREENSHOT_DIR
 // Steps: search QUEUE's dead letters for INVOICE and open the one found; paste that link into a
-// new tab; back twice; filter by the error "timeout", select all N matching and replay them;
-// select two messages from the keyboard and delete them; retry one delayed message now from its
-// row, one from its panel, then all the others; search ARCHIVE_QUEUE for "needle", which stops
-// at the scan budget, and search further. Dialogs are accepted.
+// new tab; back twice; a time range in the browser's zone, its link opened in another zone;
+// filter by the error "timeout", select all N matching and replay them; select two messages
+// from the keyboard and delete them; retry one delayed message now from its row, one from its
+// panel, then all the others; search ARCHIVE_QUEUE for "needle", which stops at the scan
+// budget, and search further. Dialogs are accepted.
 
 import { mkdir } from "node:fs/promises";
 import { TIMEOUT, act, rowIds, run, screenshot, settled, signedIn } from "./console_page.mjs";
 
 const [url, token, queue, archive, invoice, shots] = process.argv.slice(2);
 const viewport = { width: 1280, height: 800 };
+const KOLKATA = "Asia/Kolkata"; // UTC+5:30: a zone whose offset is not whole hours
 const text = (page, selector) => page.textContent(selector);
 const hash = (page) => page.evaluate(() => location.hash);
 const search = async (page, field, value) => {
@@ -35,7 +37,8 @@ async function check(page, selector) {
 const result = { dialogs: [] };
 await run(result, async (browser) => {
   await mkdir(shots, { recursive: true });
-  const { page } = await signedIn(browser, { url, token, viewport, hash: `#queue=${queue}`, dialogs: result.dialogs });
+  const tab = (hash, timezoneId) => signedIn(browser, { url, token, viewport, hash, dialogs: result.dialogs, timezoneId });
+  const { page } = await tab(`#queue=${queue}`, KOLKATA);
 
   // Search the dead letters by payload; open the one found.
   await search(page, "payload_contains", invoice);
@@ -49,7 +52,7 @@ await run(result, async (browser) => {
   result.shotSearch = await screenshot(page, shots, "console-search.png");
 
   // The link, pasted into a new tab, restores the search and the open message.
-  const pasted = await signedIn(browser, { url, token, viewport, hash: result.byPayload.hash, dialogs: result.dialogs });
+  const pasted = await tab(result.byPayload.hash, KOLKATA);
   result.pasted = {
     asked: pasted.asked,
     input: await pasted.page.inputValue('#search [name="payload_contains"]'),
@@ -62,6 +65,20 @@ await run(result, async (browser) => {
   await act(page, () => page.goBack());
   await act(page, () => page.goBack());
   result.back = { ids: await rowIds(page), input: await page.inputValue('#search [name="payload_contains"]') };
+
+  // A time range in the browser's zone (UTC+5:30 here) goes to the URL in UTC; the link opened
+  // in New York (UTC-5 in January) shows the same instant in its zone.
+  await page.click("#search details summary");
+  await search(page, "dead_before", "2000-01-01T05:30:00");
+  result.timeRange = { hash: await hash(page), ids: await rowIds(page), empty: await text(page, "#empty") };
+  const elsewhere = await tab(result.timeRange.hash, "America/New_York");
+  result.timeRange.elsewhere = {
+    input: await elsewhere.page.inputValue('#search [name="dead_before"]'),
+    open: await elsewhere.page.$eval("#search details", (details) => details.open),
+    empty: await text(elsewhere.page, "#empty"),
+  };
+  await elsewhere.page.context().close();
+  await act(page, () => page.click("#clear-filters"));
 
   // Filter by error; select one, then all N matching; replay them (the dialog says N).
   await search(page, "error_contains", "timeout");

@@ -1,6 +1,7 @@
 """The console's search, bulk actions and retry now in headless Chromium, against `deadletter
 serve` with a token, driven as an operator would (console_search.mjs): search a queue's dead
-letters by payload and open the one found; a pasted link restores that search in a new tab;
+letters by payload and open the one found; a pasted link restores that search in a new tab; a
+time range typed in the browser's zone goes to the link in UTC and shows in another zone's time;
 filter by error text, select all N matching (N from the bulk route's dry run) and replay them
 with that count in the confirmation; select two messages from the keyboard and delete them;
 retry one delayed message now from its row, one from its panel, then all the others (their
@@ -98,6 +99,19 @@ def test_a_pasted_link_restores_the_search(search: Search) -> None:
     assert pasted["input"] == invoice(7)
     assert pasted["ids"] == [7] and pasted["title"] == "Message #7"
     assert result["back"] == {"ids": list(DEAD), "input": ""}  # back: before the search
+
+
+def test_a_time_range_is_local_in_the_form_and_utc_in_the_link(search: Search) -> None:
+    result, _ = search
+    ranged = result["timeRange"]
+    assert ranged["hash"] == f"#queue={QUEUE}&status=dead&dead_before=2000-01-01T00%3A00%3A00.000Z"
+    assert ranged["ids"] == []  # none died before 2000
+    assert ranged["empty"] == "No dead message that died before Jan 1, 2000, 5:30:00 AM."
+    assert ranged["elsewhere"] == {
+        "input": "1999-12-31T19:00",  # the same instant in New York
+        "open": True,  # "More filters" opens to show it
+        "empty": "No dead message that died before Dec 31, 1999, 7:00:00 PM.",
+    }
 
 
 def test_filter_by_error_then_replay_all_matching_with_the_count(search: Search) -> None:
