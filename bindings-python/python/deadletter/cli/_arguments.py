@@ -147,7 +147,7 @@ def bulk_options(sub: argparse.ArgumentParser, selects: str, verb: str) -> None:
     sub.add_argument(
         "--dry-run",
         action="store_true",
-        help=f"change nothing: print how many messages it would {verb} now",
+        help=f"change nothing: print the exact count of messages it would {verb}",
     )
 
 
@@ -220,8 +220,9 @@ def parser() -> argparse.ArgumentParser:
         "replay",
         cmd_replay,
         "replay (redrive) a dead message, or with --all the dead messages the filters select",
-        details="Each goes back to pending with retry count 0. --dry-run counts them instead "
-        "(would replay N).",
+        details="Each goes back to pending with retry count 0. --all takes the messages that "
+        "died before the command started (unless --dead-before says otherwise: messages that "
+        "die while it runs are not replayed); --dry-run counts them instead (would replay N).",
     )
     sub.add_argument("id", metavar="ID", type=integer, nargs="?", help="the dead message")
     bulk_options(sub, "every dead message the filters select", "replay")
@@ -245,7 +246,8 @@ def parser() -> argparse.ArgumentParser:
         "filters select",
         details="Its retry count stays; a message of an ordering group still waits behind its "
         "group's head. A message already due is shown unchanged; one that is not pending is a "
-        "conflict (exit 1). --dry-run counts them instead (would retry now N).",
+        "conflict (exit 1). --all takes the delayed messages last changed before the command "
+        "started; --dry-run counts them instead (would retry now N).",
     )
     sub.add_argument("id", metavar="ID", type=integer, nargs="?", help="the pending message")
     bulk_options(sub, "every delayed pending message the filters select", "retry now")
