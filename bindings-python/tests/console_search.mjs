@@ -88,6 +88,7 @@ await run(result, async (browser) => {
   result.selectAllLabel = await text(page, "#select-matching");
   await act(page, () => page.click("#select-matching"));
   result.allSelected = await text(page, "#bulk-status");
+  result.focusAfterSelectAll = await page.evaluate(() => document.activeElement.id);
   result.shotBulk = await screenshot(page, shots, "console-bulk.png");
   await act(page, () => page.click('#messages tbody tr[data-id="3"] a')); // the selection stays
   result.openWhileSelected = await text(page, "#bulk-status");
@@ -97,6 +98,12 @@ await run(result, async (browser) => {
   await act(page, () => page.click("#bulk-replay"));
   result.replayed = await text(page, "#notice");
   result.afterReplay = { ids: await rowIds(page), empty: await text(page, "#empty") };
+  await act(page, () => page.click("#select-matching")); // none left: nothing to select
+  Object.assign(result.afterReplay, {
+    bar: await text(page, "#bulk-status"),
+    selectHidden: await page.isHidden("#select-matching"),
+    replayDisabled: await page.isDisabled("#bulk-replay"),
+  });
 
   // Two messages selected from the keyboard (Space; Tab past row 1's link and buttons to row 2's
   // box, its focus visible), then deleted (Enter on the bulk button).

@@ -120,6 +120,7 @@ def test_filter_by_error_then_replay_all_matching_with_the_count(search: Search)
     assert result["beforeAll"] == "1 dead message selected on this page."
     assert result["selectAllLabel"] == f"Select all {len(TIMEOUTS)} matching"
     assert result["allSelected"] == f"All {len(TIMEOUTS)} matching dead messages selected."
+    assert result["focusAfterSelectAll"] == "clear-selection"  # where the pressed button was
     assert result["openWhileSelected"] == result["allSelected"]  # opening one keeps it
     assert result["dialogs"][0] == (
         f'Replay {len(TIMEOUTS)} dead messages of "{QUEUE}" whose last error contains "timeout"?'
@@ -128,6 +129,9 @@ def test_filter_by_error_then_replay_all_matching_with_the_count(search: Search)
     assert result["afterReplay"] == {
         "ids": [],
         "empty": 'No dead message whose last error contains "timeout".',
+        "bar": "No dead message matches now.",  # not "All 0 matching ... selected"
+        "selectHidden": True,
+        "replayDisabled": True,
     }
     with deadletter.open(path) as db:
         q = db.queue(QUEUE)

@@ -331,11 +331,15 @@ $("clear-filters").addEventListener("click", () => {
   $("search").reset();
   go({ ...Object.fromEntries(FILTERS.filter((name) => name !== "delayed").map((name) => [name, null])), after: null, message: null });
 });
-$("select-matching").addEventListener("click", () => act(async () => {
-  if (picked.selection.matching == null) await countMatching();
-  picked.selection.all = true;
-  return null;
-}, "Counting the matching messages"));
+$("select-matching").addEventListener("click", async () => {
+  await act(async () => {
+    if (picked.selection.matching == null) await countMatching();
+    picked.selection.all = picked.selection.matching > 0;
+    return null;
+  }, "Counting the matching messages");
+  // The button is gone: the focus goes to the one that undoes it, where it stood.
+  if (picked.selection.all && document.activeElement === document.body) $("clear-selection").focus();
+});
 $("clear-selection").addEventListener("click", () => selectionChanged(() => picked.clear()));
 $("bulk-replay").addEventListener("click", () => bulk("replay"));
 $("bulk-retry-now").addEventListener("click", () => bulk("retryNow"));

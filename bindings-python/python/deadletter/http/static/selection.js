@@ -63,6 +63,7 @@ export function renderBar(noun, kinds) {
   const count = matching == null ? "" : `${number(matching)} `;
   $("bulk-status").textContent = all ? `All ${plural(matching, `matching ${noun}`)} selected.`
     : ids.size ? `${plural(ids.size, noun)} selected on this page.`
+    : matching === 0 ? `No ${noun} matches now.`
     : "No message selected.";
   $("select-matching").hidden = all || matching === 0;
   $("select-matching").textContent = `Select all ${count}matching`;
