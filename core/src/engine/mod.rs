@@ -338,7 +338,13 @@ impl<S: Store> Engine<S> {
     /// messages, each in its own write transaction (which reads the clock) that checks the
     /// filters again on each message; a message replayed once is pending afterwards, so running
     /// it again does not replay it twice. `dry_run` (a bool, default false): the same selection
-    /// and steps, nothing written: the exact count it would replay now.
+    /// and steps at the clock's instant with the queue's stored settings, nothing written: the
+    /// exact count it would replay now (issue 22: an operator confirms a bulk action with it).
+    ///
+    /// Errors: `validation_failed` with every rejected argument (queue, filters in
+    /// [`FilterArgs::NAMES`] order, `limit`, `dry_run`) before anything is read; `store` from a
+    /// batch's read or write, when the batches before it stay committed (a rerun picks up what
+    /// is left, since the filters select only what was not acted on).
     pub async fn replay_all(
         &self,
         queue: Arg<'_>,
@@ -493,7 +499,12 @@ impl<S: Store> Engine<S> {
     /// order, ids above `after_id` (>= 0), at most `limit` (1..=1000, default 100), with where to
     /// go on ([`Page::next_after_id`]). Without a filter beyond `status` this is one read of the
     /// store's index; with one it examines at most [`SCAN_BUDGET`] messages (the page may then be
-    /// short). The clock is read only for `delayed`. Takes no write lock.
+    /// short, even empty, with `next_after_id` set). The clock is read only for `delayed`. Takes
+    /// no write lock.
+    ///
+    /// Errors: `validation_failed` with every rejected argument (queue, filters in
+    /// [`FilterArgs::NAMES`] order, `limit`, `after_id`); with `delayed`, a clock outside the
+    /// representable range (field `clock`); `store` from the read.
     pub async fn list(
         &self,
         queue: Arg<'_>,
