@@ -79,6 +79,7 @@ await run(result, async (browser) => {
   };
   await elsewhere.page.context().close();
   await act(page, () => page.click("#clear-filters"));
+  await page.click("#search details summary"); // "More filters" closed again
 
   // Filter by error; select one, then all N matching; replay them (the dialog says N).
   await search(page, "error_contains", "timeout");
@@ -138,7 +139,7 @@ await run(result, async (browser) => {
       [...dl.querySelectorAll("div")].find((d) => d.querySelector("dt").textContent === "next attempt").querySelector("dd").textContent),
     ids: await rowIds(page),
   };
-  await check(page, "#messages thead input[type=checkbox]");
+  await check(page, "#select-page");
   await act(page, () => page.click("#select-matching"));
   await act(page, () => page.click("#bulk-retry-now"));
   result.retriedAll = await text(page, "#notice");

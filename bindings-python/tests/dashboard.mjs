@@ -48,7 +48,7 @@ async function signedIn(browser, viewport, hash) {
 /** Selects every message the list's filters match: the page's checkbox, then "Select all N
  * matching" once N is counted. What the bulk bar then says. */
 async function selectAllMatching(page) {
-  await page.click("#messages thead input[type=checkbox]");
+  await page.click("#select-page");
   await page.waitForFunction(() => /\d/.test(document.getElementById("select-matching").textContent), null, { timeout: TIMEOUT });
   await settled(page);
   await act(page, () => page.click("#select-matching"));
@@ -186,7 +186,9 @@ await run(result, async (browser) => {
   result.narrowQueue = {
     title: await narrow.$eval("#queue-title", (h) => ({ text: h.textContent, title: h.title, clipped: h.scrollWidth > h.clientWidth })),
     scrollWidth: await narrow.evaluate(() => document.documentElement.scrollWidth),
+    selectable: { page: await narrow.isVisible("#select-page"), row: await narrow.isVisible("#messages tbody td.select input") },
   };
+  result.shotNarrowQueue = await screenshot(narrow, "console-narrow-queue.png", true);
   await act(narrow, () => narrow.locator("#messages tbody tr a").first().click());
   result.narrowMessage = {
     panel: await placement(narrow, "#message"),

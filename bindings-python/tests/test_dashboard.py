@@ -254,6 +254,7 @@ def test_400_px_wide_with_a_255_character_queue_name(console: Console) -> None:
     title = result["narrowQueue"]["title"]
     assert title == {"text": LONG, "title": LONG, "clipped": True}
     assert result["narrowQueue"]["scrollWidth"] <= 400
+    assert result["narrowQueue"]["selectable"] == {"page": True, "row": True}  # not in a hidden head
     opened = result["narrowMessage"]
     assert opened["listHidden"] is True and opened["panel"]["inView"] is True
     assert opened["scrollWidth"] <= 400
@@ -263,5 +264,5 @@ def test_400_px_wide_with_a_255_character_queue_name(console: Console) -> None:
 
 def test_the_screenshots_are_written(console: Console) -> None:
     result, _ = console
-    for shot in ("Queues", "Message", "Queue", "Down", "Narrow", "NarrowMessage"):
+    for shot in ("Queues", "Message", "Queue", "Down", "Narrow", "NarrowQueue", "NarrowMessage"):
         assert Path(result[f"shot{shot}"]).stat().st_size > 10_000

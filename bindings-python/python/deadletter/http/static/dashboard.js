@@ -341,6 +341,7 @@ $("select-matching").addEventListener("click", async () => {
   if (picked.selection.all && document.activeElement === document.body) $("clear-selection").focus();
 });
 $("clear-selection").addEventListener("click", () => selectionChanged(() => picked.clear()));
+$("select-page").addEventListener("change", () => selecting.page($("select-page").checked));
 $("bulk-replay").addEventListener("click", () => bulk("replay"));
 $("bulk-retry-now").addEventListener("click", () => bulk("retryNow"));
 $("bulk-delete").addEventListener("click", () => bulk("delete"));

@@ -49,6 +49,7 @@ export function syncChecks(pageIds) {
   if (page) {
     const count = pageIds.filter(has).length;
     page.checked = pageIds.length > 0 && count === pageIds.length;
+    page.disabled = pageIds.length === 0;
     page.indeterminate = count > 0 && count < pageIds.length;
   }
 }

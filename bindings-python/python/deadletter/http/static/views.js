@@ -211,7 +211,7 @@ function checkbox(key, label, onChange) {
 /**
  * The rows of one page of `tab` (at most `limit`), `filters` its filters in words. Each row's
  * buttons come from `actions(message)`; `open(id)` opens one; `select` (for a tab with bulk
- * actions) adds a checkbox per row and one for the page: {has(id), toggle(id, on), page(on)}.
+ * actions) adds a checkbox per row: {toggle(id, on)} (the page's own is the bulk bar's).
  * The open message's row is marked with aria-current (and a border and bold id, not colour
  * alone). A page that is short yet has a next id is a search that stopped at the server's scan
  * budget: it is said, and "Search further" continues it.
@@ -220,10 +220,7 @@ export function renderMessages(schema, view, page, { tab, limit, filters, action
   const [whenLabel, when, overdue] = whenColumn(schema, view.status);
   const labels = ["id", whenLabel, "attempts", "group", "last error", "payload", ""];
   header($("messages"), select ? ["select", ...labels] : labels);
-  if (select) {
-    const all = checkbox("select:page", "Select every message of this page", select.page);
-    $("messages").tHead.rows[0].cells[0].replaceChildren(all);
-  }
+  if (select) $("messages").tHead.rows[0].cells[0].replaceChildren(element("span", "selected", "visually-hidden"));
   const rows = page.messages.map((message) => {
     const row = document.createElement("tr");
     row.dataset.id = String(message.id);
