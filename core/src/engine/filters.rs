@@ -358,17 +358,42 @@ fn within(at: Option<Millis>, after: Option<Millis>, before: Option<Millis>) -> 
     at.is_some_and(|at| after.is_none_or(|a| at >= a) && before.is_none_or(|b| at < b))
 }
 
-/// Whether `text` occurs in `haystack` (`payload_contains`, `error_contains`): a plain byte
-/// search, exact for UTF-8 texts, instead of `str::contains`, whose two-way searcher and its
-/// panic messages weigh about 2 kB gzipped in the WebAssembly module (its budget:
-/// bindings-wasm/size.mjs). A mismatch is usually found at the first byte of a window; the worst
-/// case, haystack length times text length, takes a repetitive text and haystack.
+/// Whether `text` occurs in `haystack` (`payload_contains`, `error_contains`), in time linear in
+/// their lengths whatever they hold (Knuth-Morris-Pratt over bytes, exact for UTF-8 texts): a
+/// payload may be 64 MiB, and the naive search costs its length times the text's on a
+/// repetitive text and payload. Written here rather than `str::contains` (also linear), whose
+/// two-way searcher and its panic messages weigh about 2 kB gzipped in the WebAssembly module
+/// (its budget: bindings-wasm/size.mjs).
 fn contains(haystack: &str, text: &str) -> bool {
-    text.is_empty()
-        || haystack
-            .as_bytes()
-            .windows(text.len())
-            .any(|w| w == text.as_bytes())
+    let (haystack, text) = (haystack.as_bytes(), text.as_bytes());
+    if text.len() > haystack.len() {
+        return false;
+    }
+    // border[i]: the length of the longest proper prefix of text[..=i] that is also its suffix.
+    let mut border = vec![0; text.len()];
+    let mut k = 0;
+    for (i, &byte) in text.iter().enumerate().skip(1) {
+        while k > 0 && byte != text[k] {
+            k = border[k - 1];
+        }
+        if byte == text[k] {
+            k += 1;
+        }
+        border[i] = k;
+    }
+    let mut k = 0;
+    for &byte in haystack {
+        if k == text.len() {
+            return true;
+        }
+        while k > 0 && byte != text[k] {
+            k = border[k - 1];
+        }
+        if byte == text[k] {
+            k += 1;
+        }
+    }
+    k == text.len()
 }
 
 #[cfg(test)]

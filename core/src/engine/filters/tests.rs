@@ -25,6 +25,41 @@ fn contains_finds_texts_as_str_contains_does() {
 }
 
 #[test]
+fn contains_agrees_with_str_contains_on_every_short_text_of_two_letters() {
+    // Every haystack of up to 8 and text of up to 5 letters over {a, b}: every overlap and
+    // border the search can meet.
+    let words = |max: u32| {
+        (0..=max).flat_map(|len| {
+            (0..1_u32 << len).map(move |bits| {
+                (0..len)
+                    .map(|i| if bits >> i & 1 == 1 { 'b' } else { 'a' })
+                    .collect::<String>()
+            })
+        })
+    };
+    let texts: Vec<String> = words(5).collect();
+    for haystack in words(8) {
+        for text in &texts {
+            assert_eq!(
+                contains(&haystack, text),
+                haystack.contains(text.as_str()),
+                "{haystack:?} {text:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn contains_finds_a_long_text_in_a_repetitive_payload() {
+    // 4 MiB of `a` and a text of 64 KiB of `a` then `b`: the text's borders are as long as they
+    // get (this takes milliseconds; the naive search it replaced compares about 2^38 bytes).
+    let haystack = "a".repeat(4 << 20);
+    let text = format!("{}b", "a".repeat(64 << 10));
+    assert!(!contains(&haystack, &text));
+    assert!(contains(&(haystack + "b"), &text));
+}
+
+#[test]
 fn set_fills_every_named_filter_and_nothing_else() {
     let mut args = FilterArgs::default();
     for (n, name) in (0..).zip(FilterArgs::NAMES) {
