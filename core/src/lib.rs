@@ -16,8 +16,8 @@
 //! steps and plans what to write. What they share about storage (the claim lane of a message and
 //! its ordering group, the checks on a message or a queue's row read back, the schema-version
 //! decision, the upgrade of deadletter 0.1.0's messages) is decided once, in [`storage`]; the
-//! shared cases every store must pass are run by [`conformance`] (feature `conformance`), one test
-//! per case.
+//! shared cases every store must pass are run by the module `conformance` (feature
+//! `conformance`), one test per case.
 //!
 //! ## Decided under the lock
 //! A write decides with a [`Context`]: the instant and the queue's stored settings
@@ -25,6 +25,15 @@
 //! transaction once it holds the write lock. So a call that waited for another process's lock
 //! hands out a lease valid for its full length from the moment it returns, and every process
 //! applies the same stored settings. Arguments are checked before the store is called.
+//!
+//! ## Many messages at once: filters, pages, bulk actions
+//! `list` and the bulk actions (`replay_all`, `delete_all`, `retry_now_all`, `purge`) share one
+//! set of filters ([`FilterArgs`]; [`Filter::matches`] is their definition), applied by the engine
+//! to the id-ordered pages of [`Store::list`], so a store only pages by queue and status. A
+//! filtered `list` examines at most [`SCAN_BUDGET`] messages per call and says where to go on
+//! ([`Page::next_after_id`]); a bulk action walks the queue in batches of [`BATCH`], each its own
+//! write transaction that checks every message again, and a dry run gives the exact count it
+//! would act on without writing.
 //!
 //! ## One trait for synchronous and asynchronous stores
 //! [`Store`] methods return futures. SQLite answers synchronously, so its futures are ready at
