@@ -5,10 +5,10 @@
 
 import { ApiError, ServerDown, api, loadSchema, messagePath, queuePath, serverName, token } from "./api.js";
 import * as actions from "./actions.js";
-import { describe, fillForm, filtered, listQuery, readForm } from "./filters.js";
+import { describe, fillForm, filtered, listQuery, noFilters, readForm } from "./filters.js";
 import * as picked from "./selection.js";
 import { clock, tick, utc } from "./time.js";
-import { FILTERS, currentView, go, href, listKey, onViewChange } from "./url.js";
+import { currentView, go, href, listKey, onViewChange } from "./url.js";
 import {
   $, DEAD, DELAYED, renderMessage, renderMessages, renderQueueHead, renderQueues, renderTabs, tabOf, tabView,
 } from "./views.js";
@@ -329,7 +329,7 @@ $("pause").addEventListener("click", () =>
 onSubmit("search", () => go({ ...readForm($("search")), after: null, message: null }));
 $("clear-filters").addEventListener("click", () => {
   $("search").reset();
-  go({ ...Object.fromEntries(FILTERS.filter((name) => name !== "delayed").map((name) => [name, null])), after: null, message: null });
+  go({ ...noFilters(), after: null, message: null });
 });
 $("select-matching").addEventListener("click", async () => {
   await act(async () => {
@@ -340,7 +340,10 @@ $("select-matching").addEventListener("click", async () => {
   // The button is gone: the focus goes to the one that undoes it, where it stood.
   if (picked.selection.all && document.activeElement === document.body) $("clear-selection").focus();
 });
-$("clear-selection").addEventListener("click", () => selectionChanged(() => picked.clear()));
+$("clear-selection").addEventListener("click", () => {
+  selectionChanged(() => picked.clear());
+  $("select-page").focus(); // the pressed button is gone
+});
 $("select-page").addEventListener("change", () => selecting.page($("select-page").checked));
 $("bulk-replay").addEventListener("click", () => bulk("replay"));
 $("bulk-retry-now").addEventListener("click", () => bulk("retryNow"));

@@ -14,6 +14,9 @@ const FIELDS = FILTERS.filter((name) => name !== "delayed");
 const MORE = FIELDS.filter((name) => !["payload_contains", "error_contains"].includes(name));
 const isInstant = (name) => /_(after|before)$/.test(name);
 
+/** The view changes that clear every filter but the tab's. */
+export const noFilters = () => Object.fromEntries(FIELDS.map((name) => [name, null]));
+
 /** Whether `view` has a filter set besides its tab (status and `delayed`). */
 export const filtered = (view) => FIELDS.some((name) => view[name] != null);
 
