@@ -3,33 +3,13 @@
 
 use deadletter::engine::{clock_at, queue_at};
 use deadletter::{
-    Action, BulkArgs, ClaimArgs, Context, EnqueueArgs, ExtendArgs, FailArgs, Item, Limits,
-    ListArgs, MessageArgs, Millis, PurgeArgs, ReplayArgs, SettingsArgs, SucceedArgs, validate,
+    BulkArgs, ClaimArgs, Context, EnqueueArgs, ExtendArgs, FailArgs, Item, Limits, ListArgs,
+    MessageArgs, Millis, PurgeArgs, ReplayArgs, SettingsArgs, SucceedArgs, validate,
 };
 
 use crate::Component;
 use crate::convert::{arg, backoff, filters, result, row};
 use crate::wit::types as w;
-
-/// A bulk action's arguments, then the clock it starts at, as `deadletter::Engine` checks them
-/// (its `bulk` reads the clock once the arguments passed).
-fn bulk(
-    action: Action,
-    queue: &w::Arg,
-    given: &w::FilterArgs,
-    limit: &w::Arg,
-    dry_run: &w::Arg,
-    now: Millis,
-) -> Result<w::BulkArgs, w::Error> {
-    let args = BulkArgs::new(
-        action,
-        &arg(queue),
-        &filters(given),
-        &arg(limit),
-        &arg(dry_run),
-    );
-    result(args.and_then(|args| clock_at(now).map(|()| args)))
-}
 
 impl crate::wit::validate::Guest for Component {
     fn open_options(lease_ms: w::Arg, max_payload_bytes: w::Arg) -> Result<w::Limits, w::Error> {
@@ -176,34 +156,23 @@ impl crate::wit::validate::Guest for Component {
         ))
     }
 
-    fn replay_all(
+    fn bulk(
+        action: w::BulkAction,
         queue: w::Arg,
-        filters: w::FilterArgs,
+        given: w::FilterArgs,
         limit: w::Arg,
         dry_run: w::Arg,
         now: Millis,
     ) -> Result<w::BulkArgs, w::Error> {
-        bulk(Action::Replay, &queue, &filters, &limit, &dry_run, now)
-    }
-
-    fn delete_all(
-        queue: w::Arg,
-        filters: w::FilterArgs,
-        limit: w::Arg,
-        dry_run: w::Arg,
-        now: Millis,
-    ) -> Result<w::BulkArgs, w::Error> {
-        bulk(Action::Delete, &queue, &filters, &limit, &dry_run, now)
-    }
-
-    fn retry_now_all(
-        queue: w::Arg,
-        filters: w::FilterArgs,
-        limit: w::Arg,
-        dry_run: w::Arg,
-        now: Millis,
-    ) -> Result<w::BulkArgs, w::Error> {
-        bulk(Action::RetryNow, &queue, &filters, &limit, &dry_run, now)
+        let args = BulkArgs::new(
+            action.into(),
+            &arg(&queue),
+            &filters(&given),
+            &arg(&limit),
+            &arg(&dry_run),
+        );
+        // Then the clock the action starts at, as `deadletter::Engine`'s bulk actions read it.
+        result(args.and_then(|args| clock_at(now).map(|()| args)))
     }
 
     fn purge(

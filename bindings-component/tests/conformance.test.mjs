@@ -26,6 +26,9 @@ const ITEM_KEYS = ["payload", "max_retries", "idempotency_key", "delay_ms", "gro
 /** The list and bulk filters (the core's `FilterArgs::NAMES`); those ending in _after or _before are instants. */
 const FILTER_KEYS = ["status", "delayed", "payload_contains", "error_contains", "group", "idempotency_key", "created_after", "created_before", "updated_after", "updated_before", "dead_after", "dead_before"];
 
+/** The bulk operations and their `bulk-action`. */
+const BULK = { replay_all: "replay", delete_all: "delete", retry_now_all: "retry-now" };
+
 /** Cases a store on the component cannot express, with the reason. None. */
 const EXPECTED_FAILURES = new Map();
 
@@ -125,7 +128,7 @@ function perform(db, op, args, handle, sample, now) {
     case "replay_all":
     case "delete_all":
     case "retry_now_all":
-      return { count: num(db[js(op)](q, filters(args), a("limit"), a("dry_run"), now)) };
+      return { count: num(db.bulk(BULK[op], q, filters(args), a("limit"), a("dry_run"), now)) };
     case "retry_now":
       return messageJson(db.retryNow(q, a("id"), now));
     case "purge":

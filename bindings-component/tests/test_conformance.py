@@ -86,6 +86,9 @@ FILTER_KEYS = (
     "dead_before",
 )
 
+#: The bulk operations and their ``bulk-action``.
+BULK = {"replay_all": "replay", "delete_all": "delete", "retry_now_all": "retry-now"}
+
 # Cases a store on the component cannot express, with the reason. None.
 EXPECTED_FAILURES: dict[str, str] = {}
 
@@ -254,9 +257,8 @@ def perform(
         return message_json(db.extend(q, a("id"), a("lease_token"), a("lease_ms"), now))
     if op == "replay":
         return message_json(db.replay(q, a("id"), a("expires_in_ms"), now))
-    if op in ("replay_all", "delete_all", "retry_now_all"):
-        bulk = getattr(db, op)
-        return {"count": bulk(q, filters(args), a("limit"), a("dry_run"), now)}
+    if op in BULK:
+        return {"count": db.bulk(BULK[op], q, filters(args), a("limit"), a("dry_run"), now)}
     if op == "retry_now":
         return message_json(db.retry_now(q, a("id"), now))
     if op == "purge":

@@ -162,9 +162,10 @@ export class MemoryDatabase {
     }
   }
 
-  /** A bulk action checked by `validate` (`replayAll`, `deleteAll`, `retryNowAll`): its selection at `now`, then each batch written in its own transaction, or, on a dry run, counted at `now` with the queue's row as it is. */
-  #bulk(args, now) {
+  /** A bulk action (`bulk-action`: `replay`, `delete`, `retry-now`): its selection at `now`, then each batch written in its own transaction, or, on a dry run, counted at `now` with the queue's row as it is. */
+  bulk(action, queue, filters, limit, dryRun, now) {
     const { apply } = this.core;
+    const args = this.core.validate.bulk(action, queue, filters, limit, dryRun, now);
     const dryCtx = args.dryRun ? this.#context(args.queue, now) : undefined;
     const found = (ids) => ids.map((id) => this.#found(id)).filter((m) => m !== undefined);
     const count = (ids) => found(ids).filter((m) => apply.bulkTouches(args, m, dryCtx)).length;
@@ -180,18 +181,6 @@ export class MemoryDatabase {
       return written.length;
     };
     return this.#inBatches(args.queue, [], args.limit, (m) => apply.bulkSelects(args, m, now), dryCtx === undefined ? write : count);
-  }
-
-  replayAll(queue, filters, limit, dryRun, now) {
-    return this.#bulk(this.core.validate.replayAll(queue, filters, limit, dryRun, now), now);
-  }
-
-  deleteAll(queue, filters, limit, dryRun, now) {
-    return this.#bulk(this.core.validate.deleteAll(queue, filters, limit, dryRun, now), now);
-  }
-
-  retryNowAll(queue, filters, limit, dryRun, now) {
-    return this.#bulk(this.core.validate.retryNowAll(queue, filters, limit, dryRun, now), now);
   }
 
   retryNow(queue, id, now) {

@@ -200,11 +200,14 @@ class MemoryDatabase:
                 batches.record(ids, apply(ids) if ids else 0)
             return batches.done()
 
-    def _bulk(self, args: Any, now: int) -> int:
-        """A bulk action checked by ``validate`` (``replay_all``, ``delete_all``,
-        ``retry_now_all``): its selection at ``now``, then each batch written in its own
-        transaction, or, on a dry run, counted at ``now`` with the queue's row as it is."""
+    def bulk(
+        self, action: str, queue: Any, filters: Any, limit: Any, dry_run: Any, now: int
+    ) -> int:
+        """A bulk action (``bulk-action``: ``replay``, ``delete``, ``retry-now``): its selection
+        at ``now``, then each batch written in its own transaction, or, on a dry run, counted
+        at ``now`` with the queue's row as it is."""
         core = self.core
+        args = core.validate.bulk(action, queue, filters, limit, dry_run, now)
         dry_ctx = self._context(args.queue, now) if get(args, "dry_run") else None
 
         def count(ids: list[int]) -> int:
@@ -228,16 +231,6 @@ class MemoryDatabase:
         selects = lambda m: core.apply.bulk_selects(args, m, now)  # noqa: E731
         apply = write if dry_ctx is None else count
         return self._in_batches(args.queue, (), args.limit, selects, apply)
-
-    def replay_all(self, queue: Any, filters: Any, limit: Any, dry_run: Any, now: int) -> int:
-        return self._bulk(self.core.validate.replay_all(queue, filters, limit, dry_run, now), now)
-
-    def delete_all(self, queue: Any, filters: Any, limit: Any, dry_run: Any, now: int) -> int:
-        return self._bulk(self.core.validate.delete_all(queue, filters, limit, dry_run, now), now)
-
-    def retry_now_all(self, queue: Any, filters: Any, limit: Any, dry_run: Any, now: int) -> int:
-        args = self.core.validate.retry_now_all(queue, filters, limit, dry_run, now)
-        return self._bulk(args, now)
 
     def retry_now(self, queue: Any, id: Any, now: int) -> Any:
         args = self.core.validate.message(queue, id)
