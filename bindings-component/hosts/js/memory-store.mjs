@@ -221,7 +221,12 @@ export class MemoryDatabase {
   listMessages(queue, filters, limit, afterId, now) {
     const args = this.core.validate.list(queue, filters, limit, afterId, now);
     const scan = new this.core.plan.Scan(args, now);
-    for (let query = scan.next(); query !== undefined; query = scan.next()) scan.feed(this.#read(query));
+    try {
+      for (let query = scan.next(); query !== undefined; query = scan.next()) scan.feed(this.#read(query));
+    } catch (err) {
+      scan[Symbol.dispose]();
+      throw err;
+    }
     return this.core.plan.Scan.finish(scan);
   }
 

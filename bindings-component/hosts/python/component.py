@@ -146,7 +146,8 @@ class Batches:
 
 
 class Scan:
-    """The resource ``plan.scan`` (the reads of one ``list``), consumed by :meth:`finish`."""
+    """The resource ``plan.scan`` (the reads of one ``list``), consumed by :meth:`finish`, or
+    dropped on exit of a ``with`` block that did not finish it."""
 
     def __init__(self, plan: _Interface, args: Any, now: int) -> None:
         self._plan = plan
@@ -159,7 +160,15 @@ class Scan:
         self._plan.function("[method]scan.feed")(self._handle, messages)
 
     def finish(self) -> Any:
-        return self._plan.function("[static]scan.finish")(self._handle)
+        handle, self._handle = self._handle, None
+        return self._plan.function("[static]scan.finish")(handle)
+
+    def __enter__(self) -> Scan:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._handle is not None:
+            self._handle.drop(self._plan._core.store)
 
 
 class Core:

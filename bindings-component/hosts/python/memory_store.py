@@ -275,10 +275,10 @@ class MemoryDatabase:
         """A page (``page``) of the messages the filters select: the reads the component's
         ``scan`` asks for."""
         args = self.core.validate.list(queue, filters, limit, after_id, now)
-        scan = self.core.scan(args, now)
-        while (query := scan.next()) is not None:
-            scan.feed(self._read(query))
-        return scan.finish()
+        with self.core.scan(args, now) as scan:
+            while (query := scan.next()) is not None:
+                scan.feed(self._read(query))
+            return scan.finish()
 
     def stats(self, queue: Any, now: int) -> Any:
         name = self.core.validate.queue_at(queue, now)
