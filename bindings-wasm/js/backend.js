@@ -203,9 +203,9 @@ class QueueHandle {
   /** The batches of a BulkPlan, `write(ids)` resolving to how many it applied; resolves to the total. */
   async #bulk(plan, write) {
     try {
-      for (let next = plan.next(); next !== undefined; next = plan.next()) {
+      for (let next = plan.next(); next !== undefined; ) {
         const ids = await this.#ctx.store.select(this.#rules.name, plan, ...next);
-        plan.record(ids, ids.length === 0 ? 0 : await write(ids));
+        next = plan.record(ids, ids.length === 0 ? 0 : await write(ids));
       }
       return plan.done;
     } finally {

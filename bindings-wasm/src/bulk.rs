@@ -4,16 +4,16 @@
 //! IndexedDB store, each batch in its own transaction; and a page of `Queue.list` ([`ListPlan`],
 //! the core's [`Scan`]).
 
-use deadletter::engine::{Action, BulkArgs, Scan, Sift, sift};
-use deadletter::{Batches, Error, Id, Millis, PurgeArgs, Result};
+use deadletter::engine::{Action, BulkArgs, Scan};
+use deadletter::{Batches, Id, Millis, PurgeArgs, Result};
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
 use crate::groups::Book;
+use crate::keys;
 use crate::plans::{context, read_all};
 use crate::record::{from_record, number, stored, to_js, whole};
 use crate::rules::js;
-use crate::{errors, keys};
 
 /// What the writes of a bulk operation do.
 enum Bulk {
@@ -23,11 +23,11 @@ enum Bulk {
     Purge(PurgeArgs),
 }
 
-/// A bulk operation in [`Batches`]: while [`BulkPlan::next`] names a selection, the store reads
-/// that range of the `list` index (keys; [`BulkPlan::sift`] about each, and
-/// [`BulkPlan::matches`] about the record when it says so) or, without a range, the records of
-/// the queue's `queue` index above the id it names ([`BulkPlan::matches`] about each); then, in
-/// one transaction, reads the records of the ids it kept and:
+/// A bulk operation in [`Batches`]: while [`BulkPlan::next`] (then [`BulkPlan::record`]) names a
+/// selection, the store reads the records of that range of the `list` index or, without a
+/// range, those of the queue's `queue` index above the id it names, asking
+/// [`BulkPlan::matches`] about each until it has as many as the selection has room for; then,
+/// in one transaction, reads the records of the ids it kept and:
 /// - for `replayAll` and `retryNowAll` ([`BulkPlan::writes`] true), reads the queue's row first,
 ///   hands everything to [`BulkPlan::step`] with the clock's time, and writes the [`Book`] it
 ///   answers with its groups' bookkeeping (a replayed message goes to its group's end);
@@ -37,7 +37,7 @@ enum Bulk {
 ///   [`BulkPlan::deletable`] returns, is how many the write would have touched (the core's
 ///   [`BulkArgs::touches`]);
 ///
-/// [`BulkPlan::record`] closes the batch.
+/// [`BulkPlan::record`] closes the batch and names the next selection.
 #[wasm_bindgen]
 pub struct BulkPlan {
     bulk: Bulk,
@@ -67,17 +67,12 @@ impl BulkPlan {
         }
     }
 
-    fn args(&self) -> Result<&BulkArgs> {
-        match &self.bulk {
-            Bulk::Action(args, _) => Ok(args),
-            Bulk::Purge(_) => Err(Error::Store("purge has no steps".into())),
-        }
-    }
-
     /// The step of each record found that is still selected at the transaction's context, as
-    /// a [`Book`].
+    /// a [`Book`] (none for `purge`, which deletes).
     fn steps(&self, clock: &JsValue, row: &JsValue, found: &Array) -> Result<Book> {
-        let args = self.args()?;
+        let Bulk::Action(args, _) = &self.bulk else {
+            return Ok(Book::new("", 0));
+        };
         let ctx = context(&args.queue, clock, row)?;
         let mut book = Book::new(&args.queue, ctx.now);
         for record in found.iter().filter(|r| !r.is_undefined()) {
@@ -107,18 +102,6 @@ impl BulkPlan {
                 .into_iter()
                 .collect(),
         )
-    }
-
-    /// One key of the selection's range (`[queue, status, id, updatedAt]`): 0 skip it, 1 select
-    /// it, 2 read the record and ask [`BulkPlan::matches`].
-    pub fn sift(&self, key: &JsValue) -> std::result::Result<u8, JsValue> {
-        let updated_at = keys::part(key, 3)
-            .ok_or_else(|| errors::to_js(&Error::Store("a bad key in index list".into())))?;
-        Ok(match sift(&self.filter(), updated_at) {
-            Sift::Skip => 0,
-            Sift::Take => 1,
-            Sift::Load => 2,
-        })
     }
 
     /// Whether the operation selects the message of `record`.
@@ -173,10 +156,11 @@ impl BulkPlan {
     }
 
     /// Closes a batch: the ids selected (ascending) and how many the write applied (or the dry
-    /// run counted).
-    pub fn record(&mut self, ids: &Array, applied: u32) {
+    /// run counted); then the next selection as [`BulkPlan::next`] gives it.
+    pub fn record(&mut self, ids: &Array, applied: u32) -> Option<Array> {
         let ids: Vec<Id> = ids.iter().filter_map(|id| whole(&id)).collect();
         self.batches.record(&ids, applied.into());
+        self.next()
     }
 
     /// How many messages were acted on (or, for a dry run, would have been).
@@ -188,9 +172,9 @@ impl BulkPlan {
     }
 }
 
-/// `Queue.list` (the core's [`Scan`]): in one read transaction, while [`ListPlan::next`] names a
-/// page, the store reads it and hands its records to [`ListPlan::feed`]; [`ListPlan::finish`]
-/// is the answer.
+/// `Queue.list` (the core's [`Scan`]): in one read transaction, while [`ListPlan::next`] (then
+/// [`ListPlan::feed`]) names a page, the store reads it and hands its records to
+/// [`ListPlan::feed`]; [`ListPlan::finish`] is the answer.
 #[wasm_bindgen]
 pub struct ListPlan {
     scan: Scan,
@@ -218,10 +202,11 @@ impl ListPlan {
         Some([range, limit, number(after_id)].into_iter().collect())
     }
 
-    /// The records of the page [`ListPlan::next`] named, in id order.
-    pub fn feed(&mut self, records: &Array) -> std::result::Result<(), JsValue> {
+    /// The records of the page [`ListPlan::next`] named, in id order; then the next page to
+    /// read, as [`ListPlan::next`] gives it.
+    pub fn feed(&mut self, records: &Array) -> std::result::Result<Option<Array>, JsValue> {
         self.scan.feed(js(read_all(records))?);
-        Ok(())
+        Ok(self.next())
     }
 
     /// The page: `[messages, nextAfterId]` (`nextAfterId` null when the queue holds no further

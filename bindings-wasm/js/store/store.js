@@ -202,36 +202,35 @@ export class IdbStore {
 
   /**
    * The pages of a ListPlan (src/bulk.rs: the core's Scan), in one read transaction: while
-   * `plan.next()` names a page `[range, limit, afterId]`, reads it (`page`) and hands its records
-   * to `plan.feed`.
+   * `plan.next()`, then `plan.feed(records)`, names a page `[range, limit, afterId]`, reads it
+   * (`page`) and hands its records to `plan.feed`.
    */
   scan(queue, plan) {
     return this.#run(MESSAGES, "readonly", async (messages) => {
-      for (let next = plan.next(); next !== undefined; next = plan.next()) plan.feed(await page(messages, queue, ...next));
+      for (let next = plan.next(); next !== undefined; ) next = plan.feed(await page(messages, queue, ...next));
     });
   }
 
   /**
-   * The ids (ascending) of at most `room` messages that a BulkPlan selects: of index `list` in
-   * `range`, its `sift(key)` of each key and its `matches(record)` when it asks for the record;
-   * without a range, its `matches(record)` of each record of queue `queue` with an id above
-   * `after`.
+   * The ids (ascending) of at most `room` messages that a BulkPlan selects (its `matches(record)`
+   * of each record): of index `list` in `range`, or without a range of queue `queue` with an id
+   * above `after`.
    */
   select(queue, plan, range, room, after) {
     return this.#run(MESSAGES, "readonly", async (messages) => {
       const ids = [];
-      const keyed = range !== null;
-      const req = keyed ? messages.index("list").openKeyCursor(keyRange(range)) : messages.index("queue").openCursor(IDBKeyRange.only(queue));
+      const index = messages.index(range === null ? "queue" : "list");
+      const req = range === null ? index.openCursor(IDBKeyRange.only(queue)) : index.openCursor(keyRange(range));
       for (;;) {
-        const cursor = await settle(req, keyed ? "openKeyCursor" : "openCursor");
+        const cursor = await settle(req, "openCursor");
         if (cursor === null) break;
         const id = cursor.primaryKey;
-        if (!keyed && id <= after) {
+        if (range === null && id <= after) {
+          // Keyset pagination in the queue index: on to the first id above `after` under this key.
           cursor.continuePrimaryKey(queue, after + 1);
           continue;
         }
-        const sift = keyed ? plan.sift(cursor.key) : 2;
-        if (sift === 1 || (sift === 2 && plan.matches(keyed ? await request("get", () => messages.get(id)) : cursor.value))) {
+        if (plan.matches(cursor.value)) {
           ids.push(id);
           if (ids.length === room) break;
         }
