@@ -40,6 +40,35 @@ test("the codes and the backoff come from the native core", () => {
   assert.throws(() => backoffMs(-1), (err) => err instanceof DeadLetterError && err.errors[0].code === "out_of_range");
 });
 
+test("list filters and bulk actions: Dates or ms, JavaScript field names, pages, dry runs that change nothing", async () => {
+  const BASE = Date.UTC(2026, 0, 1);
+  let now = BASE;
+  const db = await open(fresh(), { clock: () => now });
+  const q = db.queue("q");
+  for (const payload of ["a-1", "b-2", "a-3"]) {
+    await q.enqueue(payload, { delayMs: 5000 });
+    now += 1000;
+  }
+  const page = await q.list({ payloadContains: "a-", limit: 1 });
+  assert.deepEqual([page.map((m) => m.id), page.nextAfterId, Object.keys(page)], [[1], 1, ["0"]]);
+  const since = await q.list({ createdAfter: new Date(BASE + 1000), createdBefore: BASE + 2000 });
+  assert.deepEqual([since.map((m) => m.id), since.nextAfterId], [[2], null]);
+  const err = await rejection(q.list({ updatedBefore: "2026-01-01", delayed: 1 }));
+  assert.deepEqual(err.errors, [
+    { field: "delayed", code: "type", message: err.errors[0].message },
+    { field: "updatedBefore", code: "type", message: "must be a Date or an integer number of milliseconds since the epoch, got a string" },
+  ]);
+  const before = await q.list();
+  assert.equal(await q.retryNowAll({ payloadContains: "a-", dryRun: true }), 2);
+  assert.deepEqual(await q.list(), before, "the dry run wrote nothing");
+  assert.equal(await q.retryNowAll({ payloadContains: "a-", limit: 1 }), 1);
+  assert.equal((await q.retryNow(3)).retryAfter, null);
+  assert.equal(await q.deleteAll({ dryRun: true }), 0);
+  const bad = await rejection(q.replayAll({ dryRun: "no", status: "pending" }));
+  assert.deepEqual(fields(bad), ["dryRun:type", "status:invalid"]);
+  db.close();
+});
+
 test("open checks every option at once and creates nothing then", async () => {
   const path = fresh();
   const err = await rejection(open(path, { leaseMs: 0, durability: "fast", clock: 5, random: "x" }));

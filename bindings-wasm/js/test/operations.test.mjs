@@ -32,6 +32,59 @@ async function timed(options = {}) {
   return { db, clock };
 }
 
+test("list filters take Dates or ms, and a page is an Array with a nextAfterId that equality ignores", async () => {
+  const { db, clock } = await timed();
+  const q = db.queue("q");
+  for (const payload of ["a-1", "b-2", "a-3"]) {
+    await q.enqueue(payload);
+    clock.now += 1000;
+  }
+  const page = await q.list({ payloadContains: "a-", limit: 1 });
+  assert.ok(Array.isArray(page));
+  assert.deepEqual(page.map((m) => m.id), [1]);
+  assert.equal(page.nextAfterId, 1);
+  assert.deepEqual(Object.keys(page), ["0"], "nextAfterId is not enumerable");
+  const rest = await q.list({ payloadContains: "a-", afterId: page.nextAfterId });
+  assert.deepEqual([rest.map((m) => m.id), rest.nextAfterId], [[3], null]);
+  assert.deepEqual(await q.list({ createdBefore: BASE }), [], "deepEqual sees a plain array");
+  const since = await q.list({ createdAfter: new Date(BASE + 1000), createdBefore: BASE + 2000 });
+  assert.deepEqual(since.map((m) => m.id), [2]);
+  for (const field of ["createdAfter", "createdBefore", "updatedAfter", "updatedBefore", "deadAfter", "deadBefore"]) {
+    const err = await rejects(q.list({ [field]: "2026-01-01" }), "validation_failed");
+    assert.deepEqual(err.errors, [
+      { field, code: "type", message: "must be a Date or an integer number of milliseconds since the epoch, got a string" },
+    ]);
+  }
+  const invalid = await rejects(q.list({ updatedAfter: new Date(NaN), delayed: 1, payloadContains: "" }), "validation_failed");
+  assert.deepEqual(fields(invalid), ["delayed:type", "payloadContains:empty", "updatedAfter:type"]);
+  db.close();
+});
+
+test("a dry run counts exactly and changes nothing; retryNow makes one message due", async () => {
+  const { db, clock } = await timed();
+  const q = db.queue("q");
+  await q.enqueue("later", { delayMs: 60_000 });
+  await q.enqueue("now");
+  const dead = await q.enqueue("dead", { maxRetries: 1 });
+  await q.claim();
+  await q.claim();
+  await q.fail(dead.id, "boom");
+  const before = await q.list();
+  assert.equal(await q.retryNowAll({ dryRun: true }), 1);
+  assert.equal(await q.replayAll({ dryRun: true, errorContains: "boom" }), 1);
+  assert.equal(await q.deleteAll({ dryRun: true }), 1);
+  assert.deepEqual(await q.list(), before, "the dry runs wrote nothing");
+  clock.now += 10;
+  const due = await q.retryNow(1);
+  assert.deepEqual([due.retryAfter, due.updatedAt.getTime()], [null, BASE + 10]);
+  assert.equal(await q.retryNowAll(), 0, "nothing waits any more");
+  assert.equal(await q.deleteAll({ status: "dead", limit: 5 }), 1);
+  await rejects(q.retryNow(2), "conflict");
+  const bad = await rejects(q.deleteAll({ dryRun: "yes", limit: 0, status: "pending" }), "validation_failed");
+  assert.deepEqual(fields(bad), ["dryRun:type", "limit:out_of_range", "status:invalid"]);
+  db.close();
+});
+
 test("a failure history, first failure, death time and replays are recorded", async () => {
   const { db, clock } = await timed();
   const q = db.queue("q");
