@@ -2,6 +2,9 @@
 // `tsc --noEmit -p bindings-wasm/examples` (strict) against the hand-written js/index.d.ts.
 import {
   type BackoffOptions,
+  type BulkOptions,
+  type ListOptions,
+  type MessagePage,
   type DrainResult,
   Outbox,
   type OutboxOptions,
@@ -110,6 +113,12 @@ export async function main(indexedDB: IDBFactory): Promise<void> {
   console.log(`paused and resumed: ${paused}; ${queued.group ?? "no group"}, expires ${queued.expiresAt?.toISOString() ?? "never"}`);
   const filter: ReplayAllOptions = { errorContains: "broken", deadBefore: new Date(now + 1), deadAfter: 0, limit: 100 };
   console.log(`replayed ${await q.replayAll(filter)}, reaped ${await q.reap()}`);
+  const search: ListOptions = { payloadContains: "customer", createdAfter: new Date(now - 3_600_000), delayed: false, limit: 50 };
+  const page: MessagePage = await q.list(search);
+  const more: Message[] = page.nextAfterId === null ? [] : await q.list({ ...search, afterId: page.nextAfterId });
+  const bulk: BulkOptions = { errorContains: "broken", status: "dead", dryRun: true };
+  console.log(`${page.length + more.length} found; would delete ${await q.deleteAll(bulk)}, retried now ${await q.retryNowAll({ limit: 10 })}`);
+  if (page[0]?.retryAfter) console.log(`due now: ${(await q.retryNow(page[0].id)).retryAfter === null}`);
   console.log(`purged ${await q.purge({ status: "succeeded", olderThanMs: 86_400_000 })}`);
   const stats: QueueStats = await q.stats();
   const next: Date | null = await q.nextDueAt();

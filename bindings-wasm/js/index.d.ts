@@ -2,7 +2,7 @@
 // examples/example.ts in `make test-js`). Units: milliseconds; timestamps are UTC `Date`s. The
 // same types in browsers and workers (IndexedDB) and in Node (SQLite files, through the native
 // module; IndexedDB with the `indexedDB` option).
-// One file (about 840 lines): the package's single type entry (`types` in package.json).
+// One file (about 930 lines): the package's single type entry (`types` in package.json).
 
 /** The stable error codes; part of the public API. */
 export type ErrorCode = "validation_failed" | "not_found" | "conflict" | "store";
@@ -18,8 +18,10 @@ export interface FieldError {
   /**
    * The argument's JavaScript name: `queue`, `payload`, `maxRetries`, `idempotencyKey`,
    * `delayMs`, `group`, `expiresInMs`, `items`, `n`, `leaseMs`, `leaseToken`, `id`, `error`,
-   * `retryable`, `retryInMs`, `status`, `limit`, `afterId`, `errorContains`, `deadBefore`,
-   * `deadAfter`, `olderThanMs`, `retryCount`, `onExpiry` (`setSettings`);
+   * `retryable`, `retryInMs`, `status`, `limit`, `afterId`, `dryRun`, a filter (`delayed`,
+   * `payloadContains`, `errorContains`, `group`, `idempotencyKey`, `createdAfter`,
+   * `createdBefore`, `updatedAfter`, `updatedBefore`, `deadAfter`, `deadBefore`), `olderThanMs`,
+   * `retryCount`, `onExpiry` (`setSettings`);
    * a backoff option (`backoff` when it is not an object, `initialMs`, `multiplier`, `capMs`,
    * `jitter`); an `open` option (`name`, `indexedDB`, `clock`, `random`, `leaseMs`,
    * `maxPayloadBytes`, `durability`): `clock` when the clock's time, or an instant derived from it (a lease, a
@@ -49,7 +51,8 @@ export interface FieldError {
 
 /**
  * The only error the package throws or rejects with. A call that fails has changed nothing, but
- * for the bulk operations `replayAll` and `purge`, which commit in batches (see each).
+ * for the bulk operations `replayAll`, `deleteAll`, `retryNowAll` and `purge`, which commit in
+ * batches (see each).
  * - `validation_failed`: an argument was rejected; `errors` lists every rejected field (or every
  *   unknown option key, see `FieldError.code`).
  * - `not_found`: no message with this id in this queue (ids of other queues are invisible);
@@ -442,26 +445,82 @@ export interface ReplayOptions {
   expiresInMs?: number | null;
 }
 
-export interface ListOptions {
-  /** Only messages in this status; default all. */
+/**
+ * The filters of `list` and of the bulk actions (`replayAll`, `deleteAll`, `retryNowAll`): every
+ * one optional, combined with AND (the core's `FilterArgs`, snake_case in Python and the HTTP
+ * API). Instants are `Date`s or integer milliseconds since the epoch (UTC); each time range is
+ * half-open: `after <= t < before`. Every rejected filter is reported in one `validation_failed`
+ * error (with the other rejected arguments), and nothing is read or changed.
+ */
+export interface Filters {
+  /** Only messages in this status (which ones a bulk action allows: see each). */
   status?: Status | null;
+  /**
+   * true: only `pending` messages waiting for a backoff or a delay (`retryAfter` later than now);
+   * false: only the other `pending` ones (due, or blocked behind their group's head). With a
+   * `status` other than `"pending"` (or on `replayAll`, `deleteAll`): `invalid`.
+   */
+  delayed?: boolean | null;
+  /** Only messages whose payload contains this text: case-sensitive, not empty, without NUL. */
+  payloadContains?: string | null;
+  /** Only messages whose `lastError` contains this text: case-sensitive, not empty, without NUL. */
+  errorContains?: string | null;
+  /** Only messages of this ordering group (exactly; the rules of `EnqueueOptions.group`). */
+  group?: string | null;
+  /** Only the message with this idempotency key (exactly; the rules of `EnqueueOptions.idempotencyKey`). */
+  idempotencyKey?: string | null;
+  /** Only messages created at or after this instant. */
+  createdAfter?: Date | number | null;
+  /** Only messages created before this instant. */
+  createdBefore?: Date | number | null;
+  /** Only messages last updated at or after this instant. */
+  updatedAfter?: Date | number | null;
+  /** Only messages last updated before this instant. */
+  updatedBefore?: Date | number | null;
+  /** Only messages that died at or after this instant (so only dead ones). */
+  deadAfter?: Date | number | null;
+  /** Only messages that died before this instant (so only dead ones). */
+  deadBefore?: Date | number | null;
+}
+
+export interface ListOptions extends Filters {
   /** Page size: integer 1..1000; default 100. */
   limit?: number | null;
-  /** Only ids greater than this (keyset pagination: pass the last id of the previous page). */
+  /**
+   * Only ids greater than this, integer >= 0 (keyset pagination: pass the previous page's
+   * `nextAfterId`).
+   */
   afterId?: number | null;
 }
 
-/** Which dead messages `replayAll` sends back; every filter is optional. */
-export interface ReplayAllOptions {
-  /** Only messages whose `lastError` contains this text (case-sensitive; without NUL, which no error text holds: else `validation_failed`). */
-  errorContains?: string | null;
-  /** Only messages with `deadAt` before this instant (a `Date` or milliseconds since the epoch). */
-  deadBefore?: Date | number | null;
-  /** Only messages with `deadAt` at or after this instant (a `Date` or milliseconds since the epoch). */
-  deadAfter?: Date | number | null;
+/**
+ * One page of `list`: the messages in id order (a plain `Array`), with where to go on.
+ * `nextAfterId` is not enumerable, so the page still equals (`deepEqual`) and spreads as the
+ * array of its messages.
+ */
+export interface MessagePage extends Array<Message> {
+  /**
+   * The `afterId` that continues the listing, or null when the queue holds no further match:
+   * the last id of a full page, or, when the scan budget (10 000 messages examined per call, for
+   * the filters no index answers, such as `payloadContains`) ran out first, the last id examined:
+   * the page may then be short, even empty, while more may match beyond.
+   */
+  readonly nextAfterId: number | null;
+}
+
+/** The options of the bulk actions: the filters, how many at most, and whether to only count. */
+export interface BulkOptions extends Filters {
   /** At most this many (integer >= 1); default all. */
   limit?: number | null;
+  /**
+   * true: select and run the same steps without writing anything, and resolve to the exact count
+   * the action would touch now (what a confirmation shows). Default false.
+   */
+  dryRun?: boolean | null;
 }
+
+/** The options of `replayAll` (its filters, `errorContains`, `deadBefore`, `deadAfter`, `limit`, are those of every bulk action). */
+export type ReplayAllOptions = BulkOptions;
 
 export interface PurgeOptions {
   /** Which finished messages: `"succeeded"` or `"dead"` (any other status is `invalid`). */
@@ -576,12 +635,38 @@ export declare class Queue {
    */
   replay(id: number, options?: ReplayOptions): Promise<Message>;
   /**
-   * Replays every dead message of this queue that the filters select, in id order (the oldest
-   * message first), in batches of 200 (each batch one transaction); resolves to how many. Rejects
-   * with `validation_failed` or `store`; when a batch fails, the batches before it stay replayed:
-   * calling again finishes the work (only dead messages are touched).
+   * Replays every dead message of this queue that the filters select (as `replay` does, with the
+   * queue's stored expiry), in id order (the oldest message first), at most `limit`, in batches
+   * of 200 (each batch one transaction, which checks the filters again on each message);
+   * resolves to how many (with `dryRun`, how many it would replay now, writing nothing).
+   * `status` may only be `"dead"`; `delayed` is `invalid`. Rejects with `validation_failed` or
+   * `store`; when a batch fails, the batches before it stay replayed: calling again finishes the
+   * work (only dead messages are touched).
    */
-  replayAll(options?: ReplayAllOptions): Promise<number>;
+  replayAll(options?: BulkOptions): Promise<number>;
+  /**
+   * Deletes the finished messages (`succeeded` or `dead`; `status` may narrow to one, another is
+   * `invalid`; `delayed` is `invalid`) that the filters select, in id order, at most `limit`, in
+   * batches of 200 (each one transaction); their idempotency keys are free again. Resolves to
+   * how many (with `dryRun`, how many it would delete now, deleting nothing). Rejects with
+   * `validation_failed` or `store`; when a batch fails, the batches before it stay deleted.
+   */
+  deleteAll(options?: BulkOptions): Promise<number>;
+  /**
+   * Makes due now (as `retryNow` does) the `pending` messages waiting for a backoff or a delay
+   * that the filters select (`status` may only be `"pending"`; `delayed` may only be true: it is
+   * always), in id order, at most `limit`, in batches of 200; a grouped one still waits behind
+   * its group's head. Resolves to how many (with `dryRun`, how many it would make due now,
+   * changing nothing). Rejects with `validation_failed` or `store`.
+   */
+  retryNowAll(options?: BulkOptions): Promise<number>;
+  /**
+   * Makes a `pending` message waiting for its backoff or delay due now: `retryAfter` null,
+   * `updatedAt` now; `retryCount` and the history stay (a grouped one still waits behind its
+   * group's head). A pending message already due is returned unchanged. Rejects with
+   * `validation_failed`, `not_found`, `conflict` (not pending) or `store`.
+   */
+  retryNow(id: number): Promise<Message>;
   /**
    * Deletes the `succeeded` or `dead` messages last updated at least `olderThanMs` ago, in
    * batches of 200 (each one transaction); resolves to how many. Rejects with `validation_failed`
@@ -603,8 +688,14 @@ export declare class Queue {
   nextDueAt(): Promise<Date | null>;
   /** One message. Rejects with `validation_failed`, `not_found` or `store`. */
   get(id: number): Promise<Message>;
-  /** One page of messages ordered by id. Rejects with `validation_failed` or `store`. */
-  list(options?: ListOptions): Promise<Message[]>;
+  /**
+   * One page of the messages the filters select, in id order, ids above `afterId`, at most
+   * `limit`, with `nextAfterId` to go on. Without a filter beyond `status` this is one read of
+   * an index; with one (a payload search scans) it examines at most 10 000 messages per call, so
+   * the page may be short while more match beyond (see `MessagePage.nextAfterId`). Reads the
+   * clock only for `delayed`. Rejects with `validation_failed` or `store`.
+   */
+  list(options?: ListOptions): Promise<MessagePage>;
   /**
    * The settings stored with this queue (all defaults, null where unset, when it has none:
    * reading stores nothing). Rejects with `validation_failed` or `store`.
@@ -824,7 +915,7 @@ export declare class Outbox {
    */
   drain(options?: { waitMs?: number }): Promise<DrainResult>;
   /** Dead requests, oldest first (see `Queue.list`); `Outbox.requestOf` rebuilds each request. */
-  dead(options?: Omit<ListOptions, "status">): Promise<Message[]>;
+  dead(options?: Omit<ListOptions, "status">): Promise<MessagePage>;
   /** Sends a dead request again (see `Queue.replay`) and asks for a drain. */
   replay(id: number): Promise<Message>;
   /**
