@@ -100,6 +100,7 @@ const EXTEND = ["leaseToken", "leaseMs"];
  */
 const FILTERS = ["status", "delayed", "payloadContains", "errorContains", "group", "idempotencyKey",
   "createdAfter", "createdBefore", "updatedAfter", "updatedBefore", "deadAfter", "deadBefore"];
+const FIRST_INSTANT = FILTERS.indexOf("createdAfter");
 const LIST = [...FILTERS, "limit", "afterId"];
 const BULK = [...FILTERS, "limit", "dryRun"];
 const PURGE = ["status", "olderThanMs"];
@@ -111,7 +112,7 @@ const PROCESS = ["concurrency", "pollIntervalMs", "shutdownTimeoutMs", "leaseMs"
  * the core rejects as a type error); every value else as it is, for the core to judge.
  */
 function filters(o) {
-  return FILTERS.map((key, i) => (i >= 6 && o[key] instanceof Date ? o[key].getTime() : o[key]));
+  return FILTERS.map((key, i) => (i >= FIRST_INSTANT && o[key] instanceof Date ? o[key].getTime() : o[key]));
 }
 
 /** One named queue of a Database, with its backoff policy. Get it with `db.queue(name, options)`. */
