@@ -292,9 +292,14 @@ async fn step_outcome<S: Store>(
                 .replay(a("queue"), a("id"), a("expires_in_ms"), now)
                 .await?,
         ),
-        "replay_all" | "delete_all" | "retry_now_all" => {
+        "replay_all" | "delete_all" | "retry_now_all" | "move_all" => {
             bulk_outcome(engine, op, args, now).await?
         }
+        "move" => to_json(
+            engine
+                .move_message(a("queue"), a("id"), a("to_queue"), now)
+                .await?,
+        ),
         "retry_now" => to_json(engine.retry_now(a("queue"), a("id"), now).await?),
         "purge" => {
             let n = engine
@@ -322,7 +327,8 @@ async fn step_outcome<S: Store>(
     Ok(value)
 }
 
-/// Runs one step of a bulk action (`replay_all`, `delete_all`, `retry_now_all`): its count.
+/// Runs one step of a bulk action (`replay_all`, `delete_all`, `retry_now_all`, `move_all`):
+/// its count.
 async fn bulk_outcome<S: Store>(
     engine: &Engine<S>,
     op: &str,
@@ -340,6 +346,11 @@ async fn bulk_outcome<S: Store>(
         "delete_all" => {
             engine
                 .delete_all(queue, &filters, limit, dry_run, now)
+                .await
+        }
+        "move_all" => {
+            engine
+                .move_all(queue, a("to_queue"), &filters, limit, dry_run, now)
                 .await
         }
         _ => {

@@ -42,7 +42,7 @@ pub enum Conflict {
         /// Its current status.
         status: Status,
         /// The refused operation (`claim`, `succeed`, `fail`, `extend`, `replay`, `delete`,
-        /// `retry_now`).
+        /// `retry_now`, `move`).
         operation: &'static str,
     },
     /// The lease token shown is not the message's current one: the lease expired and the message
@@ -51,6 +51,38 @@ pub enum Conflict {
         /// The message.
         id: Id,
     },
+    /// `move` (issue 22): a message of the target queue already carries the moved message's
+    /// idempotency key (within a queue, at most one message carries a key), so the message stays
+    /// where it is. `move_all` skips such messages instead (they are not counted).
+    KeyTaken {
+        /// The message that was not moved.
+        id: Id,
+        /// The queue it was to go to.
+        to_queue: String,
+        /// Its idempotency key, which a message of `to_queue` carries.
+        idempotency_key: String,
+    },
+}
+
+impl Conflict {
+    /// The reason as a stable snake_case name, for the bindings' errors: `wrong_status`,
+    /// `lease_lost` or `key_taken`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::WrongStatus { .. } => "wrong_status",
+            Self::LeaseLost { .. } => "lease_lost",
+            Self::KeyTaken { .. } => "key_taken",
+        }
+    }
+
+    /// The message the conflict is about.
+    pub fn id(&self) -> Id {
+        match self {
+            Self::WrongStatus { id, .. } | Self::LeaseLost { id } | Self::KeyTaken { id, .. } => {
+                *id
+            }
+        }
+    }
 }
 
 impl std::fmt::Display for Conflict {
@@ -67,6 +99,17 @@ impl std::fmt::Display for Conflict {
                 f,
                 "lease lost on message {id}: the token is not the current one (the lease expired \
                  and the message may be with another worker)"
+            ),
+            Self::KeyTaken {
+                id,
+                to_queue,
+                idempotency_key,
+            } => write!(
+                f,
+                "cannot move message {id} to queue {}: a message there already carries its \
+                 idempotency key {}",
+                Quoted(to_queue),
+                Quoted(idempotency_key)
             ),
         }
     }

@@ -251,6 +251,20 @@ pub fn retry_now(mut message: Message, now: Millis) -> Result<Message> {
     Ok(message)
 }
 
+/// Move (issue 22): a `pending` or `dead` message goes to queue `to_queue` with everything it
+/// carries (id, payload, status, counters, history, `retry_after`, expiry, idempotency key,
+/// group); `moved_from` is the queue it leaves, `updated_at` now. Another status is a `conflict`
+/// (operation `move`): a processing message belongs to its worker, a succeeded one is done.
+/// Whether `to_queue` may take it (its idempotency key) is the store's read and the engine's
+/// decision ([`crate::Conflict::KeyTaken`]).
+pub fn move_to(mut message: Message, to_queue: &str, now: Millis) -> Result<Message> {
+    require(&message, &[Status::Pending, Status::Dead], "move")?;
+    let from = std::mem::replace(&mut message.queue, to_queue.to_owned());
+    message.moved_from = Some(from);
+    message.updated_at = now;
+    Ok(message)
+}
+
 /// Whether `message` may be deleted: only finished messages (`succeeded` or `dead`); anything
 /// else is a `conflict` (a live message is never deleted from under its worker).
 pub fn deletable(message: &Message) -> Result<()> {

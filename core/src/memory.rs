@@ -64,6 +64,13 @@ impl State {
         Context::read(clock, self.row(queue))
     }
 
+    /// Whether a message of `queue` carries the idempotency key `key`.
+    fn key_taken(&self, queue: &str, key: &str) -> bool {
+        self.messages
+            .values()
+            .any(|s| s.message.queue == queue && s.message.idempotency_key.as_deref() == Some(key))
+    }
+
     /// Every message of `queue`.
     fn queue(&self, queue: &str) -> Vec<Stored> {
         let of_queue = |s: &&Stored| s.message.queue == queue;
@@ -196,6 +203,38 @@ impl Store for MemoryStore {
             }
             Ok(written)
         })
+    }
+
+    async fn move_many(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        to_queue: &str,
+        clock: Clock<'_>,
+        mut step: impl FnMut(Message, &Context, bool) -> Result<Option<Message>>,
+    ) -> Result<Vec<Message>> {
+        self.transact(|state| {
+            let ctx = state.context(queue, clock)?;
+            let mut written = Vec::new();
+            for id in ids {
+                let Some(current) = state.find(queue, *id).cloned() else {
+                    continue;
+                };
+                let key = current.message.idempotency_key.as_deref();
+                let taken = key.is_some_and(|k| state.key_taken(to_queue, k));
+                if let Some(next) = step(current.message.clone(), &ctx, taken)? {
+                    state.put(Some(&current), next.clone(), ctx.now);
+                    written.push(next);
+                }
+            }
+            Ok(written)
+        })
+    }
+
+    async fn keys_taken(&self, queue: &str, keys: &[&str]) -> Result<Vec<String>> {
+        let state = self.lock()?;
+        let taken = keys.iter().filter(|k| state.key_taken(queue, k));
+        Ok(taken.map(|k| (*k).to_owned()).collect())
     }
 
     async fn delete_many(

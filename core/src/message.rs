@@ -115,6 +115,10 @@ pub struct Message {
     /// When it expires: still `pending` at this instant, it is never delivered (the next claim or
     /// reap takes it out, by the queue's [`crate::OnExpiry`]). `None`: it never expires.
     pub expires_at: Option<Millis>,
+    /// The queue it was last moved from (`move`, `move_all`: issue 22); `None` until it is
+    /// moved. Moving it again overwrites it.
+    #[serde(default)]
+    pub moved_from: Option<String>,
     /// Not stored: on the result of an enqueue, `true` when a stored message already carried the
     /// idempotency key and was returned instead of inserting a new one; `false` everywhere else.
     #[serde(default)]
@@ -175,6 +179,7 @@ impl NewMessage {
             replayed_at: None,
             group: self.group,
             expires_at: self.expires_at,
+            moved_from: None,
             deduplicated: false,
         }
     }

@@ -193,6 +193,33 @@ pub trait Store {
         check: impl FnMut(&Message) -> Result<bool>,
     ) -> impl Future<Output = Result<Vec<Message>>>;
 
+    /// `move` and `move_all` (issue 22). In one transaction (write lock, `clock` read once, the
+    /// row of `queue`), for each of `ids` still in `queue`, in order: reads it and whether a
+    /// message of `to_queue` carries its idempotency key (`taken`; false for a message without
+    /// one), and writes `step(message, context, taken)` when that is `Some` (a `None` leaves it
+    /// alone): the message the step returns, whose `queue` is `to_queue` now (with `moved_from`
+    /// and `updated_at` the step set), under its id. A grouped `pending` message leaves its group
+    /// in `queue` (the group's next member is unblocked, [`crate::storage::next_head`]) and goes
+    /// to the end of the group of the same name in `to_queue` ([`crate::storage::group_at`]
+    /// behind its tail, with its own id), blocked unless that group had no live member. The
+    /// unique index of `(queue, idempotency_key)` holds: a step never moves a message whose key
+    /// is taken, and a key inserted into `to_queue` by a racing connection makes the write fail
+    /// with a store error, never two messages with one key. Returns the messages written. An
+    /// `Err` from a step writes nothing.
+    fn move_many(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        to_queue: &str,
+        clock: Clock<'_>,
+        step: impl FnMut(Message, &Context, bool) -> Result<Option<Message>>,
+    ) -> impl Future<Output = Result<Vec<Message>>>;
+
+    /// The keys among `keys` that a stored message of `queue` carries as its idempotency key, in
+    /// any order (read-only, from the unique index of keys): what a dry run of `move_all` asks
+    /// of the target queue.
+    fn keys_taken(&self, queue: &str, keys: &[&str]) -> impl Future<Output = Result<Vec<String>>>;
+
     /// The counters of `queue` at `now`, see [`Counts`], with its row's.
     fn counts(&self, queue: &str, now: Millis) -> impl Future<Output = Result<Counts>>;
 

@@ -322,14 +322,19 @@ impl Check {
 
     /// A queue name: a non-empty string of at most [`MAX_QUEUE_CHARS`] characters, without NUL.
     pub(crate) fn queue<'a>(&mut self, arg: &Arg<'a>) -> Option<&'a str> {
-        let name = self.string("queue", arg)?;
+        self.queue_field("queue", arg)
+    }
+
+    /// [`Check::queue`] for the argument `field`.
+    fn queue_field<'a>(&mut self, field: &'static str, arg: &Arg<'a>) -> Option<&'a str> {
+        let name = self.string(field, arg)?;
         if name.is_empty() {
-            self.reject("queue", "empty", "must not be empty".into());
+            self.reject(field, "empty", "must not be empty".into());
         } else if name.contains('\0') {
-            self.reject("queue", "invalid", NUL.into());
+            self.reject(field, "invalid", NUL.into());
         } else if name.chars().count() > MAX_QUEUE_CHARS {
             self.reject(
-                "queue",
+                field,
                 "too_long",
                 format!("must be at most {MAX_QUEUE_CHARS} characters"),
             );
@@ -347,7 +352,29 @@ impl Check {
     /// replaying, purging and the settings take any name [`Check::queue`] takes, so that queues
     /// already stored under such a name keep working (issue 23, item 5).
     pub(crate) fn new_queue<'a>(&mut self, arg: &Arg<'a>) -> Option<&'a str> {
-        let name = self.queue(arg)?;
+        self.new_queue_field("queue", arg)
+    }
+
+    /// The queue a message is moved to (`move`, `move_all`: field `to_queue`): the rules of
+    /// [`Check::new_queue`], since messages are put under it; the queue they leave (`from`, when
+    /// it was accepted) is `invalid`.
+    pub(crate) fn target_queue<'a>(
+        &mut self,
+        arg: &Arg<'a>,
+        from: Option<&str>,
+    ) -> Option<&'a str> {
+        let name = self.new_queue_field("to_queue", arg)?;
+        if from == Some(name) {
+            let why = "is the queue the message is in (move it to another one)";
+            self.reject("to_queue", "invalid", why.into());
+            return None;
+        }
+        Some(name)
+    }
+
+    /// [`Check::new_queue`] for the argument `field`.
+    fn new_queue_field<'a>(&mut self, field: &'static str, arg: &Arg<'a>) -> Option<&'a str> {
+        let name = self.queue_field(field, arg)?;
         let why = if name.chars().any(|c| c.is_control() || is_bidi_control(c)) {
             "must not contain control or bidirectional control characters"
         } else if name.chars().all(char::is_whitespace) {
@@ -355,7 +382,7 @@ impl Check {
         } else {
             return Some(name);
         };
-        self.reject("queue", "invalid", why.into());
+        self.reject(field, "invalid", why.into());
         None
     }
 

@@ -198,8 +198,10 @@ fn context(state: &State, queue: &str, clock: Clock<'_>) -> Result<Context> {
 fn write_all(state: &mut State, now: Millis, pairs: Vec<(Record, Message)>) -> Result<()> {
     let mut tails = Tails::new();
     for (before, after) in &pairs {
-        if change(&before.message, Some(after)) == Change::Enters
-            && let Some(group) = &after.group
+        if matches!(
+            change(&before.message, Some(after)),
+            Change::Enters | Change::Moves
+        ) && let Some(group) = &after.group
         {
             tails.read(group, state.tail(&after.queue, group));
         }
@@ -213,6 +215,13 @@ fn write_all(state: &mut State, now: Millis, pairs: Vec<(Record, Message)>) -> R
             }
             Change::Enters => {
                 let group = after.group.clone().unwrap_or_default();
+                let (at, head) = tails.enter(&group, now, Some(after.id))?;
+                let lane = Lane::of(&after, head);
+                state.put(after, lane, Some(at));
+            }
+            Change::Moves => {
+                let group = after.group.clone().unwrap_or_default();
+                left.push((before.message.queue.clone(), group.clone()));
                 let (at, head) = tails.enter(&group, now, Some(after.id))?;
                 let lane = Lane::of(&after, head);
                 state.put(after, lane, Some(at));
@@ -412,6 +421,48 @@ impl Store for LaneStore {
             write_all(state, ctx.now, pairs)?;
             Ok(written)
         })
+    }
+
+    async fn move_many(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        to_queue: &str,
+        clock: Clock<'_>,
+        mut step: impl FnMut(Message, &Context, bool) -> Result<Option<Message>>,
+    ) -> Result<Vec<Message>> {
+        self.transact(|state| {
+            let ctx = context(state, queue, clock)?;
+            let mut pairs = Vec::new();
+            for id in ids {
+                let Some(before) = state.records.get(id).filter(|r| r.message.queue == queue)
+                else {
+                    continue;
+                };
+                let key = before.message.idempotency_key.as_ref();
+                let taken = key.is_some_and(|key| {
+                    state
+                        .of(to_queue)
+                        .any(|r| r.message.idempotency_key.as_ref() == Some(key))
+                });
+                if let Some(after) = step(before.message.clone(), &ctx, taken)? {
+                    pairs.push((before.clone(), after));
+                }
+            }
+            let moved: Vec<Message> = pairs.iter().map(|(_, after)| after.clone()).collect();
+            write_all(state, ctx.now, pairs)?;
+            Ok(moved)
+        })
+    }
+
+    async fn keys_taken(&self, queue: &str, keys: &[&str]) -> Result<Vec<String>> {
+        let state = self.state.lock().unwrap();
+        let taken = keys.iter().filter(|key| {
+            state
+                .of(queue)
+                .any(|r| r.message.idempotency_key.as_deref() == Some(**key))
+        });
+        Ok(taken.map(|key| (*key).to_owned()).collect())
     }
 
     async fn delete_many(

@@ -1,5 +1,5 @@
 //! The bulk actions over the filters of `list` (issue 22): `replay_all`, `delete_all`,
-//! `retry_now_all` ([`BulkArgs`]), each run batch by batch ([`super::BATCH`] messages, each batch
+//! `retry_now_all`, `move_all` ([`BulkArgs`]), each run batch by batch ([`super::BATCH`] messages, each batch
 //! its own write transaction that checks the filter and the step again on every message), or as
 //! a dry run: the same selection and the same steps without writing, which gives the exact count
 //! the action would touch now.
@@ -16,8 +16,8 @@ use super::apply::{self, expires_at};
 use super::filters::{Action, Filter, FilterArgs, Selection};
 use super::{BATCH, Engine, read_now};
 
-/// `replay_all`, `delete_all` or `retry_now_all`: the messages of `queue` that the filters select
-/// and the action may touch, at most `limit`, in id order.
+/// `replay_all`, `delete_all`, `retry_now_all` or `move_all`: the messages of `queue` that the
+/// filters select and the action may touch, at most `limit`, in id order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BulkArgs {
     /// What it does.
@@ -30,12 +30,17 @@ pub struct BulkArgs {
     pub limit: u64,
     /// Count only: write nothing.
     pub dry_run: bool,
+    /// `move_all`: the queue the messages go to (`None` for the other actions).
+    pub to_queue: Option<String>,
 }
 
 impl BulkArgs {
     /// Checks `queue`, the filters for `action` (see [`Selection`] and [`Action`]: the statuses
     /// it allows), `limit` (>= 1; null: all) and `dry_run` (a bool, default false); every
     /// rejected field is reported together, in this order.
+    ///
+    /// `move_all` takes a target queue: [`BulkArgs::moving`]; here (no target given) it is a
+    /// `type` error on `to_queue`.
     pub fn new(
         action: Action,
         queue: &Arg<'_>,
@@ -43,8 +48,36 @@ impl BulkArgs {
         limit: &Arg<'_>,
         dry_run: &Arg<'_>,
     ) -> Result<Self> {
+        Self::check(action, queue, &Arg::Null, filters, limit, dry_run)
+    }
+
+    /// `move_all`: checks `queue`, `to_queue` (the rules of an enqueue's queue name, field
+    /// `to_queue`; `queue` itself is `invalid`), the filters (status `pending` or `dead`, both by
+    /// default), `limit` and `dry_run` as [`BulkArgs::new`] does; every rejected field together,
+    /// in this order.
+    pub fn moving(
+        queue: &Arg<'_>,
+        to_queue: &Arg<'_>,
+        filters: &FilterArgs<'_>,
+        limit: &Arg<'_>,
+        dry_run: &Arg<'_>,
+    ) -> Result<Self> {
+        Self::check(Action::Move, queue, to_queue, filters, limit, dry_run)
+    }
+
+    fn check(
+        action: Action,
+        queue: &Arg<'_>,
+        to_queue: &Arg<'_>,
+        filters: &FilterArgs<'_>,
+        limit: &Arg<'_>,
+        dry_run: &Arg<'_>,
+    ) -> Result<Self> {
         let mut check = Check::default();
         let queue = check.queue(queue);
+        let to_queue = (action == Action::Move)
+            .then(|| check.target_queue(to_queue, queue))
+            .flatten();
         let selection = Selection::check(&mut check, filters, Some(action));
         let limit = check.opt_int("limit", limit, (1, i64::MAX));
         let dry_run = check.bool("dry_run", dry_run, false);
@@ -54,6 +87,7 @@ impl BulkArgs {
             selection: selection.unwrap_or_default(),
             limit: limit.map_or(u64::MAX, |n| u64::try_from(n).unwrap_or(u64::MAX)),
             dry_run,
+            to_queue: to_queue.map(str::to_owned),
         })
     }
 
@@ -80,8 +114,29 @@ impl BulkArgs {
         match self.action {
             Action::Replay => machine::replay(message, ctx.now, expires_at(ctx, None)?).map(Some),
             Action::RetryNow => machine::retry_now(message, ctx.now).map(Some),
-            Action::Delete => Ok(None),
+            Action::Delete | Action::Move => Ok(None),
         }
+    }
+
+    /// The step of `move_all` on one candidate inside a write at `ctx` ([`crate::Store::move_many`]),
+    /// `taken` saying whether a message of the target queue carries its idempotency key: `None`
+    /// (left where it is) when it is no longer selected or its key is taken there (a bulk move
+    /// skips it and does not count it), else the message moved ([`machine::move_to`]). `None`
+    /// for the other actions.
+    pub fn move_step(
+        &self,
+        message: Message,
+        ctx: &Context,
+        taken: bool,
+    ) -> Result<Option<Message>> {
+        let to_queue = match &self.to_queue {
+            Some(to) if self.action == Action::Move => to,
+            _ => return Ok(None),
+        };
+        if taken || !self.selects(&message, ctx.now) {
+            return Ok(None);
+        }
+        machine::move_to(message, to_queue, ctx.now).map(Some)
     }
 
     /// Whether `delete_all` deletes `message` (inside a write, or read at `now`): when it is
@@ -93,10 +148,13 @@ impl BulkArgs {
     /// Whether the action would touch `message` at `ctx` (what a dry run counts): the step
     /// writes it, or it would be deleted. An error of the step (an instant past the
     /// representable range) is the action's error.
-    pub fn touches(&self, message: &Message, ctx: &Context) -> Result<bool> {
+    /// For `move_all`, `taken` says whether the target queue holds the message's idempotency
+    /// key (ignored by the other actions).
+    pub fn touches(&self, message: &Message, ctx: &Context, taken: bool) -> Result<bool> {
         match self.action {
             Action::Delete => Ok(self.deletes(message, ctx.now)),
             Action::Replay | Action::RetryNow => Ok(self.step(message.clone(), ctx)?.is_some()),
+            Action::Move => Ok(self.move_step(message.clone(), ctx, taken)?.is_some()),
         }
     }
 }
@@ -112,9 +170,12 @@ impl<S: Store> Engine<S> {
             let ctx = Context::new(now, self.store.queue_row(queue).await?)?;
             return self
                 .in_batches(queue, status, args.limit, selects, async |picked| {
+                    let taken = self.keys_taken(args, picked).await?;
                     let mut n = 0;
                     for message in picked {
-                        n += u64::from(args.touches(message, &ctx)?);
+                        let key = message.idempotency_key.as_ref();
+                        let taken = key.is_some_and(|k| taken.contains(k));
+                        n += u64::from(args.touches(message, &ctx, taken)?);
                     }
                     Ok(n)
                 })
@@ -125,6 +186,11 @@ impl<S: Store> Engine<S> {
             let written = if args.action == Action::Delete {
                 let deletes = |m: &Message| Ok(args.deletes(m, now));
                 self.store.delete_many(queue, &ids, deletes).await?
+            } else if let Some(to_queue) = &args.to_queue {
+                let step = |m, ctx: &Context, taken| args.move_step(m, ctx, taken);
+                self.store
+                    .move_many(queue, &ids, to_queue, clock, step)
+                    .await?
             } else {
                 let step = |m, ctx: &Context| args.step(m, ctx);
                 self.store.update_many(queue, &ids, clock, step).await?
@@ -132,6 +198,19 @@ impl<S: Store> Engine<S> {
             Ok(apply::count(&written))
         })
         .await
+    }
+
+    /// For a dry run of `move_all`: the idempotency keys of `picked` that a message of the
+    /// target queue carries (one store read per batch; none for the other actions).
+    async fn keys_taken(&self, args: &BulkArgs, picked: &[Message]) -> Result<Vec<String>> {
+        let keys: Vec<&str> = picked
+            .iter()
+            .filter_map(|m| m.idempotency_key.as_deref())
+            .collect();
+        match &args.to_queue {
+            Some(to_queue) if !keys.is_empty() => self.store.keys_taken(to_queue, &keys).await,
+            _ => Ok(Vec::new()),
+        }
     }
 
     /// Walks the messages of `queue` (of `status`, when set) in id order, [`BATCH`] at a time
@@ -234,7 +313,7 @@ mod tests {
             let args = bulk(action);
             let got: Vec<bool> = messages
                 .iter()
-                .map(|m| args.touches(m, &ctx).unwrap())
+                .map(|m| args.touches(m, &ctx, false).unwrap())
                 .collect();
             assert_eq!(got, want, "{action:?}");
         }

@@ -107,6 +107,10 @@ pub enum Action {
     /// `retry_now_all`: `pending` only, the default; always `delayed` (true by default; false is
     /// `invalid`): it acts on messages waiting for a backoff or delay.
     RetryNow,
+    /// `move_all` (issue 22): `pending` or `dead` (a processing message belongs to its worker, a
+    /// succeeded one is done); both by default. It takes a target queue besides the filters
+    /// ([`super::BulkArgs::moving`]).
+    Move,
 }
 
 impl Action {
@@ -116,6 +120,7 @@ impl Action {
             Self::Replay => "replay_all",
             Self::Delete => "delete_all",
             Self::RetryNow => "retry_now_all",
+            Self::Move => "move_all",
         }
     }
 
@@ -125,13 +130,14 @@ impl Action {
             Self::Replay => status == Status::Dead,
             Self::Delete => matches!(status, Status::Succeeded | Status::Dead),
             Self::RetryNow => status == Status::Pending,
+            Self::Move => matches!(status, Status::Pending | Status::Dead),
         }
     }
 
     /// The status it selects when the call names none (`None`: any it allows).
     fn default_status(self) -> Option<Status> {
         match self {
-            Self::Delete => None,
+            Self::Delete | Self::Move => None,
             Self::Replay => Some(Status::Dead),
             Self::RetryNow => Some(Status::Pending),
         }
@@ -143,6 +149,10 @@ impl Action {
             Self::Replay => "dead (only dead messages are replayed)",
             Self::Delete => "succeeded or dead (only finished messages are deleted)",
             Self::RetryNow => "pending (only pending messages wait for a retry)",
+            Self::Move => {
+                "pending or dead (a processing message belongs to its worker, a succeeded one is \
+                 done)"
+            }
         }
     }
 }

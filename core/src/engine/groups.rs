@@ -11,7 +11,7 @@
 
 use crate::error::{Error, Result};
 use crate::message::{Id, Message, Millis};
-use crate::storage::{Position, enters_group, group_at, leaves_group};
+use crate::storage::{Position, enters_group, group_at, leaves_group, live};
 
 /// What writing a message does to its place in its ordering group (see [`change`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,12 +26,25 @@ pub enum Change {
     /// store then reads the group's first live member, to unblock it when it is the head now
     /// ([`crate::storage::next_head`]).
     Leaves,
+    /// It moves to another queue as a live member (a pending message's `move`, issue 22): it
+    /// leaves its group in the queue it was in (the store then reads that group's first live
+    /// member, as for [`Change::Leaves`]) and enters the group of the same name in its new queue
+    /// at the end ([`Tails::enter`], with the tails read in the new queue), blocked unless that
+    /// group has no other live member.
+    Moves,
 }
 
 /// What writing `after` over `before` does to the message's place in its group (`after` `None`:
 /// the message is deleted).
 pub fn change(before: &Message, after: Option<&Message>) -> Change {
     match after {
+        Some(after) if after.queue != before.queue => {
+            if after.group.is_some() && live(after) {
+                Change::Moves
+            } else {
+                Change::Stays
+            }
+        }
         _ if leaves_group(before, after) => Change::Leaves,
         Some(after) if enters_group(before, after) => Change::Enters,
         _ => Change::Stays,
@@ -115,6 +128,16 @@ mod tests {
         };
         assert_eq!(change(&loose(&dead), Some(&loose(&pending))), Change::Stays);
         assert_eq!(change(&dead, None), Change::Stays);
+        let elsewhere = |m: &Message| Message {
+            queue: "q2".into(),
+            ..m.clone()
+        };
+        assert_eq!(change(&pending, Some(&elsewhere(&pending))), Change::Moves);
+        assert_eq!(change(&dead, Some(&elsewhere(&dead))), Change::Stays);
+        assert_eq!(
+            change(&loose(&pending), Some(&elsewhere(&loose(&pending)))),
+            Change::Stays
+        );
     }
 
     /// The places a batch gets from tails read once are those of a store that reads the tail

@@ -24,6 +24,7 @@ pub mod apply;
 pub mod bulk;
 pub mod filters;
 pub mod groups;
+pub mod moves;
 pub mod page;
 pub mod plan;
 pub mod request;
@@ -36,7 +37,7 @@ use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::machine;
 use crate::message::{Id, Message, Millis};
-use crate::settings::{Clock, QueueRow, QueueSettings, SettingsArgs, pause_step};
+use crate::settings::{Clock, Context, QueueRow, QueueSettings, SettingsArgs, pause_step};
 use crate::store::{Claimed, Store};
 use crate::validate::{Check, Limits};
 
@@ -44,6 +45,7 @@ pub use apply::{Claiming, Outcome, Sift, Stats, sift};
 pub use bulk::BulkArgs;
 pub use filters::{Action, Filter, FilterArgs, Selection};
 pub use groups::Tails;
+pub use moves::MoveArgs;
 pub use page::{ListArgs, Page, SCAN_BUDGET, SCAN_PAGE, Scan};
 pub use plan::{BATCH, Batches, LaneClaim, TIMED_PAGE, Write};
 pub use request::{
@@ -94,7 +96,8 @@ impl std::fmt::Debug for Call<'_> {
 /// Every method takes the binding's clock ([`Clock`]), which the store reads once its write lock
 /// is held (a read reads it when it starts), and returns an error without changing anything when
 /// an argument is rejected or a transition is not allowed; bulk operations (`replay_all`,
-/// `delete_all`, `retry_now_all`, `purge`) commit batch by batch, each batch atomically.
+/// `delete_all`, `retry_now_all`, `move_all`, `purge`) commit batch by batch, each batch
+/// atomically.
 #[derive(Debug)]
 pub struct Engine<S> {
     store: S,
@@ -388,8 +391,29 @@ impl<S: Store> Engine<S> {
             .await
     }
 
+    /// Moves (as [`Engine::move_message`] does) the `pending` and `dead` messages of `queue`
+    /// that `filters` select (`status` may narrow to one of the two; another is `invalid`) to
+    /// `to_queue` (checked as an enqueue's queue name, field `to_queue`; `queue` itself is
+    /// `invalid`), at most `limit`, in id order; returns how many. A message whose idempotency
+    /// key a message of `to_queue` carries stays where it is and is not counted (also by a dry
+    /// run, which reads the target's keys). Batches and `dry_run` as [`Engine::replay_all`].
+    pub async fn move_all(
+        &self,
+        queue: Arg<'_>,
+        to_queue: Arg<'_>,
+        filters: &FilterArgs<'_>,
+        limit: Arg<'_>,
+        dry_run: Arg<'_>,
+        clock: Clock<'_>,
+    ) -> Result<u64> {
+        let args = BulkArgs::moving(&queue, &to_queue, filters, &limit, &dry_run)?;
+        self.run_bulk(&args, clock).await
+    }
+
     /// The bulk action `action` ([`Engine::replay_all`], [`Engine::delete_all`] or
-    /// [`Engine::retry_now_all`]), for a binding that takes the action as a value.
+    /// [`Engine::retry_now_all`]), for a binding that takes the action as a value
+    /// ([`Action::Move`] takes a target queue: [`Engine::move_all`]; here it is a `type` error
+    /// on `to_queue`).
     pub async fn bulk(
         &self,
         action: Action,
@@ -417,6 +441,33 @@ impl<S: Store> Engine<S> {
         self.store
             .update(&args.queue, args.id, clock, |m, ctx| args.retry_now(m, ctx))
             .await
+    }
+
+    /// Moves a `pending` or `dead` message of `queue` to `to_queue` (issue 22) and returns it
+    /// there: same id, payload, status, counters, history, `retry_after`, expiry, idempotency key
+    /// and group; `moved_from` is `queue`, `updated_at` now. A grouped pending message leaves its
+    /// group in `queue` (the next member becomes its head) and joins the end of the group of the
+    /// same name in `to_queue`.
+    ///
+    /// Errors: `validation_failed` for `queue`, `id`, or `to_queue` (the rules of an enqueue's
+    /// queue name; `queue` itself is `invalid`); `not_found` when `queue` has no message `id`;
+    /// `conflict` ([`crate::Conflict::WrongStatus`], operation `move`) for a processing or
+    /// succeeded message, and ([`crate::Conflict::KeyTaken`]) when a message of `to_queue`
+    /// carries its idempotency key: the message stays where it is.
+    pub async fn move_message(
+        &self,
+        queue: Arg<'_>,
+        id: Arg<'_>,
+        to_queue: Arg<'_>,
+        clock: Clock<'_>,
+    ) -> Result<Message> {
+        let args = MoveArgs::new(&queue, &id, &to_queue)?;
+        let step = |m, ctx: &Context, taken| args.step(m, ctx, taken).map(Some);
+        let moved = self
+            .store
+            .move_many(&args.queue, &[args.id], &args.to_queue, clock, step)
+            .await?;
+        args.found(moved.into_iter().next())
     }
 
     /// Deletes the finished messages of `queue` in `status` (`succeeded` or `dead` only; any

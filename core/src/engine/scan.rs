@@ -85,14 +85,19 @@ impl<'a> Heads<'a> {
 }
 
 /// `after` as the store writes it over `before` (`None`: an insert) at `now`. A message that
-/// enters its group ([`storage::enters_group`]: an insert with a group, a replay) goes to its end:
+/// enters its group ([`storage::enters_group`]: an insert with a group, a replay; or a live
+/// grouped message moved to another queue, which joins its group there) goes to its end:
 /// [`storage::group_at`] behind the last live member among `group` (the stored messages of its
 /// group, itself included or not; any other message is ignored). Any other write keeps the place
 /// it had.
 pub fn place(now: Millis, before: Option<&Stored>, after: Message, group: &[Stored]) -> Stored {
     let entering = match before {
         None => after.group.is_some(),
-        Some(before) => storage::enters_group(&before.message, &after),
+        Some(before) => {
+            let moved = before.message.queue != after.queue;
+            storage::enters_group(&before.message, &after)
+                || (moved && after.group.is_some() && storage::live(&after))
+        }
     };
     let group_at = if entering {
         let tail = group

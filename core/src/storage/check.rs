@@ -62,6 +62,8 @@ pub struct StoredMessage<'a> {
     pub group: Option<String>,
     /// See [`Message::expires_at`].
     pub expires_at: Option<i64>,
+    /// See [`Message::moved_from`].
+    pub moved_from: Option<String>,
 }
 
 /// What the time-range error says after the value.
@@ -136,6 +138,7 @@ impl StoredMessage<'_> {
             replayed_at: self.replayed_at,
             group: self.group,
             expires_at: self.expires_at,
+            moved_from: self.moved_from,
             deduplicated: false,
         })
     }

@@ -72,6 +72,7 @@ mod tests {
             replayed_at: message.replayed_at,
             group: message.group.clone(),
             expires_at: message.expires_at,
+            moved_from: message.moved_from.clone(),
         }
     }
 }
