@@ -92,6 +92,7 @@ pub fn read(row: &Row<'_>) -> Result<Message> {
         replayed_at: cells.int(18)?,
         group: cells.owned(19)?,
         expires_at: cells.int(20)?,
+        moved_from: cells.owned(21)?,
     }
     .check()
 }
@@ -104,7 +105,7 @@ pub fn read_stored(row: &Row<'_>) -> Result<(Message, bool)> {
         row,
         id: message.id,
     };
-    let blocked = cells.required(21, cells.int(21)?)?;
+    let blocked = cells.required(22, cells.int(22)?)?;
     Ok((message, blocked != 0))
 }
 

@@ -9,10 +9,10 @@ use crate::row;
 use crate::sql::{COLUMNS_SQL, PAGE_SQL};
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The schema of version 1, exactly as deadletter 0.1.0 created it. A new database is created at
-/// version 1 and upgraded by [`UPGRADE_V2`] to [`UPGRADE_V5`], so new and upgraded files have the
+/// version 1 and upgraded by [`UPGRADE_V2`] to [`UPGRADE_V6`], so new and upgraded files have the
 /// same schema. Timestamps are UTC milliseconds since the Unix epoch.
 pub const SCHEMA_V1: &str = "
 CREATE TABLE messages (
@@ -228,9 +228,18 @@ CREATE TABLE queues (
 ) STRICT, WITHOUT ROWID;
 ";
 
+/// Version 5 -> 6: `move` and `move_all` (issue 22). `moved_from`: the queue a message was last
+/// moved from (null until it is moved). A column added with its default: no table is rebuilt,
+/// no index changes (a move rewrites the message's `queue`, which the indexes already key on).
+pub const UPGRADE_V6: &str = "
+ALTER TABLE messages ADD COLUMN moved_from TEXT;
+";
+
 /// The statements that bring version N to N + 1, from 0 (an empty database) on: a new database
 /// is created at version 1 and upgraded, so new and upgraded files have the same schema.
-const STEPS: [&str; 5] = [SCHEMA_V1, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4, UPGRADE_V5];
+const STEPS: [&str; 6] = [
+    SCHEMA_V1, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4, UPGRADE_V5, UPGRADE_V6,
+];
 
 /// Where the store keeps its schema, as the core's refusals name it.
 const PLACE: Place<'static> = Place {
@@ -343,6 +352,13 @@ fn ours(tx: &Transaction<'_>, version: i64) -> Result<()> {
         2 => &[V4_COLUMNS_SQL],
         3 => &[V4_COLUMNS_SQL, READY_COLUMN_SQL],
         4 => &[V4_COLUMNS_SQL, READY_COLUMN_SQL, RETIRED_IDS_SQL],
+        5 => &[
+            V4_COLUMNS_SQL,
+            READY_COLUMN_SQL,
+            RETIRED_IDS_SQL,
+            V5_SQL,
+            QUEUES_TABLE_SQL,
+        ],
         _ => &[
             COLUMNS_SQL,
             READY_COLUMN_SQL,

@@ -19,7 +19,7 @@ macro_rules! select {
             "SELECT id, queue, payload, status, retry_count, max_retries, retry_after, ",
             "last_error, created_at, updated_at, lease_token, lease_expires_at, idempotency_key, ",
             "first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at, ",
-            "group_name, expires_at, blocked FROM messages ",
+            "group_name, expires_at, moved_from, blocked FROM messages ",
             $rest
         )
     };
@@ -170,6 +170,15 @@ pub const WRITE_SQL: &str = "UPDATE messages SET status = ?2, retry_count = ?3, 
     first_failed_at = ?9, dead_at = ?10, errors = ?11, errors_dropped = ?12, replay_count = ?13, \
     replayed_at = ?14, ready = ?15, expires_at = ?16, blocked = ?17, \
     group_at = coalesce(?18, group_at) WHERE id = ?1";
+
+/// Moves message `?1` to queue `?2`, noting `?3` as the queue it came from (`moved_from`), after
+/// [`WRITE_SQL`] wrote the rest of it (`move`, `move_all`). The unique index
+/// `messages_idempotency` refuses it when queue `?2` holds its idempotency key.
+pub const MOVE_SQL: &str = "UPDATE messages SET queue = ?2, moved_from = ?3 WHERE id = ?1";
+
+/// Whether a message of queue `?1` carries idempotency key `?2` (index `messages_idempotency`).
+pub const KEY_TAKEN_SQL: &str =
+    "SELECT EXISTS (SELECT 1 FROM messages WHERE queue = ?1 AND idempotency_key = ?2)";
 
 /// Removes message `?1` (by primary key).
 pub const DELETE_SQL: &str = "DELETE FROM messages WHERE id = ?1";

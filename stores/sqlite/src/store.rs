@@ -29,7 +29,6 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Params, Row, params};
 
 use crate::fork;
 use crate::group_commit::Group;
-use crate::row;
 use crate::schema::migrate;
 use crate::sql::{
     CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL, COUNT_EXPIRY_SQL,
@@ -37,6 +36,7 @@ use crate::sql::{
     OLDEST_DUE_SQL, PROMOTE_SQL, QUEUE_NAMES_SQL, QUEUES_SQL, RETIRE_SQL, TAIL_SQL, UNBLOCK_SQL,
     list_status_sql,
 };
+use crate::{moves, row};
 
 /// How long a call waits for another connection's write lock before failing with a store error.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -148,7 +148,7 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`; `":memory:"` is a private in-memory
     /// database. File databases use WAL journaling, with `durability`. A file of an older schema
-    /// version (1: deadletter 0.1.0; 2 and 3) is upgraded in place, in one transaction; a file
+    /// version (1: deadletter 0.1.0; 2 to 5) is upgraded in place, in one transaction; a file
     /// whose schema version is newer than [`crate::SCHEMA_VERSION`], or another application's,
     /// is refused with a store error and left as it was.
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {
@@ -279,7 +279,7 @@ fn context(tx: &Connection, queue: &str, clock: Clock<'_>) -> Result<Context> {
 }
 
 /// The last live member of `group` of `queue`, in group order (the group's tail).
-fn tail(tx: &Connection, queue: &str, group: &str) -> Result<Option<Position>> {
+pub(crate) fn tail(tx: &Connection, queue: &str, group: &str) -> Result<Option<Position>> {
     tx.prepare_cached(TAIL_SQL)
         .and_then(|mut tail| {
             tail.query_row(params![queue, group], |row| {
@@ -295,7 +295,7 @@ fn tail(tx: &Connection, queue: &str, group: &str) -> Result<Option<Position>> {
 
 /// After a member of `group` of `queue` left it: unblocks its first live member when it is
 /// blocked (it is the head now), as the core says ([`storage::next_head`]).
-fn unblock_next(tx: &Connection, queue: &str, group: &str) -> Result<()> {
+pub(crate) fn unblock_next(tx: &Connection, queue: &str, group: &str) -> Result<()> {
     let first = row::read_one(tx, HEAD_SQL, params![queue, group])?;
     let (message, blocked) = match &first {
         Some((message, blocked)) => (Some(message), *blocked),
@@ -490,6 +490,43 @@ impl Store for SqliteStore {
                 }
             }
             Ok(written)
+        })
+    }
+
+    async fn move_many(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        to_queue: &str,
+        clock: Clock<'_>,
+        mut step: impl FnMut(Message, &Context, bool) -> Result<Option<Message>>,
+    ) -> Result<Vec<Message>> {
+        self.write(|tx| {
+            let ctx = context(tx, queue, clock)?;
+            let mut written = Vec::new();
+            for id in ids {
+                let Some(before) = row::get(tx, queue, *id)? else {
+                    continue;
+                };
+                let taken = moves::key_taken(tx, to_queue, before.0.idempotency_key.as_deref())?;
+                if let Some(after) = step(before.0.clone(), &ctx, taken)? {
+                    moves::write(tx, &before.0, &after, ctx.now)?;
+                    written.push(after);
+                }
+            }
+            Ok(written)
+        })
+    }
+
+    async fn keys_taken(&self, queue: &str, keys: &[&str]) -> Result<Vec<String>> {
+        self.read(|conn| {
+            let mut taken = Vec::new();
+            for key in keys {
+                if moves::key_taken(conn, queue, Some(key))? {
+                    taken.push((*key).to_owned());
+                }
+            }
+            Ok(taken)
         })
     }
 

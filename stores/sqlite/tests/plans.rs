@@ -12,9 +12,9 @@ use deadletter::{Arg, Call, Engine, Error, Item, Limits, Status};
 use deadletter_sqlite::{
     BY_KEY_SQL, CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL,
     COUNT_EXPIRY_SQL, DELETE_SQL, Durability, EXPIRED_SQL, EXPIRING_SQL, GET_SQL, HEAD_SQL,
-    INSERT_SQL, LIST_SQL, NEXT_DUE_SQL, OLDEST_DEAD_SQL, OLDEST_DUE_SQL, PROMOTE_SQL,
-    PUT_QUEUE_SQL, QUEUE_NAMES_SQL, QUEUE_SQL, QUEUES_SQL, SqliteStore, TAIL_SQL, UNBLOCK_SQL,
-    WRITE_SQL, list_status_sql,
+    INSERT_SQL, KEY_TAKEN_SQL, LIST_SQL, MOVE_SQL, NEXT_DUE_SQL, OLDEST_DEAD_SQL, OLDEST_DUE_SQL,
+    PROMOTE_SQL, PUT_QUEUE_SQL, QUEUE_NAMES_SQL, QUEUE_SQL, QUEUES_SQL, SqliteStore, TAIL_SQL,
+    UNBLOCK_SQL, WRITE_SQL, list_status_sql,
 };
 use rusqlite::params;
 
@@ -63,6 +63,8 @@ fn queries() -> Vec<(String, String, bool)> {
         ("queue names", QUEUE_NAMES_SQL, true),
         ("put queue", PUT_QUEUE_SQL, false),
         ("count expiry", COUNT_EXPIRY_SQL, false),
+        ("move", MOVE_SQL, false),
+        ("key taken", KEY_TAKEN_SQL, true),
     ]
     .into_iter()
     .map(|(name, sql, covered)| (name.to_owned(), sql.to_owned(), covered))
@@ -151,6 +153,7 @@ fn indexes_of(query: &str) -> &'static [&'static str] {
         "promote" | "count delayed" | "next due" => &["messages_delayed"],
         "expiring" => &["messages_expiring"],
         "tail" | "head" => &["messages_group"],
+        "key taken" => &["messages_idempotency"],
         "oldest due" => &["messages_ready", "messages_delayed"],
         "list pending" => &["messages_pending"],
         "list processing" => &["messages_leased"],

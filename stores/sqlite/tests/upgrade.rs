@@ -1,7 +1,7 @@
 //! Files of older schema versions upgraded in place: deadletter 0.1.0's (schema version 1, the
 //! fixture `tests/fixtures/v0.1.0.sqlite`), version 2's (before the ready index), ids that stay
-//! unique across the upgrade to version 4, and version 4's (before groups, expiry and the queue
-//! settings).
+//! unique across the upgrade to version 4, version 4's (before groups, expiry and the queue
+//! settings) and version 5's (before `moved_from`).
 
 mod common;
 
@@ -13,6 +13,7 @@ use deadletter::conformance::kit::{self, at, claim_at};
 use deadletter::{Arg, Call, Error, FailedAttempt, Message, Status};
 use deadletter_sqlite::{
     Durability, SCHEMA_V1, SCHEMA_VERSION, SqliteStore, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4,
+    UPGRADE_V5,
 };
 use rusqlite::params;
 
@@ -42,6 +43,7 @@ fn v1_message(id: i64, payload: &str, status: Status, counts: (u32, u32)) -> Mes
         replayed_at: None,
         group: None,
         expires_at: None,
+        moved_from: None,
         deduplicated: false,
     }
 }
@@ -409,4 +411,52 @@ fn a_version_4_file_is_upgraded_to_version_5_in_place() {
     assert_eq!(claim_at(&db, now), None, "g2 waits behind g1");
     drop(db);
     assert_eq!(user_version(engine(&file.0).store()), SCHEMA_VERSION);
+}
+
+/// A file of schema version 5 (the messages of [`write_version_2`], upgraded to 5 by the
+/// statements of those versions) is upgraded to 6 in place: every message reads as never moved,
+/// and a move writes and keeps `moved_from`.
+#[test]
+fn a_version_5_file_is_upgraded_to_version_6_in_place() {
+    let file = TempDb::new();
+    let now = BASE + 100_000;
+    write_version_2(&file.0, now);
+    {
+        let conn = rusqlite::Connection::open(&file.0).expect("open");
+        for step in [UPGRADE_V3, UPGRADE_V4, UPGRADE_V5] {
+            conn.execute_batch(step).expect("upgrade");
+        }
+        conn.pragma_update(None, "user_version", 5)
+            .expect("version");
+    }
+    let db = engine(&file.0);
+    assert_eq!(user_version(db.store()), SCHEMA_VERSION);
+    let all = kit::list(&db, "q").expect("list");
+    assert_eq!(all.len(), 5);
+    assert!(all.iter().all(|m| m.moved_from.is_none()), "{all:?}");
+    let first = all[0].clone();
+    let clock = at(now);
+    let moved = pollster::block_on(db.move_message(
+        "q".into(),
+        first.id.into(),
+        "elsewhere".into(),
+        &clock,
+    ))
+    .expect("move");
+    assert_eq!(
+        (moved.queue.as_str(), moved.moved_from.as_deref()),
+        ("elsewhere", Some("q"))
+    );
+    drop(db);
+    let db = engine(&file.0);
+    let read = pollster::block_on(db.get("elsewhere".into(), first.id.into())).expect("get");
+    assert_eq!(
+        read,
+        Message {
+            queue: "elsewhere".into(),
+            moved_from: Some("q".into()),
+            updated_at: now,
+            ..first
+        }
+    );
 }
