@@ -30,8 +30,61 @@ pub struct BulkArgs {
     pub limit: u64,
     /// Count only: write nothing.
     pub dry_run: bool,
-    /// `move_all`: the queue the messages go to (`None` for the other actions).
-    pub to_queue: Option<String>,
+}
+
+/// `move_all`: the bulk action [`Action::Move`] and the queue its messages go to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveAllArgs {
+    /// The selection, limit and dry run (its action is [`Action::Move`]).
+    pub bulk: BulkArgs,
+    /// The queue the messages go to.
+    pub to_queue: String,
+}
+
+impl MoveAllArgs {
+    /// Checks `queue`, `to_queue` (the rules of an enqueue's queue name, field `to_queue`;
+    /// `queue` itself is `invalid`), the filters (status `pending` or `dead`, both by default),
+    /// `limit` and `dry_run` as [`BulkArgs::new`] does; every rejected field together, in this
+    /// order.
+    pub fn new(
+        queue: &Arg<'_>,
+        to_queue: &Arg<'_>,
+        filters: &FilterArgs<'_>,
+        limit: &Arg<'_>,
+        dry_run: &Arg<'_>,
+    ) -> Result<Self> {
+        let mut to = None;
+        let bulk = BulkArgs::check(
+            Action::Move,
+            queue,
+            to_queue,
+            &mut to,
+            filters,
+            limit,
+            dry_run,
+        )?;
+        Ok(Self {
+            bulk,
+            to_queue: to.unwrap_or_default(),
+        })
+    }
+
+    /// The step on one candidate inside a write at `ctx` ([`crate::Store::move_many`]), `taken`
+    /// saying whether a message of the target queue carries its idempotency key: `None` (left
+    /// where it is) when it is no longer selected or its key is taken there (a bulk move skips
+    /// it and does not count it), else the message moved ([`machine::move_to`]).
+    pub fn step(&self, message: Message, ctx: &Context, taken: bool) -> Result<Option<Message>> {
+        if taken || !self.bulk.selects(&message, ctx.now) {
+            return Ok(None);
+        }
+        machine::move_to(message, &self.to_queue, ctx.now).map(Some)
+    }
+
+    /// Whether the move would touch `message` at `ctx` (what a dry run counts; `taken` as for
+    /// [`MoveAllArgs::step`]).
+    pub fn touches(&self, message: &Message, ctx: &Context, taken: bool) -> Result<bool> {
+        Ok(self.step(message.clone(), ctx, taken)?.is_some())
+    }
 }
 
 impl BulkArgs {
@@ -39,8 +92,8 @@ impl BulkArgs {
     /// it allows), `limit` (>= 1; null: all) and `dry_run` (a bool, default false); every
     /// rejected field is reported together, in this order.
     ///
-    /// `move_all` takes a target queue: [`BulkArgs::moving`]; here (no target given) it is a
-    /// `type` error on `to_queue`.
+    /// `move_all` ([`Action::Move`]) takes a target queue: [`MoveAllArgs::new`]; here (no target
+    /// given) it is a `type` error on `to_queue`.
     pub fn new(
         action: Action,
         queue: &Arg<'_>,
@@ -48,36 +101,32 @@ impl BulkArgs {
         limit: &Arg<'_>,
         dry_run: &Arg<'_>,
     ) -> Result<Self> {
-        Self::check(action, queue, &Arg::Null, filters, limit, dry_run)
+        Self::check(
+            action,
+            queue,
+            &Arg::Null,
+            &mut None,
+            filters,
+            limit,
+            dry_run,
+        )
     }
 
-    /// `move_all`: checks `queue`, `to_queue` (the rules of an enqueue's queue name, field
-    /// `to_queue`; `queue` itself is `invalid`), the filters (status `pending` or `dead`, both by
-    /// default), `limit` and `dry_run` as [`BulkArgs::new`] does; every rejected field together,
-    /// in this order.
-    pub fn moving(
-        queue: &Arg<'_>,
-        to_queue: &Arg<'_>,
-        filters: &FilterArgs<'_>,
-        limit: &Arg<'_>,
-        dry_run: &Arg<'_>,
-    ) -> Result<Self> {
-        Self::check(Action::Move, queue, to_queue, filters, limit, dry_run)
-    }
-
+    /// [`BulkArgs::new`], with `move_all`'s `to_queue` checked after `queue` (into `to`).
     fn check(
         action: Action,
         queue: &Arg<'_>,
         to_queue: &Arg<'_>,
+        to: &mut Option<String>,
         filters: &FilterArgs<'_>,
         limit: &Arg<'_>,
         dry_run: &Arg<'_>,
     ) -> Result<Self> {
         let mut check = Check::default();
         let queue = check.queue(queue);
-        let to_queue = (action == Action::Move)
-            .then(|| check.target_queue(to_queue, queue))
-            .flatten();
+        if action == Action::Move {
+            *to = check.target_queue(to_queue, queue).map(str::to_owned);
+        }
         let selection = Selection::check(&mut check, filters, Some(action));
         let limit = check.opt_int("limit", limit, (1, i64::MAX));
         let dry_run = check.bool("dry_run", dry_run, false);
@@ -87,7 +136,6 @@ impl BulkArgs {
             selection: selection.unwrap_or_default(),
             limit: limit.map_or(u64::MAX, |n| u64::try_from(n).unwrap_or(u64::MAX)),
             dry_run,
-            to_queue: to_queue.map(str::to_owned),
         })
     }
 
@@ -106,7 +154,8 @@ impl BulkArgs {
     /// `None` (left alone) when it is no longer selected (it may have changed since it was
     /// read), else the message replayed (with the queue's stored expiry, see
     /// [`machine::replay`]) or made due now ([`machine::retry_now`]). `delete_all` writes no
-    /// message: `None` (see [`BulkArgs::deletes`]).
+    /// message: `None` (see [`BulkArgs::deletes`]); nor does this for `move_all`
+    /// ([`MoveAllArgs::step`]).
     pub fn step(&self, message: Message, ctx: &Context) -> Result<Option<Message>> {
         if !self.selects(&message, ctx.now) {
             return Ok(None);
@@ -118,27 +167,6 @@ impl BulkArgs {
         }
     }
 
-    /// The step of `move_all` on one candidate inside a write at `ctx` ([`crate::Store::move_many`]),
-    /// `taken` saying whether a message of the target queue carries its idempotency key: `None`
-    /// (left where it is) when it is no longer selected or its key is taken there (a bulk move
-    /// skips it and does not count it), else the message moved ([`machine::move_to`]). `None`
-    /// for the other actions.
-    pub fn move_step(
-        &self,
-        message: Message,
-        ctx: &Context,
-        taken: bool,
-    ) -> Result<Option<Message>> {
-        let to_queue = match &self.to_queue {
-            Some(to) if self.action == Action::Move => to,
-            _ => return Ok(None),
-        };
-        if taken || !self.selects(&message, ctx.now) {
-            return Ok(None);
-        }
-        machine::move_to(message, to_queue, ctx.now).map(Some)
-    }
-
     /// Whether `delete_all` deletes `message` (inside a write, or read at `now`): when it is
     /// still selected.
     pub fn deletes(&self, message: &Message, now: Millis) -> bool {
@@ -148,13 +176,12 @@ impl BulkArgs {
     /// Whether the action would touch `message` at `ctx` (what a dry run counts): the step
     /// writes it, or it would be deleted. An error of the step (an instant past the
     /// representable range) is the action's error.
-    /// For `move_all`, `taken` says whether the target queue holds the message's idempotency
-    /// key (ignored by the other actions).
-    pub fn touches(&self, message: &Message, ctx: &Context, taken: bool) -> Result<bool> {
+    /// (`move_all` is [`MoveAllArgs::touches`], which knows the target's keys: false here.)
+    pub fn touches(&self, message: &Message, ctx: &Context) -> Result<bool> {
         match self.action {
             Action::Delete => Ok(self.deletes(message, ctx.now)),
             Action::Replay | Action::RetryNow => Ok(self.step(message.clone(), ctx)?.is_some()),
-            Action::Move => Ok(self.move_step(message.clone(), ctx, taken)?.is_some()),
+            Action::Move => Ok(false),
         }
     }
 }
@@ -162,7 +189,13 @@ impl BulkArgs {
 impl<S: Store> Engine<S> {
     /// A bulk action: its selection at the clock's instant (read once, when it starts), then
     /// each batch written (or, on a dry run, counted at that instant with the queue's row).
-    pub(super) async fn run_bulk(&self, args: &BulkArgs, clock: Clock<'_>) -> Result<u64> {
+    /// `moving`: the move of `move_all` (`args` is its [`MoveAllArgs::bulk`]).
+    pub(super) async fn run_bulk(
+        &self,
+        args: &BulkArgs,
+        moving: Option<&MoveAllArgs>,
+        clock: Clock<'_>,
+    ) -> Result<u64> {
         let now = read_now(clock)?;
         let (queue, status) = (&args.queue, args.selection.read_status());
         let selects = |m: &Message| args.selects(m, now);
@@ -170,12 +203,19 @@ impl<S: Store> Engine<S> {
             let ctx = Context::new(now, self.store.queue_row(queue).await?)?;
             return self
                 .in_batches(queue, status, args.limit, selects, async |picked| {
-                    let taken = self.keys_taken(args, picked).await?;
+                    let Some(moving) = moving else {
+                        let mut n = 0;
+                        for message in picked {
+                            n += u64::from(args.touches(message, &ctx)?);
+                        }
+                        return Ok(n);
+                    };
+                    let taken = self.keys_taken(&moving.to_queue, picked).await?;
                     let mut n = 0;
                     for message in picked {
                         let key = message.idempotency_key.as_ref();
                         let taken = key.is_some_and(|k| taken.contains(k));
-                        n += u64::from(args.touches(message, &ctx, taken)?);
+                        n += u64::from(moving.touches(message, &ctx, taken)?);
                     }
                     Ok(n)
                 })
@@ -183,14 +223,15 @@ impl<S: Store> Engine<S> {
         }
         self.in_batches(queue, status, args.limit, selects, async |picked| {
             let ids: Vec<Id> = picked.iter().map(|m| m.id).collect();
-            let written = if args.action == Action::Delete {
-                let deletes = |m: &Message| Ok(args.deletes(m, now));
-                self.store.delete_many(queue, &ids, deletes).await?
-            } else if let Some(to_queue) = &args.to_queue {
-                let step = |m, ctx: &Context, taken| args.move_step(m, ctx, taken);
+            let written = if let Some(moving) = moving {
+                let step = |m, ctx: &Context, taken| moving.step(m, ctx, taken);
+                let to_queue = &moving.to_queue;
                 self.store
                     .move_many(queue, &ids, to_queue, clock, step)
                     .await?
+            } else if args.action == Action::Delete {
+                let deletes = |m: &Message| Ok(args.deletes(m, now));
+                self.store.delete_many(queue, &ids, deletes).await?
             } else {
                 let step = |m, ctx: &Context| args.step(m, ctx);
                 self.store.update_many(queue, &ids, clock, step).await?
@@ -200,17 +241,17 @@ impl<S: Store> Engine<S> {
         .await
     }
 
-    /// For a dry run of `move_all`: the idempotency keys of `picked` that a message of the
-    /// target queue carries (one store read per batch; none for the other actions).
-    async fn keys_taken(&self, args: &BulkArgs, picked: &[Message]) -> Result<Vec<String>> {
+    /// For a dry run of `move_all`: the idempotency keys of `picked` that a message of
+    /// `to_queue` carries (one store read per batch, none when no message has a key).
+    async fn keys_taken(&self, to_queue: &str, picked: &[Message]) -> Result<Vec<String>> {
         let keys: Vec<&str> = picked
             .iter()
             .filter_map(|m| m.idempotency_key.as_deref())
             .collect();
-        match &args.to_queue {
-            Some(to_queue) if !keys.is_empty() => self.store.keys_taken(to_queue, &keys).await,
-            _ => Ok(Vec::new()),
+        if keys.is_empty() {
+            return Ok(Vec::new());
         }
+        self.store.keys_taken(to_queue, &keys).await
     }
 
     /// Walks the messages of `queue` (of `status`, when set) in id order, [`BATCH`] at a time
@@ -313,7 +354,7 @@ mod tests {
             let args = bulk(action);
             let got: Vec<bool> = messages
                 .iter()
-                .map(|m| args.touches(m, &ctx, false).unwrap())
+                .map(|m| args.touches(m, &ctx).unwrap())
                 .collect();
             assert_eq!(got, want, "{action:?}");
         }
@@ -323,6 +364,63 @@ mod tests {
         assert_eq!(
             made_due.map(|m| (m.retry_after, m.updated_at)),
             Some((None, NOW))
+        );
+    }
+
+    #[test]
+    fn move_all_takes_pending_and_dead_messages_whose_key_is_free_in_the_target() {
+        let ctx = Context::new(NOW, QueueRow::default()).unwrap();
+        let none = FilterArgs::default();
+        let args = MoveAllArgs::new(&"q".into(), &"q2".into(), &none, &Arg::Null, &Arg::Null);
+        let args = args.unwrap();
+        let statuses = [
+            Status::Pending,
+            Status::Processing,
+            Status::Succeeded,
+            Status::Dead,
+        ];
+        let touched: Vec<bool> = statuses
+            .iter()
+            .map(|s| args.touches(&message(*s, None), &ctx, false).unwrap())
+            .collect();
+        assert_eq!(touched, [true, false, false, true]);
+        assert!(
+            !args
+                .touches(&message(Status::Dead, None), &ctx, true)
+                .unwrap()
+        );
+        let moved = args.step(message(Status::Dead, None), &ctx, false).unwrap();
+        assert_eq!(
+            moved.map(|m| (m.queue, m.moved_from, m.updated_at)),
+            Some(("q2".into(), Some("q".into()), NOW))
+        );
+        // Without a target (the action as a value): to_queue is missing.
+        let err = BulkArgs::new(Action::Move, &"q".into(), &none, &Arg::Null, &Arg::Null);
+        let fields: Vec<_> = err
+            .unwrap_err()
+            .field_errors()
+            .iter()
+            .map(|f| (f.field, f.code))
+            .collect();
+        assert_eq!(fields, [("to_queue", "type")]);
+        let filters = FilterArgs {
+            status: "succeeded".into(),
+            ..FilterArgs::default()
+        };
+        let err = MoveAllArgs::new(&"q".into(), &"q".into(), &filters, &Arg::Int(0), &Arg::Null);
+        let fields: Vec<_> = err
+            .unwrap_err()
+            .field_errors()
+            .iter()
+            .map(|f| (f.field, f.code))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("to_queue", "invalid"),
+                ("status", "invalid"),
+                ("limit", "out_of_range")
+            ]
         );
     }
 

@@ -109,7 +109,7 @@ pub enum Action {
     RetryNow,
     /// `move_all` (issue 22): `pending` or `dead` (a processing message belongs to its worker, a
     /// succeeded one is done); both by default. It takes a target queue besides the filters
-    /// ([`super::BulkArgs::moving`]).
+    /// ([`super::MoveAllArgs`]).
     Move,
 }
 

@@ -42,7 +42,7 @@ use crate::store::{Claimed, Store};
 use crate::validate::{Check, Limits};
 
 pub use apply::{Claiming, Outcome, Sift, Stats, sift};
-pub use bulk::BulkArgs;
+pub use bulk::{BulkArgs, MoveAllArgs};
 pub use filters::{Action, Filter, FilterArgs, Selection};
 pub use groups::Tails;
 pub use moves::MoveArgs;
@@ -406,8 +406,8 @@ impl<S: Store> Engine<S> {
         dry_run: Arg<'_>,
         clock: Clock<'_>,
     ) -> Result<u64> {
-        let args = BulkArgs::moving(&queue, &to_queue, filters, &limit, &dry_run)?;
-        self.run_bulk(&args, clock).await
+        let args = MoveAllArgs::new(&queue, &to_queue, filters, &limit, &dry_run)?;
+        self.run_bulk(&args.bulk, Some(&args), clock).await
     }
 
     /// The bulk action `action` ([`Engine::replay_all`], [`Engine::delete_all`] or
@@ -424,7 +424,7 @@ impl<S: Store> Engine<S> {
         clock: Clock<'_>,
     ) -> Result<u64> {
         let args = BulkArgs::new(action, &queue, filters, &limit, &dry_run)?;
-        self.run_bulk(&args, clock).await
+        self.run_bulk(&args, None, clock).await
     }
 
     /// Makes a `pending` message waiting for its backoff or delay due now: `retry_after` null,

@@ -1,5 +1,5 @@
 //! `move` of one message to another queue (issue 22): [`MoveArgs`], checked, and its step inside
-//! the store's [`crate::Store::move_many`]. `move_all` is a bulk action ([`super::BulkArgs::moving`]).
+//! the store's [`crate::Store::move_many`]. `move_all` is a bulk action ([`super::MoveAllArgs`]).
 
 use crate::arg::Arg;
 use crate::error::{Conflict, Error, Result};
