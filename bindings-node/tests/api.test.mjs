@@ -69,6 +69,19 @@ test("list filters and bulk actions: Dates or ms, JavaScript field names, pages,
   db.close();
 });
 
+test("list reads the clock only for delayed", async () => {
+  let reads = 0;
+  const db = await open(fresh(), { clock: () => (reads += 1, Date.UTC(2026, 0, 1)) });
+  const q = db.queue("q");
+  await q.enqueue("later", { delayMs: 1000 });
+  reads = 0;
+  assert.equal((await q.list({ payloadContains: "late" })).length, 1);
+  assert.equal(reads, 0);
+  assert.equal((await q.list({ delayed: true })).length, 1);
+  assert.equal(reads, 1);
+  db.close();
+});
+
 test("open checks every option at once and creates nothing then", async () => {
   const path = fresh();
   const err = await rejection(open(path, { leaseMs: 0, durability: "fast", clock: 5, random: "x" }));

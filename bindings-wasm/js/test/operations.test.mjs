@@ -60,6 +60,28 @@ test("list filters take Dates or ms, and a page is an Array with a nextAfterId t
   db.close();
 });
 
+test("list reads the clock only for delayed; what the clock throws then rejects the list unchanged", async () => {
+  let reads = 0;
+  let broken = null;
+  const db = await open(fresh(), {
+    clock: () => {
+      reads += 1;
+      if (broken) throw broken;
+      return BASE;
+    },
+  });
+  const q = db.queue("q");
+  await q.enqueue("later", { delayMs: 1000 });
+  reads = 0;
+  assert.equal((await q.list({ payloadContains: "late", createdAfter: new Date(BASE) })).length, 1);
+  assert.equal(reads, 0, "no filter needs the instant");
+  assert.equal((await q.list({ delayed: true })).length, 1);
+  assert.equal(reads, 1);
+  broken = new Error("clock broke");
+  await assert.rejects(q.list({ delayed: false }), (err) => err === broken);
+  db.close();
+});
+
 test("a dry run counts exactly and changes nothing; retryNow makes one message due", async () => {
   const { db, clock } = await timed();
   const q = db.queue("q");
