@@ -210,6 +210,7 @@ def test_retry_now_makes_the_delayed_messages_due(
         ("delete", {"status": "pending"}, [("status", "invalid")]),
         ("delete", {"status": "processing"}, [("status", "invalid")]),
         ("delete", {"status": "dead", "delayed": False}, [("delayed", "invalid")]),
+        ("delete", {"delayed": True}, [("delayed", "invalid")]),  # it deletes no pending one
         ("retry-now", {"status": "dead"}, [("status", "invalid")]),
         ("retry-now", {"delayed": False}, [("delayed", "invalid")]),
         ("retry-now", {"dry_run": 1}, [("dry_run", "type")]),

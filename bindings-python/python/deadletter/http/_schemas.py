@@ -197,6 +197,13 @@ test checks it), all optional, combined with AND: a query parameter each on the 
 each on the bulk actions."""
 
 
+NOT_DELAYED: Json = {
+    "type": "null",
+    "description": "Not taken (a bool is a 422): only pending messages are delayed, and this "
+    "action touches none.",
+}
+
+
 def described_nullable(schema: Json) -> Json:
     """`nullable` with ``schema``'s description on the outside, where readers look for it."""
     inner = {key: value for key, value in schema.items() if key != "description"}
@@ -602,21 +609,9 @@ SCHEMAS: Json = {
             },
         },
     },
-    "ReplayAllRequest": bulk_request(
-        ["dead"],
-        "replay",
-        {"type": "null", "description": "Not taken: only pending messages are delayed."},
-    ),
+    "ReplayAllRequest": bulk_request(["dead"], "replay", NOT_DELAYED),
     # The finished statuses, which delete_all takes (the core exports no list of them).
-    "DeleteAllRequest": bulk_request(
-        ["succeeded", "dead"],
-        "delete",
-        {
-            "type": "boolean",
-            "description": "Selects pending messages only, which are never deleted: with a "
-            "status, 422; without, nothing matches.",
-        },
-    ),
+    "DeleteAllRequest": bulk_request(["succeeded", "dead"], "delete", NOT_DELAYED),
     "RetryNowAllRequest": bulk_request(
         ["pending"],
         "retry now",
