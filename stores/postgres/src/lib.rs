@@ -64,6 +64,7 @@
 //! ```
 
 mod fork;
+mod moves;
 mod options;
 mod pool;
 mod row;
@@ -75,6 +76,7 @@ mod write;
 pub use options::{MAX_CONNECTIONS, MAX_TIMEOUT, MAX_TIMEOUT_MS, Options};
 pub use schema::{
     MAX_SCHEMA_BYTES, SCHEMA_VERSION, ddl, ddl_v1, quote_identifier, upgrade_v2, upgrade_v3,
+    upgrade_v4,
 };
 pub use sql::{CLAIM_BEGIN, COLUMNS, Sql};
 pub use store::PostgresStore;

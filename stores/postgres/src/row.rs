@@ -42,18 +42,19 @@ pub fn read(row: &Row) -> Result<Message> {
         replayed_at: col(row, 18)?,
         group: col(row, 19)?,
         expires_at: col(row, 20)?,
+        moved_from: col(row, 21)?,
     }
     .check()
 }
 
 /// Reads one row selected with [`crate::sql::COLUMNS`], with its storage-only `blocked` flag.
 pub fn read_stored(row: &Row) -> Result<(Message, bool)> {
-    Ok((read(row)?, col(row, 21)?))
+    Ok((read(row)?, col(row, 22)?))
 }
 
 /// How many columns [`crate::sql::COLUMNS`] has: a queue's columns follow them in
 /// `get_for_update_with_queue`.
-pub const MESSAGE_COLUMNS: usize = 22;
+pub const MESSAGE_COLUMNS: usize = 23;
 
 /// The columns of a queue's row that [`queue`] reads (`sql::QUEUE_COLUMNS`).
 pub const QUEUE_FIELDS: usize = 11;
@@ -131,6 +132,7 @@ fn storable(message: &Message) -> Result<()> {
         ("queue", Some(message.queue.as_str())),
         ("idempotency_key", message.idempotency_key.as_deref()),
         ("group", message.group.as_deref()),
+        ("moved_from", message.moved_from.as_deref()),
         ("lease_token", message.lease_token.as_deref()),
         ("last_error", message.last_error.as_deref()),
     ];
@@ -297,7 +299,7 @@ pub fn write(
     let statement = conn.prepare(sql)?;
     let payload = (after.payload != before.payload).then_some(after.payload.as_bytes());
     let errors = (after.errors != before.errors).then_some(Json(&after.errors));
-    let params: [&(dyn ToSql + Sync); 23] = [
+    let params: [&(dyn ToSql + Sync); 24] = [
         &before.id,
         &after.queue,
         &payload,
@@ -321,6 +323,7 @@ pub fn write(
         &after.expires_at,
         &storage::blocked(after, place.head),
         &place.group_at,
+        &after.moved_from,
     ];
     conn.client.execute(&statement, &params).map_err(db_error)?;
     Ok(())

@@ -7,7 +7,7 @@ use postgres::Client;
 use crate::pool::db_error;
 
 /// The schema version this build creates and reads (the row of `deadletter_schema`).
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// Longest schema name PostgreSQL keeps (`NAMEDATALEN - 1` bytes); a longer one would be cut
 /// silently, so it is refused.
@@ -43,8 +43,8 @@ pub fn quote_identifier(schema: &str) -> Result<String> {
 }
 
 /// The DDL of version 1, for the quoted schema `{s}`, exactly as the first PostgreSQL store
-/// created it. A new schema is created at version 1 and upgraded by [`upgrade_v2`] and
-/// [`upgrade_v3`], so new and upgraded schemas are the same. Timestamps are the core's UTC milliseconds (`bigint`); the
+/// created it. A new schema is created at version 1 and upgraded by [`upgrade_v2`] to
+/// [`upgrade_v4`], so new and upgraded schemas are the same. Timestamps are the core's UTC milliseconds (`bigint`); the
 /// payload is `bytea` so that it round-trips byte for byte whatever the database encoding (and
 /// may hold U+0000, which `text` cannot); names compare by bytes (`COLLATE "C"`), so `queues()`
 /// is in byte order as in every store.
@@ -207,6 +207,19 @@ UPDATE {s}.deadletter_schema SET version = 3;
     )
 }
 
+/// Version 3 -> 4, for the quoted schema `{s}`: `move` and `move_all` (issue 22). `moved_from`:
+/// the queue a message was last moved from (null until it is moved). A column added without a
+/// default: no rewrite of the table, no index changes (a move rewrites the message's `queue`,
+/// which the indexes already key on).
+pub fn upgrade_v4(s: &str) -> String {
+    format!(
+        r#"
+ALTER TABLE {s}.messages ADD COLUMN moved_from text COLLATE "C";
+UPDATE {s}.deadletter_schema SET version = 4;
+"#
+    )
+}
+
 /// The DDL of the current version ([`SCHEMA_VERSION`]) for the quoted schema `s`: what a new
 /// schema gets.
 pub fn ddl(s: &str) -> String {
@@ -216,7 +229,7 @@ pub fn ddl(s: &str) -> String {
 /// The DDL that brings version N to N + 1, for the quoted schema `s`, from 0 (an empty schema)
 /// on: a new schema is created at version 1 and upgraded, so new and upgraded schemas are the
 /// same.
-const STEPS: [fn(&str) -> String; 3] = [ddl_v1, upgrade_v2, upgrade_v3];
+const STEPS: [fn(&str) -> String; 4] = [ddl_v1, upgrade_v2, upgrade_v3, upgrade_v4];
 
 /// Creates the schema `name` (quoted: `quoted`) and its tables when it is missing or empty;
 /// accepts it at [`SCHEMA_VERSION`] and upgrades it from an older version, in the transaction

@@ -5,7 +5,7 @@
 pub const COLUMNS: &str = "id, queue, payload, status, retry_count, max_retries, retry_after, \
     last_error, created_at, updated_at, lease_token, lease_expires_at, idempotency_key, \
     first_failed_at, dead_at, errors, errors_dropped, replay_count, replayed_at, group_name, \
-    expires_at, blocked";
+    expires_at, moved_from, blocked";
 
 /// The columns an insert writes: all but the id.
 const INSERTED: &str = "queue, payload, status, retry_count, max_retries, retry_after, \
@@ -101,7 +101,8 @@ pub struct Sql {
     /// [`deadletter::storage::blocked`]: `ready` is false exactly while the message waits for
     /// its `retry_after` (claim moves it when that comes) or behind its group's head; inserts
     /// set them the same way. `$21` is `expires_at` (a replay sets it anew); `$23`, when not
-    /// null, the message's new `group_at` (a replay puts it at its group's end).
+    /// null, the message's new `group_at` (a replay puts it at its group's end); `$24`
+    /// `moved_from` (a move sets it, with the new `queue`, `$2`).
     pub write: String,
     /// Claim, step 1: the processing messages of queue `$1` whose lease ran out at `$2`, in
     /// expiry order, locked. First, in a data-modifying `WITH` (so that it costs no round trip
@@ -124,6 +125,11 @@ pub struct Sql {
     pub list_status: String,
     /// Messages of queue `$1` among ids `$2`, locked in id order.
     pub many_for_update: String,
+    /// Messages of queue `$1` among ids `$2`, unlocked (`move_many` reads their groups and keys
+    /// to lock those first).
+    pub many: String,
+    /// The keys among `$2` that a message of queue `$1` carries (index `messages_idempotency`).
+    pub keys_taken: String,
     /// Deletes the messages with ids `$1`.
     pub delete: String,
     /// The counters of queue `$1` at `$2`: by status (4), expired, delayed, next due, oldest
@@ -240,7 +246,7 @@ impl Sql {
                  idempotency_key = $13, first_failed_at = $14, dead_at = $15, \
                  errors = coalesce($16, errors), errors_dropped = $17, replay_count = $18, \
                  replayed_at = $19, ready = $20, expires_at = $21, blocked = $22, \
-                 group_at = coalesce($23, group_at) WHERE id = $1"
+                 group_at = coalesce($23, group_at), moved_from = $24 WHERE id = $1"
             ),
             expired: format!(
                 "WITH moved AS ({move_due}) {}",
@@ -260,6 +266,10 @@ impl Sql {
                 "WHERE queue = $1 AND status = $2 AND id > $3 ORDER BY id LIMIT $4",
             ),
             many_for_update: select("WHERE queue = $1 AND id = ANY($2) ORDER BY id FOR UPDATE"),
+            many: select("WHERE queue = $1 AND id = ANY($2) ORDER BY id"),
+            keys_taken: format!(
+                "SELECT idempotency_key FROM {m} WHERE queue = $1 AND idempotency_key = ANY($2)"
+            ),
             delete: format!("DELETE FROM {m} WHERE id = ANY($1)"),
             counts: format!(
                 "SELECT {}, {}, {}, {}, {}, {}, {next_due_at}, \

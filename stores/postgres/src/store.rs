@@ -11,6 +11,7 @@ use deadletter::{
     Message, Millis, QueueRow, Result, Store, apply_step,
 };
 
+use crate::moves;
 use crate::options::Options;
 use crate::pool::{self, Conn, Connector, Sessions, db_error};
 use crate::row::{self, Place};
@@ -208,7 +209,7 @@ impl PostgresStore {
     }
 
     /// The messages of `queue` among `ids`, locked, keyed by id, with their `blocked` flags.
-    fn lock_many(
+    pub(crate) fn lock_many(
         &self,
         conn: &mut Conn,
         queue: &str,
@@ -487,6 +488,24 @@ impl Store for PostgresStore {
             }
             Ok(written.into_iter().map(|(_, after)| after).collect())
         })
+    }
+
+    async fn move_many(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        to_queue: &str,
+        clock: Clock<'_>,
+        step: impl FnMut(Message, &Context, bool) -> Result<Option<Message>>,
+    ) -> Result<Vec<Message>> {
+        self.sessions.write_with(&self.sql.begin, |conn| {
+            self.move_in(conn, queue, ids, to_queue, clock, step)
+        })
+    }
+
+    async fn keys_taken(&self, queue: &str, keys: &[&str]) -> Result<Vec<String>> {
+        self.sessions
+            .read(|conn| moves::keys_taken(conn, &self.sql, queue, keys))
     }
 
     async fn delete_many(

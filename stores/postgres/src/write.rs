@@ -42,6 +42,37 @@ pub fn lock_names(conn: &mut Conn, queue: &str, keys: &[&str], groups: &[&str]) 
         .map_err(db_error)
 }
 
+/// [`lock_names`] across queues: the idempotency `keys` and the ordering `groups`, each a
+/// (queue, name) pair, all in one statement, in the order of their hashes (the same hashes as
+/// [`lock_names`]'s, so the two exclude each other). A move locks the groups it leaves in one
+/// queue and those it enters, and the keys it takes, in another.
+pub fn lock_pairs(conn: &mut Conn, keys: &[(&str, &str)], groups: &[(&str, &str)]) -> Result<()> {
+    const LOCK: &str = "SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT h FROM ( \
+        SELECT hashtextextended(quote_literal(k.q) || quote_literal(k.n), 0) AS h \
+        FROM unnest($1::text[], $2::text[]) AS k(q, n) \
+        UNION ALL \
+        SELECT hashtextextended('group ' || quote_literal(g.q) || quote_literal(g.n), 0) \
+        FROM unnest($3::text[], $4::text[]) AS g(q, n)) AS hashes) AS locks ORDER BY h";
+    if keys.is_empty() && groups.is_empty() {
+        return Ok(());
+    }
+    let split = |pairs: &[(&str, &str)]| -> (Vec<String>, Vec<String>) {
+        pairs
+            .iter()
+            .map(|(q, n)| ((*q).to_owned(), (*n).to_owned()))
+            .unzip()
+    };
+    let ((key_queues, key_names), (group_queues, group_names)) = (split(keys), split(groups));
+    let statement = conn.prepare(LOCK)?;
+    conn.client
+        .execute(
+            &statement,
+            &[&key_queues, &key_names, &group_queues, &group_names],
+        )
+        .map(drop)
+        .map_err(db_error)
+}
+
 /// Locks the row of queue `name` (which may not exist yet) until the transaction ends: the
 /// writes of its settings and pause, one at a time.
 pub fn lock_queue(conn: &mut Conn, name: &str) -> Result<()> {

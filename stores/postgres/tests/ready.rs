@@ -1,7 +1,8 @@
 //! Schema version 2's ready index (issue 10) beyond the conformance cases: the upgrade of a
 //! version-1 schema (to the current version: the same schema as a new one), messages in backoff
 //! coming out in FIFO order once due, and a moved message that is not taken when the clock goes
-//! back; and version 3's (issue 21) upgrade of a version-2 schema.
+//! back; version 3's (issue 21) upgrade of a version-2 schema, and version 4's (issue 22:
+//! `moved_from`) of a version-3 one.
 
 mod common;
 
@@ -327,4 +328,50 @@ fn a_version_2_schema_is_upgraded_to_version_3_in_place() {
         .expect("enqueue");
     assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("g1".into()));
     assert_eq!(claim_at(&db, now), None, "g2 waits behind g1");
+}
+
+#[test]
+fn a_version_3_schema_is_upgraded_to_version_4_in_place() {
+    let schemas = Schemas::new("upgrade4");
+    let name = schemas.name();
+    let now = BASE + 100_000;
+    write_version_1(&name, now);
+    for step in [
+        deadletter_postgres::upgrade_v2,
+        deadletter_postgres::upgrade_v3,
+    ] {
+        admin().batch_execute(&step(&quoted(&name))).expect("step");
+    }
+    let db = engine(&name);
+    let version: i32 = admin()
+        .query_one(
+            &format!("SELECT version FROM {}.deadletter_schema", quoted(&name)),
+            &[],
+        )
+        .expect("version")
+        .get(0);
+    assert_eq!(version, SCHEMA_VERSION);
+    let all = kit::list(&db, "q").expect("list");
+    assert_eq!(all.len(), 7);
+    assert!(all.iter().all(|m| m.moved_from.is_none()), "{all:?}");
+    let dead = all.last().cloned().expect("the dead message");
+    let moved =
+        pollster::block_on(db.move_message("q".into(), dead.id.into(), "q2".into(), &at(now)))
+            .expect("move");
+    assert_eq!(
+        (moved.queue.as_str(), moved.moved_from.as_deref()),
+        ("q2", Some("q"))
+    );
+    drop(db);
+    let db = engine(&name);
+    let read = pollster::block_on(db.get("q2".into(), dead.id.into())).expect("get");
+    assert_eq!(
+        read,
+        deadletter::Message {
+            queue: "q2".into(),
+            moved_from: Some("q".into()),
+            updated_at: now,
+            ..dead
+        }
+    );
 }
