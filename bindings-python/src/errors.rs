@@ -85,6 +85,7 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
                     (*id, "wrong_status", Some(status.as_str()))
                 }
                 Conflict::LeaseLost { id } => (*id, "lease_lost", None),
+                Conflict::KeyTaken { id, .. } => (*id, "key_taken", None),
             };
             module
                 .getattr("ConflictError")?

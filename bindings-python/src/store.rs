@@ -106,6 +106,21 @@ impl Store for AnyStore {
         delegate!(self, s => s.update_many(queue, ids, clock, step))
     }
 
+    async fn move_many(
+        &self,
+        queue: &str,
+        ids: &[Id],
+        to_queue: &str,
+        clock: Clock<'_>,
+        step: impl FnMut(Message, &Context, bool) -> Result<Option<Message>>,
+    ) -> Result<Vec<Message>> {
+        delegate!(self, s => s.move_many(queue, ids, to_queue, clock, step))
+    }
+
+    async fn keys_taken(&self, queue: &str, keys: &[&str]) -> Result<Vec<String>> {
+        delegate!(self, s => s.keys_taken(queue, keys))
+    }
+
     async fn delete_many(
         &self,
         queue: &str,
