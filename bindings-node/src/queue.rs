@@ -98,6 +98,11 @@ impl NativeQueue {
                 Action::RetryNow => {
                     pollster::block_on(db.retry_now_all(queue, &filters, limit, dry_run, clock))
                 }
+                // Not exposed here yet (the JS side of move): `bulk` reports the missing
+                // to_queue.
+                Action::Move => {
+                    pollster::block_on(db.bulk(action, queue, &filters, limit, dry_run, clock))
+                }
             })
         }))
     }

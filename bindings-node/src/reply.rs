@@ -106,6 +106,11 @@ pub fn error(err: &Error) -> String {
             details["id"] = json!(id);
             err.to_string()
         }
+        Error::Conflict(Conflict::KeyTaken { id, .. }) => {
+            details["reason"] = json!("key_taken");
+            details["id"] = json!(id);
+            err.to_string()
+        }
         Error::Store(_) => err.to_string(),
     };
     details["message"] = json!(message);
