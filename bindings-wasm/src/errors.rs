@@ -98,6 +98,10 @@ pub fn to_js(error: &Error) -> JsValue {
             reason = "lease_lost".into();
             id = number(*i);
         }
+        Error::Conflict(Conflict::KeyTaken { id: i, .. }) => {
+            reason = "key_taken".into();
+            id = number(*i);
+        }
         Error::Store(_) => {}
     }
     let message = if errors.length() > 0 {

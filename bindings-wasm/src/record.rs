@@ -265,6 +265,8 @@ fn read(record: &JsValue, version: u32) -> Result<Stored> {
         replayed_at: n(10),
         group: t(6),
         expires_at: n(11),
+        // Not in the IndexedDB record yet (issue 22's move, still to come in the npm package).
+        moved_from: None,
     }
     .check()?;
     Ok(Stored {
