@@ -150,6 +150,9 @@ impl From<Action> for w::BulkAction {
             Action::Replay => Self::Replay,
             Action::Delete => Self::Delete,
             Action::RetryNow => Self::RetryNow,
+            // BulkArgs::new refuses Action::Move (move_all takes a target queue: MoveAllArgs),
+            // so no BulkArgs of it is ever converted; the component's move is still to come.
+            Action::Move => unreachable!("move_all is not a BulkArgs of the component yet"),
         }
     }
 }
