@@ -35,6 +35,17 @@
 //! write transaction that checks every message again, and a dry run gives the exact count it
 //! would act on without writing.
 //!
+//! ## Moving messages to another queue
+//! [`Engine::move_message`] (`move` in the bindings) and [`Engine::move_all`] (a bulk action over
+//! the same filters, [`MoveAllArgs`]) send pending and dead messages to another queue with their
+//! id, history and counters; [`Message::moved_from`] says which queue they left. Within a queue
+//! at most one message carries an idempotency key, so a message whose key the target holds
+//! stays: `move` is a conflict ([`Conflict::KeyTaken`], reason `key_taken`), `move_all` skips it
+//! and does not count it (its dry run asks the store which keys the target holds,
+//! [`Store::keys_taken`]). The write is [`Store::move_many`]: in one transaction the message
+//! changes queue, and a grouped pending one leaves its group's order in the old queue and joins
+//! the end of its group in the new one.
+//!
 //! ## One trait for synchronous and asynchronous stores
 //! [`Store`] methods return futures. SQLite answers synchronously, so its futures are ready at
 //! once and the Python binding drives them with `pollster::block_on`; PostgreSQL's too. Because
@@ -94,8 +105,9 @@ pub use arg::Arg;
 pub use backoff::{Backoff, Jitter};
 pub use engine::{
     Action, BATCH, Batches, BulkArgs, Call, ClaimArgs, Claiming, Engine, EnqueueArgs, EnqueueItem,
-    ExtendArgs, FailArgs, Filter, FilterArgs, Item, LaneClaim, ListArgs, MessageArgs, Outcome,
-    Page, PurgeArgs, ReplayArgs, SCAN_BUDGET, Selection, Stats, SucceedArgs, Tails, Write, backoff,
+    ExtendArgs, FailArgs, Filter, FilterArgs, Item, LaneClaim, ListArgs, MessageArgs, MoveAllArgs,
+    MoveArgs, Outcome, Page, PurgeArgs, ReplayArgs, SCAN_BUDGET, Selection, Stats, SucceedArgs,
+    Tails, Write, backoff,
 };
 pub use error::{CODES, Conflict, Error, FieldError, Quoted, Result};
 pub use machine::Moment;

@@ -12,7 +12,8 @@
 //!   by looking (the reference [`crate::MemoryStore`]; a host of the WebAssembly component);
 //! - the filters of `list` and of the bulk actions ([`filters`]: [`FilterArgs`] checked into a
 //!   [`Selection`], [`Filter::matches`] the one definition), a `list` page read by a [`Scan`]
-//!   ([`page`]) and the bulk actions' requests and steps ([`bulk`]: [`BulkArgs`]), each of the
+//!   ([`page`]) and the bulk actions' requests and steps ([`bulk`]: [`BulkArgs`], and
+//!   [`MoveAllArgs`] for `move_all`; [`moves`]: [`MoveArgs`] for one message), each of the
 //!   three halves at once for these operations: the engine filters what the store's id-ordered
 //!   page read ([`Store::list`]) returns, so no store translates a filter.
 //!
