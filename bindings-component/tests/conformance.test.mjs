@@ -32,6 +32,9 @@ const BULK = { replay_all: "replay", delete_all: "delete", retry_now_all: "retry
 /** Cases a store on the component cannot express, with the reason. None. */
 const EXPECTED_FAILURES = new Map();
 
+/** Case files the component does not run yet, file name -> reason: their cases are skipped with it. */
+const SKIPPED_FILES = new Map([["move.json", "move and move_all (issue 22 stage 2) are not in the component's WIT yet"]]);
+
 const core = await load(process.env.DEADLETTER_COMPONENT_JS ?? join(root, "build", "component", "js"));
 
 /** A core name in jco's (camelCase). */
@@ -251,7 +254,7 @@ for (const file of readdirSync(casesDir).filter((f) => f.endsWith(".json")).sort
   for (const testCase of JSON.parse(readFileSync(join(casesDir, file), "utf8")).cases) {
     const name = `${file}: ${testCase.name}`;
     const reason = EXPECTED_FAILURES.get(name);
-    test(name, { todo: reason }, () => runCase(testCase));
+    test(name, { todo: reason, skip: SKIPPED_FILES.get(file) }, () => runCase(testCase));
   }
 }
 

@@ -92,6 +92,11 @@ BULK = {"replay_all": "replay", "delete_all": "delete", "retry_now_all": "retry-
 # Cases a store on the component cannot express, with the reason. None.
 EXPECTED_FAILURES: dict[str, str] = {}
 
+#: Case files the component does not run yet, file name -> reason: their cases are skipped with it.
+SKIPPED_FILES: dict[str, str] = {
+    "move.json": "move and move_all (issue 22 stage 2) are not in the component's WIT yet",
+}
+
 
 def component_path() -> Path:
     given = os.environ.get("DEADLETTER_COMPONENT")
@@ -121,6 +126,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         params = []
         for name, case in load_cases():
             marks = []
+            skipped = SKIPPED_FILES.get(name.split(": ", 1)[0])
+            if skipped is not None:
+                marks.append(pytest.mark.skip(reason=skipped))
             if name in EXPECTED_FAILURES:
                 marks.append(pytest.mark.xfail(reason=EXPECTED_FAILURES[name], strict=True))
             params.append(pytest.param(case, id=name, marks=marks))
