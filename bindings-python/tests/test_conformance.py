@@ -63,6 +63,11 @@ ITEM_KEYS = ("payload", "max_retries", "idempotency_key", "delay_ms", "group", "
 # Cases the Python API cannot express, with the reason. Each must fail (strict), so a case that
 # starts passing is noticed and removed from here. None today.
 EXPECTED_FAILURES: dict[str, str] = {}
+# Case files the Python package does not run yet, file name -> reason: their cases are skipped
+# with it.
+SKIPPED_FILES: dict[str, str] = {
+    "move.json": "move and move_all (issue 22 stage 2) are not in the Python package yet",
+}
 
 
 def load_cases() -> list[tuple[str, dict[str, Any]]]:
@@ -78,6 +83,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         params = []
         for name, case in load_cases():
             marks = []
+            skipped = SKIPPED_FILES.get(name.split(": ", 1)[0])
+            if skipped is not None:
+                marks.append(pytest.mark.skip(reason=skipped))
             if name in EXPECTED_FAILURES:
                 marks.append(pytest.mark.xfail(reason=EXPECTED_FAILURES[name], strict=True))
             params.append(pytest.param(case, id=name, marks=marks))
