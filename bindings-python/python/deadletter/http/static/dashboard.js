@@ -94,7 +94,7 @@ function gone(error) {
   throw error;
 }
 
-/** Whether a pending message waits for a time (its backoff or delay) that retry now skips. */
+/** Whether a message waits for a time (its backoff or delay) that retry now skips. */
 const waiting = (message) =>
   message.status === schema.delayedIn && message.retry_after != null && Date.parse(message.retry_after) > Date.now();
 

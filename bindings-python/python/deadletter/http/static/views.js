@@ -1,8 +1,8 @@
 // What the console draws from the API's answers: the queue table, a queue's head (state, facts,
 // stored settings), its tabs, a page of messages and the open message. Data is only ever
 // written with textContent, never parsed as HTML. Status names come from `schema` (api.js); the
-// console names only `dead`, its subject, and its `delayed` tab (the pending messages not due
-// yet, the list route's `delayed` filter). Meaning is never in colour alone: badges carry words.
+// console names only `dead`, its subject, and its `delayed` tab (the messages not due yet, the
+// list route's `delayed` filter). Meaning is never in colour alone: badges carry words.
 
 import { href } from "./url.js";
 import { duration, timeElement } from "./time.js";
