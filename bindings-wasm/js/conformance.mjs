@@ -19,9 +19,11 @@ export const BASE = 1767225600000;
 
 /**
  * Case files this package does not run, file name -> reason: the runners skip their cases,
- * saying why. None: every case runs in every place.
+ * saying why (in Node on fake-indexeddb and on SQLite, and in Chromium).
  */
-export const SKIPPED_FILES = new Map();
+export const SKIPPED_FILES = new Map([
+  ["move.json", "move and move_all (issue 22 stage 2) are not in the npm package yet"],
+]);
 
 /** Why the cases of `file` are skipped, or `undefined` when they run. */
 export function skipReason(file) {
