@@ -4,8 +4,8 @@
 
 use deadletter::{
     Backoff, BulkArgs, Context, EnqueueArgs, ExtendArgs, FailArgs, Id, Message, MessageArgs,
-    Millis, NewMessage, Outcome, PurgeArgs, QueueRow, ReplayArgs, SettingsArgs, SucceedArgs,
-    pause_step,
+    Millis, MoveAllArgs, MoveArgs, NewMessage, Outcome, PurgeArgs, QueueRow, ReplayArgs,
+    SettingsArgs, SucceedArgs, pause_step,
 };
 
 use crate::Component;
@@ -96,6 +96,16 @@ impl crate::wit::apply::Guest for Component {
         result(message.and_then(|m| args.retry_now(m, &ctx.into())))
     }
 
+    fn move_(
+        args: w::MoveArgs,
+        found: Option<w::Message>,
+        ctx: w::Context,
+        taken: bool,
+    ) -> Result<w::Message, w::Error> {
+        let message = target(&args.queue, args.id, found);
+        result(message.and_then(|m| MoveArgs::from(args).step(m, &ctx.into(), taken)))
+    }
+
     fn bulk_selects(args: w::BulkArgs, message: w::Message, now: Millis) -> bool {
         BulkArgs::from(args).selects(&message.into(), now)
     }
@@ -119,6 +129,16 @@ impl crate::wit::apply::Guest for Component {
         ctx: w::Context,
     ) -> Result<bool, w::Error> {
         result(BulkArgs::from(args).touches(&message.into(), &Context::from(ctx)))
+    }
+
+    fn move_all_step(
+        args: w::MoveAllArgs,
+        message: w::Message,
+        ctx: w::Context,
+        taken: bool,
+    ) -> Result<Option<w::Message>, w::Error> {
+        let next = MoveAllArgs::from(args).step(message.into(), &Context::from(ctx), taken);
+        next.map(|m| m.map(Into::into)).map_err(Into::into)
     }
 
     fn purge_selects(args: w::PurgeArgs, message: w::Message) -> bool {

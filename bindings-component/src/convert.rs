@@ -137,67 +137,35 @@ both_ways!(
     w::FailedAttempt,
     [attempt, error, at]
 );
-// `moved_from` (issue 22's move) is not in the WIT's `message` record yet: it is dropped on the
-// way out and `None` on the way in, until the component exposes move (no message of a
-// component-hosted store is moved before then).
-impl From<deadletter::Message> for w::Message {
-    fn from(m: deadletter::Message) -> Self {
-        Self {
-            id: m.id,
-            queue: m.queue,
-            payload: m.payload,
-            status: m.status.into(),
-            retry_count: m.retry_count,
-            max_retries: m.max_retries,
-            retry_after: m.retry_after,
-            last_error: m.last_error,
-            created_at: m.created_at,
-            updated_at: m.updated_at,
-            lease_token: m.lease_token,
-            lease_expires_at: m.lease_expires_at,
-            idempotency_key: m.idempotency_key,
-            first_failed_at: m.first_failed_at,
-            dead_at: m.dead_at,
-            errors: m.errors.into_iter().map(Into::into).collect(),
-            errors_dropped: m.errors_dropped,
-            replay_count: m.replay_count,
-            replayed_at: m.replayed_at,
-            group: m.group,
-            expires_at: m.expires_at,
-            deduplicated: m.deduplicated,
-        }
-    }
-}
-
-impl From<w::Message> for deadletter::Message {
-    fn from(m: w::Message) -> Self {
-        Self {
-            id: m.id,
-            queue: m.queue,
-            payload: m.payload,
-            status: m.status.into(),
-            retry_count: m.retry_count,
-            max_retries: m.max_retries,
-            retry_after: m.retry_after,
-            last_error: m.last_error,
-            created_at: m.created_at,
-            updated_at: m.updated_at,
-            lease_token: m.lease_token,
-            lease_expires_at: m.lease_expires_at,
-            idempotency_key: m.idempotency_key,
-            first_failed_at: m.first_failed_at,
-            dead_at: m.dead_at,
-            errors: m.errors.into_iter().map(Into::into).collect(),
-            errors_dropped: m.errors_dropped,
-            replay_count: m.replay_count,
-            replayed_at: m.replayed_at,
-            group: m.group,
-            expires_at: m.expires_at,
-            moved_from: None,
-            deduplicated: m.deduplicated,
-        }
-    }
-}
+both_ways!(
+    deadletter::Message,
+    w::Message,
+    [
+        id,
+        queue,
+        payload,
+        retry_count,
+        max_retries,
+        retry_after,
+        last_error,
+        created_at,
+        updated_at,
+        lease_token,
+        lease_expires_at,
+        idempotency_key,
+        first_failed_at,
+        dead_at,
+        errors_dropped,
+        replay_count,
+        replayed_at,
+        group,
+        expires_at,
+        moved_from,
+        deduplicated
+    ],
+    into[status],
+    each[errors]
+);
 both_ways!(
     deadletter::NewMessage,
     w::NewMessage,

@@ -3,7 +3,8 @@
 
 use deadletter::{
     Action, BulkArgs, ClaimArgs, EnqueueArgs, EnqueueItem, ExtendArgs, FailArgs, ListArgs,
-    ListQuery, MessageArgs, Page, PurgeArgs, ReplayArgs, Selection, SettingsArgs, SucceedArgs,
+    ListQuery, MessageArgs, MoveAllArgs, MoveArgs, Page, PurgeArgs, ReplayArgs, Selection,
+    SettingsArgs, SucceedArgs,
 };
 
 use crate::convert::both_ways;
@@ -17,6 +18,7 @@ both_ways!(
 );
 both_ways!(MessageArgs, w::MessageArgs, [queue, id]);
 both_ways!(ReplayArgs, w::ReplayArgs, [queue, id, expires_in_ms]);
+both_ways!(MoveArgs, w::MoveArgs, [queue, id, to_queue]);
 both_ways!(
     EnqueueItem,
     w::EnqueueItem,
@@ -150,9 +152,7 @@ impl From<Action> for w::BulkAction {
             Action::Replay => Self::Replay,
             Action::Delete => Self::Delete,
             Action::RetryNow => Self::RetryNow,
-            // BulkArgs::new refuses Action::Move (move_all takes a target queue: MoveAllArgs),
-            // so no BulkArgs of it is ever converted; the component's move is still to come.
-            Action::Move => unreachable!("move_all is not a BulkArgs of the component yet"),
+            Action::Move => Self::Move,
         }
     }
 }
@@ -163,6 +163,7 @@ impl From<w::BulkAction> for Action {
             w::BulkAction::Replay => Self::Replay,
             w::BulkAction::Delete => Self::Delete,
             w::BulkAction::RetryNow => Self::RetryNow,
+            w::BulkAction::Move => Self::Move,
         }
     }
 }
@@ -173,3 +174,4 @@ both_ways!(
     [queue, limit, dry_run],
     into[action, selection]
 );
+both_ways!(MoveAllArgs, w::MoveAllArgs, [to_queue], into[bulk]);

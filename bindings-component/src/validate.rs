@@ -4,7 +4,8 @@
 use deadletter::engine::{clock_at, queue_at};
 use deadletter::{
     BulkArgs, ClaimArgs, Context, EnqueueArgs, ExtendArgs, FailArgs, Item, Limits, ListArgs,
-    MessageArgs, Millis, PurgeArgs, ReplayArgs, SettingsArgs, SucceedArgs, validate,
+    MessageArgs, Millis, MoveAllArgs, MoveArgs, PurgeArgs, ReplayArgs, SettingsArgs, SucceedArgs,
+    validate,
 };
 
 use crate::Component;
@@ -156,6 +157,10 @@ impl crate::wit::validate::Guest for Component {
         ))
     }
 
+    fn move_(queue: w::Arg, id: w::Arg, to_queue: w::Arg) -> Result<w::MoveArgs, w::Error> {
+        result(MoveArgs::new(&arg(&queue), &arg(&id), &arg(&to_queue)))
+    }
+
     fn bulk(
         action: w::BulkAction,
         queue: w::Arg,
@@ -172,6 +177,25 @@ impl crate::wit::validate::Guest for Component {
             &arg(&dry_run),
         );
         // Then the clock the action starts at, as `deadletter::Engine`'s bulk actions read it.
+        result(args.and_then(|args| clock_at(now).map(|()| args)))
+    }
+
+    fn move_all(
+        queue: w::Arg,
+        to_queue: w::Arg,
+        given: w::FilterArgs,
+        limit: w::Arg,
+        dry_run: w::Arg,
+        now: Millis,
+    ) -> Result<w::MoveAllArgs, w::Error> {
+        let args = MoveAllArgs::new(
+            &arg(&queue),
+            &arg(&to_queue),
+            &filters(&given),
+            &arg(&limit),
+            &arg(&dry_run),
+        );
+        // Then the clock, as `deadletter::Engine::move_all` reads it.
         result(args.and_then(|args| clock_at(now).map(|()| args)))
     }
 
