@@ -55,13 +55,18 @@ export class MemoryDatabase {
     return undefined;
   }
 
+  /** Whether a stored message of `queue` carries the idempotency key of `message` (false without one): what a move asks of its target queue. */
+  #taken(queue, message) {
+    return this.#keyed(queue, message?.idempotencyKey) !== undefined;
+  }
+
   #context(queue, now) {
     return this.core.validate.writeContext(now, this.rows.get(queue));
   }
 
   // Persistence: what the store writes.
 
-  /** Writes `after` over what is stored under its id, in its place in its group. */
+  /** Writes `after` over what is stored under its id, in its place in its group (for a moved message, its group in the queue it went to). */
   #write(now, after) {
     const before = this.messages.get(after.id);
     this.messages.set(after.id, this.core.plan.place(now, before, after, this.#group(after.queue, after.group)));
@@ -181,6 +186,28 @@ export class MemoryDatabase {
       return written.length;
     };
     return this.#inBatches(args.queue, [], args.limit, (m) => apply.bulkSelects(args, m, now), dryCtx === undefined ? write : count);
+  }
+
+  /** `move`: the message read with whether `toQueue` holds its idempotency key, moved and written there. */
+  move(queue, id, toQueue, now) {
+    const args = this.core.validate.move(queue, id, toQueue);
+    return this.#update((a, found, ctx) => this.core.apply.move(a, found, ctx, this.#taken(args.toQueue, found)), args, now);
+  }
+
+  /** `move_all`: its selection at `now`, then each batch moved in its own transaction, or, on a dry run, counted at `now` with the queue's row as it is (a message whose key the target holds is skipped either way). */
+  moveAll(queue, toQueue, filters, limit, dryRun, now) {
+    const { apply } = this.core;
+    const args = this.core.validate.moveAll(queue, toQueue, filters, limit, dryRun, now);
+    const { bulk } = args;
+    const dryCtx = bulk.dryRun ? this.#context(bulk.queue, now) : undefined;
+    const move = (ids) => {
+      const ctx = dryCtx ?? this.#context(bulk.queue, now);
+      const found = ids.map((id) => this.#found(id)).filter((m) => m !== undefined);
+      const moved = found.map((m) => apply.moveAllStep(args, m, ctx, this.#taken(args.toQueue, m))).filter((m) => m !== undefined);
+      if (dryCtx === undefined) for (const message of moved) this.#write(now, message);
+      return moved.length;
+    };
+    return this.#inBatches(bulk.queue, [], bulk.limit, (m) => apply.bulkSelects(bulk, m, now), move);
   }
 
   retryNow(queue, id, now) {

@@ -67,6 +67,12 @@ class MemoryDatabase:
             None,
         )
 
+    def _taken(self, queue: str, message: Any) -> bool:
+        """Whether a stored message of ``queue`` carries the idempotency key of ``message`` (false
+        without one): what a move asks of its target queue."""
+        key = None if message is None else get(message, "idempotency_key")
+        return self._keyed(queue, key) is not None
+
     def _context(self, queue: str, now: int) -> Any:
         return self.core.validate.write_context(now, self.rows.get(queue))
 
@@ -80,7 +86,8 @@ class MemoryDatabase:
         return [s for s in self._queue(queue, *LIVE) if s.message.group == group]
 
     def _write(self, now: int, after: Any) -> None:
-        """Writes ``after`` over what is stored under its id, in its place in its group."""
+        """Writes ``after`` over what is stored under its id, in its place in its group (for a
+        moved message, its group in the queue it went to)."""
         before = self.messages.get(after.id)
         group = self._group(after.queue, after.group)
         self.messages[after.id] = self.core.plan.place(now, before, after, group)
@@ -231,6 +238,41 @@ class MemoryDatabase:
         selects = lambda m: core.apply.bulk_selects(args, m, now)  # noqa: E731
         apply = write if dry_ctx is None else count
         return self._in_batches(args.queue, (), args.limit, selects, apply)
+
+    def move(self, queue: Any, id: Any, to_queue: Any, now: int) -> Any:
+        """``move``: the message read with whether ``to_queue`` holds its idempotency key, moved
+        and written there."""
+        args = self.core.validate.move(queue, id, to_queue)
+        to = get(args, "to_queue")
+
+        def step(args: Any, found: Any, ctx: Any) -> Any:
+            return self.core.apply.move(args, found, ctx, self._taken(to, found))
+
+        return self._update(step, args, now)
+
+    def move_all(
+        self, queue: Any, to_queue: Any, filters: Any, limit: Any, dry_run: Any, now: int
+    ) -> int:
+        """``move_all``: its selection at ``now``, then each batch moved in its own transaction,
+        or, on a dry run, counted at ``now`` with the queue's row as it is (a message whose key
+        the target holds is skipped either way)."""
+        core = self.core
+        args = core.validate.move_all(queue, to_queue, filters, limit, dry_run, now)
+        bulk, to = args.bulk, get(args, "to_queue")
+        dry_ctx = self._context(bulk.queue, now) if get(bulk, "dry_run") else None
+
+        def move(ids: list[int]) -> int:
+            ctx = self._context(bulk.queue, now) if dry_ctx is None else dry_ctx
+            found = [m for m in map(self._found, ids) if m is not None]
+            moved = [core.apply.move_all_step(args, m, ctx, self._taken(to, m)) for m in found]
+            moved = [m for m in moved if m is not None]
+            if dry_ctx is None:
+                for message in moved:
+                    self._write(now, message)
+            return len(moved)
+
+        selects = lambda m: core.apply.bulk_selects(bulk, m, now)  # noqa: E731
+        return self._in_batches(bulk.queue, (), bulk.limit, selects, move)
 
     def retry_now(self, queue: Any, id: Any, now: int) -> Any:
         args = self.core.validate.message(queue, id)
