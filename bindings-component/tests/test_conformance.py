@@ -51,6 +51,7 @@ MESSAGE_FIELDS = (
     "errors_dropped",
     "replay_count",
     "group",
+    "moved_from",
     "deduplicated",
     *INSTANTS,
 )
@@ -92,11 +93,6 @@ BULK = {"replay_all": "replay", "delete_all": "delete", "retry_now_all": "retry-
 # Cases a store on the component cannot express, with the reason. None.
 EXPECTED_FAILURES: dict[str, str] = {}
 
-#: Case files the component does not run yet, file name -> reason: their cases are skipped with it.
-SKIPPED_FILES: dict[str, str] = {
-    "move.json": "move and move_all (issue 22 stage 2) are not in the component's WIT yet",
-}
-
 
 def component_path() -> Path:
     given = os.environ.get("DEADLETTER_COMPONENT")
@@ -126,9 +122,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         params = []
         for name, case in load_cases():
             marks = []
-            skipped = SKIPPED_FILES.get(name.split(": ", 1)[0])
-            if skipped is not None:
-                marks.append(pytest.mark.skip(reason=skipped))
             if name in EXPECTED_FAILURES:
                 marks.append(pytest.mark.xfail(reason=EXPECTED_FAILURES[name], strict=True))
             params.append(pytest.param(case, id=name, marks=marks))
@@ -267,6 +260,11 @@ def perform(
         return message_json(db.replay(q, a("id"), a("expires_in_ms"), now))
     if op in BULK:
         return {"count": db.bulk(BULK[op], q, filters(args), a("limit"), a("dry_run"), now)}
+    if op == "move":
+        return message_json(db.move(q, a("id"), a("to_queue"), now))
+    if op == "move_all":
+        moved = db.move_all(q, a("to_queue"), filters(args), a("limit"), a("dry_run"), now)
+        return {"count": moved}
     if op == "retry_now":
         return message_json(db.retry_now(q, a("id"), now))
     if op == "purge":
