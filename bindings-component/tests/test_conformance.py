@@ -409,3 +409,14 @@ def test_the_component_exports_the_world_at_the_workspace_version(core: Core) ->
     assert core.exports == [
         f"deadletter:queue/{name}@{version}" for name in ("apply", "plan", "types", "validate")
     ]
+
+
+def test_bulk_with_the_move_action_asks_for_its_target(core: Core) -> None:
+    """``validate.bulk`` takes no target queue: with ``move`` it rejects the missing
+    ``to_queue`` (``move_all`` is ``validate.move-all``), with every other rejected field."""
+    with pytest.raises(ComponentError) as raised:
+        core.validate.bulk("move", arg("q"), filters({}), arg(0), arg(None), BASE)
+    assert fields(raised.value.fields) == [("limit", "out_of_range", -1), ("to_queue", "type", -1)]
+    args = core.validate.move_all(arg("q"), arg("q2"), filters({}), arg(None), arg(True), BASE)
+    bulk = args.bulk
+    assert (bulk.action, get(bulk, "dry_run"), get(args, "to_queue")) == ("move", True, "q2")
