@@ -22,7 +22,8 @@ use crate::convert::{to_datetime, to_opt_datetime};
 /// "error": str, "at": datetime}`, oldest first, at most the last 20), `errors_dropped` (int: older
 /// entries dropped from `errors`), `replay_count` (int), `replayed_at` (datetime | None), `group`
 /// (str | None: its ordering group), `expires_at` (datetime | None: still pending then, it is
-/// never delivered). Two messages are equal when every attribute is.
+/// never delivered), `moved_from` (str | None: the queue it was last moved from by `Queue.move`
+/// or `Queue.move_all`). Two messages are equal when every attribute is.
 #[pyclass(frozen, eq, module = "deadletter", name = "Message")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PyMessage(pub deadletter::Message);
@@ -184,6 +185,13 @@ impl PyMessage {
         to_opt_datetime(py, self.0.expires_at)
     }
 
+    /// The queue it was last moved from (`Queue.move`, `Queue.move_all`), or `None` if it was
+    /// never moved.
+    #[getter]
+    fn moved_from(&self) -> Option<&str> {
+        self.0.moved_from.as_deref()
+    }
+
     /// Every attribute in a new dict (timestamps as aware UTC datetimes or `None`; `errors` as
     /// a new list of dicts).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -211,6 +219,7 @@ impl PyMessage {
         dict.set_item("replayed_at", self.replayed_at(py)?)?;
         dict.set_item("group", &m.group)?;
         dict.set_item("expires_at", self.expires_at(py)?)?;
+        dict.set_item("moved_from", &m.moved_from)?;
         Ok(dict)
     }
 
@@ -248,6 +257,9 @@ impl PyMessage {
         }
         if let Some(at) = to_opt_datetime(py, m.expires_at)? {
             parts.push(format!("expires_at={}", at.str()?));
+        }
+        if let Some(from) = &m.moved_from {
+            parts.push(format!("moved_from={}", text(from)?));
         }
         if m.replay_count > 0 {
             parts.push(format!("replay_count={}", m.replay_count));

@@ -1,7 +1,7 @@
 //! `deadletter.Queue`: one named queue of a `Database`, each method one engine call ([`run`])
 //! with the arguments converted first; and the hand-over of `Queue.process` and
 //! `Queue.process_async` to the worker loops of the Python package (`deadletter._worker`).
-//! One file (about 810 lines): pyo3 takes one `#[pymethods]` block per class unless its
+//! One file (about 870 lines): pyo3 takes one `#[pymethods]` block per class unless its
 //! `multiple-pymethods` feature (and the `inventory` crate) is turned on.
 
 use std::sync::Arc;
@@ -471,6 +471,71 @@ impl Queue {
                 .retry_now_all(self.queue(), &filters, limit, dry_run, clock)
                 .await
         })
+    }
+
+    /// Moves every pending and dead message of this queue that the filters select to
+    /// `to_queue` (as `move` does: ids, payloads, history and counters kept, `moved_from` set),
+    /// in id order, and returns how many, or with `dry_run=True` changes nothing and returns the
+    /// exact count it would move now. The filters are `list`'s; `status`, when given, narrows to
+    /// `"pending"` or `"dead"` (another is a `ValidationError`). A message whose idempotency key
+    /// a message of `to_queue` already carries stays where it is and is not counted (a dry run
+    /// checks the keys too). `to_queue` follows the rules of a queue name; this queue itself is
+    /// a `ValidationError` (field `to_queue`). `limit` and the batches of 200: as `replay_all`.
+    #[pyo3(
+        signature = (to_queue, *, limit = None, dry_run = None, **filters),
+        text_signature = "($self, to_queue, *, status=None, delayed=None, payload_contains=None, error_contains=None, group=None, idempotency_key=None, created_after=None, created_before=None, updated_after=None, updated_before=None, dead_after=None, dead_before=None, limit=None, dry_run=False)"
+    )]
+    fn move_all(
+        &self,
+        py: Python<'_>,
+        to_queue: &Bound<'_, PyAny>,
+        limit: Option<&Bound<'_, PyAny>>,
+        dry_run: Option<&Bound<'_, PyAny>>,
+        filters: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<u64> {
+        let to_queue = Value::from_py(Some(to_queue));
+        let bulk = Bulk::new("move_all", limit, dry_run, filters)?;
+        let engine = &self.shared.engine;
+        self.shared.run(py, async |clock| {
+            let (filters, limit, dry_run) = bulk.args();
+            engine
+                .move_all(
+                    self.queue(),
+                    to_queue.arg(),
+                    &filters,
+                    limit,
+                    dry_run,
+                    clock,
+                )
+                .await
+        })
+    }
+
+    /// Moves a pending or dead message to the queue `to_queue` and returns it there: same id,
+    /// payload, status, counters, history, `retry_after`, expiry, idempotency key and group;
+    /// `moved_from` is this queue's name, `updated_at` now. A grouped pending message leaves its
+    /// group here (the next member becomes its head) and joins the end of the group of the same
+    /// name in `to_queue`. Raises `ValidationError` for a bad id or `to_queue` (the rules of a
+    /// queue name; this queue itself is invalid), `NotFoundError` when this queue has no such
+    /// message, `ConflictError` with reason `"wrong_status"` for a processing or succeeded
+    /// message and with reason `"key_taken"` when a message of `to_queue` carries its
+    /// idempotency key (the message stays here).
+    #[pyo3(name = "move")]
+    fn move_message(
+        &self,
+        py: Python<'_>,
+        id: &Bound<'_, PyAny>,
+        to_queue: &Bound<'_, PyAny>,
+    ) -> PyResult<PyMessage> {
+        let (id, to_queue) = (Value::from_py(Some(id)), Value::from_py(Some(to_queue)));
+        let engine = &self.shared.engine;
+        self.shared
+            .run(py, async |clock| {
+                engine
+                    .move_message(self.queue(), id.arg(), to_queue.arg(), clock)
+                    .await
+            })
+            .map(PyMessage)
     }
 
     /// Retry now: a pending message waiting for its backoff or delay becomes due at once

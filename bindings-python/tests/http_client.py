@@ -80,6 +80,7 @@ def pending(id: int, queue: str, payload: str, at_s: float = 0, **changes: Any) 
         "replayed_at": None,
         "group": None,
         "expires_at": None,
+        "moved_from": None,
     }
     assert set(changes) <= set(message), set(changes) - set(message)
     return {**message, **changes}

@@ -252,7 +252,7 @@ def test_message_is_immutable_comparable_and_printable() -> None:
         "updated_at": T0, "lease_token": None, "lease_expires_at": None, "idempotency_key": None,
         "deduplicated": False, "first_failed_at": None, "dead_at": None, "errors": [],
         "errors_dropped": 0, "replay_count": 0, "replayed_at": None, "group": None,
-        "expires_at": None,
+        "expires_at": None, "moved_from": None,
     }  # fmt: skip
 
 

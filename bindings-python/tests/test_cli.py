@@ -106,6 +106,7 @@ def test_list_json_is_the_messages_as_the_http_api_writes_them(path: str) -> Non
             "replayed_at": None,
             "group": None,
             "expires_at": None,
+            "moved_from": None,
         }
     ]
 

@@ -64,10 +64,8 @@ ITEM_KEYS = ("payload", "max_retries", "idempotency_key", "delay_ms", "group", "
 # starts passing is noticed and removed from here. None today.
 EXPECTED_FAILURES: dict[str, str] = {}
 # Case files the Python package does not run yet, file name -> reason: their cases are skipped
-# with it.
-SKIPPED_FILES: dict[str, str] = {
-    "move.json": "move and move_all (issue 22 stage 2) are not in the Python package yet",
-}
+# with it. None today.
+SKIPPED_FILES: dict[str, str] = {}
 
 
 def load_cases() -> list[tuple[str, dict[str, Any]]]:
@@ -254,8 +252,12 @@ def call(
         return as_case_json(q.replay(kwargs.pop("id", None), **kwargs))
     elif op in ("get", "delete", "retry_now"):
         return as_case_json(getattr(q, op)(arg("id")))
+    elif op == "move":
+        return as_case_json(q.move(arg("id"), arg("to_queue")))
     elif op in ("replay_all", "delete_all", "retry_now_all", "purge"):
         return {"count": getattr(q, op)(**kwargs)}
+    elif op == "move_all":
+        return {"count": q.move_all(kwargs.pop("to_queue", None), **kwargs)}
     elif op == "reap":
         return {"count": q.reap()}
     elif op == "stats":

@@ -28,7 +28,7 @@ def expected(id: int, payload: str, status: str, retries: tuple[int, int], **cha
         "lease_expires_at": None, "idempotency_key": None, "deduplicated": False,
         "first_failed_at": None, "dead_at": None, "errors": [],
         "errors_dropped": retry_count, "replay_count": 0, "replayed_at": None, "group": None,
-        "expires_at": None,
+        "expires_at": None, "moved_from": None,
     }  # fmt: skip
     fields.update(changes)
     return fields

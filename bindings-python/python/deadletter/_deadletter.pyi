@@ -448,6 +448,35 @@ class Queue:
         """A pending message waiting for its backoff or delay is due now (``retry_after``
         cleared; a grouped one still waits behind its group's head); one already due is returned
         unchanged; any other status is a `ConflictError`."""
+    def move_all(
+        self,
+        to_queue: str,
+        *,
+        status: Optional[Literal["pending", "dead"]] = None,
+        delayed: Optional[bool] = None,
+        payload_contains: Optional[str] = None,
+        error_contains: Optional[str] = None,
+        group: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+        created_after: Optional[datetime] = None,
+        created_before: Optional[datetime] = None,
+        updated_after: Optional[datetime] = None,
+        updated_before: Optional[datetime] = None,
+        dead_after: Optional[datetime] = None,
+        dead_before: Optional[datetime] = None,
+        limit: Optional[int] = None,
+        dry_run: Optional[bool] = False,
+    ) -> int:
+        """Moves (as ``move``) every pending and dead message the filters select to
+        ``to_queue`` (``status`` narrows to one of the two), at most ``limit``; returns how many,
+        or with ``dry_run`` true the exact count it would move, changing nothing. A message whose
+        idempotency key a message of ``to_queue`` carries stays and is not counted. Batches of
+        200, as ``replay_all``."""
+    def move(self, id: int, to_queue: str) -> Message:
+        """Moves a pending or dead message to ``to_queue`` with its id, payload, history,
+        counters and key (``moved_from`` = this queue); `ConflictError` with reason
+        ``"wrong_status"`` for another status, ``"key_taken"`` when a message of ``to_queue``
+        carries its idempotency key (it stays here)."""
     def purge(self, *, status: Literal["succeeded", "dead"], older_than: _Seconds) -> int:
         """Deletes the messages in ``status`` not changed for ``older_than`` (seconds or a
         ``timedelta``); returns how many. Commits in batches of 200: when a batch fails
@@ -629,6 +658,9 @@ class Message:
     @property
     def expires_at(self) -> Optional[datetime]:
         """When it expires (still pending then, it is never delivered), or None."""
+    @property
+    def moved_from(self) -> Optional[str]:
+        """The queue it was last moved from (``move``, ``move_all``), or None."""
     def to_dict(self) -> dict[str, object]:
         """Every attribute in a new dict."""
     def __eq__(self, other: object, /) -> bool: ...

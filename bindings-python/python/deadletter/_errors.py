@@ -97,7 +97,9 @@ class ConflictError(Error):
     ``reason`` is ``"wrong_status"`` (the message's ``status`` does not allow the operation, e.g.
     ``succeed`` on a pending message) or ``"lease_lost"`` (the message is ``processing`` but the
     lease token shown is not the current one: its lease expired, was reaped, and another worker
-    claimed it and holds it now; ``status`` is then ``None``). ``id`` is the message's id.
+    claimed it and holds it now; ``status`` is then ``None``) or ``"key_taken"`` (``Queue.move``:
+    a message of the target queue already carries its idempotency key, so it stays where it is;
+    ``status`` is ``None``). ``id`` is the message's id.
 
     A worker that outlived its lease gets either: ``"lease_lost"`` while another worker holds the
     message, ``"wrong_status"`` with the current ``status`` once the expired lease was reaped and
@@ -111,12 +113,12 @@ class ConflictError(Error):
         self,
         message: str,
         id: int,
-        reason: Literal["wrong_status", "lease_lost"],
+        reason: Literal["wrong_status", "lease_lost", "key_taken"],
         status: Optional[str],
     ) -> None:
         super().__init__(message)
         self.id: int = id
-        self.reason: Literal["wrong_status", "lease_lost"] = reason
+        self.reason: Literal["wrong_status", "lease_lost", "key_taken"] = reason
         self.status: Optional[str] = status
 
     def __reduce__(self) -> tuple[type[ConflictError], tuple[str, int, str, Optional[str]]]:
