@@ -1,12 +1,14 @@
 // What the operator can do from the console, through the HTTP API: replay, delete or retry now
-// one message; the same in bulk, on the messages selected one by one or on every message the
-// list's filters match; pause and resume. Each returns the sentence the console shows once it
-// is done, or null when the operator cancelled. A bulk action on every matching message asks
+// or move one message; the same in bulk, on the messages selected one by one or on every message
+// the list's filters match; pause and resume. Each returns the sentence the console shows once it
+// is done (or {text, link}: the sentence and a link to follow, {href, text}), or null when the
+// operator cancelled. A bulk action on every matching message asks
 // the server first for the exact count (its dry run) and puts it in the confirmation; the
 // result says how many were acted on, and says so when that differs from the count.
 
 import { ApiError, api, messagePath, queuePath } from "./api.js";
 import { bulkBody, describe } from "./filters.js";
+import { href } from "./url.js";
 import { plural } from "./views.js";
 
 export async function replayOne(queue, id) {
@@ -25,6 +27,50 @@ export async function deleteOne(queue, message) {
   await api("DELETE", messagePath(queue, message.id));
   return `Deleted ${what}.`;
 }
+
+/**
+ * Why a move of message `id` was refused, in words: a `key_taken` conflict names the target that
+ * holds the key; any other problem says what the server said (a 422 names the field).
+ */
+export function moveRefused(error, id, toQueue, key) {
+  if (error.problem?.reason === "key_taken") {
+    const which = key == null ? "its idempotency key" : `idempotency key "${key}"`;
+    return `"${toQueue}" already holds a message with ${which}, so message ${id} stays where it is.`;
+  }
+  const fields = (error.problem?.errors ?? []).map((e) => `${e.field}: ${e.message}`).join("; ");
+  return fields && !error.message.includes(fields) ? `${error.message} (${fields})` : error.message;
+}
+
+/** A link to `queue`'s `status` tab, or to message `id` there. */
+const linkTo = (queue, status, id) => ({
+  href: href({ queue, status, message: id ?? null }),
+  text: id == null ? `Open "${queue}"` : `Open message ${id} in "${queue}"`,
+});
+
+/** Moves `message` to `toQueue`; the sentence links to it there. A refusal is an ApiError
+ * whose message says why (moveRefused). */
+export async function moveOne(queue, message, toQueue) {
+  let moved;
+  try {
+    moved = await api("POST", `${messagePath(queue, message.id)}/move`, { to_queue: toQueue });
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    throw new ApiError(error.status, { ...error.problem, detail: moveRefused(error, message.id, toQueue, message.idempotency_key) });
+  }
+  return {
+    text: `Moved message ${moved.id} (${moved.status}) from "${queue}" to "${moved.queue}".`,
+    link: linkTo(moved.queue, moved.status, moved.id),
+  };
+}
+
+/** The bulk action moving to `toQueue` (BULK's shape, with the target in its body and words). */
+export const moveTo = (toQueue, status) => ({
+  route: "move", verb: "Move", to: ` to "${toQueue}"`, extra: { to_queue: toQueue },
+  done: (what) => ({ text: `Moved ${what} to "${toQueue}".`, link: linkTo(toQueue, status) }),
+  warn: "\n\nA message whose idempotency key the target already holds stays where it is and is not counted.",
+  one: (queue, id) => api("POST", `${messagePath(queue, id)}/move`, { to_queue: toQueue }),
+  refused: (error, id) => moveRefused(error, id, toQueue),
+});
 
 /**
  * The bulk actions: the route acting on every match of the filters (with `dry_run` to count),
@@ -48,14 +94,14 @@ export const BULK = {
 };
 
 /** The bulk route's body for `view` (`status`: the one to narrow to, for delete). */
-const body = (view, status) => ({ ...bulkBody(view), ...(status ? { status } : {}) });
+const body = (view, status, kind) => ({ ...bulkBody(view), ...(status ? { status } : {}), ...kind.extra });
 
 /**
  * How many messages `kind` would act on now among those `view`'s filters match: the bulk
  * route's dry run (exact, nothing changed).
  */
 export async function countMatching(queue, kind, view, status) {
-  const result = await api("POST", `${queuePath(queue)}/${kind.route}`, { ...body(view, status), dry_run: true });
+  const result = await api("POST", `${queuePath(queue)}/${kind.route}`, { ...body(view, status, kind), dry_run: true });
   return result.count;
 }
 
@@ -65,10 +111,10 @@ export async function onMatching(queue, kind, view, noun, status) {
   const which = `of "${queue}"${filters ? ` ${filters}` : ""}`;
   const count = await countMatching(queue, kind, view, status);
   if (count === 0) return `No ${noun} ${which} now: nothing to do.`;
-  if (!confirm(`${kind.verb} ${plural(count, noun)} ${which}?${kind.warn}`)) return null;
-  const done = (await api("POST", `${queuePath(queue)}/${kind.route}`, body(view, status))).count;
+  if (!confirm(`${kind.verb} ${plural(count, noun)} ${which}${kind.to ?? ""}?${kind.warn}`)) return null;
+  const done = (await api("POST", `${queuePath(queue)}/${kind.route}`, body(view, status, kind))).count;
   const changed = done === count ? "" : ` (${count} matched when counted: the queue changed meanwhile.)`;
-  return `${kind.done(plural(done, noun))}${changed}`;
+  return appended(kind.done(plural(done, noun)), changed);
 }
 
 /** `kind` on the messages `ids`, one call each; the ones it could not act on are named. */
@@ -77,20 +123,23 @@ export async function onSelected(queue, kind, ids, noun) {
   const shown = sorted.slice(0, 10).map((id) => `#${id}`).join(", ");
   const more = sorted.length > 10 ? ` and ${sorted.length - 10} more` : "";
   const what = `${plural(sorted.length, `selected ${noun}`)} of "${queue}" (${shown}${more})`;
-  if (!confirm(`${kind.verb} ${what}?${kind.warn}`)) return null;
+  if (!confirm(`${kind.verb} ${what}${kind.to ?? ""}?${kind.warn}`)) return null;
   const failed = [];
   for (const id of sorted) {
     try {
       await kind.one(queue, id);
     } catch (error) {
       if (!(error instanceof ApiError)) throw error; // the server down: the banner says it
-      failed.push(`#${id}: ${error.message}`);
+      failed.push(`#${id}: ${kind.refused ? kind.refused(error, id) : error.message}`);
     }
   }
   const done = sorted.length - failed.length;
   if (failed.length === 0) return kind.done(plural(done, `selected ${noun}`));
-  return `${kind.done(`${done} of ${plural(sorted.length, `selected ${noun}`)}`)} Not done: ${failed.join("; ")}.`;
+  return appended(kind.done(`${done} of ${plural(sorted.length, `selected ${noun}`)}`), ` Not done: ${failed.join("; ")}.`);
 }
+
+/** A result (a sentence or {text, link}) with `more` added to its sentence. */
+const appended = (result, more) => (typeof result === "string" ? result + more : { ...result, text: result.text + more });
 
 export async function setPaused(queue, paused) {
   await api("POST", `${queuePath(queue)}/${paused ? "pause" : "resume"}`);

@@ -67,9 +67,13 @@ export async function api(method, path, body) {
   return data;
 }
 
+/** The enum of a schema, or of the branch of its anyOf that has one (a nullable enum). */
+const enumOf = (schema) => schema?.enum ?? schema?.anyOf?.find((branch) => branch.enum)?.enum;
+
 /**
  * What the console needs from `openapi.json`: the status names in lifecycle order, the statuses
- * a message can be deleted or purged in (purge's enum), the status each partial count of the
+ * a message can be deleted or purged in (purge's enum), those it can be moved from (move_all's;
+ * none when the server has no move route), the status each partial count of the
  * statistics belongs to (`x-part-of-status`: expired leases, delayed messages) and the longest
  * queue name.
  */
@@ -80,6 +84,7 @@ export async function loadSchema() {
   return {
     statuses: schemas.Message.properties.status.enum,
     finished: schemas.PurgeRequest.properties.status.enum,
+    movable: enumOf(schemas.MoveAllRequest?.properties.status) ?? [],
     expiredIn: stats.expired["x-part-of-status"],
     delayedIn: stats.delayed["x-part-of-status"],
     maxQueueChars: schemas.Message.properties.queue.maxLength,

@@ -24,8 +24,13 @@ let busy = false;
 let lastUpdate = null;
 let downSince = null;
 
-function notice(text, isError = false) {
-  $("notice").textContent = text;
+/** Says `result`: a sentence, or {text, link} (link: {href, text}, followed in this tab). */
+function notice(result, isError = false) {
+  const { text, link } = typeof result === "string" ? { text: result, link: null } : result;
+  $("notice-text").textContent = text;
+  $("notice-link").hidden = !link;
+  $("notice-link").href = link?.href ?? "";
+  $("notice-link").textContent = link?.text ?? "";
   $("notice").classList.toggle("error", isError);
 }
 
@@ -45,10 +50,12 @@ async function load() {
     shown = { view };
     return;
   }
-  const [stats, settings] = await Promise.all([
+  const [stats, settings, { queues }] = await Promise.all([
     api("GET", `${queuePath(view.queue)}/stats`),
     api("GET", `${queuePath(view.queue)}/settings`),
+    api("GET", "queues"), // the move forms offer the other queues
   ]);
+  offerQueues(queues.map((q) => q.queue).filter((name) => name !== view.queue));
   if (!schema.statuses.includes(view.status)) {
     // No status (or an unknown one) in the URL: the dead letters when there are any.
     view.status = stats.dead > 0 ? DEAD : schema.statuses[0];
@@ -88,6 +95,16 @@ async function load() {
   }
 }
 
+/** The queue names the move forms offer (a datalist: any other name can be typed). */
+function offerQueues(names) {
+  const list = $("queue-names");
+  if ([...list.options].map((o) => o.value).join("\n") === names.join("\n")) return;
+  list.replaceChildren(...names.map((name) => Object.assign(document.createElement("option"), { value: name })));
+}
+
+/** Whether a message in `status` can move to another queue (move_all's statuses). */
+const movable = (status) => schema.movable.includes(status);
+
 /** A message that is no longer there (deleted, purged) is shown as such, not as an error. */
 function gone(error) {
   if (error instanceof ApiError && error.status === 404) return { missing: error.message };
@@ -115,6 +132,15 @@ function drawMessage(view, message) {
   $("replay-one").disabled = !replayable;
   $("delete-one").disabled = !deletable;
   $("retry-now-one").hidden = !waiting(message);
+  $("move-one").hidden = !movable(message.status);
+  if ($("move-one").dataset.id !== String(message.id)) $("move-error").textContent = ""; // another message
+  $("move-one").dataset.id = String(message.id);
+  $("message-moved").hidden = !message.moved_from;
+  if (message.moved_from) {
+    $("moved-from-link").textContent = message.moved_from;
+    $("moved-from-link").title = `Open "${message.moved_from}"`;
+    $("moved-from-link").href = href({ queue: message.moved_from });
+  }
   $("message-why").textContent = replayable && deletable ? ""
     : `A ${message.status} message cannot be ${deletable ? "replayed" : "replayed or deleted"}: ` +
       `only a ${DEAD} one is replayed, only a ${schema.finished.join(" or ")} one deleted.`;
@@ -143,13 +169,14 @@ function rowActions(message) {
 function bulkKinds(tab) {
   const kinds = [];
   if (tab === DEAD) kinds.push("replay");
+  if (tab === DEAD && movable(tab)) kinds.push("move");
   if (tab === DELAYED) kinds.push("retryNow");
   if (schema.finished.includes(tab)) kinds.push("delete");
   return kinds;
 }
 
-/** The status a bulk action narrows to: delete takes the tab's (it may act on two). */
-const narrowTo = (kind, tab) => (kind === "delete" ? tab : undefined);
+/** The status a bulk action narrows to: delete and move take the tab's (they may act on two). */
+const narrowTo = (kind, tab) => (kind === "delete" || kind === "move" ? tab : undefined);
 
 const pageIds = () => shown.page.messages.map((m) => m.id);
 
@@ -176,10 +203,10 @@ async function countMatching() {
   return null;
 }
 
-/** Runs the bulk action `kind` on the selection: the messages picked, or all that match. */
-function bulk(kind) {
+/** Runs the bulk action `kind` on the selection: the messages picked, or all that match.
+ * `action`: the action itself when it is not one of actions.BULK (a move, with its target). */
+function bulk(kind, action = actions.BULK[kind]) {
   const { view, tab } = shown;
-  const action = actions.BULK[kind];
   const noun = `${tab} message`;
   act(async () => {
     const result = picked.selection.all
@@ -348,6 +375,24 @@ $("select-page").addEventListener("change", () => selecting.page($("select-page"
 $("bulk-replay").addEventListener("click", () => bulk("replay"));
 $("bulk-retry-now").addEventListener("click", () => bulk("retryNow"));
 $("bulk-delete").addEventListener("click", () => bulk("delete"));
+onSubmit("bulk-move", () => bulk("move", actions.moveTo($("bulk-to-queue").value, shown.tab)));
+onSubmit("move-one", () => {
+  const target = $("move-to-queue").value;
+  $("move-error").textContent = "";
+  act(async () => {
+    let result;
+    try {
+      result = await actions.moveOne(shown.view.queue, shown.message, target);
+    } catch (error) {
+      // Said beside the form too: the notice at the top may be scrolled out of view.
+      if (error instanceof ApiError) $("move-error").textContent = error.message;
+      throw error;
+    }
+    $("move-to-queue").value = "";
+    go({ message: null }); // it is not in this queue any more: the notice links to it
+    return result;
+  }, "The move");
+});
 onSubmit("open-queue", () => { location.hash = href({ queue: $("queue-input").value }); });
 onSubmit("token-form", () => {
   token.set($("token").value);

@@ -73,4 +73,6 @@ export function renderBar(noun, kinds) {
     $(id).hidden = !kinds.includes(kind);
     $(id).disabled = !any();
   }
+  $("bulk-move").hidden = !kinds.includes("move");
+  $("bulk-move").querySelector("button").disabled = !any();
 }
