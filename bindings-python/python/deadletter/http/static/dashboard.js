@@ -169,7 +169,7 @@ function rowActions(message) {
 function bulkKinds(tab) {
   const kinds = [];
   if (tab === DEAD) kinds.push("replay");
-  if (tab === DEAD && movable(tab)) kinds.push("move");
+  if (movable(tab)) kinds.push("move");
   if (tab === DELAYED) kinds.push("retryNow");
   if (schema.finished.includes(tab)) kinds.push("delete");
   return kinds;
@@ -190,14 +190,22 @@ function selectionChanged(change) {
   change();
   picked.syncChecks(pageIds());
   picked.renderBar(`${shown.tab} message`, bulkKinds(shown.tab));
-  if (picked.any() && picked.selection.matching == null) act(countMatching, "Counting the matching messages");
+  if (picked.any() && picked.selection.matching == null && !picked.selection.uncounted) {
+    act(countMatching, "Counting the matching messages");
+  }
 }
 
-/** Counts the messages the list's filters match, for "Select all N matching" (a dry run). */
+/** Counts the messages the list's filters match, for "Select all N matching" (a dry run). A tab
+ * whose only bulk action is a move has no count before its target is known: its confirmation
+ * gives the count (uncounted: no request here). */
 async function countMatching() {
   const { view, tab } = shown;
   const key = picked.selection.key;
   const kind = bulkKinds(tab)[0];
+  if (kind === "move") {
+    picked.selection.uncounted = true;
+    return null;
+  }
   const count = await actions.countMatching(view.queue, actions.BULK[kind], view, narrowTo(kind, tab));
   if (picked.selection.key === key) picked.selection.matching = count; // not if the list changed
   return null;
@@ -361,7 +369,7 @@ $("clear-filters").addEventListener("click", () => {
 $("select-matching").addEventListener("click", async () => {
   await act(async () => {
     if (picked.selection.matching == null) await countMatching();
-    picked.selection.all = picked.selection.matching > 0;
+    picked.selection.all = picked.selection.uncounted || picked.selection.matching > 0;
     return null;
   }, "Counting the matching messages");
   // The button is gone: the focus goes to the one that undoes it, where it stood.

@@ -10,11 +10,12 @@ export const selection = {
   ids: new Set(), // the messages selected one by one
   all: false, // every message that matches, not only `ids`
   matching: null, // how many match, from a dry run (null: not counted yet)
+  uncounted: false, // no dry run counts them before the action's target is known (a move)
 };
 
 /** Starts an empty selection for the list `key`. */
 export function clear(key = selection.key) {
-  Object.assign(selection, { key, ids: new Set(), all: false, matching: null });
+  Object.assign(selection, { key, ids: new Set(), all: false, matching: null, uncounted: false });
 }
 
 /** Whether message `id` is selected. */
@@ -62,7 +63,8 @@ export function renderBar(noun, kinds) {
   $("bulk").hidden = kinds.length === 0;
   const { all, ids, matching } = selection;
   const count = matching == null ? "" : `${number(matching)} `;
-  $("bulk-status").textContent = all ? `All ${plural(matching, `matching ${noun}`)} selected.`
+  $("bulk-status").textContent = all && matching == null ? `All matching ${noun}s selected (the move counts them).`
+    : all ? `All ${plural(matching, `matching ${noun}`)} selected.`
     : ids.size ? `${plural(ids.size, noun)} selected on this page.`
     : matching === 0 ? `No ${noun} matches now.`
     : "No message selected.";
