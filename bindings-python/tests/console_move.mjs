@@ -6,7 +6,8 @@
 // and follow the notice's link to it (its panel says where it came from); try to move message
 // TAKEN, whose idempotency key TARGET already holds (the key_taken conflict shown), and to QUEUE
 // itself (the 422 shown); on QUEUE's dead tab select all N matching and move them to TARGET
-// (the confirmation says N). Dialogs are accepted; their texts are in `dialogs`.
+// (the confirmation says N); search QUEUE's pending ones by payload "drain", select all matching
+// and move them to "overflow" (the confirmation counts them). Dialogs are accepted; their texts are in `dialogs`.
 
 import { mkdir } from "node:fs/promises";
 import { TIMEOUT, act, rowIds, run, screenshot, settled, signedIn } from "./console_page.mjs";
@@ -83,5 +84,20 @@ await run(result, async (browser) => {
   result.bulkMoved = { notice: await notice(page), link: await text(page, "#notice-link"), ids: await rowIds(page) };
   await act(page, () => page.click("#notice-link"));
   result.targetDead = { hash: await hash(page), ids: await rowIds(page) };
+
+  // Pending messages found by payload, all selected and moved (the confirmation counts them).
+  await act(page, () => page.evaluate((h) => { location.hash = h; }, at(queue, "pending")));
+  await page.fill('#search [name="payload_contains"]', "drain");
+  await act(page, () => page.click("#search button[type=submit]"));
+  result.drain = { ids: await rowIds(page) };
+  await act(page, () => page.click("#select-page"));
+  result.drain.selectLabel = await text(page, "#select-matching");
+  await act(page, () => page.click("#select-matching"));
+  result.drain.allSelected = await text(page, "#bulk-status");
+  await page.fill("#bulk-to-queue", "overflow");
+  result.shotDrain = await screenshot(page, shots, "console-bulk-move-pending.png");
+  await act(page, () => page.click("#bulk-move button[type=submit]"));
+  result.drain.notice = await text(page, "#notice-text");
+  result.drain.after = await rowIds(page);
   await page.context().close();
 });

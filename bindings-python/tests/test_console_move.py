@@ -28,6 +28,8 @@ DEAD = range(1, 13)
 MOVED, TAKEN = 13, 14  # pending; TAKEN's key is held in TARGET by HOLDER
 HOLDER = 15
 KEY = "k-dup"
+DRAIN = [17, 18]  # pending in QUEUE, payload "drain": moved in bulk to OVERFLOW
+OVERFLOW = "overflow"
 
 
 def fill(path: Path) -> None:
@@ -42,7 +44,9 @@ def fill(path: Path) -> None:
         assert q.enqueue("to move", idempotency_key="k-move").id == MOVED
         assert q.enqueue("stays", idempotency_key=KEY).id == TAKEN
         assert db.queue(TARGET).enqueue("holder", idempotency_key=KEY).id == HOLDER
-        db.queue(OTHER).enqueue("other")
+        assert db.queue(OTHER).enqueue("other").id == 16
+        for n in DRAIN:
+            assert q.enqueue(f"drain {n}").id == n
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +66,7 @@ def test_a_pending_message_moves_from_its_panel_and_its_link_opens_it_there(move
         "notice": {"text": f'Moved message {MOVED} (pending) from "{QUEUE}" to "{TARGET}".', "error": False},
         "link": f'Open message {MOVED} in "{TARGET}"',
         "panelHidden": True,  # it is not in billing any more
-        "ids": [TAKEN],
+        "ids": [TAKEN, *DRAIN],
     }
     assert result["followed"] == {
         "hash": f"#queue={TARGET}&status=pending&message={MOVED}",
@@ -104,10 +108,10 @@ def test_all_matching_dead_messages_move_with_the_count_confirmed(moves: Moves) 
     assert result["deadBefore"] == list(DEAD)
     assert result["bulkMoveHidden"] is False and result["bulkMoveDisabled"] is True
     assert result["allSelected"] == f"All {len(DEAD)} matching dead messages selected."
-    assert result["dialogs"] == [
+    assert result["dialogs"][0] == (
         f'Move {len(DEAD)} dead messages of "{QUEUE}" to "{TARGET}"?\n\n'
         "A message whose idempotency key the target already holds stays where it is and is not counted."
-    ]
+    )
     assert result["bulkMoved"] == {
         "notice": {"text": f'Moved {len(DEAD)} dead messages to "{TARGET}".', "error": False},
         "link": f'Open "{TARGET}"',
@@ -118,6 +122,27 @@ def test_all_matching_dead_messages_move_with_the_count_confirmed(moves: Moves) 
         dead = db.queue(TARGET).list("dead", limit=100)
         assert [(m.id, m.moved_from, m.last_error) for m in dead] == [(n, QUEUE, "HTTP 500") for n in DEAD]
         assert db.queue(QUEUE).list("dead") == []
+
+
+def test_matching_pending_messages_move_in_bulk_counted_in_the_confirmation(moves: Moves) -> None:
+    result, path = moves
+    assert result["drain"]["ids"] == DRAIN
+    # No route counts pending messages without the move's target: the confirmation counts them.
+    assert result["drain"]["selectLabel"] == "Select all matching"
+    assert result["drain"]["allSelected"] == "All matching pending messages selected (the move counts them)."
+    assert result["dialogs"][1] == (
+        f'Move {len(DRAIN)} pending messages of "{QUEUE}" whose payload contains "drain" to '
+        f'"{OVERFLOW}"?\n\n'
+        "A message whose idempotency key the target already holds stays where it is and is not counted."
+    )
+    assert result["drain"]["notice"] == f'Moved {len(DRAIN)} pending messages to "{OVERFLOW}".'
+    assert result["drain"]["after"] == []
+    assert len(result["dialogs"]) == 2
+    with deadletter.open(path) as db:
+        assert [(m.id, m.moved_from) for m in db.queue(OVERFLOW).list("pending")] == [
+            (n, QUEUE) for n in DRAIN
+        ]
+        assert [m.id for m in db.queue(QUEUE).list("pending")] == [TAKEN]
 
 
 def test_the_screenshots_are_written(moves: Moves) -> None:
