@@ -130,12 +130,14 @@ export async function onSelected(queue, kind, ids, noun) {
       await kind.one(queue, id);
     } catch (error) {
       if (!(error instanceof ApiError)) throw error; // the server down: the banner says it
-      failed.push(`#${id}: ${kind.refused ? kind.refused(error, id) : error.message}`);
+      const why = kind.refused ? kind.refused(error, id) : error.message;
+      failed.push(`#${id}: ${why.replace(/\.$/, "")}`); // the list ends with its own period
     }
   }
   const done = sorted.length - failed.length;
   if (failed.length === 0) return kind.done(plural(done, `selected ${noun}`));
-  return appended(kind.done(`${done} of ${plural(sorted.length, `selected ${noun}`)}`), ` Not done: ${failed.join("; ")}.`);
+  const result = appended(kind.done(`${done} of ${plural(sorted.length, `selected ${noun}`)}`), ` Not done: ${failed.join("; ")}.`);
+  return done === 0 && result.link ? result.text : result; // no link to where none went
 }
 
 /** A result (a sentence or {text, link}) with `more` added to its sentence. */
