@@ -7,7 +7,8 @@
 // TAKEN, whose idempotency key TARGET already holds (the key_taken conflict shown), and to QUEUE
 // itself (the 422 shown); on QUEUE's dead tab select all N matching and move them to TARGET
 // (the confirmation says N); search QUEUE's pending ones by payload "drain", select all matching
-// and move them to "overflow" (the confirmation counts them). Dialogs are accepted; their texts are in `dialogs`.
+// and move them to "overflow" (the confirmation counts them); pick TAKEN by its checkbox and
+// move it to TARGET (refused, said in the result). Dialogs are accepted; their texts are in `dialogs`.
 
 import { mkdir } from "node:fs/promises";
 import { TIMEOUT, act, rowIds, run, screenshot, settled, signedIn } from "./console_page.mjs";
@@ -99,5 +100,12 @@ await run(result, async (browser) => {
   await act(page, () => page.click("#bulk-move button[type=submit]"));
   result.drain.notice = await text(page, "#notice-text");
   result.drain.after = await rowIds(page);
+
+  // One picked by its checkbox whose key the target holds: the result names it and says why.
+  await act(page, () => page.click("#clear-filters"));
+  await act(page, () => page.click(`#messages tbody tr[data-id="${taken}"] td.select input`));
+  await page.fill("#bulk-to-queue", target);
+  await act(page, () => page.click("#bulk-move button[type=submit]"));
+  result.picked = { notice: await notice(page), linkHidden: await page.isHidden("#notice-link"), ids: await rowIds(page) };
   await page.context().close();
 });

@@ -137,12 +137,32 @@ def test_matching_pending_messages_move_in_bulk_counted_in_the_confirmation(move
     )
     assert result["drain"]["notice"] == f'Moved {len(DRAIN)} pending messages to "{OVERFLOW}".'
     assert result["drain"]["after"] == []
-    assert len(result["dialogs"]) == 2
     with deadletter.open(path) as db:
         assert [(m.id, m.moved_from) for m in db.queue(OVERFLOW).list("pending")] == [
             (n, QUEUE) for n in DRAIN
         ]
         assert [m.id for m in db.queue(QUEUE).list("pending")] == [TAKEN]
+
+
+def test_a_picked_message_whose_key_the_target_holds_is_named_in_the_result(moves: Moves) -> None:
+    result, path = moves
+    assert result["dialogs"][2] == (
+        f'Move 1 selected pending message of "{QUEUE}" (#{TAKEN}) to "{TARGET}"?\n\n'
+        "A message whose idempotency key the target already holds stays where it is and is not counted."
+    )
+    assert len(result["dialogs"]) == 3
+    assert result["picked"] == {
+        "notice": {
+            "text": f'Moved 0 of 1 selected pending message to "{TARGET}". Not done: #{TAKEN}: '
+            f'"{TARGET}" already holds a message with its idempotency key, so message {TAKEN} stays '
+            "where it is.",
+            "error": False,
+        },
+        "linkHidden": True,  # none went there
+        "ids": [TAKEN],
+    }
+    with deadletter.open(path) as db:
+        assert db.queue(QUEUE).get(TAKEN).moved_from is None
 
 
 def test_the_screenshots_are_written(moves: Moves) -> None:
