@@ -108,4 +108,15 @@ await run(result, async (browser) => {
   await act(page, () => page.click("#bulk-move button[type=submit]"));
   result.picked = { notice: await notice(page), linkHidden: await page.isHidden("#notice-link"), ids: await rowIds(page) };
   await page.context().close();
+
+  // 400 px wide: a moved message's panel (in the list's place) with its move form.
+  const narrow = await signedIn(browser, {
+    url, token, viewport: { width: 400, height: 800 }, hash: at(target, "pending", moved), dialogs: result.dialogs,
+  });
+  result.narrow = await narrow.page.$eval("#move-one", (form) => ({
+    right: Math.round(form.getBoundingClientRect().right),
+    scrollWidth: document.documentElement.scrollWidth,
+  }));
+  result.shotNarrow = await screenshot(narrow.page, shots, "console-narrow-move.png");
+  await narrow.page.context().close();
 });

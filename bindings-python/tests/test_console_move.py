@@ -167,5 +167,6 @@ def test_a_picked_message_whose_key_the_target_holds_is_named_in_the_result(move
 
 def test_the_screenshots_are_written(moves: Moves) -> None:
     result, _ = moves
-    for shot in ("Moved", "MovedFrom", "KeyTaken", "Bulk"):
+    assert result["narrow"]["right"] <= 400 and result["narrow"]["scrollWidth"] <= 400
+    for shot in ("Moved", "MovedFrom", "KeyTaken", "Bulk", "Drain", "Narrow"):
         assert Path(result[f"shot{shot}"]).stat().st_size > 10_000
