@@ -30,15 +30,18 @@ export async function deleteOne(queue, message) {
 
 /**
  * Why a move of message `id` was refused, in words: a `key_taken` conflict names the target that
- * holds the key; any other problem says what the server said (a 422 names the field).
+ * holds the key, a refused target says why; any other problem says what the server said.
  */
 export function moveRefused(error, id, toQueue, key) {
   if (error.problem?.reason === "key_taken") {
     const which = key == null ? "its idempotency key" : `idempotency key "${key}"`;
     return `"${toQueue}" already holds a message with ${which}, so message ${id} stays where it is.`;
   }
-  const fields = (error.problem?.errors ?? []).map((e) => `${e.field}: ${e.message}`).join("; ");
-  return fields && !error.message.includes(fields) ? `${error.message} (${fields})` : error.message;
+  // A field error's message is a predicate ("must not be only whitespace"): said of the target
+  // the operator typed rather than of the API's field name.
+  const target = (error.problem?.errors ?? []).filter((e) => e.field === "to_queue");
+  if (target.length) return `The target queue "${toQueue}" ${target.map((e) => e.message).join(" and ")}.`;
+  return error.message;
 }
 
 /** A link to `queue`'s `status` tab, or to message `id` there. */
