@@ -78,6 +78,7 @@ def valid_as_documented(context: object, case: schemathesis.Case) -> schemathesi
         case.body.pop("idempotency_key", None)
     if not negative:
         delayed_with_a_status(case)
+        elsewhere(case)
     queue = (case.path_parameters or {}).get("queue")
     if (
         not negative
@@ -90,14 +91,26 @@ def valid_as_documented(context: object, case: schemathesis.Case) -> schemathesi
     return case
 
 
+def elsewhere(case: schemathesis.Case) -> None:
+    """Nor that a move's ``to_queue`` is another queue than the one in the path (a 422 that
+    test_http_moves.py checks): a valid request generated with the same name moves to the
+    queue ``elsewhere`` (or ``elsewhere-2`` from there)."""
+    queue = (case.path_parameters or {}).get("queue")
+    if isinstance(case.body, dict) and isinstance(queue, str):
+        if case.body.get("to_queue") == unquote(queue):
+            case.body["to_queue"] = "elsewhere-2" if queue == "elsewhere" else "elsewhere"
+
+
 def delayed_with_a_status(case: schemathesis.Case) -> None:
-    """OpenAPI cannot say either that the list's ``delayed`` goes only with the status pending
-    (or none) (test_http_filters.py checks the 422): a valid request generated with both keeps
-    the status only."""
-    query = case.query if isinstance(case.query, dict) else {}
-    status = query.get("status")
-    if query.get("delayed") is not None and status is not None and status != "pending":
-        query.pop("delayed")
+    """OpenAPI cannot say either that ``delayed`` goes only with the status pending (or none),
+    in the list's query and in a move's body (test_http_filters.py checks the 422): a valid
+    request generated with both keeps the status only."""
+    for given in (case.query, case.body):
+        if not isinstance(given, dict):
+            continue
+        status = given.get("status")
+        if given.get("delayed") is not None and status is not None and status != "pending":
+            given.pop("delayed")
 
 
 @schema.parametrize()

@@ -34,12 +34,14 @@ POST   ``/queues/{queue}/messages/{id}/succeed``
 POST   ``/queues/{queue}/messages/{id}/fail``
 POST   ``/queues/{queue}/messages/{id}/replay``
 POST   ``/queues/{queue}/messages/{id}/retry-now``  ``retry_now``: due now, the message
+POST   ``/queues/{queue}/messages/{id}/move``       ``move``: ``{"to_queue"}``, the message
 POST   ``/queues/{queue}/replay``                   ``replay_all``: the list's filters, ``limit``,
                                                     ``dry_run``: ``{"count", "dry_run",
                                                     "replayed"}``
 POST   ``/queues/{queue}/delete``                   ``delete_all``: the same body, ``{"count",
                                                     "dry_run"}``
 POST   ``/queues/{queue}/retry-now``                ``retry_now_all``: the same
+POST   ``/queues/{queue}/move``                     ``move_all``: ``to_queue`` and the same
 POST   ``/queues/{queue}/purge``                    ``purge``: ``{"purged": n}``
 GET    ``/metrics``                                 Prometheus metrics (`_metrics`)
 GET    ``/healthz``                                 200 while the database answers (no token)

@@ -134,6 +134,9 @@ ENQUEUED_LINKS = {
     "GetMessage": link("getMessage", "Read the message back."),
     "RetryNow": link("retryNow", "Make it due now (a delayed enqueue)."),
     "Delete": link("deleteMessage", "Delete it (refused while it is pending: 409)."),
+    "Move": link(
+        "move", "Move it to another queue.", {"to_queue": "moved-by-link"}
+    ),
     "Claim": CLAIM_NEXT,
 }
 MESSAGES: Json = {
@@ -396,6 +399,32 @@ OPERATIONS: dict[tuple[str, str], Json] = {
             "200": {**MESSAGE_OK, "links": {"Claim": CLAIM_NEXT}},
             **problems(*TRANSITION),
         },
+    },
+    ("/queues/{queue}/messages/{id}/move", "post"): {
+        "operationId": "move",
+        "summary": "Move a pending or dead message to another queue",
+        "description": "It keeps its id, payload, status, counters, history, `retry_after`, "
+        "expiry, idempotency key and group; `moved_from` is this queue, `updated_at` now. A "
+        "message of an ordering group leaves its group here (the next member becomes its head) "
+        "and joins the end of the group of the same name in `to_queue`. 409 `conflict` with "
+        "`reason` `wrong_status` for a processing or succeeded message, `key_taken` when a "
+        "message of `to_queue` carries its idempotency key (it stays here); `to_queue` equal "
+        "to this queue is a 422.",
+        "parameters": [QUEUE, ID],
+        "requestBody": body("MoveRequest", required=True),
+        "responses": {"200": MESSAGE_OK, **problems(*TRANSITION)},
+    },
+    ("/queues/{queue}/move", "post"): {
+        **bulk(
+            "moveAll",
+            "Move every pending and dead message the filters select to another queue",
+            "Each moves as `move` does (`moved_from` set); `status` may narrow to pending or "
+            "dead (another is a 422). A message whose idempotency key a message of `to_queue` "
+            "carries stays here and is not counted (nor by a dry run).",
+            "MoveAllRequest",
+            "BulkResult",
+        ),
+        "requestBody": body("MoveAllRequest", required=True),
     },
     ("/queues/{queue}/replay", "post"): bulk(
         "replayAll",

@@ -238,11 +238,15 @@ class Api:
         message = await run_in_threadpool(queue.replay, id, expires_in=data["expires_in"])
         return message_response(message)
 
-    async def bulk(self, request: Request, action: str) -> tuple[int, bool]:
-        """A bulk action (``replay_all``, ``delete_all``, ``retry_now_all``) over the filters,
-        ``limit`` and ``dry_run`` of the body: its count, and whether it was a dry run."""
+    async def bulk(
+        self, request: Request, action: str, extra: tuple[str, ...] = ()
+    ) -> tuple[int, bool]:
+        """A bulk action (``replay_all``, ``delete_all``, ``retry_now_all``, ``move_all``) over
+        the filters, ``limit`` and ``dry_run`` of the body (and the ``extra`` fields the action
+        takes, ``move_all``'s ``to_queue``): its count, and whether it was a dry run."""
         queue = self.queue(request)
-        data = await self.body(request, BULK_FIELDS, required=False)
+        data = await self.body(request, (*extra, *BULK_FIELDS), required=bool(extra))
+        data.update({name: data[name] for name in extra})  # absent: None, for the queue to reject
         bad = instants(data, INSTANT_FILTERS)
         act = getattr(queue, action)
         # With a bad instant, a dry run (unless dry_run itself is bad) only gathers the queue's
@@ -267,6 +271,16 @@ class Api:
     async def retry_now_all(self, request: Request) -> Response:
         count, dry_run = await self.bulk(request, "retry_now_all")
         return JSONResponse({"count": count, "dry_run": dry_run})
+
+    async def move_all(self, request: Request) -> Response:
+        count, dry_run = await self.bulk(request, "move_all", ("to_queue",))
+        return JSONResponse({"count": count, "dry_run": dry_run})
+
+    async def move(self, request: Request) -> Response:
+        queue = self.queue(request)
+        id = self.id(request)
+        data = await self.body(request, ("to_queue",), required=True)
+        return message_response(await run_in_threadpool(queue.move, id, data["to_queue"]))
 
     async def retry_now(self, request: Request) -> Response:
         queue = self.queue(request)
@@ -340,9 +354,11 @@ class Api:
             (m + "/fail", "post"): self.fail,
             (m + "/replay", "post"): self.replay,
             (m + "/retry-now", "post"): self.retry_now,
+            (m + "/move", "post"): self.move,
             (q + "/replay", "post"): self.replay_all,
             (q + "/delete", "post"): self.delete_all,
             (q + "/retry-now", "post"): self.retry_now_all,
+            (q + "/move", "post"): self.move_all,
             (q + "/purge", "post"): self.purge,
             (q + "/settings", "get"): self.get_settings,
             (q + "/settings", "put"): self.put_settings,

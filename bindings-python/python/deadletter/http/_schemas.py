@@ -242,6 +242,20 @@ def bulk_request(statuses: list[str], action: str, delayed: Json) -> Json:
     }
 
 
+def move_all_request() -> Json:
+    """The body of ``move_all``: a bulk action's over pending and dead messages, and the target
+    queue ``to_queue`` (required)."""
+    request = bulk_request(["pending", "dead"], "move", FILTER_PROPERTIES["delayed"])
+    to_queue = {**TO_QUEUE, "description": "The queue they go to (not this queue)."}
+    return {
+        **request,
+        "required": ["to_queue"],
+        "description": "The target queue, the filters (all optional, combined with AND), limit "
+        "and dry_run; with no filter it selects every pending and dead message.",
+        "properties": {"to_queue": to_queue, **request["properties"]},
+    }
+
+
 def bulk_result(extra: Json | None = None) -> Json:
     """What a bulk action answers: the count it acted on (or would, on a dry run)."""
     properties: Json = {
@@ -328,7 +342,17 @@ MESSAGE_PROPERTIES: Json = {
         **nullable(TIMESTAMP),
         "description": "When it expires: still pending then, it is never delivered.",
     },
+    "moved_from": {
+        **nullable(
+            {"type": "string", "minLength": 1, "maxLength": MAX_QUEUE_CHARS, "pattern": NO_NUL}
+        ),
+        "description": "The queue it was last moved from (`move`, `moveAll`); null if never "
+        "moved.",
+    },
 }
+
+TO_QUEUE: Json = {**MESSAGE_PROPERTIES["queue"], "pattern": NEW_QUEUE}
+"""The target of a move: a name messages can be put under (the enqueue's rules, `new_queue`)."""
 
 COUNT_NOTES = {
     "pending": "Due, in backoff or delayed, or waiting behind its group's head.",
@@ -621,6 +645,15 @@ SCHEMAS: Json = {
             "is a 422.",
         },
     ),
+    "MoveRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["to_queue"],
+        "properties": {
+            "to_queue": {**TO_QUEUE, "description": "The queue it goes to (not this queue)."}
+        },
+    },
+    "MoveAllRequest": move_all_request(),
     "BulkResult": bulk_result(),
     "ReplayAllResult": bulk_result(
         {
@@ -669,9 +702,10 @@ SCHEMAS: Json = {
             "queue": {"type": "string", "description": "not_found: the queue."},
             "id": {"type": "integer", "description": "not_found, conflict: the message's id."},
             "reason": {
-                "enum": ["wrong_status", "lease_lost"],
-                "description": "conflict: the message is in another status, or its lease is "
-                "another worker's.",
+                "enum": ["wrong_status", "lease_lost", "key_taken"],
+                "description": "conflict: the message is in another status, its lease is "
+                "another worker's, or (move) a message of the target queue carries its "
+                "idempotency key.",
             },
             "message_status": {
                 "enum": [*STATUSES, None],
@@ -718,8 +752,10 @@ RESPONSES: Json = {
         "such route."
     ),
     "Conflict": problem_response(
-        "`conflict`: the message's status does not allow the operation, or the lease token is "
-        "not the current one (the lease expired); `id`, `reason` and `message_status` are given."
+        "`conflict`: the message's status does not allow the operation, the lease token is "
+        "not the current one (the lease expired), or (move) a message of the target queue "
+        "carries its idempotency key (`key_taken`); `id`, `reason` and `message_status` are "
+        "given."
     ),
     "BadRequest": problem_response(
         "`bad_request`: the Host header is sent more than once, or is not host[:port]."
