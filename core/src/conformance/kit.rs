@@ -262,3 +262,145 @@ fn while_locked<T>(release: impl FnOnce() + Send, call: impl FnOnce() -> T) -> (
         (value, returned - started, returned)
     })
 }
+
+/// Claims every message of `queue` at `now`, a batch of up to 100 at a time, acking each batch
+/// before the next: the ids in the order claimed, with their groups. A batch never holds two
+/// members of one group (the members behind a group's head are not claimable).
+///
+/// # Panics
+/// When the store does otherwise (this is a test's assertion).
+pub fn drain<S: Store>(db: &Engine<S>, queue: &str, now: Millis) -> Vec<(Id, Option<String>)> {
+    let clock = at(now);
+    let call = Call {
+        clock: &clock,
+        backoff: None,
+        sample: 0.0,
+    };
+    let mut order = Vec::new();
+    loop {
+        let claim = db.claim_many(queue.into(), Arg::Int(100), Arg::Null, String::new, &call);
+        let batch = pollster::block_on(claim).expect("claim").value;
+        if batch.is_empty() {
+            return order;
+        }
+        let mut groups: Vec<&str> = batch.iter().filter_map(|m| m.group.as_deref()).collect();
+        let grouped = groups.len();
+        groups.sort_unstable();
+        groups.dedup();
+        assert_eq!(
+            groups.len(),
+            grouped,
+            "two members of a group at once: {batch:?}"
+        );
+        for m in &batch {
+            let done = db.succeed(queue.into(), m.id.into(), Arg::Null, &clock);
+            pollster::block_on(done).expect("succeed");
+            order.push((m.id, m.group.clone()));
+        }
+    }
+}
+
+/// `move_all` over more than one batch ([`crate::BATCH`]) of grouped messages with idempotency
+/// keys, some of which the target already holds: its dry run counts exactly what it then moves;
+/// the messages whose key is taken stay (not counted), as does the head being processed; every
+/// group, in the old queue and in the new one, is delivered one member at a time in the order
+/// its members entered it (in the new queue behind the member it already had). `db` is a fresh,
+/// empty store.
+///
+/// # Panics
+/// When the store does otherwise (this is a test's assertion).
+pub fn a_bulk_move_keeps_every_group_in_order_across_batches<S: Store>(db: &Engine<S>) {
+    const N: usize = 450;
+    let clock = at(BASE);
+    let (keys, payloads): (Vec<String>, Vec<String>) =
+        (0..N).map(|i| (format!("k{i}"), format!("m{i}"))).unzip();
+    let groups = ["g0", "g1", "g2"];
+    for chunk in (0..N).collect::<Vec<_>>().chunks(150) {
+        let items: Vec<Item<'_>> = chunk
+            .iter()
+            .map(|&i| Item {
+                payload: Arg::Str(&payloads[i]),
+                idempotency_key: Arg::Str(&keys[i]),
+                group: Arg::Str(groups[i % 3]),
+                ..Item::default()
+            })
+            .collect();
+        pollster::block_on(db.enqueue_many(QUEUE.into(), &items, &clock)).expect("enqueue");
+    }
+    // The target holds every seventh key, and a member of g1 that the moved ones go behind.
+    let taken: Vec<Item<'_>> = (0..N)
+        .step_by(7)
+        .map(|i| Item {
+            payload: "there".into(),
+            idempotency_key: Arg::Str(&keys[i]),
+            ..Item::default()
+        })
+        .chain([Item {
+            payload: "first of g1".into(),
+            group: "g1".into(),
+            ..Item::default()
+        }])
+        .collect();
+    let there = pollster::block_on(db.enqueue_many("q2".into(), &taken, &clock)).expect("there");
+    let first_of_g1 = there.last().expect("g1's member").id;
+    let head = claim_at(db, BASE).expect("the head of g0");
+    let none = FilterArgs::default();
+    let move_all = |dry_run: bool| {
+        let moved = db.move_all(
+            QUEUE.into(),
+            "q2".into(),
+            &none,
+            Arg::Null,
+            Arg::Bool(dry_run),
+            &clock,
+        );
+        pollster::block_on(moved).expect("move_all")
+    };
+    let expected = (1..N).filter(|i| i % 7 != 0).count() as u64;
+    assert_eq!(move_all(true), expected, "the dry run");
+    assert_eq!(move_all(false), expected);
+    assert_eq!(move_all(true), 0, "nothing is left to move");
+    // The head (m0, processing) stays, and so does every message whose key q2 holds.
+    let stayed: Vec<Id> = list(db, QUEUE)
+        .expect("list")
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    let ids = |i: usize| Id::try_from(i + 1).expect("an id");
+    let want: Vec<Id> = (0..N).filter(|i| i % 7 == 0).map(ids).collect();
+    assert_eq!((head.id, &stayed), (ids(0), &want));
+    let done = db.succeed(QUEUE.into(), head.id.into(), Arg::Null, &clock);
+    pollster::block_on(done).expect("ack the head");
+    for queue in [QUEUE, "q2"] {
+        let order = drain(db, queue, BASE);
+        for group in groups {
+            let members: Vec<Id> = order
+                .iter()
+                .filter(|(_, g)| g.as_deref() == Some(group))
+                .map(|(id, _)| *id)
+                .collect();
+            // Entry order: ids ascending, behind the member q2's g1 had before the move.
+            let mut entered = members.clone();
+            entered.sort_unstable_by_key(|id| (*id != first_of_g1, *id));
+            assert_eq!(members, entered, "{queue}, {group}: out of order");
+        }
+        let claimed = order.iter().filter(|(_, g)| g.is_some()).count();
+        let grouped = if queue == QUEUE {
+            want.len() - 1
+        } else {
+            usize::try_from(expected).expect("a count") + 1
+        };
+        assert_eq!(
+            claimed, grouped,
+            "{queue}: every grouped member claimed once"
+        );
+    }
+    // The first page of q2 (ids 2..) holds moved messages only, each saying where it came from.
+    let moved = list(db, "q2").expect("list");
+    assert!(
+        moved
+            .iter()
+            .all(|m| m.moved_from.as_deref() == Some(QUEUE) && m.id < first_of_g1),
+        "{moved:?}"
+    );
+}

@@ -1,6 +1,6 @@
 //! What the conformance cases cannot show: a file's life (reopen, a newer schema, another
-//! application's file), a closed store, racing connections on one idempotency key, and a
-//! duplicate key that writes nothing.
+//! application's file), a closed store, racing connections on one idempotency key, a duplicate
+//! key that writes nothing, and `move_all` over many batches of grouped messages (the kit's).
 
 mod common;
 
@@ -126,4 +126,12 @@ fn a_duplicate_key_writes_nothing() {
     assert_eq!(version(), seen);
     let next = pollster::block_on(db.enqueue("q".into(), &item("c"), &at(BASE))).expect("enqueue");
     assert_eq!(next.id, first.id + 1);
+}
+
+#[test]
+fn a_bulk_move_keeps_every_group_in_order_across_batches() {
+    let file = TempDb::new();
+    deadletter::conformance::kit::a_bulk_move_keeps_every_group_in_order_across_batches(&engine(
+        &file.0,
+    ));
 }
