@@ -13,12 +13,16 @@ use crate::store::PostgresStore;
 use crate::write::{context, lock_pairs, tail, unblock_next};
 
 impl PostgresStore {
-    /// [`deadletter::Store::move_many`] inside the write transaction `conn`. The messages are
-    /// read first without a lock for their groups and keys (neither changes once a message is
-    /// stored): the advisory locks of those groups in both queues and of those keys in `to_queue`
-    /// are taken before any row lock, so a move never holds a blocked member's row while it
-    /// waits for its group (the lock order of `write.rs`). Only the messages that read found are
-    /// moved.
+    /// [`deadletter::Store::move_many`] inside the write transaction `conn`, taking its locks in
+    /// the order of `write.rs`: the messages are first read without a lock (their groups and
+    /// keys never change once stored); the rows of those that were not blocked behind their
+    /// group's head (heads, dead messages) are locked, waiting for them as any write does; then
+    /// the advisory locks of their groups in both queues and of their keys in `to_queue`, in one
+    /// statement; then the rows of the blocked members, skipping those another transaction holds
+    /// (a blocked member is locked only under its group's lock, or briefly by a call that fails
+    /// on it: one skipped is left where it is this time). So a move never waits for a row while
+    /// it holds a group's lock that the row's holder waits for (an ack of the head it read as
+    /// pending, a replay). Only the messages that read found are moved.
     pub(crate) fn move_in(
         &self,
         conn: &mut Conn,
@@ -34,19 +38,32 @@ impl PostgresStore {
             .client
             .query(&statement, &[&queue, &ids])
             .map_err(db_error)?;
-        let seen = row::read_all(&rows)?;
+        let seen = rows
+            .iter()
+            .map(row::read_stored)
+            .collect::<Result<Vec<_>>>()?;
         let keys: Vec<&str> = seen
             .iter()
-            .filter_map(|m| m.idempotency_key.as_deref())
+            .filter_map(|(m, _)| m.idempotency_key.as_deref())
             .collect();
         let key_locks: Vec<(&str, &str)> = keys.iter().map(|k| (to_queue, *k)).collect();
         let mut group_locks = Vec::new();
-        for group in seen.iter().filter_map(|m| m.group.as_deref()) {
+        for group in seen.iter().filter_map(|(m, _)| m.group.as_deref()) {
             group_locks.extend([(queue, group), (to_queue, group)]);
         }
+        let (blocked, free): (Vec<_>, Vec<_>) = seen.iter().partition(|(_, blocked)| *blocked);
+        let ids_of = |of: Vec<&(Message, bool)>| of.iter().map(|(m, _)| m.id).collect::<Vec<Id>>();
+        let mut found = self.lock_many(conn, queue, &ids_of(free))?;
         lock_pairs(conn, &key_locks, &group_locks)?;
-        let seen_ids: Vec<Id> = seen.iter().map(|m| m.id).collect();
-        let mut found = self.lock_many(conn, queue, &seen_ids)?;
+        let statement = conn.prepare(&sql.many_for_update_skip)?;
+        let rows = conn
+            .client
+            .query(&statement, &[&queue, &ids_of(blocked)])
+            .map_err(db_error)?;
+        for stored in rows.iter().map(row::read_stored) {
+            let stored = stored?;
+            found.insert(stored.0.id, stored);
+        }
         let ctx = context(conn, sql, queue, clock)?;
         let taken = keys_taken(conn, sql, to_queue, &keys)?;
         let mut written = Vec::new();

@@ -125,9 +125,11 @@ pub struct Sql {
     pub list_status: String,
     /// Messages of queue `$1` among ids `$2`, locked in id order.
     pub many_for_update: String,
-    /// Messages of queue `$1` among ids `$2`, unlocked (`move_many` reads their groups and keys
-    /// to lock those first).
+    /// Messages of queue `$1` among ids `$2`, unlocked (`move_many` reads their groups, keys and
+    /// lanes to take its locks in order).
     pub many: String,
+    /// [`Sql::many_for_update`] skipping the rows another transaction holds.
+    pub many_for_update_skip: String,
     /// The keys among `$2` that a message of queue `$1` carries (index `messages_idempotency`).
     pub keys_taken: String,
     /// Deletes the messages with ids `$1`.
@@ -267,6 +269,9 @@ impl Sql {
             ),
             many_for_update: select("WHERE queue = $1 AND id = ANY($2) ORDER BY id FOR UPDATE"),
             many: select("WHERE queue = $1 AND id = ANY($2) ORDER BY id"),
+            many_for_update_skip: select(
+                "WHERE queue = $1 AND id = ANY($2) ORDER BY id FOR UPDATE SKIP LOCKED",
+            ),
             keys_taken: format!(
                 "SELECT idempotency_key FROM {m} WHERE queue = $1 AND idempotency_key = ANY($2)"
             ),
