@@ -161,4 +161,7 @@ def test_the_document_has_both_routes_and_the_enqueue_links_to_move() -> None:
     assert reasons == ["wrong_status", "lease_lost", "key_taken"]
     links = doc["paths"]["/queues/{queue}/messages"]["post"]["responses"]["201"]["links"]
     assert links["Move"]["operationId"] == "move"
-    assert links["Move"]["parameters"] == {"queue": "$request.path.queue", "id": "$response.body#/id"}
+    assert links["Move"]["parameters"] == {
+        "queue": "$request.path.queue",
+        "id": "$response.body#/id",
+    }

@@ -9,6 +9,8 @@ Commands (``deadletter COMMAND -h`` for their options)::
     deadletter replay PATH QUEUE (ID | --all [--status S] [FILTERS] [--limit N] [--dry-run])
     deadletter delete PATH QUEUE (ID | --all [--status S] [FILTERS] [--limit N] [--dry-run])
     deadletter retry-now PATH QUEUE (ID | --all [--status S] [FILTERS] [--limit N] [--dry-run])
+    deadletter move PATH QUEUE (ID TO | --all --to TO [--status S] [FILTERS] [--limit N]
+                                [--dry-run])
     deadletter purge PATH QUEUE --status {succeeded,dead} --older-than DURATION
     deadletter enqueue PATH QUEUE [--max-retries N] [--delay DURATION] [--group G]
                                   [--expires-in DURATION] (PAYLOAD [--idempotency-key K] | -)

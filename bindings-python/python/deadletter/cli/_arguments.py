@@ -33,6 +33,7 @@ from ._commands import (
     cmd_replay,
     cmd_resume,
     cmd_retry_now,
+    cmd_move,
     cmd_serve,
     cmd_settings,
     cmd_show,
@@ -251,6 +252,23 @@ def parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("id", metavar="ID", type=integer, nargs="?", help="the pending message")
     bulk_options(sub, "every delayed pending message the filters select", "retry now")
+
+    sub = command(
+        "move",
+        cmd_move,
+        "move a pending or dead message to another queue, or with --all those the filters "
+        "select",
+        details="It keeps its id, payload, status, counts, history and idempotency key; its "
+        "moved_from is QUEUE. A processing or succeeded message is a conflict (exit 1), and so "
+        "is one whose idempotency key a message of the target queue carries; both stay. --all "
+        "(with --to) takes the pending and dead messages last changed before the command "
+        "started, skipping those whose key the target holds; --dry-run counts them instead "
+        "(would move N).",
+    )
+    sub.add_argument("id", metavar="ID", type=integer, nargs="?", help="the message's id")
+    sub.add_argument("to", metavar="TO", nargs="?", help="the queue it goes to")
+    sub.add_argument("--to", dest="to_all", metavar="TO", help="with --all: the queue they go to")
+    bulk_options(sub, "every pending and dead message the filters select", "move")
 
     sub = command(
         "purge",

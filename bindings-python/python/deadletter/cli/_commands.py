@@ -5,11 +5,12 @@ statuses 2 and 1."""
 from __future__ import annotations
 
 import argparse
+import functools
 import ipaddress
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta, timezone
 from itertools import islice
 from pathlib import Path
@@ -42,6 +43,7 @@ __all__ = [
     "cmd_delete",
     "cmd_enqueue",
     "cmd_list",
+    "cmd_move",
     "cmd_pause",
     "cmd_purge",
     "cmd_replay",
@@ -58,7 +60,7 @@ SETTINGS = ("backoff", "max_retries", "lease", "expires_in", "on_expiry")
 
 CHUNK = MAX_BATCH
 """Messages per ``enqueue_many`` (the core's limit of one batch) and per bulk call of ``replay
---all``, ``delete --all`` and ``retry-now --all``."""
+--all``, ``delete --all``, ``retry-now --all`` and ``move --all``."""
 
 FILTERS = tuple(name for name in CORE_FILTERS if name != "status")
 """The filter options of ``list`` and the bulk forms, besides ``--status`` (the core's names)."""
@@ -116,7 +118,7 @@ def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             limit=args.limit, after_id=args.after_id, **filters(args)
         )
         rows = [m.to_dict() for m in page] if args.json else [listed(m) for m in page]
-        emit(rows, LIST_COLUMNS, as_json=args.json, out=out)
+        emit(rows, with_moved_from(LIST_COLUMNS, page), as_json=args.json, out=out)
     if page.next_after_id is not None:
         err.write(f"more may follow: --after-id {page.next_after_id}\n")
 
@@ -127,12 +129,24 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     if args.json:
         emit(message.to_dict(), (), as_json=True, out=out)
         return
-    emit(message.to_dict(), MESSAGE_COLUMNS, as_json=False, out=out, width=None)
+    columns = with_moved_from(MESSAGE_COLUMNS, [message])
+    emit(message.to_dict(), columns, as_json=False, out=out, width=None)
     if message.errors:
         out.write("errors:\n")
         attempts = [dict(entry) for entry in message.errors]
         emit(attempts, ATTEMPT_COLUMNS, as_json=False, out=out, width=None)
     out.write("payload:\n" + printable(message.payload) + "\n")
+
+
+def with_moved_from(
+    columns: tuple[str, ...], messages: Iterable[deadletter.Message]
+) -> tuple[str, ...]:
+    """``columns`` with ``moved_from`` after ``status`` when one of ``messages`` was moved: a
+    column that would read ``-`` on every row of a queue never moved is left out."""
+    if not any(m.moved_from is not None for m in messages):
+        return columns
+    at = columns.index("status") + 1
+    return (*columns[:at], "moved_from", *columns[at:])
 
 
 def one_or_all(args: argparse.Namespace) -> None:
@@ -178,6 +192,24 @@ def cmd_retry_now(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             return
         message = queue.retry_now(args.id)
     columns = ("id", "queue", "status", "retry_count", "retry_after")
+    emit(message.to_dict(), columns, as_json=args.json, out=out)
+
+
+def cmd_move(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    one_or_all(args)
+    if args.id is not None:
+        if args.to is None or args.to_all is not None:
+            raise Usage("give the target queue after the ID: move PATH QUEUE ID TO")
+    elif args.to is not None or args.to_all is None:
+        raise Usage("give the target queue with --to: move PATH QUEUE --all --to TO")
+    with open_existing(args) as db:
+        queue = db.queue(args.queue)
+        if args.id is None:
+            action = functools.partial(queue.move_all, args.to_all)
+            bulk(action, args, "updated_before", ("move", "moved"), out, err)
+            return
+        message = queue.move(args.id, args.to)
+    columns = ("id", "queue", "moved_from", "status")
     emit(message.to_dict(), columns, as_json=args.json, out=out)
 
 
