@@ -10,7 +10,9 @@
 //! blocked member that it unblocks, and the only transactions that lock a blocked member are the
 //! ones that hold its group's lock (a sweep of expired messages takes the locks of their groups
 //! before it locks them) or a call that fails on it at once (an ack of a message that is not
-//! processing).
+//! processing). A move (`moves.rs`) locks the heads and dead messages it moves first, then the
+//! advisory locks of their groups (in both queues) and keys, then the blocked members it moves,
+//! skipping any that another transaction holds rather than waiting for it.
 
 use deadletter::storage::{self, Position};
 use deadletter::{Clock, Context, Error, Message, Millis, QueueRow, Result};
