@@ -162,15 +162,19 @@ impl Error {
     }
 }
 
+/// `field: message; ...` (written out rather than joined: `join` is a large generic function in
+/// the npm package's WebAssembly, which has a size budget).
 fn describe(errors: &[FieldError]) -> String {
-    let parts: Vec<String> = errors
-        .iter()
-        .map(|e| match e.index {
-            Some(i) => format!("items[{i}].{}: {}", e.field, e.message),
-            None => format!("{}: {}", e.field, e.message),
-        })
-        .collect();
-    parts.join("; ")
+    use std::fmt::Write;
+    let mut out = String::new();
+    for (n, e) in errors.iter().enumerate() {
+        let sep = if n == 0 { "" } else { "; " };
+        let _ = match e.index {
+            Some(i) => write!(out, "{sep}items[{i}].{}: {}", e.field, e.message),
+            None => write!(out, "{sep}{}: {}", e.field, e.message),
+        };
+    }
+    out
 }
 
 /// The core's result type.
