@@ -10,14 +10,27 @@
 //! Where the core checks a range with a literal lower bound (`1..=MAX_LEASE_MS`), the range is
 //! written here once, next to the constant it extends, with the check it mirrors named.
 
-use deadletter::{Id, Status, machine, validate};
+use deadletter::{Action, Id, Status, machine, validate};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyDict, PyTuple};
 
 /// Adds the constants to the native module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let statuses = Status::ALL.map(Status::as_str);
     m.add("STATUSES", PyTuple::new(m.py(), statuses)?)?;
+    // The statuses each bulk action may touch (`Action::allows`), by its method's name.
+    let bulk = PyDict::new(m.py());
+    for action in [
+        Action::Replay,
+        Action::Delete,
+        Action::RetryNow,
+        Action::Move,
+    ] {
+        let allowed = Status::ALL.into_iter().filter(|s| action.allows(*s));
+        let names: Vec<&str> = allowed.map(Status::as_str).collect();
+        bulk.set_item(action.name(), PyTuple::new(m.py(), names)?)?;
+    }
+    m.add("BULK_STATUSES", bulk)?;
     // Argument ranges, as `deadletter::validate` and the engine check them.
     m.add("MAX_QUEUE_CHARS", validate::MAX_QUEUE_CHARS)?;
     m.add(

@@ -5,6 +5,7 @@ dashboard reads), the metrics, the CLI's help and the worker loops."""
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from datetime import datetime, timedelta, timezone
@@ -44,6 +45,25 @@ def test_statuses_are_the_lifecycle_a_message_goes_through() -> None:
     seen.append(q.fail(claimed.id, "boom", lease_token=claimed.lease_token).status)
     assert tuple(seen) == core.STATUSES
     assert set(q.stats().to_dict()) >= set(core.STATUSES)
+
+
+def test_bulk_statuses_are_the_ones_each_bulk_action_takes() -> None:
+    assert core.BULK_STATUSES == {
+        "replay_all": ("dead",),
+        "delete_all": ("succeeded", "dead"),
+        "retry_now_all": ("pending",),
+        "move_all": ("pending", "dead"),
+    }
+    q = deadletter.open().queue("q")
+    for name, allowed in core.BULK_STATUSES.items():
+        act = getattr(q, name)
+        if name == "move_all":
+            act = functools.partial(act, "elsewhere")
+        for status in core.STATUSES:
+            assert rejected(lambda: act(status=status), "status") is (status not in allowed), (
+                name,
+                status,
+            )
 
 
 def test_each_limit_is_the_one_the_queue_enforces() -> None:

@@ -22,8 +22,9 @@ delivered one at a time, in order; a message may expire (``expires_in``); a queu
 `PermanentError` sends its message to the dead-letter queue at once. Producers may pass an
 idempotency key; ``stats`` and ``Database.queues`` read the queues' numbers from indexes.
 ``Queue.list`` finds messages by status, text in payloads and errors, group, key and time ranges,
-a `MessagePage` at a time; ``replay_all``, ``delete_all`` and ``retry_now_all`` act on what the
-same filters select, and count it exactly first with ``dry_run=True``. Every rule lives in the
+a `MessagePage` at a time; ``replay_all``, ``delete_all``, ``retry_now_all`` and ``move_all``
+act on what the same filters select, and count it exactly first with ``dry_run=True``;
+``Queue.move`` sends one message to another queue with its id and history. Every rule lives in the
 Rust core and is shared with the JavaScript binding.
 """
 

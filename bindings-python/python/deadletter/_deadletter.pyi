@@ -46,6 +46,7 @@ __all__ = [
     "SQLITE_BUNDLED",
     "SQLITE_VERSION",
     "STATUSES",
+    "BULK_STATUSES",
     "TIME_RANGE_MS",
     "Backoff",
     "Database",
@@ -83,6 +84,9 @@ _Seconds = Union[int, float, timedelta]
 # core's unit.
 
 STATUSES: tuple[_Status, ...]
+BULK_STATUSES: dict[str, tuple[_Status, ...]]
+"""The statuses each bulk action may touch, by its name (``replay_all``, ``delete_all``,
+``retry_now_all``, ``move_all``)."""
 """Every status, in lifecycle order (``deadletter::Status::ALL``)."""
 MAX_QUEUE_CHARS: int
 """The longest queue name, in characters."""

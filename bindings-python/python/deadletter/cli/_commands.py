@@ -197,18 +197,19 @@ def cmd_retry_now(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 
 def cmd_move(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     one_or_all(args)
-    if args.id is not None:
-        if args.to is None or args.to_all is not None:
+    # The ID form takes TO after the ID, --all takes --to: the other one is not given.
+    target, other = (args.to, args.to_all) if args.id is not None else (args.to_all, args.to)
+    if not isinstance(target, str) or other is not None:
+        if args.id is not None:
             raise Usage("give the target queue after the ID: move PATH QUEUE ID TO")
-    elif args.to is not None or args.to_all is None:
         raise Usage("give the target queue with --to: move PATH QUEUE --all --to TO")
     with open_existing(args) as db:
         queue = db.queue(args.queue)
         if args.id is None:
-            action = functools.partial(queue.move_all, args.to_all)
+            action = functools.partial(queue.move_all, target)
             bulk(action, args, "updated_before", ("move", "moved"), out, err)
             return
-        message = queue.move(args.id, args.to)
+        message = queue.move(args.id, target)
     columns = ("id", "queue", "moved_from", "status")
     emit(message.to_dict(), columns, as_json=args.json, out=out)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from .._deadletter import (
     BACKOFF_MULTIPLIER_RANGE,
+    BULK_STATUSES,
     DEFAULT_MAX_RETRIES,
     DELAY_RANGE_MS,
     EXPIRES_IN_RANGE_MS,
@@ -245,7 +246,8 @@ def bulk_request(statuses: list[str], action: str, delayed: Json) -> Json:
 def move_all_request() -> Json:
     """The body of ``move_all``: a bulk action's over pending and dead messages, and the target
     queue ``to_queue`` (required)."""
-    request = bulk_request(["pending", "dead"], "move", FILTER_PROPERTIES["delayed"])
+    statuses: list[str] = list(BULK_STATUSES["move_all"])
+    request = bulk_request(statuses, "move", FILTER_PROPERTIES["delayed"])
     to_queue = {**TO_QUEUE, "description": "The queue they go to (not this queue)."}
     return {
         **request,
