@@ -104,6 +104,7 @@ function message(m) {
     group: m.group,
     expiresAt: date(m.expires_at),
     deduplicated: m.deduplicated,
+    movedFrom: m.moved_from,
   };
 }
 
@@ -274,6 +275,14 @@ class QueueHandle {
 
   async retryNow(id) {
     return message((await settle(this.#q.retryNow(id))).ok);
+  }
+
+  async move(id, toQueue) {
+    return message((await settle(this.#q.move(id, toQueue))).ok);
+  }
+
+  async moveAll(toQueue, filters, limit, dryRun) {
+    return (await settle(this.#q.moveAll(toQueue, filters, limit, dryRun))).ok;
   }
 
   async replayAll(filters, limit, dryRun) {

@@ -98,7 +98,7 @@ impl NativeQueue {
                 Action::RetryNow => {
                     pollster::block_on(db.retry_now_all(queue, &filters, limit, dry_run, clock))
                 }
-                // Not exposed here yet (the JS side of move): `bulk` reports the missing
+                // `move_all` has its own method (its target): `bulk` reports the missing
                 // to_queue.
                 Action::Move => {
                     pollster::block_on(db.bulk(action, queue, &filters, limit, dry_run, clock))
@@ -361,6 +361,53 @@ impl NativeQueue {
         let id = OwnedArg::from_js(id)?;
         Ok(self.work(move |db, clock, queue, _| {
             reply::of(pollster::block_on(db.retry_now(queue, id.arg(), clock)))
+        }))
+    }
+
+    /// `Queue.move`: the message `id` to the queue `to_queue`.
+    #[napi(js_name = "move", ts_return_type = "Promise<string>")]
+    pub fn move_message(
+        &self,
+        id: Unknown<'_>,
+        to_queue: Unknown<'_>,
+    ) -> napi::Result<AsyncTask<Work>> {
+        let [id, to_queue] = [OwnedArg::from_js(id)?, OwnedArg::from_js(to_queue)?];
+        Ok(self.work(move |db, clock, queue, _| {
+            reply::of(pollster::block_on(db.move_message(
+                queue,
+                id.arg(),
+                to_queue.arg(),
+                clock,
+            )))
+        }))
+    }
+
+    /// `Queue.moveAll` (filters as [`NativeQueue::replay_all`]): the selected messages to the
+    /// queue `to_queue`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn move_all(
+        &self,
+        to_queue: Unknown<'_>,
+        filters: Array<'_>,
+        limit: Unknown<'_>,
+        dry_run: Unknown<'_>,
+    ) -> napi::Result<AsyncTask<Work>> {
+        let filters = filter_values(&filters)?;
+        let [to_queue, limit, dry_run] = [
+            OwnedArg::from_js(to_queue)?,
+            OwnedArg::from_js(limit)?,
+            OwnedArg::from_js(dry_run)?,
+        ];
+        Ok(self.work(move |db, clock, queue, _| {
+            let filters = filter_args(&filters);
+            reply::of(pollster::block_on(db.move_all(
+                queue,
+                to_queue.arg(),
+                &filters,
+                limit.arg(),
+                dry_run.arg(),
+                clock,
+            )))
         }))
     }
 

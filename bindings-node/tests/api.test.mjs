@@ -82,6 +82,28 @@ test("list reads the clock only for delayed", async () => {
   db.close();
 });
 
+test("move and moveAll: movedFrom, JavaScript field names, key_taken, an exact dry run", async () => {
+  const db = await open(fresh());
+  const [q, r] = [db.queue("q"), db.queue("r")];
+  const first = await q.enqueue("a", { idempotencyKey: "k" });
+  assert.equal(first.movedFrom, null);
+  await r.enqueue("held", { idempotencyKey: "k" });
+  const taken = await rejection(q.move(first.id, "r"));
+  assert.deepEqual([taken.code, taken.reason, taken.id], ["conflict", "key_taken", first.id]);
+  assert.equal((await q.get(first.id)).queue, "q", "the refused move changed nothing");
+  const bad = await rejection(q.move("1", "q"));
+  assert.deepEqual(fields(bad), ["id:type", "toQueue:invalid"]);
+  const b = await q.enqueue("b");
+  await q.enqueue("c");
+  assert.equal(await q.moveAll("r", { dryRun: true }), 2, "the message whose key r holds is not counted");
+  assert.equal((await q.list()).length, 3, "the dry run moved nothing");
+  assert.equal(await q.moveAll("r", { payloadContains: "b" }), 1);
+  const moved = await r.get(b.id);
+  assert.deepEqual([moved.queue, moved.movedFrom], ["r", "q"]);
+  assert.deepEqual(fields(await rejection(q.moveAll("", { status: "processing" }))), ["status:invalid", "toQueue:empty"]);
+  db.close();
+});
+
 test("open checks every option at once and creates nothing then", async () => {
   const path = fresh();
   const err = await rejection(open(path, { leaseMs: 0, durability: "fast", clock: 5, random: "x" }));
