@@ -224,6 +224,17 @@ export class Queue {
     });
   }
 
+  move(id, toQueue) {
+    return this.#run(() => this.#handle.move(id, toQueue));
+  }
+
+  moveAll(toQueue, opts) {
+    return this.#run(() => {
+      const o = options(opts, BULK);
+      return this.#handle.moveAll(toQueue, filters(o), o.limit, o.dryRun);
+    });
+  }
+
   retryNow(id) {
     return this.#run(() => this.#handle.retryNow(id));
   }

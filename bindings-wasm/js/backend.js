@@ -14,7 +14,8 @@
 //     enqueueMany(rows) (a row: those six), claim(leaseMs), claimMany(n, leaseMs), reap()
 //     (these three: { value, dead }), succeed(id, leaseToken), fail(id, error, leaseToken,
 //     retryable, retryInMs) ({ value, dead }), extend(id, leaseToken, leaseMs), replay(id,
-//     expiresInMs), retryNow(id), replayAll / deleteAll / retryNowAll(filters, limit, dryRun)
+//     expiresInMs), retryNow(id), move(id, toQueue), moveAll(toQueue, filters, limit,
+//     dryRun), replayAll / deleteAll / retryNowAll(filters, limit, dryRun)
 //     (`filters`: the values of the core's FilterArgs::NAMES in that order, instants in ms),
 //     purge(status, olderThanMs), delete(id), stats(), nextDueAt(), get(id), list(filters,
 //     limit, afterId) ({ messages, nextAfterId }),
@@ -214,13 +215,13 @@ class QueueHandle {
   }
 
   /**
-   * `replayAll` (0), `deleteAll` (1), `retryNowAll` (2): a BulkPlan whose batches write its
-   * steps or delete; a dry run's batches read the same in read-only transactions and count what
-   * the write would have touched.
+   * `replayAll` (0), `deleteAll` (1), `retryNowAll` (2), `moveAll` (3, to `toQueue`): a
+   * BulkPlan whose batches write its steps or delete; a dry run's batches read the same in
+   * read-only transactions and count what the write would have touched.
    */
-  #action(action, filters, limit, dryRun) {
+  #action(action, filters, limit, dryRun, toQueue) {
     const { store, clock } = this.#ctx;
-    const plan = this.#rules.bulk(action, this.#ctx.now(), filters, limit, dryRun);
+    const plan = this.#rules.bulk(action, this.#ctx.now(), filters, limit, dryRun, toQueue);
     const [queue, dry] = [this.#rules.name, plan.dry];
     if (plan.writes) return this.#bulk(plan, (ids) => store.stepMany(queue, plan, ids, clock, dry));
     return this.#bulk(plan, async (ids) => (await store.deleteMany(ids, (records) => plan.deletable(records), dry)).length);
@@ -249,7 +250,7 @@ class QueueHandle {
   }
 
   succeed(id, leaseToken) {
-    return this.#update(() => this.#rules.succeed(id, leaseToken)).then((o) => o.value);
+    return this.#update(() => this.#rules.update(0, id, leaseToken)).then((o) => o.value);
   }
 
   fail(id, error, leaseToken, retryable, retryInMs) {
@@ -257,15 +258,23 @@ class QueueHandle {
   }
 
   extend(id, leaseToken, leaseMs) {
-    return this.#update(() => this.#rules.extend(id, leaseToken, leaseMs)).then((o) => o.value);
+    return this.#update(() => this.#rules.update(1, id, leaseToken, leaseMs)).then((o) => o.value);
   }
 
   replay(id, expiresInMs) {
-    return this.#update(() => this.#rules.replay(id, expiresInMs)).then((o) => o.value);
+    return this.#update(() => this.#rules.update(2, id, expiresInMs)).then((o) => o.value);
   }
 
   retryNow(id) {
-    return this.#update(() => this.#rules.retryNow(id)).then((o) => o.value);
+    return this.#update(() => this.#rules.update(3, id)).then((o) => o.value);
+  }
+
+  move(id, toQueue) {
+    return this.#update(() => this.#rules.update(4, id, toQueue)).then((o) => o.value);
+  }
+
+  moveAll(toQueue, filters, limit, dryRun) {
+    return this.#action(3, filters, limit, dryRun, toQueue);
   }
 
   replayAll(filters, limit, dryRun) {

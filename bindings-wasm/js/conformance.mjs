@@ -19,11 +19,9 @@ export const BASE = 1767225600000;
 
 /**
  * Case files this package does not run, file name -> reason: the runners skip their cases,
- * saying why (in Node on fake-indexeddb and on SQLite, and in Chromium).
+ * saying why (in Node on fake-indexeddb and on SQLite, and in Chromium). None now.
  */
-export const SKIPPED_FILES = new Map([
-  ["move.json", "move and move_all (issue 22 stage 2) are not in the npm package yet"],
-]);
+export const SKIPPED_FILES = new Map();
 
 /** Why the cases of `file` are skipped, or `undefined` when they run. */
 export function skipReason(file) {
@@ -248,6 +246,10 @@ async function perform(db, q, op, args) {
       return q.retryNowAll(filtered(args, "dry_run"));
     case "retry_now":
       return q.retryNow(args.id);
+    case "move":
+      return q.move(args.id, args.to_queue);
+    case "move_all":
+      return q.moveAll(args.to_queue, filtered(args, "dry_run"));
     case "purge":
       return q.purge(pick(args, ["status", "older_than_ms"]));
     case "delete":

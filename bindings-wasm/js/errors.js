@@ -6,7 +6,7 @@ export class DeadLetterError extends Error {
   /**
    * @param {string} message what went wrong, for humans (not stable)
    * @param {{ code: string, errors?: Array<{ field: string, code: string, message: string }>,
-   *   reason?: "wrong_status" | "lease_lost", id?: number, status?: string, queue?: string }} details
+   *   reason?: "wrong_status" | "lease_lost" | "key_taken", id?: number, status?: string, queue?: string }} details
    *   `reason`, `id`, `status` and `queue` become properties only when given (see index.d.ts)
    */
   constructor(message, { code, errors = [], reason, id, status, queue }) {

@@ -18,7 +18,7 @@ export interface FieldError {
   /**
    * The argument's JavaScript name: `queue`, `payload`, `maxRetries`, `idempotencyKey`,
    * `delayMs`, `group`, `expiresInMs`, `items`, `n`, `leaseMs`, `leaseToken`, `id`, `error`,
-   * `retryable`, `retryInMs`, `status`, `limit`, `afterId`, `dryRun`, a filter (`delayed`,
+   * `retryable`, `retryInMs`, `status`, `limit`, `afterId`, `dryRun`, `toQueue`, a filter (`delayed`,
    * `payloadContains`, `errorContains`, `group`, `idempotencyKey`, `createdAfter`,
    * `createdBefore`, `updatedAfter`, `updatedBefore`, `deadAfter`, `deadBefore`), `olderThanMs`,
    * `retryCount`, `onExpiry` (`setSettings`);
@@ -51,15 +51,16 @@ export interface FieldError {
 
 /**
  * The only error the package throws or rejects with. A call that fails has changed nothing, but
- * for the bulk operations `replayAll`, `deleteAll`, `retryNowAll` and `purge`, which commit in
+ * for the bulk operations `replayAll`, `deleteAll`, `retryNowAll`, `moveAll` and `purge`, which commit in
  * batches (see each).
  * - `validation_failed`: an argument was rejected; `errors` lists every rejected field (or every
  *   unknown option key, see `FieldError.code`).
  * - `not_found`: no message with this id in this queue (ids of other queues are invisible);
  *   `queue` and `id` say which.
  * - `conflict`: the transition is not allowed now (wrong status, or the lease token is not the
- *   current one while the message is `processing`: another worker holds it); `reason`, `id`
- *   and, for `wrong_status`, `status` say which.
+ *   current one while the message is `processing`: another worker holds it, or, for `move`, a
+ *   message of the target queue already carries its idempotency key: `key_taken`); `reason`,
+ *   `id` and, for `wrong_status`, `status` say which.
  * - `store`: IndexedDB failed (quota, abort, blocked open, closed database, I/O), the database is
  *   another application's, or a stored record holds a value deadletter never writes (the message
  *   names the message id and the field). In Node on a SQLite file: the file cannot be opened (a
@@ -122,9 +123,10 @@ export declare class PermanentError extends Error {
  * token shown is not the current one (its lease expired, was reaped, and another worker claimed
  * it). A worker that outlived its lease gets `lease_lost` while another worker holds the
  * message, and `wrong_status` once the expired lease was reaped and the message is no longer
- * processing (`pending` in backoff, `dead`, or `succeeded` by another worker).
+ * processing (`pending` in backoff, `dead`, or `succeeded` by another worker); `key_taken`, a
+ * `move` whose target queue already holds a message with the same idempotency key.
  */
-export type ConflictReason = "wrong_status" | "lease_lost";
+export type ConflictReason = "wrong_status" | "lease_lost" | "key_taken";
 
 /** One failed attempt in a message's history (`Message.errors`). */
 export interface FailedAttempt {
@@ -191,6 +193,11 @@ export interface Message {
    * already existed and was returned instead of adding one. False everywhere else.
    */
   readonly deduplicated: boolean;
+  /**
+   * The queue the message was last moved from (`Queue.move` / `moveAll`); null until it is
+   * moved. Always null on IndexedDB, which does not move messages yet.
+   */
+  readonly movedFrom: string | null;
 }
 
 /** A message as `claim`, `claimMany` and `process` hand it out: leased, so its token is there. */
@@ -667,6 +674,29 @@ export declare class Queue {
    * `validation_failed`, `not_found`, `conflict` (not pending) or `store`.
    */
   retryNow(id: number): Promise<Message>;
+  /**
+   * Moves a `pending` or `dead` message to the queue `toQueue`: its id, payload, history,
+   * counters, `retryAfter`, expiry and idempotency key stay; `movedFrom` is this queue,
+   * `updatedAt` now. A grouped pending message leaves its group here (the next member heads it)
+   * and goes to the end of the group of the same name in `toQueue`. Resolves to the moved
+   * message (read it from `toQueue`'s handle afterwards). Rejects with `validation_failed`
+   * (`toQueue`: an enqueue's queue-name rules; this queue itself is `invalid`), `not_found`,
+   * `conflict` (`wrong_status`: `processing` or `succeeded`; `key_taken`: a message of `toQueue`
+   * carries its idempotency key; nothing changes) or `store` (always on IndexedDB, which does
+   * not move messages yet: SQLite files in Node do).
+   */
+  move(id: number, toQueue: string): Promise<Message>;
+  /**
+   * Moves to `toQueue` (as `move` does each) the `pending` and `dead` messages that the filters
+   * select (`status` may narrow to one of them; another is `invalid`), in id order, at most
+   * `limit`, in batches of 200 (each one transaction); a message whose idempotency key `toQueue`
+   * already holds is skipped and not counted. Resolves to how many (with `dryRun`, exactly how
+   * many it would move now, moving nothing). `toQueue` is positional, as `move`'s is: the one
+   * argument it needs, the options being the same `BulkOptions` as the other bulk actions.
+   * Rejects with `validation_failed` (every rejected argument together) or `store` (always on
+   * IndexedDB, not yet; when a batch fails, the batches before it stay moved).
+   */
+  moveAll(toQueue: string, options?: BulkOptions): Promise<number>;
   /**
    * Deletes the `succeeded` or `dead` messages last updated at least `olderThanMs` ago, in
    * batches of 200 (each one transaction); resolves to how many. Rejects with `validation_failed`

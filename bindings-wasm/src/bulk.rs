@@ -1,17 +1,17 @@
 //! The bulk operations (internal): `Queue.replayAll`, `deleteAll`, `retryNowAll` (the core's
-//! [`BulkArgs`], over the filters of `list`) and `Queue.purge`, in the core's [`Batches`] over
+//! [`BulkArgs`], over the filters of `list`), `moveAll` ([`MoveAllArgs`]) and `Queue.purge`, in the core's [`Batches`] over
 //! the `list` index (a status) or the `queue` index (`deleteAll` without a status) of the
 //! IndexedDB store, each batch in its own transaction; and a page of `Queue.list` ([`ListPlan`],
 //! the core's [`Scan`]).
 
 use deadletter::engine::{Action, BulkArgs, Scan};
-use deadletter::{Batches, Id, Millis, PurgeArgs, Result};
+use deadletter::{Batches, Id, Millis, MoveAllArgs, PurgeArgs, Result};
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
 use crate::groups::Book;
 use crate::keys;
-use crate::plans::{context, read_all};
+use crate::plans::{context, key_probe, read_all};
 use crate::record::{from_record, number, stored, to_js, whole};
 use crate::rules::js;
 
@@ -20,6 +20,8 @@ enum Bulk {
     /// `replayAll`, `deleteAll`, `retryNowAll`, at the instant the call started (the filter
     /// `delayed` of the selection is judged then; each write judges again at its own).
     Action(BulkArgs, Millis),
+    /// `moveAll`, at the instant the call started (as for `Action`).
+    Move(MoveAllArgs, Millis),
     Purge(PurgeArgs),
 }
 
@@ -53,6 +55,14 @@ impl BulkPlan {
         }
     }
 
+    pub(crate) fn moving(args: MoveAllArgs, now: Millis) -> Self {
+        let batches = Batches::new(args.bulk.limit);
+        Self {
+            bulk: Bulk::Move(args, now),
+            batches,
+        }
+    }
+
     pub(crate) fn purge(args: PurgeArgs) -> Self {
         Self {
             bulk: Bulk::Purge(args),
@@ -63,21 +73,39 @@ impl BulkPlan {
     fn filter(&self) -> deadletter::Filter<'_> {
         match &self.bulk {
             Bulk::Action(a, now) => a.filter(*now),
+            Bulk::Move(a, now) => a.bulk.filter(*now),
             Bulk::Purge(a) => a.filter(),
         }
     }
 
     /// The step of each record found that is still selected at the transaction's context, as
-    /// a [`Book`] (none for `purge`, which deletes).
-    fn steps(&self, clock: &JsValue, row: &JsValue, found: &Array) -> Result<Book> {
-        let Bulk::Action(args, _) = &self.bulk else {
-            return Ok(Book::new("", 0));
+    /// a [`Book`] (none for `purge`, which deletes); `taken`, for `moveAll`, what index
+    /// `idempotency` holds under each record's [`BulkPlan::keys`].
+    fn steps(&self, clock: &JsValue, row: &JsValue, found: &Array, taken: &Array) -> Result<Book> {
+        let queue = match &self.bulk {
+            Bulk::Action(a, _) => &a.queue,
+            Bulk::Move(a, _) => &a.bulk.queue,
+            Bulk::Purge(_) => return Ok(Book::new("", 0)),
         };
-        let ctx = context(&args.queue, clock, row)?;
-        let mut book = Book::new(&args.queue, ctx.now);
-        for record in found.iter().filter(|r| !r.is_undefined()) {
+        let ctx = context(queue, clock, row)?;
+        let mut book = Book::new(queue, ctx.now);
+        for (i, record) in found.iter().enumerate() {
+            if record.is_undefined() {
+                continue;
+            }
             let before = stored(&record)?;
-            if let Some(next) = args.step(before.message.clone(), &ctx)? {
+            let message = before.message.clone();
+            let next = match &self.bulk {
+                Bulk::Move(a, _) => {
+                    let held = !taken
+                        .get(u32::try_from(i).unwrap_or_default())
+                        .is_undefined();
+                    a.step(message, &ctx, held)?
+                }
+                Bulk::Action(a, _) => a.step(message, &ctx)?,
+                Bulk::Purge(_) => None,
+            };
+            if let Some(next) = next {
                 book.push(before, next);
             }
         }
@@ -109,33 +137,56 @@ impl BulkPlan {
         let message = js(from_record(record))?;
         Ok(match &self.bulk {
             Bulk::Action(a, now) => a.selects(&message, *now),
+            Bulk::Move(a, now) => a.bulk.selects(&message, *now),
             Bulk::Purge(a) => a.filter().matches(&message),
         })
     }
 
-    /// Whether a batch writes messages (`replayAll`, `retryNowAll`) rather than deletes them.
+    /// Whether a batch writes messages (`replayAll`, `retryNowAll`, `moveAll`) rather than
+    /// deletes them.
     #[wasm_bindgen(getter)]
     pub fn writes(&self) -> bool {
-        matches!(&self.bulk, Bulk::Action(a, _) if a.action != Action::Delete)
+        match &self.bulk {
+            Bulk::Action(a, _) => a.action != Action::Delete,
+            Bulk::Move(..) => true,
+            Bulk::Purge(_) => false,
+        }
     }
 
     /// Whether it is a dry run: every batch is read-only and counts what it would write.
     #[wasm_bindgen(getter)]
     pub fn dry(&self) -> bool {
-        matches!(&self.bulk, Bulk::Action(a, _) if a.dry_run)
+        match &self.bulk {
+            Bulk::Action(a, _) => a.dry_run,
+            Bulk::Move(a, _) => a.bulk.dry_run,
+            Bulk::Purge(_) => false,
+        }
     }
 
-    /// A batch of `replayAll` or `retryNowAll`, inside its write: `clock` (what the clock
-    /// returned once the queue's row was read), `row` (its record, or `undefined`) and the records
-    /// found under the selected ids (`undefined`: gone): the steps of the messages still
-    /// selected, to write with their groups' bookkeeping.
+    /// For `moveAll`, the keys to look up in index `idempotency` for the records found (whether
+    /// the target queue holds each one's idempotency key), before [`BulkPlan::step`]; none
+    /// (an empty array) for the other operations.
+    pub fn keys(&self, found: &Array) -> Array {
+        match &self.bulk {
+            Bulk::Move(a, _) => found.iter().map(|r| key_probe(&a.to_queue, &r)).collect(),
+            _ => Array::new(),
+        }
+    }
+
+    /// A batch of `replayAll`, `retryNowAll` or `moveAll`, inside its write: `clock` (what the
+    /// clock returned once the queue's row was read), `row` (its record, or `undefined`), the
+    /// records found under the selected ids (`undefined`: gone) and, for `moveAll`, what index
+    /// `idempotency` holds under their [`BulkPlan::keys`] (a message whose key the target
+    /// holds is skipped, not counted): the steps of the messages still selected, to write with
+    /// their groups' bookkeeping.
     pub fn step(
         &self,
         clock: &JsValue,
         row: &JsValue,
         found: &Array,
+        taken: &Array,
     ) -> std::result::Result<Book, JsValue> {
-        js(self.steps(clock, row, found))
+        js(self.steps(clock, row, found, taken))
     }
 
     /// `deleteAll` and `purge`, inside a batch's write: of the records found under the selected
@@ -146,6 +197,7 @@ impl BulkPlan {
         for message in js(read_all(found))? {
             let deletes = match &self.bulk {
                 Bulk::Action(a, now) => a.deletes(&message, *now),
+                Bulk::Move(..) => false,
                 Bulk::Purge(a) => message.queue == a.queue && a.selects(&message),
             };
             if deletes {

@@ -2,7 +2,9 @@
 //! of replays), as the core plans it ([`deadletter::engine::groups`]): a message entering its
 //! group (a replay) goes behind the group's tail, which the store reads before it writes; one
 //! leaving it (it succeeded, died) makes the store read the group's first live member after it
-//! wrote, which is unblocked when it is the head now ([`next_head`]). The plans of updates and
+//! wrote, which is unblocked when it is the head now ([`next_head`]); one moving to another queue
+//! (`move`) does both: it leaves its group in the book's queue and goes behind the tail of the
+//! group of the same name in its new queue. The plans of updates and
 //! replays hand one to JavaScript (`js/store/store.js`'s `place`), which reads what it names and
 //! writes what it answers.
 
@@ -43,15 +45,16 @@ impl Book {
         self.writes.push((before, after));
     }
 
-    /// The groups the writes put a message into, each once.
-    fn entered(&self) -> Vec<&str> {
-        let mut groups: Vec<&str> = Vec::new();
+    /// The groups the writes put a message into, each once, with the queue it is in then (the
+    /// book's, or for a move the target: one book moves to one queue).
+    fn entered(&self) -> Vec<(&str, &str)> {
+        let mut groups: Vec<(&str, &str)> = Vec::new();
         for (before, after) in &self.writes {
-            if let (Change::Enters, Some(group)) =
+            if let (Change::Enters | Change::Moves, Some(group)) =
                 (change(&before.message, Some(after)), &after.group)
-                && !groups.contains(&group.as_str())
+                && !groups.iter().any(|(_, g)| g == group)
             {
-                groups.push(group);
+                groups.push((&after.queue, group));
             }
         }
         groups
@@ -59,13 +62,17 @@ impl Book {
 
     fn place_all(&mut self, tail_keys: &Array) -> Result<Array> {
         let mut tails = Tails::new();
-        for (group, key) in self.entered().into_iter().zip(tail_keys.iter()) {
+        for ((_, group), key) in self.entered().into_iter().zip(tail_keys.iter()) {
             tails.read(group, keys::position(&key));
         }
         let out = Array::new();
         for (before, after) in &self.writes {
             let record = match (change(&before.message, Some(after)), &after.group) {
-                (Change::Enters, Some(group)) => {
+                (change @ (Change::Enters | Change::Moves), Some(group)) => {
+                    // A move leaves the group in this queue too.
+                    if change == Change::Moves && !self.left.contains(group) {
+                        self.left.push(group.clone());
+                    }
                     let (at, head) = tails.enter(group, self.now, Some(after.id))?;
                     to_record(after, true, head, Some(at))
                 }
@@ -96,7 +103,7 @@ impl Book {
     pub fn tails(&self) -> Array {
         self.entered()
             .into_iter()
-            .map(|group| keys::group(&self.queue, group))
+            .map(|(queue, group)| keys::group(queue, group))
             .collect()
     }
 

@@ -8,7 +8,7 @@
 /// Core argument names and their JavaScript names, where they differ: the one table the native
 /// binding's errors use. Every other name (`queue`, `payload`, `id`, `error`, `status`, `limit`,
 /// `retryable`, `n`, `items`, `multiplier`, `jitter`, `clock`, `random`) is the same in both.
-pub const JS_NAMES: [(&str, &str); 25] = [
+pub const JS_NAMES: [(&str, &str); 26] = [
     ("max_retries", "maxRetries"),
     ("lease_ms", "leaseMs"),
     ("lease_token", "leaseToken"),
@@ -34,6 +34,7 @@ pub const JS_NAMES: [(&str, &str); 25] = [
     ("updated_after", "updatedAfter"),
     ("updated_before", "updatedBefore"),
     ("dry_run", "dryRun"),
+    ("to_queue", "toQueue"),
 ];
 
 /// The JavaScript name of a core argument name (see [`JS_NAMES`]): `max_retries` ->

@@ -15,14 +15,14 @@
 //! corrupt record, a clock out of range) makes the store abort it, so nothing is written.
 
 use deadletter::{
-    Backoff, Context, EnqueueArgs, Error, ExtendArgs, FailArgs, Id, Message, MessageArgs, Outcome,
-    ReplayArgs, Result, SucceedArgs, Tails,
+    Backoff, Context, EnqueueArgs, Error, ExtendArgs, FailArgs, Id, Message, MessageArgs, MoveArgs,
+    Outcome, ReplayArgs, Result, SucceedArgs, Tails,
 };
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
 use crate::groups::Book;
-use crate::record::{from_record, number, stored, to_js, to_record, whole};
+use crate::record::{from_record, get, number, stored, to_js, to_record, whole};
 use crate::rules::{js, now};
 use crate::{errors, keys, queue};
 
@@ -236,12 +236,15 @@ pub enum Update {
     Replay(ReplayArgs),
     /// `Queue.retryNow`.
     RetryNow(MessageArgs),
+    /// `Queue.move`.
+    Move(MoveArgs),
 }
 
-/// `Queue.succeed`, `fail`, `extend`, `replay` and `retryNow`: inside its transaction, the store reads the
-/// queue's row (first) and the record of [`UpdatePlan::id`], hands them to [`UpdatePlan::start`]
-/// with the clock's time, then writes the record with its group's bookkeeping (the [`Book`] it
-/// answers).
+/// `Queue.succeed`, `fail`, `extend`, `replay`, `retryNow` and `move`: inside its transaction,
+/// the store reads the queue's row (first) and the record of [`UpdatePlan::id`], for a move
+/// whether the target queue holds its idempotency key ([`UpdatePlan::key`]), hands them to
+/// [`UpdatePlan::start`] with the clock's time, then writes the record with its groups'
+/// bookkeeping (the [`Book`] it answers; a move's in both queues).
 #[wasm_bindgen]
 pub struct UpdatePlan {
     update: Update,
@@ -268,10 +271,17 @@ impl UpdatePlan {
             Update::Extend(a) => (&a.queue, a.id),
             Update::Replay(a) => (&a.queue, a.id),
             Update::RetryNow(a) => (&a.queue, a.id),
+            Update::Move(a) => (&a.queue, a.id),
         }
     }
 
-    fn apply(&mut self, clock: &JsValue, row: &JsValue, found: &JsValue) -> Result<Book> {
+    fn apply(
+        &mut self,
+        clock: &JsValue,
+        row: &JsValue,
+        found: &JsValue,
+        taken: bool,
+    ) -> Result<Book> {
         let (queue, id) = self.target();
         let queue = queue.to_owned();
         let ctx = context(&queue, clock, row)?;
@@ -294,6 +304,7 @@ impl UpdatePlan {
             Update::Extend(a) => a.step(message, &ctx),
             Update::Replay(a) => a.step(message, &ctx),
             Update::RetryNow(a) => a.retry_now(message, &ctx),
+            Update::Move(a) => a.step(message, &ctx, taken),
         }?;
         let mut book = Book::new(&queue, ctx.now);
         if let Some(before) = before {
@@ -312,18 +323,29 @@ impl UpdatePlan {
         float(self.target().1)
     }
 
+    /// For a move, the key to look up in index `idempotency` for the record found (whether the
+    /// target queue holds its idempotency key: see [`key_probe`]); `undefined` otherwise.
+    pub fn key(&self, found: &JsValue) -> JsValue {
+        match &self.update {
+            Update::Move(a) => key_probe(&a.to_queue, found),
+            _ => JsValue::UNDEFINED,
+        }
+    }
+
     /// Inside the transaction: `clock` (what the clock returned once the queue's row was read),
-    /// `row` (its record, or `undefined`) and `found` (the record found under the id, or
-    /// `undefined`): the step, as the write to make with its group's bookkeeping. Throws
-    /// `not_found` (no message of the queue), `conflict`, a clock out of range or a
-    /// corrupt-record `store` error.
+    /// `row` (its record, or `undefined`), `found` (the record found under the id, or
+    /// `undefined`) and `taken` (a move's: whether index `idempotency` holds its
+    /// [`UpdatePlan::key`]): the step, as the write to make with its groups' bookkeeping. Throws
+    /// `not_found` (no message of the queue), `conflict` (a move's `key_taken` too), a clock out
+    /// of range or a corrupt-record `store` error.
     pub fn start(
         &mut self,
         clock: &JsValue,
         row: &JsValue,
         found: &JsValue,
+        taken: bool,
     ) -> std::result::Result<Book, JsValue> {
-        js(self.apply(clock, row, found))
+        js(self.apply(clock, row, found, taken))
     }
 
     /// Once committed: `{ value, dead, overridden }`.
@@ -335,6 +357,20 @@ impl UpdatePlan {
             &written.dead,
             self.overridden.as_ref(),
         ))
+    }
+}
+
+/// The key of the unique index `idempotency` (`[queue, idempotencyKey]`) that says whether
+/// `to_queue` holds the idempotency key of `record` (`undefined` for a record without a key, or
+/// none found): what a move's store reads before its step ([`UpdatePlan::key`],
+/// `BulkPlan::keys`).
+pub(crate) fn key_probe(to_queue: &str, record: &JsValue) -> JsValue {
+    match get(record, "idempotencyKey").as_string() {
+        Some(key) => [JsValue::from_str(to_queue), key.into()]
+            .into_iter()
+            .collect::<Array>()
+            .into(),
+        None => JsValue::UNDEFINED,
     }
 }
 

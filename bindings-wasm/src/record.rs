@@ -86,6 +86,7 @@ extern "C" {
         lane: f64,
         at: f64,
         deduplicated: bool,
+        moved_from: Option<&str>,
     ) -> Object;
 
     /// One entry of a failure history (for `kind` 2, `at` becomes a `Date`).
@@ -149,6 +150,7 @@ fn build(message: &Message, kind: Kind, place: [f64; 3], deduplicated: bool) -> 
         lane,
         at,
         deduplicated,
+        message.moved_from.as_deref(),
     )
 }
 
@@ -265,8 +267,7 @@ fn read(record: &JsValue, version: u32) -> Result<Stored> {
         replayed_at: n(10),
         group: t(6),
         expires_at: n(11),
-        // Not in the IndexedDB record yet (issue 22's move, still to come in the npm package).
-        moved_from: None,
+        moved_from: t(7),
     }
     .check()?;
     Ok(Stored {
@@ -282,7 +283,7 @@ fn record_id(record: &JsValue) -> Result<Id> {
 }
 
 /// The schema version whose records [`from_record`] reads (see `crate::schema::VERSION`).
-const VERSION: u32 = 5;
+const VERSION: u32 = 6;
 
 /// Reads a stored record back; a `store` error naming the message and the field when it holds a
 /// value this binding never writes (a timestamp outside the range, a wrong type, a missing
@@ -296,13 +297,20 @@ pub fn stored(record: &JsValue) -> Result<Stored> {
     read(record, VERSION)
 }
 
-/// The record of schema version 5 for a record written by schema version `from` (1 to 4), for
+/// The record of schema version 6 for a record written by schema version `from` (1 to 5), for
 /// the upgrade transaction: one of 1 or 2 (deadletter 0.1.0) is read with the fields of 3 at
 /// their defaults and given what 0.1.0 knew ([`upgrade_v1`]); the fields of 5 (ordering group,
-/// expiry, group position) are null before 5; every record is then written as this version
-/// writes it, so it gets its place in the new indexes.
+/// expiry, group position) are null before 5, and `movedFrom` (6) before 6; every record is
+/// then written as this version writes it, so it gets its place in the new indexes. One of 5
+/// keeps its place (`groupAt`, `lane`, `at`: 6 has the same indexes).
 pub fn upgrade_record(record: &JsValue, from: u32) -> Result<Object> {
-    let message = read(record, from)?.message;
+    let stored = read(record, from)?;
+    if from == 5 {
+        let lane = |key| get(record, key).as_f64().unwrap_or(f64::NAN);
+        let place = [float(stored.group_at), lane("lane"), lane("at")];
+        return Ok(build(&stored.message, Kind::Record, place, false));
+    }
+    let message = stored.message;
     let message = if from < 3 {
         upgrade_v1(message)
     } else {

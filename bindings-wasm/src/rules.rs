@@ -13,7 +13,8 @@
 use deadletter::engine::{Action, BulkArgs, FilterArgs, ListArgs, Scan};
 use deadletter::{
     Arg, Backoff, ClaimArgs, EnqueueArgs, Error, ExtendArgs, FailArgs, FieldError, Item, Limits,
-    MessageArgs, Millis, PurgeArgs, ReplayArgs, Result, SettingsArgs, SucceedArgs,
+    MessageArgs, Millis, MoveAllArgs, MoveArgs, PurgeArgs, ReplayArgs, Result, SettingsArgs,
+    SucceedArgs,
 };
 use js_sys::{Array, Date, Reflect};
 use wasm_bindgen::prelude::*;
@@ -279,15 +280,32 @@ impl QueueRules {
         Ok(ClaimPlan::new(args, true))
     }
 
-    /// `Queue.succeed`.
-    pub fn succeed(
+    /// `Queue.succeed` (`kind` 0: `a` the lease token), `extend` (1: `a` the lease token, `b` the
+    /// lease in ms), `replay` (2: `a` its `expiresInMs`), `retryNow` (3) and `move` (4: `a` the
+    /// queue it goes to): one export for the five, as each export costs the module its glue.
+    pub fn update(
         &self,
+        kind: u8,
         id: &JsValue,
-        lease_token: &JsValue,
+        a: &JsValue,
+        b: &JsValue,
     ) -> std::result::Result<UpdatePlan, JsValue> {
-        let [id, token] = [id, lease_token].map(OwnedArg::from_js);
-        let args = js(SucceedArgs::new(&self.queue(), &id.arg(), &token.arg()))?;
-        Ok(UpdatePlan::new(Update::Succeed(args), None))
+        let [id, a, b] = [id, a, b].map(OwnedArg::from_js);
+        let (queue, id, a) = (self.queue(), id.arg(), a.arg());
+        let update = match kind {
+            0 => Update::Succeed(js(SucceedArgs::new(&queue, &id, &a))?),
+            1 => Update::Extend(js(ExtendArgs::new(
+                &queue,
+                &id,
+                &a,
+                &b.arg(),
+                &self.limits,
+            ))?),
+            2 => Update::Replay(js(ReplayArgs::new(&queue, &id, &a))?),
+            3 => Update::RetryNow(js(MessageArgs::new(&queue, &id))?),
+            _ => Update::Move(js(MoveArgs::new(&queue, &id, &a))?),
+        };
+        Ok(UpdatePlan::new(update, None))
     }
 
     /// `Queue.fail`.
@@ -317,39 +335,11 @@ impl QueueRules {
         Ok(UpdatePlan::new(Update::Fail(args), self.policy))
     }
 
-    /// `Queue.extend`.
-    pub fn extend(
-        &self,
-        id: &JsValue,
-        lease_token: &JsValue,
-        lease_ms: &JsValue,
-    ) -> std::result::Result<UpdatePlan, JsValue> {
-        let [id, token, lease] = [id, lease_token, lease_ms].map(OwnedArg::from_js);
-        let args = js(ExtendArgs::new(
-            &self.queue(),
-            &id.arg(),
-            &token.arg(),
-            &lease.arg(),
-            &self.limits,
-        ))?;
-        Ok(UpdatePlan::new(Update::Extend(args), None))
-    }
-
-    /// `Queue.replay`.
-    pub fn replay(
-        &self,
-        id: &JsValue,
-        expires_in_ms: &JsValue,
-    ) -> std::result::Result<UpdatePlan, JsValue> {
-        let [id, expires_in] = [id, expires_in_ms].map(OwnedArg::from_js);
-        let args = js(ReplayArgs::new(&self.queue(), &id.arg(), &expires_in.arg()))?;
-        Ok(UpdatePlan::new(Update::Replay(args), None))
-    }
-
-    /// `Queue.replayAll` (`action` 0), `deleteAll` (1) and `retryNowAll` (2): `clock` is what
-    /// the clock returned when the call started (the instant the selection's `delayed` is judged
-    /// at; each batch's write judges again at its own), `filters` the values of
-    /// `FilterArgs::NAMES`, in that order.
+    /// `Queue.replayAll` (`action` 0), `deleteAll` (1), `retryNowAll` (2) and `moveAll` (3, to
+    /// the queue `to_queue`; ignored by the others): `clock` is what the clock returned when the
+    /// call started (the instant the selection's `delayed` is judged at; each batch's write
+    /// judges again at its own), `filters` the values of `FilterArgs::NAMES`, in that order. One
+    /// export for the four (each costs the module its own glue).
     pub fn bulk(
         &self,
         action: u8,
@@ -357,14 +347,26 @@ impl QueueRules {
         filters: &Array,
         limit: &JsValue,
         dry_run: &JsValue,
+        to_queue: &JsValue,
     ) -> std::result::Result<BulkPlan, JsValue> {
-        let action = [Action::Replay, Action::Delete, Action::RetryNow][usize::from(action.min(2))];
         let values = owned(filters);
-        let [limit, dry_run] = [limit, dry_run].map(OwnedArg::from_js);
+        let [limit, dry_run, to_queue] = [limit, dry_run, to_queue].map(OwnedArg::from_js);
+        let (queue, filters) = (self.queue(), filter_args(&values));
+        if action == 3 {
+            let args = MoveAllArgs::new(
+                &queue,
+                &to_queue.arg(),
+                &filters,
+                &limit.arg(),
+                &dry_run.arg(),
+            );
+            return Ok(BulkPlan::moving(js(args)?, js(checked_now(clock))?));
+        }
+        let action = [Action::Replay, Action::Delete, Action::RetryNow][usize::from(action.min(2))];
         let args = js(BulkArgs::new(
             action,
-            &self.queue(),
-            &filter_args(&values),
+            &queue,
+            &filters,
             &limit.arg(),
             &dry_run.arg(),
         ))?;
@@ -483,14 +485,6 @@ impl QueueRules {
             0
         };
         Ok(ListPlan::new(Scan::new(args, at)))
-    }
-
-    /// `Queue.retryNow`.
-    #[wasm_bindgen(js_name = retryNow)]
-    pub fn retry_now(&self, id: &JsValue) -> std::result::Result<UpdatePlan, JsValue> {
-        let id = OwnedArg::from_js(id);
-        let args = js(MessageArgs::new(&self.queue(), &id.arg()))?;
-        Ok(UpdatePlan::new(Update::RetryNow(args), None))
     }
 }
 

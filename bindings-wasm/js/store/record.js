@@ -7,26 +7,27 @@
 // each, on the path of every record a transaction writes. The API's objects get Dates for instants.
 export function shape(kind, id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
   createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
-  errorsDropped, replayCount, replayedAt, group, expiresAt, groupAt, lane, at, deduplicated) {
+  errorsDropped, replayCount, replayedAt, group, expiresAt, groupAt, lane, at, deduplicated, movedFrom) {
   // The core passes NaN for a number that is null, undefined for a text that is (see record.rs).
   lastError ??= null;
   leaseToken ??= null;
   idempotencyKey ??= null;
   group ??= null;
+  movedFrom ??= null;
   switch (kind) {
     case 0: return { queue, payload, status, retryCount, maxRetries, retryAfter: n(retryAfter), lastError, createdAt,
       updatedAt, leaseToken, leaseExpiresAt: n(leaseExpiresAt), idempotencyKey, firstFailedAt: n(firstFailedAt),
       deadAt: n(deadAt), errors, errorsDropped, replayCount, replayedAt: n(replayedAt), group, expiresAt: n(expiresAt),
-      groupAt: n(groupAt), lane: n(lane), at: n(at) };
+      groupAt: n(groupAt), lane: n(lane), at: n(at), movedFrom };
     case 1: return { id, queue, payload, status, retryCount, maxRetries, retryAfter: n(retryAfter), lastError,
       createdAt, updatedAt, leaseToken, leaseExpiresAt: n(leaseExpiresAt), idempotencyKey,
       firstFailedAt: n(firstFailedAt), deadAt: n(deadAt), errors, errorsDropped, replayCount, replayedAt: n(replayedAt),
-      group, expiresAt: n(expiresAt), groupAt: n(groupAt), lane: n(lane), at: n(at) };
+      group, expiresAt: n(expiresAt), groupAt: n(groupAt), lane: n(lane), at: n(at), movedFrom };
     default: return { id, queue, payload, status, retryCount, maxRetries, retryAfter: date(retryAfter),
       lastError, createdAt: date(createdAt), updatedAt: date(updatedAt), leaseToken,
       leaseExpiresAt: date(leaseExpiresAt), idempotencyKey, firstFailedAt: date(firstFailedAt),
       deadAt: date(deadAt), errors, errorsDropped, replayCount, replayedAt: date(replayedAt), group,
-      expiresAt: date(expiresAt), deduplicated };
+      expiresAt: date(expiresAt), deduplicated, movedFrom };
   }
 }
 export function attempt(kind, attempt, error, at) {
@@ -111,7 +112,7 @@ const WHOLE = [["retryCount", "retry_count", 3, 1], ["maxRetries", "max_retries"
   ["expiresAt", "expires_at", 5, 0], ["groupAt", "group_at", 5, 0]];
 const TEXT = [["queue", "queue", 3, 1], ["payload", "payload", 3, 1], ["status", "status", 3, 1],
   ["lastError", "last_error", 3, 0], ["leaseToken", "lease_token", 3, 0], ["idempotencyKey", "idempotency_key", 3, 0],
-  ["group", "group", 5, 0]];
+  ["group", "group", 5, 0], ["movedFrom", "moved_from", 6, 0]];
 
 const whole = (v) => Number.isInteger(v) && Math.abs(v) <= Number.MAX_SAFE_INTEGER;
 

@@ -2,7 +2,7 @@
 // `queues`, and the version upgrades; opening a database within a time limit, refusing another
 // application's database without changing it. What to do with the version found (create, upgrade,
 // take, refuse) is the core's decision (`schemaDecision`: deadletter::storage's
-// `Place::migration`), and so is the record of an older version as version 5 writes it
+// `Place::migration`), and so is the record of an older version as version 6 writes it
 // (`upgradeRecord`, with the 0.1.0 mapping).
 //
 // Version 1 had `claim` on [queue, status, createdAt]; 2 added `id` and `dueAt` to it; 3 added
@@ -12,7 +12,8 @@
 // object store `queues` (a queue's settings, pause and expiry counters, keyed by name), the
 // records' `group`, `expiresAt` and `groupAt`, the indexes `group` and `expiring`, and `lane` to
 // `delayed` (the members blocked behind their group's head have no lane, so they are in neither
-// `claim` nor `delayed`). Every upgrade rewrites every record as the current version writes it,
+// `claim` nor `delayed`); 6 (issue 22) adds the records' `movedFrom` (the queue a message was
+// moved from, null until moved), with the same indexes. Every upgrade rewrites every record as the current version writes it,
 // in the upgrade's transaction: a database is at one version, whole.
 
 import { schemaDecision, upgradeRecord } from "../core.js";
@@ -24,12 +25,12 @@ export const STORE = "messages";
 /** The object store of queue rows (settings, pause, expiry counters), keyed by `name`. */
 export const QUEUES = "queues";
 /** Schema version. */
-export const VERSION = 5;
+export const VERSION = 6;
 /** How long `open` waits (blocked by other connections, queued behind an upgrade), in ms. */
 export const OPEN_TIMEOUT_MS = 5_000;
 
 /**
- * The indexes of version 5, by name: [keyPath, unique]. Within one index key, entries come in
+ * The indexes of version 6 (as of 5), by name: [keyPath, unique]. Within one index key, entries come in
  * primary-key (= id) order, which gives id-ordered pages. The key ranges the store reads in them
  * come from the WebAssembly module (src/keys.rs), which knows these key paths.
  * - `claim`: two lanes (the record's `lane` and `at`, from the core's lane rule): the messages
@@ -60,7 +61,7 @@ export const INDEXES = {
   expiring: [["queue", "status", "expiresAt"], false],
 };
 
-/** The key path of every index of schema `version` (1 to 5), by name. */
+/** The key path of every index of schema `version` (1 to 6), by name. */
 function shape(version) {
   const indexes = {
     expiry: INDEXES.expiry[0],
@@ -112,9 +113,10 @@ function look(db, tx, version) {
 
 /**
  * The object store `queues` and the indexes a database of version `from` (0: new) lacks, or has
- * with an older key path, for version 5.
+ * with an older key path, for version 6 (whose indexes are those of 5).
  */
 function createSchema(db, store, from) {
+  if (from === 5) return;
   const create = (name) => store.createIndex(name, INDEXES[name][0], { unique: INDEXES[name][1] });
   if (from === 0) {
     create("expiry");
@@ -134,7 +136,7 @@ function createSchema(db, store, from) {
   db.createObjectStore(QUEUES, { keyPath: "name" });
 }
 
-/** Rewrites every record of version `from` as version 5 writes it, inside the upgrade transaction. */
+/** Rewrites every record of version `from` as version 6 writes it, inside the upgrade transaction. */
 async function upgradeRecords(store, from) {
   const req = store.openCursor();
   for (;;) {
@@ -156,12 +158,12 @@ function timeout(ms) {
 }
 
 /**
- * Opens database `name` of `factory` (creating it at version 5, or upgrading it from 1 to 4) and
+ * Opens database `name` of `factory` (creating it at version 6, or upgrading it from 1 to 5) and
  * resolves to the connection.
  *
  * Another application's database of that name is refused with a `store` error and left as it was:
- * at an older version without deadletter's store and indexes the upgrade is aborted; at version 5
- * it is checked after opening (without writing) and closed; above 5 IndexedDB refuses to open it,
+ * at an older version without deadletter's store and indexes the upgrade is aborted; at version 6
+ * it is checked after opening (without writing) and closed; above 6 IndexedDB refuses to open it,
  * and a second, plain open says what it holds. An open that has not completed after
  * `OPEN_TIMEOUT_MS` (blocked by another connection that does not close, or queued behind another
  * tab's upgrade or delete) fails with a `store` error instead of hanging; should it go through

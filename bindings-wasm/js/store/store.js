@@ -154,7 +154,11 @@ export class IdbStore {
       const started = context(queues, queue, clock);
       const found = request("get", () => messages.get(plan.id));
       const [now, row] = await started;
-      await place(messages, plan.start(now, row, await found));
+      const record = await found;
+      // A move's: whether the target queue holds the message's idempotency key.
+      const key = plan.key(record);
+      const taken = key !== undefined && (await request("getKey", () => messages.index("idempotency").getKey(key))) !== undefined;
+      await place(messages, plan.start(now, row, record, taken));
     });
   }
 
@@ -241,8 +245,9 @@ export class IdbStore {
   }
 
   /**
-   * A batch of a BulkPlan's `replayAll` or `retryNowAll`: the queue's row and the records of
-   * `ids` (undefined: gone), then the steps with their groups' bookkeeping; resolves to how many.
+   * A batch of a BulkPlan's `replayAll`, `retryNowAll` or `moveAll`: the queue's row and the records of `ids` (undefined: gone), for a move whether
+   * index `idempotency` holds the keys `plan.keys(records)` names (in the target queue), then the
+   * steps with their groups' bookkeeping (in both queues for a move); resolves to how many.
    * A dry run (`dry`) reads the same in a read-only transaction and writes nothing: it resolves to
    * how many the steps would have written.
    */
@@ -251,7 +256,11 @@ export class IdbStore {
       const started = context(queues, queue, clock);
       const found = ahead(Promise.all(ids.map((id) => request("get", () => messages.get(id)))));
       const [now, row] = await started;
-      const book = plan.step(now, row, await found);
+      const records = await found;
+      // A moveAll's: whether the target queue holds each record's idempotency key.
+      const unique = messages.index("idempotency");
+      const taken = await Promise.all(plan.keys(records).map((key) => key && request("getKey", () => unique.getKey(key))));
+      const book = plan.step(now, row, records, taken);
       if (!dry) return place(messages, book);
       const { size } = book;
       book.free();

@@ -33,9 +33,11 @@ test("messages are plain objects with Date timestamps and number ids", async () 
   assert.deepEqual(Object.keys(m).sort(), [
     "createdAt", "deadAt", "deduplicated", "errors", "errorsDropped", "expiresAt", "firstFailedAt",
     "group", "id", "idempotencyKey", "lastError", "leaseExpiresAt", "leaseToken", "maxRetries",
-    "payload", "queue", "replayCount", "replayedAt", "retryAfter", "retryCount", "status", "updatedAt",
+    "movedFrom", "payload", "queue", "replayCount", "replayedAt", "retryAfter", "retryCount", "status",
+    "updatedAt",
   ]);
   assert.equal(m.group, null);
+  assert.equal(m.movedFrom, null);
   assert.equal(m.expiresAt, null);
   assert.equal(m.id, 1);
   assert.ok(m.createdAt instanceof Date);
@@ -274,7 +276,7 @@ test("another application's database of the same name is refused and left as it 
     (await rawOpen(name, version, upgrade)).close();
     const before = await snapshot(name);
     const err = await rejects(open(name), "store");
-    const why = label.startsWith("version 7 with") ? /has schema version 7; this deadletter reads version 5 \(upgrade deadletter to open it\)/
+    const why = label.startsWith("version 7 with") ? /has schema version 7; this deadletter reads version 6 \(upgrade deadletter to open it\)/
       : label === "version 7" ? /is not a deadletter database: it holds other object stores \(todos\) and none of deadletter's/
       : /is not a deadletter database/;
     assert.match(err.message, why, label);
@@ -495,7 +497,7 @@ test("the FieldError codes of the .d.ts include unknown", () => {
   const union = /readonly code: ("type"[^;]+);/.exec(dts)[1];
   assert.deepEqual([...union.matchAll(/"([a-z_]+)"/g)].map((m) => m[1]), ["type", "empty", "too_long", "too_large", "out_of_range", "invalid", "unknown"]);
   assert.match(dts, /readonly reason\?: ConflictReason;/);
-  assert.match(dts, /export type ConflictReason = "wrong_status" \| "lease_lost";/);
+  assert.match(dts, /export type ConflictReason = "wrong_status" \| "lease_lost" \| "key_taken";/);
 });
 
 test("settings stored with the queue apply to every Database on it; a handle's own backoff wins, with one warning", async (t) => {

@@ -4,7 +4,8 @@
 // tests/fixtures/schema4-indexeddb.json (schema version 4, made by
 // tests/fixtures/make_schema_indexeddb.mjs) are loaded into fresh fake-indexeddb databases exactly as
 // they were left (version, object store, indexes, records), then opened: every message must read
-// back with exact values, and the queue must work.
+// back with exact values, and the queue must work. A schema 5 database (issue 21) is written here
+// record by record (schema5Records): 6 only adds movedFrom.
 // Run: node --require fake-indexeddb/auto --test bindings-wasm/js/test/  (after build.sh)
 import { test } from "node:test";
 import { readFileSync } from "node:fs";
@@ -17,7 +18,7 @@ const dump = fixture("v0.1.0-indexeddb.json");
 const dump3 = fixture("schema3-indexeddb.json");
 const dump4 = fixture("schema4-indexeddb.json");
 
-/** The indexes of schema version 5, as `raw` lists them. */
+/** The indexes of schema versions 5 and 6, as `raw` lists them. */
 const INDEXES = [
   ["claim", ["queue", "lane", "at", "id"], false],
   ["dead", ["queue", "status", "deadAt"], false],
@@ -32,12 +33,12 @@ const INDEXES = [
 
 /**
  * Each record's place in the claim index, `[id, lane, at - BASE]`; and that `dueAt` is gone and
- * the fields of schema 5 are there (no group, no expiry: null).
+ * the fields of schemas 5 and 6 are there (no group, no expiry, not moved: null).
  */
 function lanes(records) {
   for (const r of records) {
     assert.equal("dueAt" in r, false, `record ${r.id} still has dueAt`);
-    assert.deepEqual([r.group, r.expiresAt, r.groupAt], [null, null, null], `record ${r.id}`);
+    assert.deepEqual([r.group, r.expiresAt, r.groupAt, r.movedFrom], [null, null, null, null], `record ${r.id}`);
   }
   return records.map((r) => [r.id, r.lane, r.at === null ? null : r.at - BASE]);
 }
@@ -109,6 +110,7 @@ function message(fields) {
     group: null,
     expiresAt: null,
     deduplicated: false,
+    movedFrom: null,
   };
 }
 
@@ -118,7 +120,7 @@ test("the fixture is what 0.1.0 wrote: schema version 2, seven records", () => {
   assert.equal(dump.records.length, 7);
 });
 
-test("a 0.1.0 database is upgraded to schema 5 on open and reads back exactly", async () => {
+test("a 0.1.0 database is upgraded to schema 6 on open and reads back exactly", async () => {
   const name = `migration-${process.pid}`;
   await load(name, dump);
   let now = BASE + 20_000;
@@ -161,7 +163,7 @@ test("a 0.1.0 database is upgraded to schema 5 on open and reads back exactly", 
   // ready by createdAt, finished ones out of the claim index); the new indexes.
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 5);
+  assert.equal(stored.version, 6);
   assert.deepEqual(stored.indexes, INDEXES);
   assert.equal(stored.queues, "name");
   assert.deepEqual(lanes(stored.records),
@@ -209,7 +211,7 @@ test("a 0.1.0 database is upgraded to schema 5 on open and reads back exactly", 
 function asMessage(record) {
   const { dueAt, lane, at, groupAt, ...fields } = record;
   const date = (ms) => (ms === null ? null : new Date(ms));
-  const out = { ...fields, group: null, expiresAt: null, deduplicated: false };
+  const out = { ...fields, group: null, expiresAt: null, deduplicated: false, movedFrom: null };
   for (const k of ["retryAfter", "createdAt", "updatedAt", "leaseExpiresAt", "firstFailedAt", "deadAt", "replayedAt"]) out[k] = date(fields[k]);
   out.errors = fields.errors.map((e) => ({ ...e, at: date(e.at) }));
   return out;
@@ -219,7 +221,7 @@ function asMessage(record) {
  * Loads `dump` (a schema `version` fixture of 3 or 4: the eight messages of make_schema_indexeddb.mjs)
  * into a fresh database, opens it at BASE + 1 s (which upgrades it), checks that every message
  * reads back as stored (list order and statuses, then each by id), closes it and resolves to its
- * name and its raw dump, whose version and indexes are checked to be schema 5's.
+ * name and its raw dump, whose version and indexes are checked to be schema 6's.
  */
 async function upgradeV3OrV4(dump, version) {
   assert.equal(dump.version, version);
@@ -237,12 +239,12 @@ async function upgradeV3OrV4(dump, version) {
   }
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 5);
+  assert.equal(stored.version, 6);
   assert.deepEqual(stored.indexes, INDEXES);
   return { name, stored };
 }
 
-test("a schema 3 database is upgraded to schema 5 on open: same messages, claim index lanes", async () => {
+test("a schema 3 database is upgraded to schema 6 on open: same messages, claim index lanes", async () => {
   let now = BASE + 1_000;
   const { name, stored } = await upgradeV3OrV4(dump3, 3);
   assert.deepEqual(lanes(stored.records),
@@ -274,7 +276,7 @@ test("a schema 3 database is upgraded to schema 5 on open: same messages, claim 
   again.close();
 });
 
-test("a schema 4 database is upgraded to schema 5 on open: same messages and lanes, the queues store, groups and expiry work", async () => {
+test("a schema 4 database is upgraded to schema 6 on open: same messages and lanes, the queues store, groups and expiry work", async () => {
   let now = BASE + 1_000;
   const { name, stored } = await upgradeV3OrV4(dump4, 4);
   assert.equal(stored.queues, "name");
@@ -299,5 +301,63 @@ test("a schema 4 database is upgraded to schema 5 on open: same messages and lan
   assert.equal((await q.stats()).expiredDead, 1);
   // The idempotency key of 4 still holds; new ids continue after 11.
   assert.deepEqual([(await q.enqueue("dup", { idempotencyKey: "k-4" })).id, (await q.enqueue("new")).id], [4, 12]);
+  again.close();
+});
+
+/**
+ * Records as schema 5 wrote them (issue 21's fields, no `movedFrom`), at BASE: a group's head
+ * (1) and the member blocked behind it (2), a dead message with an idempotency key (3), and a
+ * message whose backoff ended that a claim put in the ready lane with its `retryAfter` kept (4).
+ */
+function schema5Records() {
+  const base = {
+    queue: "emails", retryCount: 0, maxRetries: 3, retryAfter: null, lastError: null, createdAt: BASE,
+    updatedAt: BASE, leaseToken: null, leaseExpiresAt: null, idempotencyKey: null, firstFailedAt: null,
+    deadAt: null, errors: [], errorsDropped: 0, replayCount: 0, replayedAt: null, group: null, expiresAt: null,
+    groupAt: null, lane: null, at: null,
+  };
+  return [
+    { ...base, id: 1, payload: "head", status: "pending", group: "g", groupAt: BASE, lane: 1, at: BASE },
+    { ...base, id: 2, payload: "behind", status: "pending", group: "g", groupAt: BASE },
+    { ...base, id: 3, payload: "poison", status: "dead", retryCount: 1, maxRetries: 0, lastError: "bad", idempotencyKey: "k",
+      firstFailedAt: BASE, deadAt: BASE, errors: [{ attempt: 1, error: "bad", at: BASE }] },
+    { ...base, id: 4, payload: "retried", status: "pending", retryCount: 1, retryAfter: BASE + 500, lastError: "503",
+      firstFailedAt: BASE, errors: [{ attempt: 1, error: "503", at: BASE }], lane: 1, at: BASE },
+  ];
+}
+
+test("a schema 5 database is upgraded to schema 6 on open: movedFrom null, every place kept, moves work", async () => {
+  const name = `migration5-${process.pid}`;
+  const records = schema5Records();
+  const req = indexedDB.open(name, 5);
+  req.onupgradeneeded = () => {
+    const store = req.result.createObjectStore("messages", { keyPath: "id", autoIncrement: true });
+    for (const [index, keyPath, unique] of INDEXES) store.createIndex(index, keyPath, { unique });
+    req.result.createObjectStore("queues", { keyPath: "name" });
+    for (const record of records) store.put(record);
+  };
+  (await request(req)).close();
+
+  const db = await open(name, { clock: () => BASE + 1_000, random: () => 0 });
+  const emails = db.queue("emails");
+  assert.deepEqual((await emails.list()).map((m) => [m.id, m.movedFrom]), [[1, null], [2, null], [3, null], [4, null]]);
+  db.close();
+  const stored = await raw(name);
+  assert.equal(stored.version, 6);
+  assert.deepEqual(stored.indexes, INDEXES);
+  assert.equal(stored.queues, "name");
+  // Rewritten with movedFrom, each in its place (the ready lane of 4, the blocked 2) as before.
+  assert.deepEqual(stored.records, records.map((r) => ({ ...r, movedFrom: null })));
+
+  const again = await open(name, { clock: () => BASE + 1_000, random: () => 0 });
+  const [q, other] = [again.queue("emails"), again.queue("other")];
+  const moved = await q.move(1, "other");
+  assert.deepEqual([moved.queue, moved.movedFrom, moved.group], ["other", "emails", "g"]);
+  // 2 heads g in emails now; 4 keeps its place in the ready lane (claim order: created at BASE).
+  assert.deepEqual((await q.claimMany(10)).map((m) => m.id), [2, 4]);
+  assert.equal((await other.claim()).id, 1);
+  assert.equal(await q.moveAll("other", { dryRun: true }), 1);
+  assert.equal(await q.moveAll("other"), 1);
+  assert.deepEqual([(await other.get(3)).movedFrom, (await other.enqueue("dup", { idempotencyKey: "k" })).id], ["emails", 3]);
   again.close();
 });

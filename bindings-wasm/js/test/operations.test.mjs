@@ -107,6 +107,33 @@ test("a dry run counts exactly and changes nothing; retryNow makes one message d
   db.close();
 });
 
+test("move and moveAll on IndexedDB: movedFrom, groups in both queues, key_taken, an exact dry run", async () => {
+  const { db, clock } = await timed();
+  const [q, r] = [db.queue("q"), db.queue("r")];
+  const [head, behind] = await q.enqueueMany([{ payload: "g1", group: "g" }, { payload: "g2", group: "g" }]);
+  await r.enqueue("r1", { group: "g" });
+  const keyed = await q.enqueue("k", { idempotencyKey: "k" });
+  await r.enqueue("held", { idempotencyKey: "k" });
+  clock.now += 10;
+  const moved = await q.move(head.id, "r");
+  assert.deepEqual([moved.queue, moved.movedFrom, moved.updatedAt.getTime(), moved.group], ["r", "q", BASE + 10, "g"]);
+  // The next member heads g in q; in r the moved one waits behind r1, g's head there.
+  assert.deepEqual((await q.claimMany(10)).map((m) => m.id), [behind.id, keyed.id]);
+  assert.deepEqual((await r.claimMany(10)).map((m) => m.payload), ["r1", "held"]);
+  const taken = await rejects(q.move(keyed.id, "r"), "conflict");
+  assert.deepEqual([taken.reason, taken.id], ["wrong_status", keyed.id], "a processing message stays");
+  await q.fail(keyed.id, "boom", { retryable: false, leaseToken: (await q.get(keyed.id)).leaseToken });
+  const held = await rejects(q.move(keyed.id, "r"), "conflict");
+  assert.deepEqual([held.reason, held.id, (await q.get(keyed.id)).queue], ["key_taken", keyed.id, "q"]);
+  await q.enqueue("loose");
+  assert.equal(await q.moveAll("r", { dryRun: true }), 1, "the dead message whose key r holds is not counted");
+  assert.equal(await q.moveAll("r", { status: "dead" }), 0);
+  assert.equal(await q.moveAll("r"), 1);
+  assert.deepEqual(fields(await rejects(q.moveAll("q", { status: "succeeded" }), "validation_failed")), ["status:invalid", "toQueue:invalid"]);
+  assert.deepEqual(fields(await rejects(q.move("1", 5), "validation_failed")), ["id:type", "toQueue:type"]);
+  db.close();
+});
+
 test("a failure history, first failure, death time and replays are recorded", async () => {
   const { db, clock } = await timed();
   const q = db.queue("q");

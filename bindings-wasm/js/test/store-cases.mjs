@@ -39,14 +39,14 @@ async function rejects(promise, pattern, what) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A record as the store writes it for a pending message `id` (the shape of schema 5). */
+/** A record as the store writes it for a pending message `id` (the shape of schema 6). */
 function record(id, fields = {}) {
   return {
     id, queue: "q", payload: "p", status: "pending", retryCount: 0, maxRetries: 3, retryAfter: null,
     lastError: null, createdAt: BASE, updatedAt: BASE, leaseToken: null, leaseExpiresAt: null,
     idempotencyKey: null, firstFailedAt: null, deadAt: null, errors: [], errorsDropped: 0,
     replayCount: 0, replayedAt: null, group: null, expiresAt: null, groupAt: null, lane: 1, at: BASE,
-    ...fields,
+    movedFrom: null, ...fields,
   };
 }
 
