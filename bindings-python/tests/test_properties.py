@@ -71,6 +71,7 @@ class Model:
     deduplicated: bool = False
     group: Optional[str] = None
     expires_at: Optional[int] = None
+    moved_from: Optional[str] = None  # the model never moves a message
 
 
 class Refused(Exception):
