@@ -112,8 +112,15 @@ const DURATIONS: [(&str, &str, (i64, i64)); 11] = [
     ("lock_timeout_ms", "lock_timeout", (1, MAX_TIMEOUT_MS)),
 ];
 
-/// The core's instant fields: Python passes aware `datetime`s.
-const INSTANTS: [&str; 2] = ["dead_before", "dead_after"];
+/// The core's instant fields (the list filters' time bounds): Python passes aware `datetime`s.
+const INSTANTS: [&str; 6] = [
+    "created_after",
+    "created_before",
+    "updated_after",
+    "updated_before",
+    "dead_after",
+    "dead_before",
+];
 
 /// Fields whose Python argument has another name: the PostgreSQL store's `url` is `open`'s `path`.
 const RENAMED: [(&str, &str); 1] = [("url", "path")];
