@@ -690,20 +690,21 @@ impl Queue {
         run(py, || engine.get(self.queue(), id.arg())).map(PyMessage)
     }
 
-    /// The messages of this queue that the filters select, in id order: at most `limit`
-    /// (1..=1000, default 100) with ids greater than `after_id`, as a `deadletter.MessagePage`
-    /// (a list with `next_after_id`: the `after_id` of the next page, `None` when the queue holds
-    /// no further match). The filters, all optional and combined with AND: `status`
-    /// (`"pending"`, `"processing"`, `"succeeded"`, `"dead"`); `delayed`: a bool, `True` for the
-    /// pending messages waiting for a backoff or delay, `False` for the others (with another
-    /// `status`: `ValidationError`); `payload_contains`, `error_contains` (in `last_error`): a
-    /// non-empty str without NUL, case-sensitive; `group`, `idempotency_key`: exactly;
-    /// `created_after`/`created_before`, `updated_after`/`updated_before`,
-    /// `dead_after`/`dead_before`: aware datetimes, `after <= t < before`. A call examines at
-    /// most the core's scan budget of messages (`SCAN_BUDGET`, 10 000): a filter that no index
-    /// answers, such as `payload_contains`, scans, and when the budget runs out before the page
-    /// is full the page is short (even empty) and `next_after_id` is the last id examined, to go
-    /// on from. Raises `ValidationError` listing every rejected filter.
+    /// The messages of this queue that the filters select, in id order: at most `limit` (1..=1000,
+    /// default 100) with ids greater than `after_id`, as a `deadletter.MessagePage` (a list with
+    /// `next_after_id`: the `after_id` of the next page, `None` when the call reached the end of
+    /// the queue before the page was full). The filters, all optional and combined with AND:
+    /// `status` (`"pending"`, `"processing"`, `"succeeded"`, `"dead"`); `delayed`: a bool, `True`
+    /// for the pending messages waiting for a backoff or delay, `False` for the others (with
+    /// another `status`: `ValidationError`); `payload_contains`, `error_contains` (in
+    /// `last_error`): a non-empty str without NUL, case-sensitive; `group`, `idempotency_key`:
+    /// exactly; `created_after`/`created_before`, `updated_after`/`updated_before`,
+    /// `dead_after`/`dead_before`: aware datetimes, `after <= t < before`. A call examines at most
+    /// the core's scan budget of messages (`SCAN_BUDGET`, 10 000): every filter but `status` is
+    /// checked on the messages in id order (no index answers it, not even `idempotency_key`,
+    /// `group` or a time range), and when the budget runs out before the page is full the page is
+    /// short (even empty) and `next_after_id` is the last id examined, to go on from. Raises
+    /// `ValidationError` listing every rejected filter.
     #[pyo3(
         signature = (status = None, *, limit = None, after_id = None, **filters),
         text_signature = "($self, status=None, *, delayed=None, payload_contains=None, error_contains=None, group=None, idempotency_key=None, created_after=None, created_before=None, updated_after=None, updated_before=None, dead_after=None, dead_before=None, limit=100, after_id=None)"

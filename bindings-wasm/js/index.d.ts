@@ -507,10 +507,11 @@ export interface ListOptions extends Filters {
  */
 export interface MessagePage extends Array<Message> {
   /**
-   * The `afterId` that continues the listing, or null when the queue holds no further match:
-   * the last id of a full page, or, when the scan budget (10 000 messages examined per call, for
-   * the filters no index answers, such as `payloadContains`) ran out first, the last id examined:
-   * the page may then be short, even empty, while more may match beyond.
+   * The `afterId` that continues the listing, or null when the read reached the end of the queue
+   * before the page filled: the last id of a full page, or, when the scan budget (10 000 messages
+   * examined per call: every filter but `status` is checked on the messages themselves, in id
+   * order, `idempotencyKey`, `group` and the time ranges too) ran out first, the last id
+   * examined: the page may then be short, even empty, while more may match beyond.
    */
   readonly nextAfterId: number | null;
 }

@@ -121,7 +121,8 @@ DEFAULT_LIST_LIMIT: int
 FILTERS: tuple[str, ...]
 """The filters of `Queue.list` and the bulk actions, by keyword name, in the core's order."""
 SCAN_BUDGET: int
-"""The most messages one `Queue.list` call examines (filters that no index answers scan)."""
+"""The most messages one `Queue.list` call examines (every filter but ``status`` is checked on
+the messages themselves, in id order)."""
 MAX_BATCH: int
 """The most items of one `Queue.enqueue_many`."""
 MAX_CLAIM_MANY: int

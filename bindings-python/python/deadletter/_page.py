@@ -14,13 +14,15 @@ __all__ = ["MessagePage"]
 class MessagePage(list[Message]):
     """One page of `Queue.list`: the messages in id order (a ``list``, so it is indexed, sliced,
     compared and serialised as one) and ``next_after_id``, the ``after_id`` to pass to continue,
-    or ``None`` when the queue holds no further match.
+    or ``None`` when the call reached the end of the queue before the page was full.
 
-    ``next_after_id`` is the last id of the page when the page is full. A call examines a bounded
-    number of messages (the scan budget: filters that no index answers, such as
-    ``payload_contains``, scan); when the budget runs out before the page is full, the page may
-    be short or even empty while more messages may match beyond, and ``next_after_id`` is the
-    last id examined. So a loop reads every match with::
+    ``next_after_id`` is the last id of the page when the page is full (more may follow, or
+    not). Every filter but ``status`` is checked on the messages themselves in id order (no index
+    answers ``payload_contains``, nor ``idempotency_key``, ``group`` or a time range), and a call
+    examines at most ``SCAN_BUDGET`` messages; when the budget runs out before the page is full,
+    the page may be short or even empty while more messages may match beyond, and
+    ``next_after_id`` is the last id examined: an empty page with a ``next_after_id`` does not
+    mean "no match". So a loop reads every match with::
 
         after = None
         while True:

@@ -28,7 +28,7 @@ pub struct Page {
     pub messages: Vec<Message>,
     /// The id to pass as `after_id` to continue: the last returned id when the page is full, the
     /// last examined id when [`SCAN_BUDGET`] ran out before the page filled (more may match
-    /// beyond); `None` when the queue holds no further match.
+    /// beyond); `None` when the read reached the end of the queue before the page filled.
     pub next_after_id: Option<Id>,
 }
 

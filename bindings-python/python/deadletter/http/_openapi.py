@@ -246,8 +246,9 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "description": "The filters are combined with AND. A page holds at most `limit` "
         "messages in id order, with ids above `after_id`; continue with `after_id` = "
         "`next_after_id` until it is null. A call examines at most "
-        f"{SCAN_BUDGET} messages (filters that no index answers, such as `payload_contains`, "
-        "scan): when that budget runs out before the page is full, the page may be short, "
+        f"{SCAN_BUDGET} messages (every filter but `status` is checked on the messages "
+        "themselves, in id order; no index answers `idempotency_key`, `group` or a time range "
+        "either): when that budget runs out before the page is full, the page may be short, "
         "even empty, and `next_after_id` is the last id examined, so that the next call goes "
         "on from there. Instants are RFC 3339 in UTC: write `Z` (a `+` in a query string "
         "reads as a space: `+00:00` is `%2B00:00`).",
