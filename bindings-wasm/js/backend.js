@@ -205,7 +205,7 @@ class QueueHandle {
   async #bulk(plan, write) {
     try {
       for (let next = plan.next(); next !== undefined; ) {
-        const ids = await this.#ctx.store.select(this.#rules.name, plan, ...next);
+        const ids = await this.#ctx.store.select(plan, ...next);
         next = plan.record(ids, ids.length === 0 ? 0 : await write(ids));
       }
       return plan.done;
@@ -328,7 +328,7 @@ class QueueHandle {
     this.#ctx.open();
     const plan = this.#rules.list(filters, limit, afterId, this.#ctx.clock);
     try {
-      await this.#ctx.store.scan(this.#rules.name, plan);
+      await this.#ctx.store.scan(plan);
       const [messages, nextAfterId] = plan.finish();
       return { messages, nextAfterId };
     } catch (err) {

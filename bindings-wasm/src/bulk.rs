@@ -1,8 +1,7 @@
 //! The bulk operations (internal): `Queue.replayAll`, `deleteAll`, `retryNowAll` (the core's
-//! [`BulkArgs`], over the filters of `list`), `moveAll` ([`MoveAllArgs`]) and `Queue.purge`, in the core's [`Batches`] over
-//! the `list` index (a status) or the `queue` index (`deleteAll` without a status) of the
-//! IndexedDB store, each batch in its own transaction; and a page of `Queue.list` ([`ListPlan`],
-//! the core's [`Scan`]).
+//! [`BulkArgs`], over the filters of `list`), `moveAll` ([`MoveAllArgs`]) and `Queue.purge`, in
+//! the core's [`Batches`] over the `list` index of the IndexedDB store, each batch in its own
+//! transaction; and a page of `Queue.list` ([`ListPlan`], the core's [`Scan`]).
 
 use deadletter::engine::{Action, BulkArgs, Scan};
 use deadletter::{Batches, Id, Millis, MoveAllArgs, PurgeArgs, Result};
@@ -26,8 +25,7 @@ enum Bulk {
 }
 
 /// A bulk operation in [`Batches`]: while [`BulkPlan::next`] (then [`BulkPlan::record`]) names a
-/// selection, the store reads the records of that range of the `list` index or, without a
-/// range, those of the queue's `queue` index above the id it names, asking
+/// selection, the store reads the records of its ranges of the `list` index in id order, asking
 /// [`BulkPlan::matches`] about each until it has as many as the selection has room for; then,
 /// in one transaction, reads the records of the ids it kept and:
 /// - for `replayAll` and `retryNowAll` ([`BulkPlan::writes`] true), reads the queue's row first,
@@ -115,18 +113,16 @@ impl BulkPlan {
 
 #[wasm_bindgen]
 impl BulkPlan {
-    /// The next selection, `[range, room, after]`: at most `room` ids, of the `list` index's
-    /// `range`, or (`range` null) of the queue's records with an id above `after`; `undefined`
-    /// when the operation is over.
+    /// The next selection, `[ranges, room]`: at most `room` ids of the queue's records with an
+    /// id above the batch's, in the `list` index's `ranges` (one per status: [`keys::after`]);
+    /// `undefined` when the operation is over.
     pub fn next(&self) -> Option<Array> {
         let (after, room) = self.batches.next()?;
         let filter = self.filter();
-        let range = filter.status.map_or(JsValue::NULL, |s| {
-            keys::status_after(filter.queue, s, after)
-        });
+        let ranges = keys::after(filter.queue, filter.status, after);
         #[allow(clippy::cast_precision_loss)] // at most BATCH
         Some(
-            [range, JsValue::from_f64(room as f64), number(after)]
+            [ranges, JsValue::from_f64(room as f64)]
                 .into_iter()
                 .collect(),
         )
@@ -240,18 +236,15 @@ impl ListPlan {
 
 #[wasm_bindgen]
 impl ListPlan {
-    /// The next page to read, `[range, limit, afterId]`: with a status, the `range` of the `list`
-    /// index (ids above `afterId`, at most `limit`); `range` null: the records of the queue's
-    /// `queue` index from the id after `afterId`. `undefined` when the scan is over.
+    /// The next page to read, `[ranges, limit]`: at most `limit` records with an id above the
+    /// page's, in the `list` index's `ranges` (one per status: [`keys::after`]). `undefined` when
+    /// the scan is over.
     pub fn next(&self) -> Option<Array> {
         let query = self.scan.next()?;
-        let after_id = query.after_id.unwrap_or(0);
-        let range = query.status.map_or(JsValue::NULL, |s| {
-            keys::status_after(query.queue, s, after_id)
-        });
+        let ranges = keys::after(query.queue, query.status, query.after_id.unwrap_or(0));
         #[allow(clippy::cast_precision_loss)] // at most SCAN_BUDGET
         let limit = JsValue::from_f64(query.limit as f64);
-        Some([range, limit, number(after_id)].into_iter().collect())
+        Some([ranges, limit].into_iter().collect())
     }
 
     /// The records of the page [`ListPlan::next`] named, in id order; then the next page to

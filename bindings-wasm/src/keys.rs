@@ -8,7 +8,6 @@
 //! | --- | --- |
 //! | `claim` | `[queue, lane, at, id]` |
 //! | `list` | `[queue, status, id, updatedAt]` |
-//! | `expiry` | `[queue, status, leaseExpiresAt]` |
 //! | `delayed` | `[queue, status, retryAfter, lane]` |
 //! | `dead` | `[queue, status, deadAt]` |
 //! | `group` | `[queue, group, groupAt, id]` |
@@ -95,19 +94,22 @@ pub fn ready(queue: &str) -> JsValue {
     between(&[queue.into(), READY.into()], NEG_INF, false, INF)
 }
 
-/// Index `list`: the messages of `queue` in `status` with an id above `after`, in id order.
-pub fn status_after(queue: &str, status: Status, after: i64) -> JsValue {
-    between(&of(queue, status), float(after), true, INF)
+/// Index `list`: the messages of `queue` with an id above `after`, in `status` or (`None`) in
+/// any: one range per status, each in id order (the store merges them).
+pub fn after(queue: &str, status: Option<Status>, after: i64) -> JsValue {
+    let statuses = status
+        .as_ref()
+        .map_or(&Status::ALL[..], std::slice::from_ref);
+    statuses
+        .iter()
+        .map(|s| between(&of(queue, *s), float(after), true, INF))
+        .collect::<Array>()
+        .into()
 }
 
 /// Index `list`: every message of `queue` in `status`.
 pub fn status(queue: &str, status: Status) -> JsValue {
     between(&of(queue, status), NEG_INF, false, INF)
-}
-
-/// Index `expiry`: the `processing` messages of `queue` whose lease ran out at `now`.
-pub fn overdue(queue: &str, now: Millis) -> JsValue {
-    between(&of(queue, Status::Processing), NEG_INF, false, float(now))
 }
 
 /// Index `delayed`: the `pending` messages of `queue` whose `retryAfter` is after `now`, the

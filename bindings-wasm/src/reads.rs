@@ -11,12 +11,15 @@ use crate::{errors, keys, queue};
 
 /// `Queue.stats`: in one read transaction, the store reads the queue's row, counts the ranges of
 /// [`StatsPlan::ranges`], reads the first keys of two of them, and walks the claim lanes through
-/// [`StatsPlan::timed`] and [`StatsPlan::ready`] for the oldest due message.
+/// [`StatsPlan::timed`] and [`StatsPlan::ready`] for the oldest due message and the leases that
+/// ran out.
 #[wasm_bindgen]
 pub struct StatsPlan {
     queue: String,
     now: Millis,
     oldest_due: Option<Millis>,
+    /// The leases that ran out (the `processing` messages of the timed lane up to now).
+    expired: u64,
 }
 
 impl StatsPlan {
@@ -25,11 +28,13 @@ impl StatsPlan {
             queue,
             now,
             oldest_due: None,
+            expired: 0,
         }
     }
 
     fn due(&mut self, record: &JsValue) -> Result<bool> {
         let message = from_record(record)?;
+        self.expired += u64::from(message.status == Status::Processing);
         let due = machine::is_due(&message, self.now);
         if due {
             let at = message.created_at;
@@ -41,8 +46,8 @@ impl StatsPlan {
 
 #[wasm_bindgen]
 impl StatsPlan {
-    /// The ranges: `byStatus` (index `list`, one per status in lifecycle order), `expired`
-    /// (index `expiry`), `delayed` (index `delayed`, whose first key is the next due instant),
+    /// The ranges: `byStatus` (index `list`, one per status in lifecycle order), `delayed`
+    /// (index `delayed`, whose first key is the next due instant),
     /// `dead` (index `dead`, whose first key is the oldest death), `timed` and `ready` (index
     /// `claim`).
     pub fn ranges(&self) -> Object {
@@ -51,7 +56,6 @@ impl StatsPlan {
         let object = Object::new();
         for (name, range) in [
             ("byStatus", by_status.into()),
-            ("expired", keys::overdue(q, now)),
             ("delayed", keys::delayed(q, now)),
             ("dead", keys::dead(q)),
             ("timed", keys::timed(q, now)),
@@ -62,7 +66,7 @@ impl StatsPlan {
         object
     }
 
-    /// A record of the timed range (in any order).
+    /// A record of the timed range (in any order): a `processing` one is a lease that ran out.
     pub fn timed(&mut self, record: &JsValue) -> std::result::Result<(), JsValue> {
         js(self.due(record)).map(drop)
     }
@@ -73,7 +77,7 @@ impl StatsPlan {
         js(self.due(record))
     }
 
-    /// The statistics, from `counts` (the counts of `byStatus`, then `expired` and `delayed`),
+    /// The statistics, from `counts` (the counts of `byStatus`, then `delayed`),
     /// the first keys of `delayed` and `dead` (`undefined` when empty) and the queue's record in
     /// `queues` (`undefined`: none).
     pub fn finish(
@@ -95,7 +99,7 @@ impl StatsPlan {
         };
         let counts = deadletter::Counts {
             by_status: [next()?, next()?, next()?, next()?],
-            expired: next()?,
+            expired: self.expired,
             delayed: next()?,
             next_due_at: keys::part(first_delayed, 2),
             oldest_due_created_at: self.oldest_due,

@@ -282,7 +282,8 @@ fn record_id(record: &JsValue) -> Result<Id> {
     whole(&id).ok_or_else(|| Error::Store("an IndexedDB record without a whole-number id".into()))
 }
 
-/// The schema version whose records [`from_record`] reads (see `crate::schema::VERSION`).
+/// The schema version whose records [`from_record`] reads: 6, whose records version 7 writes
+/// unchanged (7 has fewer indexes; see `crate::schema::VERSION`).
 const VERSION: u32 = 6;
 
 /// Reads a stored record back; a `store` error naming the message and the field when it holds a
@@ -297,12 +298,12 @@ pub fn stored(record: &JsValue) -> Result<Stored> {
     read(record, VERSION)
 }
 
-/// The record of schema version 6 for a record written by schema version `from` (1 to 5), for
+/// The record of schema version 6 (and 7) for a record written by schema version `from` (1 to 5), for
 /// the upgrade transaction: one of 1 or 2 (deadletter 0.1.0) is read with the fields of 3 at
 /// their defaults and given what 0.1.0 knew ([`upgrade_v1`]); the fields of 5 (ordering group,
 /// expiry, group position) are null before 5, and `movedFrom` (6) before 6; every record is
 /// then written as this version writes it, so it gets its place in the new indexes. One of 5
-/// keeps its place (`groupAt`, `lane`, `at`: 6 has the same indexes).
+/// keeps its place (`groupAt`, `lane`, `at`: its places are 6's and 7's).
 pub fn upgrade_record(record: &JsValue, from: u32) -> Result<Object> {
     let stored = read(record, from)?;
     if from == 5 {

@@ -79,6 +79,36 @@ export async function walk(what, open, visit) {
   }
 }
 
+/**
+ * Walks the records of `ranges` (plans' ranges) of `index` in primary-key (id) order, each range
+ * being in id order itself (one status of index `list`): one cursor per range, opened at once,
+ * merged; `visit(record)` for each, synchronously, until it returns false. One record at a time
+ * in memory per range; the walk awaits only its cursors' requests.
+ */
+export async function walkMerged(index, ranges, visit) {
+  const what = "openCursor";
+  let reqs;
+  try {
+    reqs = ranges.map((range) => index.openCursor(keyRange(range)));
+  } catch (err) {
+    throw storeError(what, err);
+  }
+  const cursors = await Promise.all(reqs.map((req) => settle(req, what)));
+  for (;;) {
+    let k = -1;
+    for (const [i, cursor] of cursors.entries()) {
+      if (cursor !== null && (k < 0 || cursor.primaryKey < cursors[k].primaryKey)) k = i;
+    }
+    if (k < 0 || visit(cursors[k].value) === false) return;
+    try {
+      cursors[k].continue();
+    } catch (err) {
+      throw storeError(what, err);
+    }
+    cursors[k] = await settle(reqs[k], what);
+  }
+}
+
 /** The first key of `range` in `index` (the last with `direction` "prev"), or undefined. */
 export async function firstKey(index, range, direction = "next") {
   let key;

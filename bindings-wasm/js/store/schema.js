@@ -2,7 +2,7 @@
 // `queues`, and the version upgrades; opening a database within a time limit, refusing another
 // application's database without changing it. What to do with the version found (create, upgrade,
 // take, refuse) is the core's decision (`schemaDecision`: deadletter::storage's
-// `Place::migration`), and so is the record of an older version as version 6 writes it
+// `Place::migration`), and so is the record of an older version as version 7 writes it
 // (`upgradeRecord`, with the 0.1.0 mapping).
 //
 // Version 1 had `claim` on [queue, status, createdAt]; 2 added `id` and `dueAt` to it; 3 added
@@ -13,8 +13,11 @@
 // records' `group`, `expiresAt` and `groupAt`, the indexes `group` and `expiring`, and `lane` to
 // `delayed` (the members blocked behind their group's head have no lane, so they are in neither
 // `claim` nor `delayed`); 6 (issue 22) adds the records' `movedFrom` (the queue a message was
-// moved from, null until moved), with the same indexes. Every upgrade rewrites every record as the current version writes it,
-// in the upgrade's transaction: a database is at one version, whole.
+// moved from, null until moved), with the same indexes; 7 drops the indexes `queue` and `expiry`
+// (every write rewrote their entries; the list without a status, the queue names and the count of
+// leases that ran out come from `list` and `claim`), with 6's records. Every upgrade rewrites
+// every record as the current version writes it (from 6, as they are), in the upgrade's
+// transaction: a database is at one version, whole.
 
 import { schemaDecision, upgradeRecord } from "../core.js";
 import { DeadLetterError } from "../errors.js";
@@ -25,21 +28,23 @@ export const STORE = "messages";
 /** The object store of queue rows (settings, pause, expiry counters), keyed by `name`. */
 export const QUEUES = "queues";
 /** Schema version. */
-export const VERSION = 6;
+export const VERSION = 7;
 /** How long `open` waits (blocked by other connections, queued behind an upgrade), in ms. */
 export const OPEN_TIMEOUT_MS = 5_000;
 
 /**
- * The indexes of version 6 (as of 5), by name: [keyPath, unique]. Within one index key, entries come in
+ * The indexes of version 7, by name: [keyPath, unique]. Within one index key, entries come in
  * primary-key (= id) order, which gives id-ordered pages. The key ranges the store reads in them
- * come from the WebAssembly module (src/keys.rs), which knows these key paths.
+ * come from the WebAssembly module (src/keys.rs), which knows these key paths. A write costs an
+ * entry in every index whose key path the record has (null is no key), so an index is here only
+ * for a query no other one serves.
  * - `claim`: two lanes (the record's `lane` and `at`, from the core's lane rule): the messages
  *   whose turn comes at a time (leases, backoffs and delays) by that time; the due pending
  *   messages in claim order. Finished messages are not in it, nor are the members of a group
- *   waiting behind its head (blocked: no lane), so a claim never reads them.
- * - `expiry`: processing messages by the end of their lease (only they have `leaseExpiresAt`).
- * - `list`: one status in id order, with `updatedAt`: list by status, counts, bulk selections.
- * - `queue`: list without a status (id order within a key) and the queue names.
+ *   waiting behind its head (blocked: no lane), so a claim never reads them. Its timed lane up to
+ *   now holds the leases that ran out (stats counts them there).
+ * - `list`: one status in id order, with `updatedAt`: list and bulk selections (without a status:
+ *   one range per status, merged by id), counts, the queue names.
  * - `idempotency` (unique): at most one message of a queue carries a key.
  * - `delayed`: pending messages by `retryAfter` (null otherwise), with their lane (none while
  *   blocked behind their group's head): delayed count, next due.
@@ -51,9 +56,7 @@ export const OPEN_TIMEOUT_MS = 5_000;
  */
 export const INDEXES = {
   claim: [["queue", "lane", "at", "id"], false],
-  expiry: [["queue", "status", "leaseExpiresAt"], false],
   list: [["queue", "status", "id", "updatedAt"], false],
-  queue: ["queue", false],
   idempotency: [["queue", "idempotencyKey"], true],
   delayed: [["queue", "status", "retryAfter", "lane"], false],
   dead: [["queue", "status", "deadAt"], false],
@@ -61,11 +64,13 @@ export const INDEXES = {
   expiring: [["queue", "status", "expiresAt"], false],
 };
 
-/** The key path of every index of schema `version` (1 to 6), by name. */
+/** The indexes versions 1 to 6 had and 7 dropped. */
+const DROPPED = { expiry: ["queue", "status", "leaseExpiresAt"], queue: "queue" };
+
+/** The key path of every index of schema `version` (1 to 7), by name. */
 function shape(version) {
   const indexes = {
-    expiry: INDEXES.expiry[0],
-    queue: INDEXES.queue[0],
+    ...(version < 7 ? DROPPED : {}),
     claim: version === 1 ? ["queue", "status", "createdAt"]
       : version < 4 ? ["queue", "status", "createdAt", "id", "dueAt"]
       : INDEXES.claim[0],
@@ -113,15 +118,12 @@ function look(db, tx, version) {
 
 /**
  * The object store `queues` and the indexes a database of version `from` (0: new) lacks, or has
- * with an older key path, for version 6 (whose indexes are those of 5).
+ * with an older key path, for version 7; the indexes 7 dropped, deleted.
  */
 function createSchema(db, store, from) {
-  if (from === 5) return;
+  if (from > 0) for (const name of Object.keys(DROPPED)) store.deleteIndex(name);
+  if (from >= 5) return;
   const create = (name) => store.createIndex(name, INDEXES[name][0], { unique: INDEXES[name][1] });
-  if (from === 0) {
-    create("expiry");
-    create("queue");
-  }
   if (from < 4) {
     if (from > 0) store.deleteIndex("claim");
     create("claim");
@@ -136,7 +138,7 @@ function createSchema(db, store, from) {
   db.createObjectStore(QUEUES, { keyPath: "name" });
 }
 
-/** Rewrites every record of version `from` as version 6 writes it, inside the upgrade transaction. */
+/** Rewrites every record of version `from` (1 to 5) as version 7 writes it, inside the upgrade transaction. */
 async function upgradeRecords(store, from) {
   const req = store.openCursor();
   for (;;) {
@@ -158,12 +160,12 @@ function timeout(ms) {
 }
 
 /**
- * Opens database `name` of `factory` (creating it at version 6, or upgrading it from 1 to 5) and
+ * Opens database `name` of `factory` (creating it at version 7, or upgrading it from 1 to 6) and
  * resolves to the connection.
  *
  * Another application's database of that name is refused with a `store` error and left as it was:
- * at an older version without deadletter's store and indexes the upgrade is aborted; at version 6
- * it is checked after opening (without writing) and closed; above 6 IndexedDB refuses to open it,
+ * at an older version without deadletter's store and indexes the upgrade is aborted; at version 7
+ * it is checked after opening (without writing) and closed; above 7 IndexedDB refuses to open it,
  * and a second, plain open says what it holds. An open that has not completed after
  * `OPEN_TIMEOUT_MS` (blocked by another connection that does not close, or queued behind another
  * tab's upgrade or delete) fails with a `store` error instead of hanging; should it go through
@@ -189,10 +191,13 @@ export async function open(factory, name) {
       } else {
         const store = tx.objectStore(STORE);
         createSchema(db, store, from);
-        upgradeRecords(store, from).catch((err) => {
-          refusal = storeError(`open of "${name}"`, `upgrading the records failed: ${err.message}`);
-          tx.abort();
-        });
+        // Version 6's records are 7's.
+        if (from < 6) {
+          upgradeRecords(store, from).catch((err) => {
+            refusal = storeError(`open of "${name}"`, `upgrading the records failed: ${err.message}`);
+            tx.abort();
+          });
+        }
       }
     } catch (err) {
       refusal = err instanceof DeadLetterError ? err : storeError(`open of "${name}"`, `creating or upgrading the schema failed: ${err}`);

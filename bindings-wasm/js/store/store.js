@@ -17,7 +17,8 @@
 // synchronous function (`options.clock`, else `Date.now`), so reading it awaits nothing.
 
 import { QUEUES, STORE, open } from "./schema.js";
-import { ahead, firstKey, firstRecords, keyRange, lastKeys, putAll, request, settle, storeError, transaction, walk } from "./requests.js";
+import { DeadLetterError } from "../errors.js";
+import { ahead, firstKey, firstRecords, keyRange, lastKeys, putAll, request, settle, storeError, transaction, walk, walkMerged } from "./requests.js";
 
 /**
  * `n` fresh lease tokens: random version-4 UUIDs (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`), from
@@ -69,25 +70,14 @@ async function place(messages, book) {
 }
 
 /**
- * One page of records: of index `list` in `range` when given, else of queue `queue` with an id
- * above `afterId`; at most `limit`.
+ * One page of records, at most `limit`, of `ranges` of index `list` (a plan's: one per status,
+ * ids above the page's), in id order: one range is read at once; several, merged (`walkMerged`).
  */
-async function page(messages, queue, range, limit, afterId) {
-  if (range !== null) return request("getAll", () => messages.index("list").getAll(keyRange(range), limit));
+async function page(messages, ranges, limit) {
+  const list = messages.index("list");
+  if (ranges.length === 1) return request("getAll", () => list.getAll(keyRange(ranges[0]), limit));
   const records = [];
-  const req = messages.index("queue").openCursor(IDBKeyRange.only(queue));
-  for (;;) {
-    const cursor = await settle(req, "openCursor");
-    if (cursor === null) break;
-    if (cursor.primaryKey <= afterId) {
-      // Keyset pagination: on to the first id above afterId under this key.
-      cursor.continuePrimaryKey(queue, afterId + 1);
-      continue;
-    }
-    records.push(cursor.value);
-    if (records.length === limit) break;
-    cursor.continue();
-  }
+  await walkMerged(list, ranges, (record) => records.push(record) < limit);
   return records;
 }
 
@@ -206,40 +196,23 @@ export class IdbStore {
 
   /**
    * The pages of a ListPlan (src/bulk.rs: the core's Scan), in one read transaction: while
-   * `plan.next()`, then `plan.feed(records)`, names a page `[range, limit, afterId]`, reads it
-   * (`page`) and hands its records to `plan.feed`.
+   * `plan.next()`, then `plan.feed(records)`, names a page `[ranges, limit]`, reads it (`page`)
+   * and hands its records to `plan.feed`.
    */
-  scan(queue, plan) {
+  scan(plan) {
     return this.#run(MESSAGES, "readonly", async (messages) => {
-      for (let next = plan.next(); next !== undefined; ) next = plan.feed(await page(messages, queue, ...next));
+      for (let next = plan.next(); next !== undefined; ) next = plan.feed(await page(messages, ...next));
     });
   }
 
   /**
    * The ids (ascending) of at most `room` messages that a BulkPlan selects (its `matches(record)`
-   * of each record): of index `list` in `range`, or without a range of queue `queue` with an id
-   * above `after`.
+   * of each record) in `ranges` of index `list` (the plan's: one per status), merged in id order.
    */
-  select(queue, plan, range, room, after) {
+  select(plan, ranges, room) {
     return this.#run(MESSAGES, "readonly", async (messages) => {
       const ids = [];
-      const index = messages.index(range === null ? "queue" : "list");
-      const req = range === null ? index.openCursor(IDBKeyRange.only(queue)) : index.openCursor(keyRange(range));
-      for (;;) {
-        const cursor = await settle(req, "openCursor");
-        if (cursor === null) break;
-        const id = cursor.primaryKey;
-        if (range === null && id <= after) {
-          // Keyset pagination in the queue index: on to the first id above `after` under this key.
-          cursor.continuePrimaryKey(queue, after + 1);
-          continue;
-        }
-        if (plan.matches(cursor.value)) {
-          ids.push(id);
-          if (ids.length === room) break;
-        }
-        cursor.continue();
-      }
+      await walkMerged(messages.index("list"), ranges, (record) => !plan.matches(record) || ids.push(record.id) < room);
       return ids;
     });
   }
@@ -283,15 +256,15 @@ export class IdbStore {
 
   /**
    * What a StatsPlan asks: the queue's row, the counts of its ranges, the first keys of `delayed`
-   * and `dead`, and the walks of the claim lanes for the oldest due message; resolves to the
-   * statistics.
+   * and `dead`, and the walks of the claim lanes for the oldest due message and the leases that
+   * ran out; resolves to the statistics.
    */
   counts(queue, plan) {
     return this.#run(BOTH, "readonly", async (messages, queues) => {
       const row = request("get", () => queues.get(queue));
       const r = plan.ranges();
       const count = (index, range) => request("count", () => messages.index(index).count(keyRange(range)));
-      const counts = Promise.all([...r.byStatus.map((range) => count("list", range)), count("expiry", r.expired), count("delayed", r.delayed)]);
+      const counts = Promise.all([...r.byStatus.map((range) => count("list", range)), count("delayed", r.delayed)]);
       const firsts = Promise.all([firstKey(messages.index("delayed"), keyRange(r.delayed)), firstKey(messages.index("dead"), keyRange(r.dead))]);
       const claim = messages.index("claim");
       // One record at a time (after an outage, many thousands may have come due).
@@ -320,14 +293,25 @@ export class IdbStore {
     });
   }
 
-  /** The names of the queues that hold messages or have a row, each once, in IndexedDB's (UTF-16) order per source. */
+  /**
+   * The names of the queues that hold messages or have a row, each once, in IndexedDB's (UTF-16)
+   * order per source: those of index `list` (`[queue, status, id, updatedAt]`) one key per queue,
+   * each skipping to the first key above `[queue, []]` (an array sorts above every status).
+   */
   queues() {
     return this.#run(BOTH, "readonly", async (messages, queues) => {
       const rows = request("getAllKeys", () => queues.getAllKeys());
       const names = [];
-      await walk("openKeyCursor", () => messages.index("queue").openKeyCursor(null, "nextunique"), (cursor) => {
-        names.push(cursor.key);
-      });
+      const what = "openKeyCursor";
+      try {
+        const req = messages.index("list").openKeyCursor();
+        for (let cursor = await settle(req, what); cursor !== null; cursor = await settle(req, what)) {
+          names.push(cursor.key[0]);
+          cursor.continue([cursor.key[0], []]);
+        }
+      } catch (err) {
+        throw err instanceof DeadLetterError ? err : storeError(what, err);
+      }
       return [...new Set([...names, ...(await rows)])];
     });
   }

@@ -268,16 +268,20 @@ test("another application's database of the same name is refused and left as it 
     "version 4, messages without our indexes": [4, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true }).createIndex("queue", "queue")],
     "version 4, messages with another key": [4, (db) => db.createObjectStore("messages", { keyPath: "key" })],
     "version 5 (ours), messages without the queues store": [5, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true }).createIndex("queue", "queue")],
-    "version 7": [7, (db) => db.createObjectStore("todos")],
-    "version 7 with a messages store (a newer deadletter's?)": [7, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true })],
+    "version 6 (ours), messages without the expiry index": [6, (db) => {
+      db.createObjectStore("messages", { keyPath: "id", autoIncrement: true }).createIndex("queue", "queue");
+      db.createObjectStore("queues", { keyPath: "name" });
+    }],
+    "version 8": [8, (db) => db.createObjectStore("todos")],
+    "version 8 with a messages store (a newer deadletter's?)": [8, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true })],
   };
   for (const [label, [version, upgrade]] of Object.entries(cases)) {
     const name = fresh();
     (await rawOpen(name, version, upgrade)).close();
     const before = await snapshot(name);
     const err = await rejects(open(name), "store");
-    const why = label.startsWith("version 7 with") ? /has schema version 7; this deadletter reads version 6 \(upgrade deadletter to open it\)/
-      : label === "version 7" ? /is not a deadletter database: it holds other object stores \(todos\) and none of deadletter's/
+    const why = label.startsWith("version 8 with") ? /has schema version 8; this deadletter reads version 7 \(upgrade deadletter to open it\)/
+      : label === "version 8" ? /is not a deadletter database: it holds other object stores \(todos\) and none of deadletter's/
       : /is not a deadletter database/;
     assert.match(err.message, why, label);
     assert.match(err.message, /nothing was changed/, label);

@@ -5,7 +5,8 @@
 // tests/fixtures/make_schema_indexeddb.mjs) are loaded into fresh fake-indexeddb databases exactly as
 // they were left (version, object store, indexes, records), then opened: every message must read
 // back with exact values, and the queue must work. A schema 5 database (issue 21) is written here
-// record by record (schema5Records): 6 only adds movedFrom.
+// record by record (schema5Records): 6 only adds movedFrom; a schema 6 database likewise (7 drops
+// two indexes and keeps 6's records).
 // Run: node --require fake-indexeddb/auto --test bindings-wasm/js/test/  (after build.sh)
 import { test } from "node:test";
 import { readFileSync } from "node:fs";
@@ -18,18 +19,20 @@ const dump = fixture("v0.1.0-indexeddb.json");
 const dump3 = fixture("schema3-indexeddb.json");
 const dump4 = fixture("schema4-indexeddb.json");
 
-/** The indexes of schema versions 5 and 6, as `raw` lists them. */
+/** The indexes of schema version 7, as `raw` lists them. */
 const INDEXES = [
   ["claim", ["queue", "lane", "at", "id"], false],
   ["dead", ["queue", "status", "deadAt"], false],
   ["delayed", ["queue", "status", "retryAfter", "lane"], false],
   ["expiring", ["queue", "status", "expiresAt"], false],
-  ["expiry", ["queue", "status", "leaseExpiresAt"], false],
   ["group", ["queue", "group", "groupAt", "id"], false],
   ["idempotency", ["queue", "idempotencyKey"], true],
   ["list", ["queue", "status", "id", "updatedAt"], false],
-  ["queue", "queue", false],
 ];
+
+/** The indexes of schema versions 5 and 6: 7's and `expiry` and `queue`. */
+const INDEXES6 = [...INDEXES, ["expiry", ["queue", "status", "leaseExpiresAt"], false], ["queue", "queue", false]]
+  .sort(([a], [b]) => (a < b ? -1 : 1));
 
 /**
  * Each record's place in the claim index, `[id, lane, at - BASE]`; and that `dueAt` is gone and
@@ -120,7 +123,7 @@ test("the fixture is what 0.1.0 wrote: schema version 2, seven records", () => {
   assert.equal(dump.records.length, 7);
 });
 
-test("a 0.1.0 database is upgraded to schema 6 on open and reads back exactly", async () => {
+test("a 0.1.0 database is upgraded to schema 7 on open and reads back exactly", async () => {
   const name = `migration-${process.pid}`;
   await load(name, dump);
   let now = BASE + 20_000;
@@ -163,7 +166,7 @@ test("a 0.1.0 database is upgraded to schema 6 on open and reads back exactly", 
   // ready by createdAt, finished ones out of the claim index); the new indexes.
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 6);
+  assert.equal(stored.version, 7);
   assert.deepEqual(stored.indexes, INDEXES);
   assert.equal(stored.queues, "name");
   assert.deepEqual(lanes(stored.records),
@@ -221,7 +224,7 @@ function asMessage(record) {
  * Loads `dump` (a schema `version` fixture of 3 or 4: the eight messages of make_schema_indexeddb.mjs)
  * into a fresh database, opens it at BASE + 1 s (which upgrades it), checks that every message
  * reads back as stored (list order and statuses, then each by id), closes it and resolves to its
- * name and its raw dump, whose version and indexes are checked to be schema 6's.
+ * name and its raw dump, whose version and indexes are checked to be schema 7's.
  */
 async function upgradeV3OrV4(dump, version) {
   assert.equal(dump.version, version);
@@ -239,12 +242,12 @@ async function upgradeV3OrV4(dump, version) {
   }
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 6);
+  assert.equal(stored.version, 7);
   assert.deepEqual(stored.indexes, INDEXES);
   return { name, stored };
 }
 
-test("a schema 3 database is upgraded to schema 6 on open: same messages, claim index lanes", async () => {
+test("a schema 3 database is upgraded to schema 7 on open: same messages, claim index lanes", async () => {
   let now = BASE + 1_000;
   const { name, stored } = await upgradeV3OrV4(dump3, 3);
   assert.deepEqual(lanes(stored.records),
@@ -276,7 +279,7 @@ test("a schema 3 database is upgraded to schema 6 on open: same messages, claim 
   again.close();
 });
 
-test("a schema 4 database is upgraded to schema 6 on open: same messages and lanes, the queues store, groups and expiry work", async () => {
+test("a schema 4 database is upgraded to schema 7 on open: same messages and lanes, the queues store, groups and expiry work", async () => {
   let now = BASE + 1_000;
   const { name, stored } = await upgradeV3OrV4(dump4, 4);
   assert.equal(stored.queues, "name");
@@ -326,13 +329,13 @@ function schema5Records() {
   ];
 }
 
-test("a schema 5 database is upgraded to schema 6 on open: movedFrom null, every place kept, moves work", async () => {
+test("a schema 5 database is upgraded to schema 7 on open: movedFrom null, every place kept, moves work", async () => {
   const name = `migration5-${process.pid}`;
   const records = schema5Records();
   const req = indexedDB.open(name, 5);
   req.onupgradeneeded = () => {
     const store = req.result.createObjectStore("messages", { keyPath: "id", autoIncrement: true });
-    for (const [index, keyPath, unique] of INDEXES) store.createIndex(index, keyPath, { unique });
+    for (const [index, keyPath, unique] of INDEXES6) store.createIndex(index, keyPath, { unique });
     req.result.createObjectStore("queues", { keyPath: "name" });
     for (const record of records) store.put(record);
   };
@@ -343,7 +346,7 @@ test("a schema 5 database is upgraded to schema 6 on open: movedFrom null, every
   assert.deepEqual((await emails.list()).map((m) => [m.id, m.movedFrom]), [[1, null], [2, null], [3, null], [4, null]]);
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 6);
+  assert.equal(stored.version, 7);
   assert.deepEqual(stored.indexes, INDEXES);
   assert.equal(stored.queues, "name");
   // Rewritten with movedFrom, each in its place (the ready lane of 4, the blocked 2) as before.
@@ -359,5 +362,48 @@ test("a schema 5 database is upgraded to schema 6 on open: movedFrom null, every
   assert.equal(await q.moveAll("other", { dryRun: true }), 1);
   assert.equal(await q.moveAll("other"), 1);
   assert.deepEqual([(await other.get(3)).movedFrom, (await other.enqueue("dup", { idempotencyKey: "k" })).id], ["emails", 3]);
+  again.close();
+});
+
+test("a schema 6 database is upgraded to schema 7 on open: indexes expiry and queue dropped, records as they were", async () => {
+  const name = `migration6-${process.pid}`;
+  const records = schema5Records().map((r) => ({ ...r, movedFrom: null }));
+  const plain = { ...records[0], group: null, groupAt: null };
+  records.push(
+    // A lease that ran out at BASE + 500 (counted as expired once the `expiry` index is gone) and
+    // a message of another queue.
+    { ...plain, id: 5, payload: "leased", status: "processing", leaseToken: "t", leaseExpiresAt: BASE + 500, lane: 0, at: BASE + 500 },
+    { ...plain, id: 6, queue: "other", payload: "elsewhere" },
+  );
+  const req = indexedDB.open(name, 6);
+  req.onupgradeneeded = () => {
+    const store = req.result.createObjectStore("messages", { keyPath: "id", autoIncrement: true });
+    for (const [index, keyPath, unique] of INDEXES6) store.createIndex(index, keyPath, { unique });
+    req.result.createObjectStore("queues", { keyPath: "name" });
+    for (const record of records) store.put(record);
+  };
+  (await request(req)).close();
+
+  const db = await open(name, { clock: () => BASE + 1_000, random: () => 0 });
+  const emails = db.queue("emails");
+  // Without a status: every status merged in id order, in pages.
+  assert.deepEqual((await emails.list()).map((m) => [m.id, m.status]),
+    [[1, "pending"], [2, "pending"], [3, "dead"], [4, "pending"], [5, "processing"]]);
+  const first = await emails.list({ limit: 2 });
+  assert.deepEqual([first.map((m) => m.id), first.nextAfterId], [[1, 2], 2]);
+  assert.deepEqual((await emails.list({ limit: 2, afterId: 2 })).map((m) => m.id), [3, 4]);
+  const all = await db.queues();
+  assert.deepEqual(all.map((s) => [s.queue, s.pending, s.processing, s.dead, s.expired]), [["emails", 3, 1, 1, 1], ["other", 1, 0, 0, 0]]);
+  db.close();
+  const stored = await raw(name);
+  assert.equal(stored.version, 7);
+  assert.deepEqual(stored.indexes, INDEXES);
+  assert.deepEqual(stored.records, records);
+
+  // The lease runs out for a claim as before.
+  const again = await open(name, { clock: () => BASE + 1_000, random: () => 0 });
+  const q = again.queue("emails");
+  assert.deepEqual((await q.claimMany(10)).map((m) => m.id), [1, 4]);
+  assert.deepEqual([(await q.get(5)).status, (await q.stats()).expired], ["pending", 0]);
   again.close();
 });
