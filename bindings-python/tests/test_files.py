@@ -77,7 +77,7 @@ def test_a_new_file_is_ours_and_in_wal_mode(tmp_path: Path) -> None:
     header = path.read_bytes()[:100]
     assert header[18:20] == b"\x02\x02"  # WAL
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (6,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (7,)
     conn.close()
     with deadletter.open(path) as db:  # and it opens again
         assert db.queue("q").list() == []

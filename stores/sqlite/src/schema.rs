@@ -9,10 +9,10 @@ use crate::row;
 use crate::sql::{COLUMNS_SQL, PAGE_SQL};
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// The schema of version 1, exactly as deadletter 0.1.0 created it. A new database is created at
-/// version 1 and upgraded by [`UPGRADE_V2`] to [`UPGRADE_V6`], so new and upgraded files have the
+/// version 1 and upgraded by [`UPGRADE_V2`] to [`UPGRADE_V7`], so new and upgraded files have the
 /// same schema. Timestamps are UTC milliseconds since the Unix epoch.
 pub const SCHEMA_V1: &str = "
 CREATE TABLE messages (
@@ -235,10 +235,24 @@ pub const UPGRADE_V6: &str = "
 ALTER TABLE messages ADD COLUMN moved_from TEXT;
 ";
 
+/// Version 6 -> 7: the index of dead messages holds their ids only (issue 24). Since issue 22
+/// every reader of `messages_dead` (a page of dead messages; the selections of `replay_all`,
+/// `delete_all` and `move_all`, which are such pages) reads whole rows in id order, so its copies
+/// of `dead_at`, `updated_at` and `last_error` were written and never read: an entry carried the
+/// message's last error, which can be kilobytes (past about 1 000 bytes an index entry spills to
+/// overflow pages), at every death, and was deleted again at every replay. The dead count reads
+/// either dead index, and `messages_dead_at` keeps the oldest death one seek away. Cheap on a
+/// large file: one index dropped and built again from the dead messages, no table rewritten.
+pub const UPGRADE_V7: &str = "
+DROP INDEX messages_dead;
+-- list, replay_all, delete_all and move_all of dead messages, by id (the rows are read)
+CREATE INDEX messages_dead ON messages (queue, id) WHERE status = 'dead';
+";
+
 /// The statements that bring version N to N + 1, from 0 (an empty database) on: a new database
 /// is created at version 1 and upgraded, so new and upgraded files have the same schema.
-const STEPS: [&str; 6] = [
-    SCHEMA_V1, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4, UPGRADE_V5, UPGRADE_V6,
+const STEPS: [&str; 7] = [
+    SCHEMA_V1, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4, UPGRADE_V5, UPGRADE_V6, UPGRADE_V7,
 ];
 
 /// Where the store keeps its schema, as the core's refusals name it.

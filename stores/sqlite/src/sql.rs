@@ -187,7 +187,7 @@ pub const DELETE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
 pub const RETIRE_SQL: &str = "UPDATE retired_ids SET up_to = max(up_to, ?1)";
 
 /// The messages of queue `?1`: pending, processing, dead, and all, each from its index
-/// (`messages_pending`, `messages_leased`, `messages_dead_at`, `messages_by_queue_id`); the
+/// (`messages_pending`, `messages_leased`, `messages_dead`, `messages_by_queue_id`); the
 /// succeeded ones are the rest.
 pub const COUNT_BY_STATUS_SQL: &str = "SELECT \
     (SELECT count(*) FROM messages WHERE queue = ?1 AND status = 'pending'), \

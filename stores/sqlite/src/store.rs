@@ -148,7 +148,7 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`; `":memory:"` is a private in-memory
     /// database. File databases use WAL journaling, with `durability`. A file of an older schema
-    /// version (1: deadletter 0.1.0; 2 to 5) is upgraded in place, in one transaction; a file
+    /// version (1: deadletter 0.1.0; 2 to 6) is upgraded in place, in one transaction; a file
     /// whose schema version is newer than [`crate::SCHEMA_VERSION`], or another application's,
     /// is refused with a store error and left as it was.
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {

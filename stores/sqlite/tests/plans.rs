@@ -161,7 +161,7 @@ fn indexes_of(query: &str) -> &'static [&'static str] {
         "count by status" => &[
             "messages_pending",
             "messages_leased",
-            "messages_dead_at",
+            "messages_dead",
             "messages_by_queue_id",
         ],
         _ => &[],

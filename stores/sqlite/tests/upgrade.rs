@@ -1,7 +1,8 @@
 //! Files of older schema versions upgraded in place: deadletter 0.1.0's (schema version 1, the
 //! fixture `tests/fixtures/v0.1.0.sqlite`), version 2's (before the ready index), ids that stay
 //! unique across the upgrade to version 4, version 4's (before groups, expiry and the queue
-//! settings) and version 5's (before `moved_from`).
+//! settings), version 5's (before `moved_from`) and version 6's (its index of dead messages
+//! carried their errors).
 
 mod common;
 
@@ -10,12 +11,13 @@ use std::path::Path;
 use common::{TempDb, engine, item, user_version};
 use deadletter::conformance::BASE;
 use deadletter::conformance::kit::{self, at, claim_at};
-use deadletter::{Arg, Call, Error, FailedAttempt, Message, Status};
+use deadletter::{Arg, Call, Error, FailedAttempt, FilterArgs, Message, Status};
 use deadletter_sqlite::{
     Durability, SCHEMA_V1, SCHEMA_VERSION, SqliteStore, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4,
-    UPGRADE_V5,
+    UPGRADE_V5, UPGRADE_V6,
 };
 use rusqlite::params;
+use rusqlite::types::Value;
 
 /// A message of the 0.1.0 fixture as version 3 reads it: what 0.1.0 stored, with the failures it
 /// counted as dropped history and no `retry_after` outside pending.
@@ -459,4 +461,123 @@ fn a_version_5_file_is_upgraded_to_version_6_in_place() {
             ..first
         }
     );
+}
+
+/// Every row of `messages`, every column, in id order: what an upgrade must keep.
+fn table(conn: &rusqlite::Connection) -> Vec<Vec<Value>> {
+    let mut statement = conn
+        .prepare("SELECT * FROM messages ORDER BY id")
+        .expect("select");
+    let width = statement.column_count();
+    let rows = statement
+        .query_map([], |row| (0..width).map(|i| row.get(i)).collect())
+        .expect("rows");
+    rows.collect::<rusqlite::Result<_>>().expect("read")
+}
+
+/// The name and SQL of every index of `messages`, by name.
+fn indexes(conn: &rusqlite::Connection) -> Vec<(String, String)> {
+    let mut statement = conn
+        .prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+        .expect("schema");
+    let rows = statement
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .expect("rows");
+    rows.collect::<rusqlite::Result<_>>().expect("read")
+}
+
+/// A file of schema version 6 with messages of every status (those of [`write_version_2`], two
+/// dead ones, one with a 3 000-byte error that spilled out of the old index's page) is upgraded to
+/// 7 in place: every row stays as it was, byte for byte; only `messages_dead` changes, to
+/// `(queue, id)`; and the dead messages are listed, counted, dated and replayed as before.
+#[test]
+fn a_version_6_file_is_upgraded_to_version_7_in_place() {
+    let file = TempDb::new();
+    let now = BASE + 100_000;
+    write_version_2(&file.0, now);
+    let long = "x".repeat(3_000);
+    let (before, old_indexes) = {
+        let conn = rusqlite::Connection::open(&file.0).expect("open");
+        for step in [UPGRADE_V3, UPGRADE_V4, UPGRADE_V5, UPGRADE_V6] {
+            conn.execute_batch(step).expect("upgrade");
+        }
+        conn.pragma_update(None, "user_version", 6)
+            .expect("version");
+        let mut dead = conn
+            .prepare(
+                "INSERT INTO messages (queue, payload, status, retry_count, max_retries, \
+                 last_error, created_at, updated_at, dead_at, first_failed_at, errors, \
+                 errors_dropped) VALUES ('q', ?1, 'dead', 3, 3, ?2, ?3, ?4, ?4, ?3, ?5, 2)",
+            )
+            .expect("insert");
+        for (payload, error, died) in [
+            ("poison", long.as_str(), BASE + 20),
+            ("bad", "HTTP 400", BASE + 10),
+        ] {
+            let errors = format!(r#"[{{"attempt":3,"error":"{error}","at":{died}}}]"#);
+            dead.execute(params![payload, error, BASE + 5, died, errors])
+                .expect("dead");
+        }
+        (table(&conn), indexes(&conn))
+    };
+    let db = engine(&file.0);
+    assert_eq!(user_version(db.store()), SCHEMA_VERSION);
+    let (after, new_indexes) = db
+        .store()
+        .with_connection(|conn| Ok((table(conn), indexes(conn))))
+        .expect("read");
+    assert_eq!(after, before);
+    let changed: Vec<_> = new_indexes
+        .iter()
+        .filter(|index| !old_indexes.contains(index))
+        .collect();
+    assert_eq!(
+        changed,
+        [&(
+            "messages_dead".to_owned(),
+            "CREATE INDEX messages_dead ON messages (queue, id) WHERE status = 'dead'".to_owned()
+        )]
+    );
+    assert_eq!(new_indexes.len(), old_indexes.len());
+
+    let clock = at(now);
+    let dead = FilterArgs {
+        status: "dead".into(),
+        ..FilterArgs::default()
+    };
+    let page =
+        pollster::block_on(db.list("q".into(), &dead, Arg::Null, Arg::Null, &clock)).expect("list");
+    let listed: Vec<_> = page
+        .messages
+        .iter()
+        .map(|m| (m.id, m.payload.as_str(), m.last_error.as_deref(), m.dead_at))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (6, "poison", Some(long.as_str()), Some(BASE + 20)),
+            (7, "bad", Some("HTTP 400"), Some(BASE + 10))
+        ]
+    );
+    let stats = pollster::block_on(db.stats("q".into(), &clock)).expect("stats");
+    assert_eq!(
+        (stats.pending, stats.processing, stats.succeeded, stats.dead),
+        (3, 1, 1, 2)
+    );
+    assert_eq!(stats.oldest_dead_age_ms, Some(now - (BASE + 10)));
+    let big = FilterArgs {
+        error_contains: "xxx".into(),
+        ..dead.clone()
+    };
+    let replayed =
+        pollster::block_on(db.replay_all("q".into(), &big, Arg::Null, Arg::Null, &clock))
+            .expect("replay_all");
+    assert_eq!(replayed, 1);
+    let stats = pollster::block_on(db.stats("q".into(), &clock)).expect("stats");
+    assert_eq!(
+        (stats.pending, stats.dead, stats.oldest_dead_age_ms),
+        (4, 1, Some(now - (BASE + 10)))
+    );
+    drop(db);
+    assert_eq!(user_version(engine(&file.0).store()), SCHEMA_VERSION);
 }
