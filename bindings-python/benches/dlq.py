@@ -11,6 +11,10 @@ A second `replay_all` of another 10,000 messages then runs while another process
 message at a time through the API: what an ordinary writer waits, SQLite's busy handler
 included. Both probes are first run on the idle file, as references.
 
+Last, on a file of its own, the WAL bytes one death (a failure that uses up the retries) and one
+replay append, with a short error and with a 2 000-byte one (a traceback): deterministic, unlike
+the times (schema 7 took the errors out of the index of dead messages).
+
 The file is built by SQL, not through the API (1,000,000 single state changes would take most of
 an hour): `deadletter.open` creates the schema, then one SQLite transaction inserts the rows
 with the columns the API would have written, and the API opens the file again to measure.
@@ -230,7 +234,48 @@ def main() -> int:
                 f"    reference, idle file for 1 s: {len(quiet_s)} writes, median "
                 f"{ms(statistics.median(quiet_s))}, longest {ms(max(quiet_s))}"
             )
+    print(wal_per_death())
     return 0
+
+
+def wal_per_death(n: int = 1000) -> str:
+    """WAL bytes per death and per replay, n of each, behind 5 000 dead messages, for a short and
+    a long error. A second connection empties the WAL, then holds a read transaction open so that
+    no checkpoint copies or restarts it: its growth is what the calls appended."""
+    lines = [f"WAL bytes per death and per replay ({n:,} each, 5 000 dead before; pages of 4 KiB + 24 B):"]
+    for error in ("HTTP 503: upstream timed out", "Traceback (most recent call last):\n" + "x" * 1966):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "wal.db"
+            with deadletter.open(path, durability="normal") as db:
+                q = db.queue("q")
+
+                def claimed(k: int) -> list[Any]:
+                    for start in range(0, k, 1000):
+                        q.enqueue_many(["x" * 60] * min(1000, k - start))
+                    return [q.claim(lease=600) for _ in range(k)]
+
+                for m in claimed(5000):
+                    q.fail(m.id, error, lease_token=m.lease_token, retryable=False)
+                doomed = claimed(n)
+                reader = sqlite3.connect(path, isolation_level=None)
+                reader.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # an empty WAL, then a reader
+                reader.execute("BEGIN")
+                reader.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+                wal = Path(f"{path}-wal")
+                start = wal.stat().st_size
+                for m in doomed:
+                    q.fail(m.id, error, lease_token=m.lease_token, retryable=False)
+                died = wal.stat().st_size
+                for m in doomed:
+                    q.replay(m.id)
+                replayed = wal.stat().st_size
+                reader.close()
+            death, replay = (died - start) / n, (replayed - died) / n
+            lines.append(
+                f"  error of {len(error):>5,} B: death {death:>7,.0f} B ({death / 4120:.1f} pages), "
+                f"replay {replay:>7,.0f} B ({replay / 4120:.1f} pages)"
+            )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
