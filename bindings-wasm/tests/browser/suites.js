@@ -364,7 +364,7 @@ async function sameRequestsCycle(idb, i) {
     queue: "bench", payload: `job ${i}`, status: "pending", retryCount: 0, maxRetries: 3, retryAfter: null,
     lastError: null, createdAt: now, updatedAt: now, leaseToken: null, leaseExpiresAt: null,
     idempotencyKey: null, firstFailedAt: null, deadAt: null, errors: [], errorsDropped: 0, replayCount: 0,
-    replayedAt: null, group: null, expiresAt: null, groupAt: null, lane: 1, at: now,
+    replayedAt: null, group: null, expiresAt: null, groupAt: null, lane: 1, at: now, movedFrom: null,
   }));
   tx.commit();
   await done(tx);
