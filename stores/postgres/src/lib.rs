@@ -36,14 +36,20 @@
 //! parent's sessions, not even when the store is closed or dropped (`fork.rs`).
 //!
 //! ## Client and pool
-//! The synchronous [`postgres`] crate (sfackler's `rust-postgres`, the maintained client that
-//! `tokio-postgres` powers), pooled by `pool.rs` (a mutex, a condition variable, no lasting
-//! thread: r2d2, used at first, made forked children crash, see `pool::Sessions`). The
-//! store trait's futures are then ready when polled, as the SQLite store's are, so the Python
-//! binding drives both with `pollster::block_on` and no async runtime is exposed to it;
-//! `deadpool-postgres` would have needed one. Each session keeps its prepared statements, so a
-//! call costs one round trip per statement. TLS is not built in yet: a URL that requires it fails to connect with a
-//! store error.
+//! Sessions are `tokio-postgres` clients (sfackler's `rust-postgres`, the maintained client)
+//! behind a blocking interface of our own ([`Client`], in `client.rs`: a current-thread runtime
+//! per session, run on the caller's thread inside each call, as the synchronous `postgres` crate
+//! does), for one thing that crate cannot do: pipelining. A write sends `BEGIN` with its first
+//! statement and `COMMIT` with its last write, and claim sends its three reads together: an
+//! enqueue of one message costs 2 round trips, an ack or a failure 2, a claim of one 3 (they
+//! were 4, 4 and 6; `tests/round_trips.rs` holds them to it). Each of those waits for the answer
+//! before: the clock is read once the locks are held, and the core decides what is written from
+//! what was read. Sessions are pooled by `pool.rs` (a mutex, a condition variable, no lasting
+//! thread: r2d2, used at first, made forked children crash, see `pool::Sessions`). The store
+//! trait's futures are then ready when polled, as the SQLite store's are, so the Python binding
+//! drives both with `pollster::block_on` and no async runtime is exposed to it;
+//! `deadpool-postgres` would have needed one. Each session keeps its prepared statements. TLS is
+//! not built in yet: a URL that requires it fails to connect with a store error.
 //!
 //! What it does not do: decide any state (the core does), keep a clock of its own (it calls the
 //! caller's once its locks are held), or retry a write whose connection died mid-transaction (the caller gets `Error::Store`; the transaction either
@@ -63,7 +69,10 @@
 //! # Ok::<_, deadletter::Error>(())
 //! ```
 
+mod claim;
+mod client;
 mod fork;
+mod insert;
 mod moves;
 mod options;
 mod pool;
@@ -73,6 +82,7 @@ mod sql;
 mod store;
 mod write;
 
+pub use client::Client;
 pub use options::{MAX_CONNECTIONS, MAX_TIMEOUT, MAX_TIMEOUT_MS, Options};
 pub use schema::{
     MAX_SCHEMA_BYTES, SCHEMA_VERSION, ddl, ddl_v1, quote_identifier, upgrade_v2, upgrade_v3,

@@ -33,11 +33,7 @@ impl PostgresStore {
         mut step: impl FnMut(Message, &Context, bool) -> Result<Option<Message>>,
     ) -> Result<Vec<Message>> {
         let sql = self.statements();
-        let statement = conn.prepare(&sql.many)?;
-        let rows = conn
-            .client
-            .query(&statement, &[&queue, &ids])
-            .map_err(db_error)?;
+        let rows = conn.query(&sql.many, &[&queue, &ids])?;
         let seen = rows
             .iter()
             .map(row::read_stored)
@@ -55,11 +51,7 @@ impl PostgresStore {
         let ids_of = |of: Vec<&(Message, bool)>| of.iter().map(|(m, _)| m.id).collect::<Vec<Id>>();
         let mut found = self.lock_many(conn, queue, &ids_of(free))?;
         lock_pairs(conn, &key_locks, &group_locks)?;
-        let statement = conn.prepare(&sql.many_for_update_skip)?;
-        let rows = conn
-            .client
-            .query(&statement, &[&queue, &ids_of(blocked)])
-            .map_err(db_error)?;
+        let rows = conn.query(&sql.many_for_update_skip, &[&queue, &ids_of(blocked)])?;
         for stored in rows.iter().map(row::read_stored) {
             let stored = stored?;
             found.insert(stored.0.id, stored);
@@ -88,11 +80,7 @@ pub fn keys_taken(conn: &mut Conn, sql: &Sql, queue: &str, keys: &[&str]) -> Res
     if keys.is_empty() {
         return Ok(Vec::new());
     }
-    let statement = conn.prepare(&sql.keys_taken)?;
-    let rows = conn
-        .client
-        .query(&statement, &[&queue, &keys])
-        .map_err(db_error)?;
+    let rows = conn.query(&sql.keys_taken, &[&queue, &keys])?;
     rows.iter()
         .map(|r| r.try_get(0).map_err(db_error))
         .collect()

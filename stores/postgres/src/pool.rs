@@ -1,15 +1,18 @@
-//! Connections: a pool of `postgres` clients, each with its prepared statements, and the one
-//! place where driver and pool errors become [`Error::Store`].
+//! Connections: a pool of sessions ([`Client`]), each with its prepared statements, the write
+//! transactions run on them, and the one place where driver and pool errors become
+//! [`Error::Store`].
 
 use std::collections::HashMap;
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use deadletter::{Error, Result};
-use postgres::{Client, NoTls, Statement};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Statement};
 
+use crate::client::{Client, LoginError};
 use crate::fork::Owner;
 
 /// Settings of every session: a row lock is waited for at most `lock_timeout` (then the call
@@ -24,7 +27,7 @@ fn session_setup(lock_timeout: Duration) -> String {
 
 /// A driver error as a store error: the server's message and SQLSTATE when it sent one.
 #[allow(clippy::needless_pass_by_value)] // so that it fits `map_err(db_error)`
-pub fn db_error(err: postgres::Error) -> Error {
+pub fn db_error(err: tokio_postgres::Error) -> Error {
     match err.as_db_error() {
         Some(db) => Error::Store(format!(
             "PostgreSQL: {} (SQLSTATE {})",
@@ -35,14 +38,33 @@ pub fn db_error(err: postgres::Error) -> Error {
     }
 }
 
-/// One pooled session: the client and the statements prepared on it, by SQL text.
+/// One pooled session: the client, the statements prepared on it (by SQL text), and where its
+/// write transaction stands.
+///
+/// Its methods take SQL text and prepare it on first use. A transaction costs one round trip per
+/// statement, except that `BEGIN` travels with the first one ([`Sessions::write_first`]) and
+/// `COMMIT` with the last ([`Conn::commit_with_next`]).
 pub struct Conn {
     /// The session.
     pub client: Client,
     statements: HashMap<String, Statement>,
+    /// Set by [`Conn::commit_with_next`]: the next statement sent ends the transaction.
+    commit_next: bool,
+    /// Whether the transaction ended with its last statement (committed, or rolled back by the
+    /// server when that statement failed).
+    ended: bool,
 }
 
 impl Conn {
+    fn new(client: Client) -> Self {
+        Self {
+            client,
+            statements: HashMap::new(),
+            commit_next: false,
+            ended: false,
+        }
+    }
+
     /// `sql` prepared on this session (once; later calls reuse it).
     pub fn prepare(&mut self, sql: &str) -> Result<Statement> {
         if let Some(statement) = self.statements.get(sql) {
@@ -52,11 +74,82 @@ impl Conn {
         self.statements.insert(sql.to_owned(), statement.clone());
         Ok(statement)
     }
+
+    /// The next statement is the transaction's last: `COMMIT` is sent with it, in the same round
+    /// trip. Should it fail, the server answers that `COMMIT` with a rollback: nothing of the
+    /// transaction is written and the call gets the statement's error. Call it only where
+    /// nothing after that statement can fail the call.
+    pub fn commit_with_next(&mut self) {
+        self.commit_next = true;
+    }
+
+    /// The rows of `sql` run with `params` (with `COMMIT` after it, see
+    /// [`Conn::commit_with_next`]).
+    pub fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let statement = self.prepare(sql)?;
+        if !std::mem::take(&mut self.commit_next) {
+            return self.client.query(&statement, params).map_err(db_error);
+        }
+        self.ended = true;
+        let (rows, commit) = self.client.query_then_batch(&statement, params, "COMMIT");
+        let rows = rows.map_err(db_error)?;
+        commit.map_err(db_error)?;
+        Ok(rows)
+    }
+
+    /// The row of `sql` run with `params`, if any.
+    pub fn query_opt(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+        let mut rows = self.query(sql, params)?;
+        if rows.len() > 1 {
+            return Err(Error::Store(format!(
+                "PostgreSQL: {} rows where at most one was expected",
+                rows.len()
+            )));
+        }
+        Ok(rows.pop())
+    }
+
+    /// The one row of `sql` run with `params`.
+    pub fn query_one(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        self.query_opt(sql, params)?
+            .ok_or_else(|| Error::Store("PostgreSQL: no row where one was expected".into()))
+    }
+
+    /// The rows of each statement run with its parameters, in order, all sent in one round trip;
+    /// the first error when one failed.
+    pub fn query_many(
+        &mut self,
+        statements: &[(&str, &[&(dyn ToSql + Sync)])],
+    ) -> Result<Vec<Vec<Row>>> {
+        debug_assert!(!self.commit_next, "query_many does not end a transaction");
+        let prepared = statements
+            .iter()
+            .map(|(sql, _)| self.prepare(sql))
+            .collect::<Result<Vec<_>>>()?;
+        let list: Vec<(&Statement, &[&(dyn ToSql + Sync)])> = prepared
+            .iter()
+            .zip(statements)
+            .map(|(statement, (_, params))| (statement, *params))
+            .collect();
+        self.client
+            .query_all(&list)
+            .into_iter()
+            .map(|rows| rows.map_err(db_error))
+            .collect()
+    }
+
+    /// Runs `sql` with `params`: how many rows it changed (not with
+    /// [`Conn::commit_with_next`]: use [`Conn::query`]).
+    pub fn execute(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        debug_assert!(!self.commit_next, "execute does not end a transaction");
+        let statement = self.prepare(sql)?;
+        self.client.execute(&statement, params).map_err(db_error)
+    }
 }
 
 /// A driver error that displays its cause (the driver's own text stops at "db error").
 #[derive(Debug)]
-pub struct ConnectError(pub postgres::Error);
+pub struct ConnectError(pub tokio_postgres::Error);
 
 impl std::fmt::Display for ConnectError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -96,12 +189,9 @@ impl Connector {
 
     /// A new session, or the reason there is none (text fit for a store error).
     ///
-    /// The driver's `connect_timeout` bounds only the TCP connection: a server, or a proxy,
-    /// that accepts and never answers would hold a login forever. So a first login, made with
-    /// the async client, is given up at the timeout (its socket closed, nothing left behind);
-    /// only once it succeeded is the session itself opened, on a thread of its own waited for
-    /// what is left of the timeout (should the server fall silent in between, that thread ends
-    /// when its connection does, and drops its session: it holds nothing of the pool).
+    /// The login and the session's settings are given up at the timeout (the socket closed,
+    /// nothing left behind): the driver's `connect_timeout` bounds only the TCP connection, and
+    /// a server, or a proxy, that accepts and never answers would hold a login forever.
     pub fn connect(&self) -> std::result::Result<Conn, String> {
         self.connect_within(self.timeout)
     }
@@ -109,61 +199,15 @@ impl Connector {
     /// [`Connector::connect`], waiting at most `limit` (at most the login timeout).
     fn connect_within(&self, limit: Duration) -> std::result::Result<Conn, String> {
         let limit = limit.min(self.timeout);
-        let started = Instant::now();
-        self.probe(limit)?;
-        let limit = limit
-            .saturating_sub(started.elapsed())
-            .max(Duration::from_millis(1));
-        let (sender, receiver) = mpsc::channel();
-        let config = postgres::Config::from(self.config.clone());
-        let setup = self.setup.clone();
-        thread::Builder::new()
-            .name("deadletter-postgres-login".into())
-            .spawn(move || {
-                let session = config.connect(NoTls).and_then(|mut client| {
-                    client.batch_execute(&setup)?;
-                    Ok(client)
-                });
-                // Nobody listens after a timeout: the session is dropped (closed) here.
-                let _ = sender.send(session);
-            })
-            .map_err(|err| format!("cannot start the login: {err}"))?;
-        match receiver.recv_timeout(limit) {
-            Ok(Ok(client)) => Ok(Conn {
-                client,
-                statements: HashMap::new(),
-            }),
-            Ok(Err(err)) => Err(ConnectError(err).to_string()),
-            Err(RecvTimeoutError::Timeout) => Err(format!(
+        match Client::connect(&self.config, &self.setup, limit) {
+            Ok(client) => Ok(Conn::new(client)),
+            Err(LoginError::Start(reason)) => Err(format!("cannot start the login: {reason}")),
+            Err(LoginError::Server(err)) => Err(ConnectError(err).to_string()),
+            Err(LoginError::Timeout) => Err(format!(
                 "the server did not complete the login within {:?}",
                 whole_ms(limit)
             )),
-            Err(RecvTimeoutError::Disconnected) => Err("the login failed".into()),
         }
-    }
-
-    /// Logs in and out once, giving up at `limit`: the future is then dropped, which closes its
-    /// socket. `Err` is the reason, as [`Connector::connect`] gives it.
-    fn probe(&self, limit: Duration) -> std::result::Result<(), String> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|err| format!("cannot start the login: {err}"))?;
-        runtime.block_on(async {
-            match tokio::time::timeout(limit, self.config.connect(NoTls)).await {
-                Err(_) => Err(format!(
-                    "the server did not complete the login within {:?}",
-                    whole_ms(limit)
-                )),
-                Ok(Err(err)) => Err(ConnectError(err).to_string()),
-                Ok(Ok((client, connection))) => {
-                    // Without its client the connection says goodbye (Terminate) and ends.
-                    drop(client);
-                    let _ = tokio::time::timeout(limit, connection).await;
-                    Ok(())
-                }
-            }
-        })
     }
 }
 
@@ -187,6 +231,8 @@ pub struct Sessions {
     freed: Condvar,
     max_size: u32,
     wait: Duration,
+    /// Round trips of the sessions given back so far (see [`Sessions::round_trips`]).
+    round_trips: AtomicU64,
 }
 
 struct State {
@@ -211,6 +257,8 @@ impl Drop for Sessions {
 pub struct Session<'a> {
     conn: Option<Conn>,
     sessions: &'a Sessions,
+    /// The session's round trips when it was lent.
+    round_trips: u64,
 }
 
 impl std::ops::Deref for Session<'_> {
@@ -229,6 +277,10 @@ impl std::ops::DerefMut for Session<'_> {
 impl Drop for Session<'_> {
     fn drop(&mut self) {
         let Some(conn) = self.conn.take() else { return };
+        let trips = conn.client.round_trips().saturating_sub(self.round_trips);
+        self.sessions
+            .round_trips
+            .fetch_add(trips, Ordering::Relaxed);
         let mut state = self.sessions.lock();
         // A call that panicked may have left a transaction open on it (row locks, uncommitted
         // writes that the next BEGIN would join): close it rather than lend it again.
@@ -257,6 +309,7 @@ impl Sessions {
             freed: Condvar::new(),
             max_size,
             wait,
+            round_trips: AtomicU64::new(0),
         }
     }
 
@@ -298,10 +351,7 @@ impl Sessions {
                 return Err(Error::Store("the database is closed".into()));
             }
             if let Some(conn) = state.idle.pop() {
-                return Ok(Session {
-                    conn: Some(conn),
-                    sessions: self,
-                });
+                return Ok(self.lend(conn));
             }
             if state.open < self.max_size {
                 state.open += 1;
@@ -312,10 +362,7 @@ impl Sessions {
                     .connector
                     .connect_within(left.max(Duration::from_millis(1)))
                 {
-                    Ok(conn) => Ok(Session {
-                        conn: Some(conn),
-                        sessions: self,
-                    }),
+                    Ok(conn) => Ok(self.lend(conn)),
                     Err(reason) => {
                         self.lock().open -= 1;
                         self.freed.notify_one();
@@ -336,6 +383,21 @@ impl Sessions {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
+    }
+
+    fn lend(&self, conn: Conn) -> Session<'_> {
+        Session {
+            round_trips: conn.client.round_trips(),
+            conn: Some(conn),
+            sessions: self,
+        }
+    }
+
+    /// The round trips of the calls that returned so far (each request, or pipeline of
+    /// requests, waited for: a statement's first preparation on a session counts as one):
+    /// what tests count the hot paths' cost in.
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips.load(Ordering::Relaxed)
     }
 
     /// How many times a call tries another session when the one it got turns out closed before
@@ -383,7 +445,54 @@ impl Sessions {
                 }
             }
         };
-        match f(&mut conn) {
+        Self::finish(&mut conn, f)
+    }
+
+    /// [`Sessions::write_with`], sending `begin` and the transaction's first statement, `sql`
+    /// with `params`, in one round trip; `f` gets its rows. A session found closed then is
+    /// replaced (nothing was written): the statement must only read or lock.
+    pub fn write_first<T>(
+        &self,
+        begin: &str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        f: impl FnOnce(&mut Conn, Vec<Row>) -> Result<T>,
+    ) -> Result<T> {
+        let mut attempt = 1;
+        let (mut conn, rows) = loop {
+            let mut conn = self.get()?;
+            let sent = conn.prepare(sql).map(|statement| {
+                match conn.client.batch_then_query(begin, &statement, params) {
+                    (Ok(()), Ok(rows)) => Ok(rows),
+                    (Err(err), _) | (Ok(()), Err(err)) => Err(err),
+                }
+            });
+            match sent {
+                Ok(Ok(rows)) => break (conn, rows),
+                Ok(Err(_)) | Err(_) if conn.client.is_closed() && attempt < self.attempts() => {
+                    attempt += 1;
+                }
+                Ok(Err(err)) => {
+                    let _ = conn.client.batch_execute("ROLLBACK");
+                    return Err(db_error(err));
+                }
+                Err(err) => return Err(err),
+            }
+        };
+        Self::finish(&mut conn, |conn| f(conn, rows))
+    }
+
+    /// Runs `f` in the transaction open on `conn` and ends it: committed when `f` succeeds,
+    /// rolled back when it fails, unless its last statement ended it already.
+    fn finish<T>(conn: &mut Conn, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+        conn.commit_next = false;
+        conn.ended = false;
+        let result = f(conn);
+        conn.commit_next = false;
+        if std::mem::take(&mut conn.ended) {
+            return result;
+        }
+        match result {
             Ok(value) => {
                 conn.client.batch_execute("COMMIT").map_err(db_error)?;
                 Ok(value)

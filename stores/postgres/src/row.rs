@@ -2,8 +2,8 @@
 
 use deadletter::storage::{self, StoredMessage, StoredQueue, corrupt};
 use deadletter::{Error, FailedAttempt, Message, Millis, QueueRow, Result};
-use postgres::Row;
-use postgres::types::{FromSql, Json, ToSql};
+use tokio_postgres::Row;
+use tokio_postgres::types::{FromSql, Json, ToSql};
 
 use crate::pool::{Conn, db_error};
 
@@ -56,9 +56,6 @@ pub fn read_stored(row: &Row) -> Result<(Message, bool)> {
 /// `get_for_update_with_queue`.
 pub const MESSAGE_COLUMNS: usize = 23;
 
-/// The columns of a queue's row that [`queue`] reads (`sql::QUEUE_COLUMNS`).
-pub const QUEUE_FIELDS: usize = 11;
-
 /// The row of queue `name` from the columns of `row` that start at `from` (in
 /// [`StoredQueue`]'s order, all null when the queue has none), checked by the core.
 pub fn queue(row: &Row, from: usize, name: &str) -> Result<QueueRow> {
@@ -92,26 +89,23 @@ pub fn put_queue(conn: &mut Conn, sql: &str, name: &str, row: &QueueRow) -> Resu
         .map(i32::try_from)
         .transpose()
         .map_err(Error::store)?;
-    let statement = conn.prepare(sql)?;
-    conn.client
-        .execute(
-            &statement,
-            &[
-                &s.name,
-                &s.backoff_initial_ms,
-                &s.backoff_multiplier,
-                &s.backoff_cap_ms,
-                &s.backoff_jitter,
-                &max_retries,
-                &s.lease_ms,
-                &s.expires_in_ms,
-                &s.on_expiry,
-                &s.paused,
-                &s.expired_dead,
-                &s.expired_discarded,
-            ],
-        )
-        .map_err(db_error)?;
+    conn.execute(
+        sql,
+        &[
+            &s.name,
+            &s.backoff_initial_ms,
+            &s.backoff_multiplier,
+            &s.backoff_cap_ms,
+            &s.backoff_jitter,
+            &max_retries,
+            &s.lease_ms,
+            &s.expires_in_ms,
+            &s.on_expiry,
+            &s.paused,
+            &s.expired_dead,
+            &s.expired_discarded,
+        ],
+    )?;
     Ok(())
 }
 
@@ -164,7 +158,6 @@ pub struct Place {
 /// queue already carries its idempotency key.
 pub fn insert(conn: &mut Conn, sql: &str, message: &Message, place: Place) -> Result<Option<i64>> {
     storable(message)?;
-    let statement = conn.prepare(sql)?;
     let errors = Json(&message.errors);
     let params: [&(dyn ToSql + Sync); 23] = [
         &message.queue,
@@ -191,10 +184,7 @@ pub fn insert(conn: &mut Conn, sql: &str, message: &Message, place: Place) -> Re
         &message.expires_at,
         &storage::blocked(message, place.head),
     ];
-    let row = conn
-        .client
-        .query_opt(&statement, &params)
-        .map_err(db_error)?;
+    let row = conn.query_opt(sql, &params)?;
     row.map(|row| col(&row, 0)).transpose()
 }
 
@@ -209,7 +199,6 @@ pub fn insert_many(
     for message in messages {
         storable(message)?;
     }
-    let statement = conn.prepare(sql)?;
     let queue: Vec<&str> = messages.iter().map(|m| m.queue.as_str()).collect();
     let payload: Vec<&[u8]> = messages.iter().map(|m| m.payload.as_bytes()).collect();
     let status: Vec<&str> = messages.iter().map(|m| m.status.as_str()).collect();
@@ -268,7 +257,7 @@ pub fn insert_many(
         &opt(|m| m.expires_at),
         &blocked,
     ];
-    let rows = conn.client.query(&statement, &params).map_err(db_error)?;
+    let rows = conn.query(sql, &params)?;
     let mut ids = rows
         .iter()
         .map(|row| col(row, 0))
@@ -296,7 +285,6 @@ pub fn write(
     place: Place,
 ) -> Result<()> {
     storable(after)?;
-    let statement = conn.prepare(sql)?;
     let payload = (after.payload != before.payload).then_some(after.payload.as_bytes());
     let errors = (after.errors != before.errors).then_some(Json(&after.errors));
     let params: [&(dyn ToSql + Sync); 24] = [
@@ -325,6 +313,7 @@ pub fn write(
         &place.group_at,
         &after.moved_from,
     ];
-    conn.client.execute(&statement, &params).map_err(db_error)?;
+    // `query`, not `execute`: it may be the transaction's last statement, sent with `COMMIT`.
+    conn.query(sql, &params)?;
     Ok(())
 }

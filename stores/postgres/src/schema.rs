@@ -1,8 +1,8 @@
 //! The tables and indexes of one deadletter schema, and the migration that creates them.
 
+use crate::client::Client;
 use deadletter::storage::{Found, Migration, Place};
 use deadletter::{Error, FieldError, Result};
-use postgres::Client;
 
 use crate::pool::db_error;
 
@@ -238,7 +238,19 @@ const STEPS: [fn(&str) -> String; 4] = [ddl_v1, upgrade_v2, upgrade_v3, upgrade_
 /// read), and, unless `create`, a schema without deadletter's tables. Serialized between
 /// processes by an advisory lock, so that workers starting together create or upgrade it once.
 pub fn migrate(client: &mut Client, name: &str, quoted: &str, create: bool) -> Result<()> {
-    let mut tx = client.transaction().map_err(db_error)?;
+    client.batch_execute("BEGIN").map_err(db_error)?;
+    let migrated = migrate_in(client, name, quoted, create);
+    let end = if migrated.is_ok() {
+        "COMMIT"
+    } else {
+        "ROLLBACK"
+    };
+    let ended = client.batch_execute(end).map_err(db_error);
+    migrated.and(ended)
+}
+
+/// [`migrate`] inside its transaction.
+fn migrate_in(tx: &mut Client, name: &str, quoted: &str, create: bool) -> Result<()> {
     tx.execute(
         "SELECT pg_advisory_xact_lock(hashtextextended('deadletter schema ' || $1, 0))",
         &[&name],
@@ -282,7 +294,7 @@ pub fn migrate(client: &mut Client, name: &str, quoted: &str, create: bool) -> R
         Found::Foreign(&others)
     };
     let from = match place.migration(found, SCHEMA_VERSION.into(), create)? {
-        Migration::Current => return tx.commit().map_err(db_error),
+        Migration::Current => return Ok(()),
         Migration::Upgrade { from } => from,
         Migration::Create => {
             // Not `CREATE SCHEMA IF NOT EXISTS`: it needs the right to create schemas in the
@@ -303,7 +315,7 @@ pub fn migrate(client: &mut Client, name: &str, quoted: &str, create: bool) -> R
     for step in STEPS.get(first..).unwrap_or_default() {
         tx.batch_execute(&step(quoted)).map_err(db_error)?;
     }
-    tx.commit().map_err(db_error)
+    Ok(())
 }
 
 #[cfg(test)]

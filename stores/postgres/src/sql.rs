@@ -72,11 +72,10 @@ pub struct Sql {
     /// Unblocks message `$1` into the lane `$2` (`ready`) if it is still a blocked pending
     /// message (the update locks it and checks again).
     pub unblock: String,
-    /// What a claim decides with, in one round trip: the row of queue `$1` (null columns when
-    /// it has none, in [`Sql::queue`]'s order), then the ids and the groups of its pending
-    /// messages whose expiry came at `$2`, in expiry order (two arrays, null when there are none;
+    /// Claim's first read: the ids and the groups of the pending messages of queue `$1` whose
+    /// expiry came at `$2`, in expiry order (one row of two arrays, null when there are none;
     /// unlocked: their groups are locked before they are).
-    pub claim_context: String,
+    pub expiring: String,
     /// The messages `$1` that are still pending with their expiry come at `$2`, locked, skipping
     /// those another transaction holds, in expiry order.
     pub expiring_locked: String,
@@ -104,7 +103,7 @@ pub struct Sql {
     /// null, the message's new `group_at` (a replay puts it at its group's end); `$24`
     /// `moved_from` (a move sets it, with the new `queue`, `$2`).
     pub write: String,
-    /// Claim, step 1: the processing messages of queue `$1` whose lease ran out at `$2`, in
+    /// Claim, step 2: the processing messages of queue `$1` whose lease ran out at `$2`, in
     /// expiry order, locked. First, in a data-modifying `WITH` (so that it costs no round trip
     /// of its own), it marks ready the waiting messages of queue `$1` whose `retry_after` has
     /// come at `$2` (index `messages_delayed`, range `ready = false`): each moves once into the
@@ -114,7 +113,7 @@ pub struct Sql {
     /// The move that [`Sql::expired`] starts with, alone (for `EXPLAIN`: PostgreSQL counts the
     /// pages a data-modifying `WITH` reads apart from the statement's).
     pub move_due: String,
-    /// Claim, step 2: at most `$3` ready messages of queue `$1` due at `$2`, FIFO (the head of
+    /// Claim, step 3: at most `$3` ready messages of queue `$1` due at `$2`, FIFO (the head of
     /// the index `messages_ready`), locked; rows other workers are claiming are skipped instead
     /// of waited for; one whose expiry came (that another claim skipped while taking it out)
     /// is left alone.
@@ -211,13 +210,10 @@ impl Sql {
                 "UPDATE {m} SET blocked = false, ready = $2 \
                  WHERE id = $1 AND blocked AND status = 'pending'"
             ),
-            claim_context: format!(
-                "SELECT {}, e.ids, e.groups FROM (SELECT 1) AS one \
-                 LEFT JOIN {q} q ON q.name = $1 \
-                 CROSS JOIN (SELECT array_agg(id ORDER BY expires_at, id) AS ids, \
-                   array_agg(group_name ORDER BY expires_at, id) AS groups \
-                   FROM {m} WHERE queue = $1 AND status = 'pending' AND expires_at <= $2) AS e",
-                prefixed("q", QUEUE_COLUMNS)
+            expiring: format!(
+                "SELECT array_agg(id ORDER BY expires_at, id), \
+                   array_agg(group_name ORDER BY expires_at, id) \
+                 FROM {m} WHERE queue = $1 AND status = 'pending' AND expires_at <= $2"
             ),
             expiring_locked: select(
                 "WHERE id = ANY($1) AND status = 'pending' AND expires_at <= $2 \

@@ -37,11 +37,7 @@ pub fn lock_names(conn: &mut Conn, queue: &str, keys: &[&str], groups: &[&str]) 
     if keys.is_empty() && groups.is_empty() {
         return Ok(());
     }
-    let statement = conn.prepare(LOCK)?;
-    conn.client
-        .execute(&statement, &[&queue, &keys, &groups])
-        .map(drop)
-        .map_err(db_error)
+    conn.execute(LOCK, &[&queue, &keys, &groups]).map(drop)
 }
 
 /// [`lock_names`] across queues: the idempotency `keys` and the ordering `groups`, each a
@@ -65,14 +61,11 @@ pub fn lock_pairs(conn: &mut Conn, keys: &[(&str, &str)], groups: &[(&str, &str)
             .unzip()
     };
     let ((key_queues, key_names), (group_queues, group_names)) = (split(keys), split(groups));
-    let statement = conn.prepare(LOCK)?;
-    conn.client
-        .execute(
-            &statement,
-            &[&key_queues, &key_names, &group_queues, &group_names],
-        )
-        .map(drop)
-        .map_err(db_error)
+    conn.execute(
+        LOCK,
+        &[&key_queues, &key_names, &group_queues, &group_names],
+    )
+    .map(drop)
 }
 
 /// Locks the row of queue `name` (which may not exist yet) until the transaction ends: the
@@ -80,20 +73,12 @@ pub fn lock_pairs(conn: &mut Conn, keys: &[(&str, &str)], groups: &[(&str, &str)
 pub fn lock_queue(conn: &mut Conn, name: &str) -> Result<()> {
     const LOCK: &str =
         "SELECT pg_advisory_xact_lock(hashtextextended('queue ' || quote_literal($1::text), 0))";
-    let statement = conn.prepare(LOCK)?;
-    conn.client
-        .execute(&statement, &[&name])
-        .map(drop)
-        .map_err(db_error)
+    conn.execute(LOCK, &[&name]).map(drop)
 }
 
 /// The row of `queue`, the default when it has none.
 pub fn queue_row(conn: &mut Conn, sql: &Sql, queue: &str) -> Result<QueueRow> {
-    let statement = conn.prepare(&sql.queue)?;
-    let found = conn
-        .client
-        .query_opt(&statement, &[&queue])
-        .map_err(db_error)?;
+    let found = conn.query_opt(&sql.queue, &[&queue])?;
     found.map_or(Ok(QueueRow::default()), |r| row::queue(&r, 0, queue))
 }
 
@@ -105,11 +90,7 @@ pub fn context(conn: &mut Conn, sql: &Sql, queue: &str, clock: Clock<'_>) -> Res
 
 /// The last live member of `group` of `queue` in group order (the group's tail).
 pub fn tail(conn: &mut Conn, sql: &Sql, queue: &str, group: &str) -> Result<Option<Position>> {
-    let statement = conn.prepare(&sql.tail)?;
-    let found = conn
-        .client
-        .query_opt(&statement, &[&queue, &group])
-        .map_err(db_error)?;
+    let found = conn.query_opt(&sql.tail, &[&queue, &group])?;
     found
         .map(|r| {
             Ok(Position {
@@ -128,11 +109,7 @@ pub fn unblock_next(conn: &mut Conn, sql: &Sql, queue: &str, group: &str) -> Res
     // A blocked member is locked only by a transaction that holds the group's lock (this one) or
     // by a call that fails on it at once: a second look finds it, or the next one, unblockable.
     for _ in 0..3 {
-        let statement = conn.prepare(&sql.head)?;
-        let found = conn
-            .client
-            .query_opt(&statement, &[&queue, &group])
-            .map_err(db_error)?;
+        let found = conn.query_opt(&sql.head, &[&queue, &group])?;
         let Some(first) = found.as_ref().map(row::read_stored).transpose()? else {
             return Ok(());
         };
@@ -140,11 +117,7 @@ pub fn unblock_next(conn: &mut Conn, sql: &Sql, queue: &str, group: &str) -> Res
             return Ok(());
         };
         let ready = !matches!(lane, storage::Lane::Waiting(_));
-        let statement = conn.prepare(&sql.unblock)?;
-        let updated = conn
-            .client
-            .execute(&statement, &[&first.0.id, &ready])
-            .map_err(db_error)?;
+        let updated = conn.execute(&sql.unblock, &[&first.0.id, &ready])?;
         if updated == 1 {
             return Ok(());
         }
@@ -170,6 +143,13 @@ pub fn groups_changed<'a>(
     groups.sort_unstable();
     groups.dedup();
     groups
+}
+
+/// Whether [`put`] of `after` over `before` is one statement, with no group bookkeeping (it can
+/// then be the transaction's last, sent with `COMMIT`).
+pub fn put_alone(before: &Message, after: &Message) -> bool {
+    after.group.is_none()
+        || !(storage::enters_group(before, after) || storage::leaves_group(before, Some(after)))
 }
 
 /// Writes `after` (a step's result) over `before` (as read, with its `blocked` flag) at `now`,

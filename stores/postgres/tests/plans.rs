@@ -82,12 +82,12 @@ fn explain_rows<T: for<'a> FromSql<'a>>(
 ) -> Vec<T> {
     store
         .with_client(|client| {
-            let mut tx = client.transaction().map_err(Error::store)?;
-            tx.batch_execute(&format!(
-                "SET LOCAL plan_cache_mode = force_{mode}_plan; PREPARE p({types}) AS {sql}"
+            client
+                .batch_execute(&format!(
+                    "BEGIN; SET LOCAL plan_cache_mode = force_{mode}_plan; PREPARE p({types}) AS {sql}"
             ))
-            .map_err(Error::store)?;
-            let rows = tx
+                .map_err(Error::store)?;
+            let rows = client
                 .query(
                     &format!("EXPLAIN (ANALYZE, BUFFERS{options}) EXECUTE p({args})"),
                     &[],
@@ -98,7 +98,7 @@ fn explain_rows<T: for<'a> FromSql<'a>>(
                 .map(|r| r.try_get(0))
                 .collect::<Result<Vec<T>, _>>()
                 .map_err(Error::store)?;
-            tx.rollback().map_err(Error::store)?;
+            client.batch_execute("ROLLBACK").map_err(Error::store)?;
             // Only its own statement: the store's, prepared on this session, stay.
             client.batch_execute("DEALLOCATE p").map_err(Error::store)?;
             Ok(values)
@@ -257,14 +257,14 @@ fn groups_and_expiry_walk_their_indexes(store: &PostgresStore) {
     for mode in ["custom", "generic"] {
         let plan = explain(
             store,
-            &sql.claim_context,
+            &sql.expiring,
             "text, bigint",
             &format!("'q', {now}"),
             mode,
         );
         println!(
-            "-- the queue's row and the expiring messages (claim), {mode} plan:\n{}\n{plan}\n",
-            sql.claim_context
+            "-- the expiring messages (claim), {mode} plan:\n{}\n{plan}\n",
+            sql.expiring
         );
         // The generic plan, which claim runs, may read them with a bitmap of the index: it reads
         // only those whose expiry came, as the index scan does, all of which the claim takes

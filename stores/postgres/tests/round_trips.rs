@@ -1,0 +1,155 @@
+//! The round trips of the hot paths (issue 24), counted, not timed: an enqueue of one message
+//! without key or group takes 2 (`BEGIN` with the queue's row; the insert with `COMMIT`), a claim
+//! of one with nothing expired 3 (`BEGIN` with the queue's row; the expiring messages, the
+//! expired leases and the head of the ready index; the take with `COMMIT`), an ack or a failure 2
+//! (`BEGIN` with the message locked; its write with `COMMIT`). Each waits for the previous one's
+//! answer: the clock is read once the locks are held (issue 23), and the core decides what is
+//! written from what was read. Before pipelining (deadletter 0.x, issue 24's note) they took 4,
+//! 6 and 4. And a last write that fails still fails the call, writes nothing and leaves its
+//! session usable (the `COMMIT` sent with it answers with a rollback).
+
+mod common;
+
+use common::Schemas;
+use common::store::{admin, item};
+use deadletter::conformance::BASE;
+use deadletter::conformance::kit::at;
+use deadletter::{Arg, Call, Engine, Limits, Message, Status};
+use deadletter_postgres::PostgresStore;
+
+fn call() -> Call<'static> {
+    Call {
+        clock: &|| Ok(BASE),
+        backoff: None,
+        sample: 0.0,
+    }
+}
+
+fn claim(engine: &Engine<PostgresStore>) -> deadletter::Result<Option<Message>> {
+    pollster::block_on(engine.claim("q".into(), Arg::Null, || "t".into(), &call())).map(|o| o.value)
+}
+
+fn enqueue(engine: &Engine<PostgresStore>, payload: &str) -> deadletter::Result<Message> {
+    pollster::block_on(engine.enqueue("q".into(), &item(payload), &at(BASE)))
+}
+
+fn succeed(engine: &Engine<PostgresStore>, id: i64) -> deadletter::Result<Message> {
+    pollster::block_on(engine.succeed("q".into(), id.into(), Arg::Null, &at(BASE)))
+}
+
+fn fail(engine: &Engine<PostgresStore>, id: i64) -> deadletter::Result<Message> {
+    pollster::block_on(engine.fail(
+        "q".into(),
+        id.into(),
+        "boom".into(),
+        Arg::Null,
+        Arg::Null,
+        Arg::Null,
+        &call(),
+    ))
+    .map(|outcome| outcome.value)
+}
+
+/// The round trips `f` took on `engine`'s store.
+fn trips<T>(engine: &Engine<PostgresStore>, f: impl FnOnce() -> T) -> (T, u64) {
+    let before = engine.store().round_trips();
+    let out = f();
+    (out, engine.store().round_trips() - before)
+}
+
+#[test]
+fn enqueue_claim_ack_and_fail_take_two_three_two_and_two_round_trips() {
+    let schemas = Schemas::new("trips");
+    let engine = Engine::new(schemas.store(1), Limits::default());
+    // A first round prepares every statement on the session (a round trip each, once).
+    let m = enqueue(&engine, "warm").expect("enqueue");
+    assert_eq!(claim(&engine).expect("claim").map(|c| c.id), Some(m.id));
+    fail(&engine, m.id).expect("fail");
+    let m = enqueue(&engine, "warm").expect("enqueue");
+    claim(&engine).expect("claim");
+    succeed(&engine, m.id).expect("succeed");
+    assert_eq!(claim(&engine).expect("claim"), None);
+
+    let (m, n) = trips(&engine, || enqueue(&engine, "a").expect("enqueue"));
+    assert_eq!(n, 2, "enqueue");
+    let (claimed, n) = trips(&engine, || claim(&engine).expect("claim"));
+    assert_eq!(claimed.map(|c| c.id), Some(m.id));
+    assert_eq!(n, 3, "claim of one");
+    let (acked, n) = trips(&engine, || succeed(&engine, m.id).expect("succeed"));
+    assert_eq!(acked.status, Status::Succeeded);
+    assert_eq!(n, 2, "succeed");
+
+    let m = enqueue(&engine, "b").expect("enqueue");
+    claim(&engine).expect("claim");
+    let (failed, n) = trips(&engine, || fail(&engine, m.id).expect("fail"));
+    assert_eq!((failed.status, failed.retry_count), (Status::Pending, 1));
+    assert_eq!(n, 2, "fail");
+    // Nothing to take (the failed one is in backoff): the reads, then `COMMIT` alone.
+    let (none, n) = trips(&engine, || claim(&engine).expect("claim"));
+    assert_eq!(none, None);
+    assert_eq!(n, 3, "claim of none");
+}
+
+#[test]
+fn a_last_write_that_fails_fails_the_call_writes_nothing_and_the_session_carries_on() {
+    let schemas = Schemas::new("lastwrite");
+    let engine = Engine::new(schemas.store(1), Limits::default());
+    let schema = engine.store().schema().to_owned();
+    let mut admin = admin();
+    // Refuses the payload "refused" and every write of status `$2`.
+    let refuse = |admin: &mut postgres::Client, status: &str| {
+        admin
+            .batch_execute(&format!(
+                "CREATE OR REPLACE FUNCTION \"{schema}\".refuse() RETURNS trigger AS $$ \
+                 BEGIN IF NEW.status = '{status}' OR NEW.payload = 'refused'::bytea THEN \
+                 RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$ \
+                 LANGUAGE plpgsql; \
+                 CREATE OR REPLACE TRIGGER refuse BEFORE INSERT OR UPDATE ON \
+                 \"{schema}\".messages FOR EACH ROW EXECUTE FUNCTION \"{schema}\".refuse()"
+            ))
+            .expect("trigger");
+    };
+    let refused = |err: deadletter::Error| {
+        assert_eq!(err.code(), "store");
+        assert!(
+            err.to_string()
+                .contains("refused by the test (SQLSTATE P0001)"),
+            "{err}"
+        );
+    };
+    let count = |engine: &Engine<PostgresStore>| {
+        engine
+            .store()
+            .with_client(|client| {
+                client
+                    .query_one(&format!("SELECT count(*) FROM \"{schema}\".messages"), &[])
+                    .map(|row| row.get::<_, i64>(0))
+                    .map_err(deadletter::Error::store)
+            })
+            .expect("count")
+    };
+
+    let m = enqueue(&engine, "a").expect("enqueue");
+    refuse(&mut admin, "processing");
+    refused(enqueue(&engine, "refused").expect_err("the insert is refused"));
+    assert_eq!(count(&engine), 1, "the refused insert wrote nothing");
+    refused(claim(&engine).expect_err("the take is refused"));
+    let read = pollster::block_on(engine.get("q".into(), m.id.into())).expect("get");
+    assert_eq!(read.status, Status::Pending);
+
+    refuse(&mut admin, "succeeded");
+    let claimed = claim(&engine).expect("claim").expect("one");
+    refused(succeed(&engine, claimed.id).expect_err("the ack is refused"));
+    let read = pollster::block_on(engine.get("q".into(), m.id.into())).expect("get");
+    assert_eq!(read.status, Status::Processing);
+
+    // The same session carries on: no transaction was left open or aborted on it.
+    admin
+        .batch_execute(&format!("DROP TRIGGER refuse ON \"{schema}\".messages"))
+        .expect("drop trigger");
+    let acked = succeed(&engine, claimed.id).expect("succeed");
+    assert_eq!(acked.status, Status::Succeeded);
+    let next = enqueue(&engine, "b").expect("enqueue");
+    assert_eq!(count(&engine), 2);
+    assert!(next.id > m.id);
+}
