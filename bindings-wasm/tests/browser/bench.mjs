@@ -9,6 +9,7 @@
 //    needs for the same three steps (issue 20: within 1.5x); and, to tell the store's design from
 //    the binding's cost, plain IndexedDB making deadletter's own requests on a database of its
 //    schema (issue 20: the binding within 1.10x of it), and on one with only its claim index;
+//    with, counted (not timed), the transactions, requests and index entries of one cycle of each;
 // 2. one claim on a queue with 1 000 delayed messages ahead of the due one against one on a queue
 //    with none (within 1.2x): claim must not walk the delayed messages;
 // 3. one claim on a queue with 100 ordering groups whose heads are in backoff and 1 000 messages
@@ -115,6 +116,15 @@ async function measure(browser, server, dir, title, cold) {
     console.log(`  of which the store's requests and schema:    ${(same.median / raw.median).toFixed(2)}x (deadletter's requests in plain IndexedDB)`);
     console.log(`    (only the claim index:                     ${(claimOnly.median / raw.median).toFixed(2)}x: requests and records without the other indexes)`);
     console.log(`  and the binding:                             ${(dl.median / same.median).toFixed(2)}x (deadletter / deadletter's requests; target 1.10x)`);
+    if (c.counts) {
+      // Deterministic: what one cycle asks of IndexedDB (the wrappers of idbCounts in suites.js).
+      console.log("IndexedDB per cycle (counted)              transactions requests index entries written");
+      const labels = { deadletter: "deadletter", raw: "plain IndexedDB", sameRequests: "deadletter's requests", claimIndexOnly: "  only the claim index" };
+      for (const [kind, label] of Object.entries(labels)) {
+        const k = c.counts[kind];
+        console.log(`${label.padEnd(44)}${String(k.transactions).padStart(12)} ${String(k.requests).padStart(8)} ${String(k.indexEntries).padStart(21)}`);
+      }
+    }
 
     const d = await page.evaluate(([r, n, per]) => window.suites.benchDelayed(r, n, 1000, per), [rounds, DELAYED, PER_ROUND]);
     console.log(`\n${d.rounds} rounds of ${d.perRound} claims on each queue, interleaved; ${d.payloadBytes} B payloads`);

@@ -404,6 +404,60 @@ async function deadletterCycle(queue, i) {
   await queue.succeed(message.id, { leaseToken: message.leaseToken });
 }
 
+/** Whether `value` is a valid IndexedDB key (what makes an index entry). */
+function validKey(value) {
+  if (typeof value === "number") return !Number.isNaN(value);
+  if (typeof value === "string" || value instanceof ArrayBuffer || ArrayBuffer.isView(value)) return true;
+  if (value instanceof Date) return !Number.isNaN(value.getTime());
+  return Array.isArray(value) && value.every(validKey);
+}
+
+/** The value of `keyPath` (a string or an array of them) in `record`. */
+function atPath(record, keyPath) {
+  if (Array.isArray(keyPath)) return keyPath.map((p) => atPath(record, p));
+  return keyPath.split(".").reduce((v, part) => (v !== null && typeof v === "object" ? v[part] : undefined), record);
+}
+
+/**
+ * Deterministic counts of `n` runs of `body` (one cycle each): per cycle, the IndexedDB
+ * transactions opened, the requests made (every object store, index and cursor call that makes or
+ * continues a request), and the index entries written (for each add and put, the indexes of its
+ * object store whose key path the record has as a valid key: each costs a write).
+ */
+async function idbCounts(n, body) {
+  const counts = { transactions: 0, requests: 0, indexEntries: 0 };
+  const restore = [];
+  const wrap = (proto, name, count) => {
+    const original = proto[name];
+    proto[name] = function (...args) {
+      count(this, args);
+      return original.apply(this, args);
+    };
+    restore.push(() => (proto[name] = original));
+  };
+  wrap(IDBDatabase.prototype, "transaction", () => (counts.transactions += 1));
+  const request = () => (counts.requests += 1);
+  for (const name of ["get", "getAll", "getKey", "getAllKeys", "openCursor", "openKeyCursor", "count", "delete", "clear"]) {
+    wrap(IDBObjectStore.prototype, name, request);
+  }
+  for (const name of ["get", "getAll", "getKey", "getAllKeys", "openCursor", "openKeyCursor", "count"]) wrap(IDBIndex.prototype, name, request);
+  for (const name of ["continue", "continuePrimaryKey", "advance"]) wrap(IDBCursor.prototype, name, request);
+  for (const name of ["add", "put"]) {
+    wrap(IDBObjectStore.prototype, name, (store, [value]) => {
+      counts.requests += 1;
+      // A key the store generates is in the record before its index keys are read.
+      const record = store.autoIncrement && atPath(value, store.keyPath) === undefined ? { ...value, [store.keyPath]: 1 } : value;
+      for (const index of store.indexNames) if (validKey(atPath(record, store.index(index).keyPath))) counts.indexEntries += 1;
+    });
+  }
+  try {
+    for (let i = 0; i < n; i += 1) await body(i);
+  } finally {
+    for (const undo of restore) undo();
+  }
+  return Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, v / n]));
+}
+
 /** Runs `body` `n` times in a row; the time of one, in ms (the mean of the `n`). */
 async function timeEach(n, body) {
   const started = performance.now();
@@ -416,7 +470,9 @@ async function timeEach(n, body) {
  * a block of `perRound` cycles of each kind (deadletter, the plain IndexedDB reference, and plain
  * IndexedDB making deadletter's requests), one block after the other, in an order that changes
  * every round (so that a slow moment of the machine hits every kind alike). Returns the time of
- * one cycle in each block, in ms: { deadletter, raw, sameRequests, claimIndexOnly } (arrays).
+ * one cycle in each block, in ms: { deadletter, raw, sameRequests, claimIndexOnly } (arrays),
+ * and `counts`: per kind, the IndexedDB transactions, requests and index entries of one cycle
+ * (`idbCounts`, over 10 cycles after the warm-up).
  * (performance.now() is coarse in a page that is not cross-origin isolated: blocks, not cycles.)
  */
 async function bench(rounds, perRound = 10, warmup = 30) {
@@ -436,6 +492,9 @@ async function bench(rounds, perRound = 10, warmup = 30) {
   };
   const names = Object.keys(kinds);
   for (const name of names) await timeEach(warmup, kinds[name]);
+  // Counted before timing (the wrappers cost time of their own).
+  const counts = {};
+  for (const name of names) counts[name] = await idbCounts(10, kinds[name]);
   const out = Object.fromEntries(names.map((name) => [name, []]));
   for (let r = 0; r < rounds; r += 1) {
     // A different order each round.
@@ -446,7 +505,7 @@ async function bench(rounds, perRound = 10, warmup = 30) {
   idb.close();
   same.close();
   claimOnly.close();
-  return { rounds, perRound, warmup, ...out };
+  return { rounds, perRound, warmup, counts, ...out };
 }
 
 /**
