@@ -3,7 +3,8 @@
 // It serves, on 127.0.0.1 only:
 // - static files from a few directories of the repository (the demo page, the browser tests, the
 //   JS conformance runner, the shared conformance cases, the webhook examples) and the built npm
-//   package under /pkg/ (no bundler: pages import it with <script type="module">);
+//   package under /pkg/ (no bundler: pages import it with <script type="module">), and with
+//   `beforeDir` another build of it under /pkg-before/ (the benchmark's paired comparison);
 // - GET /tests/conformance/index.json: the names of the conformance case files;
 // - the simulated webhook subscribers, the same as in examples/webhook_relay.py:
 //   POST /ok answers 200; /flaky 503 to the first two attempts of each delivery, then 200;
@@ -160,7 +161,7 @@ function readBody(req, limit = 16 << 20) {
 }
 
 /** The file a URL path maps to, or null when it is outside the served directories. */
-function staticFile(rawPath, pkgDir) {
+function staticFile(rawPath, pkgDir, beforeDir) {
   const pathname = posix.normalize(rawPath); // resolves "..", also any that decoding revealed
   if (!pathname.startsWith("/") || pathname.includes("\0")) return null;
   let base;
@@ -168,6 +169,9 @@ function staticFile(rawPath, pkgDir) {
   if (pathname.startsWith("/pkg/")) {
     base = pkgDir;
     rest = pathname.slice("/pkg/".length);
+  } else if (beforeDir && pathname.startsWith("/pkg-before/")) {
+    base = beforeDir;
+    rest = pathname.slice("/pkg-before/".length);
   } else if (STATIC_PREFIXES.some((p) => pathname.startsWith(p))) {
     base = ROOT;
     rest = pathname.slice(1);
@@ -183,7 +187,7 @@ function staticFile(rawPath, pkgDir) {
  * Starts the server on 127.0.0.1 (port 0: the system picks one).
  * Returns { url, port, subscribers, inbox, close() }.
  */
-export async function startServer({ port = 0, pkgDir = DEFAULT_PKG_DIR, quiet = true } = {}) {
+export async function startServer({ port = 0, pkgDir = DEFAULT_PKG_DIR, beforeDir = null, quiet = true } = {}) {
   const subscribers = new Subscribers();
   const inbox = new Inbox();
   const server = createServer(async (req, res) => {
@@ -228,7 +232,7 @@ export async function startServer({ port = 0, pkgDir = DEFAULT_PKG_DIR, quiet = 
           .sort();
         return sendJson(res, names);
       }
-      const file = staticFile(decodeURIComponent(path), pkgDir);
+      const file = staticFile(decodeURIComponent(path), pkgDir, beforeDir);
       if (!file) return send(res, 404, "not found\n");
       let info;
       try {

@@ -16,7 +16,9 @@
 //    waiting behind them against one on a queue without groups (issue 21: within 1.2x): claim
 //    must not walk the members blocked behind their heads.
 // 1 to 3 interleave their kinds block by block, and print min / median / max of the time of one
-// operation per block and the ratio of the medians.
+// operation per block and the ratio of the medians;
+// 4. with `--before`, the cycle of both builds in one page, interleaved block by block (paired.html):
+//    the ratio this build / before per round and of the medians.
 //
 // Usage: node bindings-wasm/tests/browser/bench.mjs [ROUNDS] [--pkg DIR] [--before DIR]
 // (`make bench-js`: 60 rounds, and the package of main as `--before` when BEFORE= names one)
@@ -150,6 +152,33 @@ async function measure(browser, server, dir, title, cold) {
   }
 }
 
+/**
+ * With --before: both builds in one page (paired.html), their cycles interleaved block by block:
+ * the ratio this build / before of each round (min / median / max) and of the medians. The
+ * sections above run one package after the other, so a change of the machine's load between
+ * them moves their figures; this one does not.
+ */
+async function paired(browser, dir) {
+  const server = await startServer({ pkgDir, beforeDir: dir });
+  const page = await newPage(browser, "paired");
+  try {
+    await page.goto(`${server.url}/bindings-wasm/tests/browser/paired.html`);
+    await page.waitForFunction(() => window.pairedReady === true);
+    const p = await page.evaluate(([r, per]) => window.paired(r, per), [rounds, PER_ROUND]);
+    console.log(`\n== paired: this build and before in one page, ${p.rounds} rounds of ${p.perRound} cycles of each, interleaved`);
+    header("ms per cycle");
+    const now = line("this build enqueue+claim+succeed", p.now);
+    const then = line("before enqueue+claim+succeed", p.before);
+    line("ratio this build / before, each round", p.now.map((x, i) => x / p.before[i]));
+    console.log(`ratio this build / before (medians):          ${(now.median / then.median).toFixed(2)}x`);
+  } catch (err) {
+    console.log(`\npaired comparison: not measured (${String(err.message).split("\n")[0].slice(0, 120)})`);
+  } finally {
+    await page.context().close();
+    await server.close();
+  }
+}
+
 const packages = [[pkgDir, "this build"], ...(beforeDir ? [[resolve(beforeDir), "before"]] : [])];
 const servers = await Promise.all(packages.map(([dir]) => startServer({ pkgDir: dir })));
 const browser = await launchChromium();
@@ -157,6 +186,7 @@ try {
   console.log(`Chromium ${browser.version()}`);
   const cold = await coldStarts(browser, servers);
   for (const [k, [dir, title]] of packages.entries()) await measure(browser, servers[k], dir, title, cold[k]);
+  if (beforeDir) await paired(browser, resolve(beforeDir));
 } finally {
   await browser.close();
   await Promise.all(servers.map((server) => server.close()));
