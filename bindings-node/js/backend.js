@@ -1,8 +1,9 @@
 // The backend of `Database` and `Queue` (../api.js) in Node: SQLite files through the native
 // module (the Rust crate deadletter-node: the core over stores/sqlite, the Python package's file
 // format), with the same handle interface as the IndexedDB backend (../backend.js). Each call
-// maps its arguments in the native module and runs there on a thread of libuv's pool; its promise
-// resolves to one JSON text (`{ ok, dead }` or `{ error }`), which this file turns into the API's
+// maps its arguments in the native module, which runs it on one of the database's threads and
+// returns its id; its reply comes back with that id, in a batch with the others finished meanwhile
+// (`Calls`): one JSON text (`{ ok, dead }` or `{ error }`), which this file turns into the API's
 // objects (Dates for instants) or a DeadLetterError. Nothing here decides anything about a message.
 //
 // The clock: the native store reads it once it holds its write lock (the system clock, or the
@@ -68,11 +69,49 @@ function reply(text) {
   return r;
 }
 
-/** A native call's promise: its reply, or what the user's clock threw (boxed: see ../errors.js). */
-function settle(promise) {
-  return promise.then(reply, (err) => {
-    throw new Thrown(err);
-  });
+/**
+ * The calls of one database whose replies have not come yet, by id. While there are any, the
+ * database holds the process alive (as pending I/O does).
+ */
+class Calls {
+  /** id -> [resolve, reject] */
+  #waiting = new Map();
+  #db = null;
+
+  /** The native database, once open. */
+  set db(db) {
+    this.#db = db;
+  }
+
+  /**
+   * Settles the calls of a batch (called by the native module): `replies[i]` is the JSON text of
+   * call `ids[i]`, or what the user's clock threw during it (boxed: see ../errors.js).
+   */
+  deliver = (ids, replies) => {
+    for (let i = 0; i < ids.length; i += 1) {
+      const [resolve, reject] = this.#waiting.get(ids[i]);
+      this.#waiting.delete(ids[i]);
+      const text = replies[i];
+      if (typeof text !== "string") {
+        reject(new Thrown(text));
+        continue;
+      }
+      try {
+        resolve(reply(text));
+      } catch (err) {
+        reject(err);
+      }
+    }
+    if (this.#waiting.size === 0 && ids.length > 0) this.#db.hold(false);
+  };
+
+  /** The promise of the native call `id`: its reply (`{ ok, dead }`), or its error. */
+  settle(id) {
+    if (this.#waiting.size === 0) this.#db.hold(true);
+    return new Promise((resolve, reject) => {
+      this.#waiting.set(id, [resolve, reject]);
+    });
+  }
 }
 
 function date(ms) {
@@ -174,20 +213,24 @@ export function errorCodes() {
 /** Opens (creating, upgrading or refusing) the SQLite file at `path`. */
 export async function openDatabase(path, leaseMs, maxPayloadBytes, durability, clock, random) {
   if (native === null) throw unavailable();
-  const opened = await native.open(path, leaseMs, maxPayloadBytes, durability, clock, random);
-  return new Handle(unwrap(opened), path, clock, random);
+  const calls = new Calls();
+  const db = unwrap(await native.open(path, leaseMs, maxPayloadBytes, durability, clock, random, calls.deliver));
+  calls.db = db;
+  return new Handle(db, calls, path, clock, random);
 }
 
 /** One open file. */
 class Handle {
   #db;
+  #calls;
   #name;
   #random;
   /** The clock, read synchronously (the worker loop's idle wait). */
   #now;
 
-  constructor(db, name, clock, random) {
+  constructor(db, calls, name, clock, random) {
     this.#db = db;
+    this.#calls = calls;
     this.#name = name;
     this.#random = typeof random === "function" ? () => read(random) : () => undefined;
     this.#now = typeof clock === "function" ? () => read(clock) : Date.now;
@@ -204,11 +247,11 @@ class Handle {
 
   queue(name, initialMs, multiplier, capMs, jitter, custom) {
     const q = unwrap(this.#db.queue(name, custom, initialMs, multiplier, capMs, jitter));
-    return new QueueHandle(q, name, this.#random, this.#db, this.#now);
+    return new QueueHandle(q, this.#calls, name, this.#random, this.#db, this.#now);
   }
 
   async queues() {
-    return (await settle(this.#db.queues())).ok.map(stats);
+    return (await this.#calls.settle(this.#db.queues())).ok.map(stats);
   }
 
   close() {
@@ -220,13 +263,15 @@ class Handle {
 /** One queue of an open file. */
 class QueueHandle {
   #q;
+  #calls;
   #name;
   #random;
   #db;
   #now;
 
-  constructor(q, name, random, db, now) {
+  constructor(q, calls, name, random, db, now) {
     this.#q = q;
+    this.#calls = calls;
     this.#name = name;
     this.#random = random;
     this.#db = db;
@@ -234,111 +279,111 @@ class QueueHandle {
   }
 
   async enqueue(payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs) {
-    return message((await settle(this.#q.enqueue(payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs))).ok);
+    return message((await this.#calls.settle(this.#q.enqueue(payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs))).ok);
   }
 
   async enqueueMany(rows) {
-    return (await settle(this.#q.enqueueMany(rows))).ok.map(message);
+    return (await this.#calls.settle(this.#q.enqueueMany(rows))).ok.map(message);
   }
 
   async claim(leaseMs) {
-    const r = await settle(this.#q.claim(this.#random(), undefined, leaseMs));
+    const r = await this.#calls.settle(this.#q.claim(this.#random(), undefined, leaseMs));
     return killing(r, r.ok === null ? null : message(r.ok), this.#name);
   }
 
   async claimMany(n, leaseMs) {
-    const r = await settle(this.#q.claim(this.#random(), n ?? null, leaseMs));
+    const r = await this.#calls.settle(this.#q.claim(this.#random(), n ?? null, leaseMs));
     return killing(r, r.ok.map(message), this.#name);
   }
 
   async reap() {
-    const r = await settle(this.#q.reap(this.#random()));
+    const r = await this.#calls.settle(this.#q.reap(this.#random()));
     return killing(r, r.ok, this.#name);
   }
 
   async succeed(id, leaseToken) {
-    return message((await settle(this.#q.succeed(id, leaseToken))).ok);
+    return message((await this.#calls.settle(this.#q.succeed(id, leaseToken))).ok);
   }
 
   async fail(id, error, leaseToken, retryable, retryInMs) {
-    const r = await settle(this.#q.fail(this.#random(), id, error, leaseToken, retryable, retryInMs));
+    const r = await this.#calls.settle(this.#q.fail(this.#random(), id, error, leaseToken, retryable, retryInMs));
     return killing(r, message(r.ok), this.#name);
   }
 
   async extend(id, leaseToken, leaseMs) {
-    return message((await settle(this.#q.extend(id, leaseToken, leaseMs))).ok);
+    return message((await this.#calls.settle(this.#q.extend(id, leaseToken, leaseMs))).ok);
   }
 
   async replay(id, expiresInMs) {
-    return message((await settle(this.#q.replay(id, expiresInMs))).ok);
+    return message((await this.#calls.settle(this.#q.replay(id, expiresInMs))).ok);
   }
 
   async retryNow(id) {
-    return message((await settle(this.#q.retryNow(id))).ok);
+    return message((await this.#calls.settle(this.#q.retryNow(id))).ok);
   }
 
   async move(id, toQueue) {
-    return message((await settle(this.#q.move(id, toQueue))).ok);
+    return message((await this.#calls.settle(this.#q.move(id, toQueue))).ok);
   }
 
   async moveAll(toQueue, filters, limit, dryRun) {
-    return (await settle(this.#q.moveAll(toQueue, filters, limit, dryRun))).ok;
+    return (await this.#calls.settle(this.#q.moveAll(toQueue, filters, limit, dryRun))).ok;
   }
 
   async replayAll(filters, limit, dryRun) {
-    return (await settle(this.#q.replayAll(filters, limit, dryRun))).ok;
+    return (await this.#calls.settle(this.#q.replayAll(filters, limit, dryRun))).ok;
   }
 
   async deleteAll(filters, limit, dryRun) {
-    return (await settle(this.#q.deleteAll(filters, limit, dryRun))).ok;
+    return (await this.#calls.settle(this.#q.deleteAll(filters, limit, dryRun))).ok;
   }
 
   async retryNowAll(filters, limit, dryRun) {
-    return (await settle(this.#q.retryNowAll(filters, limit, dryRun))).ok;
+    return (await this.#calls.settle(this.#q.retryNowAll(filters, limit, dryRun))).ok;
   }
 
   async purge(status, olderThanMs) {
-    return (await settle(this.#q.purge(status, olderThanMs))).ok;
+    return (await this.#calls.settle(this.#q.purge(status, olderThanMs))).ok;
   }
 
   async delete(id) {
-    return message((await settle(this.#q.delete(id))).ok);
+    return message((await this.#calls.settle(this.#q.delete(id))).ok);
   }
 
   async get(id) {
-    return message((await settle(this.#q.get(id))).ok);
+    return message((await this.#calls.settle(this.#q.get(id))).ok);
   }
 
   async list(filters, limit, afterId) {
-    const { messages, next_after_id: nextAfterId } = (await settle(this.#q.list(filters, limit, afterId))).ok;
+    const { messages, next_after_id: nextAfterId } = (await this.#calls.settle(this.#q.list(filters, limit, afterId))).ok;
     return { messages: messages.map(message), nextAfterId };
   }
 
   async stats() {
-    return stats((await settle(this.#q.stats())).ok);
+    return stats((await this.#calls.settle(this.#q.stats())).ok);
   }
 
   async nextDueAt() {
-    return date((await settle(this.#q.nextDueAt())).ok);
+    return date((await this.#calls.settle(this.#q.nextDueAt())).ok);
   }
 
   async settings() {
-    return settings(await settle(this.#q.settings()));
+    return settings(await this.#calls.settle(this.#q.settings()));
   }
 
   /** `backoff`: null (unset), or `[initialMs, multiplier, capMs, jitter]`. */
   async setSettings(backoff, maxRetries, leaseMs, expiresInMs, onExpiry) {
     const [initialMs, multiplier, capMs, jitter] = backoff ?? [];
     const stored = this.#q.setSettings(backoff != null, initialMs, multiplier, capMs, jitter, maxRetries, leaseMs, expiresInMs, onExpiry);
-    return settings(await settle(stored));
+    return settings(await this.#calls.settle(stored));
   }
 
   async pause() {
-    return settings(await settle(this.#q.pause()));
+    return settings(await this.#calls.settle(this.#q.pause()));
   }
 
   async resume() {
-    return settings(await settle(this.#q.resume()));
+    return settings(await this.#calls.settle(this.#q.resume()));
   }
 
   workerPlan(concurrency, pollIntervalMs, shutdownTimeoutMs, leaseMs) {

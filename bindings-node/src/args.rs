@@ -1,7 +1,7 @@
 //! JavaScript values as core [`Arg`]s, mapped without judging (the core applies every rule), the
 //! way the WebAssembly binding maps them (`bindings-wasm/src/args.rs`), so that Node and browsers
 //! reject the same inputs with the same fields and codes. They are read on the JavaScript thread
-//! and owned, so that the call can move to libuv's thread pool.
+//! and owned, so that the call can move to a thread of the database's pool.
 
 use deadletter::{Arg, Item};
 use napi::bindgen_prelude::{Array, FromNapiValue, JsValue, Unknown};

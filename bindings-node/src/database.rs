@@ -1,7 +1,8 @@
 //! `open` and the database handle ([`NativeDatabase`]) of the package's Node backend
 //! (`node/backend.js`): the options of a SQLite file checked together, the file opened (created,
-//! upgraded, or refused as another application's or a newer deadletter's) on a pool thread, and
-//! the queue handles, `queues`, the worker loop's plan and `close`.
+//! upgraded, or refused as another application's or a newer deadletter's) on a thread of libuv's
+//! pool, and the queue handles, `queues`, the worker loop's plan, `hold` and `close`. The calls
+//! of an open database run on its own threads ([`crate::pool`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,9 +15,10 @@ use napi_derive::napi;
 
 use crate::args::{OwnedArg, kind};
 use crate::clock::Clock;
+use crate::pool::{Deliver, Pool, Replies};
 use crate::queue::NativeQueue;
 use crate::reply;
-use crate::work::{Db, Shared, Work};
+use crate::work::{Db, Shared};
 use crate::worker::NativeWorkerPlan;
 
 /// The field errors of `errors` together, when they are all validation errors; else the first
@@ -33,11 +35,15 @@ pub fn combine(errors: impl IntoIterator<Item = Error>) -> Error {
 }
 
 /// Checks the arguments of `open(name, options)` in Node together and opens the SQLite file on a
-/// pool thread; resolves to the database, or to the JSON text of the error. `name`: a non-empty
+/// thread of libuv's pool; resolves to the database, or to the JSON text of the error. `name`: a non-empty
 /// path without NUL (`":memory:"`: a private in-memory database); `leaseMs` and
 /// `maxPayloadBytes` as everywhere (`Limits`); `durability` `"full"` (default) or `"normal"`;
 /// `clock` and `random` functions or nothing (`random` is called by the JavaScript side).
+/// `deliver(ids, replies)` (internal) settles the database's calls: each call returns its id,
+/// and its reply (a JSON text, or what the user's clock threw) comes with it in a batch.
 #[napi]
+#[allow(clippy::too_many_arguments)] // the options, one by one, and the callback
+#[allow(clippy::needless_pass_by_value)] // napi-rs passes JavaScript values owned
 pub fn open(
     name: Unknown<'_>,
     lease_ms: Unknown<'_>,
@@ -45,6 +51,7 @@ pub fn open(
     durability: Unknown<'_>,
     clock: Unknown<'_>,
     random: Unknown<'_>,
+    deliver: Deliver<'_>,
 ) -> napi::Result<AsyncTask<Opening>> {
     let mut rejected = Vec::new();
     let path = path_of(name, &mut rejected)?;
@@ -60,9 +67,13 @@ pub fn open(
     let clock = function("clock", clock, &mut rejected)?;
     function("random", random, &mut rejected)?;
     let checked = match (path, limits, durability) {
-        (Some(path), Some(limits), Some(durability)) if rejected.is_empty() => {
-            Ok((path, limits, durability, Clock::new(clock)?))
-        }
+        (Some(path), Some(limits), Some(durability)) if rejected.is_empty() => Ok((
+            path,
+            limits,
+            durability,
+            Clock::new(clock)?,
+            Replies::new(&deliver)?,
+        )),
         _ => Err(Error::Validation(rejected)),
     };
     Ok(AsyncTask::new(Opening {
@@ -130,9 +141,12 @@ fn function<'a>(
     }
 }
 
-/// Opening a checked file on a pool thread.
+/// The checked arguments of `open`.
+type Checked = (PathBuf, Limits, Durability, Clock, Replies);
+
+/// Opening a checked file on a thread of libuv's pool.
 pub struct Opening {
-    checked: Option<Result<(PathBuf, Limits, Durability, Clock)>>,
+    checked: Option<Result<Checked>>,
 }
 
 impl<'env> ScopedTask<'env> for Opening {
@@ -144,13 +158,10 @@ impl<'env> ScopedTask<'env> for Opening {
             .checked
             .take()
             .ok_or_else(|| napi::Error::from_reason("deadletter: opened twice"))?;
-        let opened = checked.and_then(|(path, limits, durability, clock)| {
+        let opened = checked.and_then(|(path, limits, durability, clock, replies)| {
             let store = SqliteStore::open(&path, durability)?;
-            Ok(NativeDatabase::new(
-                &path,
-                Engine::new(store, limits),
-                clock,
-            ))
+            let shared = Shared::new(Engine::new(store, limits), clock);
+            Ok(NativeDatabase::new(&path, Pool::new(shared, replies)))
         });
         Ok(opened.map_err(|err| reply::error(&err)))
     }
@@ -166,12 +177,12 @@ impl<'env> ScopedTask<'env> for Opening {
 /// An open SQLite database (internal: the package's `Database` holds one).
 #[napi]
 pub struct NativeDatabase {
-    shared: Arc<Shared>,
+    pool: Arc<Pool>,
     channel: Option<String>,
 }
 
 impl NativeDatabase {
-    fn new(path: &Path, engine: Db, clock: Clock) -> Self {
+    fn new(path: &Path, pool: Pool) -> Self {
         // The file's own name, whatever path led to it: the Databases of this process on one file
         // share its deaths through a BroadcastChannel of that name. None for `:memory:`, private.
         let channel = (path != Path::new(":memory:"))
@@ -179,9 +190,13 @@ impl NativeDatabase {
             .flatten()
             .map(|file| format!("deadletter:file:{}", file.display()));
         Self {
-            shared: Arc::new(Shared::new(engine, clock)),
+            pool: Arc::new(pool),
             channel,
         }
+    }
+
+    fn engine(&self) -> &Db {
+        &self.pool.shared().engine
     }
 }
 
@@ -197,7 +212,7 @@ impl NativeDatabase {
     #[napi(getter)]
     #[allow(clippy::cast_precision_loss)] // at most 12 h
     pub fn default_lease_ms(&self) -> f64 {
-        self.shared.engine.limits().default_lease_ms as f64
+        self.engine().limits().default_lease_ms as f64
     }
 
     /// The handle of queue `name` with the backoff policy given field by field, when `custom`
@@ -233,20 +248,27 @@ impl NativeDatabase {
             Ok(None)
         };
         Ok(match (checked, policy) {
-            (Ok(name), Ok(policy)) => Either::A(NativeQueue::new(&self.shared, name, policy)),
+            (Ok(name), Ok(policy)) => Either::A(NativeQueue::new(&self.pool, name, policy)),
             (name, policy) => Either::B(reply::error(&combine(
                 [name.err(), policy.err()].into_iter().flatten(),
             ))),
         })
     }
 
-    /// `Database.queues`: the statistics of every queue that holds messages, by name.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn queues(&self) -> AsyncTask<Work> {
-        AsyncTask::new(Work::new(
-            &self.shared,
-            Box::new(|db, clock| reply::of(pollster::block_on(db.queues(clock)))),
-        ))
+    /// `Database.queues`: the statistics of every queue that holds messages, by name (the
+    /// call's id: see [`open`]).
+    #[napi]
+    pub fn queues(&self) -> u32 {
+        self.pool.submit(Box::new(|db, clock| {
+            reply::of(pollster::block_on(db.queues(clock)))
+        }))
+    }
+
+    /// Whether the process stays alive for the replies of this database's calls: the package
+    /// holds it while calls are out.
+    #[napi]
+    pub fn hold(&self, env: Env, hold: bool) -> napi::Result<()> {
+        self.pool.hold(env, hold)
     }
 
     /// The worker loop's plan (`Queue.process`), or the JSON text of its validation error.
@@ -258,7 +280,7 @@ impl NativeDatabase {
         shutdown_timeout_ms: Unknown<'_>,
         lease_ms: Unknown<'_>,
     ) -> napi::Result<Either<NativeWorkerPlan, String>> {
-        let default = self.shared.engine.limits().default_lease_ms;
+        let default = self.engine().limits().default_lease_ms;
         Ok(
             match NativeWorkerPlan::new(
                 default,
@@ -274,6 +296,6 @@ impl NativeDatabase {
     /// The JSON text of the outcome.
     #[napi]
     pub fn close(&self) -> String {
-        reply::of(self.shared.engine.store().close())
+        reply::of(self.engine().store().close())
     }
 }

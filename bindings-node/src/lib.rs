@@ -6,9 +6,9 @@
 //! very file format of the Python package, under the same `Database` and `Queue` classes as the
 //! browsers' IndexedDB (the package's `node/backend.js` is the backend they call in Node).
 //!
-//! - Every call runs off the JavaScript thread, as an N-API async work item on libuv's thread
-//!   pool ([`work`]), and resolves a promise; calls made at once share commits through the SQLite
-//!   store's group commit.
+//! - Every call runs off the JavaScript thread, on the database's own threads ([`pool`]), and
+//!   its reply comes back in a batch with the others finished meanwhile; calls made at once run
+//!   at once and share commits through the SQLite store's group commit.
 //! - The store reads the clock once it holds its write lock: the system clock there, or the
 //!   user's `clock` function through a thread-safe function ([`clock`]).
 //! - Arguments are mapped from JavaScript without judging ([`args`]); the core checks them and
@@ -23,6 +23,7 @@
 mod args;
 mod clock;
 mod database;
+mod pool;
 mod queue;
 mod reply;
 mod work;

@@ -1,24 +1,26 @@
 //! The queue handle ([`NativeQueue`]): one method per operation of the package's `Queue`, each
-//! mapping its JavaScript arguments ([`OwnedArg`]) on the JavaScript thread and running the
-//! engine's operation on a pool thread ([`Work`]), which resolves to the reply's JSON text. The
-//! engine checks every argument; nothing here decides anything about a message.
+//! mapping its JavaScript arguments ([`OwnedArg`]) on the JavaScript thread and queuing the
+//! engine's operation on the database's threads ([`Pool`]); it returns the call's id, with which
+//! the reply's JSON text is delivered. The engine checks every argument; nothing here decides
+//! anything about a message.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use deadletter::{Action, Arg, Backoff, Call, FilterArgs, Message, Outcome, Result, SettingsArgs};
-use napi::bindgen_prelude::{Array, AsyncTask, Unknown};
+use napi::bindgen_prelude::{Array, Unknown};
 use napi_derive::napi;
 
 use crate::args::{OwnedArg, OwnedItem};
+use crate::pool::Pool;
 use crate::reply;
-use crate::work::{Db, Shared, Work};
+use crate::work::Db;
 
 /// One queue of an open database with its handle's backoff policy (internal: the package's
 /// `Queue` holds one).
 #[napi]
 pub struct NativeQueue {
-    shared: Arc<Shared>,
+    pool: Arc<Pool>,
     name: Arc<str>,
     /// The handle's own policy (given in code), which wins over the queue's stored one.
     policy: Option<Backoff>,
@@ -75,14 +77,14 @@ fn filter_args(values: &[OwnedArg]) -> FilterArgs<'_> {
 }
 
 impl NativeQueue {
-    /// A bulk action of the engine (`replay_all`, `delete_all`, `retry_now_all`), on a pool thread.
+    /// A bulk action of the engine (`replay_all`, `delete_all`, `retry_now_all`).
     fn bulk(
         &self,
         action: Action,
         filters: &Array<'_>,
         limit: Unknown<'_>,
         dry_run: Unknown<'_>,
-    ) -> napi::Result<AsyncTask<Work>> {
+    ) -> napi::Result<u32> {
         let filters = filter_values(filters)?;
         let [limit, dry_run] = [OwnedArg::from_js(limit)?, OwnedArg::from_js(dry_run)?];
         Ok(self.work(move |db, clock, queue, _| {
@@ -108,9 +110,9 @@ impl NativeQueue {
     }
 
     /// The handle of the checked queue `name`.
-    pub fn new(shared: &Arc<Shared>, name: String, policy: Option<Backoff>) -> Self {
+    pub fn new(pool: &Arc<Pool>, name: String, policy: Option<Backoff>) -> Self {
         Self {
-            shared: Arc::clone(shared),
+            pool: Arc::clone(pool),
             name: name.into(),
             policy,
             warned: Arc::new(AtomicBool::new(false)),
@@ -145,28 +147,27 @@ impl NativeQueue {
         reply::killing(result)
     }
 
-    /// The work of `job`, given the queue's name and its handle's policy.
+    /// Queues `job`, given the queue's name and its handle's policy; the call's id.
     fn work(
         &self,
         job: impl FnOnce(&Db, deadletter::Clock<'_>, Arg<'_>, Option<&Backoff>) -> String
         + Send
         + 'static,
-    ) -> AsyncTask<Work> {
+    ) -> u32 {
         let (name, policy) = (Arc::clone(&self.name), self.policy);
-        AsyncTask::new(Work::new(
-            &self.shared,
-            Box::new(move |db, clock| job(db, clock, Arg::Str(&name), policy.as_ref())),
-        ))
+        self.pool.submit(Box::new(move |db, clock| {
+            job(db, clock, Arg::Str(&name), policy.as_ref())
+        }))
     }
 
-    /// The work of a call that may kill and reschedule messages (see [`NativeQueue::outcome`]):
+    /// Queues a call that may kill and reschedule messages (see [`NativeQueue::outcome`]):
     /// `run` with the call's clock, policy and jitter sample (`drawn`: the user's `random`).
     fn killing<T, V: serde::Serialize>(
         &self,
         run: impl FnOnce(&Db, &Call<'_>, Arg<'_>) -> Result<Outcome<T>> + Send + 'static,
         drawn: OwnedArg,
         value: impl FnOnce(T) -> V + Send + 'static,
-    ) -> AsyncTask<Work> {
+    ) -> u32 {
         let warned = Arc::clone(&self.warned);
         self.work(move |db, clock, queue, backoff| {
             let result = sample(&drawn).and_then(|sample| {
@@ -185,7 +186,7 @@ impl NativeQueue {
 #[napi]
 impl NativeQueue {
     /// `Queue.enqueue`.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi]
     pub fn enqueue(
         &self,
         payload: Unknown<'_>,
@@ -194,7 +195,7 @@ impl NativeQueue {
         delay_ms: Unknown<'_>,
         group: Unknown<'_>,
         expires_in_ms: Unknown<'_>,
-    ) -> napi::Result<AsyncTask<Work>> {
+    ) -> napi::Result<u32> {
         let values = [
             payload,
             max_retries,
@@ -211,8 +212,8 @@ impl NativeQueue {
 
     /// `Queue.enqueueMany`: one row `[payload, maxRetries, idempotencyKey, delayMs, group,
     /// expiresInMs]` per item (a value that is not an array is a payload).
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn enqueue_many(&self, rows: Array<'_>) -> napi::Result<AsyncTask<Work>> {
+    #[napi]
+    pub fn enqueue_many(&self, rows: Array<'_>) -> napi::Result<u32> {
         let mut items = Vec::with_capacity(rows.len() as usize);
         for i in 0..rows.len() {
             items.push(match rows.get::<Unknown<'_>>(i)? {
@@ -227,13 +228,13 @@ impl NativeQueue {
     }
 
     /// `Queue.claimMany` (`n`), and `Queue.claim` (`n` undefined: one message or null).
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi]
     pub fn claim(
         &self,
         drawn: Unknown<'_>,
         n: Unknown<'_>,
         lease_ms: Unknown<'_>,
-    ) -> napi::Result<AsyncTask<Work>> {
+    ) -> napi::Result<u32> {
         let [drawn, n, lease] = [
             OwnedArg::from_js(drawn)?,
             OwnedArg::from_js(n)?,
@@ -254,8 +255,8 @@ impl NativeQueue {
     }
 
     /// `Queue.reap`.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn reap(&self, drawn: Unknown<'_>) -> napi::Result<AsyncTask<Work>> {
+    #[napi]
+    pub fn reap(&self, drawn: Unknown<'_>) -> napi::Result<u32> {
         let drawn = OwnedArg::from_js(drawn)?;
         let reap =
             |db: &Db, call: &Call<'_>, queue: Arg<'_>| pollster::block_on(db.reap(queue, call));
@@ -263,12 +264,8 @@ impl NativeQueue {
     }
 
     /// `Queue.succeed`.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn succeed(
-        &self,
-        id: Unknown<'_>,
-        lease_token: Unknown<'_>,
-    ) -> napi::Result<AsyncTask<Work>> {
+    #[napi]
+    pub fn succeed(&self, id: Unknown<'_>, lease_token: Unknown<'_>) -> napi::Result<u32> {
         let [id, token] = [OwnedArg::from_js(id)?, OwnedArg::from_js(lease_token)?];
         Ok(self.work(move |db, clock, queue, _| {
             reply::of(pollster::block_on(db.succeed(
@@ -281,7 +278,7 @@ impl NativeQueue {
     }
 
     /// `Queue.fail`.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi]
     pub fn fail(
         &self,
         drawn: Unknown<'_>,
@@ -290,7 +287,7 @@ impl NativeQueue {
         lease_token: Unknown<'_>,
         retryable: Unknown<'_>,
         retry_in_ms: Unknown<'_>,
-    ) -> napi::Result<AsyncTask<Work>> {
+    ) -> napi::Result<u32> {
         let [drawn, id, error, token, retryable, retry_in] = [
             OwnedArg::from_js(drawn)?,
             OwnedArg::from_js(id)?,
@@ -314,13 +311,13 @@ impl NativeQueue {
     }
 
     /// `Queue.extend`.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi]
     pub fn extend(
         &self,
         id: Unknown<'_>,
         lease_token: Unknown<'_>,
         lease_ms: Unknown<'_>,
-    ) -> napi::Result<AsyncTask<Work>> {
+    ) -> napi::Result<u32> {
         let [id, token, lease] = [
             OwnedArg::from_js(id)?,
             OwnedArg::from_js(lease_token)?,
@@ -338,12 +335,8 @@ impl NativeQueue {
     }
 
     /// `Queue.replay`.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn replay(
-        &self,
-        id: Unknown<'_>,
-        expires_in_ms: Unknown<'_>,
-    ) -> napi::Result<AsyncTask<Work>> {
+    #[napi]
+    pub fn replay(&self, id: Unknown<'_>, expires_in_ms: Unknown<'_>) -> napi::Result<u32> {
         let [id, expires_in] = [OwnedArg::from_js(id)?, OwnedArg::from_js(expires_in_ms)?];
         Ok(self.work(move |db, clock, queue, _| {
             reply::of(pollster::block_on(db.replay(
@@ -356,8 +349,8 @@ impl NativeQueue {
     }
 
     /// `Queue.retryNow`.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn retry_now(&self, id: Unknown<'_>) -> napi::Result<AsyncTask<Work>> {
+    #[napi]
+    pub fn retry_now(&self, id: Unknown<'_>) -> napi::Result<u32> {
         let id = OwnedArg::from_js(id)?;
         Ok(self.work(move |db, clock, queue, _| {
             reply::of(pollster::block_on(db.retry_now(queue, id.arg(), clock)))
@@ -365,12 +358,8 @@ impl NativeQueue {
     }
 
     /// `Queue.move`: the message `id` to the queue `to_queue`.
-    #[napi(js_name = "move", ts_return_type = "Promise<string>")]
-    pub fn move_message(
-        &self,
-        id: Unknown<'_>,
-        to_queue: Unknown<'_>,
-    ) -> napi::Result<AsyncTask<Work>> {
+    #[napi(js_name = "move")]
+    pub fn move_message(&self, id: Unknown<'_>, to_queue: Unknown<'_>) -> napi::Result<u32> {
         let [id, to_queue] = [OwnedArg::from_js(id)?, OwnedArg::from_js(to_queue)?];
         Ok(self.work(move |db, clock, queue, _| {
             reply::of(pollster::block_on(db.move_message(
@@ -384,14 +373,14 @@ impl NativeQueue {
 
     /// `Queue.moveAll` (filters as [`NativeQueue::replay_all`]): the selected messages to the
     /// queue `to_queue`.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi]
     pub fn move_all(
         &self,
         to_queue: Unknown<'_>,
         filters: Array<'_>,
         limit: Unknown<'_>,
         dry_run: Unknown<'_>,
-    ) -> napi::Result<AsyncTask<Work>> {
+    ) -> napi::Result<u32> {
         let filters = filter_values(&filters)?;
         let [to_queue, limit, dry_run] = [
             OwnedArg::from_js(to_queue)?,
@@ -413,45 +402,41 @@ impl NativeQueue {
 
     /// `Queue.replayAll`: `filters` are the values of the core's `FilterArgs::NAMES`, in that
     /// order (instants in milliseconds: `api.js` turns `Date`s into them).
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi]
     pub fn replay_all(
         &self,
         filters: Array<'_>,
         limit: Unknown<'_>,
         dry_run: Unknown<'_>,
-    ) -> napi::Result<AsyncTask<Work>> {
+    ) -> napi::Result<u32> {
         self.bulk(Action::Replay, &filters, limit, dry_run)
     }
 
     /// `Queue.deleteAll` (filters as [`NativeQueue::replay_all`]).
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi]
     pub fn delete_all(
         &self,
         filters: Array<'_>,
         limit: Unknown<'_>,
         dry_run: Unknown<'_>,
-    ) -> napi::Result<AsyncTask<Work>> {
+    ) -> napi::Result<u32> {
         self.bulk(Action::Delete, &filters, limit, dry_run)
     }
 
     /// `Queue.retryNowAll` (filters as [`NativeQueue::replay_all`]).
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi]
     pub fn retry_now_all(
         &self,
         filters: Array<'_>,
         limit: Unknown<'_>,
         dry_run: Unknown<'_>,
-    ) -> napi::Result<AsyncTask<Work>> {
+    ) -> napi::Result<u32> {
         self.bulk(Action::RetryNow, &filters, limit, dry_run)
     }
 
     /// `Queue.purge`.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn purge(
-        &self,
-        status: Unknown<'_>,
-        older_than_ms: Unknown<'_>,
-    ) -> napi::Result<AsyncTask<Work>> {
+    #[napi]
+    pub fn purge(&self, status: Unknown<'_>, older_than_ms: Unknown<'_>) -> napi::Result<u32> {
         let [status, older] = [
             OwnedArg::from_js(status)?,
             OwnedArg::from_js(older_than_ms)?,
@@ -467,16 +452,16 @@ impl NativeQueue {
     }
 
     /// `Queue.delete`.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn delete(&self, id: Unknown<'_>) -> napi::Result<AsyncTask<Work>> {
+    #[napi]
+    pub fn delete(&self, id: Unknown<'_>) -> napi::Result<u32> {
         let id = OwnedArg::from_js(id)?;
         Ok(self
             .work(move |db, _, queue, _| reply::of(pollster::block_on(db.delete(queue, id.arg())))))
     }
 
     /// `Queue.get`.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn get(&self, id: Unknown<'_>) -> napi::Result<AsyncTask<Work>> {
+    #[napi]
+    pub fn get(&self, id: Unknown<'_>) -> napi::Result<u32> {
         let id = OwnedArg::from_js(id)?;
         Ok(
             self.work(move |db, _, queue, _| {
@@ -487,13 +472,13 @@ impl NativeQueue {
 
     /// `Queue.list` (filters as [`NativeQueue::replay_all`]): the page is `{ messages,
     /// next_after_id }`.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi]
     pub fn list(
         &self,
         filters: Array<'_>,
         limit: Unknown<'_>,
         after_id: Unknown<'_>,
-    ) -> napi::Result<AsyncTask<Work>> {
+    ) -> napi::Result<u32> {
         let filters = filter_values(&filters)?;
         let [limit, after] = [OwnedArg::from_js(limit)?, OwnedArg::from_js(after_id)?];
         Ok(self.work(move |db, clock, queue, _| {
@@ -509,14 +494,14 @@ impl NativeQueue {
     }
 
     /// `Queue.stats`.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn stats(&self) -> AsyncTask<Work> {
+    #[napi]
+    pub fn stats(&self) -> u32 {
         self.work(|db, clock, queue, _| reply::of(pollster::block_on(db.stats(queue, clock))))
     }
 
     /// `Queue.settings`: the settings stored with the queue (nulls where unset) and `paused`.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn settings(&self) -> AsyncTask<Work> {
+    #[napi]
+    pub fn settings(&self) -> u32 {
         self.work(|db, _, queue, _| {
             reply::of(pollster::block_on(db.settings(queue)).map(reply::Settings))
         })
@@ -524,7 +509,7 @@ impl NativeQueue {
 
     /// `Queue.setSettings`: replaces the five settings (the backoff given field by field when
     /// `custom`, else unset) and resolves to them.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi]
     #[allow(clippy::too_many_arguments)] // one per setting and backoff field
     pub fn set_settings(
         &self,
@@ -537,7 +522,7 @@ impl NativeQueue {
         lease_ms: Unknown<'_>,
         expires_in_ms: Unknown<'_>,
         on_expiry: Unknown<'_>,
-    ) -> napi::Result<AsyncTask<Work>> {
+    ) -> napi::Result<u32> {
         let [
             initial,
             multiplier,
@@ -576,24 +561,24 @@ impl NativeQueue {
 
     /// `Queue.pause`: the queue claims nothing until resumed (every process sees it); resolves to
     /// the settings.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn pause(&self) -> AsyncTask<Work> {
+    #[napi]
+    pub fn pause(&self) -> u32 {
         self.work(|db, _, queue, _| {
             reply::of(pollster::block_on(db.pause(queue, true)).map(reply::Settings))
         })
     }
 
     /// `Queue.resume`.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn resume(&self) -> AsyncTask<Work> {
+    #[napi]
+    pub fn resume(&self) -> u32 {
         self.work(|db, _, queue, _| {
             reply::of(pollster::block_on(db.pause(queue, false)).map(reply::Settings))
         })
     }
 
     /// `Queue.nextDueAt`.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn next_due_at(&self) -> AsyncTask<Work> {
+    #[napi]
+    pub fn next_due_at(&self) -> u32 {
         self.work(|db, clock, queue, _| reply::of(pollster::block_on(db.next_due_at(queue, clock))))
     }
 }

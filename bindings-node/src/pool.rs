@@ -1,0 +1,261 @@
+//! The threads a database's calls run on, off the JavaScript thread, and how their replies come
+//! back: the database's own small pool rather than libuv's, because waking a sleeping thread
+//! costs more than a call of the store on the machines we measured (virtual machines above all).
+//!
+//! - A call ([`Pool::submit`]) is queued with an id; a thread of the pool runs it and puts its
+//!   reply on the finished list. The first reply of a batch wakes the JavaScript thread through
+//!   one thread-safe function, whose callback hands over every reply finished by then: one
+//!   wake-up per batch, not per call.
+//! - A call wakes the thread that fell asleep last, whose caches are warm, and a thread that just
+//!   handed a reply over counts as about to look for the next call: a caller that awaits each call
+//!   in turn is served by one thread (libuv's pool hands such calls to its threads in turn).
+//!   Threads do not spin for the next call: on a loaded machine (2 cores, measured) spinning
+//!   slowed every call down.
+//! - Calls made at once (a `Promise.all` of acks, the worker loop's slots) each get a thread, up
+//!   to [`MAX_THREADS`], started when needed: they meet in the SQLite store, whose group commit
+//!   lets them share one commit, as Python's threads do. A thread idle for [`IDLE`] ends.
+//! - The thread-safe function keeps Node's event loop alive only while calls are out
+//!   ([`Pool::hold`]): an open database alone does not keep a process running.
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use napi::bindgen_prelude::{Either, FnArgs, Function};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, Status};
+
+use crate::work::{Job, Shared};
+
+/// The most threads a database runs calls on at once.
+pub const MAX_THREADS: usize = 16;
+
+/// How long a thread sleeps without a call before it ends.
+pub const IDLE: Duration = Duration::from_secs(10);
+
+/// What a call resolves to (its reply's JSON text) or rejects with (what the user's clock threw).
+pub type Reply = napi::Result<String>;
+
+/// The replies of a batch as the JavaScript callback takes them: the calls' ids, and their
+/// replies.
+type Batch = (Vec<u32>, Vec<Either<String, napi::Error>>);
+
+/// The package's callback that settles the calls of a batch: `deliver(ids, replies)`.
+pub type Deliver<'a> = Function<'a, FnArgs<Batch>, ()>;
+
+type Notify = ThreadsafeFunction<(), (), FnArgs<Batch>, Status, false, true>;
+
+/// The calls waiting for a thread, and the threads.
+#[derive(Default)]
+struct Queue {
+    calls: VecDeque<(u32, Job)>,
+    /// Threads alive.
+    threads: usize,
+    /// Threads started that have not looked at the queue yet.
+    starting: usize,
+    /// Threads asleep, the last to fall asleep last.
+    asleep: Vec<Arc<Sleeper>>,
+    /// Threads woken that have not looked at the queue yet.
+    wakeups: usize,
+    /// Set when every handle of the database is gone: the threads end once the queue is empty.
+    closed: bool,
+}
+
+/// A thread asleep.
+struct Sleeper {
+    thread: Thread,
+    /// Set (under the queue's lock) when it is woken.
+    woken: AtomicBool,
+}
+
+impl Queue {
+    /// Wakes the thread that fell asleep last, if any.
+    fn wake_one(&mut self) -> bool {
+        let Some(sleeper) = self.asleep.pop() else {
+            return false;
+        };
+        self.wakeups += 1;
+        sleeper.woken.store(true, Ordering::SeqCst);
+        sleeper.thread.unpark();
+        true
+    }
+}
+
+/// The replies finished and not yet handed to JavaScript.
+#[derive(Default)]
+struct Finished {
+    replies: Mutex<Vec<(u32, Reply)>>,
+    /// Whether the JavaScript thread was told of them (cleared as it takes them).
+    told: AtomicBool,
+}
+
+impl Finished {
+    /// The replies finished, for the JavaScript callback (on its thread).
+    fn take(&self) -> Batch {
+        self.told.store(false, Ordering::SeqCst);
+        lock(&self.replies)
+            .drain(..)
+            .map(|(id, reply)| (id, reply.map_or_else(Either::B, Either::A)))
+            .unzip()
+    }
+}
+
+struct State {
+    shared: Shared,
+    queue: Mutex<Queue>,
+    /// Threads that finished a call (its reply is out) and have not looked at the queue since:
+    /// the next call of a caller that awaited that reply finds one of them.
+    returning: AtomicUsize,
+    finished: Arc<Finished>,
+    /// Tells the JavaScript thread that replies are finished.
+    notify: Mutex<Notify>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// How a database's replies reach JavaScript: made on the JavaScript thread, at `open`.
+pub struct Replies {
+    finished: Arc<Finished>,
+    notify: Notify,
+}
+
+impl Replies {
+    /// Replies that go to `deliver`.
+    pub fn new(deliver: &Deliver<'_>) -> napi::Result<Self> {
+        let finished = Arc::new(Finished::default());
+        let taken = Arc::clone(&finished);
+        let notify = deliver
+            .build_threadsafe_function::<()>()
+            .callee_handled::<false>()
+            .weak::<true>()
+            .build_callback(move |_| Ok(FnArgs::from(taken.take())))?;
+        Ok(Self { finished, notify })
+    }
+}
+
+/// A database's pool (its handles share it); its threads end once the last handle is dropped.
+pub struct Pool {
+    state: Arc<State>,
+    next_id: AtomicU32,
+}
+
+impl Pool {
+    /// The pool of the database `shared`, whose replies go as `replies` says.
+    pub fn new(shared: Shared, replies: Replies) -> Self {
+        Self {
+            state: Arc::new(State {
+                shared,
+                queue: Mutex::new(Queue::default()),
+                returning: AtomicUsize::new(0),
+                finished: replies.finished,
+                notify: Mutex::new(replies.notify),
+            }),
+            next_id: AtomicU32::new(0),
+        }
+    }
+
+    /// The database's engine and clock.
+    pub fn shared(&self) -> &Shared {
+        &self.state.shared
+    }
+
+    /// Queues `job`; returns the id its reply will be delivered with.
+    pub fn submit(&self, job: Job) -> u32 {
+        let state = &self.state;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut queue = lock(&state.queue);
+        queue.calls.push_back((id, job));
+        // Every queued call gets a thread about to take it (the threads running a call do not
+        // count): calls made at once run at once, and share commits in the store.
+        let coming = queue.starting + queue.wakeups;
+        if queue.calls.len() > coming + state.returning.load(Ordering::SeqCst)
+            && !queue.wake_one()
+            && queue.threads < MAX_THREADS
+        {
+            let thread = Arc::clone(state);
+            let started = std::thread::Builder::new()
+                .name("deadletter".into())
+                .spawn(move || thread.serve());
+            // Out of threads: the call waits for one of the threads running.
+            if started.is_ok() {
+                queue.threads += 1;
+                queue.starting += 1;
+            }
+        }
+        id
+    }
+
+    /// Whether Node's event loop stays alive for this database's replies: while calls are out.
+    #[allow(deprecated)] // napi-rs's refer and unref: the package counts the calls out
+    pub fn hold(&self, env: Env, hold: bool) -> napi::Result<()> {
+        let mut notify = lock(&self.state.notify);
+        if hold {
+            notify.refer(&env)
+        } else {
+            notify.unref(&env)
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        let mut queue = lock(&self.state.queue);
+        queue.closed = true;
+        while queue.wake_one() {}
+    }
+}
+
+impl State {
+    /// A thread of the pool: runs calls until the pool is closed or it slept for [`IDLE`].
+    fn serve(&self) {
+        let mut queue = lock(&self.queue);
+        queue.starting -= 1;
+        loop {
+            if let Some((id, job)) = queue.calls.pop_front() {
+                drop(queue);
+                self.run(id, job);
+                queue = lock(&self.queue);
+                self.returning.fetch_sub(1, Ordering::SeqCst);
+            } else if queue.closed {
+                break;
+            } else {
+                let me = Arc::new(Sleeper {
+                    thread: std::thread::current(),
+                    woken: AtomicBool::new(false),
+                });
+                queue.asleep.push(Arc::clone(&me));
+                drop(queue);
+                let until = Instant::now() + IDLE;
+                while !me.woken.load(Ordering::SeqCst) && Instant::now() < until {
+                    std::thread::park_timeout(until.saturating_duration_since(Instant::now()));
+                }
+                queue = lock(&self.queue);
+                if me.woken.load(Ordering::SeqCst) {
+                    // `wake_one` counted it among the threads about to take a call.
+                    queue.wakeups -= 1;
+                } else {
+                    // Idle for long: ends.
+                    queue.asleep.retain(|other| !Arc::ptr_eq(other, &me));
+                    break;
+                }
+            }
+        }
+        queue.threads -= 1;
+    }
+
+    /// Runs one call and hands its reply over (the thread counted as returning).
+    fn run(&self, id: u32, job: Job) {
+        let reply = catch_unwind(AssertUnwindSafe(|| self.shared.run(job)))
+            .unwrap_or_else(|_| Err(napi::Error::from_reason("deadletter: a call panicked")));
+        self.returning.fetch_add(1, Ordering::SeqCst);
+        lock(&self.finished.replies).push((id, reply));
+        if !self.finished.told.swap(true, Ordering::SeqCst) {
+            lock(&self.notify).call((), ThreadsafeFunctionCallMode::NonBlocking);
+        }
+    }
+}
