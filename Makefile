@@ -136,9 +136,11 @@ bench:
 
 ## Benchmark, not a test: the npm package in Node on SQLite, end to end (enqueue+claim+succeed)
 ## messages/s one at a time and through q.process({ concurrency: 8 }), at durability full and
-## normal, beside a hand-written better-sqlite3 queue at the same durability and BullMQ on a local
-## redis-server (appendfsync always, and everysec): min/median/max of interleaved rounds, and the
-## ratios. Its npm packages are pinned in bindings-node/benches/package.json (own node_modules).
+## normal, beside a hand-written better-sqlite3 queue at the same durability (on the JavaScript
+## thread, and on a worker thread a message a step), the same loop from Python on the same store,
+## and BullMQ on a local redis-server (appendfsync always, and everysec): min/median/max of
+## interleaved rounds, and the ratios. Its npm packages are pinned in
+## bindings-node/benches/package.json (own node_modules).
 bench-node: node
 	scripts/setup.sh bench-node
 	node bindings-node/benches/throughput.mjs

@@ -4,18 +4,17 @@
 //   q.process({ concurrency: 8 }) fed by 8 producers, at durability "full" and "normal";
 // - the raw reference: a hand-written queue on better-sqlite3 (synchronous, on the JavaScript
 //   thread: one table, one index, one statement per step, each its own transaction) at the same
-//   durability (WAL, synchronous FULL or NORMAL);
+//   durability (WAL, synchronous FULL or NORMAL; raw_queue.mjs); and, no goal, the same queue on a
+//   worker thread, each step a message there and back: the reference kept off the JavaScript
+//   thread, as the issue requires of deadletter;
 // - BullMQ on a local redis-server with an append-only file, `appendfsync always` (every write
 //   synced: equal to "full") and `everysec` (its default once the AOF is on: equal to "normal",
 //   safe against a crash of the process, not of the machine); one at a time through a Worker's
 //   manual API (add, getNextJob, moveToCompleted), and a Worker with concurrency 8 fed by 8
 //   producers.
-// - no goal, for users who tune it: the worker loop with libuv's pool at 16 threads
-//   (UV_THREADPOOL_SIZE=16, a child process: the pool's size is fixed when Node starts), where
-//   more calls meet in one commit;
 // - for the decomposition (no goal): the same loop from Python (the repository's .venv, `make
-//   python`) on the same store, a call on the calling thread rather than libuv's pool: what is the
-//   store's cost and what the hop to the pool and back adds.
+//   python`) on the same store, a call on the calling thread rather than the database's threads:
+//   what is the store's cost and what the hop there and back adds.
 // Rounds interleave every scenario, so that a slower moment of the machine slows all of them;
 // each line prints min / median / max of the rounds, and each ratio is taken per round.
 // Usage: node bindings-node/benches/throughput.mjs [ROUNDS]   (after make node and
@@ -25,15 +24,16 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRequire } from "node:module";
+import { Worker } from "node:worker_threads";
+import { rawQueue } from "./raw_queue.mjs";
 
-const ROUNDS = Number(process.argv[2] === "--process" ? 1 : (process.argv[2] ?? 5));
+const ROUNDS = Number(process.argv[2] ?? 5);
 /** Messages per scenario and round: fewer where every commit waits for the disk. */
 const SIZE = { full: 400, normal: 4000 };
 const CONCURRENCY = 8;
 
 const require = createRequire(import.meta.url);
-const Database = require("better-sqlite3");
-const { Queue, Worker } = require("bullmq");
+const bullmq = require("bullmq");
 const { open } = await import(process.env.DEADLETTER_PKG ? `${process.env.DEADLETTER_PKG}/node/index.js` : new URL("../../build/pkg/node/index.js", import.meta.url));
 
 const folder = mkdtempSync(join(tmpdir(), "deadletter-bench-node-"));
@@ -98,36 +98,37 @@ async function deadletterProcess(durability, n) {
 // better-sqlite3: the raw reference --------------------------------------------------------------
 
 async function rawOneByOne(durability, n) {
-  const db = new Database(fresh());
-  db.pragma("journal_mode = WAL");
-  db.pragma(`synchronous = ${durability === "full" ? "FULL" : "NORMAL"}`);
-  db.exec(`create table jobs (id integer primary key, queue text not null, payload text not null,
-    status text not null, lease_token text, lease_expires_at integer, created_at integer not null)`);
-  db.exec("create index claim on jobs (queue, status, created_at, id)");
-  const insert = db.prepare("insert into jobs (queue, payload, status, created_at) values (?, ?, 'pending', ?)");
-  const claim = db.prepare(`update jobs set status = 'processing', lease_token = ?, lease_expires_at = ?
-    where id = (select id from jobs where queue = ? and status = 'pending' order by created_at, id limit 1)
-    returning id, lease_token`);
-  const succeed = db.prepare("update jobs set status = 'succeeded', lease_token = null where id = ? and lease_token = ? and status = 'processing'");
+  const q = rawQueue(fresh(), durability);
   const r = await rate(n, () => {
     for (let i = 0; i < n; i += 1) {
-      insert.run("bench", "x", Date.now());
-      const m = claim.get(crypto.randomUUID(), Date.now() + 30_000, "bench");
-      succeed.run(m.id, m.lease_token);
+      q.enqueue();
+      const m = q.claim();
+      q.succeed(m.id, m.lease_token);
     }
   });
-  db.close();
+  q.close();
   return r;
 }
 
-/** Messages/s of the worker loop in a child Node whose libuv pool has `threads` threads. */
-function deadletterProcessPool(durability, n, threads) {
-  const child = spawnSync(process.execPath, [new URL(import.meta.url).pathname, "--process", durability, String(n)], {
-    encoding: "utf8",
-    env: { ...process.env, UV_THREADPOOL_SIZE: String(threads) },
+/** The same queue on a worker thread, each step a message there and back: off the JavaScript thread. */
+async function rawWorkerOneByOne(durability, n) {
+  const worker = new Worker(new URL("./raw_queue.mjs", import.meta.url), { workerData: { rawQueue: true, path: fresh(), durability } });
+  const step = (...message) =>
+    new Promise((resolve) => {
+      worker.once("message", resolve);
+      worker.postMessage(message);
+    });
+  await step("enqueue"); // the worker is up
+  await step("succeed", (await step("claim")).id, "");
+  const r = await rate(n, async () => {
+    for (let i = 0; i < n; i += 1) {
+      await step("enqueue");
+      const m = await step("claim");
+      await step("succeed", m.id, m.lease_token);
+    }
   });
-  if (child.status !== 0) throw new Error(`child: ${child.stderr}`);
-  return Number(child.stdout);
+  await worker.terminate();
+  return r;
 }
 
 // The same store from Python --------------------------------------------------------------------
@@ -160,7 +161,7 @@ async function redis(appendfsync) {
   const server = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
     "--appendonly", "yes", "--appendfsync", appendfsync], { stdio: "ignore" });
   const connection = { host: "127.0.0.1", port, maxRetriesPerRequest: null };
-  const probe = new Queue("probe", { connection });
+  const probe = new bullmq.Queue("probe", { connection });
   for (let tries = 0; ; tries += 1) {
     try {
       await probe.client.then((client) => client.ping());
@@ -176,8 +177,8 @@ async function redis(appendfsync) {
 
 async function bullOneByOne(connection, n) {
   const name = `one-${++serial}`;
-  const queue = new Queue(name, { connection });
-  const worker = new Worker(name, null, { connection, autorun: false });
+  const queue = new bullmq.Queue(name, { connection });
+  const worker = new bullmq.Worker(name, null, { connection, autorun: false });
   const token = "bench";
   const r = await rate(n, async () => {
     for (let i = 0; i < n; i += 1) {
@@ -193,13 +194,13 @@ async function bullOneByOne(connection, n) {
 
 async function bullWorker(connection, n) {
   const name = `many-${++serial}`;
-  const queue = new Queue(name, { connection });
+  const queue = new bullmq.Queue(name, { connection });
   let completed = 0;
   let allCompleted;
   const done = new Promise((resolve) => {
     allCompleted = resolve;
   });
-  const worker = new Worker(name, async () => {}, { connection, concurrency: CONCURRENCY, autorun: false });
+  const worker = new bullmq.Worker(name, async () => {}, { connection, concurrency: CONCURRENCY, autorun: false });
   worker.on("completed", () => {
     if (++completed === n) allCompleted();
   });
@@ -222,14 +223,6 @@ async function bullWorker(connection, n) {
 
 // The run -----------------------------------------------------------------------------------------
 
-if (process.argv[2] === "--process") {
-  // A child of deadletterProcessPool: one measurement, printed.
-  const [durability, n] = process.argv.slice(3);
-  console.log(await deadletterProcess(durability, Number(n)));
-  rmSync(folder, { recursive: true, force: true });
-  process.exit(0);
-}
-
 const servers = { full: await redis("always"), normal: await redis("everysec") };
 const pythonWorks = existsSync(PYTHON) && spawnSync(PYTHON, ["-c", "import deadletter; deadletter.open(':memory:')"]).status === 0;
 const scenarios = [];
@@ -240,8 +233,8 @@ for (const durability of ["full", "normal"]) {
   scenarios.push(
     { durability, key: "one", label: "deadletter, one at a time", run: () => deadletterOneByOne(durability, n) },
     { durability, key: "process", label: `deadletter, process({ concurrency: ${CONCURRENCY} })`, run: () => deadletterProcess(durability, n) },
-    { durability, key: "pool16", label: "(the same, UV_THREADPOOL_SIZE=16)", run: () => deadletterProcessPool(durability, n, 16) },
     { durability, key: "raw", label: "better-sqlite3 queue, one at a time", run: () => rawOneByOne(durability, n) },
+    { durability, key: "rawWorker", label: "(the same on a worker thread, a message a step)", run: () => rawWorkerOneByOne(durability, n) },
     ...(pythonWorks ? [{ durability, key: "python", label: "(Python, same store, one at a time)", run: () => pythonOneByOne(durability, n) }] : []),
     { durability, key: "bullOne", label: `BullMQ (${redisName}), one at a time`, run: () => bullOneByOne(connection, n) },
     { durability, key: "bullMany", label: `BullMQ (${redisName}), Worker concurrency ${CONCURRENCY}`, run: () => bullWorker(connection, n) },
@@ -279,6 +272,15 @@ for (const durability of ["full", "normal"]) {
 /** Per-round ratios of two scenarios. */
 const ratio = (a, b) => a.map((x, i) => x / b[i]);
 const goals = [
+  // No goal: the references that tell the hop's cost from the store's.
+  ["one at a time / the same off the JS thread, full", ratio(of("full", "one"), of("full", "rawWorker")), "", null],
+  ["one at a time / the same off the JS thread, normal", ratio(of("normal", "one"), of("normal", "rawWorker")), "", null],
+  ...(pythonWorks
+    ? [
+        ["one at a time / Python same store, full", ratio(of("full", "one"), of("full", "python")), "", null],
+        ["one at a time / Python same store, normal", ratio(of("normal", "one"), of("normal", "python")), "", null],
+      ]
+    : []),
   ["one at a time / better-sqlite3, full", ratio(of("full", "one"), of("full", "raw")), ">= 0.8", (x) => x >= 0.8],
   ["one at a time / better-sqlite3, normal", ratio(of("normal", "one"), of("normal", "raw")), ">= 0.8", (x) => x >= 0.8],
   ["concurrency 8 / one at a time, full", ratio(of("full", "process"), of("full", "one")), ">= 3", (x) => x >= 3],
@@ -290,5 +292,6 @@ const goals = [
 console.log("\nratios, per round (min / median / max), against the goals (on the median):");
 for (const [label, values, goal, met] of goals) {
   const median = sorted(values)[Math.floor(values.length / 2)];
-  console.log(`  ${label.padEnd(42)} ${triple(values, 2)}   goal ${goal.padEnd(6)} ${met(median) ? "met" : "NOT met"}`);
+  const verdict = met === null ? "(reference, no goal)" : `goal ${goal.padEnd(6)} ${met(median) ? "met" : "NOT met"}`;
+  console.log(`  ${label.padEnd(50)} ${triple(values, 2)}   ${verdict}`);
 }
