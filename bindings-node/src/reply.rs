@@ -14,10 +14,33 @@ use deadletter_wasm::names::{js_field, js_message};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+/// A reply's value, serialized straight to text (not through a `serde_json::Value` tree: a
+/// message's reply is made on every call, on the call's critical path).
+#[derive(Serialize)]
+struct Reply<'a, T> {
+    ok: &'a T,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dead: Option<&'a [Message]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<&'a str>,
+}
+
+impl<T: Serialize> Reply<'_, T> {
+    fn text(&self) -> String {
+        // Serializing these values cannot fail: every key is a string.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
 /// `{"ok": value}`, or the error.
 pub fn of<T: Serialize>(result: Result<T>) -> String {
     match result {
-        Ok(value) => text(&json!({ "ok": value })),
+        Ok(value) => Reply {
+            ok: &value,
+            dead: None,
+            warning: None,
+        }
+        .text(),
         Err(err) => error(&err),
     }
 }
@@ -26,10 +49,12 @@ pub fn of<T: Serialize>(result: Result<T>) -> String {
 /// overrode a stored one), or the error.
 pub fn killing<T: Serialize>(result: Result<(T, Vec<Message>, Option<String>)>) -> String {
     match result {
-        Ok((value, dead, None)) => text(&json!({ "ok": value, "dead": dead })),
-        Ok((value, dead, Some(warning))) => {
-            text(&json!({ "ok": value, "dead": dead, "warning": warning }))
+        Ok((value, dead, warning)) => Reply {
+            ok: &value,
+            dead: Some(&dead),
+            warning: warning.as_deref(),
         }
+        .text(),
         Err(err) => error(&err),
     }
 }
@@ -171,5 +196,16 @@ mod tests {
         assert!(reply["error"].get("status").is_none());
         let ok: Value = serde_json::from_str(&of(Ok(3_u64))).unwrap();
         assert_eq!(ok, json!({ "ok": 3 }));
+    }
+
+    #[test]
+    fn killing_replies_carry_the_dead_and_the_warning_only_when_there_is_one() {
+        let plain: Value = serde_json::from_str(&killing(Ok((7_u64, vec![], None)))).unwrap();
+        assert_eq!(plain, json!({ "ok": 7, "dead": [] }));
+        let warned = killing(Ok((Some(1_u64), vec![], Some("careful".to_owned()))));
+        let warned: Value = serde_json::from_str(&warned).unwrap();
+        assert_eq!(warned, json!({ "ok": 1, "dead": [], "warning": "careful" }));
+        let none: Value = serde_json::from_str(&of(Ok(None::<u64>))).unwrap();
+        assert_eq!(none, json!({ "ok": null }));
     }
 }
