@@ -1,12 +1,12 @@
 //! The clock of a database: the system clock, or the user's `clock` option, a JavaScript function.
 //!
 //! The store reads the clock once it holds its write lock (a read reads it when it starts), on a
-//! thread of the database's pool. The system clock is read there; the user's function can only run on the
-//! JavaScript thread, so the pool thread asks it through a thread-safe function and waits for the
-//! answer (the JavaScript thread is free: every call of the package is asynchronous). What the
-//! function returns is judged there: a `Date` or a finite number of milliseconds (floored), else a
-//! `type` error on field `clock`; what it throws is kept, and the call rejects with that very
-//! value once the store has rolled back.
+//! thread of the database's pool. The system clock is read there; the user's function can only
+//! run on the JavaScript thread, so the pool thread asks it through a thread-safe function and
+//! waits for the answer (the JavaScript thread is free: every call of the package is
+//! asynchronous). What the function returns is judged there: a `Date` or a finite number of
+//! milliseconds (floored), else a `type` error on field `clock`; what it throws is kept, and the
+//! call rejects with that very value once the store has rolled back.
 
 use std::sync::Mutex;
 use std::sync::mpsc;

@@ -35,8 +35,8 @@ pub fn combine(errors: impl IntoIterator<Item = Error>) -> Error {
 }
 
 /// Checks the arguments of `open(name, options)` in Node together and opens the SQLite file on a
-/// thread of libuv's pool; resolves to the database, or to the JSON text of the error. `name`: a non-empty
-/// path without NUL (`":memory:"`: a private in-memory database); `leaseMs` and
+/// thread of libuv's pool; resolves to the database, or to the JSON text of the error. `name`: a
+/// non-empty path without NUL (`":memory:"`: a private in-memory database); `leaseMs` and
 /// `maxPayloadBytes` as everywhere (`Limits`); `durability` `"full"` (default) or `"normal"`;
 /// `clock` and `random` functions or nothing (`random` is called by the JavaScript side).
 /// `deliver(ids, replies)` (internal) settles the database's calls: each call returns its id,
