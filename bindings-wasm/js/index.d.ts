@@ -839,10 +839,10 @@ export declare class Database {
  *
  * In Node (without the `indexedDB` option), `name` is the path of a SQLite file, created when
  * missing (`":memory:"`: a private database in memory), in the file format of the Python
- * package: processes of both languages may share it. Every call then runs on a thread of libuv's
- * pool, and calls made at once share commits. A path that is empty or holds a NUL is rejected
- * (`validation_failed`, field `name`); a directory, another application's file or a newer
- * deadletter's is refused with `store` and left as it was (as Python refuses them); on a
+ * package: processes of both languages may share it. Every call then runs on one of the
+ * database's own threads, and calls made at once share commits. A path that is empty or holds a
+ * NUL is rejected (`validation_failed`, field `name`); a directory, another application's file or
+ * a newer deadletter's is refused with `store` and left as it was (as Python refuses them); on a
  * platform without the prebuilt module (the package ships linux-x64-gnu), `open` rejects with
  * `store`, saying so.
  */
