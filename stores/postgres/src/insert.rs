@@ -36,8 +36,10 @@ impl PostgresStore {
             conn.commit_with_next();
             let ids = if let ([one], [place]) = (templates.as_slice(), places.as_slice()) {
                 // One message: `INSERT ... VALUES`, lighter for the server than the arrays.
-                let id = row::insert(conn, &sql.insert, one, *place)?;
-                vec![id.ok_or_else(|| Error::Store("a message without a key conflicted".into()))?]
+                let id = row::insert(conn, &sql.insert_one, one, *place)?;
+                vec![
+                    id.ok_or_else(|| Error::Store("PostgreSQL: the insert returned no id".into()))?,
+                ]
             } else {
                 row::insert_many(conn, &sql.insert_many, &templates, &places)?
             };

@@ -90,6 +90,9 @@ pub struct Sql {
     /// `$20` `group_name`, `$21` `group_at`, `$22` `expires_at`) unless a message of its queue
     /// already carries its idempotency key; returns the new id, or no row on such a conflict.
     pub insert: String,
+    /// [`Sql::insert`] for a message without an idempotency key: no `ON CONFLICT` (whose
+    /// speculative insertion writes one more WAL record per row); returns the new id.
+    pub insert_one: String,
     /// Inserts messages without idempotency keys given column by column as arrays (`$1`..`$23`,
     /// in [`Sql::insert`]'s order), in array order; returns their ids (ascending in that order:
     /// the identity is drawn row by row as they are inserted).
@@ -226,6 +229,9 @@ impl Sql {
                 "INSERT INTO {m} ({INSERTED}) VALUES ({inserted_values}) \
                  ON CONFLICT (queue, idempotency_key) WHERE idempotency_key IS NOT NULL \
                  DO NOTHING RETURNING id"
+            ),
+            insert_one: format!(
+                "INSERT INTO {m} ({INSERTED}) VALUES ({inserted_values}) RETURNING id"
             ),
             insert_many: format!(
                 "INSERT INTO {m} ({INSERTED}) SELECT {INSERTED} \
