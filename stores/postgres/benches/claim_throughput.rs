@@ -452,8 +452,9 @@ fn plans(schema: &Schema, engine: &Engine<PostgresStore>) {
         client.batch_execute("DEALLOCATE p").expect("deallocate");
     }
     println!(
-        "  enqueue: INSERT ... SELECT ... FROM unnest($1, ...) RETURNING id; claim's and ack's writes: \
-         UPDATE ... WHERE id = $1 (the primary key)"
+        "  enqueue of one message: INSERT ... VALUES (...) RETURNING id (of a batch: INSERT ... \
+         SELECT ... FROM unnest($1, ...)); claim's and ack's writes: UPDATE ... WHERE id = $1 \
+         (the primary key)"
     );
 }
 
