@@ -295,28 +295,30 @@ impl Store for PostgresStore {
         clock: Clock<'_>,
         mut step: impl FnMut(Message, &Context) -> Result<Option<Message>>,
     ) -> Result<Vec<Message>> {
-        self.sessions.write_with(&self.sql.begin, |conn| {
-            let mut found = self.lock_many(conn, queue, ids)?;
-            let ctx = context(conn, &self.sql, queue, clock)?;
-            let mut written = Vec::new();
-            for id in ids {
-                let Some(before) = found.remove(id) else {
-                    continue;
-                };
-                if let Some(after) = step(before.0.clone(), &ctx)? {
-                    written.push((before, after));
+        pool::retry_deadlocks(|| {
+            self.sessions.write_with(&self.sql.begin, |conn| {
+                let mut found = self.lock_many(conn, queue, ids)?;
+                let ctx = context(conn, &self.sql, queue, clock)?;
+                let mut written = Vec::new();
+                for id in ids {
+                    let Some(before) = found.remove(id) else {
+                        continue;
+                    };
+                    if let Some(after) = step(before.0.clone(), &ctx)? {
+                        written.push((before, after));
+                    }
                 }
-            }
-            let groups = groups_changed(
-                written
-                    .iter()
-                    .map(|(before, after)| (&before.0, Some(after))),
-            );
-            lock_names(conn, queue, &[], &groups)?;
-            for (before, after) in &written {
-                put(conn, &self.sql, before, after, ctx.now)?;
-            }
-            Ok(written.into_iter().map(|(_, after)| after).collect())
+                let groups = groups_changed(
+                    written
+                        .iter()
+                        .map(|(before, after)| (&before.0, Some(after))),
+                );
+                lock_names(conn, queue, &[], &groups)?;
+                for (before, after) in &written {
+                    put(conn, &self.sql, before, after, ctx.now)?;
+                }
+                Ok(written.into_iter().map(|(_, after)| after).collect())
+            })
         })
     }
 
@@ -326,10 +328,12 @@ impl Store for PostgresStore {
         ids: &[Id],
         to_queue: &str,
         clock: Clock<'_>,
-        step: impl FnMut(Message, &Context, bool) -> Result<Option<Message>>,
+        mut step: impl FnMut(Message, &Context, bool) -> Result<Option<Message>>,
     ) -> Result<Vec<Message>> {
-        self.sessions.write_with(&self.sql.begin, |conn| {
-            self.move_in(conn, queue, ids, to_queue, clock, step)
+        pool::retry_deadlocks(|| {
+            self.sessions.write_with(&self.sql.begin, |conn| {
+                self.move_in(conn, queue, ids, to_queue, clock, &mut step)
+            })
         })
     }
 

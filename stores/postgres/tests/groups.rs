@@ -327,9 +327,10 @@ fn db_move(engine: &Engine<PostgresStore>, from: &str, id: i64, to: &str) -> Res
 
 /// Sessions that move a group's members back and forth between two queues (in bulk and one by
 /// one) while others claim and ack in both: no call fails (the advisory locks of the groups in
-/// both queues and of the keys are taken in one statement, before the rows: no deadlock), a
-/// group has at most one head in each queue, none is left blocked without a head, and every
-/// message is acked once.
+/// both queues and of the keys are taken in one statement; a move that PostgreSQL still ends as a
+/// deadlock's victim under load is run again by the store: `pool::retry_deadlocks`), a group
+/// has at most one head in each queue, none is left blocked without a head, and every message is
+/// acked once.
 #[test]
 fn moves_back_and_forth_while_consumers_claim_keep_one_head_per_queue() {
     const MESSAGES: i64 = 60;
@@ -361,13 +362,19 @@ fn moves_back_and_forth_while_consumers_claim_keep_one_head_per_queue() {
             .enumerate()
             .map(|(n, engine)| scope.spawn(move || shuttle(engine, n, n == 2, MESSAGES)))
             .collect();
-        for handle in handles {
-            handle.join().expect("mover");
+        // The consumers stop only once the movers are done: a mover that failed must stop them
+        // too, so that the test fails rather than hangs.
+        let movers: Vec<_> = handles
+            .into_iter()
+            .map(std::thread::ScopedJoinHandle::join)
+            .collect();
+        moving.store(false, Ordering::SeqCst);
+        for mover in movers {
+            mover.expect("mover");
         }
         for queue in ["q", "q2"] {
             assert!(heads_in(&setup, queue, "g") <= 1, "two heads in {queue}");
         }
-        moving.store(false, Ordering::SeqCst);
     });
     let mut acked = acked.into_inner().unwrap();
     acked.sort_unstable();
