@@ -308,6 +308,21 @@ test("a schema 4 database is upgraded to schema 7 on open: same messages and lan
 });
 
 /**
+ * Writes `records` into a new database `name` at `version` 5 or 6, with the object stores and
+ * indexes those versions had (the same at both: 6 only added the records' `movedFrom`).
+ */
+async function loadV5OrV6(name, version, records) {
+  const req = indexedDB.open(name, version);
+  req.onupgradeneeded = () => {
+    const store = req.result.createObjectStore("messages", { keyPath: "id", autoIncrement: true });
+    for (const [index, keyPath, unique] of INDEXES6) store.createIndex(index, keyPath, { unique });
+    req.result.createObjectStore("queues", { keyPath: "name" });
+    for (const record of records) store.put(record);
+  };
+  (await request(req)).close();
+}
+
+/**
  * Records as schema 5 wrote them (issue 21's fields, no `movedFrom`), at BASE: a group's head
  * (1) and the member blocked behind it (2), a dead message with an idempotency key (3), and a
  * message whose backoff ended that a claim put in the ready lane with its `retryAfter` kept (4).
@@ -332,14 +347,7 @@ function schema5Records() {
 test("a schema 5 database is upgraded to schema 7 on open: movedFrom null, every place kept, moves work", async () => {
   const name = `migration5-${process.pid}`;
   const records = schema5Records();
-  const req = indexedDB.open(name, 5);
-  req.onupgradeneeded = () => {
-    const store = req.result.createObjectStore("messages", { keyPath: "id", autoIncrement: true });
-    for (const [index, keyPath, unique] of INDEXES6) store.createIndex(index, keyPath, { unique });
-    req.result.createObjectStore("queues", { keyPath: "name" });
-    for (const record of records) store.put(record);
-  };
-  (await request(req)).close();
+  await loadV5OrV6(name, 5, records);
 
   const db = await open(name, { clock: () => BASE + 1_000, random: () => 0 });
   const emails = db.queue("emails");
@@ -375,14 +383,7 @@ test("a schema 6 database is upgraded to schema 7 on open: indexes expiry and qu
     { ...plain, id: 5, payload: "leased", status: "processing", leaseToken: "t", leaseExpiresAt: BASE + 500, lane: 0, at: BASE + 500 },
     { ...plain, id: 6, queue: "other", payload: "elsewhere" },
   );
-  const req = indexedDB.open(name, 6);
-  req.onupgradeneeded = () => {
-    const store = req.result.createObjectStore("messages", { keyPath: "id", autoIncrement: true });
-    for (const [index, keyPath, unique] of INDEXES6) store.createIndex(index, keyPath, { unique });
-    req.result.createObjectStore("queues", { keyPath: "name" });
-    for (const record of records) store.put(record);
-  };
-  (await request(req)).close();
+  await loadV5OrV6(name, 6, records);
 
   const db = await open(name, { clock: () => BASE + 1_000, random: () => 0 });
   const emails = db.queue("emails");
