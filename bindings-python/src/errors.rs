@@ -112,16 +112,6 @@ const DURATIONS: [(&str, &str, (i64, i64)); 11] = [
     ("lock_timeout_ms", "lock_timeout", (1, MAX_TIMEOUT_MS)),
 ];
 
-/// The core's instant fields (the list filters' time bounds): Python passes aware `datetime`s.
-const INSTANTS: [&str; 6] = [
-    "created_after",
-    "created_before",
-    "updated_after",
-    "updated_before",
-    "dead_after",
-    "dead_before",
-];
-
 /// Fields whose Python argument has another name: the PostgreSQL store's `url` is `open`'s `path`.
 const RENAMED: [(&str, &str); 1] = [("url", "path")];
 
@@ -143,7 +133,7 @@ fn python_field(error: &FieldError) -> PyField {
                 .replace("an integer", "a number of seconds or a datetime.timedelta"),
         };
         ((*name).to_owned(), message)
-    } else if INSTANTS.contains(&error.field) {
+    } else if deadletter::FilterArgs::INSTANTS.contains(&error.field) {
         let message = match error.code {
             "out_of_range" => {
                 "must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z".to_owned()

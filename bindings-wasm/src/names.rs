@@ -48,7 +48,8 @@ pub fn js_field(core: &str) -> &str {
 
 /// The core's instant fields, the filters' time bounds: JavaScript passes a `Date` or a number of
 /// milliseconds since the epoch (`js/api.js` turns a `Date` into its milliseconds), where the
-/// core, which sees the number, says "an integer".
+/// core, which sees the number, says "an integer". The core's `FilterArgs::INSTANTS`, restated:
+/// natively this file is compiled without the core.
 const INSTANTS: [&str; 6] = [
     "created_after",
     "created_before",

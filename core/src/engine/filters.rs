@@ -54,6 +54,18 @@ pub struct FilterArgs<'a> {
 }
 
 impl<'a> FilterArgs<'a> {
+    /// The filters that are instants (UTC milliseconds in the core): the time bounds, the last
+    /// six of [`FilterArgs::NAMES`]. Each binding restates their type errors in its own terms (an
+    /// aware `datetime` in Python, a `Date` or milliseconds in JavaScript).
+    pub const INSTANTS: [&'static str; 6] = [
+        "created_after",
+        "created_before",
+        "updated_after",
+        "updated_before",
+        "dead_after",
+        "dead_before",
+    ];
+
     /// The filters' snake_case names, in the order their errors are reported: the HTTP query and
     /// body keys and the Python keywords (JavaScript camelCases them).
     pub const NAMES: [&'static str; 12] = [
