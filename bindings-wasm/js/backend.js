@@ -29,7 +29,7 @@
 // different one stored with the queue.
 //
 // The clock: a write reads it inside its transaction, once the transaction's first request (the
-// queue's row) completed (see store/store.js); a read (stats, nextDueAt, queues), purge and the
+// queue's row, or the message for a step that reads no row) completed (see store/store.js); a read (stats, nextDueAt, queues), purge and the
 // worker loop's idle wait read it when the call starts. The random source is read when a call
 // starts. A user's `clock` or `random` is called synchronously; what it throws rejects the call
 // unchanged.

@@ -313,7 +313,8 @@ export interface OpenOptions {
    * The current time as a `Date` or in milliseconds since the epoch (floored); default
    * `Date.now`. Called once per call: by a write (enqueue, claim, ack, fail, extend, replay, each
    * batch of `replayAll`, `reap`) inside its transaction, once the transaction's first request
-   * (the read of the queue's settings) has completed, when IndexedDB runs it (after the
+   * (the read of the queue's settings; an ack's, which reads none, the read of its message) has
+   * completed, when IndexedDB runs it (after the
    * transactions of other tabs and workers before it on the same stores) so that a call that
    * waited for another decides with the time it got its turn (in Node on a SQLite file: once the
    * store holds the file's write lock); by a read (`stats`, `nextDueAt`, `queues`), `purge` and

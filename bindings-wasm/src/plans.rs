@@ -7,9 +7,10 @@
 //! records over and writes what it is given.
 //!
 //! A write decides at its transaction's context ([`context`]): the instant JavaScript read from
-//! the clock once the transaction's first request (the queue's row in `queues`) completed, when
-//! the transaction holds its lock, and that row. The claim's plan is [`crate::claim::ClaimPlan`];
-//! the group bookkeeping of updates and replays is [`crate::groups::Book`].
+//! the clock once the transaction's first request (the queue's row in `queues`, or the message
+//! for a step that reads no row) completed, when the transaction holds its lock, and that row.
+//! The claim's plan is [`crate::claim::ClaimPlan`]; the group bookkeeping of updates and replays
+//! is [`crate::groups::Book`].
 //!
 //! A plan that throws inside a transaction (a `DeadLetterError`: `not_found`, `conflict`, a
 //! corrupt record, a clock out of range) makes the store abort it, so nothing is written.
@@ -241,7 +242,8 @@ pub enum Update {
 }
 
 /// `Queue.succeed`, `fail`, `extend`, `replay`, `retryNow` and `move`: inside its transaction,
-/// the store reads the queue's row (first) and the record of [`UpdatePlan::id`], for a move
+/// the store reads the queue's row (first; only when [`UpdatePlan::reads_queue_js`]) and the record
+/// of [`UpdatePlan::id`], for a move
 /// whether the target queue holds its idempotency key ([`UpdatePlan::key`]), hands them to
 /// [`UpdatePlan::start`] with the clock's time, then writes the record with its groups'
 /// bookkeeping (the [`Book`] it answers; a move's in both queues).
@@ -261,6 +263,20 @@ impl UpdatePlan {
             policy,
             written: None,
             overridden: None,
+        }
+    }
+
+    /// Whether the step reads the queue's row (the core's `reads_queue` of each request): a
+    /// succeed, a retry-now, a move, an extend with its own lease or a replay with its own
+    /// expiry do not, and their store skips that request (issue 20).
+    fn reads_queue(&self) -> bool {
+        match &self.update {
+            Update::Succeed(a) => a.reads_queue(),
+            Update::Fail(a) => a.reads_queue(),
+            Update::Extend(a) => a.reads_queue(),
+            Update::Replay(a) => a.reads_queue(),
+            Update::RetryNow(a) => a.reads_queue(),
+            Update::Move(a) => a.reads_queue(),
         }
     }
 
@@ -284,6 +300,11 @@ impl UpdatePlan {
     ) -> Result<Book> {
         let (queue, id) = self.target();
         let queue = queue.to_owned();
+        let row = if self.reads_queue() {
+            row
+        } else {
+            &JsValue::UNDEFINED
+        };
         let ctx = context(&queue, clock, row)?;
         let before = if found.is_undefined() {
             None
@@ -323,6 +344,14 @@ impl UpdatePlan {
         float(self.target().1)
     }
 
+    /// Whether the store reads the queue's row for [`UpdatePlan::start`]; when false it reads
+    /// only the message (the transaction's first request, after which the clock is read) and
+    /// passes `undefined` as the row.
+    #[wasm_bindgen(getter, js_name = readsQueue)]
+    pub fn reads_queue_js(&self) -> bool {
+        self.reads_queue()
+    }
+
     /// For a move, the key to look up in index `idempotency` for the record found (whether the
     /// target queue holds its idempotency key: see [`key_probe`]); `undefined` otherwise.
     pub fn key(&self, found: &JsValue) -> JsValue {
@@ -332,8 +361,9 @@ impl UpdatePlan {
         }
     }
 
-    /// Inside the transaction: `clock` (what the clock returned once the queue's row was read),
-    /// `row` (its record, or `undefined`), `found` (the record found under the id, or
+    /// Inside the transaction: `clock` (what the clock returned once the transaction's first
+    /// request, the queue's row or else the message, completed), `row` (its record, or
+    /// `undefined`; ignored when the step reads none), `found` (the record found under the id, or
     /// `undefined`) and `taken` (a move's: whether index `idempotency` holds its
     /// [`UpdatePlan::key`]): the step, as the write to make with its groups' bookkeeping. Throws
     /// `not_found` (no message of the queue), `conflict` (a move's `key_taken` too), a clock out

@@ -12,7 +12,7 @@
 
 use deadletter::storage::{Lane, StoredMessage, corrupt, live, upgrade_v1};
 use deadletter::{Error, FailedAttempt, Id, Message, Millis, Result, Status};
-use js_sys::{Array, Float64Array, Object};
+use js_sys::{Array, Object};
 use wasm_bindgen::JsValue;
 use wasm_bindgen::prelude::*;
 
@@ -92,8 +92,10 @@ extern "C" {
     /// One entry of a failure history (for `kind` 2, `at` becomes a `Date`).
     fn attempt(kind: u32, attempt: u32, error: &str, at: f64) -> JsValue;
 
-    /// The fields of a record by type, or the field of the wrong type and what it holds.
-    fn view(record: &JsValue, version: u32) -> Array;
+    /// The fields of a record by type, its numbers written into `numbers` (a view of this
+    /// module's memory: no copy, and no `Float64Array::to_vec`, whose length assertion links
+    /// the formatting of `Debug`), or the field of the wrong type and what it holds.
+    fn view(record: &JsValue, version: u32, numbers: &mut [f64]) -> Array;
 }
 
 /// Which object [`build`] makes.
@@ -223,18 +225,18 @@ pub fn whole(value: &JsValue) -> Option<i64> {
 /// that version did not have reads as its default) and hands the values over by type.
 fn read(record: &JsValue, version: u32) -> Result<Stored> {
     let id = record_id(record)?;
-    let fields = view(record, version);
+    let mut numbers = [f64::NAN; WHOLE];
+    let fields = view(record, version, &mut numbers);
     if fields.length() == 2 {
         let field = fields.get(0).as_string().unwrap_or_default();
         let why = fields.get(1).as_string().unwrap_or_default();
         return Err(corrupt(id, &field, why));
     }
-    let numbers = Float64Array::from(fields.get(0)).to_vec();
     #[allow(clippy::cast_possible_truncation)] // whole numbers within 2^53, checked by `view`
     let n = |i: usize| numbers.get(i).filter(|x| !x.is_nan()).map(|x| *x as i64);
-    let texts: Array = fields.get(1).unchecked_into();
+    let texts: Array = fields.get(0).unchecked_into();
     let t = |i: u32| texts.get(i).as_string();
-    let history: Array = fields.get(2).unchecked_into();
+    let history: Array = fields.get(1).unchecked_into();
     let mut errors = Vec::new();
     for i in (0..history.length()).step_by(3) {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // checked by `view`
@@ -273,7 +275,7 @@ fn read(record: &JsValue, version: u32) -> Result<Stored> {
     Ok(Stored {
         message,
         group_at: n(12),
-        blocked: fields.get(3).is_truthy(),
+        blocked: fields.get(2).is_truthy(),
     })
 }
 
@@ -281,6 +283,9 @@ fn record_id(record: &JsValue) -> Result<Id> {
     let id = get(record, "id");
     whole(&id).ok_or_else(|| Error::Store("an IndexedDB record without a whole-number id".into()))
 }
+
+/// How many numbers a record has (`WHOLE` in js/store/record.js).
+const WHOLE: usize = 13;
 
 /// The schema version whose records [`from_record`] reads: 6, whose records version 7 writes
 /// unchanged (7 has fewer indexes; see `crate::schema::VERSION`).

@@ -131,14 +131,14 @@ function kind(v) {
 }
 
 /**
- * The fields of `record`, written by schema `version`, by type: `[numbers, texts, history,
- * blocked]` (numbers a Float64Array in WHOLE's order, NaN for null; texts in TEXT's order; the
- * failure history flat, `[attempt, error, at, ...]`; whether it is a pending record without a
- * lane: blocked behind its group's head), or `[field, why]`: the core's name of the first field
- * holding a value of the wrong type, and what it holds.
+ * The fields of `record`, written by schema `version`, by type: its numbers written into `numbers`
+ * (a Float64Array of WHOLE's length, a view of the module's memory: in WHOLE's order, NaN for
+ * null), and `[texts, history, blocked]` (texts in TEXT's order; the failure history flat,
+ * `[attempt, error, at, ...]`; whether it is a pending record without a lane: blocked behind its
+ * group's head), or `[field, why]`: the core's name of the first field holding a value of the
+ * wrong type, and what it holds.
  */
-export function view(record, version) {
-  const numbers = new Float64Array(WHOLE.length);
+export function view(record, version, numbers) {
   const texts = [];
   const read = (fields, ok, what, put) => {
     for (const [i, [key, field, since, holds]] of fields.entries()) {
@@ -172,5 +172,5 @@ export function view(record, version) {
     history.push(e.attempt, e.error, e.at);
   }
   const lane = record.lane;
-  return [numbers, texts, history, texts[2] === "pending" && (lane === null || (lane === undefined && version < 5))];
+  return [texts, history, texts[2] === "pending" && (lane === null || (lane === undefined && version < 5))];
 }

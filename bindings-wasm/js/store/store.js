@@ -10,7 +10,8 @@
 // store or loads it into memory.
 //
 // The clock of a write is read inside its transaction, once the transaction's first request (the
-// queue's row in `queues`) has completed: the transaction holds its lock then (IndexedDB runs a
+// queue's row in `queues`; for a step that reads no row, an ack say, the message: issue 20) has
+// completed: the transaction holds its lock then (IndexedDB runs a
 // readwrite transaction once the one before it on the same stores has finished), so a call that
 // waited behind another tab's transaction decides with the instant it got its turn, and with the
 // settings in force then, as the core's Context asks (issue 23, item 2). The clock is a
@@ -67,6 +68,16 @@ async function place(messages, book) {
   } finally {
     book.free();
   }
+}
+
+/**
+ * The step of an UpdatePlan on `record` (undefined: none) at `now` and `row`, with a move's read of
+ * index `idempotency` (whether the target queue holds the message's key), and its write.
+ */
+async function step(messages, plan, now, row, record) {
+  const key = plan.key(record);
+  const taken = key !== undefined && (await request("getKey", () => messages.index("idempotency").getKey(key))) !== undefined;
+  await place(messages, plan.start(now, row, record, taken));
 }
 
 /**
@@ -138,17 +149,23 @@ export class IdbStore {
     return this.#run(MESSAGES, "readonly", (messages) => request("get", () => messages.get(id)));
   }
 
-  /** Runs an UpdatePlan in one transaction: the queue's row and the record of `plan.id`, then the step's write. */
+  /**
+   * Runs an UpdatePlan in one transaction: the queue's row (only when the step reads it,
+   * `plan.readsQueue`: an ack, say, does not, and its transaction is on `messages` alone) and the
+   * record of `plan.id`, then the step's write.
+   */
   update(queue, plan, clock) {
+    if (!plan.readsQueue) {
+      return this.#run(MESSAGES, "readwrite", async (messages) => {
+        const record = await request("get", () => messages.get(plan.id));
+        return step(messages, plan, clock(), undefined, record);
+      });
+    }
     return this.#run(BOTH, "readwrite", async (messages, queues) => {
       const started = context(queues, queue, clock);
       const found = request("get", () => messages.get(plan.id));
       const [now, row] = await started;
-      const record = await found;
-      // A move's: whether the target queue holds the message's idempotency key.
-      const key = plan.key(record);
-      const taken = key !== undefined && (await request("getKey", () => messages.index("idempotency").getKey(key))) !== undefined;
-      await place(messages, plan.start(now, row, record, taken));
+      return step(messages, plan, now, row, await found);
     });
   }
 

@@ -191,6 +191,51 @@ export const CASES = {
     dl.close();
   },
 
+  async "an ack reads no queue row: its transaction is on the messages alone, and reads the clock once its message is read in its turn"(pkg, factory) {
+    // Issue 20: succeed's step depends on the instant only (the core's SucceedArgs::reads_queue),
+    // so its transaction is on `messages` alone and its first request is the message's read.
+    const name = fresh("ack");
+    let now = BASE;
+    let otherDone = false;
+    const reads = [];
+    const dl = await pkg.index.open(name, { indexedDB: factory, clock: () => (reads.push(otherDone), now), random: () => 0 });
+    const q = dl.queue("q");
+    await q.enqueueMany(["a", "b"]);
+    const [a, b] = await q.claimMany(2, { leaseMs: 10_000 });
+    // The object stores of each transaction opened meanwhile.
+    const scopes = [];
+    const { transaction } = IDBDatabase.prototype;
+    IDBDatabase.prototype.transaction = function (stores, ...rest) {
+      scopes.push([stores].flat());
+      return transaction.call(this, stores, ...rest);
+    };
+    try {
+      await q.succeed(a.id, { leaseToken: a.leaseToken });
+    } finally {
+      IDBDatabase.prototype.transaction = transaction;
+    }
+    equal(scopes, [["messages"]], "the ack's transaction");
+    // Another connection (another tab) holds a readwrite transaction on the messages for 100 ms,
+    // one request after the other; when it is done, 5 s have passed.
+    const other = await pkg.requests.settle(factory.open(name), "open");
+    const tx = other.transaction("messages", "readwrite");
+    const until = Date.now() + 100;
+    const spin = () => {
+      tx.objectStore("messages").get(1).onsuccess = () => (Date.now() < until ? spin() : undefined);
+    };
+    spin();
+    tx.oncomplete = () => {
+      otherDone = true;
+      now = BASE + 5000;
+    };
+    reads.length = 0;
+    const acked = await q.succeed(b.id, { leaseToken: b.leaseToken });
+    equal(reads, [true], "the clock was read once, after the other transaction ended");
+    equal(acked.updatedAt.getTime(), BASE + 5000, "acked at the instant of its turn");
+    other.close();
+    dl.close();
+  },
+
   async "the members behind their group's head have no lane: in neither the claim nor the delayed index, until the head leaves"(pkg, factory) {
     let now = BASE;
     const name = fresh("groups");

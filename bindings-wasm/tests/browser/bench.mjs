@@ -20,8 +20,9 @@
 // 4. with `--before`, the cycle of both builds in one page, interleaved block by block (paired.html):
 //    the ratio this build / before per round and of the medians.
 //
-// Usage: node bindings-wasm/tests/browser/bench.mjs [ROUNDS] [--pkg DIR] [--before DIR]
-// (`make bench-js`: 60 rounds, and the package of main as `--before` when BEFORE= names one)
+// Usage: node bindings-wasm/tests/browser/bench.mjs [ROUNDS] [--pkg DIR] [--before DIR [--paired-only]]
+// (`make bench-js`: 60 rounds, and the package of main as `--before` when BEFORE= names one;
+// `--paired-only`: only 4., the quick check of a change)
 
 import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
@@ -37,6 +38,7 @@ const option = (name) => {
 const pkgDir = resolve(option("--pkg") ?? process.env.DEADLETTER_PKG ?? DEFAULT_PKG_DIR);
 const beforeDir = option("--before") ?? process.env.BEFORE;
 const rounds = Number(args.find((a, i) => /^\d+$/.test(a) && !args[i - 1]?.startsWith("--")) ?? 60);
+const pairedOnly = args.includes("--paired-only") && beforeDir !== undefined;
 const PER_ROUND = 10;
 const DELAYED = 1000;
 const GROUPS = 100;
@@ -184,8 +186,10 @@ const servers = await Promise.all(packages.map(([dir]) => startServer({ pkgDir: 
 const browser = await launchChromium();
 try {
   console.log(`Chromium ${browser.version()}`);
-  const cold = await coldStarts(browser, servers);
-  for (const [k, [dir, title]] of packages.entries()) await measure(browser, servers[k], dir, title, cold[k]);
+  if (!pairedOnly) {
+    const cold = await coldStarts(browser, servers);
+    for (const [k, [dir, title]] of packages.entries()) await measure(browser, servers[k], dir, title, cold[k]);
+  }
   if (beforeDir) await paired(browser, resolve(beforeDir));
 } finally {
   await browser.close();

@@ -155,6 +155,13 @@ impl Claiming {
 }
 
 impl SucceedArgs {
+    /// Whether [`SucceedArgs::step`] reads the queue's row ([`Context::queue`]): never, an ack
+    /// depends on the instant only. A store may then give its [`Context`] the default row without
+    /// reading it (the IndexedDB store skips that request: issue 20).
+    pub fn reads_queue(&self) -> bool {
+        false
+    }
+
     /// The ack of `message` (see [`machine::succeed`]).
     pub fn step(&self, message: Message, ctx: &Context) -> Result<Message> {
         machine::succeed(message, self.lease_token.as_deref(), ctx.now)
@@ -162,6 +169,13 @@ impl SucceedArgs {
 }
 
 impl FailArgs {
+    /// Whether [`FailArgs::step`] reads the queue's row ([`Context::queue`]; see
+    /// [`SucceedArgs::reads_queue`]): always, for its stored backoff policy (and the warning of a
+    /// handle's own policy that overrides it, [`Context::overridden`]).
+    pub fn reads_queue(&self) -> bool {
+        true
+    }
+
     /// The failed attempt of `message` (see [`machine::fail`]), under the handle's policy, else
     /// the queue's, else the default, unless the call gave its own delay.
     pub fn step(&self, message: Message, ctx: &Context) -> Result<Message> {
@@ -183,6 +197,12 @@ impl FailArgs {
 }
 
 impl ExtendArgs {
+    /// Whether [`ExtendArgs::step`] reads the queue's row ([`Context::queue`]; see
+    /// [`SucceedArgs::reads_queue`]): only for its stored lease, when the call gave none.
+    pub fn reads_queue(&self) -> bool {
+        self.lease_ms.is_none()
+    }
+
     /// The heartbeat of `message` (see [`machine::extend`]): the call's lease, else the queue's,
     /// else the open-time one.
     pub fn step(&self, message: Message, ctx: &Context) -> Result<Message> {
@@ -203,6 +223,12 @@ impl MessageArgs {
         machine::deletable(message)
     }
 
+    /// Whether [`MessageArgs::retry_now`] reads the queue's row ([`Context::queue`]; see
+    /// [`SucceedArgs::reads_queue`]): never.
+    pub fn reads_queue(&self) -> bool {
+        false
+    }
+
     /// `retry_now` of `message` (see [`machine::retry_now`]).
     pub fn retry_now(&self, message: Message, ctx: &Context) -> Result<Message> {
         machine::retry_now(message, ctx.now)
@@ -213,6 +239,12 @@ impl ReplayArgs {
     /// See [`MessageArgs::found`].
     pub fn found(&self, found: Option<Message>) -> Result<Message> {
         found_in(&self.queue, self.id, found)
+    }
+
+    /// Whether [`ReplayArgs::step`] reads the queue's row ([`Context::queue`]; see
+    /// [`SucceedArgs::reads_queue`]): only for its stored expiry, when the call gave none.
+    pub fn reads_queue(&self) -> bool {
+        self.expires_in_ms.is_none()
     }
 
     /// The redrive of `message` (see [`machine::replay`]), with the call's expiry, else the
@@ -489,6 +521,88 @@ mod tests {
             .map(|f| (f.field, f.index))
             .collect();
         assert_eq!(fields, [("clock", Some(0)), ("clock", Some(1))]);
+    }
+
+    /// A row with every setting set, unlike the default one.
+    fn configured() -> QueueRow {
+        let policy = (
+            &Arg::Int(5_000),
+            &Arg::Float(3.0),
+            &Arg::Int(60_000),
+            &Arg::Null,
+        );
+        QueueRow {
+            settings: crate::QueueSettings {
+                backoff: Some(Backoff::new(policy.0, policy.1, policy.2, policy.3).unwrap()),
+                max_retries: Some(9),
+                lease_ms: Some(7_000),
+                expires_in_ms: Some(1_000),
+                on_expiry: OnExpiry::Discard,
+                paused: true,
+            },
+            expired_dead: 4,
+            expired_discarded: 0,
+        }
+    }
+
+    #[test]
+    fn the_steps_that_say_they_read_no_queue_row_decide_the_same_without_it() {
+        let (bare, set) = (ctx(QueueRow::default()), ctx(configured()));
+        let leased = machine::claim(pending(1), NOW - 5, 1_000, "t".into()).unwrap();
+        let fail = |retryable| {
+            let args = (&"e".into(), &"t".into(), &Arg::Bool(retryable), &Arg::Null);
+            FailArgs::new(
+                &"q".into(),
+                &Arg::Int(1),
+                args.0,
+                args.1,
+                args.2,
+                args.3,
+                None,
+                0.0,
+            )
+            .unwrap()
+        };
+        let dead = fail(false).step(leased.clone(), &bare).unwrap();
+        let delayed = Message {
+            retry_after: Some(NOW + 60_000),
+            ..pending(1)
+        };
+        let queue = || Arg::from("q");
+        let succeed = SucceedArgs::new(&queue(), &Arg::Int(1), &"t".into()).unwrap();
+        let extend = |lease| {
+            ExtendArgs::new(
+                &queue(),
+                &Arg::Int(1),
+                &"t".into(),
+                &lease,
+                &Limits::default(),
+            )
+        };
+        let (extend, extend_stored) = (extend(Arg::Int(500)).unwrap(), extend(Arg::Null).unwrap());
+        let replay = |expiry| ReplayArgs::new(&queue(), &Arg::Int(1), &expiry).unwrap();
+        let (replay, replay_stored) = (replay(Arg::Int(50)), replay(Arg::Null));
+        let retry = MessageArgs::new(&queue(), &Arg::Int(1)).unwrap();
+        let moving = crate::MoveArgs::new(&queue(), &Arg::Int(1), &"r".into()).unwrap();
+        let same = |step: &dyn Fn(&Context) -> Result<Message>| {
+            let without = step(&bare).unwrap();
+            (without == step(&set).unwrap()).then_some(without)
+        };
+        assert!(!succeed.reads_queue() && same(&|c| succeed.step(leased.clone(), c)).is_some());
+        assert!(!extend.reads_queue() && same(&|c| extend.step(leased.clone(), c)).is_some());
+        assert!(!replay.reads_queue() && same(&|c| replay.step(dead.clone(), c)).is_some());
+        assert!(!retry.reads_queue() && same(&|c| retry.retry_now(delayed.clone(), c)).is_some());
+        assert!(!moving.reads_queue() && same(&|c| moving.step(dead.clone(), c, false)).is_some());
+        // The others read it, and differ by it.
+        assert!(
+            extend_stored.reads_queue()
+                && same(&|c| extend_stored.step(leased.clone(), c)).is_none()
+        );
+        assert!(
+            replay_stored.reads_queue() && same(&|c| replay_stored.step(dead.clone(), c)).is_none()
+        );
+        let fail = fail(true);
+        assert!(fail.reads_queue() && same(&|c| fail.step(leased.clone(), c)).is_none());
     }
 
     #[test]

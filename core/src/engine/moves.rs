@@ -34,6 +34,12 @@ impl MoveArgs {
         })
     }
 
+    /// Whether [`MoveArgs::step`] reads the queue's row ([`Context::queue`]; see
+    /// [`crate::SucceedArgs::reads_queue`]): never.
+    pub fn reads_queue(&self) -> bool {
+        false
+    }
+
     /// The step on the message read (`taken`: whether a message of `to_queue` carries its
     /// idempotency key): the message moved ([`machine::move_to`]); a `conflict` for a status
     /// other than pending or dead (checked first), then [`Conflict::KeyTaken`] when its key is
