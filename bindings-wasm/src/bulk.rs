@@ -9,10 +9,10 @@ use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
 use crate::groups::Book;
-use crate::keys;
 use crate::plans::{context, key_probe, read_all};
 use crate::record::{from_record, number, stored, to_js, whole};
 use crate::rules::js;
+use crate::{keys, queue};
 
 /// What the writes of a bulk operation do.
 enum Bulk {
@@ -83,10 +83,10 @@ impl BulkPlan {
         let queue = match &self.bulk {
             Bulk::Action(a, _) => &a.queue,
             Bulk::Move(a, _) => &a.bulk.queue,
-            Bulk::Purge(_) => return Ok(Book::new("", 0)),
+            Bulk::Purge(_) => return Ok(Book::new("", 0, false)),
         };
         let ctx = context(queue, clock, row)?;
-        let mut book = Book::new(queue, ctx.now);
+        let mut book = Book::new(queue, ctx.now, queue::expires(row));
         for (i, record) in found.iter().enumerate() {
             if record.is_undefined() {
                 continue;

@@ -19,7 +19,9 @@ thread_local! {
 /// the package's entry module.
 #[wasm_bindgen(js_name = setErrorClass)]
 pub fn set_error_class(class: Function) {
-    ERROR_CLASS.with(|cell| *cell.borrow_mut() = Some(class));
+    // `try_with`, not `with`: the latter's panic links the formatting of `Debug` (about 500 bytes
+    // of the size budget); on wasm32 without threads the slot is always there.
+    let _ = ERROR_CLASS.try_with(|cell| *cell.borrow_mut() = Some(class));
 }
 
 /// The stable error codes of the core (`deadletter::CODES`), exported as `CODES` by the package.
@@ -109,7 +111,10 @@ pub fn to_js(error: &Error) -> JsValue {
     } else {
         error.to_string().into()
     };
-    let class = ERROR_CLASS.with(|cell| cell.borrow().clone());
+    let class = ERROR_CLASS
+        .try_with(|cell| cell.borrow().clone())
+        .ok()
+        .flatten();
     let class = class.map_or(JsValue::UNDEFINED, JsValue::from);
     error_object(
         &class,

@@ -27,16 +27,20 @@ pub struct Book {
     writes: Vec<(Stored, Message)>,
     /// The groups a write left.
     left: Vec<String>,
+    /// Whether `queue`'s record says it may hold messages with an expiry (read with it).
+    expires: bool,
 }
 
 impl Book {
-    /// No write yet, on `queue` at `now` (the transaction's instant).
-    pub fn new(queue: &str, now: Millis) -> Self {
+    /// No write yet, on `queue` at `now` (the transaction's instant); `expires`: whether the
+    /// queue's record, when the store read it, says it may hold messages with an expiry.
+    pub fn new(queue: &str, now: Millis, expires: bool) -> Self {
         Self {
             queue: queue.to_owned(),
             now,
             writes: Vec::new(),
             left: Vec::new(),
+            expires,
         }
     }
 
@@ -96,6 +100,23 @@ impl Book {
     #[wasm_bindgen(getter)]
     pub fn size(&self) -> u32 {
         u32::try_from(self.writes.len()).unwrap_or(u32::MAX)
+    }
+
+    /// The queues whose record the store must mark as holding messages with an expiry
+    /// (`markExpiring`, src/queue.rs) with the writes: those a write puts a message with an expiry
+    /// into that it did not have there before (a replay's new expiry, a move to another queue),
+    /// but the book's own queue when its record, read, says so already. A message that had its
+    /// expiry in its queue before finds the mark there: an ack reads no record.
+    pub fn marks(&self) -> Array {
+        let mut queues: Vec<&String> = Vec::new();
+        for (before, after) in &self.writes {
+            let had = before.message.expires_at.is_some() && before.message.queue == after.queue;
+            let known = self.expires && after.queue == self.queue;
+            if after.expires_at.is_some() && !had && !known && !queues.contains(&&after.queue) {
+                queues.push(&after.queue);
+            }
+        }
+        queues.into_iter().map(|q| JsValue::from_str(q)).collect()
     }
 
     /// The ranges of index `group` whose last key (the group's tail) the store reads before it

@@ -106,6 +106,8 @@ pub struct EnqueuePlan {
     slots: Vec<(usize, bool)>,
     /// The messages added, in the order of the records.
     added: Vec<usize>,
+    /// Whether the queue's record says it may hold messages with an expiry.
+    expires: bool,
 }
 
 impl EnqueuePlan {
@@ -119,6 +121,7 @@ impl EnqueuePlan {
             messages: Vec::new(),
             slots: Vec::new(),
             added: Vec::new(),
+            expires: false,
         }
     }
 
@@ -209,7 +212,23 @@ impl EnqueuePlan {
         tails: &Array,
     ) -> std::result::Result<Array, JsValue> {
         let ctx = js(context(&self.args.queue, clock, row))?;
+        self.expires = queue::expires(row);
         js(self.start_items(&ctx, found, tails))
+    }
+
+    /// After [`EnqueuePlan::start`]: the queue whose record the store must mark as holding
+    /// messages with an expiry (`markExpiring`, src/queue.rs) with the records, when one has an
+    /// expiry and the record did not say so (see [`Book::marks`]); else none.
+    pub fn marks(&self) -> Array {
+        let expiring = self
+            .added
+            .iter()
+            .any(|at| self.messages[*at].expires_at.is_some());
+        if expiring && !self.expires {
+            std::iter::once(JsValue::from_str(&self.args.queue)).collect()
+        } else {
+            Array::new()
+        }
     }
 
     /// The messages, once committed, given the id the store assigned to each record added: an
@@ -266,17 +285,18 @@ impl UpdatePlan {
         }
     }
 
-    /// Whether the step reads the queue's row (the core's `reads_queue` of each request): a
-    /// succeed, a retry-now, a move, an extend with its own lease or a replay with its own
-    /// expiry do not, and their store skips that request (issue 20).
+    /// Whether the store reads the queue's row: when the step reads it (the core's
+    /// `reads_queue` of each request: a succeed, a retry-now, an extend with its own lease do not,
+    /// and their store skips that request: issue 20), and for a replay and a move, whose write
+    /// may put a message with an expiry into a queue whose record must then say so
+    /// ([`Book::marks`]: the transaction is on both object stores).
     fn reads_queue(&self) -> bool {
         match &self.update {
             Update::Succeed(a) => a.reads_queue(),
             Update::Fail(a) => a.reads_queue(),
             Update::Extend(a) => a.reads_queue(),
-            Update::Replay(a) => a.reads_queue(),
             Update::RetryNow(a) => a.reads_queue(),
-            Update::Move(a) => a.reads_queue(),
+            Update::Replay(_) | Update::Move(_) => true,
         }
     }
 
@@ -327,7 +347,7 @@ impl UpdatePlan {
             Update::RetryNow(a) => a.retry_now(message, &ctx),
             Update::Move(a) => a.step(message, &ctx, taken),
         }?;
-        let mut book = Book::new(&queue, ctx.now);
+        let mut book = Book::new(&queue, ctx.now, queue::expires(row));
         if let Some(before) = before {
             book.push(before, next.clone());
         }

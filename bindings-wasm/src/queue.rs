@@ -32,6 +32,7 @@ extern "C" {
         paused: bool,
         expired_dead: &JsValue,
         expired_discarded: &JsValue,
+        expires: bool,
     ) -> Object;
 
     #[wasm_bindgen(js_name = policy)]
@@ -87,8 +88,9 @@ fn jitter(policy: &Backoff) -> JsValue {
         .map_or(JsValue::NULL, JsValue::from_str)
 }
 
-/// The record of queue `name`'s `row`.
-pub fn to_record(name: &str, row: &QueueRow) -> Object {
+/// The record of queue `name`'s `row`; `expires`: whether the queue may hold messages with an
+/// expiry (see [`expires`]).
+pub fn to_record(name: &str, row: &QueueRow, expires: bool) -> Object {
     let s = StoredQueue::new(name, row);
     queue_record(
         name,
@@ -104,7 +106,28 @@ pub fn to_record(name: &str, row: &QueueRow) -> Object {
         s.paused,
         &number(s.expired_dead),
         &number(s.expired_discarded),
+        expires,
     )
+}
+
+/// Whether a queue's record (`undefined`: none) says that the queue may hold messages with an
+/// expiry (its `expires`, schema 8, issue 20): without it, none of its messages can expire, and a
+/// claim does not read the index `expiring`. Every write that gives a queue its first message
+/// with an expiry sets it ([`mark_expiring`]; the upgrade to schema 8 sets it on every queue that
+/// held one); nothing clears it.
+pub fn expires(record: &JsValue) -> bool {
+    get(record, "expires").is_truthy()
+}
+
+/// Queue `name`'s record (`undefined`: none) with `expires` set, to write; `undefined` when it
+/// is set already. Throws the `store` error of a corrupt record.
+#[wasm_bindgen(js_name = markExpiring)]
+pub fn mark_expiring(name: &str, record: &JsValue) -> std::result::Result<JsValue, JsValue> {
+    if expires(record) {
+        return Ok(JsValue::UNDEFINED);
+    }
+    let row = crate::rules::js(from_record(name, record))?;
+    Ok(to_record(name, &row, true).into())
 }
 
 /// The keys of a queue's record, in the order of the core's
@@ -237,7 +260,7 @@ impl RowPlan {
         Ok(if next == row {
             JsValue::UNDEFINED
         } else {
-            to_record(&self.queue, &next).into()
+            to_record(&self.queue, &next, expires(record)).into()
         })
     }
 

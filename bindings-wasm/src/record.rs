@@ -44,7 +44,10 @@ fn status(status: Status) -> JsValue {
         .iter()
         .position(|s| *s == status)
         .unwrap_or_default();
-    STATUSES.with(|all| all[at].clone())
+    // `try_with`: see `errors::set_error_class`.
+    STATUSES
+        .try_with(|all| all[at].clone())
+        .unwrap_or_else(|_| JsValue::from_str(status.as_str()))
 }
 
 /// A whole number as a JavaScript number (ids, counts and timestamps are far below 2^53).

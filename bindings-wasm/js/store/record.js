@@ -34,11 +34,14 @@ export function attempt(kind, attempt, error, at) {
   return { attempt, error, at: kind === 2 ? date(at) : at };
 }
 
-/** A queue's row as a record of the object store `queues` (keyed by `name`). */
+/**
+ * A queue's row as a record of the object store `queues` (keyed by `name`); `expires`: whether
+ * the queue may hold messages with an expiry (src/queue.rs).
+ */
 export function queueRecord(name, backoffInitialMs, backoffMultiplier, backoffCapMs, backoffJitter, maxRetries,
-  leaseMs, expiresInMs, onExpiry, paused, expiredDead, expiredDiscarded) {
+  leaseMs, expiresInMs, onExpiry, paused, expiredDead, expiredDiscarded, expires) {
   return { name, backoffInitialMs, backoffMultiplier, backoffCapMs, backoffJitter, maxRetries, leaseMs,
-    expiresInMs, onExpiry, paused, expiredDead, expiredDiscarded };
+    expiresInMs, onExpiry, paused, expiredDead, expiredDiscarded, expires };
 }
 
 /** A backoff policy as the API gives it (the options of `db.queue(name, { backoff })`). */

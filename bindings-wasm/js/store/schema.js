@@ -15,11 +15,14 @@
 // `claim` nor `delayed`); 6 (issue 22) adds the records' `movedFrom` (the queue a message was
 // moved from, null until moved), with the same indexes; 7 drops the indexes `queue` and `expiry`
 // (every write rewrote their entries; the list without a status, the queue names and the count of
-// leases that ran out come from `list` and `claim`), with 6's records. Every upgrade rewrites
-// every record as the current version writes it (from 6, as they are), in the upgrade's
-// transaction: a database is at one version, whole.
+// leases that ran out come from `list` and `claim`), with 6's records; 8 (issue 20) gives the
+// record in `queues` of every queue that may hold messages with an expiry `expires: true` (set by
+// the write that gives a queue its first one, never cleared), so that a claim reads the index
+// `expiring` only for those: the upgrade sets it on every queue with a message in `expiring`.
+// Every upgrade rewrites every record as the current version writes it (from 6, as they are), in
+// the upgrade's transaction: a database is at one version, whole.
 
-import { schemaDecision, upgradeRecord } from "../core.js";
+import { markExpiring, schemaDecision, upgradeRecord } from "../core.js";
 import { DeadLetterError } from "../errors.js";
 import { settle, storeError } from "./requests.js";
 
@@ -28,12 +31,12 @@ export const STORE = "messages";
 /** The object store of queue rows (settings, pause, expiry counters), keyed by `name`. */
 export const QUEUES = "queues";
 /** Schema version. */
-export const VERSION = 7;
+export const VERSION = 8;
 /** How long `open` waits (blocked by other connections, queued behind an upgrade), in ms. */
 export const OPEN_TIMEOUT_MS = 5_000;
 
 /**
- * The indexes of version 7, by name: [keyPath, unique]. Within one index key, entries come in
+ * The indexes of version 8 (and 7), by name: [keyPath, unique]. Within one index key, entries come in
  * primary-key (= id) order, which gives id-ordered pages. The key ranges the store reads in them
  * come from the WebAssembly module (src/keys.rs), which knows these key paths. A write costs an
  * entry in every index whose key path the record has (null is no key), so an index is here only
@@ -67,7 +70,7 @@ export const INDEXES = {
 /** The indexes versions 1 to 6 had and 7 dropped. */
 const DROPPED = { expiry: ["queue", "status", "leaseExpiresAt"], queue: "queue" };
 
-/** The key path of every index of schema `version` (1 to 7), by name. */
+/** The key path of every index of schema `version` (1 to 8), by name. */
 function shape(version) {
   const indexes = {
     ...(version < 7 ? DROPPED : {}),
@@ -118,10 +121,10 @@ function look(db, tx, version) {
 
 /**
  * The object store `queues` and the indexes a database of version `from` (0: new) lacks, or has
- * with an older key path, for version 7; the indexes 7 dropped, deleted.
+ * with an older key path, for version 8; the indexes 7 dropped, deleted.
  */
 function createSchema(db, store, from) {
-  if (from > 0) for (const name of Object.keys(DROPPED)) store.deleteIndex(name);
+  if (from > 0 && from < 7) for (const name of Object.keys(DROPPED)) store.deleteIndex(name);
   if (from >= 5) return;
   const create = (name) => store.createIndex(name, INDEXES[name][0], { unique: INDEXES[name][1] });
   if (from < 4) {
@@ -138,7 +141,7 @@ function createSchema(db, store, from) {
   db.createObjectStore(QUEUES, { keyPath: "name" });
 }
 
-/** Rewrites every record of version `from` (1 to 5) as version 7 writes it, inside the upgrade transaction. */
+/** Rewrites every record of version `from` (1 to 5) as version 8 writes it, inside the upgrade transaction. */
 async function upgradeRecords(store, from) {
   const req = store.openCursor();
   for (;;) {
@@ -146,6 +149,25 @@ async function upgradeRecords(store, from) {
     if (cursor === null) return;
     cursor.update(upgradeRecord(cursor.value, from));
     cursor.continue();
+  }
+}
+
+/**
+ * Marks the record in `queues` of every queue with a message in index `expiring` (version 5 on)
+ * as holding messages with an expiry (version 8), inside the upgrade transaction: the names read
+ * one key per queue (each skipping to the first key above `[queue, []]`), then each record read
+ * and written back with the mark (src/queue.rs's `markExpiring`).
+ */
+async function markExpiringQueues(store, queues) {
+  const names = [];
+  const req = store.index("expiring").openKeyCursor();
+  for (let cursor = await settle(req, "upgrade"); cursor !== null; cursor = await settle(req, "upgrade")) {
+    names.push(cursor.key[0]);
+    cursor.continue([cursor.key[0], []]);
+  }
+  for (const name of names) {
+    const marked = markExpiring(name, await settle(queues.get(name), "upgrade"));
+    if (marked !== undefined) queues.put(marked);
   }
 }
 
@@ -160,12 +182,12 @@ function timeout(ms) {
 }
 
 /**
- * Opens database `name` of `factory` (creating it at version 7, or upgrading it from 1 to 6) and
+ * Opens database `name` of `factory` (creating it at version 8, or upgrading it from 1 to 7) and
  * resolves to the connection.
  *
  * Another application's database of that name is refused with a `store` error and left as it was:
- * at an older version without deadletter's store and indexes the upgrade is aborted; at version 7
- * it is checked after opening (without writing) and closed; above 7 IndexedDB refuses to open it,
+ * at an older version without deadletter's store and indexes the upgrade is aborted; at version 8
+ * it is checked after opening (without writing) and closed; above 8 IndexedDB refuses to open it,
  * and a second, plain open says what it holds. An open that has not completed after
  * `OPEN_TIMEOUT_MS` (blocked by another connection that does not close, or queued behind another
  * tab's upgrade or delete) fails with a `store` error instead of hanging; should it go through
@@ -191,13 +213,14 @@ export async function open(factory, name) {
       } else {
         const store = tx.objectStore(STORE);
         createSchema(db, store, from);
-        // Version 6's records are 7's.
-        if (from < 6) {
-          upgradeRecords(store, from).catch((err) => {
-            refusal = storeError(`open of "${name}"`, `upgrading the records failed: ${err.message}`);
-            tx.abort();
-          });
-        }
+        const failed = (err) => {
+          refusal = storeError(`open of "${name}"`, `upgrading the records failed: ${err.message}`);
+          tx.abort();
+        };
+        // Version 6's records are 7's and 8's.
+        if (from < 6) upgradeRecords(store, from).catch(failed);
+        // No record had an expiry before 5.
+        if (from >= 5) markExpiringQueues(store, tx.objectStore(QUEUES)).catch(failed);
       }
     } catch (err) {
       refusal = err instanceof DeadLetterError ? err : storeError(`open of "${name}"`, `creating or upgrading the schema failed: ${err}`);

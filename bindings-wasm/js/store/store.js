@@ -18,6 +18,7 @@
 // synchronous function (`options.clock`, else `Date.now`), so reading it awaits nothing.
 
 import { QUEUES, STORE, open } from "./schema.js";
+import { markExpiring } from "../core.js";
 import { DeadLetterError } from "../errors.js";
 import { ahead, firstKey, firstRecords, keyRange, lastKeys, putAll, request, settle, storeError, transaction, walk, walkMerged } from "./requests.js";
 
@@ -53,17 +54,32 @@ async function context(queues, name, clock) {
 }
 
 /**
+ * Marks the records in `queues` of the queues `names` (a plan's `marks()`) as holding messages
+ * with an expiry (schema 8: a claim reads the index `expiring` only for those): each record read,
+ * and written back with the mark unless it had it (src/queue.rs's `markExpiring`).
+ */
+async function mark(queues, names) {
+  for (const name of names) {
+    const marked = markExpiring(name, await request("get", () => queues.get(name)));
+    if (marked !== undefined) queues.put(marked);
+  }
+}
+
+/**
  * Writes the records of a Book (src/groups.rs: the writes of an update or of a batch of replays)
  * with the bookkeeping of their ordering groups: those of `book.place(tails)`, given the tail
  * (last key of index `group`) of each group `book.tails()` names, read before the writes; then
  * those of `book.promote(heads)`, given the first live member of each group `book.left()` names,
- * read after them. Resolves to how many writes the book had.
+ * read after them; then the marks of `book.marks()` in `queues` (none when the transaction is on
+ * the messages alone: see `update`). Resolves to how many writes the book had.
  */
-async function place(messages, book) {
+async function place(messages, book, queues) {
   try {
     const group = messages.index("group");
     putAll(messages, book.place(await lastKeys(group, book.tails())));
     putAll(messages, book.promote(await firstRecords(group, book.left())));
+    const marks = book.marks();
+    if (marks.length > 0) await mark(queues, marks);
     return book.size;
   } finally {
     book.free();
@@ -72,12 +88,13 @@ async function place(messages, book) {
 
 /**
  * The step of an UpdatePlan on `record` (undefined: none) at `now` and `row`, with a move's read of
- * index `idempotency` (whether the target queue holds the message's key), and its write.
+ * index `idempotency` (whether the target queue holds the message's key), and its write
+ * (`queues`: the object store, when the transaction has it).
  */
-async function step(messages, plan, now, row, record) {
+async function step(messages, plan, now, row, record, queues) {
   const key = plan.key(record);
   const taken = key !== undefined && (await request("getKey", () => messages.index("idempotency").getKey(key))) !== undefined;
-  await place(messages, plan.start(now, row, record, taken));
+  await place(messages, plan.start(now, row, record, taken), queues);
 }
 
 /**
@@ -130,7 +147,8 @@ export class IdbStore {
   /**
    * Runs an EnqueuePlan in one transaction: the queue's row, the stored message of each
    * idempotency key and the tail of each group, read at once; then adds the records the plan
-   * answers, in order. Resolves to the id of each record added.
+   * answers, in order, and marks the queue's row when `plan.marks()` says so (the first message
+   * with an expiry). Resolves to the id of each record added.
    */
   insert(queue, plan, clock) {
     return this.#run(BOTH, "readwrite", async (messages, queues) => {
@@ -140,7 +158,10 @@ export class IdbStore {
       const tails = lastKeys(messages.index("group"), plan.tails());
       const [now, row] = await started;
       const records = plan.start(now, row, await found, await tails);
-      return Promise.all(records.map((record) => request("add", () => messages.add(record))));
+      const ids = ahead(Promise.all(records.map((record) => request("add", () => messages.add(record)))));
+      const marks = plan.marks();
+      if (marks.length > 0) await mark(queues, marks);
+      return ids;
     });
   }
 
@@ -158,14 +179,14 @@ export class IdbStore {
     if (!plan.readsQueue) {
       return this.#run(MESSAGES, "readwrite", async (messages) => {
         const record = await request("get", () => messages.get(plan.id));
-        return step(messages, plan, clock(), undefined, record);
+        return step(messages, plan, clock(), undefined, record, undefined);
       });
     }
     return this.#run(BOTH, "readwrite", async (messages, queues) => {
       const started = context(queues, queue, clock);
       const found = request("get", () => messages.get(plan.id));
       const [now, row] = await started;
-      return step(messages, plan, now, row, await found);
+      return step(messages, plan, now, row, await found, queues);
     });
   }
 
@@ -177,13 +198,16 @@ export class IdbStore {
       const index = messages.index("claim");
       const expiring = messages.index("expiring");
       const head = () => (plan.wanted > 0 ? request("getAll", () => index.getAll(ready, plan.wanted)) : null);
-      // At once: the row, the head of the ready lane, and the first keys of the timed lane and of
-      // the expiring messages, which say whether anything there has come (usually not).
+      // At once: the row, the head of the ready lane, and the first key of the timed lane, which
+      // says whether anything there has come (usually not).
       let next = head();
-      const firsts = ahead(Promise.all([firstKey(index, timedLane), firstKey(expiring, expiringAll)]));
+      const timedFirst = ahead(firstKey(index, timedLane));
       const [now, row] = await started;
       if (!plan.start(now, row)) return; // paused: a claim changes nothing
-      const [timed, expired] = plan.due(...(await firsts)).map((range) => range && keyRange(range));
+      // Only for a queue that may hold messages with an expiry (its row says so: schema 8), the
+      // first key of those that expire, which says whether any expired.
+      const expiringFirst = plan.expires ? await firstKey(expiring, expiringAll) : undefined;
+      const [timed, expired] = plan.due(await timedFirst, expiringFirst).map((range) => range && keyRange(range));
       const pages = [timed, expired].map((range, i) => range && request("getAll", () => (i === 0 ? index : expiring).getAll(range, plan.pageSize)));
       if (timed) {
         putAll(messages, plan.timed(await pages[0]));
@@ -251,7 +275,7 @@ export class IdbStore {
       const unique = messages.index("idempotency");
       const taken = await Promise.all(plan.keys(records).map((key) => key && request("getKey", () => unique.getKey(key))));
       const book = plan.step(now, row, records, taken);
-      if (!dry) return place(messages, book);
+      if (!dry) return place(messages, book, queues);
       const { size } = book;
       book.free();
       return size;

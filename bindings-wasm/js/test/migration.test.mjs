@@ -6,7 +6,8 @@
 // they were left (version, object store, indexes, records), then opened: every message must read
 // back with exact values, and the queue must work. A schema 5 database (issue 21) is written here
 // record by record (schema5Records): 6 only adds movedFrom; a schema 6 database likewise (7 drops
-// two indexes and keeps 6's records).
+// two indexes and keeps 6's records); a schema 7 database likewise, with queue rows (8 marks the
+// rows of the queues that hold messages with an expiry).
 // Run: node --require fake-indexeddb/auto --test bindings-wasm/js/test/  (after build.sh)
 import { test } from "node:test";
 import { readFileSync } from "node:fs";
@@ -19,7 +20,7 @@ const dump = fixture("v0.1.0-indexeddb.json");
 const dump3 = fixture("schema3-indexeddb.json");
 const dump4 = fixture("schema4-indexeddb.json");
 
-/** The indexes of schema version 7, as `raw` lists them. */
+/** The indexes of schema versions 7 and 8, as `raw` lists them. */
 const INDEXES = [
   ["claim", ["queue", "lane", "at", "id"], false],
   ["dead", ["queue", "status", "deadAt"], false],
@@ -123,7 +124,7 @@ test("the fixture is what 0.1.0 wrote: schema version 2, seven records", () => {
   assert.equal(dump.records.length, 7);
 });
 
-test("a 0.1.0 database is upgraded to schema 7 on open and reads back exactly", async () => {
+test("a 0.1.0 database is upgraded to schema 8 on open and reads back exactly", async () => {
   const name = `migration-${process.pid}`;
   await load(name, dump);
   let now = BASE + 20_000;
@@ -166,7 +167,7 @@ test("a 0.1.0 database is upgraded to schema 7 on open and reads back exactly", 
   // ready by createdAt, finished ones out of the claim index); the new indexes.
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 7);
+  assert.equal(stored.version, 8);
   assert.deepEqual(stored.indexes, INDEXES);
   assert.equal(stored.queues, "name");
   assert.deepEqual(lanes(stored.records),
@@ -224,7 +225,7 @@ function asMessage(record) {
  * Loads `dump` (a schema `version` fixture of 3 or 4: the eight messages of make_schema_indexeddb.mjs)
  * into a fresh database, opens it at BASE + 1 s (which upgrades it), checks that every message
  * reads back as stored (list order and statuses, then each by id), closes it and resolves to its
- * name and its raw dump, whose version and indexes are checked to be schema 7's.
+ * name and its raw dump, whose version and indexes are checked to be schema 8's.
  */
 async function upgradeV3OrV4(dump, version) {
   assert.equal(dump.version, version);
@@ -242,12 +243,12 @@ async function upgradeV3OrV4(dump, version) {
   }
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 7);
+  assert.equal(stored.version, 8);
   assert.deepEqual(stored.indexes, INDEXES);
   return { name, stored };
 }
 
-test("a schema 3 database is upgraded to schema 7 on open: same messages, claim index lanes", async () => {
+test("a schema 3 database is upgraded to schema 8 on open: same messages, claim index lanes", async () => {
   let now = BASE + 1_000;
   const { name, stored } = await upgradeV3OrV4(dump3, 3);
   assert.deepEqual(lanes(stored.records),
@@ -279,7 +280,7 @@ test("a schema 3 database is upgraded to schema 7 on open: same messages, claim 
   again.close();
 });
 
-test("a schema 4 database is upgraded to schema 7 on open: same messages and lanes, the queues store, groups and expiry work", async () => {
+test("a schema 4 database is upgraded to schema 8 on open: same messages and lanes, the queues store, groups and expiry work", async () => {
   let now = BASE + 1_000;
   const { name, stored } = await upgradeV3OrV4(dump4, 4);
   assert.equal(stored.queues, "name");
@@ -308,16 +309,18 @@ test("a schema 4 database is upgraded to schema 7 on open: same messages and lan
 });
 
 /**
- * Writes `records` into a new database `name` at `version` 5 or 6, with the object stores and
- * indexes those versions had (the same at both: 6 only added the records' `movedFrom`).
+ * Writes `records` (and `rows` into `queues`) into a new database `name` at `version` 5, 6 or 7,
+ * with the object stores and indexes those versions had (the same at 5 and 6: 6 only added the
+ * records' `movedFrom`; 7 dropped two indexes).
  */
-async function loadV5OrV6(name, version, records) {
+async function loadV5OrV6(name, version, records, rows = []) {
   const req = indexedDB.open(name, version);
   req.onupgradeneeded = () => {
     const store = req.result.createObjectStore("messages", { keyPath: "id", autoIncrement: true });
-    for (const [index, keyPath, unique] of INDEXES6) store.createIndex(index, keyPath, { unique });
-    req.result.createObjectStore("queues", { keyPath: "name" });
+    for (const [index, keyPath, unique] of version === 7 ? INDEXES : INDEXES6) store.createIndex(index, keyPath, { unique });
+    const queues = req.result.createObjectStore("queues", { keyPath: "name" });
     for (const record of records) store.put(record);
+    for (const row of rows) queues.put(row);
   };
   (await request(req)).close();
 }
@@ -344,7 +347,7 @@ function schema5Records() {
   ];
 }
 
-test("a schema 5 database is upgraded to schema 7 on open: movedFrom null, every place kept, moves work", async () => {
+test("a schema 5 database is upgraded to schema 8 on open: movedFrom null, every place kept, moves work", async () => {
   const name = `migration5-${process.pid}`;
   const records = schema5Records();
   await loadV5OrV6(name, 5, records);
@@ -354,7 +357,7 @@ test("a schema 5 database is upgraded to schema 7 on open: movedFrom null, every
   assert.deepEqual((await emails.list()).map((m) => [m.id, m.movedFrom]), [[1, null], [2, null], [3, null], [4, null]]);
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 7);
+  assert.equal(stored.version, 8);
   assert.deepEqual(stored.indexes, INDEXES);
   assert.equal(stored.queues, "name");
   // Rewritten with movedFrom, each in its place (the ready lane of 4, the blocked 2) as before.
@@ -373,7 +376,7 @@ test("a schema 5 database is upgraded to schema 7 on open: movedFrom null, every
   again.close();
 });
 
-test("a schema 6 database is upgraded to schema 7 on open: indexes expiry and queue dropped, records as they were", async () => {
+test("a schema 6 database is upgraded to schema 8 on open: indexes expiry and queue dropped, records as they were", async () => {
   const name = `migration6-${process.pid}`;
   const records = schema5Records().map((r) => ({ ...r, movedFrom: null }));
   const plain = { ...records[0], group: null, groupAt: null };
@@ -397,7 +400,7 @@ test("a schema 6 database is upgraded to schema 7 on open: indexes expiry and qu
   assert.deepEqual(all.map((s) => [s.queue, s.pending, s.processing, s.dead, s.expired]), [["emails", 3, 1, 1, 1], ["other", 1, 0, 0, 0]]);
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 7);
+  assert.equal(stored.version, 8);
   assert.deepEqual(stored.indexes, INDEXES);
   assert.deepEqual(stored.records, records);
 
@@ -406,5 +409,51 @@ test("a schema 6 database is upgraded to schema 7 on open: indexes expiry and qu
   const q = again.queue("emails");
   assert.deepEqual((await q.claimMany(10)).map((m) => m.id), [1, 4]);
   assert.deepEqual([(await q.get(5)).status, (await q.stats()).expired], ["pending", 0]);
+  again.close();
+});
+
+test("a schema 7 database is upgraded to schema 8 on open: the rows of the queues holding messages with an expiry are marked, and their claims take them out", async () => {
+  const name = `migration7-${process.pid}`;
+  const plain = { ...schema5Records()[0], group: null, groupAt: null, movedFrom: null };
+  const records = [
+    // Pending in "emails", expiring at BASE + 500; a queue with a row of settings.
+    { ...plain, id: 1, payload: "soon", expiresAt: BASE + 500 },
+    { ...plain, id: 2, payload: "later" },
+    // Dead in "third", which has no row, with an expiry (kept on a replay's message until then).
+    { ...plain, id: 3, queue: "third", payload: "gone", status: "dead", lastError: "x", deadAt: BASE, expiresAt: BASE + 500,
+      retryCount: 1, firstFailedAt: BASE, errors: [{ attempt: 1, error: "x", at: BASE }], lane: null, at: null },
+    // "other": no expiry anywhere, a row.
+    { ...plain, id: 4, queue: "other", payload: "elsewhere" },
+  ];
+  const row = (queue, fields) => ({
+    name: queue, backoffInitialMs: null, backoffMultiplier: null, backoffCapMs: null, backoffJitter: null, maxRetries: null,
+    leaseMs: null, expiresInMs: null, onExpiry: "dead", paused: false, expiredDead: 0, expiredDiscarded: 0, ...fields,
+  });
+  const rows = [row("emails", { maxRetries: 5, expiredDead: 2 }), row("other", { leaseMs: 9_000 })];
+  await loadV5OrV6(name, 7, records, rows);
+
+  const db = await open(name, { clock: () => BASE + 1_000, random: () => 0 });
+  db.close();
+  const stored = await raw(name);
+  assert.equal(stored.version, 8);
+  assert.deepEqual(stored.indexes, INDEXES);
+  assert.deepEqual(stored.records, records);
+  const upgraded = await request(indexedDB.open(name));
+  const after = await request(upgraded.transaction("queues").objectStore("queues").getAll());
+  upgraded.close();
+  assert.deepEqual(after, [
+    { ...rows[0], expires: true },
+    { ...rows[1] },
+    { ...row("third", {}), expires: true },
+  ]);
+
+  // A claim of "emails" takes 1 out at its expiry (its row says it may hold such messages).
+  const again = await open(name, { clock: () => BASE + 1_000, random: () => 0 });
+  const died = [];
+  again.onDead((m) => died.push([m.id, m.lastError]));
+  assert.deepEqual((await again.queue("emails").claimMany(10)).map((m) => m.id), [2]);
+  assert.deepEqual([died, (await again.queue("emails").stats()).expiredDead], [[[1, "expired"]], 3]);
+  assert.deepEqual((await again.queue("emails").settings()).maxRetries, 5);
+  assert.deepEqual((await again.queue("other").claimMany(10)).map((m) => m.id), [4]);
   again.close();
 });

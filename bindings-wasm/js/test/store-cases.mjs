@@ -236,6 +236,46 @@ export const CASES = {
     dl.close();
   },
 
+  async "a queue's row says whether it may hold messages with an expiry: set by the write that gives it its first, so that its claims take them out"(pkg, factory) {
+    // Issue 20, schema 8: a claim reads the index `expiring` only for a queue whose row says so.
+    let now = BASE;
+    const name = fresh("expires");
+    const dl = await pkg.index.open(name, { indexedDB: factory, clock: () => now, random: () => 0 });
+    const died = [];
+    dl.onDead((m) => died.push([m.queue, m.payload, m.lastError]));
+    const db = await pkg.requests.settle(factory.open(name), "open");
+    const marked = async () => (await all(pkg, db, "queues")).filter((r) => r.expires).map((r) => r.name);
+    const [a, b, c, d] = ["a", "b", "c", "d"].map((queue) => dl.queue(queue));
+    await a.enqueue("plain");
+    equal(await marked(), [], "no expiry, no row");
+    // The first enqueue with an expiry; a move of a message with one to a queue without a row.
+    const short = await a.enqueue("short", { expiresInMs: 100 });
+    await a.enqueue("moved", { expiresInMs: 100 });
+    equal(await marked(), ["a"], "enqueue");
+    await a.move(short.id + 1, "b");
+    equal(await marked(), ["a", "b"], "move");
+    // A replay with its own expiry; replayAll with the queue's stored one (its settings kept).
+    const dead = async (queue) => {
+      const m = await queue.enqueue("dies", { maxRetries: 1 });
+      await queue.claim();
+      await queue.fail(m.id, "boom", { retryable: false });
+      return m;
+    };
+    await c.replay((await dead(c)).id, { expiresInMs: 100 });
+    await d.setSettings({ maxRetries: 2 });
+    await dead(d);
+    await d.setSettings({ maxRetries: 2, expiresInMs: 100 });
+    equal(await d.replayAll(), 1, "replayed");
+    equal(await marked(), ["a", "b", "c", "d"], "replays");
+    equal((await d.settings()).maxRetries, 2, "settings kept");
+    now += 200;
+    died.length = 0;
+    for (const queue of [a, b, c, d]) await queue.claimMany(10);
+    equal(died, [["a", "short", "expired"], ["b", "moved", "expired"], ["c", "dies", "expired"], ["d", "dies", "expired"]], "expired in every queue");
+    db.close();
+    dl.close();
+  },
+
   async "the members behind their group's head have no lane: in neither the claim nor the delayed index, until the head leaves"(pkg, factory) {
     let now = BASE;
     const name = fresh("groups");
@@ -271,6 +311,7 @@ export const CASES = {
     equal(await all(pkg, db, "queues"), [{
       name: "q", backoffInitialMs: 500, backoffMultiplier: 2.5, backoffCapMs: 3_600_000, backoffJitter: "full",
       maxRetries: 4, leaseMs: null, expiresInMs: null, onExpiry: "dead", paused: true, expiredDead: 0, expiredDiscarded: 0,
+      expires: false,
     }], "the row");
     equal((await dl.queues()).map((s) => [s.queue, s.paused]), [["q", true]], "a paused queue without messages is listed");
     // A row holding what deadletter never writes: a store error naming the queue and the column.
