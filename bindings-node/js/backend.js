@@ -105,8 +105,25 @@ class Calls {
     if (this.#waiting.size === 0 && ids.length > 0) this.#db.hold(false);
   };
 
-  /** The promise of the native call `id`: its reply (`{ ok, dead }`), or its error. */
+  /** Whether a flush of the calls made in this tick is scheduled. */
+  #flushing = false;
+
+  /** Starts the calls made in this tick (the native module runs them as one batch). */
+  #flush = () => {
+    this.#flushing = false;
+    this.#db.flush();
+  };
+
+  /**
+   * The promise of the native call `id`: its reply (`{ ok, dead }`), or its error. The call
+   * starts once the calls made in this tick are all queued: at the next setImmediate, after the
+   * promise jobs the tick's other calls come from (issue 19).
+   */
   settle(id) {
+    if (!this.#flushing) {
+      this.#flushing = true;
+      setImmediate(this.#flush);
+    }
     if (this.#waiting.size === 0) this.#db.hold(true);
     return new Promise((resolve, reject) => {
       this.#waiting.set(id, [resolve, reject]);

@@ -264,6 +264,13 @@ impl NativeDatabase {
         }))
     }
 
+    /// Starts the calls made since the last `flush` (the package calls it at the end of each
+    /// JavaScript tick that made calls: they go to one thread as one batch).
+    #[napi]
+    pub fn flush(&self) {
+        self.pool.flush();
+    }
+
     /// Whether the process stays alive for the replies of this database's calls: the package
     /// holds it while calls are out.
     #[napi]

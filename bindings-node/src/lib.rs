@@ -7,8 +7,9 @@
 //! browsers' IndexedDB (the package's `node/backend.js` is the backend they call in Node).
 //!
 //! - Every call runs off the JavaScript thread, on the database's own threads ([`pool`]), and
-//!   its reply comes back in a batch with the others finished meanwhile; calls made at once run
-//!   at once and share commits through the SQLite store's group commit.
+//!   its reply comes back in a batch with the others finished meanwhile; the calls made in one
+//!   JavaScript tick run as one batch, in one transaction of the SQLite store, and batches made
+//!   at once share commits through its group commit.
 //! - The store reads the clock once it holds its write lock: the system clock there, or the
 //!   user's `clock` function through a thread-safe function ([`clock`]).
 //! - Arguments are mapped from JavaScript without judging ([`args`]); the core checks them and

@@ -20,7 +20,16 @@
 //! A call leaves the transaction open only for a call that is already queued, inside the fork
 //! gate: the last call to hold the connection always commits. So no transaction is open while no
 //! call is inside the store, which is what a fork waits for (see [`crate::fork`]).
+//!
+//! A thread that has several calls to run at once (the Node binding's batch of the calls made in
+//! one JavaScript tick, issue 19) runs them one after the other in [`Group::batch`]: each write
+//! leaves the transaction open for the next, as if that one were queued, and the batch commits
+//! once at its end (or a call of another thread that joined commits for it), then returns each
+//! call's value with the outcome of the commit its writes were in. The batch holds the fork gate
+//! from its first call to that commit, so the rule above holds: a fork still finds no
+//! transaction open.
 
+use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -88,10 +97,28 @@ pub struct Group {
 }
 
 /// The session, with the fork gate held: fields drop in order, the mutex before the gate, so that
-/// a fork never finds the mutex locked.
+/// a fork never finds the mutex locked. (`None`: the thread's batch holds the gate.)
 struct Held<'a> {
     session: MutexGuard<'a, Session>,
-    _gate: Gate,
+    _gate: Option<Gate>,
+}
+
+/// The batch a thread is running ([`Group::batch`]).
+struct Deferred {
+    /// The group whose writes it defers (its session's address).
+    group: usize,
+    /// The transactions the current call's writes were left open in, not committed yet.
+    writes: Vec<Arc<Batch>>,
+}
+
+thread_local! {
+    /// This thread's batch, while it runs one.
+    static DEFERRED: RefCell<Option<Deferred>> = const { RefCell::new(None) };
+}
+
+/// Whether this thread is running a batch (it holds the fork gate).
+fn in_batch() -> bool {
+    DEFERRED.with(|deferred| deferred.borrow().is_some())
 }
 
 fn closed() -> Error {
@@ -129,8 +156,24 @@ impl Group {
         self.session.lock().map_or(true, |s| s.conn.is_none())
     }
 
+    /// This group's address, which names it in [`Deferred`].
+    fn id(&self) -> usize {
+        Arc::as_ptr(&self.session).addr()
+    }
+
+    /// Whether this thread's batch defers this group's commits.
+    fn deferring(&self) -> bool {
+        DEFERRED.with(|deferred| {
+            deferred
+                .borrow()
+                .as_ref()
+                .is_some_and(|d| d.group == self.id())
+        })
+    }
+
     fn enter(&self) -> Result<Held<'_>> {
-        let gate = fork::enter();
+        // A batch holds the gate already: a second read lock could wait for a fork waiting for it.
+        let gate = (!in_batch()).then(fork::enter);
         self.queued.fetch_add(1, Ordering::SeqCst);
         let session = self.session.lock();
         self.queued.fetch_sub(1, Ordering::SeqCst);
@@ -167,6 +210,73 @@ impl Group {
             batch.finish(commit(&conn).map_err(|err| text(&err)));
         }
         conn.close().map_err(|(_, err)| Error::store(err))
+    }
+
+    /// Runs `steps` one after the other on this thread, their writes in one transaction as far as
+    /// they go (see the module's documentation), committed before it returns; each step's value
+    /// comes with the outcome of the commit of its writes (`Ok` for a step that wrote nothing
+    /// left open): on `Err`, nothing of that step was written. A step's own `Err` rolled back
+    /// only its writes, as in [`Group::write`].
+    pub fn batch<T, S: FnOnce() -> T>(
+        &self,
+        steps: impl IntoIterator<Item = S>,
+    ) -> Vec<(T, Result<()>)> {
+        if in_batch() {
+            // Nested: the steps join the batch under way, whose commit they are acknowledged by.
+            return steps.into_iter().map(|step| (step(), Ok(()))).collect();
+        }
+        let gate = fork::enter();
+        let mut done = Vec::new();
+        for step in steps {
+            DEFERRED.with(|deferred| {
+                *deferred.borrow_mut() = Some(Deferred {
+                    group: self.id(),
+                    writes: Vec::new(),
+                });
+            });
+            let ran = catch_unwind(AssertUnwindSafe(step));
+            let writes = DEFERRED
+                .with(|deferred| deferred.borrow_mut().take())
+                .map(|d| d.writes)
+                .unwrap_or_default();
+            match ran {
+                Ok(value) => done.push((value, writes)),
+                Err(panic) => {
+                    self.settle(gate);
+                    resume_unwind(panic);
+                }
+            }
+        }
+        self.settle(gate);
+        done.into_iter()
+            .map(|(value, writes)| {
+                let outcome = writes.iter().try_for_each(|batch| batch.wait());
+                (value, outcome)
+            })
+            .collect()
+    }
+
+    /// Ends a batch as a write ends: leaves the transaction open for the calls queued meanwhile
+    /// (the last of them commits), else commits it (when no call of another thread did); then
+    /// releases the fork gate.
+    fn settle(&self, gate: Gate) {
+        // Queued like a call (with the gate it holds): a call that joins meanwhile leaves its
+        // commit to this one.
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        let mut session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
+        self.queued.fetch_sub(1, Ordering::SeqCst);
+        if self.queued.load(Ordering::SeqCst) > 0 {
+            // Their commit is this batch's: `batch` waits for it.
+        } else if let Some(batch) = session.waiting.take() {
+            let committed = match session.conn.as_mut() {
+                Some(conn) => commit(conn).map_err(|err| text(&err)),
+                None => Err(text(&closed())),
+            };
+            batch.finish(committed);
+            self.commits.fetch_add(1, Ordering::Relaxed);
+        }
+        drop(session);
+        drop(gate);
     }
 
     /// Runs `f` in a write transaction shared with the calls queued meanwhile (see the module's
@@ -210,13 +320,23 @@ impl Group {
             if result.is_ok() {
                 return Err(Error::Store(lost.into()));
             }
-        } else if self.queued.load(Ordering::SeqCst) > 0 && panicked.is_none() {
-            // Others are queued: the last of them commits for everyone.
-            // On `Err`, rolled back to its savepoint: the transaction goes on without it.
+        } else if panicked.is_none() && (self.deferring() || self.queued.load(Ordering::SeqCst) > 0)
+        {
+            // Others are queued, or the batch of this thread goes on: the last of them commits
+            // for everyone. On `Err`, rolled back to its savepoint: the transaction goes on
+            // without it.
             let value = result?;
             let batch = Arc::clone(session.waiting.get_or_insert_with(Arc::default));
             drop(held);
-            batch.wait()?;
+            let deferred = DEFERRED.with(|deferred| {
+                let mut deferred = deferred.borrow_mut();
+                let deferred = deferred.as_mut().filter(|d| d.group == self.id())?;
+                deferred.writes.push(Arc::clone(&batch));
+                Some(())
+            });
+            if deferred.is_none() {
+                batch.wait()?;
+            }
             return Ok(value);
         } else {
             let committed = commit(conn);

@@ -151,3 +151,61 @@ fn calls_that_join_a_commit_read_the_clock_when_they_get_the_connection() {
         );
     }
 }
+
+/// A batch (the Node binding's calls made in one JavaScript tick, issue 19) runs its calls on one
+/// thread in one transaction, committed once at its end: each call keeps its own outcome (a
+/// refused call rolled back alone, the others written), nothing is committed before the batch
+/// ends, and a read of another connection sees all of it after.
+#[test]
+fn a_batch_commits_its_calls_once_and_each_keeps_its_outcome() {
+    let file = TempDb::new();
+    let db = engine(&file.0);
+    let store = db.store();
+    let ids: Vec<i64> = (0..6)
+        .map(|i| enqueue_at(&db, &format!("m{i}"), 0, BASE + i).id)
+        .collect();
+    let before = store.commits();
+    let other = engine(&file.0);
+    let seen_during = std::sync::Mutex::new(Vec::new());
+    let refused = ids[3];
+    let steps = ids.iter().map(|&id| {
+        let (db, other, seen_during) = (&db, &other, &seen_during);
+        move || {
+            // What another connection reads meanwhile: the batch's writes are not committed yet.
+            let stored = pollster::block_on(other.get("q".into(), id.into())).expect("get");
+            seen_during.lock().unwrap().push(stored.last_error);
+            pollster::block_on(deadletter::Store::update(
+                db.store(),
+                "q",
+                id,
+                &at(BASE),
+                |m, _| {
+                    if id == refused {
+                        Err(Error::Store(format!("refused {id}")))
+                    } else {
+                        Ok(Message {
+                            last_error: Some(format!("changed {id}")),
+                            ..m
+                        })
+                    }
+                },
+            ))
+        }
+    });
+    let done = store.batch(steps);
+    assert_eq!(store.commits() - before, 1, "one commit for the batch");
+    assert_eq!(*seen_during.lock().unwrap(), vec![None; ids.len()]);
+    assert_eq!(done.len(), ids.len());
+    for (id, (outcome, committed)) in ids.iter().zip(&done) {
+        committed.as_ref().expect("committed");
+        let stored = pollster::block_on(other.get("q".into(), (*id).into())).expect("get");
+        if *id == refused {
+            let err = outcome.as_ref().expect_err("refused");
+            assert_eq!(err.to_string(), format!("store error: refused {id}"));
+            assert_eq!(stored.last_error, None, "the refused call wrote");
+        } else {
+            assert_eq!(outcome.as_ref().expect("written"), &stored);
+            assert_eq!(stored.last_error, Some(format!("changed {id}")));
+        }
+    }
+}
