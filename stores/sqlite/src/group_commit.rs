@@ -37,6 +37,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use deadletter::{Error, Result};
 use rusqlite::Connection;
 
+use crate::checkpoint::Checkpoints;
 use crate::fork::{self, Gate, Inherited};
 
 /// A store's connection and the transaction that calls left open for others, behind one mutex
@@ -94,6 +95,8 @@ pub struct Group {
     queued: AtomicUsize,
     /// Write transactions committed.
     commits: AtomicU64,
+    /// The writer connection's checkpoints (`None`: a reader's, or SQLite's own).
+    checkpoints: Option<Arc<Checkpoints>>,
 }
 
 /// The session, with the fork gate held: fields drop in order, the mutex before the gate, so that
@@ -127,7 +130,7 @@ fn closed() -> Error {
 
 impl Group {
     /// Shares `conn`; the process's list of open connections tracks it (closed in forked children).
-    pub fn new(conn: Connection) -> Self {
+    pub fn new(conn: Connection, checkpoints: Option<Checkpoints>) -> Self {
         let session = Arc::new(Mutex::new(Session {
             conn: Some(conn),
             waiting: None,
@@ -137,6 +140,7 @@ impl Group {
             session,
             queued: AtomicUsize::new(0),
             commits: AtomicU64::new(0),
+            checkpoints: checkpoints.map(Arc::new),
         }
     }
 
@@ -144,6 +148,18 @@ impl Group {
     /// commits.
     pub fn commits(&self) -> u64 {
         self.commits.load(Ordering::Relaxed)
+    }
+
+    /// The writer connection's checkpoints (for the fork hooks).
+    pub fn checkpoints(&self) -> Option<&Arc<Checkpoints>> {
+        self.checkpoints.as_ref()
+    }
+
+    /// After a commit on `conn`: the checkpoints it starts or makes.
+    fn committed(&self, conn: &Connection) {
+        if let Some(checkpoints) = &self.checkpoints {
+            checkpoints.committed(conn);
+        }
     }
 
     /// The session (for the fork hooks).
@@ -194,6 +210,7 @@ impl Group {
         if let Some(batch) = session.waiting.take() {
             batch.finish(commit(conn).map_err(|err| text(&err)));
             self.commits.fetch_add(1, Ordering::Relaxed);
+            self.committed(conn);
         }
         f(conn)
     }
@@ -201,6 +218,10 @@ impl Group {
     /// Commits the transaction that waiting calls left open and closes the connection; later
     /// calls fail with a store error. Closing twice is fine.
     pub fn close(&self) -> Result<()> {
+        // Before the fork gate: the thread's pass holds it.
+        if let Some(checkpoints) = &self.checkpoints {
+            checkpoints.close();
+        }
         let mut held = self.enter()?;
         let session = &mut *held.session;
         let Some(conn) = session.conn.take() else {
@@ -268,12 +289,14 @@ impl Group {
         if self.queued.load(Ordering::SeqCst) > 0 {
             // Their commit is this batch's: `batch` waits for it.
         } else if let Some(batch) = session.waiting.take() {
-            let committed = match session.conn.as_mut() {
-                Some(conn) => commit(conn).map_err(|err| text(&err)),
-                None => Err(text(&closed())),
-            };
-            batch.finish(committed);
-            self.commits.fetch_add(1, Ordering::Relaxed);
+            match session.conn.as_mut() {
+                Some(conn) => {
+                    batch.finish(commit(conn).map_err(|err| text(&err)));
+                    self.commits.fetch_add(1, Ordering::Relaxed);
+                    self.committed(conn);
+                }
+                None => batch.finish(Err(text(&closed()))),
+            }
         }
         drop(session);
         drop(gate);
@@ -344,6 +367,7 @@ impl Group {
             if let Some(batch) = session.waiting.take() {
                 batch.finish(committed.as_ref().map_err(text).copied());
             }
+            self.committed(conn);
             if let Err(err) = committed {
                 return Err(result.err().unwrap_or(err));
             }

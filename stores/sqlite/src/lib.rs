@@ -67,6 +67,7 @@
 //! # Ok::<_, deadletter::Error>(())
 //! ```
 
+mod checkpoint;
 pub mod fork;
 mod group_commit;
 mod moves;

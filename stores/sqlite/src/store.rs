@@ -27,6 +27,7 @@ use deadletter::{
 };
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Params, Row, params};
 
+use crate::checkpoint::{self, Checkpoints};
 use crate::fork;
 use crate::group_commit::Group;
 use crate::schema::migrate;
@@ -94,22 +95,22 @@ impl Durability {
     }
 }
 
-/// How often the WAL is copied into the database file, and how much of it is kept afterwards
-/// (both per connection, and without effect on an in-memory database).
+/// How much of the WAL is kept after a checkpoint (per connection; without effect on an
+/// in-memory database): `journal_size_limit` truncates the WAL file to 32 MiB when it starts over
+/// after a long read transaction made it grow beyond that (SQLite keeps it at its largest
+/// otherwise). When it is copied into the database file is `checkpoint.rs`'s: at 4000 pages, not
+/// SQLite's default 1000, by a thread of the store rather than the committing call.
 ///
-/// A checkpoint costs three syncs however little it copies (the WAL before the copy, the
-/// database file after it, the WAL's header when the next commit starts it over), 1 to 4 ms each
-/// on the disks measured; at `"normal"` they were most of an enqueue's time: SQLite's default,
-/// a checkpoint every 1000 pages, is one every 240 enqueues, as an enqueue writes 4 pages (the
-/// row and the three indexes every new message enters). At 4000 pages it is one every 950: a
-/// checkpoint copies about as many distinct pages (the same leaves fill up), the WAL file is at
-/// most about 16 MiB in the common case, and a page is still found in the first of the WAL
-/// index's hash tables (4062 frames), so reads do not get slower. At `"normal"` the commits
-/// since the last checkpoint are the ones a power loss may take (the README says so); at
-/// `"full"` every commit is synced and this changes no durability. `journal_size_limit`
-/// truncates the WAL file to 32 MiB when it starts over after a long read transaction made it
-/// grow beyond that (SQLite keeps it at its largest otherwise).
-const WAL_PRAGMAS: &str = "PRAGMA wal_autocheckpoint = 4000; PRAGMA journal_size_limit = 33554432";
+/// Why 4000 pages: a checkpoint costs three syncs however little it copies (the WAL before the
+/// copy, the database file after it, the WAL's header when the next commit starts it over), 1 to
+/// 4 ms each on the disks measured. SQLite's default is a checkpoint every 240 enqueues, as an
+/// enqueue writes 4 pages (the row and the three indexes every new message enters); at 4000
+/// pages it is one every 950: a checkpoint copies about as many distinct pages (the same leaves
+/// fill up), the WAL file is at most about 16 MiB in the common case, and a page is still found
+/// in the first of the WAL index's hash tables (4062 frames), so reads do not get slower. At
+/// `"normal"` the commits since the last checkpoint are the ones a power loss may take (the
+/// README says so); at `"full"` every commit is synced and this changes no durability.
+const WAL_PRAGMAS: &str = "PRAGMA journal_size_limit = 33554432";
 
 /// How a file is opened: read-write, created when missing, without `SQLITE_OPEN_URI` (rusqlite's
 /// default sets it): a path is a file name, never a URI such as `file:x.db?mode=memory`.
@@ -163,7 +164,7 @@ impl SqliteStore {
         reader
             .busy_handler(Some(wait_for_lock))
             .map_err(Error::store)?;
-        store.reader = Some(Group::new(reader));
+        store.reader = Some(Group::new(reader, None));
         Ok(store)
     }
 
@@ -181,8 +182,15 @@ impl SqliteStore {
         conn.execute_batch(durability.pragma())
             .map_err(Error::store)?;
         conn.execute_batch(WAL_PRAGMAS).map_err(Error::store)?;
+        // Replaces SQLite's automatic checkpoints on this connection (see `checkpoint.rs`).
+        conn.wal_hook(Some(checkpoint::note_frames));
+        let file = conn
+            .path()
+            .filter(|path| !path.is_empty())
+            .map(PathBuf::from);
+        let checkpoints = Checkpoints::new(file, durability.pragma());
         Ok(Self {
-            group: Group::new(conn),
+            group: Group::new(conn, Some(checkpoints)),
             reader: None,
             pid: std::process::id(),
         })
@@ -262,6 +270,8 @@ impl Drop for SqliteStore {
     fn drop(&mut self) {
         if self.forked() {
             std::mem::forget(Arc::clone(self.group.session()));
+            // Its thread is not in this process: closing would wait for it forever.
+            std::mem::forget(self.group.checkpoints().cloned());
             if let Some(reader) = &self.reader {
                 std::mem::forget(Arc::clone(reader.session()));
             }
