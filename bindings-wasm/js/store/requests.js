@@ -150,6 +150,24 @@ export function putAll(store, writes) {
 }
 
 /**
+ * Asks the transaction of `store` (an IDBObjectStore) to commit once its requests made so far
+ * are done (`IDBTransaction.commit()`, where there is one): for a body whose last requests are
+ * made before it awaits their answers (an enqueue awaits its adds' ids), so that the commit goes
+ * with them instead of one round trip later. No request may follow. `transaction` asks again
+ * when the body resolved, which is then a no-op.
+ */
+export function commit(store) {
+  const tx = store.transaction;
+  if (typeof tx.commit === "function") {
+    try {
+      tx.commit();
+    } catch {
+      // already committing or finished: its requests tell
+    }
+  }
+}
+
+/**
  * Runs `body(...stores)` inside one transaction of `db` on the object stores `stores` (a name or
  * an array of names; each passed to `body`, in order) and waits for it to commit; resolves to
  * what `body` resolved to.

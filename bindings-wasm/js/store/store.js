@@ -20,7 +20,7 @@
 import { QUEUES, STORE, open } from "./schema.js";
 import { markExpiring } from "../core.js";
 import { DeadLetterError } from "../errors.js";
-import { ahead, firstKey, firstRecords, keyRange, lastKeys, putAll, request, settle, storeError, transaction, walk, walkMerged } from "./requests.js";
+import { ahead, commit, firstKey, firstRecords, keyRange, lastKeys, putAll, request, settle, storeError, transaction, walk, walkMerged } from "./requests.js";
 
 /**
  * `n` fresh lease tokens: random version-4 UUIDs (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`), from
@@ -161,6 +161,8 @@ export class IdbStore {
       const ids = ahead(Promise.all(records.map((record) => request("add", () => messages.add(record)))));
       const marks = plan.marks();
       if (marks.length > 0) await mark(queues, marks);
+      // The adds are the last requests: commit with them, not after their answers (the ids).
+      commit(messages);
       return ids;
     });
   }

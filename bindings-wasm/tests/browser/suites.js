@@ -350,7 +350,8 @@ async function rawCycle(idb, i) {
  * Enqueue: the row, then add; claim: the row, the head of the ready lane and the first key of the
  * timed lane, read at once (then, for a queue whose row says it may hold messages with an expiry,
  * the first key of those: not this one's), then put; succeed: the message (then the
- * clock), then put; each transaction committed with `commit()` once its last request is made. What the store's design costs, without the WebAssembly core and the binding's
+ * clock), then put; each transaction committed with `commit()` once its last request is made
+ * (the enqueue's before the add's answer, its id, comes). What the store's design costs, without the WebAssembly core and the binding's
  * JavaScript (the rest of deadletter's time is theirs). Run on a database with only the claim
  * index too: what the requests and records cost without the other indexes.
  */
@@ -361,13 +362,14 @@ async function sameRequestsCycle(idb, i) {
   let tx = idb.transaction(both, "readwrite");
   await row(tx);
   let now = Date.now();
-  await request(tx.objectStore("messages").add({
+  const added = request(tx.objectStore("messages").add({
     queue: "bench", payload: `job ${i}`, status: "pending", retryCount: 0, maxRetries: 3, retryAfter: null,
     lastError: null, createdAt: now, updatedAt: now, leaseToken: null, leaseExpiresAt: null,
     idempotencyKey: null, firstFailedAt: null, deadAt: null, errors: [], errorsDropped: 0, replayCount: 0,
     replayedAt: null, group: null, expiresAt: null, groupAt: null, lane: 1, at: now, movedFrom: null,
   }));
   tx.commit();
+  await added;
   await done(tx);
   tx = idb.transaction(both, "readwrite");
   let store = tx.objectStore("messages");
