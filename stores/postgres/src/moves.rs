@@ -22,7 +22,9 @@ impl PostgresStore {
     /// (a blocked member is locked only under its group's lock, or briefly by a call that fails
     /// on it: one skipped is left where it is this time). So a move never waits for a row while
     /// it holds a group's lock that the row's holder waits for (an ack of the head it read as
-    /// pending, a replay). Only the messages that read found are moved.
+    /// pending, a replay), nor for a group's lock while it holds a blocked member (one that was
+    /// its group's head when read and is blocked when locked makes the move run again:
+    /// `PostgresStore::lock_in_order`, issue 24). Only the messages that read found are moved.
     pub(crate) fn move_in(
         &self,
         conn: &mut Conn,
@@ -33,11 +35,7 @@ impl PostgresStore {
         mut step: impl FnMut(Message, &Context, bool) -> Result<Option<Message>>,
     ) -> Result<Vec<Message>> {
         let sql = self.statements();
-        let rows = conn.query(&sql.many, &[&queue, &ids])?;
-        let seen = rows
-            .iter()
-            .map(row::read_stored)
-            .collect::<Result<Vec<_>>>()?;
+        let seen = self.read_many(conn, queue, ids)?;
         let keys: Vec<&str> = seen
             .iter()
             .filter_map(|(m, _)| m.idempotency_key.as_deref())
@@ -47,15 +45,9 @@ impl PostgresStore {
         for group in seen.iter().filter_map(|(m, _)| m.group.as_deref()) {
             group_locks.extend([(queue, group), (to_queue, group)]);
         }
-        let (blocked, free): (Vec<_>, Vec<_>) = seen.iter().partition(|(_, blocked)| *blocked);
-        let ids_of = |of: Vec<&(Message, bool)>| of.iter().map(|(m, _)| m.id).collect::<Vec<Id>>();
-        let mut found = self.lock_many(conn, queue, &ids_of(free))?;
-        lock_pairs(conn, &key_locks, &group_locks)?;
-        let rows = conn.query(&sql.many_for_update_skip, &[&queue, &ids_of(blocked)])?;
-        for stored in rows.iter().map(row::read_stored) {
-            let stored = stored?;
-            found.insert(stored.0.id, stored);
-        }
+        let mut found = self.lock_in_order(conn, queue, &seen, |conn| {
+            lock_pairs(conn, &key_locks, &group_locks)
+        })?;
         let ctx = context(conn, sql, queue, clock)?;
         let taken = keys_taken(conn, sql, to_queue, &keys)?;
         let mut written = Vec::new();

@@ -127,8 +127,8 @@ pub struct Sql {
     pub list_status: String,
     /// Messages of queue `$1` among ids `$2`, locked in id order.
     pub many_for_update: String,
-    /// Messages of queue `$1` among ids `$2`, unlocked (`move_many` reads their groups, keys and
-    /// lanes to take its locks in order).
+    /// Messages of queue `$1` among ids `$2`, unlocked (`update_many` and `move_many` read their
+    /// groups, keys and lanes to take their locks in order).
     pub many: String,
     /// [`Sql::many_for_update`] skipping the rows another transaction holds.
     pub many_for_update_skip: String,

@@ -12,7 +12,7 @@ use deadletter::{
 
 use crate::moves;
 use crate::options::Options;
-use crate::pool::{self, Conn, Connector, Sessions, db_error};
+use crate::pool::{self, Conn, Connector, RELOCK, Sessions, db_error};
 use crate::row;
 use crate::schema;
 use crate::sql::Sql;
@@ -163,6 +163,85 @@ impl PostgresStore {
             }))
     }
 
+    /// The messages of `queue` among `ids`, locked with `sql` (`FOR UPDATE`, in id order), keyed
+    /// by id, with their `blocked` flags.
+    fn lock_rows(
+        conn: &mut Conn,
+        sql: &str,
+        queue: &str,
+        ids: &[Id],
+    ) -> Result<HashMap<Id, (Message, bool)>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let rows = conn.query(sql, &[&queue, &ids])?;
+        rows.iter()
+            .map(|r| row::read_stored(r).map(|m| (m.0.id, m)))
+            .collect()
+    }
+
+    /// The messages of `seen` (read from `queue` without a lock: their groups and keys never
+    /// change once stored) locked in the order of `write.rs`, keyed by id, with their `blocked`
+    /// flags; `advisory` takes the advisory locks of their groups (and keys), in one statement.
+    ///
+    /// First the rows read as not blocked behind their group's head (heads, dead and finished
+    /// messages), in id order, waiting for them as any write does; then `advisory`; then the
+    /// rest (the blocked members), skipping any that another transaction holds (a blocked member
+    /// is locked only under its group's lock, or briefly by a call that fails on it at once: one
+    /// skipped is left as it is this time). So no transaction waits for a group's lock while it
+    /// holds the row of a blocked member, which the lock's holder may be unblocking (issue 24).
+    ///
+    /// A row read as its group's head may have been moved back behind a new head, or into
+    /// another queue's group, by the time it is locked: `FOR UPDATE` then locks its newest
+    /// version, and keeps the lock even when that version no longer meets the statement's
+    /// conditions (PostgreSQL's re-check in `READ COMMITTED`). The move of issue 24 then waited
+    /// for the group's lock while holding that blocked member, whose unblock the lock's holder,
+    /// an ack, waited for: a deadlock, one of them ended by PostgreSQL. So when a row of the
+    /// first lock comes back blocked, or does not come back, the call fails with [`RELOCK`]
+    /// before it waits for anything else, and its transaction is run again from the start
+    /// ([`pool::retry_deadlocks`]), reading the row as it is now.
+    pub(crate) fn lock_in_order(
+        &self,
+        conn: &mut Conn,
+        queue: &str,
+        seen: &[(Message, bool)],
+        advisory: impl FnOnce(&mut Conn) -> Result<()>,
+    ) -> Result<HashMap<Id, (Message, bool)>> {
+        let free: Vec<Id> = seen
+            .iter()
+            .filter(|(_, blocked)| !blocked)
+            .map(|(m, _)| m.id)
+            .collect();
+        let mut found = Self::lock_rows(conn, &self.sql.many_for_update, queue, &free)?;
+        if found.len() < free.len() || found.values().any(|(_, blocked)| *blocked) {
+            return Err(Error::Store(RELOCK.into()));
+        }
+        advisory(conn)?;
+        let rest: Vec<Id> = seen
+            .iter()
+            .map(|(m, _)| m.id)
+            .filter(|id| !found.contains_key(id))
+            .collect();
+        found.extend(Self::lock_rows(
+            conn,
+            &self.sql.many_for_update_skip,
+            queue,
+            &rest,
+        )?);
+        Ok(found)
+    }
+
+    /// The messages of `queue` among `ids`, unlocked, with their `blocked` flags, in id order.
+    pub(crate) fn read_many(
+        &self,
+        conn: &mut Conn,
+        queue: &str,
+        ids: &[Id],
+    ) -> Result<Vec<(Message, bool)>> {
+        let rows = conn.query(&self.sql.many, &[&queue, &ids])?;
+        rows.iter().map(row::read_stored).collect()
+    }
+
     /// The messages of `queue` among `ids`, locked, keyed by id, with their `blocked` flags.
     pub(crate) fn lock_many(
         &self,
@@ -297,7 +376,18 @@ impl Store for PostgresStore {
     ) -> Result<Vec<Message>> {
         pool::retry_deadlocks(|| {
             self.sessions.write_with(&self.sql.begin, |conn| {
-                let mut found = self.lock_many(conn, queue, ids)?;
+                // The locks of every group among them, whether or not a step changes it: they
+                // are taken before the clock is read, so before the steps run.
+                let seen = self.read_many(conn, queue, ids)?;
+                let mut groups: Vec<&str> = seen
+                    .iter()
+                    .filter_map(|(m, _)| m.group.as_deref())
+                    .collect();
+                groups.sort_unstable();
+                groups.dedup();
+                let mut found = self.lock_in_order(conn, queue, &seen, |conn| {
+                    lock_names(conn, queue, &[], &groups)
+                })?;
                 let ctx = context(conn, &self.sql, queue, clock)?;
                 let mut written = Vec::new();
                 for id in ids {
@@ -308,12 +398,6 @@ impl Store for PostgresStore {
                         written.push((before, after));
                     }
                 }
-                let groups = groups_changed(
-                    written
-                        .iter()
-                        .map(|(before, after)| (&before.0, Some(after))),
-                );
-                lock_names(conn, queue, &[], &groups)?;
                 for (before, after) in &written {
                     put(conn, &self.sql, before, after, ctx.now)?;
                 }

@@ -10,9 +10,11 @@
 //! blocked member that it unblocks, and the only transactions that lock a blocked member are the
 //! ones that hold its group's lock (a sweep of expired messages takes the locks of their groups
 //! before it locks them) or a call that fails on it at once (an ack of a message that is not
-//! processing). A move (`moves.rs`) locks the heads and dead messages it moves first, then the
-//! advisory locks of their groups (in both queues) and keys, then the blocked members it moves,
-//! skipping any that another transaction holds rather than waiting for it.
+//! processing). A move (`moves.rs`) and a bulk write lock the heads and dead messages first, then
+//! the advisory locks of their groups (a move's in both queues, and its keys), then the blocked
+//! members, skipping any that another transaction holds rather than waiting for it; one that finds
+//! a message it locked first blocked by then lets it go before it waits for anything else
+//! (`PostgresStore::lock_in_order`, issue 24).
 
 use deadletter::storage::{self, Position};
 use deadletter::{Clock, Context, Error, Message, Millis, QueueRow, Result};

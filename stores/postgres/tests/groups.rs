@@ -327,8 +327,9 @@ fn db_move(engine: &Engine<PostgresStore>, from: &str, id: i64, to: &str) -> Res
 
 /// Sessions that move a group's members back and forth between two queues (in bulk and one by
 /// one) while others claim and ack in both: no call fails (the advisory locks of the groups in
-/// both queues and of the keys are taken in one statement; a move that PostgreSQL still ends as a
-/// deadlock's victim under load is run again by the store: `pool::retry_deadlocks`), a group
+/// both queues and of the keys are taken in one statement, after the rows of heads and before
+/// those of blocked members: `tests/lock_order.rs`; before issue 24 a move and an ack closed a
+/// cycle here, in 23 deadlocks over 34 runs on a loaded 2-core machine), a group
 /// has at most one head in each queue, none is left blocked without a head, and every message is
 /// acked once.
 #[test]
