@@ -17,8 +17,11 @@
 //   what is the store's cost and what the hop there and back adds.
 // Rounds interleave every scenario, so that a slower moment of the machine slows all of them;
 // each line prints min / median / max of the rounds, and each ratio is taken per round.
-// Usage: node bindings-node/benches/throughput.mjs [ROUNDS]   (after make node and
-// scripts/setup.sh bench-node)
+// With BEFORE_PKG=DIR (another build of the package, e.g. of the commit before a change), the
+// deadletter scenarios also run on it, interleaved in the same rounds, with the per-round ratios
+// of this build to it.
+// Usage: [BEFORE_PKG=DIR] node bindings-node/benches/throughput.mjs [ROUNDS]   (after make node
+// and scripts/setup.sh bench-node)
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -35,6 +38,8 @@ const CONCURRENCY = 8;
 const require = createRequire(import.meta.url);
 const bullmq = require("bullmq");
 const { open } = await import(process.env.DEADLETTER_PKG ? `${process.env.DEADLETTER_PKG}/node/index.js` : new URL("../../build/pkg/node/index.js", import.meta.url));
+/** The build compared with (BEFORE_PKG), or null. */
+const before = process.env.BEFORE_PKG ? await import(`${process.env.BEFORE_PKG}/node/index.js`) : null;
 
 const folder = mkdtempSync(join(tmpdir(), "deadletter-bench-node-"));
 let serial = 0;
@@ -49,8 +54,8 @@ async function rate(n, run) {
 
 // deadletter ------------------------------------------------------------------------------------
 
-async function deadletterOneByOne(durability, n) {
-  const db = await open(fresh(), { durability });
+async function deadletterOneByOne(durability, n, opening = open) {
+  const db = await opening(fresh(), { durability });
   const q = db.queue("bench");
   const r = await rate(n, async () => {
     for (let i = 0; i < n; i += 1) {
@@ -63,8 +68,8 @@ async function deadletterOneByOne(durability, n) {
   return r;
 }
 
-async function deadletterProcess(durability, n) {
-  const db = await open(fresh(), { durability });
+async function deadletterProcess(durability, n, opening = open) {
+  const db = await opening(fresh(), { durability });
   const q = db.queue("bench");
   const controller = new AbortController();
   const r = await rate(n, async () => {
@@ -233,6 +238,12 @@ for (const durability of ["full", "normal"]) {
   scenarios.push(
     { durability, key: "one", label: "deadletter, one at a time", run: () => deadletterOneByOne(durability, n) },
     { durability, key: "process", label: `deadletter, process({ concurrency: ${CONCURRENCY} })`, run: () => deadletterProcess(durability, n) },
+    ...(before
+      ? [
+          { durability, key: "oneBefore", label: "(BEFORE_PKG, one at a time)", run: () => deadletterOneByOne(durability, n, before.open) },
+          { durability, key: "processBefore", label: `(BEFORE_PKG, concurrency ${CONCURRENCY})`, run: () => deadletterProcess(durability, n, before.open) },
+        ]
+      : []),
     { durability, key: "raw", label: "better-sqlite3 queue, one at a time", run: () => rawOneByOne(durability, n) },
     { durability, key: "rawWorker", label: "(the same on a worker thread, a message a step)", run: () => rawWorkerOneByOne(durability, n) },
     ...(pythonWorks ? [{ durability, key: "python", label: "(Python, same store, one at a time)", run: () => pythonOneByOne(durability, n) }] : []),
@@ -272,6 +283,13 @@ for (const durability of ["full", "normal"]) {
 /** Per-round ratios of two scenarios. */
 const ratio = (a, b) => a.map((x, i) => x / b[i]);
 const goals = [
+  // No goal: this build against BEFORE_PKG's, round by round.
+  ...(before
+    ? ["full", "normal"].flatMap((d) => [
+        [`one at a time / BEFORE_PKG's, ${d}`, ratio(of(d, "one"), of(d, "oneBefore")), "", null],
+        [`concurrency 8 / BEFORE_PKG's, ${d}`, ratio(of(d, "process"), of(d, "processBefore")), "", null],
+      ])
+    : []),
   // No goal: the references that tell the hop's cost from the store's.
   ["one at a time / the same off the JS thread, full", ratio(of("full", "one"), of("full", "rawWorker")), "", null],
   ["one at a time / the same off the JS thread, normal", ratio(of("normal", "one"), of("normal", "rawWorker")), "", null],

@@ -74,7 +74,7 @@ function reply(text) {
  * database holds the process alive (as pending I/O does).
  */
 class Calls {
-  /** id -> [resolve, reject] */
+  /** id -> [resolve, reject, map] */
   #waiting = new Map();
   #db = null;
 
@@ -89,7 +89,7 @@ class Calls {
    */
   deliver = (ids, replies) => {
     for (let i = 0; i < ids.length; i += 1) {
-      const [resolve, reject] = this.#waiting.get(ids[i]);
+      const [resolve, reject, map] = this.#waiting.get(ids[i]);
       this.#waiting.delete(ids[i]);
       const text = replies[i];
       if (typeof text !== "string") {
@@ -97,7 +97,7 @@ class Calls {
         continue;
       }
       try {
-        resolve(reply(text));
+        resolve(map(reply(text)));
       } catch (err) {
         reject(err);
       }
@@ -115,18 +115,19 @@ class Calls {
   };
 
   /**
-   * The promise of the native call `id`: its reply (`{ ok, dead }`), or its error. The call
-   * starts once the calls made in this tick are all queued: at the next setImmediate, after the
-   * promise jobs the tick's other calls come from (issue 19).
+   * The promise of the native call `id`: what `map` makes of its reply (`{ ok, dead }`), or its
+   * error (mapped here rather than in a promise step of its own: one promise per call, issue 19).
+   * The call starts once the calls made in this tick are all queued: at the next setImmediate,
+   * after the promise jobs the tick's other calls come from (issue 19).
    */
-  settle(id) {
+  settle(id, map) {
     if (!this.#flushing) {
       this.#flushing = true;
       setImmediate(this.#flush);
     }
     if (this.#waiting.size === 0) this.#db.hold(true);
     return new Promise((resolve, reject) => {
-      this.#waiting.set(id, [resolve, reject]);
+      this.#waiting.set(id, [resolve, reject, map]);
     });
   }
 }
@@ -267,8 +268,8 @@ class Handle {
     return new QueueHandle(q, this.#calls, name, this.#random, this.#db, this.#now);
   }
 
-  async queues() {
-    return (await this.#calls.settle(this.#db.queues())).ok.map(stats);
+  queues() {
+    return this.#calls.settle(this.#db.queues(), (r) => r.ok.map(stats));
   }
 
   close() {
@@ -295,112 +296,110 @@ class QueueHandle {
     this.#now = now;
   }
 
-  async enqueue(payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs) {
-    return message((await this.#calls.settle(this.#q.enqueue(payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs))).ok);
+  enqueue(payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs) {
+    return this.#calls.settle(this.#q.enqueue(payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs), (r) => message(r.ok));
   }
 
-  async enqueueMany(rows) {
-    return (await this.#calls.settle(this.#q.enqueueMany(rows))).ok.map(message);
+  enqueueMany(rows) {
+    return this.#calls.settle(this.#q.enqueueMany(rows), (r) => r.ok.map(message));
   }
 
-  async claim(leaseMs) {
-    const r = await this.#calls.settle(this.#q.claim(this.#random(), undefined, leaseMs));
-    return killing(r, r.ok === null ? null : message(r.ok), this.#name);
+  claim(leaseMs) {
+    return this.#calls.settle(this.#q.claim(this.#random(), undefined, leaseMs), (r) => killing(r, r.ok === null ? null : message(r.ok), this.#name));
   }
 
-  async claimMany(n, leaseMs) {
-    const r = await this.#calls.settle(this.#q.claim(this.#random(), n ?? null, leaseMs));
-    return killing(r, r.ok.map(message), this.#name);
+  claimMany(n, leaseMs) {
+    return this.#calls.settle(this.#q.claim(this.#random(), n ?? null, leaseMs), (r) => killing(r, r.ok.map(message), this.#name));
   }
 
-  async reap() {
-    const r = await this.#calls.settle(this.#q.reap(this.#random()));
-    return killing(r, r.ok, this.#name);
+  reap() {
+    return this.#calls.settle(this.#q.reap(this.#random()), (r) => killing(r, r.ok, this.#name));
   }
 
-  async succeed(id, leaseToken) {
-    return message((await this.#calls.settle(this.#q.succeed(id, leaseToken))).ok);
+  succeed(id, leaseToken) {
+    return this.#calls.settle(this.#q.succeed(id, leaseToken), (r) => message(r.ok));
   }
 
-  async fail(id, error, leaseToken, retryable, retryInMs) {
-    const r = await this.#calls.settle(this.#q.fail(this.#random(), id, error, leaseToken, retryable, retryInMs));
-    return killing(r, message(r.ok), this.#name);
+  fail(id, error, leaseToken, retryable, retryInMs) {
+    return this.#calls.settle(this.#q.fail(this.#random(), id, error, leaseToken, retryable, retryInMs), (r) => killing(r, message(r.ok), this.#name));
   }
 
-  async extend(id, leaseToken, leaseMs) {
-    return message((await this.#calls.settle(this.#q.extend(id, leaseToken, leaseMs))).ok);
+  extend(id, leaseToken, leaseMs) {
+    return this.#calls.settle(this.#q.extend(id, leaseToken, leaseMs), (r) => message(r.ok));
   }
 
-  async replay(id, expiresInMs) {
-    return message((await this.#calls.settle(this.#q.replay(id, expiresInMs))).ok);
+  replay(id, expiresInMs) {
+    return this.#calls.settle(this.#q.replay(id, expiresInMs), (r) => message(r.ok));
   }
 
-  async retryNow(id) {
-    return message((await this.#calls.settle(this.#q.retryNow(id))).ok);
+  retryNow(id) {
+    return this.#calls.settle(this.#q.retryNow(id), (r) => message(r.ok));
   }
 
-  async move(id, toQueue) {
-    return message((await this.#calls.settle(this.#q.move(id, toQueue))).ok);
+  move(id, toQueue) {
+    return this.#calls.settle(this.#q.move(id, toQueue), (r) => message(r.ok));
   }
 
-  async moveAll(toQueue, filters, limit, dryRun) {
-    return (await this.#calls.settle(this.#q.moveAll(toQueue, filters, limit, dryRun))).ok;
+  moveAll(toQueue, filters, limit, dryRun) {
+    return this.#calls.settle(this.#q.moveAll(toQueue, filters, limit, dryRun), (r) => r.ok);
   }
 
-  async replayAll(filters, limit, dryRun) {
-    return (await this.#calls.settle(this.#q.replayAll(filters, limit, dryRun))).ok;
+  replayAll(filters, limit, dryRun) {
+    return this.#calls.settle(this.#q.replayAll(filters, limit, dryRun), (r) => r.ok);
   }
 
-  async deleteAll(filters, limit, dryRun) {
-    return (await this.#calls.settle(this.#q.deleteAll(filters, limit, dryRun))).ok;
+  deleteAll(filters, limit, dryRun) {
+    return this.#calls.settle(this.#q.deleteAll(filters, limit, dryRun), (r) => r.ok);
   }
 
-  async retryNowAll(filters, limit, dryRun) {
-    return (await this.#calls.settle(this.#q.retryNowAll(filters, limit, dryRun))).ok;
+  retryNowAll(filters, limit, dryRun) {
+    return this.#calls.settle(this.#q.retryNowAll(filters, limit, dryRun), (r) => r.ok);
   }
 
-  async purge(status, olderThanMs) {
-    return (await this.#calls.settle(this.#q.purge(status, olderThanMs))).ok;
+  purge(status, olderThanMs) {
+    return this.#calls.settle(this.#q.purge(status, olderThanMs), (r) => r.ok);
   }
 
-  async delete(id) {
-    return message((await this.#calls.settle(this.#q.delete(id))).ok);
+  delete(id) {
+    return this.#calls.settle(this.#q.delete(id), (r) => message(r.ok));
   }
 
-  async get(id) {
-    return message((await this.#calls.settle(this.#q.get(id))).ok);
+  get(id) {
+    return this.#calls.settle(this.#q.get(id), (r) => message(r.ok));
   }
 
-  async list(filters, limit, afterId) {
-    const { messages, next_after_id: nextAfterId } = (await this.#calls.settle(this.#q.list(filters, limit, afterId))).ok;
-    return { messages: messages.map(message), nextAfterId };
+  list(filters, limit, afterId) {
+    return this.#calls.settle(this.#q.list(filters, limit, afterId), ({ ok: { messages, next_after_id: nextAfterId } }) => ({
+      messages: messages.map(message),
+      nextAfterId,
+    }));
   }
 
-  async stats() {
-    return stats((await this.#calls.settle(this.#q.stats())).ok);
+  stats() {
+    return this.#calls.settle(this.#q.stats(), (r) => stats(r.ok));
   }
 
-  async nextDueAt() {
-    return date((await this.#calls.settle(this.#q.nextDueAt())).ok);
+  nextDueAt() {
+    return this.#calls.settle(this.#q.nextDueAt(), (r) => date(r.ok));
   }
 
-  async settings() {
-    return settings(await this.#calls.settle(this.#q.settings()));
+  settings() {
+    return this.#calls.settle(this.#q.settings(), settings);
   }
 
   /** `backoff`: null (unset), or `[initialMs, multiplier, capMs, jitter]`. */
-  async setSettings(backoff, maxRetries, leaseMs, expiresInMs, onExpiry) {
+  setSettings(backoff, maxRetries, leaseMs, expiresInMs, onExpiry) {
     const [initialMs, multiplier, capMs, jitter] = backoff ?? [];
     const stored = this.#q.setSettings(backoff != null, initialMs, multiplier, capMs, jitter, maxRetries, leaseMs, expiresInMs, onExpiry);
-    return settings(await this.#calls.settle(stored));
+    return this.#calls.settle(stored, settings);
   }
 
-  async pause() {
-    return settings(await this.#calls.settle(this.#q.pause()));
+  pause() {
+    return this.#calls.settle(this.#q.pause(), settings);
   }
 
-  async resume() {
-    return settings(await this.#calls.settle(this.#q.resume()));
+  resume() {
+    return this.#calls.settle(this.#q.resume(), settings);
   }
 
   workerPlan(concurrency, pollIntervalMs, shutdownTimeoutMs, leaseMs) {
