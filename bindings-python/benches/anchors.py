@@ -28,7 +28,10 @@ Then the cost of one claim as pending messages pile up (2 000 against 1 000 000 
 message's enqueue, and its enqueue + claim + ack, append (deadletter and the raw references).
 
 Run: make bench-anchors   (its own venv, .venv-bench, with the libraries pinned in
-bindings-python/benches/requirements.txt; prints figures, asserts nothing)
+bindings-python/benches/requirements.txt; prints figures, asserts nothing). With BEFORE=DIR (the
+`bindings-python/python` folder of another build, its extension built there), that build's
+deadletter is measured too, interleaved with the rest, each of its measurements in a process of
+its own ("deadletter (before)" in the tables and ratios): a paired before/after in one run.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 PAYLOAD = '{"event": "signup", "user": 12345, "email": "alice@example.com"}'
 DURABILITIES = ("full", "normal")
 CLAIM_SAMPLES = 300  # claims timed per backlog size
+BEFORE = os.environ.get("BEFORE")
 
 
 def durability_supported() -> bool:
@@ -261,13 +265,28 @@ class RawSqlIndexed(RawSql):
         ).fetchone()
 
 
+class Before(Deadletter):
+    """deadletter of the build in BEFORE, measured in a process of its own (see the module docs)."""
+
+    name = "deadletter (before)"
+
+
 LIBRARIES: list[type] = [Deadletter, LocalQueue, LiteQueue, PersistQueue, RawSql, RawSqlIndexed]
+if BEFORE:
+    LIBRARIES.insert(1, Before)
 HAS_DURABILITY = durability_supported()
 
 
 def rate(library: type, durability: str, kind: str) -> float:
     """Messages per second of one measurement on a new folder."""
     n = N[durability]
+    if library is Before:
+        env = dict(os.environ, PYTHONPATH=str(BEFORE))
+        out = subprocess.run(
+            [sys.executable, __file__, "--rate", durability, kind],
+            env=env, capture_output=True, text=True, check=True,
+        )
+        return float(out.stdout)
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
         q = library(Path(tmp), durability)
         try:
@@ -309,19 +328,19 @@ def throughput() -> None:
     print(f"messages/s, {ROUNDS} rounds (min / median / max); * = the library's default durability")
     for durability in durabilities:
         print(f"  durability {durability}, N = {N[durability]:,}:")
-        print(f"    {'':<16}" + "".join(f"{k:>32}" for k in kinds))
+        print(f"    {'':<20}" + "".join(f"{k:>32}" for k in kinds))
         for library in LIBRARIES:
             mark = "*" if library.default == durability else " "
             cells = [results.get((library.name, durability, k)) for k in kinds]
             row = "".join(f"{spread(c) if c else 'n/a':>32}" for c in cells)
-            print(f"    {library.name + mark:<16}{row}")
+            print(f"    {library.name + mark:<20}{row}")
 
     def median(name: str, durability: str, kind: str) -> float | None:
         values = results.get((name, durability, kind))
         return statistics.median(values) if values else None
 
     print("  deadletter's ratio (medians); 'default': each at its own default durability")
-    print(f"    {'against':<16}{'durability':>12}" + "".join(f"{k:>14}" for k in kinds))
+    print(f"    {'against':<20}{'durability':>16}" + "".join(f"{k:>14}" for k in kinds))
     for library in LIBRARIES[1:]:
         for durability in (*durabilities, "default"):
             ours = Deadletter.default if durability == "default" else durability
@@ -331,7 +350,7 @@ def throughput() -> None:
                 a, b = median("deadletter", ours, kind), median(library.name, theirs, kind)
                 cells.append(f"{a / b:>13.2f}x" if a and b else f"{'n/a':>14}")
             label = f"{ours} vs {theirs}" if durability == "default" else durability
-            print(f"    {library.name:<16}{label:>12}" + "".join(cells))
+            print(f"    {library.name:<20}{label:>16}" + "".join(cells))
 
 
 def claim_cost() -> None:
@@ -339,6 +358,8 @@ def claim_cost() -> None:
     claim itself, not the sync, is what is measured)."""
     sizes = {Deadletter: (2_000, 1_000_000)}
     for library in LIBRARIES[1:]:
+        if library is Before:
+            continue
         sizes[library] = (2_000, 200_000)
     durability = "normal" if HAS_DURABILITY else "full"
     print(f"claim cost, microseconds per claim ({CLAIM_SAMPLES} claims, durability {durability}, "
@@ -402,6 +423,9 @@ def wal_bytes(library: type, cycle: bool, messages: int = 1000) -> float:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--rate"]:  # one measurement of this build, for another's BEFORE run
+        print(rate(Deadletter, sys.argv[2], sys.argv[3]))
+        return 0
     print(f"deadletter {deadletter.__version__}, SQLite {deadletter.SQLITE_VERSION}")
     throughput()
     claim_cost()

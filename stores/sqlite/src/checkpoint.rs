@@ -258,8 +258,9 @@ fn run(shared: &Shared) {
             if state.closed {
                 return;
             }
-            let Some(Ok(copied)) = copied else {
-                // The commits at LIMIT take over.
+            let Some(Ok(copied @ 0..)) = copied else {
+                // Failed, or -1: another connection's checkpoint runs (another process's
+                // thread). The next commit past START starts again; those at LIMIT take over.
                 state.phase = Phase::Idle;
                 break;
             };

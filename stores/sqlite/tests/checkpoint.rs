@@ -45,7 +45,11 @@ fn a_thread_of_the_store_checkpoints_the_wal_and_close_stops_it() {
         enqueue(&memory);
         enqueue(&db);
     }
-    assert_eq!(checkpoint_threads(), 0, "started before the WAL held 4000 frames");
+    assert_eq!(
+        checkpoint_threads(),
+        0,
+        "started before the WAL held 4000 frames"
+    );
 
     // About 4 frames per enqueue: 24 000 frames, six times the threshold.
     let mut largest = 0;
