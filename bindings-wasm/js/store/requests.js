@@ -149,15 +149,18 @@ export function putAll(store, writes) {
   }
 }
 
+/** The transactions `commit` asked to commit (`transaction` then does not ask again). */
+const committing = new WeakSet();
+
 /**
  * Asks the transaction of `store` (an IDBObjectStore) to commit once its requests made so far
  * are done (`IDBTransaction.commit()`, where there is one): for a body whose last requests are
  * made before it awaits their answers (an enqueue awaits its adds' ids), so that the commit goes
- * with them instead of one round trip later. No request may follow. `transaction` asks again
- * when the body resolved, which is then a no-op.
+ * with them instead of one round trip later. No request may follow.
  */
 export function commit(store) {
   const tx = store.transaction;
+  committing.add(tx);
   if (typeof tx.commit === "function") {
     try {
       tx.commit();
@@ -204,7 +207,8 @@ export async function transaction(db, stores, mode, body) {
     await done.catch(() => {});
     throw err instanceof DeadLetterError || err instanceof Thrown ? err : storeError("transaction", err);
   }
-  if (typeof tx.commit === "function") {
+  // Not twice: a second commit() throws (a DOMException made for nothing).
+  if (!committing.has(tx) && typeof tx.commit === "function") {
     try {
       tx.commit();
     } catch {
