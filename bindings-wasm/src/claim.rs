@@ -112,7 +112,8 @@ impl ClaimPlan {
 #[wasm_bindgen]
 impl ClaimPlan {
     /// `[timed, expiring, ready]`, before the time is known: the whole timed lane of the queue
-    /// (index `claim`), its pending messages that expire (index `expiring`), its ready lane.
+    /// (index `claim`), its pending messages that expire (index `expiring`), its ready lane. They
+    /// depend on the queue's name alone: the store keeps them per queue.
     pub fn lanes(&self) -> Array {
         let q = &self.args.queue;
         [

@@ -23,11 +23,14 @@ import { DeadLetterError } from "../errors.js";
 import { ahead, commit, firstKey, firstRecords, keyRange, lastKeys, putAll, request, settle, storeError, transaction, walk, walkMerged } from "./requests.js";
 
 /**
- * `n` fresh lease tokens: random version-4 UUIDs (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`), from
- * one call of `crypto.getRandomValues` (which, unlike `crypto.randomUUID`, pages served over plain
- * HTTP have too). Synchronous, so a transaction may draw them.
+ * `n` fresh lease tokens: random version-4 UUIDs (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`): one
+ * from `crypto.randomUUID` where there is one (secure contexts); else from one call of
+ * `crypto.getRandomValues` (which pages served over plain HTTP have too). Synchronous, so a
+ * transaction may draw them.
  */
 export function leaseTokens(n) {
+  // One token (a claim) in a secure context: the browser's own, the same format.
+  if (n === 1 && typeof crypto.randomUUID === "function") return [crypto.randomUUID()];
   const bytes = crypto.getRandomValues(new Uint8Array(16 * n));
   const tokens = [];
   for (let i = 0; i < n; i += 1) {
@@ -113,6 +116,8 @@ async function page(messages, ranges, limit) {
 export class IdbStore {
   #db;
   #closed = false;
+  /** The key ranges of each queue's claim lanes (`ClaimPlan.lanes()`, which depend on the queue alone), by queue. */
+  #lanes = new Map();
 
   constructor(db) {
     this.#db = db;
@@ -194,7 +199,14 @@ export class IdbStore {
 
   /** Runs a ClaimPlan (src/claim.rs: the lanes of the `claim` index, `expiring`, `group`) in one transaction. */
   claim(queue, plan, clock) {
-    const [timedLane, expiringAll, ready] = plan.lanes().map(keyRange); // before the transaction: nothing waits on it
+    // Before the transaction (nothing waits on it), once per queue (a few hundred at most kept).
+    let lanes = this.#lanes.get(queue);
+    if (lanes === undefined) {
+      if (this.#lanes.size >= 256) this.#lanes.clear();
+      lanes = plan.lanes().map(keyRange);
+      this.#lanes.set(queue, lanes);
+    }
+    const [timedLane, expiringAll, ready] = lanes;
     return this.#run(BOTH, "readwrite", async (messages, queues) => {
       const started = context(queues, queue, clock);
       const index = messages.index("claim");
