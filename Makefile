@@ -201,11 +201,12 @@ bench-metrics: python
 ## other features than the dev build); the sdist (builds against the system libsqlite3); the npm
 ## tarball of build/pkg, with the Node module for linux-x64-gnu; the WebAssembly component
 ## deadletter-X.Y.Z.component.wasm and its WIT, deadletter-X.Y.Z.wit (make component). Name and
-## version: the Cargo workspace's.
+## version: the Cargo workspace's. The wheel's SQLite is compiled as the Node module's
+## (bindings-node/build.sh): syncing with fdatasync(2), as Debian's does.
 dist: node component
 	scripts/setup.sh python
 	rm -rf dist
-	CARGO_TARGET_DIR=$(CURDIR)/target/dist $(VENV)/bin/maturin build --release --quiet --strip \
+	LIBSQLITE3_FLAGS="-DHAVE_FDATASYNC=1" CARGO_TARGET_DIR=$(CURDIR)/target/dist $(VENV)/bin/maturin build --release --quiet --strip \
 		--features bundled-sqlite --compatibility pypi --auditwheel check --out dist \
 		-m bindings-python/Cargo.toml
 	$(VENV)/bin/maturin sdist --out dist -m bindings-python/Cargo.toml
