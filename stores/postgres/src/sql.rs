@@ -166,11 +166,22 @@ impl Sql {
                (SELECT min(retry_after) FROM {m} WHERE queue = $1 AND {MOVED} \
                 AND retry_after > $2))"
         );
-        let move_due = format!(
-            "UPDATE {m} SET ready = true WHERE id = ANY(ARRAY( \
+        // The ids are collected into one array (a materialized CTE of one row) and updated by
+        // the primary key only when there are some: the planner estimates an array of ten ids,
+        // which on a table of a few thousand rows it would rather find by a sequential scan of
+        // the table than by ten probes, and it made that scan at every claim, for no id at all
+        // (issue 24: 35 pages and 130 to 250 us of a claim's server time on 2 000 messages).
+        // The filter on the array's size runs before the join reads the table at all.
+        let due_ids = format!(
+            "due AS MATERIALIZED (SELECT ARRAY( \
                SELECT id FROM {m} WHERE queue = $1 AND {WAITING} AND retry_after <= $2 \
-               ORDER BY retry_after FOR UPDATE SKIP LOCKED))"
+               ORDER BY retry_after FOR UPDATE SKIP LOCKED) AS ids)"
         );
+        let mark_ready = format!(
+            "UPDATE {m} SET ready = true FROM due \
+             WHERE cardinality(due.ids) > 0 AND {m}.id = ANY(due.ids)"
+        );
+        let move_due = format!("WITH {due_ids} {mark_ready}");
         let begin = format!("BEGIN; LOCK TABLE {m} IN ROW EXCLUSIVE MODE");
         let inserted_values = (1..=23)
             .map(|i| format!("${i}"))
@@ -253,7 +264,7 @@ impl Sql {
                  group_at = coalesce($23, group_at), moved_from = $24 WHERE id = $1"
             ),
             expired: format!(
-                "WITH moved AS ({move_due}) {}",
+                "WITH {due_ids}, moved AS ({mark_ready}) {}",
                 select(
                     "WHERE queue = $1 AND status = 'processing' AND lease_expires_at <= $2 \
                      ORDER BY lease_expires_at, id FOR UPDATE SKIP LOCKED"
