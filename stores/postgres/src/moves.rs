@@ -45,9 +45,9 @@ impl PostgresStore {
         for group in seen.iter().filter_map(|(m, _)| m.group.as_deref()) {
             group_locks.extend([(queue, group), (to_queue, group)]);
         }
-        let mut found = self.lock_in_order(conn, queue, &seen, |conn| {
-            lock_pairs(conn, &key_locks, &group_locks)
-        })?;
+        let advisory = |conn: &mut Conn| lock_pairs(conn, &key_locks, &group_locks);
+        let skip = &sql.many_for_update_skip;
+        let mut found = self.lock_in_order(conn, queue, &seen, advisory, skip)?;
         let ctx = context(conn, sql, queue, clock)?;
         let taken = keys_taken(conn, sql, to_queue, &keys)?;
         let mut written = Vec::new();

@@ -186,10 +186,12 @@ impl PostgresStore {
     ///
     /// First the rows read as not blocked behind their group's head (heads, dead and finished
     /// messages), in id order, waiting for them as any write does; then `advisory`; then the
-    /// rest (the blocked members), skipping any that another transaction holds (a blocked member
-    /// is locked only under its group's lock, or briefly by a call that fails on it at once: one
-    /// skipped is left as it is this time). So no transaction waits for a group's lock while it
-    /// holds the row of a blocked member, which the lock's holder may be unblocking (issue 24).
+    /// rest (the blocked members) with `rest`: [`Sql::many_for_update_skip`] skips any that
+    /// another transaction holds (a blocked member is locked only under its group's lock, or
+    /// briefly by a call that fails on it at once: one skipped is left as it is this time),
+    /// [`Sql::many_for_update`] waits for that call. So no transaction waits for a group's lock
+    /// while it holds the row of a blocked member, which the lock's holder may be unblocking
+    /// (issue 24).
     ///
     /// A row read as its group's head may have been moved back behind a new head, or into
     /// another queue's group, by the time it is locked: `FOR UPDATE` then locks its newest
@@ -206,6 +208,7 @@ impl PostgresStore {
         queue: &str,
         seen: &[(Message, bool)],
         advisory: impl FnOnce(&mut Conn) -> Result<()>,
+        rest: &str,
     ) -> Result<HashMap<Id, (Message, bool)>> {
         let free: Vec<Id> = seen
             .iter()
@@ -217,17 +220,12 @@ impl PostgresStore {
             return Err(Error::Store(RELOCK.into()));
         }
         advisory(conn)?;
-        let rest: Vec<Id> = seen
+        let others: Vec<Id> = seen
             .iter()
             .map(|(m, _)| m.id)
             .filter(|id| !found.contains_key(id))
             .collect();
-        found.extend(Self::lock_rows(
-            conn,
-            &self.sql.many_for_update_skip,
-            queue,
-            &rest,
-        )?);
+        found.extend(Self::lock_rows(conn, rest, queue, &others)?);
         Ok(found)
     }
 
@@ -240,19 +238,6 @@ impl PostgresStore {
     ) -> Result<Vec<(Message, bool)>> {
         let rows = conn.query(&self.sql.many, &[&queue, &ids])?;
         rows.iter().map(row::read_stored).collect()
-    }
-
-    /// The messages of `queue` among `ids`, locked, keyed by id, with their `blocked` flags.
-    pub(crate) fn lock_many(
-        &self,
-        conn: &mut Conn,
-        queue: &str,
-        ids: &[Id],
-    ) -> Result<HashMap<Id, (Message, bool)>> {
-        let rows = conn.query(&self.sql.many_for_update, &[&queue, &ids])?;
-        rows.iter()
-            .map(|r| row::read_stored(r).map(|m| (m.0.id, m)))
-            .collect()
     }
 }
 
@@ -385,9 +370,9 @@ impl Store for PostgresStore {
                     .collect();
                 groups.sort_unstable();
                 groups.dedup();
-                let mut found = self.lock_in_order(conn, queue, &seen, |conn| {
-                    lock_names(conn, queue, &[], &groups)
-                })?;
+                let advisory = |conn: &mut Conn| lock_names(conn, queue, &[], &groups);
+                let skip = &self.sql.many_for_update_skip;
+                let mut found = self.lock_in_order(conn, queue, &seen, advisory, skip)?;
                 let ctx = context(conn, &self.sql, queue, clock)?;
                 let mut written = Vec::new();
                 for id in ids {
@@ -432,21 +417,36 @@ impl Store for PostgresStore {
         ids: &[Id],
         mut check: impl FnMut(&Message) -> Result<bool>,
     ) -> Result<Vec<Message>> {
-        self.sessions.write_with(&self.sql.begin, |conn| {
-            let mut found = self.lock_many(conn, queue, ids)?;
-            let mut doomed = Vec::new();
-            for id in ids {
-                if let Some((message, _)) = found.remove(id)
-                    && check(&message)?
-                {
-                    doomed.push(message);
+        pool::retry_deadlocks(|| {
+            self.sessions.write_with(&self.sql.begin, |conn| {
+                // The blocked members among them (none can be deleted: they are pending) are locked
+                // under their groups' locks, and waited for: only a call that fails on one at once
+                // may hold it then.
+                let seen = self.read_many(conn, queue, ids)?;
+                let mut groups: Vec<&str> = seen
+                    .iter()
+                    .filter(|(_, blocked)| *blocked)
+                    .filter_map(|(m, _)| m.group.as_deref())
+                    .collect();
+                groups.sort_unstable();
+                groups.dedup();
+                let advisory = |conn: &mut Conn| lock_names(conn, queue, &[], &groups);
+                let wait = &self.sql.many_for_update;
+                let mut found = self.lock_in_order(conn, queue, &seen, advisory, wait)?;
+                let mut doomed = Vec::new();
+                for id in ids {
+                    if let Some((message, _)) = found.remove(id)
+                        && check(&message)?
+                    {
+                        doomed.push(message);
+                    }
                 }
-            }
-            if !doomed.is_empty() {
-                let doomed_ids: Vec<Id> = doomed.iter().map(|m| m.id).collect();
-                conn.execute(&self.sql.delete, &[&doomed_ids])?;
-            }
-            Ok(doomed)
+                if !doomed.is_empty() {
+                    let doomed_ids: Vec<Id> = doomed.iter().map(|m| m.id).collect();
+                    conn.execute(&self.sql.delete, &[&doomed_ids])?;
+                }
+                Ok(doomed)
+            })
         })
     }
 
