@@ -13,7 +13,7 @@ use napi_derive::napi;
 
 use crate::args::{OwnedArg, OwnedItem};
 use crate::pool::Pool;
-use crate::reply;
+use crate::reply::{self, Row};
 use crate::work::Db;
 
 /// One queue of an open database with its handle's backoff policy (internal: the package's
@@ -206,7 +206,7 @@ impl NativeQueue {
         ];
         let item = OwnedItem::from_js(values)?;
         Ok(self.work(move |db, clock, queue, _| {
-            reply::of(pollster::block_on(db.enqueue(queue, &item.item(), clock)))
+            reply::of(pollster::block_on(db.enqueue(queue, &item.item(), clock)).map(Row))
         }))
     }
 
@@ -223,7 +223,7 @@ impl NativeQueue {
         }
         Ok(self.work(move |db, clock, queue, _| {
             let items: Vec<_> = items.iter().map(OwnedItem::item).collect();
-            reply::of(pollster::block_on(db.enqueue_many(queue, &items, clock)))
+            reply::of(pollster::block_on(db.enqueue_many(queue, &items, clock)).map(reply::rows))
         }))
     }
 
@@ -247,10 +247,10 @@ impl NativeQueue {
         };
         Ok(if one {
             self.killing(claim, drawn, |claimed: Vec<Message>| {
-                claimed.into_iter().next()
+                claimed.into_iter().next().map(Row)
             })
         } else {
-            self.killing(claim, drawn, |claimed| claimed)
+            self.killing(claim, drawn, reply::rows)
         })
     }
 
@@ -268,12 +268,7 @@ impl NativeQueue {
     pub fn succeed(&self, id: Unknown<'_>, lease_token: Unknown<'_>) -> napi::Result<u32> {
         let [id, token] = [OwnedArg::from_js(id)?, OwnedArg::from_js(lease_token)?];
         Ok(self.work(move |db, clock, queue, _| {
-            reply::of(pollster::block_on(db.succeed(
-                queue,
-                id.arg(),
-                token.arg(),
-                clock,
-            )))
+            reply::of(pollster::block_on(db.succeed(queue, id.arg(), token.arg(), clock)).map(Row))
         }))
     }
 
@@ -307,7 +302,7 @@ impl NativeQueue {
                 call,
             ))
         };
-        Ok(self.killing(fail, drawn, |message| message))
+        Ok(self.killing(fail, drawn, Row))
     }
 
     /// `Queue.extend`.
@@ -324,13 +319,10 @@ impl NativeQueue {
             OwnedArg::from_js(lease_ms)?,
         ];
         Ok(self.work(move |db, clock, queue, _| {
-            reply::of(pollster::block_on(db.extend(
-                queue,
-                id.arg(),
-                token.arg(),
-                lease.arg(),
-                clock,
-            )))
+            reply::of(
+                pollster::block_on(db.extend(queue, id.arg(), token.arg(), lease.arg(), clock))
+                    .map(Row),
+            )
         }))
     }
 
@@ -339,12 +331,9 @@ impl NativeQueue {
     pub fn replay(&self, id: Unknown<'_>, expires_in_ms: Unknown<'_>) -> napi::Result<u32> {
         let [id, expires_in] = [OwnedArg::from_js(id)?, OwnedArg::from_js(expires_in_ms)?];
         Ok(self.work(move |db, clock, queue, _| {
-            reply::of(pollster::block_on(db.replay(
-                queue,
-                id.arg(),
-                expires_in.arg(),
-                clock,
-            )))
+            reply::of(
+                pollster::block_on(db.replay(queue, id.arg(), expires_in.arg(), clock)).map(Row),
+            )
         }))
     }
 
@@ -353,7 +342,7 @@ impl NativeQueue {
     pub fn retry_now(&self, id: Unknown<'_>) -> napi::Result<u32> {
         let id = OwnedArg::from_js(id)?;
         Ok(self.work(move |db, clock, queue, _| {
-            reply::of(pollster::block_on(db.retry_now(queue, id.arg(), clock)))
+            reply::of(pollster::block_on(db.retry_now(queue, id.arg(), clock)).map(Row))
         }))
     }
 
@@ -362,12 +351,10 @@ impl NativeQueue {
     pub fn move_message(&self, id: Unknown<'_>, to_queue: Unknown<'_>) -> napi::Result<u32> {
         let [id, to_queue] = [OwnedArg::from_js(id)?, OwnedArg::from_js(to_queue)?];
         Ok(self.work(move |db, clock, queue, _| {
-            reply::of(pollster::block_on(db.move_message(
-                queue,
-                id.arg(),
-                to_queue.arg(),
-                clock,
-            )))
+            reply::of(
+                pollster::block_on(db.move_message(queue, id.arg(), to_queue.arg(), clock))
+                    .map(Row),
+            )
         }))
     }
 
@@ -455,19 +442,18 @@ impl NativeQueue {
     #[napi]
     pub fn delete(&self, id: Unknown<'_>) -> napi::Result<u32> {
         let id = OwnedArg::from_js(id)?;
-        Ok(self
-            .work(move |db, _, queue, _| reply::of(pollster::block_on(db.delete(queue, id.arg())))))
+        Ok(self.work(move |db, _, queue, _| {
+            reply::of(pollster::block_on(db.delete(queue, id.arg())).map(Row))
+        }))
     }
 
     /// `Queue.get`.
     #[napi]
     pub fn get(&self, id: Unknown<'_>) -> napi::Result<u32> {
         let id = OwnedArg::from_js(id)?;
-        Ok(
-            self.work(move |db, _, queue, _| {
-                reply::of(pollster::block_on(db.get(queue, id.arg())))
-            }),
-        )
+        Ok(self.work(move |db, _, queue, _| {
+            reply::of(pollster::block_on(db.get(queue, id.arg())).map(Row))
+        }))
     }
 
     /// `Queue.list` (filters as [`NativeQueue::replay_all`]): the page is `{ messages,
