@@ -172,26 +172,24 @@ class QueueHandle {
     return { value, dead };
   }
 
-  /** Runs the EnqueuePlan `make()` makes (once the database is known open). */
+  /**
+   * Runs the EnqueuePlan `make()` makes (once the database is known open): the store makes and
+   * finishes it inside its transaction (a refused call aborts it and writes nothing).
+   */
   async #insert(make) {
     this.#ctx.open();
-    const plan = make();
-    const ids = await this.#ctx.store.insert(this.#rules.name, plan, this.#ctx.clock);
-    return plan.finish(ids);
+    return this.#ctx.store.insert(this.#rules.name, make, this.#ctx.clock);
   }
 
+  /** Runs the ClaimPlan `make()` makes, as `#insert`. */
   async #claim(make) {
     this.#ctx.open();
-    const plan = make();
-    await this.#ctx.store.claim(this.#rules.name, plan, this.#ctx.clock);
-    return this.#killing(plan.finish());
+    return this.#killing(await this.#ctx.store.claim(this.#rules.name, make, this.#ctx.clock));
   }
 
   async #update(make) {
     this.#ctx.open();
-    const plan = make();
-    await this.#ctx.store.update(this.#rules.name, plan, this.#ctx.clock);
-    return this.#killing(plan.finish());
+    return this.#killing(await this.#ctx.store.update(this.#rules.name, make(), this.#ctx.clock));
   }
 
   async #row(make) {

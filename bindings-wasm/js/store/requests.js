@@ -7,9 +7,9 @@
 // and the read-decide-write is no longer atomic. So inside `transaction(...)` the store awaits only
 // that transaction's own requests (a request's promise resolves in a microtask of its `success`
 // event, while the transaction is still active), and the decisions between them are the core's
-// synchronous plans (the WebAssembly module); the arguments are checked and the lease tokens drawn
-// before the transaction opens, and the clock, a synchronous function, is read inside it (see
-// store.js). A request made after the transaction went inactive throws, and `transaction` reports
+// synchronous plans (the WebAssembly module); the arguments are checked (for enqueue and claim,
+// once the transaction's first request is sent: issue 20) and the lease tokens drawn without
+// awaiting anything, and the clock, a synchronous function, is read inside it (see store.js). A request made after the transaction went inactive throws, and `transaction` reports
 // it as a `store` error with nothing written (the store tests show it, in Node and in Chromium's
 // IndexedDB).
 
@@ -173,7 +173,11 @@ export function commit(store) {
 /**
  * Runs `body(...stores)` inside one transaction of `db` on the object stores `stores` (a name or
  * an array of names; each passed to `body`, in order) and waits for it to commit; resolves to
- * what `body` resolved to.
+ * what `body` resolved to, or, given `after`, to what `after(that)` returns. `after` (the plan's
+ * `finish`: the call's answer, made by the core) runs once the commit is asked for, while the
+ * browser commits, not after (issue 20: its CPU was on the path of the next call); it makes no
+ * request. What it throws rejects the call once the transaction committed; a failed commit
+ * rejects with the `store` error instead.
  *
  * `body` must await only requests of this transaction (see the top of this file). When it
  * throws, the transaction is aborted, so nothing it wrote stays, and the error is rethrown (what
@@ -182,7 +186,7 @@ export function commit(store) {
  * resolved, `commit()` (where there is one) sends the commit with the last requests instead of
  * after their answers.
  */
-export async function transaction(db, stores, mode, body) {
+export async function transaction(db, stores, mode, body, after) {
   const names = typeof stores === "string" ? [stores] : stores;
   let tx;
   try {
@@ -215,6 +219,18 @@ export async function transaction(db, stores, mode, body) {
       // already committing
     }
   }
+  if (after === undefined) {
+    await done;
+    return value;
+  }
+  let answer;
+  let refused = null;
+  try {
+    answer = after(value);
+  } catch (err) {
+    refused = { err };
+  }
   await done;
-  return value;
+  if (refused !== null) throw refused.err;
+  return answer;
 }

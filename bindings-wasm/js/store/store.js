@@ -144,20 +144,26 @@ export class IdbStore {
     this.#db.close();
   }
 
-  #run(stores, mode, body) {
+  #run(stores, mode, body, after) {
     if (this.#closed) return Promise.reject(storeError("transaction", "the database is closed"));
-    return transaction(this.#db, stores, mode, body);
+    return transaction(this.#db, stores, mode, body, after);
   }
 
   /**
-   * Runs an EnqueuePlan in one transaction: the queue's row, the stored message of each
-   * idempotency key and the tail of each group, read at once; then adds the records the plan
-   * answers, in order, and marks the queue's row when `plan.marks()` says so (the first message
-   * with an expiry). Resolves to the id of each record added.
+   * Runs the EnqueuePlan `make()` makes in one transaction: the queue's row, the stored message
+   * of each idempotency key and the tail of each group, read at once; then adds the records the
+   * plan answers, in order, and marks the queue's row when `plan.marks()` says so (the first
+   * message with an expiry). Resolves to `plan.finish(ids)` (the id of each record added), made
+   * while the browser commits (see `transaction`).
+   *
+   * `make` (the core's check of the arguments) runs once the row's request is sent, while the
+   * browser reads it (issue 20); what it throws aborts the transaction, which wrote nothing.
    */
-  insert(queue, plan, clock) {
+  insert(queue, make, clock) {
+    let plan;
     return this.#run(BOTH, "readwrite", async (messages, queues) => {
-      const started = context(queues, queue, clock);
+      const started = ahead(context(queues, queue, clock));
+      plan = make();
       const unique = messages.index("idempotency");
       const found = ahead(Promise.all(plan.keys().map((key) => request("get", () => unique.get(key)))));
       const tails = lastKeys(messages.index("group"), plan.tails());
@@ -169,7 +175,7 @@ export class IdbStore {
       // The adds are the last requests: commit with them, not after their answers (the ids).
       commit(messages);
       return ids;
-    });
+    }, (ids) => plan.finish(ids));
   }
 
   /** The record of `id`, or undefined. */
@@ -180,35 +186,43 @@ export class IdbStore {
   /**
    * Runs an UpdatePlan in one transaction: the queue's row (only when the step reads it,
    * `plan.readsQueue`: an ack, say, does not, and its transaction is on `messages` alone) and the
-   * record of `plan.id`, then the step's write.
+   * record of `plan.id`, then the step's write. Resolves to `plan.finish()`, made while the
+   * browser commits (see `transaction`).
    */
   update(queue, plan, clock) {
+    const finish = () => plan.finish();
     if (!plan.readsQueue) {
       return this.#run(MESSAGES, "readwrite", async (messages) => {
         const record = await request("get", () => messages.get(plan.id));
         return step(messages, plan, clock(), undefined, record, undefined);
-      });
+      }, finish);
     }
     return this.#run(BOTH, "readwrite", async (messages, queues) => {
       const started = context(queues, queue, clock);
       const found = request("get", () => messages.get(plan.id));
       const [now, row] = await started;
       return step(messages, plan, now, row, await found, queues);
-    });
+    }, finish);
   }
 
-  /** Runs a ClaimPlan (src/claim.rs: the lanes of the `claim` index, `expiring`, `group`) in one transaction. */
-  claim(queue, plan, clock) {
-    // Before the transaction (nothing waits on it), once per queue (a few hundred at most kept).
-    let lanes = this.#lanes.get(queue);
-    if (lanes === undefined) {
-      if (this.#lanes.size >= 256) this.#lanes.clear();
-      lanes = plan.lanes().map(keyRange);
-      this.#lanes.set(queue, lanes);
-    }
-    const [timedLane, expiringAll, ready] = lanes;
+  /**
+   * Runs a ClaimPlan (src/claim.rs: the lanes of the `claim` index, `expiring`, `group`) in one
+   * transaction; resolves to `plan.finish()`, made while the browser commits (see `transaction`).
+   * `make()` makes the plan once the queue row's request is sent, as for `insert`.
+   */
+  claim(queue, make, clock) {
+    let plan;
     return this.#run(BOTH, "readwrite", async (messages, queues) => {
-      const started = context(queues, queue, clock);
+      const started = ahead(context(queues, queue, clock));
+      plan = make();
+      // Once per queue (a few hundred at most kept).
+      let lanes = this.#lanes.get(queue);
+      if (lanes === undefined) {
+        if (this.#lanes.size >= 256) this.#lanes.clear();
+        lanes = plan.lanes().map(keyRange);
+        this.#lanes.set(queue, lanes);
+      }
+      const [timedLane, expiringAll, ready] = lanes;
       const index = messages.index("claim");
       const expiring = messages.index("expiring");
       const head = () => (plan.wanted > 0 ? request("getAll", () => index.getAll(ready, plan.wanted)) : null);
@@ -246,7 +260,7 @@ export class IdbStore {
         putAll(messages, plan.ready(page, leaseTokens(plan.wanted)));
         next = head();
       }
-    });
+    }, () => plan.finish());
   }
 
   /**

@@ -122,6 +122,40 @@ export const CASES = {
     db.close();
   },
 
+  async "a refused enqueue or claim aborts the transaction it opened: nothing written, the next call not blocked"(pkg, factory) {
+    // Issue 20: enqueue and claim send the queue row's request first and have the core check
+    // their arguments while the browser reads it; a refusal aborts that transaction.
+    const name = fresh("refused");
+    const dl = await pkg.index.open(name, { indexedDB: factory, clock: () => BASE });
+    const q = dl.queue("q");
+    await q.enqueue("a", { expiresInMs: 60_000 });
+    const db = await pkg.schema.open(factory, name);
+    const before = [await all(pkg, db), await all(pkg, db, "queues")];
+    const refusals = [
+      ["enqueue", () => q.enqueue(42)],
+      ["enqueueMany", () => q.enqueueMany(["b", { payload: "c", delayMs: -1 }])],
+      ["claim", () => q.claim({ leaseMs: -1 })],
+      ["claimMany", () => q.claimMany(0)],
+    ];
+    for (const [what, call] of refusals) {
+      try {
+        await call();
+        throw new Error(`${what}: did not reject`);
+      } catch (err) {
+        equal([err.name, err.code], ["DeadLetterError", "validation_failed"], `${what}'s error`);
+      }
+    }
+    equal([await all(pkg, db), await all(pkg, db, "queues")], before, "messages and rows unchanged");
+    db.close();
+    // Nothing left hanging: the next calls run at once.
+    const next = Promise.all([q.enqueue("d"), q.claim()]);
+    const stuck = sleep(5000).then(() => "stuck");
+    const [added, claimed] = await Promise.race([next, stuck]).then((r) => (r === "stuck" ? [null, null] : r));
+    check(added !== null, "the next calls did not finish within 5 s");
+    equal([added.payload, claimed.payload, claimed.status], ["d", "a", "processing"], "the next enqueue and claim");
+    dl.close();
+  },
+
   async "the idempotency index is unique per queue, whatever writes the record"(pkg, factory) {
     const { name } = await database(pkg, factory);
     const dl = await pkg.index.open(name, { indexedDB: factory, clock: () => BASE });
