@@ -102,16 +102,40 @@ class Calls {
         reject(err);
       }
     }
-    if (this.#waiting.size === 0 && ids.length > 0) this.#db.hold(false);
+    // The database lets the process go at the next setImmediate if no call is out by then: a
+    // caller that awaits each call in turn makes its next one before, and the database stays
+    // held rather than let go and held again, two N-API calls per call (issue 19).
+    if (this.#waiting.size === 0 && this.#held) this.#schedule();
   };
 
   /** Whether a flush of the calls made in this tick is scheduled. */
   #flushing = false;
+  /** Whether calls were made since the last flush. */
+  #made = false;
+  /** Whether the database holds the process alive (`hold(true)`). */
+  #held = false;
 
-  /** Starts the calls made in this tick (the native module runs them as one batch). */
+  #schedule() {
+    if (!this.#flushing) {
+      this.#flushing = true;
+      setImmediate(this.#flush);
+    }
+  }
+
+  /**
+   * Starts the calls made in this tick (the native module runs them as one batch); lets the
+   * process go if no call is out.
+   */
   #flush = () => {
     this.#flushing = false;
-    this.#db.flush();
+    if (this.#made) {
+      this.#made = false;
+      this.#db.flush();
+    }
+    if (this.#waiting.size === 0 && this.#held) {
+      this.#held = false;
+      this.#db.hold(false);
+    }
   };
 
   /**
@@ -121,11 +145,12 @@ class Calls {
    * after the promise jobs the tick's other calls come from (issue 19).
    */
   settle(id, map) {
-    if (!this.#flushing) {
-      this.#flushing = true;
-      setImmediate(this.#flush);
+    this.#made = true;
+    this.#schedule();
+    if (!this.#held) {
+      this.#held = true;
+      this.#db.hold(true);
     }
-    if (this.#waiting.size === 0) this.#db.hold(true);
     return new Promise((resolve, reject) => {
       this.#waiting.set(id, [resolve, reject, map]);
     });
