@@ -72,6 +72,23 @@ async function count(pkg, db) {
 }
 
 /** The cases, by name: each `async (pkg, indexedDB)`. */
+/**
+ * Opens another connection to database `name` (another tab) whose readwrite transaction on the
+ * messages holds them for 100 ms, one request after the other, then calls `done` as it completes.
+ * Resolves to that connection (close it at the end).
+ */
+async function holdMessages(pkg, factory, name, done) {
+  const other = await pkg.requests.settle(factory.open(name), "open");
+  const tx = other.transaction("messages", "readwrite");
+  const until = Date.now() + 100;
+  const spin = () => {
+    tx.objectStore("messages").get(1).onsuccess = () => (Date.now() < until ? spin() : undefined);
+  };
+  spin();
+  tx.oncomplete = done;
+  return other;
+}
+
 export const CASES = {
   async "awaiting something foreign inside a transaction is a store error and writes nothing"(pkg, factory) {
     const { db } = await database(pkg, factory);
@@ -204,19 +221,11 @@ export const CASES = {
     const dl = await pkg.index.open(name, { indexedDB: factory, clock: () => (reads.push(otherDone), now), random: () => 0 });
     const q = dl.queue("q");
     await q.enqueue("a");
-    // Another connection (another tab) holds a readwrite transaction on the messages for 100 ms,
-    // one request after the other; when it is done, 5 s have passed.
-    const other = await pkg.requests.settle(factory.open(name), "open");
-    const tx = other.transaction("messages", "readwrite");
-    const until = Date.now() + 100;
-    const spin = () => {
-      tx.objectStore("messages").get(1).onsuccess = () => (Date.now() < until ? spin() : undefined);
-    };
-    spin();
-    tx.oncomplete = () => {
+    // Another connection (another tab) holds the messages; when it is done, 5 s have passed.
+    const other = await holdMessages(pkg, factory, name, () => {
       otherDone = true;
       now = BASE + 5000;
-    };
+    });
     reads.length = 0;
     const claimed = await q.claim({ leaseMs: 1000 });
     equal(reads, [true], "the clock was read once, after the other transaction ended");
@@ -249,19 +258,11 @@ export const CASES = {
       IDBDatabase.prototype.transaction = transaction;
     }
     equal(scopes, [["messages"]], "the ack's transaction");
-    // Another connection (another tab) holds a readwrite transaction on the messages for 100 ms,
-    // one request after the other; when it is done, 5 s have passed.
-    const other = await pkg.requests.settle(factory.open(name), "open");
-    const tx = other.transaction("messages", "readwrite");
-    const until = Date.now() + 100;
-    const spin = () => {
-      tx.objectStore("messages").get(1).onsuccess = () => (Date.now() < until ? spin() : undefined);
-    };
-    spin();
-    tx.oncomplete = () => {
+    // Another connection (another tab) holds the messages; when it is done, 5 s have passed.
+    const other = await holdMessages(pkg, factory, name, () => {
       otherDone = true;
       now = BASE + 5000;
-    };
+    });
     reads.length = 0;
     const acked = await q.succeed(b.id, { leaseToken: b.leaseToken });
     equal(reads, [true], "the clock was read once, after the other transaction ended");

@@ -241,6 +241,20 @@ impl PostgresStore {
     }
 }
 
+/// The ordering groups, sorted and each once, of the messages of `seen` (as
+/// [`PostgresStore::read_many`] returns them) whose blocked flag `pick` takes: the advisory locks
+/// a bulk action takes before the clock is read.
+fn groups_of(seen: &[(Message, bool)], pick: impl Fn(bool) -> bool) -> Vec<&str> {
+    let mut groups: Vec<&str> = seen
+        .iter()
+        .filter(|(_, blocked)| pick(*blocked))
+        .filter_map(|(m, _)| m.group.as_deref())
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    groups
+}
+
 pub(crate) fn limit(n: usize) -> Result<i64> {
     i64::try_from(n).map_err(Error::store)
 }
@@ -364,12 +378,7 @@ impl Store for PostgresStore {
                 // The locks of every group among them, whether or not a step changes it: they
                 // are taken before the clock is read, so before the steps run.
                 let seen = self.read_many(conn, queue, ids)?;
-                let mut groups: Vec<&str> = seen
-                    .iter()
-                    .filter_map(|(m, _)| m.group.as_deref())
-                    .collect();
-                groups.sort_unstable();
-                groups.dedup();
+                let groups = groups_of(&seen, |_| true);
                 let advisory = |conn: &mut Conn| lock_names(conn, queue, &[], &groups);
                 let skip = &self.sql.many_for_update_skip;
                 let mut found = self.lock_in_order(conn, queue, &seen, advisory, skip)?;
@@ -423,13 +432,7 @@ impl Store for PostgresStore {
                 // under their groups' locks, and waited for: only a call that fails on one at once
                 // may hold it then.
                 let seen = self.read_many(conn, queue, ids)?;
-                let mut groups: Vec<&str> = seen
-                    .iter()
-                    .filter(|(_, blocked)| *blocked)
-                    .filter_map(|(m, _)| m.group.as_deref())
-                    .collect();
-                groups.sort_unstable();
-                groups.dedup();
+                let groups = groups_of(&seen, |blocked| blocked);
                 let advisory = |conn: &mut Conn| lock_names(conn, queue, &[], &groups);
                 let wait = &self.sql.many_for_update;
                 let mut found = self.lock_in_order(conn, queue, &seen, advisory, wait)?;
