@@ -1,8 +1,10 @@
 //! Messages as IndexedDB records and as the plain objects the JavaScript API returns.
 //!
 //! Both message forms use the JavaScript field names (`retryCount`, `leaseExpiresAt`, ...). A
-//! record keeps timestamps as numbers of milliseconds (null stays null, which keeps a message out
-//! of the indexes that name that field); the API object turns them into `Date`s. A record also
+//! record keeps timestamps as numbers of milliseconds and leaves out every field that is null
+//! (issue 20: a smaller record to clone and store; a missing field reads as null, as the null
+//! older versions wrote does, and keeps a message out of the indexes that name that field); the
+//! API object turns them into `Date`s and has every field. A record also
 //! has its place, storage only: `lane` and `at` in the claim index (the core's [`Lane`], see
 //! [`to_record`]; a pending record without a lane is blocked behind its group's head) and
 //! `groupAt`, its position in its ordering group while it is live ([`Stored`]); and never
@@ -60,7 +62,8 @@ pub fn number(n: i64) -> JsValue {
 #[wasm_bindgen(module = "/js/store/record.js")]
 extern "C" {
     /// A record without `id` (`kind` 0), a record (1) or the API's message object (2). Instants
-    /// and other numbers that may be null are NaN for null; texts that may be null are `None`.
+    /// and other numbers that may be null are NaN for null; texts that may be null are `None`; a
+    /// record (`kind` 0 and 1) leaves out the fields that are null.
     #[allow(clippy::too_many_arguments)]
     fn shape(
         kind: u32,
@@ -185,7 +188,7 @@ pub struct Stored {
 /// id the store assigns), with its place: `head` says whether it is its group's head (see
 /// [`Lane::of`]), `group_at` its position in its group (kept only while it is live). Its `lane`
 /// and `at` place it in the claim index: [`TIMED`] with `retryAfter` (waiting) or
-/// `leaseExpiresAt` (leased), [`READY`] with `createdAt`; null for a finished message and for
+/// `leaseExpiresAt` (leased), [`READY`] with `createdAt`; none (left out) for a finished message and for
 /// one blocked behind its group's head, which keeps it out of the claim index (and out of the
 /// `delayed` index, whose key ends with `lane`).
 pub fn to_record(message: &Message, with_id: bool, head: bool, group_at: Option<Millis>) -> Object {

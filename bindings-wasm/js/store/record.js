@@ -9,26 +9,37 @@ export function shape(kind, id, queue, payload, status, retryCount, maxRetries, 
   createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
   errorsDropped, replayCount, replayedAt, group, expiresAt, groupAt, lane, at, deduplicated, movedFrom) {
   // The core passes NaN for a number that is null, undefined for a text that is (see record.rs).
-  lastError ??= null;
-  leaseToken ??= null;
-  idempotencyKey ??= null;
-  group ??= null;
-  movedFrom ??= null;
-  switch (kind) {
-    case 0: return { queue, payload, status, retryCount, maxRetries, retryAfter: n(retryAfter), lastError, createdAt,
-      updatedAt, leaseToken, leaseExpiresAt: n(leaseExpiresAt), idempotencyKey, firstFailedAt: n(firstFailedAt),
-      deadAt: n(deadAt), errors, errorsDropped, replayCount, replayedAt: n(replayedAt), group, expiresAt: n(expiresAt),
-      groupAt: n(groupAt), lane: n(lane), at: n(at), movedFrom };
-    case 1: return { id, queue, payload, status, retryCount, maxRetries, retryAfter: n(retryAfter), lastError,
-      createdAt, updatedAt, leaseToken, leaseExpiresAt: n(leaseExpiresAt), idempotencyKey,
-      firstFailedAt: n(firstFailedAt), deadAt: n(deadAt), errors, errorsDropped, replayCount, replayedAt: n(replayedAt),
-      group, expiresAt: n(expiresAt), groupAt: n(groupAt), lane: n(lane), at: n(at), movedFrom };
-    default: return { id, queue, payload, status, retryCount, maxRetries, retryAfter: date(retryAfter),
-      lastError, createdAt: date(createdAt), updatedAt: date(updatedAt), leaseToken,
-      leaseExpiresAt: date(leaseExpiresAt), idempotencyKey, firstFailedAt: date(firstFailedAt),
-      deadAt: date(deadAt), errors, errorsDropped, replayCount, replayedAt: date(replayedAt), group,
-      expiresAt: date(expiresAt), deduplicated, movedFrom };
+  if (kind !== 2) {
+    // A record leaves out the fields that are null (issue 20: a smaller structured clone and stored
+    // value, 0.95-0.98x of the cycle's requests in plain IndexedDB); `view` reads one missing as
+    // null, as older versions wrote it. The indexes see no difference: a key path whose value, or a
+    // compound one's component, is missing yields no key, as one that is null yields no valid key,
+    // and either way the record has no entry in that index (IndexedDB 3, 7.1 "evaluate a key path
+    // on a value", 5.4 "store a record into an object store" step 5.2).
+    const r = kind === 0 ? { queue, payload, status, retryCount, maxRetries, createdAt, updatedAt, errors, errorsDropped,
+      replayCount } : { id, queue, payload, status, retryCount, maxRetries, createdAt, updatedAt, errors, errorsDropped,
+      replayCount };
+    if (retryAfter === retryAfter) r.retryAfter = retryAfter;
+    if (lastError !== undefined) r.lastError = lastError;
+    if (leaseToken !== undefined) r.leaseToken = leaseToken;
+    if (leaseExpiresAt === leaseExpiresAt) r.leaseExpiresAt = leaseExpiresAt;
+    if (idempotencyKey !== undefined) r.idempotencyKey = idempotencyKey;
+    if (firstFailedAt === firstFailedAt) r.firstFailedAt = firstFailedAt;
+    if (deadAt === deadAt) r.deadAt = deadAt;
+    if (replayedAt === replayedAt) r.replayedAt = replayedAt;
+    if (group !== undefined) r.group = group;
+    if (expiresAt === expiresAt) r.expiresAt = expiresAt;
+    if (groupAt === groupAt) r.groupAt = groupAt;
+    if (lane === lane) r.lane = lane;
+    if (at === at) r.at = at;
+    if (movedFrom !== undefined) r.movedFrom = movedFrom;
+    return r;
   }
+  return { id, queue, payload, status, retryCount, maxRetries, retryAfter: date(retryAfter), lastError: lastError ?? null,
+    createdAt: date(createdAt), updatedAt: date(updatedAt), leaseToken: leaseToken ?? null,
+    leaseExpiresAt: date(leaseExpiresAt), idempotencyKey: idempotencyKey ?? null, firstFailedAt: date(firstFailedAt),
+    deadAt: date(deadAt), errors, errorsDropped, replayCount, replayedAt: date(replayedAt), group: group ?? null,
+    expiresAt: date(expiresAt), deduplicated, movedFrom: movedFrom ?? null };
 }
 export function attempt(kind, attempt, error, at) {
   return { attempt, error, at: kind === 2 ? date(at) : at };
@@ -59,11 +70,6 @@ export function stats(queue, pending, processing, succeeded, dead, expired, dela
   oldestDeadAgeMs, paused, expiredDead, expiredDiscarded) {
   return { queue, pending, processing, succeeded, dead, expired, delayed, nextDueAt: date(nextDueAt), oldestDueAgeMs,
     oldestDeadAgeMs, paused, expiredDead, expiredDiscarded };
-}
-
-/** A number the core passed, NaN standing for null. */
-function n(x) {
-  return Number.isNaN(x) ? null : x;
 }
 
 /** The API's instants are Dates (a record's are numbers of milliseconds); null (or NaN) stays null. */
@@ -106,8 +112,9 @@ export function deadLetterError(Class, message, code, errors, reason, id, status
 // A record as the core reads it back (src/record.rs's `stored`): the type of every field checked
 // here, each value then checked by the core (deadletter::storage's StoredMessage::check). One
 // entry per field: [key, the core's name of it, the schema version before which it may be absent
-// (then null, or 0 when counted), what else it may hold: 0 null, 1 nothing, 2 null or, absent
-// from a record older than version 3, the count 0].
+// (then null, or 0 when counted), what else it may hold: 0 null, or nothing (read as null: records
+// leave out their null fields, issue 20), 1 nothing, 2 null or, absent from a record older than
+// version 3, the count 0].
 const WHOLE = [["retryCount", "retry_count", 3, 1], ["maxRetries", "max_retries", 3, 1],
   ["retryAfter", "retry_after", 3, 0], ["createdAt", "created_at", 3, 1], ["updatedAt", "updated_at", 3, 1],
   ["leaseExpiresAt", "lease_expires_at", 3, 0], ["firstFailedAt", "first_failed_at", 3, 0], ["deadAt", "dead_at", 3, 0],
@@ -146,7 +153,8 @@ export function view(record, version, numbers) {
   const read = (fields, ok, what, put) => {
     for (const [i, [key, field, since, holds]] of fields.entries()) {
       const v = record[key];
-      if (v === null || (v === undefined && version < since)) {
+      // A null field is missing from a record of version 8 on (issue 20), null in older ones.
+      if (v === null || (v === undefined && (holds === 0 || version < since))) {
         if (holds === 0) put(i, null);
         else if (holds === 2 && version < since) put(i, 0);
         else return [field, "is null"];
@@ -175,5 +183,5 @@ export function view(record, version, numbers) {
     history.push(e.attempt, e.error, e.at);
   }
   const lane = record.lane;
-  return [texts, history, texts[2] === "pending" && (lane === null || (lane === undefined && version < 5))];
+  return [texts, history, texts[2] === "pending" && (lane === null || lane === undefined)];
 }

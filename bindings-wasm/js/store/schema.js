@@ -39,8 +39,9 @@ export const OPEN_TIMEOUT_MS = 5_000;
  * The indexes of version 8 (and 7), by name: [keyPath, unique]. Within one index key, entries come in
  * primary-key (= id) order, which gives id-ordered pages. The key ranges the store reads in them
  * come from the WebAssembly module (src/keys.rs), which knows these key paths. A write costs an
- * entry in every index whose key path the record has (null is no key), so an index is here only
- * for a query no other one serves.
+ * entry in every index whose key path the record has (a missing or null value, also as one part
+ * of a compound key path, is no key: records leave their null fields out, issue 20), so an index
+ * is here only for a query no other one serves.
  * - `claim`: two lanes (the record's `lane` and `at`, from the core's lane rule): the messages
  *   whose turn comes at a time (leases, backoffs and delays) by that time; the due pending
  *   messages in claim order. Finished messages are not in it, nor are the members of a group

@@ -318,7 +318,8 @@ export const CASES = {
     const q = dl.queue("q");
     await q.enqueueMany([{ payload: "a", group: "g" }, { payload: "b", group: "g", delayMs: 1000 }, { payload: "c", group: "g" }, "d"]);
     const { db } = { db: await pkg.requests.settle(factory.open(name), "open") };
-    const places = async () => (await all(pkg, db)).map((r) => [r.id, r.lane, r.at === null ? null : r.at - BASE, r.groupAt === null ? null : r.groupAt - BASE]);
+    // A record has no lane, at or groupAt when they are null (issue 20).
+    const places = async () => (await all(pkg, db)).map((r) => [r.id, r.lane ?? null, r.at == null ? null : r.at - BASE, r.groupAt == null ? null : r.groupAt - BASE]);
     equal(await places(), [[1, 1, 0, 0], [2, null, null, 0], [3, null, null, 0], [4, 1, 0, null]], "heads ready, members blocked");
     equal([await indexed(pkg, db, "claim"), await indexed(pkg, db, "delayed"), await indexed(pkg, db, "group")], [2, 0, 3], "index sizes");
     equal((await q.stats()).delayed, 0, "a blocked member is not delayed");
@@ -328,6 +329,60 @@ export const CASES = {
     equal(await places(), [[1, null, null, null], [2, 0, 1000, 0], [3, null, null, 0], [4, 1, 0, null]], "b unblocked");
     equal([await indexed(pkg, db, "claim"), await indexed(pkg, db, "delayed"), await indexed(pkg, db, "group")], [2, 1, 2], "index sizes after");
     equal((await q.nextDueAt())?.getTime(), BASE + 1000, "next due");
+    db.close();
+    dl.close();
+  },
+
+  async "a record leaves out its null fields; one holding them, as older versions wrote, reads, indexes and updates the same"(pkg, factory) {
+    // Issue 20: a smaller record to clone and store. A missing field reads as null, and a key path
+    // with a missing component makes no index entry, exactly as one with null.
+    const name = fresh("nulls");
+    let now = BASE;
+    const dl = await pkg.index.open(name, { indexedDB: factory, clock: () => now, random: () => 0 });
+    const q = dl.queue("q");
+    await q.enqueue("a");
+    const a = await q.claim({ leaseMs: 1000 });
+    await q.fail(a.id, "boom");
+    await q.enqueueMany([{ payload: "b", group: "g", idempotencyKey: "k" }, { payload: "c", group: "g" }]);
+    const db = await pkg.requests.settle(factory.open(name), "open");
+    const nulls = (r) => Object.keys(r).filter((k) => r[k] === null);
+    const written = await all(pkg, db);
+    equal(written.map(nulls), [[], [], []], "no record holds null");
+    equal(written.map((r) => Object.keys(r).sort()), [
+      ["at", "createdAt", "errors", "errorsDropped", "firstFailedAt", "id", "lane", "lastError", "maxRetries", "payload",
+        "queue", "replayCount", "retryAfter", "retryCount", "status", "updatedAt"],
+      ["at", "createdAt", "errors", "errorsDropped", "group", "groupAt", "id", "idempotencyKey", "lane", "maxRetries",
+        "payload", "queue", "replayCount", "retryCount", "status", "updatedAt"],
+      ["createdAt", "errors", "errorsDropped", "group", "groupAt", "id", "maxRetries", "payload", "queue", "replayCount",
+        "retryCount", "status", "updatedAt"],
+    ], "the fields written: a waiting retry, a group's head with a key, a blocked member (no lane)");
+    equal((await q.list()).map((m) => [m.id, m.retryAfter === null, m.lastError, m.leaseToken, m.group, m.idempotencyKey, m.movedFrom]),
+      [[1, false, "boom", null, null, null, null], [2, true, null, null, "g", "k", null], [3, true, null, null, "g", null, null]],
+      "missing fields read as null");
+    // The same pending message twice: as this version writes it (queue "new"), and with every
+    // optional field null (queue "old", as versions before issue 20 wrote it).
+    const fresh1 = await dl.queue("new").enqueue("p");
+    await pkg.requests.transaction(db, "messages", "readwrite", (store) => store.put(record(10, { queue: "old" })));
+    const old = dl.queue("old");
+    const same = (m) => ({ ...m, id: 0, queue: "" });
+    equal(same(await old.get(10)), same(fresh1), "the record with nulls reads as the one without");
+    const indexes = ["claim", "list", "idempotency", "delayed", "dead", "group", "expiring"];
+    const sizes = async (queue) => Promise.all(indexes.map((index) => indexed(pkg, db, index, queue)));
+    equal(await sizes("old"), await sizes("new"), "the same index entries");
+    equal(await sizes("old"), [1, 1, 0, 0, 0, 0, 0], "in claim and list only");
+    // Updated: claimed, failed, claimed, succeeded, each rewritten without its nulls, as the other.
+    for (const queue of [old, dl.queue("new")]) {
+      const m = await queue.claim({ leaseMs: 1000 });
+      await queue.fail(m.id, "x", { leaseToken: m.leaseToken, retryInMs: 0 });
+      const again = await queue.claim({ leaseMs: 1000 });
+      equal(again?.id, m.id, `${queue.name}: claimed again`);
+      await queue.succeed(m.id, { leaseToken: again.leaseToken });
+    }
+    const [o, n] = [await old.get(10), await dl.queue("new").get(fresh1.id)];
+    equal(same(o), same(n), "updated the same");
+    const [ro, rn] = (await all(pkg, db)).filter((r) => r.id === 10 || r.id === fresh1.id);
+    equal([nulls(rn), nulls(ro), { ...ro, id: 0, queue: "" }], [[], [], { ...rn, id: 0, queue: "" }], "rewritten without nulls");
+    equal(await sizes("old"), [0, 1, 0, 0, 0, 0, 0], "finished: in list only");
     db.close();
     dl.close();
   },
