@@ -299,10 +299,13 @@ impl NativeDatabase {
         )
     }
 
-    /// Closes the file (committing what waits for a commit); later calls fail with a store error.
-    /// The JSON text of the outcome.
+    /// Closes the file (committing what waits for a commit) and ends the database's threads
+    /// (the package calls it once every call made has settled); later calls fail with a store
+    /// error. The JSON text of the outcome.
     #[napi]
     pub fn close(&self) -> String {
-        reply::of(self.engine().store().close())
+        let closed = self.engine().store().close();
+        self.pool.close();
+        reply::of(closed)
     }
 }

@@ -17,15 +17,22 @@
 //! - Calls made at once (a `Promise.all` of acks, the worker loop's slots) go to one thread as
 //!   one batch (issue 19): a thread woken takes every call queued by then (up to [`MAX_BATCH`]),
 //!   which the JavaScript thread made in the time the wake-up took, and runs them one after the
-//!   other in one transaction of the store, committed once ([`SqliteStore::batch`]); their
-//!   replies go back together. One wake-up of one thread, no thread waiting for another's lock,
+//!   other in one transaction of the store, committed once ([`SqliteStore::batch`]); the
+//!   replies of its writes go back together. One wake-up of one thread, no thread waiting for another's lock,
 //!   one commit: on this 2-core VM, 8 threads woken for 8 calls spent more than the calls. A call
 //!   made while every thread is busy wakes another (up to [`MAX_THREADS`], started when needed),
-//!   whose batch meets the others in the store's group commit. A thread idle for [`IDLE`] ends.
-//!
-//! [`SqliteStore::batch`]: deadletter_sqlite::SqliteStore::batch
+//!   whose batch meets the others in the store's group commit. A thread idle for [`IDLE`] ends,
+//!   and every thread ends once the database is closed ([`Pool::close`]).
+//! - A call is answered as soon as its outcome is final: within a batch, a read (or a call
+//!   refused on committed state) does not wait for the batch's commit ([`SqliteStore::batch`]).
+//! - The pool is the database's, not the process's: a batch is one transaction of one store, a
+//!   database's second thread starts only for calls made while its first is busy, and they end
+//!   with it; a process that opens many databases (a test suite) has threads for those in use
+//!   (one each, mostly), none for those it closed.
 //! - The thread-safe function keeps Node's event loop alive only while calls are out
 //!   ([`Pool::hold`]): an open database alone does not keep a process running.
+//!
+//! [`SqliteStore::batch`]: deadletter_sqlite::SqliteStore::batch
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -74,7 +81,8 @@ struct Queue {
     asleep: Vec<Arc<Sleeper>>,
     /// Threads woken that have not looked at the queue yet.
     wakeups: usize,
-    /// Set when every handle of the database is gone: the threads end once the queue is empty.
+    /// Set when the database is closed, or every handle of it is gone: the threads end once the
+    /// queue is empty.
     closed: bool,
 }
 
@@ -213,6 +221,16 @@ impl Pool {
         }
     }
 
+    /// Ends the threads once the calls queued are done: the package closes the database once
+    /// every call made has settled, and a closed database's threads are not left to end after
+    /// [`IDLE`] (issue 19: 100 open/call/close cycles left 100 threads; a tight loop, thousands).
+    /// A call made later still runs, on a thread that ends after it.
+    pub fn close(&self) {
+        let mut queue = lock(&self.state.queue);
+        queue.closed = true;
+        while queue.wake_one() {}
+    }
+
     /// Whether Node's event loop stays alive for this database's replies: while calls are out.
     #[allow(deprecated)] // napi-rs's refer and unref: the package counts the calls out
     pub fn hold(&self, env: Env, hold: bool) -> napi::Result<()> {
@@ -227,9 +245,7 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        let mut queue = lock(&self.state.queue);
-        queue.closed = true;
-        while queue.wake_one() {}
+        self.close();
     }
 }
 
@@ -282,27 +298,43 @@ impl State {
             .unwrap_or_else(|_| Err(napi::Error::from_reason("deadletter: a call panicked")))
     }
 
-    /// Runs a batch of calls, several in one transaction of the store, and hands their replies
-    /// over (the thread counted as returning). A call whose writes were lost with that
-    /// transaction's commit replies with the commit's store error.
+    /// Runs a batch of calls, several in one transaction of the store, and hands each reply over
+    /// once its outcome is final (the thread counted as returning before the last): a call that
+    /// needs no commit (a read, a refusal of committed state) at once, rather than after a
+    /// commit that may wait for another process's lock (issue 19); the others once committed. A
+    /// call whose writes were lost with that transaction's commit replies with the commit's
+    /// store error.
     fn run(&self, mut batch: Vec<(u32, Job)>) {
-        let replies: Vec<(u32, Reply)> = if batch.len() == 1 {
+        if batch.len() == 1 {
             let (id, job) = batch.remove(0);
-            vec![(id, self.call(job))]
-        } else {
-            let steps = batch
-                .into_iter()
-                .map(|(id, job)| move || (id, self.call(job)));
-            let ran = self.shared.engine.store().batch(steps);
-            ran.into_iter()
-                .map(|((id, reply), committed)| match (reply, committed) {
-                    (Ok(_), Err(err)) => (id, Ok(reply::error(&err))),
-                    (reply, _) => (id, reply),
-                })
-                .collect()
-        };
-        self.returning.fetch_add(1, Ordering::SeqCst);
-        lock(&self.finished.replies).extend(replies);
+            let reply = self.call(job);
+            self.hand_over(id, reply, true);
+            return;
+        }
+        let mut left = batch.len();
+        let steps = batch
+            .into_iter()
+            .map(|(id, job)| move || (id, self.call(job)));
+        self.shared
+            .engine
+            .store()
+            .batch(steps, |(id, reply), committed| {
+                left -= 1;
+                let reply = match (reply, committed) {
+                    (Ok(_), Err(err)) => Ok(reply::error(&err)),
+                    (reply, _) => reply,
+                };
+                self.hand_over(id, reply, left == 0);
+            });
+    }
+
+    /// Puts a reply on the finished list and wakes the JavaScript thread unless it was told of
+    /// the replies there already; `last`: the thread's batch is done (it counts as returning).
+    fn hand_over(&self, id: u32, reply: Reply, last: bool) {
+        if last {
+            self.returning.fetch_add(1, Ordering::SeqCst);
+        }
+        lock(&self.finished.replies).push((id, reply));
         if !self.finished.told.swap(true, Ordering::SeqCst) {
             lock(&self.notify).call((), ThreadsafeFunctionCallMode::NonBlocking);
         }

@@ -24,10 +24,16 @@
 //! A thread that has several calls to run at once (the Node binding's batch of the calls made in
 //! one JavaScript tick, issue 19) runs them one after the other in [`Group::batch`]: each write
 //! leaves the transaction open for the next, as if that one were queued, and the batch commits
-//! once at its end (or a call of another thread that joined commits for it), then returns each
-//! call's value with the outcome of the commit its writes were in. The batch holds the fork gate
-//! from its first call to that commit, so the rule above holds: a fork still finds no
-//! transaction open.
+//! once at its end (or a call of another thread that joined commits for it), then answers each
+//! call with the outcome of the commit its writes were in. A call whose outcome needs no commit
+//! is answered as soon as it ran, not after the batch's commit (which may wait up to
+//! [`crate::BUSY_TIMEOUT`] for another process's lock; issue 19): one that wrote nothing and saw
+//! only committed state (a read, which never sees the batch's open transaction; a call refused
+//! before it touched the store, or in a transaction it began itself and rolled back). A call
+//! refused inside the transaction left open by earlier calls saw their writes, not committed
+//! yet: its refusal may rest on them, so it waits for that commit and fails with its error when
+//! it is lost. The batch holds the fork gate from its first call to that commit, so the rule
+//! above holds: a fork still finds no transaction open.
 
 use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -110,8 +116,9 @@ struct Held<'a> {
 struct Deferred {
     /// The group whose writes it defers (its session's address).
     group: usize,
-    /// The transactions the current call's writes were left open in, not committed yet.
-    writes: Vec<Arc<Batch>>,
+    /// The transactions the current call's outcome rests on, not committed yet: those its writes
+    /// were left open in, or the one it was refused in.
+    awaits: Vec<Arc<Batch>>,
 }
 
 thread_local! {
@@ -234,34 +241,39 @@ impl Group {
     }
 
     /// Runs `steps` one after the other on this thread, their writes in one transaction as far as
-    /// they go (see the module's documentation), committed before it returns; each step's value
-    /// comes with the outcome of the commit of its writes (`Ok` for a step that wrote nothing
-    /// left open): on `Err`, nothing of that step was written. A step's own `Err` rolled back
-    /// only its writes, as in [`Group::write`].
+    /// they go (see the module's documentation), committed before it returns. Each step's value
+    /// goes to `answer` with the outcome of the commit its outcome rests on: at once for a step
+    /// that needs none (`Ok`), after the commit for the others (on `Err`, nothing of that step
+    /// was written). A step's own `Err` rolled back only its writes, as in [`Group::write`].
     pub fn batch<T, S: FnOnce() -> T>(
         &self,
         steps: impl IntoIterator<Item = S>,
-    ) -> Vec<(T, Result<()>)> {
+        mut answer: impl FnMut(T, Result<()>),
+    ) {
         if in_batch() {
             // Nested: the steps join the batch under way, whose commit they are acknowledged by.
-            return steps.into_iter().map(|step| (step(), Ok(()))).collect();
+            for step in steps {
+                answer(step(), Ok(()));
+            }
+            return;
         }
         let gate = fork::enter();
-        let mut done = Vec::new();
+        let mut after_commit = Vec::new();
         for step in steps {
             DEFERRED.with(|deferred| {
                 *deferred.borrow_mut() = Some(Deferred {
                     group: self.id(),
-                    writes: Vec::new(),
+                    awaits: Vec::new(),
                 });
             });
             let ran = catch_unwind(AssertUnwindSafe(step));
-            let writes = DEFERRED
+            let awaits = DEFERRED
                 .with(|deferred| deferred.borrow_mut().take())
-                .map(|d| d.writes)
+                .map(|d| d.awaits)
                 .unwrap_or_default();
             match ran {
-                Ok(value) => done.push((value, writes)),
+                Ok(value) if awaits.is_empty() => answer(value, Ok(())),
+                Ok(value) => after_commit.push((value, awaits)),
                 Err(panic) => {
                     self.settle(gate);
                     resume_unwind(panic);
@@ -269,12 +281,9 @@ impl Group {
             }
         }
         self.settle(gate);
-        done.into_iter()
-            .map(|(value, writes)| {
-                let outcome = writes.iter().try_for_each(|batch| batch.wait());
-                (value, outcome)
-            })
-            .collect()
+        for (value, awaits) in after_commit {
+            answer(value, awaits.iter().try_for_each(|batch| batch.wait()));
+        }
     }
 
     /// Ends a batch as a write ends: leaves the transaction open for the calls queued meanwhile
@@ -347,16 +356,20 @@ impl Group {
         {
             // Others are queued, or the batch of this thread goes on: the last of them commits
             // for everyone. On `Err`, rolled back to its savepoint: the transaction goes on
-            // without it.
-            let value = result?;
+            // without it; refused in a batch, it saw that transaction's writes, and its answer
+            // waits for their commit (issue 19: see the module's documentation).
+            if result.is_err() && !self.deferring() {
+                return result;
+            }
             let batch = Arc::clone(session.waiting.get_or_insert_with(Arc::default));
             drop(held);
             let deferred = DEFERRED.with(|deferred| {
                 let mut deferred = deferred.borrow_mut();
                 let deferred = deferred.as_mut().filter(|d| d.group == self.id())?;
-                deferred.writes.push(Arc::clone(&batch));
+                deferred.awaits.push(Arc::clone(&batch));
                 Some(())
             });
+            let value = result?;
             if deferred.is_none() {
                 batch.wait()?;
             }

@@ -192,7 +192,8 @@ fn a_batch_commits_its_calls_once_and_each_keeps_its_outcome() {
             ))
         }
     });
-    let done = store.batch(steps);
+    let mut done = Vec::new();
+    store.batch(steps, |outcome, committed| done.push((outcome, committed)));
     assert_eq!(store.commits() - before, 1, "one commit for the batch");
     assert_eq!(*seen_during.lock().unwrap(), vec![None; ids.len()]);
     assert_eq!(done.len(), ids.len());
@@ -206,6 +207,81 @@ fn a_batch_commits_its_calls_once_and_each_keeps_its_outcome() {
         } else {
             assert_eq!(outcome.as_ref().expect("written"), &stored);
             assert_eq!(stored.last_error, Some(format!("changed {id}")));
+        }
+    }
+}
+
+/// A batch answers each call as soon as its outcome is final (issue 19: a read made in the same
+/// JavaScript tick as a write waited for that write's commit, which waits for another process's
+/// lock): a read, and a call refused in a transaction it began itself (it saw only committed
+/// state), at once; a write after the batch's commit; a call refused inside the transaction that
+/// earlier calls of the batch left open (it saw their writes) after that commit too.
+#[test]
+fn a_batch_answers_reads_and_refusals_of_committed_state_before_its_commit() {
+    let file = TempDb::new();
+    let db = engine(&file.0);
+    let store = db.store();
+    let ids: Vec<i64> = (0..4)
+        .map(|i| enqueue_at(&db, &format!("m{i}"), 0, BASE + i).id)
+        .collect();
+    let before = store.commits();
+    let update = |id: i64, refuse: bool| {
+        let db = &db;
+        Box::new(move || {
+            pollster::block_on(deadletter::Store::update(
+                db.store(),
+                "q",
+                id,
+                &at(BASE),
+                |m, _| {
+                    if refuse {
+                        Err(Error::Store(format!("refused {id}")))
+                    } else {
+                        Ok(Message {
+                            last_error: Some(format!("changed {id}")),
+                            ..m
+                        })
+                    }
+                },
+            ))
+        }) as Box<dyn FnOnce() -> Result<Message>>
+    };
+    let get = |id: i64| {
+        let db = &db;
+        Box::new(move || pollster::block_on(db.get("q".into(), id.into())))
+            as Box<dyn FnOnce() -> Result<Message>>
+    };
+    let steps = vec![
+        update(ids[0], true), // refused in the transaction it began: at once
+        get(ids[1]),          // a read: at once
+        update(ids[1], false),
+        get(ids[1]),          // a read: at once, without the write above (not committed)
+        update(ids[2], true), // refused inside the batch's open transaction: after the commit
+        update(ids[3], false),
+    ];
+    let mut answers = Vec::new();
+    let numbered = steps.into_iter().enumerate().map(|(n, f)| move || (n, f()));
+    store.batch(numbered, |(n, outcome), committed| {
+        answers.push((n, store.commits() - before, outcome, committed));
+    });
+    let order: Vec<(usize, u64)> = answers.iter().map(|a| (a.0, a.1)).collect();
+    assert_eq!(
+        order,
+        vec![(0, 0), (1, 0), (3, 0), (2, 1), (4, 1), (5, 1)],
+        "(step, commits when it was answered)"
+    );
+    for (n, _, outcome, committed) in &answers {
+        committed.as_ref().expect("committed");
+        match n {
+            0 | 4 => assert!(
+                outcome
+                    .as_ref()
+                    .expect_err("refused")
+                    .to_string()
+                    .contains("refused")
+            ),
+            1 | 3 => assert_eq!(outcome.as_ref().expect("read").last_error, None),
+            _ => assert!(outcome.as_ref().expect("written").last_error.is_some()),
         }
     }
 }
