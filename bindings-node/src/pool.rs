@@ -94,15 +94,15 @@ struct Sleeper {
 }
 
 impl Queue {
-    /// Wakes the thread that fell asleep last, if any.
-    fn wake_one(&mut self) -> bool {
-        let Some(sleeper) = self.asleep.pop() else {
-            return false;
-        };
+    /// Marks the thread that fell asleep last as woken, if any: the caller unparks it once it has
+    /// let go of the queue's lock, which the thread takes first thing (unparked under the lock,
+    /// the thread woke to wait for it: one more futex wait and wake, and a context switch, per
+    /// call one at a time; strace, issue 19).
+    fn wake_one(&mut self) -> Option<Thread> {
+        let sleeper = self.asleep.pop()?;
         self.wakeups += 1;
         sleeper.woken.store(true, Ordering::SeqCst);
-        sleeper.thread.unpark();
-        true
+        Some(sleeper.thread.clone())
     }
 }
 
@@ -204,11 +204,13 @@ impl Pool {
         // A thread about to look at the queue takes these calls (the threads running a batch do
         // not count).
         let coming = queue.starting + queue.wakeups + state.returning.load(Ordering::SeqCst);
-        if !queue.calls.is_empty()
-            && coming == 0
-            && !queue.wake_one()
-            && queue.threads < MAX_THREADS
-        {
+        if queue.calls.is_empty() || coming > 0 {
+            return;
+        }
+        if let Some(thread) = queue.wake_one() {
+            drop(queue);
+            thread.unpark();
+        } else if queue.threads < MAX_THREADS {
             let thread = Arc::clone(state);
             let started = std::thread::Builder::new()
                 .name("deadletter".into())
@@ -228,7 +230,9 @@ impl Pool {
     pub fn close(&self) {
         let mut queue = lock(&self.state.queue);
         queue.closed = true;
-        while queue.wake_one() {}
+        let asleep: Vec<_> = std::iter::from_fn(|| queue.wake_one()).collect();
+        drop(queue);
+        asleep.iter().for_each(Thread::unpark);
     }
 
     /// Whether Node's event loop stays alive for this database's replies: while calls are out.
@@ -258,10 +262,12 @@ impl State {
             if !queue.calls.is_empty() {
                 let n = queue.calls.len().min(MAX_BATCH);
                 let batch: Vec<_> = queue.calls.drain(..n).collect();
-                if !queue.calls.is_empty() {
-                    queue.wake_one(); // the rest, when a thread sleeps; else this one's next batch
-                }
+                // The rest, when a thread sleeps; else this one's next batch.
+                let other = (!queue.calls.is_empty())
+                    .then(|| queue.wake_one())
+                    .flatten();
                 drop(queue);
+                other.as_ref().map(Thread::unpark);
                 self.run(batch);
                 queue = lock(&self.queue);
                 self.returning.fetch_sub(1, Ordering::SeqCst);
