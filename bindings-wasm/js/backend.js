@@ -147,12 +147,18 @@ class Handle {
 class QueueHandle {
   #ctx;
   #rules;
+  /**
+   * The queue's name, read from the rules once (issue 20: each read of the getter decoded it
+   * from the module's memory again, three times a cycle).
+   */
+  #name;
   /** Whether this handle warned that its policy overrode a different stored one (once). */
   #warned = false;
 
   constructor(ctx, rules) {
     this.#ctx = ctx;
     this.#rules = rules;
+    this.#name = rules.name;
   }
 
   /**
@@ -164,7 +170,7 @@ class QueueHandle {
     if (overridden !== undefined && !this.#warned) {
       this.#warned = true;
       console.warn(
-        `deadletter: queue ${JSON.stringify(this.#rules.name)}: this handle's backoff ${describe(this.#rules.policy)} is applied ` +
+        `deadletter: queue ${JSON.stringify(this.#name)}: this handle's backoff ${describe(this.#rules.policy)} is applied ` +
           `instead of the one stored with the queue, ${describe(overridden)} (a handle's own backoff wins; give the handle none, ` +
           "or store the same with setSettings, to agree with the other processes)",
       );
@@ -178,24 +184,24 @@ class QueueHandle {
    */
   async #insert(make) {
     this.#ctx.open();
-    return this.#ctx.store.insert(this.#rules.name, make, this.#ctx.clock);
+    return this.#ctx.store.insert(this.#name, make, this.#ctx.clock);
   }
 
   /** Runs the ClaimPlan `make()` makes, as `#insert`. */
   async #claim(make) {
     this.#ctx.open();
-    return this.#killing(await this.#ctx.store.claim(this.#rules.name, make, this.#ctx.clock));
+    return this.#killing(await this.#ctx.store.claim(this.#name, make, this.#ctx.clock));
   }
 
   async #update(make) {
     this.#ctx.open();
-    return this.#killing(await this.#ctx.store.update(this.#rules.name, make(), this.#ctx.clock));
+    return this.#killing(await this.#ctx.store.update(this.#name, make(), this.#ctx.clock));
   }
 
   async #row(make) {
     this.#ctx.open();
     const plan = make();
-    await this.#ctx.store.writeRow(this.#rules.name, plan);
+    await this.#ctx.store.writeRow(this.#name, plan);
     return plan.finish();
   }
 
@@ -220,7 +226,7 @@ class QueueHandle {
   #action(action, filters, limit, dryRun, toQueue) {
     const { store, clock } = this.#ctx;
     const plan = this.#rules.bulk(action, this.#ctx.now(), filters, limit, dryRun, toQueue);
-    const [queue, dry] = [this.#rules.name, plan.dry];
+    const [queue, dry] = [this.#name, plan.dry];
     if (plan.writes) return this.#bulk(plan, (ids) => store.stepMany(queue, plan, ids, clock, dry));
     return this.#bulk(plan, async (ids) => (await store.deleteMany(ids, (records) => plan.deletable(records), dry)).length);
   }
@@ -314,7 +320,7 @@ class QueueHandle {
   }
 
   stats() {
-    return this.#ctx.store.counts(this.#rules.name, this.#rules.stats(this.#ctx.now()));
+    return this.#ctx.store.counts(this.#name, this.#rules.stats(this.#ctx.now()));
   }
 
   async nextDueAt() {
@@ -337,7 +343,7 @@ class QueueHandle {
 
   async settings() {
     this.#ctx.open();
-    const name = this.#rules.name;
+    const name = this.#name;
     return settingsOf(name, await this.#ctx.store.row(name));
   }
 

@@ -51,9 +51,8 @@ const MESSAGES = [STORE];
  * The queue's row (its record in `queues`, or undefined) and the clock's time, read once that
  * request, the transaction's first, completed. Issue it before any other request.
  */
-async function context(queues, name, clock) {
-  const row = await request("get", () => queues.get(name));
-  return [clock(), row];
+function context(queues, name, clock) {
+  return request("get", () => queues.get(name)).then((row) => [clock(), row]);
 }
 
 /**
@@ -78,9 +77,8 @@ async function mark(queues, names) {
  */
 async function place(messages, book, queues) {
   try {
-    const group = messages.index("group");
-    putAll(messages, book.place(await lastKeys(group, book.tails())));
-    putAll(messages, book.promote(await firstRecords(group, book.left())));
+    putAll(messages, book.place(await lastKeys(messages, "group", book.tails())));
+    putAll(messages, book.promote(await firstRecords(messages, "group", book.left())));
     const marks = book.marks();
     if (marks.length > 0) await mark(queues, marks);
     return book.size;
@@ -164,9 +162,10 @@ export class IdbStore {
     return this.#run(BOTH, "readwrite", async (messages, queues) => {
       const started = ahead(context(queues, queue, clock));
       plan = make();
-      const unique = messages.index("idempotency");
-      const found = ahead(Promise.all(plan.keys().map((key) => request("get", () => unique.get(key)))));
-      const tails = lastKeys(messages.index("group"), plan.tails());
+      const keys = plan.keys();
+      const unique = keys.length > 0 ? messages.index("idempotency") : null;
+      const found = ahead(Promise.all(keys.map((key) => request("get", () => unique.get(key)))));
+      const tails = lastKeys(messages, "group", plan.tails());
       const [now, row] = await started;
       const records = plan.start(now, row, await found, await tails);
       const ids = ahead(Promise.all(records.map((record) => request("add", () => messages.add(record)))));
@@ -224,7 +223,6 @@ export class IdbStore {
       }
       const [timedLane, expiringAll, ready] = lanes;
       const index = messages.index("claim");
-      const expiring = messages.index("expiring");
       const head = () => (plan.wanted > 0 ? request("getAll", () => index.getAll(ready, plan.wanted)) : null);
       // At once: the row, the head of the ready lane, and the first key of the timed lane, which
       // says whether anything there has come (usually not).
@@ -234,7 +232,8 @@ export class IdbStore {
       if (!plan.start(now, row)) return; // paused: a claim changes nothing
       // Only for a queue that may hold messages with an expiry (its row says so: schema 8), the
       // first key of those that expire, which says whether any expired.
-      const expiringFirst = plan.expires ? await firstKey(expiring, expiringAll) : undefined;
+      const expiring = plan.expires ? messages.index("expiring") : null;
+      const expiringFirst = expiring !== null ? await firstKey(expiring, expiringAll) : undefined;
       const [timed, expired] = plan.due(await timedFirst, expiringFirst).map((range) => range && keyRange(range));
       const pages = [timed, expired].map((range, i) => range && request("getAll", () => (i === 0 ? index : expiring).getAll(range, plan.pageSize)));
       if (timed) {
@@ -252,7 +251,7 @@ export class IdbStore {
         const counted = plan.row();
         if (counted !== undefined) queues.put(counted);
       }
-      putAll(messages, plan.promote(await firstRecords(messages.index("group"), plan.left())));
+      putAll(messages, plan.promote(await firstRecords(messages, "group", plan.left())));
       // Something moved into or out of the ready lane: its head is read again (claim order).
       if (plan.stale) next = head();
       while (next !== null) {

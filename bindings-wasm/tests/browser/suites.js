@@ -582,6 +582,28 @@ async function benchGroups(rounds, groups = 100, members = 1000, payloadBytes = 
   return { rounds, perRound, groups, members, payloadBytes, ...out };
 }
 
+/**
+ * The cycle kinds of `bench` on fresh databases, for a profiler (profile.mjs): resolves to
+ * `run(kind, n)`, which runs `n` cycles of `kind` ("deadletter", "sameRequests", "raw") and
+ * resolves to their ms.
+ */
+async function cycleKinds() {
+  const db = await deadletter.open(freshName("profile-deadletter"));
+  const queue = db.queue("bench");
+  const sameName = freshName("profile-same-requests");
+  (await deadletter.open(sameName)).close();
+  const same = await request(indexedDB.open(sameName));
+  const idb = await openRaw(freshName("profile-raw"));
+  let serial = 0;
+  const kinds = {
+    deadletter: () => deadletterCycle(queue, (serial += 1)),
+    sameRequests: () => sameRequestsCycle(same, (serial += 1)),
+    raw: () => rawCycle(idb, (serial += 1)),
+  };
+  window.runKind = async (kind, n) => n * (await timeEach(n, kinds[kind]));
+  return true;
+}
+
 window.suites = {
   listCases,
   runCase,
@@ -601,4 +623,5 @@ window.suites = {
   bench,
   benchDelayed,
   benchGroups,
+  cycleKinds,
 };
