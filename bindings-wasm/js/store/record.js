@@ -5,10 +5,19 @@
 // package's snippets/, beside its glue): V8 makes such objects from a template, where properties
 // added one at a time from WebAssembly (Reflect.set with a computed key) cost a generic store
 // each, on the path of every record a transaction writes. The API's objects get Dates for instants.
-export function shape(kind, id, queue, payload, status, retryCount, maxRetries, retryAfter, lastError,
-  createdAt, updatedAt, leaseToken, leaseExpiresAt, idempotencyKey, firstFailedAt, deadAt, errors,
-  errorsDropped, replayCount, replayedAt, group, expiresAt, groupAt, lane, at, deduplicated, movedFrom) {
-  // The core passes NaN for a number that is null, undefined for a text that is (see record.rs).
+export function shape(kind, id, texts, status, retryCount, maxRetries, retryAfter, createdAt, updatedAt,
+  leaseExpiresAt, firstFailedAt, deadAt, errors, errorsDropped, replayCount, replayedAt, expiresAt, groupAt, lane, at,
+  deduplicated) {
+  // The core passes NaN for a number that is null; the texts come as their UTF-8 bytes, one after
+  // the other, with their lengths (see `Texts`; undefined for a text that is null).
+  const t = new Texts(texts);
+  const queue = t.next();
+  const payload = t.next();
+  const lastError = t.next();
+  const leaseToken = t.next();
+  const idempotencyKey = t.next();
+  const group = t.next();
+  const movedFrom = t.next();
   if (kind !== 2) {
     // A record leaves out the fields that are null (issue 20: a smaller structured clone and stored
     // value, 0.95-0.98x of the cycle's requests in plain IndexedDB); `view` reads one missing as
@@ -41,6 +50,50 @@ export function shape(kind, id, queue, payload, status, retryCount, maxRetries, 
     deadAt: date(deadAt), errors, errorsDropped, replayCount, replayedAt: date(replayedAt), group: group ?? null,
     expiresAt: date(expiresAt), deduplicated, movedFrom: movedFrom ?? null };
 }
+/**
+ * The texts of a record as src/record.rs's `texts` hands them over (issue 20: one view of the
+ * module's memory instead of a TextDecoder call and a typed array per text): `bytes` holds, for
+ * each text in turn, its length as 4 bytes (little-endian; 0xFFFFFFFF: null) then its UTF-8
+ * bytes. A short ASCII text is made from its bytes here, any other by a TextDecoder.
+ */
+class Texts {
+  constructor(bytes) {
+    this.bytes = bytes;
+    this.at = 0;
+  }
+
+  /** The next text, or undefined (null). */
+  next() {
+    const { bytes } = this;
+    let at = this.at;
+    const len = (bytes[at] | (bytes[at + 1] << 8) | (bytes[at + 2] << 16) | (bytes[at + 3] << 24)) >>> 0;
+    at += 4;
+    if (len === 0xffffffff) {
+      this.at = at;
+      return undefined;
+    }
+    const end = at + len;
+    this.at = end;
+    if (len > 64) return decoder.decode(bytes.subarray(at, end));
+    for (let i = at; i < end; i += 1) if (bytes[i] > 0x7f) return decoder.decode(bytes.subarray(at, end));
+    return String.fromCharCode.apply(null, bytes.subarray(at, end));
+  }
+}
+
+// As wasm-bindgen's glue decodes: UTF-8 the core made, so never invalid.
+const decoder = new TextDecoder("utf-8", { ignoreBOM: true, fatal: true });
+
+/** `{ value, dead, overridden }`: what a call that can make messages dead resolves to (src/plans.rs's `outcome`). */
+export function outcome(value, dead, overridden) {
+  return { value, dead, overridden };
+}
+
+/** A record's `id` when it is a number, else NaN (src/record.rs checks it is a whole one). */
+export function recordId(record) {
+  const id = record !== null && typeof record === "object" ? record.id : undefined;
+  return typeof id === "number" ? id : NaN;
+}
+
 export function attempt(kind, attempt, error, at) {
   return { attempt, error, at: kind === 2 ? date(at) : at };
 }

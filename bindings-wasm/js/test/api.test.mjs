@@ -549,3 +549,30 @@ test("settings stored with the queue apply to every Database on it; a handle's o
   other.close();
   db.close();
 });
+
+test("every text of a message comes back whole: ASCII or not, short or long, empty or null (issue 20: texts cross as one view)", async () => {
+  const db = await open(fresh());
+  const long = "x".repeat(64);
+  const texts = ["", "a", "job 1", long, `${long}y`, "é", "😀 ∑ 日本語", `${long}é`, "\u0001\u007f", "\u0080"];
+  for (const [i, text] of texts.entries()) {
+    // Names, groups and keys hold no control characters.
+    const name = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
+    const q = db.queue(`q ${name}`);
+    const group = i % 2 === 0 ? undefined : `g ${name}`;
+    const idempotencyKey = i % 3 === 0 ? undefined : `k ${name}`;
+    const m = await q.enqueue(text, { group, idempotencyKey, maxRetries: 2 });
+    const expected = { queue: q.name, payload: text, group: group ?? null, idempotencyKey: idempotencyKey ?? null };
+    const pick = (x) => ({ queue: x.queue, payload: x.payload, group: x.group, idempotencyKey: x.idempotencyKey });
+    assert.deepEqual(pick(m), expected);
+    const claimed = await q.claim();
+    assert.deepEqual(pick(claimed), expected);
+    assert.match(claimed.leaseToken, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const failed = await q.fail(claimed.id, `error ${text}`, { leaseToken: claimed.leaseToken, retryInMs: 0 });
+    assert.deepEqual({ ...pick(failed), lastError: failed.lastError, leaseToken: failed.leaseToken },
+      { ...expected, lastError: `error ${text}`, leaseToken: null });
+    assert.deepEqual(failed.errors.map((e) => e.error), [`error ${text}`]);
+    const again = await q.get(m.id);
+    assert.deepEqual({ ...pick(again), lastError: again.lastError }, { ...expected, lastError: `error ${text}` });
+  }
+  db.close();
+});
