@@ -259,7 +259,7 @@ impl NativeDatabase {
     /// call's id: see [`open`]).
     #[napi]
     pub fn queues(&self) -> u32 {
-        self.pool.submit(Box::new(|db, clock| {
+        self.pool.submit_read(Box::new(|db, clock| {
             reply::of(pollster::block_on(db.queues(clock)))
         }))
     }

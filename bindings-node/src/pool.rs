@@ -24,7 +24,9 @@
 //!   whose batch meets the others in the store's group commit. A thread idle for [`IDLE`] ends,
 //!   and every thread ends once the database is closed ([`Pool::close`]).
 //! - A call is answered as soon as its outcome is final: within a batch, a read (or a call
-//!   refused on committed state) does not wait for the batch's commit ([`SqliteStore::batch`]).
+//!   refused on committed state) does not wait for the batch's commit ([`SqliteStore::batch`]),
+//!   and on a file the batch runs its reads first ([`Pool::submit_read`]): they never wait
+//!   behind a write for another process's lock (issue 19).
 //! - The pool is the database's, not the process's: a batch is one transaction of one store, a
 //!   database's second thread starts only for calls made while its first is busy, and they end
 //!   with it; a process that opens many databases (a test suite) has threads for those in use
@@ -72,7 +74,7 @@ type Notify = ThreadsafeFunction<(), (), FnArgs<Batch>, Status, false, true>;
 /// The calls waiting for a thread, and the threads.
 #[derive(Default)]
 struct Queue {
-    calls: VecDeque<(u32, Job)>,
+    calls: VecDeque<Call>,
     /// Threads alive.
     threads: usize,
     /// Threads started that have not looked at the queue yet.
@@ -84,6 +86,13 @@ struct Queue {
     /// Set when the database is closed, or every handle of it is gone: the threads end once the
     /// queue is empty.
     closed: bool,
+}
+
+/// A call queued: its id, its job, whether it only reads.
+struct Call {
+    id: u32,
+    job: Job,
+    read: bool,
 }
 
 /// A thread asleep.
@@ -127,6 +136,9 @@ impl Finished {
 
 struct State {
     shared: Shared,
+    /// Whether a batch runs its reads before its writes: where the store reads through a
+    /// connection of its own, which never sees a write not committed yet (a file).
+    reads_first: bool,
     queue: Mutex<Queue>,
     /// Threads that finished a call (its reply is out) and have not looked at the queue since:
     /// the next call of a caller that awaited that reply finds one of them.
@@ -171,6 +183,7 @@ impl Pool {
     pub fn new(shared: Shared, replies: Replies) -> Self {
         Self {
             state: Arc::new(State {
+                reads_first: shared.engine.store().reads_apart(),
                 shared,
                 queue: Mutex::new(Queue::default()),
                 returning: AtomicUsize::new(0),
@@ -189,8 +202,22 @@ impl Pool {
     /// Queues `job`, to start at the next [`Pool::flush`]; returns the id its reply will be
     /// delivered with.
     pub fn submit(&self, job: Job) -> u32 {
+        self.queue(job, false)
+    }
+
+    /// Queues `job`, a call that only reads, as [`Pool::submit`] does. On a file, it runs before
+    /// the writes of its batch, whose outcome it would not see anyway (they are not committed
+    /// before the batch ends), rather than after a write that may wait up to 30 s for another
+    /// process's lock (issue 19: `q.enqueue(x); await q.stats()` waited for it).
+    pub fn submit_read(&self, job: Job) -> u32 {
+        self.queue(job, true)
+    }
+
+    fn queue(&self, job: Job, read: bool) -> u32 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        lock(&self.state.queue).calls.push_back((id, job));
+        lock(&self.state.queue)
+            .calls
+            .push_back(Call { id, job, read });
         id
     }
 
@@ -310,17 +337,20 @@ impl State {
     /// commit that may wait for another process's lock (issue 19); the others once committed. A
     /// call whose writes were lost with that transaction's commit replies with the commit's
     /// store error.
-    fn run(&self, mut batch: Vec<(u32, Job)>) {
+    fn run(&self, mut batch: Vec<Call>) {
         if batch.len() == 1 {
-            let (id, job) = batch.remove(0);
+            let Call { id, job, .. } = batch.remove(0);
             let reply = self.call(job);
             self.hand_over(id, reply, true);
             return;
         }
+        if self.reads_first {
+            batch.sort_by_key(|call| !call.read); // stable: in the order they were made
+        }
         let mut left = batch.len();
         let steps = batch
             .into_iter()
-            .map(|(id, job)| move || (id, self.call(job)));
+            .map(|Call { id, job, .. }| move || (id, self.call(job)));
         self.shared
             .engine
             .store()

@@ -160,6 +160,19 @@ impl NativeQueue {
         }))
     }
 
+    /// Queues `job` as [`NativeQueue::work`] does, a call that only reads ([`Pool::submit_read`]).
+    fn read(
+        &self,
+        job: impl FnOnce(&Db, deadletter::Clock<'_>, Arg<'_>, Option<&Backoff>) -> String
+        + Send
+        + 'static,
+    ) -> u32 {
+        let (name, policy) = (Arc::clone(&self.name), self.policy);
+        self.pool.submit_read(Box::new(move |db, clock| {
+            job(db, clock, Arg::Str(&name), policy.as_ref())
+        }))
+    }
+
     /// Queues a call that may kill and reschedule messages (see [`NativeQueue::outcome`]):
     /// `run` with the call's clock, policy and jitter sample (`drawn`: the user's `random`).
     fn killing<T, V: serde::Serialize>(
@@ -451,7 +464,7 @@ impl NativeQueue {
     #[napi]
     pub fn get(&self, id: Unknown<'_>) -> napi::Result<u32> {
         let id = OwnedArg::from_js(id)?;
-        Ok(self.work(move |db, _, queue, _| {
+        Ok(self.read(move |db, _, queue, _| {
             reply::of(pollster::block_on(db.get(queue, id.arg())).map(Row))
         }))
     }
@@ -467,7 +480,7 @@ impl NativeQueue {
     ) -> napi::Result<u32> {
         let filters = filter_values(&filters)?;
         let [limit, after] = [OwnedArg::from_js(limit)?, OwnedArg::from_js(after_id)?];
-        Ok(self.work(move |db, clock, queue, _| {
+        Ok(self.read(move |db, clock, queue, _| {
             let page = pollster::block_on(db.list(
                 queue,
                 &filter_args(&filters),
@@ -482,13 +495,13 @@ impl NativeQueue {
     /// `Queue.stats`.
     #[napi]
     pub fn stats(&self) -> u32 {
-        self.work(|db, clock, queue, _| reply::of(pollster::block_on(db.stats(queue, clock))))
+        self.read(|db, clock, queue, _| reply::of(pollster::block_on(db.stats(queue, clock))))
     }
 
     /// `Queue.settings`: the settings stored with the queue (nulls where unset) and `paused`.
     #[napi]
     pub fn settings(&self) -> u32 {
-        self.work(|db, _, queue, _| {
+        self.read(|db, _, queue, _| {
             reply::of(pollster::block_on(db.settings(queue)).map(reply::Settings))
         })
     }
@@ -565,6 +578,6 @@ impl NativeQueue {
     /// `Queue.nextDueAt`.
     #[napi]
     pub fn next_due_at(&self) -> u32 {
-        self.work(|db, clock, queue, _| reply::of(pollster::block_on(db.next_due_at(queue, clock))))
+        self.read(|db, clock, queue, _| reply::of(pollster::block_on(db.next_due_at(queue, clock))))
     }
 }

@@ -90,6 +90,30 @@ test("a read and a refused call made in the same tick as a write are answered wh
   db.close();
 });
 
+test("a read made after a write in the same tick does not wait behind it for another process's write lock", async () => {
+  const path = fresh();
+  const db = await open(path);
+  const q = db.queue("q");
+  await q.enqueue("before");
+  const lock = await holdWriteLock(path, 10_000);
+  const events = [];
+  const write = q.enqueue("w").then((m) => {
+    events.push("write");
+    return m;
+  });
+  const stats = await q.stats().then((s) => {
+    events.push("read");
+    return s;
+  });
+  events.push(lock.released ? "released by the fallback" : "released");
+  assert.equal(await lock.release(), true, "the lock was still held when the read was answered");
+  assert.equal((await write).payload, "w");
+  assert.deepEqual(events, ["read", "released", "write"]);
+  assert.equal(stats.pending, 1, "the read saw the committed state, without the write of its tick");
+  assert.equal((await q.stats()).pending, 2);
+  db.close();
+});
+
 /** This process's threads named `deadletter` or `deadletter-…` (the pool's, the checkpoints'). */
 function deadletterThreads() {
   return readdirSync("/proc/self/task").filter((task) => {

@@ -25,9 +25,9 @@
 //! reference's claim after. Both plans are index scans (claim's first statement scanned the
 //! table on these small tables until issue 24's fix); what separates them is the round trips,
 //! which cost the most where the clients and the server share few cores: deadletter's (printed
-//! first, counted by the store) are 3 per claim, 2 per ack and 2 per enqueue (`BEGIN` travels
-//! with the first statement and `COMMIT` with the last write; they were 6, 4 and 4 before), the
-//! reference's 1 each; and the server's time per claim+ack, about three times the reference's
+//! first, counted by the store) are 2 per claim, 2 per ack and 2 per enqueue (`BEGIN` travels
+//! with the first statements and `COMMIT` with the last write; they were 6, 4 and 4, then 3 per
+//! claim until its reads went with its `BEGIN`), the reference's 1 each; and the server's time per claim+ack, about three times the reference's
 //! (10 statements against 2, each update writing its row and 3 or 4 index entries, 4.6 WAL
 //! records: `pg_stat_statements` says where it goes).
 //!

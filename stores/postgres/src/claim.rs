@@ -1,10 +1,14 @@
 //! `claim` in PostgreSQL, inside the transaction that `PostgresStore::claim` opened (the table's
-//! lock, the queue's row and the clock read): the reads that decide it in one round trip, the
-//! expired leases given back, the messages whose expiry came taken out, the head of the ready
-//! index taken, and its write sent with `COMMIT`.
+//! lock, the queue's row and the clock read): the reads that decide it, the expired leases given
+//! back, the messages whose expiry came taken out, the head of the ready index taken, and its
+//! write sent with `COMMIT`.
 //!
-//! Round trips of a claim of one message with nothing expired (`tests/round_trips.rs`): three.
-//! `BEGIN` with the queue's row; the clock; the three reads; the take's write with `COMMIT`.
+//! Round trips of a claim of one message with nothing expired (`tests/round_trips.rs`): two.
+//! The clock is read first; `BEGIN` (the table's lock, `NOWAIT`) goes with the queue's row and
+//! the three reads, none of which waits for a lock; then the take's write with `COMMIT`. They
+//! were three until issue 24's note of 2026-12-02: `BEGIN` with the queue's row, then the clock,
+//! then the reads. A session that has not prepared the reads yet (preparing takes the table's
+//! locks, and may wait), or that finds the table's lock held, takes those three.
 
 use deadletter::{Claimed, Claiming, Id, Message, Result};
 use tokio_postgres::Row;
@@ -14,8 +18,46 @@ use crate::row::{self, Place};
 use crate::store::{PostgresStore, limit};
 use crate::write::{groups_changed, lock_names, put, unblock_next};
 
+/// What claim reads before it decides anything: the pending messages whose expiry came (one row
+/// of two arrays), the expired leases (the statement that also marks due messages ready) and the
+/// head of the ready index, at most `room` messages.
+pub(crate) struct Reads {
+    expiring: Vec<Row>,
+    expired: Vec<Row>,
+    due: Vec<Row>,
+    room: usize,
+}
+
+impl Reads {
+    /// How many messages of the ready index's head claim reads before the core says how many it
+    /// takes (sent with `BEGIN`, before the queue's row is read): one, what a worker's claim
+    /// takes. A claim of more reads the head again; a reap takes none of it.
+    pub(crate) const ROOM: usize = 1;
+
+    /// The reads from the results of [`Sql::expiring`], [`Sql::expired`] and [`Sql::due`] (that
+    /// read at most `room` messages), in that order.
+    ///
+    /// [`Sql::expiring`]: crate::Sql::expiring
+    /// [`Sql::expired`]: crate::Sql::expired
+    /// [`Sql::due`]: crate::Sql::due
+    pub(crate) fn new(mut rows: impl Iterator<Item = Vec<Row>>, room: usize) -> Self {
+        let (expiring, expired, due) = (
+            rows.next().unwrap_or_default(),
+            rows.next().unwrap_or_default(),
+            rows.next().unwrap_or_default(),
+        );
+        Self {
+            expiring,
+            expired,
+            due,
+            room,
+        }
+    }
+}
+
 impl PostgresStore {
-    /// Claims as `claim` says from `queue`, in the transaction open on `conn`.
+    /// Claims as `claim` says from `queue`, in the transaction open on `conn`, from `reads` when
+    /// they were sent with `BEGIN` (else it reads them first).
     ///
     /// The three reads go in one round trip, in this order: the pending messages whose expiry
     /// came (unlocked: their groups are locked before they are), the leases that ran out
@@ -29,22 +71,28 @@ impl PostgresStore {
         conn: &mut Conn,
         queue: &str,
         claim: &Claiming,
+        reads: Option<Reads>,
         mut tokens: impl FnMut() -> String,
     ) -> Result<Claimed> {
         let sql = self.statements();
         let now = claim.now;
-        let room = limit(claim.n)?;
-        let mut reads = conn
-            .query_many(&[
+        let reads = if let Some(reads) = reads {
+            reads
+        } else {
+            let room = limit(claim.n)?;
+            let rows = conn.query_many(&[
                 (&sql.expiring, &[&queue, &now]),
                 (&sql.expired, &[&queue, &now]),
                 (&sql.due, &[&queue, &now, &room]),
-            ])?
-            .into_iter();
-        let (Some(found), Some(overdue), Some(due)) = (reads.next(), reads.next(), reads.next())
-        else {
-            unreachable!("three statements, three results")
+            ])?;
+            Reads::new(rows.into_iter(), claim.n)
         };
+        let Reads {
+            expiring: found,
+            expired: overdue,
+            due,
+            room,
+        } = reads;
         let found = found.first().ok_or_else(|| {
             deadletter::Error::Store("PostgreSQL: no row where one was expected".into())
         })?;
@@ -60,6 +108,11 @@ impl PostgresStore {
             .map(row::read_stored)
             .collect::<Result<Vec<_>>>()?;
         if candidates.is_empty() && overdue.is_empty() {
+            let due = if room >= claim.n {
+                due
+            } else {
+                conn.query(&sql.due, &[&queue, &now, &limit(claim.n)?])?
+            };
             let taken = self.take(conn, claim, &due, &[], &mut tokens)?;
             return Ok(Claimed {
                 taken,

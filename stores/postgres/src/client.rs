@@ -17,6 +17,9 @@ use tokio::runtime::Runtime;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Config, Error, NoTls, Row, Statement, ToStatement};
 
+/// The rows of one statement, or its error.
+type Rows = Result<Vec<Row>, Error>;
+
 /// The connection half of a session: the socket's reader and writer, polled whenever the
 /// session waits for an answer.
 type Connection = Pin<Box<dyn Future<Output = std::result::Result<(), Error>> + Send>>;
@@ -267,24 +270,28 @@ impl Client {
         out.map_err(|err| self.failure(err))
     }
 
-    /// Runs the simple query `batch` and then `statement` with `params`, sent together in one
-    /// round trip (the second is sent before the first is answered): both outcomes. The server
-    /// runs them in order, each to its end; a failed `batch` does not stop `statement` (inside a
-    /// transaction that the failure aborted, it fails too).
-    pub(crate) fn batch_then_query(
+    /// Runs the simple query `batch` and then each statement with its parameters, in order, all
+    /// sent together in one round trip (each is sent before the previous one is answered): every
+    /// outcome. The server runs them in order, each to its end; a failed `batch` does not stop
+    /// the statements (inside a transaction that the failure aborted, they fail too).
+    pub(crate) fn batch_then_query_all(
         &mut self,
         batch: &str,
-        statement: &Statement,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> (Result<(), Error>, Result<Vec<Row>, Error>) {
-        let pipeline = both(
-            self.client.batch_execute(batch),
-            self.client.query(statement, params),
-        );
-        let (a, b) = self.driver.block_on(pipeline);
+        statements: &[(&Statement, &[&(dyn ToSql + Sync)])],
+    ) -> (Result<(), Error>, Vec<Rows>) {
+        let client = &self.client;
+        let queries = all(statements
+            .iter()
+            .map(|(statement, params)| client.query(*statement, params))
+            .collect());
+        let (a, b) = self
+            .driver
+            .block_on(both(client.batch_execute(batch), queries));
         (
             a.map_err(|e| self.failure(e)),
-            b.map_err(|e| self.failure(e)),
+            b.into_iter()
+                .map(|result| result.map_err(|e| self.failure(e)))
+                .collect(),
         )
     }
 
@@ -307,7 +314,7 @@ impl Client {
     }
 
     /// Runs `statement` with `params` and then the simple query `batch`, in one round trip: both
-    /// outcomes (see [`Client::batch_then_query`]).
+    /// outcomes (see [`Client::batch_then_query_all`]).
     pub(crate) fn query_then_batch(
         &mut self,
         statement: &Statement,

@@ -22,7 +22,10 @@
 //! tail and next member are read under a transaction-level advisory lock on the group
 //! (`write.rs`, which also says the order locks are taken in). Every write takes the table's
 //! `ROW EXCLUSIVE` lock first and its row and advisory locks next, then reads the caller's clock:
-//! a call that waited for a lock decides with the instant it got it (issue 23, item 2).
+//! a call that waited for a lock decides with the instant it got it (issue 23, item 2). A claim,
+//! whose reads wait for no row, reads the clock first and sends its reads with `BEGIN`, which
+//! takes the table's lock without waiting (`NOWAIT`); when another session holds it, the claim
+//! waits for it as the other writes do and reads the clock again (issue 24).
 //! Timestamps are the core's UTC milliseconds (`bigint`); ids come from an
 //! identity column; the schema (default `deadletter`) is created and versioned by the store
 //! (table `deadletter_schema`), and a schema of another application or of a newer deadletter is
@@ -40,8 +43,8 @@
 //! behind a blocking interface of our own ([`Client`], in `client.rs`: a current-thread runtime
 //! per session, run on the caller's thread inside each call, as the synchronous `postgres` crate
 //! does), for one thing that crate cannot do: pipelining. A write sends `BEGIN` with its first
-//! statement and `COMMIT` with its last write, and claim sends its three reads together: an
-//! enqueue of one message costs 2 round trips, an ack or a failure 2, a claim of one 3 (they
+//! statement and `COMMIT` with its last write, and claim sends its reads with its `BEGIN`: an
+//! enqueue of one message costs 2 round trips, an ack or a failure 2, a claim of one 2 (they
 //! were 4, 4 and 6; `tests/round_trips.rs` holds them to it). Each of those waits for the answer
 //! before: the clock is read once the locks are held, and the core decides what is written from
 //! what was read. Sessions are pooled by `pool.rs` (a mutex, a condition variable, no lasting

@@ -38,6 +38,14 @@ pub fn db_error(err: tokio_postgres::Error) -> Error {
     }
 }
 
+/// The end of a store error whose statement could not get a lock without waiting (`NOWAIT`), or
+/// within `lock_timeout`: SQLSTATE 55P03, `lock_not_available`.
+pub const LOCK_NOT_AVAILABLE: &str = "(SQLSTATE 55P03)";
+
+/// The error of [`Sessions::write_first`] when it may send only statements prepared already and
+/// the session has not prepared them all: nothing was sent.
+pub const NOT_PREPARED: &str = "PostgreSQL: the statements are not prepared on this session yet";
+
 /// How many times a transaction that PostgreSQL ended as a deadlock's victim, or that failed
 /// with [`RELOCK`], is run again ([`retry_deadlocks`]).
 pub const DEADLOCK_RETRIES: usize = 3;
@@ -483,25 +491,44 @@ impl Sessions {
         Self::finish(&mut conn, f)
     }
 
-    /// [`Sessions::write_with`], sending `begin` and the transaction's first statement, `sql`
-    /// with `params`, in one round trip; `f` gets its rows. A session found closed then is
-    /// replaced (nothing was written): the statement must only read or lock.
+    /// [`Sessions::write_with`], sending `begin` and the transaction's first statements (each
+    /// SQL text with its parameters) in one round trip; `f` gets their rows, in order. A session
+    /// found closed then is replaced (nothing was written): the statements must only read, lock,
+    /// or change storage-only columns.
+    ///
+    /// With `prepared_only`, a session that has not prepared every statement yet sends nothing
+    /// and the call fails with [`NOT_PREPARED`]: preparing a statement takes the locks it will
+    /// take on its tables, so it may wait for another session's, before `begin` is sent.
     pub fn write_first<T>(
         &self,
         begin: &str,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-        f: impl FnOnce(&mut Conn, Vec<Row>) -> Result<T>,
+        statements: &[(&str, &[&(dyn ToSql + Sync)])],
+        prepared_only: bool,
+        f: impl FnOnce(&mut Conn, Vec<Vec<Row>>) -> Result<T>,
     ) -> Result<T> {
         let mut attempt = 1;
         let (mut conn, rows) = loop {
             let mut conn = self.get()?;
-            let sent = conn.prepare(sql).map(|statement| {
-                match conn.client.batch_then_query(begin, &statement, params) {
-                    (Ok(()), Ok(rows)) => Ok(rows),
-                    (Err(err), _) | (Ok(()), Err(err)) => Err(err),
-                }
-            });
+            if prepared_only
+                && statements
+                    .iter()
+                    .any(|(sql, _)| !conn.statements.contains_key(*sql))
+            {
+                return Err(Error::Store(NOT_PREPARED.into()));
+            }
+            let sent = statements
+                .iter()
+                .map(|(sql, _)| conn.prepare(sql))
+                .collect::<Result<Vec<_>>>()
+                .map(|prepared| {
+                    let list: Vec<(&Statement, &[&(dyn ToSql + Sync)])> = prepared
+                        .iter()
+                        .zip(statements)
+                        .map(|(statement, (_, params))| (statement, *params))
+                        .collect();
+                    let (opened, rows) = conn.client.batch_then_query_all(begin, &list);
+                    opened.and_then(|()| rows.into_iter().collect::<std::result::Result<_, _>>())
+                });
             match sent {
                 Ok(Ok(rows)) => break (conn, rows),
                 Ok(Err(_)) | Err(_) if conn.client.is_closed() && attempt < self.attempts() => {

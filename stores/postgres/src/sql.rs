@@ -51,6 +51,10 @@ pub struct Sql {
     pub begin: String,
     /// [`Sql::begin`] for a claim, with [`CLAIM_BEGIN`].
     pub claim_begin: String,
+    /// [`Sql::claim_begin`] that does not wait for the table's lock (`NOWAIT`): it fails at once
+    /// (SQLSTATE 55P03) when another session holds a lock that excludes writes, and the claim
+    /// then waits with [`Sql::claim_begin`] (`PostgresStore::claim`).
+    pub claim_begin_nowait: String,
     /// The row of queue `$1`, in [`deadletter::storage::StoredQueue`]'s order.
     pub queue: String,
     /// Writes the settings and `paused` of queue `$1` (`$2`..`$10`, in [`Sql::queue`]'s order);
@@ -189,6 +193,7 @@ impl Sql {
             .join(", ");
         Self {
             claim_begin: format!("{begin}; {CLAIM_BEGIN}"),
+            claim_begin_nowait: format!("{begin} NOWAIT; {CLAIM_BEGIN}"),
             begin,
             queue: format!("SELECT {QUEUE_COLUMNS} FROM {q} WHERE name = $1"),
             put_queue: format!(

@@ -5,14 +5,20 @@
 
 use std::collections::HashMap;
 
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
 use deadletter::{
     Claimed, Claiming, Clock, Context, Counts, EnqueueArgs, Error, FieldError, Id, ListQuery,
     Message, Millis, QueueRow, Result, Store, apply_step,
 };
 
+use crate::claim::Reads;
 use crate::moves;
 use crate::options::Options;
-use crate::pool::{self, Conn, Connector, RELOCK, Sessions, db_error};
+use crate::pool::{
+    self, Conn, Connector, LOCK_NOT_AVAILABLE, NOT_PREPARED, RELOCK, Sessions, db_error,
+};
 use crate::row;
 use crate::schema;
 use crate::sql::Sql;
@@ -269,17 +275,15 @@ impl Store for PostgresStore {
         if keys.is_empty() && groups.is_empty() {
             // No lock but the table's: `BEGIN` and the queue's row in one round trip.
             let queue = &args.queue;
-            return self.sessions.write_first(
-                &self.sql.begin,
-                &self.sql.queue,
-                &[queue],
-                |conn, rows| {
-                    let row = rows
-                        .first()
-                        .map_or(Ok(QueueRow::default()), |r| row::queue(r, 0, queue))?;
+            let first: &[(&str, &[&(dyn ToSql + Sync)])] = &[(&self.sql.queue, &[queue])];
+            return self
+                .sessions
+                .write_first(&self.sql.begin, first, false, |conn, mut rows| {
+                    let row = rows[0]
+                        .pop()
+                        .map_or(Ok(QueueRow::default()), |r| row::queue(&r, 0, queue))?;
                     self.insert_in(conn, args, &Context::new(clock()?, row)?)
-                },
-            );
+                });
         }
         self.sessions.write_with(&self.sql.begin, |conn| {
             lock_names(conn, &args.queue, &keys, &groups)?;
@@ -303,10 +307,11 @@ impl Store for PostgresStore {
         // `BEGIN` with the message's row lock and its queue's row, in one round trip; then the
         // clock: a call that waited for another's lock decides with the instant it got it.
         let sql = &self.sql;
-        let first = &sql.get_for_update_with_queue;
+        let first: &[(&str, &[&(dyn ToSql + Sync)])] =
+            &[(&sql.get_for_update_with_queue, &[&id, &queue])];
         self.sessions
-            .write_first(&sql.begin, first, &[&id, &queue], |conn, found| {
-                let (before, row) = match found.first() {
+            .write_first(&sql.begin, first, false, |conn, found| {
+                let (before, row) = match found[0].first() {
                     Some(r) => (
                         Some(row::read_stored(r)?),
                         row::queue(r, row::MESSAGE_COLUMNS, queue)?,
@@ -336,18 +341,60 @@ impl Store for PostgresStore {
         start: impl FnOnce(&Context) -> Option<Claiming>,
         tokens: impl FnMut() -> String,
     ) -> Result<Claimed> {
-        // `BEGIN` (the table's lock) with the queue's row, in one round trip; then the clock.
+        // The clock first, then `BEGIN` (the table's lock, not waited for), the queue's row and
+        // the reads that decide the claim, in one round trip (issue 24, see `claim.rs`): none of
+        // them waits for a row. When another session holds the table's lock (an upgrade of the
+        // schema), or this session has not prepared the reads yet (preparing one takes its
+        // table's locks), nothing is decided: the call takes the table's lock waiting for it,
+        // as the other writes do, and reads the clock again once it has it (issue 23, item 2).
         let sql = &self.sql;
+        let row = |rows: &[Row]| {
+            rows.first()
+                .map_or(Ok(QueueRow::default()), |r| row::queue(r, 0, queue))
+        };
+        let now = clock()?;
+        let room = limit(Reads::ROOM)?;
+        let reads: [(&str, &[&(dyn ToSql + Sync)]); 4] = [
+            (&sql.queue, &[&queue]),
+            (&sql.expiring, &[&queue, &now]),
+            (&sql.expired, &[&queue, &now]),
+            (&sql.due, &[&queue, &now, &room]),
+        ];
+        let mut sent = false;
+        let mut start = Some(start);
+        let mut tokens = Some(tokens);
+        let fast =
+            self.sessions
+                .write_first(&sql.claim_begin_nowait, &reads, true, |conn, rows| {
+                    sent = true;
+                    let mut rows = rows.into_iter();
+                    let ctx = Context::new(now, row(&rows.next().unwrap_or_default())?)?;
+                    let Some(claim) = start.take().and_then(|start| start(&ctx)) else {
+                        return Ok(Claimed::default());
+                    };
+                    let reads = Reads::new(rows, Reads::ROOM);
+                    self.claim_in(
+                        conn,
+                        queue,
+                        &claim,
+                        Some(reads),
+                        tokens.take().expect("once"),
+                    )
+                });
+        match fast {
+            Err(Error::Store(text))
+                if !sent && (text.ends_with(LOCK_NOT_AVAILABLE) || text == NOT_PREPARED) => {}
+            other => return other,
+        }
+        let (start, tokens) = (start.expect("not run"), tokens.expect("not run"));
+        let first: &[(&str, &[&(dyn ToSql + Sync)])] = &[(&sql.queue, &[&queue])];
         self.sessions
-            .write_first(&sql.claim_begin, &sql.queue, &[&queue], |conn, rows| {
-                let row = rows
-                    .first()
-                    .map_or(Ok(QueueRow::default()), |r| row::queue(r, 0, queue))?;
-                let ctx = Context::new(clock()?, row)?;
+            .write_first(&sql.claim_begin, first, false, |conn, rows| {
+                let ctx = Context::new(clock()?, row(&rows[0])?)?;
                 let Some(claim) = start(&ctx) else {
                     return Ok(Claimed::default());
                 };
-                self.claim_in(conn, queue, &claim, tokens)
+                self.claim_in(conn, queue, &claim, None, tokens)
             })
     }
 

@@ -207,6 +207,12 @@ impl SqliteStore {
         self.group.close().and(read)
     }
 
+    /// Whether reads go through a connection of their own (a file; not `:memory:`): they never
+    /// wait behind a write, and never see one that is not committed yet.
+    pub fn reads_apart(&self) -> bool {
+        self.reader.is_some()
+    }
+
     /// How many write transactions this store committed (group commit makes them fewer than the
     /// write calls when threads call at once).
     pub fn commits(&self) -> u64 {
