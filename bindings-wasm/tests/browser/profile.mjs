@@ -7,6 +7,10 @@
 // own functions, idle), per cycle. The kinds are profiled in turn, ROUNDS times, and the figures
 // are the sums over the rounds divided by the cycles.
 //
+// First, in a page of its own (the wrappers cost time), it counts what one cycle of deadletter
+// asks of the WebAssembly module: calls into it (its exports) and out of it (its imports: the
+// glue's and record.js's functions), and TextDecoder calls.
+//
 // Usage: node bindings-wasm/tests/browser/profile.mjs [N] [--pkg DIR] [--rounds R] [--interval US] [--top K]
 
 import { resolve } from "node:path";
@@ -65,9 +69,71 @@ function attribute(profile, byFunction, byOrigin, total) {
   }
 }
 
+/**
+ * Wraps, before the package loads, every import and export of the module and TextDecoder's
+ * decode, counting their calls while `window.counts.on`.
+ */
+function countCalls() {
+  const c = (window.counts = { on: false, exports: {}, imports: {}, decode: 0 });
+  const bump = (o, k) => {
+    if (c.on) o[k] = (o[k] ?? 0) + 1;
+  };
+  const decode = TextDecoder.prototype.decode;
+  TextDecoder.prototype.decode = function (...a) {
+    if (c.on) c.decode += 1;
+    return decode.apply(this, a);
+  };
+  const instantiate = WebAssembly.instantiateStreaming;
+  WebAssembly.instantiateStreaming = async (source, imports) => {
+    for (const fns of Object.values(imports)) {
+      for (const [name, f] of Object.entries(fns)) {
+        if (typeof f === "function") fns[name] = function (...a) {
+          bump(c.imports, name.replace(/_[0-9a-f]{16}$/, ""));
+          return f.apply(this, a);
+        };
+      }
+    }
+    const { instance, module } = await instantiate(source, imports);
+    const exports = {};
+    for (const [name, v] of Object.entries(instance.exports)) {
+      exports[name] = typeof v !== "function" ? v : function (...a) {
+        bump(c.exports, name);
+        return v.apply(this, a);
+      };
+    }
+    return { instance: { exports }, module };
+  };
+}
+
+/** The counts of `countCalls` for `n` cycles of deadletter, per cycle. */
+async function counts(browser, url, n) {
+  const page = await newPage(browser, "counts");
+  try {
+    await page.addInitScript(countCalls);
+    await page.goto(`${url}/bindings-wasm/tests/browser/page.html`);
+    await page.waitForFunction(() => window.suites !== undefined);
+    await page.evaluate(() => window.suites.cycleKinds());
+    await page.evaluate(() => window.runKind("deadletter", 20));
+    const c = await page.evaluate(async (n) => {
+      window.counts.on = true;
+      await window.runKind("deadletter", n);
+      window.counts.on = false;
+      return window.counts;
+    }, n);
+    const per = (o) => Object.entries(o).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${+(v / n).toFixed(2)}`);
+    const sum = (o) => Object.values(o).reduce((a, b) => a + b, 0) / n;
+    console.log(`per cycle (counted over ${n}): calls into the module ${sum(c.exports)}, out of it ${sum(c.imports)}, TextDecoder.decode ${c.decode / n}`);
+    console.log(`  into: ${per(c.exports).join(", ")}`);
+    console.log(`  out:  ${per(c.imports).join(", ")}\n`);
+  } finally {
+    await page.context().close();
+  }
+}
+
 const server = await startServer({ pkgDir });
 const browser = await launchChromium();
 try {
+  await counts(browser, server.url, 100);
   const page = await newPage(browser, "profile");
   await page.goto(`${server.url}/bindings-wasm/tests/browser/page.html`);
   await page.waitForFunction(() => window.suites !== undefined);
