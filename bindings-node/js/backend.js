@@ -334,11 +334,11 @@ class QueueHandle {
   }
 
   claim(leaseMs) {
-    return this.#calls.settle(this.#q.claim(this.#random(), undefined, leaseMs), (r) => killing(r, r.ok === null ? null : message(r.ok), this.#name));
+    return this.#calls.settle(this.#q.claim(this.#random(), 1, leaseMs), (r) => killing(r, r.ok.length === 0 ? null : message(r.ok[0]), this.#name));
   }
 
   claimMany(n, leaseMs) {
-    return this.#calls.settle(this.#q.claim(this.#random(), n ?? null, leaseMs), (r) => killing(r, r.ok.map(message), this.#name));
+    return this.#calls.settle(this.#q.claim(this.#random(), n, leaseMs), (r) => killing(r, r.ok.map(message), this.#name));
   }
 
   reap() {

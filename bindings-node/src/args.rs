@@ -86,6 +86,11 @@ impl OwnedArg {
     }
 }
 
+/// How an invalid `Date` (`new Date(NaN)`) is named in messages (`must be a Date or an integer
+/// number of milliseconds since the epoch, got an invalid Date`), not as the float NaN its time
+/// is (issue 19); the WebAssembly binding's name too.
+pub const INVALID_DATE: &str = "an invalid Date";
+
 /// The JavaScript string `value` as a Rust string, `None` when it holds an unpaired surrogate.
 /// Node's UTF-8 conversion replaces each unpaired surrogate with U+FFFD, so that `"jobs-\ud800"`
 /// and `"jobs-\udfff"` would become the same queue: only when the result holds a U+FFFD (rare)
@@ -101,7 +106,7 @@ fn string(value: Unknown<'_>) -> napi::Result<Option<String>> {
 }
 
 /// How a value that is not null, a boolean, a number or a string is named in messages (the
-/// names of the WebAssembly binding).
+/// names of the WebAssembly binding; an invalid `Date`: [`INVALID_DATE`]).
 pub fn kind(value: Unknown<'_>) -> napi::Result<&'static str> {
     Ok(match value.get_type()? {
         ValueType::BigInt => "a bigint",
@@ -111,6 +116,8 @@ pub fn kind(value: Unknown<'_>) -> napi::Result<&'static str> {
         ValueType::Boolean => "a bool",
         ValueType::Number => "a number",
         ValueType::String => "a string",
+        // Issue 19: an invalid `Date` (`new Date(NaN)`) is no instant, whatever its type.
+        _ if value.is_date()? && JsDate::from_unknown(value)?.value_of()?.is_nan() => INVALID_DATE,
         _ if value.is_date()? => "a Date",
         _ if value.is_array()? => "an array",
         _ => "an object",

@@ -99,8 +99,9 @@ pub fn system_now() -> Millis {
 }
 
 /// What the clock returned, judged: a valid `Date` or a finite number of milliseconds
-/// (floored; the core then rejects an instant out of its range), else a `type` error on
-/// `clock` (NaN, an invalid `Date`, a string...). The outer result is N-API's.
+/// (floored; the core then rejects an instant out of its range, naming the value returned),
+/// else a `type` error on `clock` (NaN, an invalid `Date`, a string...). The outer result is
+/// N-API's.
 pub fn instant(value: Unknown<'_>) -> napi::Result<Result<Millis>> {
     let ms = match value.get_type()? {
         ValueType::Number => Some(f64::from_unknown(value)?),
@@ -108,9 +109,13 @@ pub fn instant(value: Unknown<'_>) -> napi::Result<Result<Millis>> {
         _ => None,
     };
     Ok(match ms {
-        // Saturates beyond the range of i64: the core rejects it then.
-        #[allow(clippy::cast_possible_truncation)]
-        Some(ms) if ms.is_finite() => Ok(ms.floor() as Millis),
+        Some(ms) if ms.is_finite() => deadletter::validate::clock_millis(ms, || {
+            // As JavaScript writes it (`String(-1e20)`): only a number is that large.
+            value
+                .coerce_to_string()
+                .and_then(|text| text.into_utf8()?.into_owned())
+                .unwrap_or_default()
+        }),
         _ => Err(Error::Validation(vec![FieldError::new(
             "clock",
             "type",

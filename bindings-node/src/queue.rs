@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use deadletter::{Action, Arg, Backoff, Call, FilterArgs, Message, Outcome, Result, SettingsArgs};
+use deadletter::{Action, Arg, Backoff, Call, FilterArgs, Outcome, Result, SettingsArgs};
 use napi::bindgen_prelude::{Array, Unknown};
 use napi_derive::napi;
 
@@ -240,7 +240,9 @@ impl NativeQueue {
         }))
     }
 
-    /// `Queue.claimMany` (`n`), and `Queue.claim` (`n` undefined: one message or null).
+    /// `Queue.claimMany` (`n`), and `Queue.claim` (`n` 1, as the WebAssembly backend's): the
+    /// messages claimed. (A null or undefined `n` is the core's to reject: issue 19, it claimed
+    /// one message for a `claimMany` that then failed in JavaScript, leaving it leased.)
     #[napi]
     pub fn claim(
         &self,
@@ -253,18 +255,10 @@ impl NativeQueue {
             OwnedArg::from_js(n)?,
             OwnedArg::from_js(lease_ms)?,
         ];
-        let one = n == OwnedArg::Null;
         let claim = move |db: &Db, call: &Call<'_>, queue: Arg<'_>| {
-            let n = if one { Arg::Int(1) } else { n.arg() };
-            pollster::block_on(db.claim_many(queue, n, lease.arg(), token, call))
+            pollster::block_on(db.claim_many(queue, n.arg(), lease.arg(), token, call))
         };
-        Ok(if one {
-            self.killing(claim, drawn, |claimed: Vec<Message>| {
-                claimed.into_iter().next().map(Row)
-            })
-        } else {
-            self.killing(claim, drawn, reply::rows)
-        })
+        Ok(self.killing(claim, drawn, reply::rows))
     }
 
     /// `Queue.reap`.

@@ -123,7 +123,11 @@ test("a directory, another application's file and a newer deadletter's are refus
   mkdirSync(dir);
   const err = await rejection(open(dir));
   assert.equal(err.code, "store");
-  assert.match(err.message, /unable to open database file/);
+  assert.equal(err.message, `store error: unable to open database file: ${dir}`);
+  // Relative, it is named as given (issue 19: "./adir" read "././adir").
+  for (const given of [`./${relative(process.cwd(), dir)}`, relative(process.cwd(), dir)]) {
+    assert.equal((await rejection(open(given))).message, `store error: unable to open database file: ${given}`);
+  }
 
   // Made by Python's sqlite3 module: another application's database, then a newer deadletter's.
   const foreign = fresh();

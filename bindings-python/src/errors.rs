@@ -117,7 +117,7 @@ const RENAMED: [(&str, &str); 1] = [("url", "path")];
 
 /// A field error in Python's terms: the one table of renamed fields and restated messages.
 /// Durations in milliseconds (`lease_ms`, ...) are seconds or a `timedelta` in Python
-/// (`lease`, ...); instants are aware `datetime`s.
+/// (`lease`, ...); instants are aware `datetime`s; null is `None`.
 fn python_field(error: &FieldError) -> PyField {
     let (field, message) = if let Some((_, name, (min, max))) =
         DURATIONS.iter().find(|(core, ..)| *core == error.field)
@@ -149,8 +149,17 @@ fn python_field(error: &FieldError) -> PyField {
     PyField {
         field,
         code: error.code,
-        message,
+        message: none_named(message),
         index: error.index,
+    }
+}
+
+/// A message with the core's "got null" said in Python's word, `None` (issue 19: the core has
+/// one null, which each language names).
+fn none_named(message: String) -> String {
+    match message.strip_suffix(", got null") {
+        Some(start) => format!("{start}, got None"),
+        None => message,
     }
 }
 
@@ -190,6 +199,12 @@ mod tests {
             )
         );
         assert_eq!(seconds(MAX_TIME - MIN_TIME), "315537897599.999");
+        let none = python_field(&FieldError::new(
+            "payload",
+            "type",
+            "must be a string, got null",
+        ));
+        assert_eq!(none.message, "must be a string, got None");
         assert_eq!(seconds(MAX_DELAY_MS), "2592000");
     }
 }

@@ -388,6 +388,49 @@ def test_another_applications_sqlite_file_is_refused_and_left_alone(tmp_path: Pa
     assert tables == ["foo"]
 
 
+def test_a_folder_is_named_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 19: `./adir` read `././adir`.
+    (tmp_path / "adir").mkdir()
+    monkeypatch.chdir(tmp_path)
+    for given in ["./adir", "adir"]:
+        with pytest.raises(deadletter.StoreError) as caught:
+            deadletter.open(given)
+        assert str(caught.value) == f"store error: unable to open database file: {given}"
+
+
+def test_messages_name_a_float_that_is_not_finite_and_none() -> None:
+    # Issue 19: a NaN delay read "got a float", as if any float were wrong; None read "null".
+    q = deadletter.open().queue("q")
+    said = {}
+    for name, value in [("nan", float("nan")), ("inf", float("inf")), ("-inf", float("-inf"))]:
+        with pytest.raises(deadletter.ValidationError) as caught:
+            q.enqueue("x", delay=value)
+        said[name] = [(e["field"], e["code"], e["message"]) for e in caught.value.errors]
+    seconds = "must be a number of seconds or a datetime.timedelta"
+    assert said == {
+        "nan": [("delay", "type", f"{seconds}, got NaN (not a finite number)")],
+        "inf": [("delay", "type", f"{seconds}, got infinity (not a finite number)")],
+        "-inf": [("delay", "type", f"{seconds}, got -infinity (not a finite number)")],
+    }
+    with pytest.raises(deadletter.ValidationError) as caught:
+        q.enqueue(None)  # type: ignore[arg-type]
+    assert caught.value.errors[0]["message"] == "must be a string, got None"
+    with pytest.raises(deadletter.ValidationError) as caught:
+        q.move_all("q")
+    assert caught.value.errors == [
+        {
+            "field": "to_queue",
+            "code": "invalid",
+            "message": "is the source queue too: the source and the target are the same queue",
+        }
+    ]
+    with pytest.raises(deadletter.ValidationError) as caught:
+        q.delete_all(status="pending")
+    assert caught.value.errors[0]["message"] == (
+        "must be succeeded or dead (only finished messages are deleted); got pending"
+    )
+
+
 def test_an_empty_path_is_a_validation_error_and_memory_is_asked_for_by_name() -> None:
     with pytest.raises(deadletter.ValidationError) as caught:
         deadletter.open("")

@@ -96,8 +96,8 @@ def test_a_taken_key_and_the_same_queue_are_refused_in_words(moves: Moves) -> No
         "title": f"Message #{TAKEN}",  # still open: nothing moved
     }
     assert result["sameQueue"] == {  # the 422's field error, said of the queue typed
-        "text": f'The move failed: The target queue "{QUEUE}" is the queue the message is in '
-        "(move it to another one).",
+        "text": f'The move failed: The target queue "{QUEUE}" is the source queue too: the source '
+        "and the target are the same queue.",
         "error": True,
     }
     with deadletter.open(path) as db:

@@ -508,7 +508,7 @@ def test_a_token_with_surrounding_whitespace_is_refused(
     db: deadletter.Database, token: str
 ) -> None:
     # A client's credential is read stripped: such a token would answer every request with 401.
-    with pytest.raises(ValueError, match="must not begin or end with whitespace"):
+    with pytest.raises(ValueError, match="token begins or ends with whitespace"):
         deadletter.http.app(db, token=token)
 
 

@@ -47,6 +47,27 @@ function describe(value) {
   return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
+/**
+ * `err` with its "got null" said "got undefined" where the argument so named was undefined (or
+ * left out): the core has one null, JavaScript two (issue 19: `q.get(undefined)` read "got
+ * null"). `given`: the call's required arguments by field name, with `options` (what `options`
+ * read, for a required option such as `extend`'s `leaseToken`; one it does not hold was left
+ * out) and `items` (the rows of
+ * `enqueueMany`, whose errors have an index); undefined when the call has none.
+ */
+function undefinedNamed(err, given) {
+  if (given === undefined || err.code !== "validation_failed") return err;
+  const { items, options } = given;
+  const wasUndefined = (e) => {
+    if (!e.message.endsWith(", got null")) return false;
+    if (e.index !== undefined) return items !== undefined && e.field === "payload" && items[e.index][0] === undefined;
+    if (Object.hasOwn(given, e.field)) return given[e.field] === undefined;
+    return options !== undefined && options[e.field] === undefined;
+  };
+  if (!err.errors.some(wasUndefined)) return err;
+  return validationError(err.errors.map((e) => (wasUndefined(e) ? { ...e, message: `${e.message.slice(0, -"null".length)}undefined` } : e)));
+}
+
 function validationError(errors) {
   const where = (e) => (e.index === undefined ? e.field : `items[${e.index}].${e.field}`);
   const text = errors.map((e) => `${where(e)}: ${e.message}`).join("; ");
@@ -67,18 +88,37 @@ function unknownKeys(value, known, index) {
 }
 
 /**
- * The options argument: undefined/null mean none; anything but an object is rejected (as field
- * `name`), and so is an object with an own enumerable key that is not one of `known` (a typo such
- * as `leaseMS` would otherwise be ignored silently), before anything else is checked or done.
+ * What `read` returns, `read` being a read of the user's own objects (options, items): what a
+ * getter or a Proxy throws there is the user's, boxed (errors.js's Thrown) so that the call
+ * rejects with it unchanged, as with a throwing clock (issue 19: it read as a `store` error).
+ */
+function users(read) {
+  try {
+    return read();
+  } catch (err) {
+    throw new Thrown(err);
+  }
+}
+
+/**
+ * The options argument, as a plain object of the `known` keys, each read once (a getter runs
+ * once; what it throws rejects the call unchanged: `users`): undefined/null mean none; anything
+ * but an object is rejected (as field `name`), and so is an object with an own enumerable key
+ * that is not one of `known` (a typo such as `leaseMS` would otherwise be ignored silently),
+ * before anything else is read, checked or done.
  */
 function options(value, known, name = "options") {
   if (value === undefined || value === null) return {};
   if (typeof value !== "object" || Array.isArray(value)) {
     throw validationError([{ field: name, code: "type", message: `must be an object, got ${describe(value)}` }]);
   }
-  const unknown = unknownKeys(value, known);
+  const unknown = users(() => unknownKeys(value, known));
   if (unknown.length > 0) throw validationError(unknown);
-  return value;
+  return users(() => {
+    const read = {};
+    for (const key of known) read[key] = value[key];
+    return read;
+  });
 }
 
 // The keys each options object may have.
@@ -107,12 +147,17 @@ const PURGE = ["status", "olderThanMs"];
 const PROCESS = ["concurrency", "pollIntervalMs", "shutdownTimeoutMs", "leaseMs", "signal"];
 
 /**
- * The filters of the options `o` as the backends take them: an array in `FILTERS` order, an
- * instant given as a `Date` as its milliseconds since the epoch (an invalid `Date` is NaN, which
- * the core rejects as a type error); every value else as it is, for the core to judge.
+ * The filters of the options `o` (read by `options`) as the backends take them: an array in
+ * `FILTERS` order, an instant given as a valid `Date` as its milliseconds since the epoch; every
+ * value else as it is, for the core to judge (an invalid `Date` is "an invalid Date" to the
+ * backends, not the NaN of its time, issue 19).
  */
 function filters(o) {
-  return FILTERS.map((key, i) => (i >= FIRST_INSTANT && o[key] instanceof Date ? o[key].getTime() : o[key]));
+  return FILTERS.map((key, i) => {
+    const value = o[key];
+    const ms = i >= FIRST_INSTANT && value instanceof Date ? value.getTime() : NaN;
+    return Number.isNaN(ms) ? value : ms;
+  });
 }
 
 /** One named queue of a Database, with its backoff policy. Get it with `db.queue(name, options)`. */
@@ -139,12 +184,14 @@ export class Queue {
    * Runs a call that resolves to `{ value, dead }`: reports `dead` (while the call still counts
    * as running, so that a `close()` meanwhile keeps the channel open for it), resolves to `value`.
    */
-  #killing(run) {
-    return this.#run(() =>
-      run().then(({ value, dead }) => {
-        this.#announce(dead);
-        return value;
-      }),
+  #killing(run, given) {
+    return this.#run(
+      () =>
+        run().then(({ value, dead }) => {
+          this.#announce(dead);
+          return value;
+        }),
+      given,
     );
   }
 
@@ -152,23 +199,27 @@ export class Queue {
     return this.#run(() => {
       const o = options(opts, ENQUEUE);
       return this.#handle.enqueue(payload, o.maxRetries, o.idempotencyKey, o.delayMs, o.group, o.expiresInMs);
-    });
+    }, { payload });
   }
 
   enqueueMany(items) {
+    const given = { items: undefined };
     return this.#run(() => {
       if (!Array.isArray(items)) {
         throw validationError([{ field: "items", code: "type", message: `must be an array, got ${describe(items)}` }]);
       }
       const unknown = [];
-      const rows = items.map((item, index) => {
-        if (!isRecord(item)) return [item];
-        unknown.push(...unknownKeys(item, ITEM, index));
-        return [item.payload, item.maxRetries, item.idempotencyKey, item.delayMs, item.group, item.expiresInMs];
-      });
+      const rows = users(() =>
+        items.map((item, index) => {
+          if (!isRecord(item)) return [item];
+          unknown.push(...unknownKeys(item, ITEM, index));
+          return [item.payload, item.maxRetries, item.idempotencyKey, item.delayMs, item.group, item.expiresInMs];
+        }),
+      );
       if (unknown.length > 0) throw validationError(unknown);
+      given.items = rows;
       return this.#handle.enqueueMany(rows);
-    });
+    }, given);
   }
 
   claim(opts) {
@@ -176,25 +227,26 @@ export class Queue {
   }
 
   claimMany(n, opts) {
-    return this.#killing(() => this.#handle.claimMany(n, options(opts, CLAIM).leaseMs));
+    return this.#killing(() => this.#handle.claimMany(n, options(opts, CLAIM).leaseMs), { n });
   }
 
   extend(id, opts) {
+    const given = { id, options: undefined };
     return this.#run(() => {
-      const o = options(opts, EXTEND);
+      const o = (given.options = options(opts, EXTEND));
       return this.#handle.extend(id, o.leaseToken, o.leaseMs);
-    });
+    }, given);
   }
 
   succeed(id, opts) {
-    return this.#run(() => this.#handle.succeed(id, options(opts, SUCCEED).leaseToken));
+    return this.#run(() => this.#handle.succeed(id, options(opts, SUCCEED).leaseToken), { id });
   }
 
   fail(id, error, opts) {
     return this.#killing(() => {
       const o = options(opts, FAIL);
       return this.#handle.fail(id, error, o.leaseToken, o.retryable, o.retryInMs);
-    });
+    }, { id, error });
   }
 
   reap() {
@@ -202,7 +254,7 @@ export class Queue {
   }
 
   replay(id, opts) {
-    return this.#run(() => this.#handle.replay(id, options(opts, REPLAY).expiresInMs));
+    return this.#run(() => this.#handle.replay(id, options(opts, REPLAY).expiresInMs), { id });
   }
 
   replayAll(opts) {
@@ -226,29 +278,30 @@ export class Queue {
   }
 
   move(id, toQueue) {
-    return this.#run(() => this.#handle.move(id, toQueue));
+    return this.#run(() => this.#handle.move(id, toQueue), { id, toQueue });
   }
 
   moveAll(toQueue, opts) {
     return this.#run(() => {
       const o = options(opts, BULK);
       return this.#handle.moveAll(toQueue, filters(o), o.limit, o.dryRun);
-    });
+    }, { toQueue });
   }
 
   retryNow(id) {
-    return this.#run(() => this.#handle.retryNow(id));
+    return this.#run(() => this.#handle.retryNow(id), { id });
   }
 
   purge(opts) {
+    const given = { options: undefined };
     return this.#run(() => {
-      const o = options(opts, PURGE);
+      const o = (given.options = options(opts, PURGE));
       return this.#handle.purge(o.status, o.olderThanMs);
-    });
+    }, given);
   }
 
   delete(id) {
-    return this.#run(() => this.#handle.delete(id));
+    return this.#run(() => this.#handle.delete(id), { id });
   }
 
   stats() {
@@ -260,7 +313,7 @@ export class Queue {
   }
 
   get(id) {
-    return this.#run(() => this.#handle.get(id));
+    return this.#run(() => this.#handle.get(id), { id });
   }
 
   settings() {
@@ -384,9 +437,9 @@ export class Database {
    * it settles, and the connection closes when the last running call has settled. One promise
    * step over the backend's (not `async` functions awaiting each other: each layer cost the
    * JavaScript thread microseconds per call in Node, issue 19); what `fn` throws or rejects with
-   * rejects as a DeadLetterError.
+   * rejects as a DeadLetterError (`given`: the call's required arguments, see `undefinedNamed`).
    */
-  #run(fn) {
+  #run(fn, given) {
     if (this.#closing) {
       return Promise.reject(new DeadLetterError("store error: the database is closed", { code: "store" }));
     }
@@ -404,7 +457,7 @@ export class Database {
       },
       (err) => {
         this.#done();
-        throw asDeadLetterError(err);
+        throw undefinedNamed(asDeadLetterError(err), given);
       },
     );
   }
@@ -429,9 +482,9 @@ export class Database {
       const b = options(o.backoff, BACKOFF, "backoff");
       // The last argument: whether the handle has its own policy (else the queue's stored one).
       const handle = this.#handle.queue(name, b.initialMs, b.multiplier, b.capMs, b.jitter, o.backoff != null);
-      return new Queue(handle, name, (dead) => this.#announce(dead), (fn) => this.#run(fn));
+      return new Queue(handle, name, (dead) => this.#announce(dead), (fn, given) => this.#run(fn, given));
     } catch (err) {
-      throw asDeadLetterError(err);
+      throw undefinedNamed(asDeadLetterError(err), { queue: name });
     }
   }
 
@@ -523,7 +576,7 @@ export function backoffMs(retryCount) {
   try {
     return helpers().backoffMs(retryCount);
   } catch (err) {
-    throw asDeadLetterError(err);
+    throw undefinedNamed(asDeadLetterError(err), { retryCount });
   }
 }
 
@@ -546,6 +599,8 @@ export function open(name, opts) {
     await load();
     const handle = await openDatabase(name, o.indexedDB, o.leaseMs, o.maxPayloadBytes, o.clock, o.random);
     return new Database(handle, o.indexedDB ?? globalThis.indexedDB);
+  }).catch((err) => {
+    throw undefinedNamed(err, { name });
   });
 }
 

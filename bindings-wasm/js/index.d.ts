@@ -96,8 +96,8 @@ export declare class DeadLetterError extends Error {
    */
   readonly id?: number;
   /**
-   * Only for a `conflict` with reason `wrong_status` (absent otherwise, including `lease_lost`,
-   * where Python's `ConflictError.status` is None): the message's current status.
+   * Only for a `conflict` with reason `wrong_status` (absent otherwise, including `lease_lost`
+   * and `key_taken`, where Python's `ConflictError.status` is None): the message's current status.
    */
   readonly status?: Status;
   /**
@@ -297,7 +297,10 @@ export interface SettingsOptions {
  * `setSettings`, `process`) take only the keys of
  * their interface: any other own enumerable key is rejected with a `validation_failed`
  * `DeadLetterError` whose `errors` has `{ field: <the key>, code: "unknown" }` (with `index` for
- * an item), before anything is done. `undefined` or `null` as a value means the default.
+ * an item), before anything is done. `undefined` or `null` as a value means the default. Each
+ * key is read once; what a getter (or a `Proxy`) throws rejects the call with that very value,
+ * unchanged, and nothing is written. An error's `message` says `undefined` or `null`, as given;
+ * an invalid `Date` (`new Date(NaN)`) is named so.
  */
 export interface OpenOptions {
   /**

@@ -88,6 +88,11 @@ impl OwnedArg {
 /// `str` with a lone surrogate.
 pub const UNPAIRED_SURROGATE: &str = "a string with an unpaired surrogate";
 
+/// How an invalid `Date` (`new Date(NaN)`) is named in messages (`must be a Date or an integer
+/// number of milliseconds since the epoch, got an invalid Date`), not as the float NaN its time
+/// is (issue 19).
+pub const INVALID_DATE: &str = "an invalid Date";
+
 /// `value` as a Rust string when it is a string that converts exactly; `None` when it is not a
 /// string or holds an unpaired surrogate (`"\ud800"`).
 ///
@@ -106,7 +111,8 @@ pub fn js_string(value: &JsValue) -> Option<String> {
     }
 }
 
-/// How a non-primitive (or bigint/symbol) value is named in messages.
+/// How a non-primitive (or bigint/symbol) value is named in messages (an invalid `Date`:
+/// [`INVALID_DATE`]).
 pub fn kind(value: &JsValue) -> &'static str {
     if value.is_bigint() {
         "a bigint"
@@ -114,8 +120,13 @@ pub fn kind(value: &JsValue) -> &'static str {
         "a symbol"
     } else if value.is_function() {
         "a function"
-    } else if value.is_instance_of::<Date>() {
-        "a Date"
+    } else if let Some(date) = value.dyn_ref::<Date>() {
+        // Issue 19: an invalid `Date` (`new Date(NaN)`) is no instant, whatever its type.
+        if date.get_time().is_nan() {
+            INVALID_DATE
+        } else {
+            "a Date"
+        }
     } else if Array::is_array(value) {
         "an array"
     } else if value.is_null() || value.is_undefined() {

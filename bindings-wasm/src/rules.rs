@@ -55,8 +55,17 @@ fn combine(errors: impl IntoIterator<Item = Error>) -> Error {
     Error::Validation(fields)
 }
 
+#[wasm_bindgen]
+extern "C" {
+    /// JavaScript's `String(n)`: a number as JavaScript writes it (`-100000000000000000000`,
+    /// `1e+21`), with no float formatting in this module, whose size has a budget.
+    #[wasm_bindgen(js_name = String)]
+    fn number_text(n: f64) -> String;
+}
+
 /// The clock's time: a `Date` or a number of milliseconds (floored). Any finite value goes to the
-/// core, which rejects one outside its representable range (`clock`, `out_of_range`); a value
+/// core, which rejects one outside its representable range (`clock`, `out_of_range`, naming the
+/// value returned: `clock_millis`); a value
 /// that is no time at all (NaN, an invalid `Date`, a string) is a `type` error on `clock`.
 pub fn now(clock: &JsValue) -> Result<Millis> {
     let ms = match clock.dyn_ref::<Date>() {
@@ -64,9 +73,7 @@ pub fn now(clock: &JsValue) -> Result<Millis> {
         None => clock.as_f64(),
     };
     match ms {
-        // Saturates beyond the range of i64: the core rejects it then.
-        #[allow(clippy::cast_possible_truncation)]
-        Some(ms) if ms.is_finite() => Ok(ms.floor() as Millis),
+        Some(ms) if ms.is_finite() => deadletter::validate::clock_millis(ms, || number_text(ms)),
         _ => Err(Error::Validation(vec![type_error(
             "clock",
             "a function returning a valid Date or a finite number of milliseconds",

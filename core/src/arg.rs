@@ -27,13 +27,19 @@ pub enum Arg<'a> {
 }
 
 impl Arg<'_> {
-    /// How the value is described in messages: `a string`, `a float`, `a bool`, ...
+    /// How the value is described in messages: `a string`, `a float`, `a bool`, ... A float
+    /// that is not finite says so, in the words of both languages (issue 19: a NaN delay read
+    /// "got a float", as if any float were wrong): `NaN (not a finite number)`, `infinity (not a
+    /// finite number)`, `-infinity (not a finite number)`.
     pub fn kind(&self) -> String {
         match self {
             Self::Null => "null".into(),
             Self::Bool(_) => "a bool".into(),
             Self::Int(_) | Self::BigInt => "an integer".into(),
-            Self::Float(_) => "a float".into(),
+            Self::Float(f) if f.is_finite() => "a float".into(),
+            Self::Float(f) if f.is_nan() => "NaN (not a finite number)".into(),
+            Self::Float(f) if *f > 0.0 => "infinity (not a finite number)".into(),
+            Self::Float(_) => "-infinity (not a finite number)".into(),
             Self::Str(_) => "a string".into(),
             Self::Other(name) => (*name).to_owned(),
         }
@@ -73,5 +79,24 @@ impl From<bool> for Arg<'_> {
 impl<'a, T: Into<Arg<'a>>> From<Option<T>> for Arg<'a> {
     fn from(value: Option<T>) -> Self {
         value.map_or(Self::Null, Into::into)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Arg;
+
+    #[test]
+    fn a_float_that_is_not_finite_says_so() {
+        assert_eq!(Arg::Float(2.5).kind(), "a float");
+        assert_eq!(Arg::Float(f64::NAN).kind(), "NaN (not a finite number)");
+        assert_eq!(
+            Arg::Float(f64::INFINITY).kind(),
+            "infinity (not a finite number)"
+        );
+        assert_eq!(
+            Arg::Float(f64::NEG_INFINITY).kind(),
+            "-infinity (not a finite number)"
+        );
     }
 }

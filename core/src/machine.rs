@@ -241,9 +241,10 @@ pub fn replay(mut message: Message, now: Millis, expires_at: Option<Millis>) -> 
 /// Retry now: a `pending` message waiting for its backoff or delay (`retry_after > now`) is due
 /// now (`retry_after` cleared, `updated_at` now; a grouped one still waits behind its group's
 /// head); one already due is returned unchanged. The attempt counts and the history stay as they
-/// are. Another status is a `conflict` (operation `retry_now`).
+/// are. Another status is a `conflict` (operation `retry now`: words, not the method's name,
+/// which is `retryNow` in JavaScript; issue 19).
 pub fn retry_now(mut message: Message, now: Millis) -> Result<Message> {
-    require(&message, &[Status::Pending], "retry_now")?;
+    require(&message, &[Status::Pending], "retry now")?;
     if is_delayed(&message, now) {
         message.retry_after = None;
         message.updated_at = now;

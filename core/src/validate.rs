@@ -84,7 +84,7 @@ impl Check {
     /// The clock's `now`: within [`MIN_TIME`]..=[`MAX_TIME`].
     pub(crate) fn now(&mut self, now: Millis) {
         if !(MIN_TIME..=MAX_TIME).contains(&now) {
-            self.reject("clock", "out_of_range", clock_message(now));
+            self.reject("clock", "out_of_range", clock_message(&now));
         }
     }
 
@@ -368,7 +368,8 @@ impl Check {
     ) -> Option<&'a str> {
         let name = self.new_queue_field("to_queue", arg)?;
         if from == Some(name) {
-            let why = "is the queue the message is in (move it to another one)";
+            // Issue 19: `move_all` to its own queue read as if about one message.
+            let why = "is the source queue too: the source and the target are the same queue";
             self.reject("to_queue", "invalid", why.into());
             return None;
         }
@@ -449,11 +450,34 @@ fn chars(s: &str) -> usize {
     s.bytes().filter(|b| !(0x80..0xC0).contains(b)).count()
 }
 
-fn clock_message(now: Millis) -> String {
+fn clock_message(now: &dyn std::fmt::Display) -> String {
     format!(
         "gave {now} ms since the epoch; every instant must be between 0001-01-01T00:00:00Z \
          ({MIN_TIME}) and 9999-12-31T23:59:59.999Z ({MAX_TIME})"
     )
+}
+
+/// A clock's time given as a finite number of milliseconds (JavaScript's clocks), floored. One
+/// beyond the range of [`Millis`] is the `out_of_range` error on `clock` that the core gives any
+/// time outside its instants, naming the value as `shown` writes it, the value returned (issue 19:
+/// `-1e20` read as the `-9223372036854775808` it saturated to); one within it is the core's to
+/// judge. (`shown` is the binding's: JavaScript's own number to string, and no float formatting
+/// in the npm package's WebAssembly, whose size has a budget.)
+pub fn clock_millis(ms: f64, shown: impl FnOnce() -> String) -> Result<Millis> {
+    // 2^63, exactly: every floored value below it in magnitude, and -2^63, fit in i64.
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    let floored = ms.floor();
+    if (-TWO_63..TWO_63).contains(&floored) {
+        #[allow(clippy::cast_possible_truncation)] // within range: exact
+        Ok(floored as Millis)
+    } else {
+        Err(Error::Validation(vec![FieldError {
+            field: "clock",
+            code: "out_of_range",
+            message: clock_message(&shown()),
+            index: None,
+        }]))
+    }
 }
 
 /// `now + delta`, when it stays within [`MAX_TIME`]; else a validation error on `clock` (a clock
@@ -551,5 +575,39 @@ impl Limits {
             default_lease_ms: lease.unwrap_or(DEFAULT_LEASE_MS),
             max_payload_bytes: max.and_then(|m| usize::try_from(m).ok()).unwrap_or(1 << 20),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clock_beyond_the_range_of_millis_is_named_as_returned() {
+        let shown = |ms: f64| move || format!("{ms:e}");
+        assert_eq!(
+            clock_millis(1_767_225_600_000.9, || unreachable!()),
+            Ok(1_767_225_600_000)
+        );
+        assert_eq!(clock_millis(-0.5, || unreachable!()), Ok(-1));
+        // Beyond the instants but within i64: the core's check says it (Check::now).
+        assert_eq!(
+            clock_millis(1e17, || unreachable!()),
+            Ok(100_000_000_000_000_000)
+        );
+        for (returned, said) in [(-1e20, "-1e20"), (9.3e18, "9.3e18"), (1e300, "1e300")] {
+            let err = clock_millis(returned, shown(returned)).expect_err("beyond i64");
+            let Error::Validation(fields) = err else {
+                panic!("{err}")
+            };
+            assert_eq!((fields[0].field, fields[0].code), ("clock", "out_of_range"));
+            assert!(
+                fields[0]
+                    .message
+                    .starts_with(&format!("gave {said} ms since the epoch;")),
+                "{}",
+                fields[0].message
+            );
+        }
     }
 }

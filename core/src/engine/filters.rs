@@ -55,16 +55,13 @@ pub struct FilterArgs<'a> {
 
 impl<'a> FilterArgs<'a> {
     /// The filters that are instants (UTC milliseconds in the core): the time bounds, the last
-    /// six of [`FilterArgs::NAMES`]. Each binding restates their type errors in its own terms (an
-    /// aware `datetime` in Python, a `Date` or milliseconds in JavaScript).
-    pub const INSTANTS: [&'static str; 6] = [
-        "created_after",
-        "created_before",
-        "updated_after",
-        "updated_before",
-        "dead_after",
-        "dead_before",
-    ];
+    /// six of [`FilterArgs::NAMES`] (that slice of it, so the names are written once). Each
+    /// binding restates their type errors in its own terms (an aware `datetime` in Python, a
+    /// `Date` or milliseconds in JavaScript).
+    pub const INSTANTS: [&'static str; 6] = match Self::NAMES.split_last_chunk::<6>() {
+        Some((_, instants)) => *instants,
+        None => unreachable!(),
+    };
 
     /// The filters' snake_case names, in the order their errors are reported: the HTTP query and
     /// body keys and the Python keywords (JavaScript camelCases them).
@@ -126,7 +123,8 @@ pub enum Action {
 }
 
 impl Action {
-    /// The operation's name, as errors say it.
+    /// The operation's name in the core and in Python (errors do not say it: JavaScript names
+    /// it otherwise, issue 19).
     pub fn name(self) -> &'static str {
         match self {
             Self::Replay => "replay_all",
@@ -214,11 +212,7 @@ impl Selection {
         let before = check.len();
         let status = match (check.status(&args.status), action) {
             (Some(status), Some(action)) if !action.allows(status) => {
-                let message = format!(
-                    "{} takes status {}; got {status}",
-                    action.name(),
-                    action.allowed()
-                );
+                let message = format!("must be {}; got {status}", action.allowed());
                 check.reject_invalid("status", message);
                 None
             }
@@ -241,7 +235,7 @@ impl Selection {
                                pending";
                 check.reject_invalid("delayed", message.into());
             } else if !delayed && retry_now {
-                let message = "must be true for retry_now_all (it makes delayed messages due)";
+                let message = "must be true here (retrying now makes delayed messages due)";
                 check.reject_invalid("delayed", message.into());
             }
         }

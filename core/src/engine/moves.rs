@@ -103,6 +103,12 @@ mod tests {
         assert_eq!(codes("a\u{202e}b".into()), [("to_queue", "invalid")]);
         assert_eq!(codes(Arg::Int(7)), [("to_queue", "type")]);
         assert_eq!(codes(Arg::Null), [("to_queue", "type")]);
+        // Issue 19: said of `move_all` too, where no one message is in question.
+        let same = MoveArgs::new(&"q".into(), &Arg::Int(1), &"q".into()).unwrap_err();
+        assert_eq!(
+            same.field_errors()[0].message,
+            "is the source queue too: the source and the target are the same queue"
+        );
         let both = MoveArgs::new(&"".into(), &Arg::Int(0), &"".into()).unwrap_err();
         let fields: Vec<_> = both.field_errors().iter().map(|f| f.field).collect();
         assert_eq!(fields, ["queue", "id", "to_queue"]);

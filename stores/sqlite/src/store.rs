@@ -15,6 +15,7 @@
 //! that waits for another process's lock holds the first one, and reads (a health check, the
 //! statistics) go on meanwhile, as WAL allows.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -119,14 +120,17 @@ const FILE_FLAGS: OpenFlags = OpenFlags::SQLITE_OPEN_READ_WRITE
     .union(OpenFlags::SQLITE_OPEN_CREATE)
     .union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
 
-/// `path` as SQLite must read a file name: a relative path starts with `./`, because a SQLite
-/// library built with `SQLITE_USE_URI` (Debian's is) reads a name that starts with `file:` as a
-/// URI whatever the flags.
-fn file_name(path: &Path) -> PathBuf {
-    if path.is_absolute() {
-        path.to_path_buf()
+/// `path` as SQLite must read a file name: as given, so that SQLite's errors name the file as the
+/// caller wrote it (issue 19: `./adir` read `././adir`), except the relative names SQLite would
+/// not take for a file, which get `./` before them: one that starts with `file:` (a library built
+/// with `SQLITE_USE_URI`, as Debian's is, reads it as a URI whatever the flags) and the empty
+/// name (a temporary database).
+fn file_name(path: &Path) -> Cow<'_, Path> {
+    let name = path.as_os_str().as_encoded_bytes();
+    if name.is_empty() || name.starts_with(b"file:") {
+        Cow::Owned(Path::new(".").join(path))
     } else {
-        Path::new(".").join(path)
+        Cow::Borrowed(path)
     }
 }
 

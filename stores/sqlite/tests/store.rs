@@ -1,5 +1,5 @@
 //! What the conformance cases cannot show: a file's life (reopen, a newer schema, another
-//! application's file), a closed store, racing connections on one idempotency key, a duplicate
+//! application's file, a folder named in errors as given), a closed store, racing connections on one idempotency key, a duplicate
 //! key that writes nothing, and `move_all` over many batches of grouped messages (the kit's).
 
 mod common;
@@ -43,6 +43,17 @@ fn a_closed_store_fails_with_a_store_error() {
     db.store().close().expect("close twice");
     let err = pollster::block_on(db.get("q".into(), 1_i64.into())).expect_err("closed");
     assert_eq!(err.code(), "store");
+}
+
+#[test]
+fn a_path_that_cannot_be_opened_is_named_as_given() {
+    // Issue 19: `./adir` read `././adir`. (The tests run in the crate's folder: `tests` is one.)
+    for given in ["./tests", "tests", "tests/common/"] {
+        let refused = SqliteStore::open(given.as_ref(), Durability::Full).expect_err("a folder");
+        assert_eq!(refused.code(), "store");
+        let said = refused.to_string();
+        assert!(said.ends_with(&format!(": {given}")), "{said}");
+    }
 }
 
 #[test]

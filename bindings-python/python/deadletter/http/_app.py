@@ -26,7 +26,7 @@ from ._problems import error_problem, http_problem, internal_problem, problem
 from ._requests import body_limit
 from ._routes import Api, routes
 
-__all__ = ["BearerAuth", "RawPathRouting", "app", "build"]
+__all__ = ["BearerAuth", "RawPathRouting", "app", "build", "token_problem"]
 
 PUBLIC_PATHS = ("/healthz", "/")
 PUBLIC_PREFIX = "/static/"
@@ -132,6 +132,22 @@ def app(
     )
 
 
+def token_problem(token: str) -> Optional[str]:
+    """Why no client could send ``token`` (the end of a sentence about it), or None. A client's
+    credential is read without surrounding whitespace; a header carries printable ASCII only
+    (RFC 9110 5.5: other bytes are obsolete), and a browser's ``fetch()`` refuses any character
+    past U+00FF, so the console said "The server is not answering" (finding F12)."""
+    if token != token.strip():
+        return "begins or ends with whitespace: no client could send it"
+    for char in token:
+        if not " " <= char <= "~":
+            return (
+                f"holds {char!r}: a token is printable ASCII (letters, digits, punctuation, "
+                "inner spaces), the only text an HTTP header carries reliably"
+            )
+    return None
+
+
 def check_arguments(db: Any, token: Any, max_payload_bytes: Any, clock: Any) -> None:
     """`app`'s arguments, checked when the app is made rather than failing at request time."""
 
@@ -144,9 +160,9 @@ def check_arguments(db: Any, token: Any, max_payload_bytes: Any, clock: Any) -> 
         raise TypeError(f"token must be a str or None, got {kind(token)}")
     if token == "":
         raise ValueError("token must be a non-empty str (or None for no authentication)")
-    if token is not None and token != token.strip():
-        # A client's credential is read without surrounding whitespace: it could never match.
-        raise ValueError("token must not begin or end with whitespace")
+    problem = None if token is None else token_problem(token)
+    if problem is not None:
+        raise ValueError(f"token {problem}")
     if isinstance(max_payload_bytes, bool) or not isinstance(max_payload_bytes, int):
         raise TypeError(f"max_payload_bytes must be an int, got {kind(max_payload_bytes)}")
     low, high = MAX_PAYLOAD_BYTES_RANGE  # the range deadletter.open accepts
@@ -184,17 +200,19 @@ def build(
     check_arguments(db, token, max_payload_bytes, clock)
     hosts = check_hosts(listed("allowed_hosts", allowed_hosts))
     origins = check_origins(listed("allow_origins", allow_origins))
+    api = Api(db, body_limit(max_payload_bytes), clock)
     cors = [
         Middleware(
             CORSMiddleware,
             allow_origins=sorted(origins),
-            allow_methods=["GET", "POST", "DELETE"],
+            # Every method of the API (PUT .../settings was refused: finding F4).
+            allow_methods=sorted({method.upper() for _, method in api.endpoints()}),
             allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
             expose_headers=["Location", "Content-Location", "Retry-After"],
         )
     ]
     return Starlette(
-        routes=routes(Api(db, body_limit(max_payload_bytes), clock).endpoints()),
+        routes=routes(api.endpoints()),
         middleware=[
             Middleware(RawPathRouting),
             Middleware(Guard, allowed_hosts=hosts, allow_origins=origins),

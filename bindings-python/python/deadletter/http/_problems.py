@@ -87,7 +87,7 @@ JSON_TERMS = [
     (re.compile(r"\bgot a list\b"), "got an array"),
     (re.compile(r"\bgot a float\b"), "got a number"),
     (re.compile(r"\bgot a bool\b"), "got a boolean"),
-    (re.compile(r"\bgot a NoneType\b"), "got null"),
+    (re.compile(r"\bgot (?:a NoneType|None)\b"), "got null"),
     (re.compile(r"\bgot an int\b"), "got an integer"),
     (re.compile(r"\bgot a str\b"), "got a string"),
     (re.compile(r"\bmust be a bool\b"), "must be a boolean"),

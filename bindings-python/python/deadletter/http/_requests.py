@@ -5,10 +5,11 @@ Only JSON and URL decoding: every rule on the values is the queue's, which gets 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Optional
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_to_bytes
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -42,11 +43,22 @@ def body_limit(max_payload_bytes: int) -> int:
 
 
 INTEGER = re.compile(r"-?[0-9]+")
+MAX_DIGITS = 20
+"""More digits than any integer the API takes (ids and limits fit in 64 bits: 19 digits)."""
+BEYOND = 1 << 64
+"""Stands for a number too long to read: out of every range the queue checks."""
 
 
 def integer(text: str) -> Any:
-    """A decimal integer as an int; anything else unchanged, for the queue to reject."""
-    return int(text) if INTEGER.fullmatch(text) else text
+    """A decimal integer as an int; anything else unchanged, for the queue to reject. One of more
+    than `MAX_DIGITS` digits (leading zeros aside) is not read: it is ``±BEYOND``, which the queue
+    rejects as out of range (``int()`` of more than 4 300 digits raises ValueError: a 500 before,
+    new-user finding F2)."""
+    if not INTEGER.fullmatch(text):
+        return text
+    digits = text.lstrip("-").lstrip("0")
+    value = BEYOND if len(digits) > MAX_DIGITS else int(digits or "0")
+    return -value if text.startswith("-") else value
 
 
 def boolean(text: str) -> Any:
@@ -54,20 +66,47 @@ def boolean(text: str) -> Any:
     return {"true": True, "false": False}.get(text, text)
 
 
-def segment(request: Request, name: str) -> str:
-    """A percent-decoded path parameter (the app routes on the raw path: see `RawPathRouting`)."""
+BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+"""A ``%`` that does not start a percent-escape (RFC 3986 2.1): a literal one is ``%25``."""
+
+
+def decoded(raw: bytes, name: str) -> str:
+    """Percent-encoded UTF-8 as text; a validation error on ``name`` for a malformed escape or
+    bytes that are not UTF-8 (`unquote` would keep ``%ZZ`` as it is and turn ``%FF`` into
+    U+FFFD: the request would name another queue, or search for another text; finding F10)."""
+    if BAD_ESCAPE.search(raw):
+        raise invalid(name, "invalid", "has a % that starts no percent-escape (write % as %25)")
     try:
-        return unquote(request.path_params[name], errors="strict")
+        return unquote_to_bytes(raw).decode("utf-8")
     except UnicodeDecodeError:
         raise invalid(name, "type", "is not percent-encoded UTF-8") from None
 
 
+def segment(request: Request, name: str) -> str:
+    """A percent-decoded path parameter (the app routes on the raw path: see `RawPathRouting`)."""
+    return decoded(request.path_params[name].encode("latin-1"), name)
+
+
+def query_items(request: Request) -> list[tuple[str, str]]:
+    """The query string's parameters in order (form encoding: ``+`` is a space), decoded as
+    `decoded` does: strictly, unlike Starlette's ``query_params``."""
+    items = []
+    for part in request.scope.get("query_string", b"").split(b"&"):
+        if part:
+            raw_name, _, raw_value = part.replace(b"+", b" ").partition(b"=")
+            name = decoded(raw_name, "query")
+            items.append((name, decoded(raw_value, name)))
+    return items
+
+
 def query(request: Request, fields: Mapping[str, Callable[[str], Any]]) -> Fields:
     """The query parameters named in ``fields``, each converted by its function; an unknown or
-    repeated parameter is a validation error."""
+    repeated parameter is a validation error. Every route checks its query string so (`routes`:
+    with no ``fields`` for the routes that take none), so that a parameter is never dropped
+    without a word (finding F1: ``POST .../delete?dry_run=true`` deleted)."""
     errors: list[deadletter.FieldError] = []
     values = Fields()
-    for name, value in request.query_params.multi_items():
+    for name, value in query_items(request):
         if name not in fields:
             expected = ", ".join(fields) or "none"
             errors.append(
@@ -91,10 +130,23 @@ def no_constants(name: str) -> object:
     raise ValueError(f"{name} is not a JSON value")
 
 
+def json_integer(text: str) -> int:
+    """A JSON number written without a fraction or an exponent, as `integer` reads it: one too
+    long to read is ``±BEYOND`` (out of range), not "is not JSON: Exceeds the limit (4300
+    digits)..." (finding F2)."""
+    value = integer(text)
+    assert isinstance(value, int)  # the JSON parser hands over -?[0-9]+ only
+    return value
+
+
 def json_number(text: str) -> Any:
     """A JSON number written with a fraction or an exponent: an int when its value is integral
-    (JSON has one number type: ``10.0`` is the integer 10, as JSON Schema says), else a float."""
+    (JSON has one number type: ``10.0`` is the integer 10, as JSON Schema says), else a float.
+    One too large for a double (``1e400``) is ``±BEYOND``: out of range, not infinity, which the
+    queue would call "not a number" (finding F10)."""
     value = float(text)
+    if math.isinf(value):
+        return -BEYOND if value < 0 else BEYOND
     return int(value) if value.is_integer() else value
 
 
@@ -139,6 +191,12 @@ async def read(request: Request, limit: int) -> bytes:
     return bytes(chunks)
 
 
+BOOLEANS = ("dry_run", "retryable")
+"""Body fields that take ``true`` or ``false`` only. Other optional fields may be ``null`` for
+"omitted", but a null here is a client's mistake whose default acts: ``{"dry_run": null}`` ran the
+bulk action (finding F10), ``{"retryable": null}`` retried."""
+
+
 def parse_body(raw: bytes, fields: Iterable[str], *, required: bool) -> Fields:
     """A request body: a JSON object with only ``fields`` (none required here: a missing one is
     ``None``, which the queue rejects where it needs a value). No body at all is ``{}`` unless
@@ -150,7 +208,11 @@ def parse_body(raw: bytes, fields: Iterable[str], *, required: bool) -> Fields:
         return Fields()
     try:
         data = json.loads(
-            raw, parse_constant=no_constants, parse_float=json_number, object_pairs_hook=unique_keys
+            raw,
+            parse_constant=no_constants,
+            parse_float=json_number,
+            parse_int=json_integer,
+            object_pairs_hook=unique_keys,
         )
     except (ValueError, RecursionError) as err:
         raise invalid("body", "invalid", f"is not JSON: {err}") from None
@@ -169,6 +231,18 @@ def parse_body(raw: bytes, fields: Iterable[str], *, required: bool) -> Fields:
                     "message": f"is not a field of this body (expected: {expected})",
                 }
                 for key in unknown
+            ]
+        )
+    nulls = [key for key in BOOLEANS if data.get(key, False) is None]
+    if nulls:
+        raise validation_error(
+            [
+                {
+                    "field": key,
+                    "code": "type",
+                    "message": "must be true or false, got null (omit it for its default)",
+                }
+                for key in nulls
             ]
         )
     return data

@@ -55,6 +55,13 @@ LIST_PARAMETERS: dict[str, Callable[[str], Any]] = {
     "after_id": integer,
 }
 BULK_FIELDS = (*FILTERS, "limit", "dry_run")
+TAKE_QUERY = frozenset({("/queues/{queue}/messages", "get"), ("/", "get")})
+"""The routes whose query string is not refused as a whole (`routes`): the list, which reads its
+own parameters (`LIST_PARAMETERS`), and the console's page, whose links may carry a tracker's or a
+cache-buster's parameters and which changes nothing."""
+FRAME_HEADERS = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ancestors 'none'"}
+"""The console is never shown in another site's frame, where a click would be a same-origin
+request that passes the ``Origin`` check (clickjacking; finding F10)."""
 
 
 def message_response(
@@ -333,7 +340,7 @@ class Api:
         return JSONResponse(document())
 
     async def dashboard(self, request: Request) -> Response:
-        return FileResponse(STATIC / "index.html")
+        return FileResponse(STATIC / "index.html", headers=FRAME_HEADERS)
 
     def endpoints(self) -> dict[tuple[str, str], Endpoint]:
         """Every endpoint by (path, method): `_openapi.OPERATIONS` has the same keys (a test
@@ -374,12 +381,24 @@ class Api:
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
+def without_query(endpoint: Endpoint) -> Endpoint:
+    """``endpoint``, refusing any query parameter (`query` with none taken): 422 before it runs,
+    so nothing is changed by a request whose parameters would be dropped (finding F1)."""
+
+    async def checked(request: Request) -> Response:
+        query(request, {})
+        return await endpoint(request)
+
+    return checked
+
+
 def routes(endpoints: Mapping[tuple[str, str], Endpoint]) -> list[BaseRoute]:
     """One Starlette route per path (so that a 405's ``Allow`` lists all its methods), and the
-    dashboard's files under ``/static``."""
+    dashboard's files under ``/static``. Every route but `TAKE_QUERY`'s refuses a query string."""
     by_path: dict[str, dict[str, Endpoint]] = {}
     for (path, method), endpoint in endpoints.items():
-        by_path.setdefault(path, {})[method.upper()] = endpoint
+        checked = endpoint if (path, method) in TAKE_QUERY else without_query(endpoint)
+        by_path.setdefault(path, {})[method.upper()] = checked
 
     def dispatcher(methods: dict[str, Endpoint]) -> Endpoint:
         async def dispatch(request: Request) -> Response:

@@ -214,7 +214,7 @@ def described_nullable(schema: Json) -> Json:
 
 def bulk_request(statuses: list[str], action: str, delayed: Json) -> Json:
     """The body of a bulk action: the filters (``status`` among ``statuses``, ``delayed`` as
-    the action takes it), ``limit`` and ``dry_run``, each optional and nullable."""
+    the action takes it), ``limit`` and ``dry_run``, each optional; all but ``dry_run`` nullable."""
     filters = {
         **FILTER_PROPERTIES,
         "status": {
@@ -235,7 +235,8 @@ def bulk_request(statuses: list[str], action: str, delayed: Json) -> Json:
                 "description": "At most this many, lowest ids first (default: all).",
             },
             "dry_run": {
-                **nullable({"type": "boolean", "default": False}),
+                "type": "boolean",
+                "default": False,
                 "description": "true: change nothing and answer the exact count the action "
                 "would touch now.",
             },
@@ -561,7 +562,7 @@ SCHEMAS: Json = {
                 f"{MAX_ERROR_BYTES // 1024} KiB).",
             },
             "lease_token": {"type": ["string", "null"]},
-            "retryable": nullable({"type": "boolean", "default": True}),
+            "retryable": {"type": "boolean", "default": True},
             "retry_in": nullable(
                 seconds(
                     *RETRY_IN_RANGE_MS,

@@ -25,7 +25,7 @@ from uvicorn.supervisors import Multiprocess
 import deadletter
 
 from .._deadletter import DEFAULT_MAX_PAYLOAD_BYTES
-from ._app import build
+from ._app import build, token_problem
 from ._guard import check_hosts, check_origins
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "check_origins",
     "host_name",
     "run",
+    "token_problem",
 ]
 
 ENV_PATH = "DEADLETTER_SERVE_PATH"

@@ -257,3 +257,65 @@ fn a_filter_selects_by_every_field_with_half_open_ranges() {
     m.last_error = Some("HTTP 503".into());
     run(&dead, &m);
 }
+
+#[test]
+fn the_instants_are_the_last_six_names() {
+    assert_eq!(
+        FilterArgs::INSTANTS,
+        [
+            "created_after",
+            "created_before",
+            "updated_after",
+            "updated_before",
+            "dead_after",
+            "dead_before"
+        ]
+    );
+    assert_eq!(FilterArgs::INSTANTS, FilterArgs::NAMES[6..]);
+}
+
+/// The messages of a refused status or `delayed`, which every binding shows as they are: they
+/// name no method (issue 19: `delete_all` in a JavaScript message, where it is `deleteAll`).
+#[test]
+fn refusals_name_no_method() {
+    let messages = |args: &FilterArgs<'_>, action| {
+        let mut check = Check::default();
+        let selection = Selection::check(&mut check, args, Some(action));
+        match check.finish(|| selection) {
+            Err(Error::Validation(fields)) => fields
+                .into_iter()
+                .map(|f| format!("{}: {}", f.field, f.message))
+                .collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let status = |name| FilterArgs {
+        status: Arg::Str(name),
+        ..FilterArgs::default()
+    };
+    let said = [
+        (Action::Delete, "pending"),
+        (Action::Replay, "pending"),
+        (Action::RetryNow, "dead"),
+        (Action::Move, "processing"),
+    ]
+    .map(|(action, name)| messages(&status(name), action).join("; "));
+    assert_eq!(
+        said,
+        [
+            "status: must be succeeded or dead (only finished messages are deleted); got pending",
+            "status: must be dead (only dead messages are replayed); got pending",
+            "status: must be pending (only pending messages wait for a retry); got dead",
+            "status: must be pending or dead (a processing message belongs to its worker, a \
+             succeeded one is done); got processing",
+        ]
+    );
+    let not_delayed = FilterArgs {
+        delayed: Arg::Bool(false),
+        ..FilterArgs::default()
+    };
+    assert_eq!(
+        messages(&not_delayed, Action::RetryNow),
+        ["delayed: must be true here (retrying now makes delayed messages due)"]
+    );
+}
