@@ -326,20 +326,6 @@ def test_a_deadletter_error_exits_1_with_its_message_on_stderr(path: str) -> Non
     assert status == 1 and "queue: must be at most 255 characters" in err
 
 
-def test_memory_is_a_file_name_for_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # An in-memory database would vanish with the command, and the message with it.
-    monkeypatch.chdir(tmp_path)
-    assert run("stats", ":memory:") == (
-        1,
-        "",
-        "deadletter stats: :memory:: no such database file\n",
-    )
-    assert run("enqueue", ":memory:", "q", "kept")[0] == 0
-    assert [p.name for p in tmp_path.iterdir()] == [":memory:"]
-    status, out, _ = run("list", ":memory:", "q", "--json")
-    assert status == 0 and [m["payload"] for m in json.loads(out)] == ["kept"]
-
-
 def test_a_missing_database_file_is_an_error_not_a_new_file(tmp_path: Path) -> None:
     missing = tmp_path / "typo.db"
     assert run("list", str(missing), "q") == (
@@ -755,3 +741,40 @@ def test_enqueue_lines_with_options(path: str, monkeypatch: pytest.MonkeyPatch) 
     delays = [m.retry_after - m.created_at for m in messages if m.retry_after is not None]
     assert [m.max_retries for m in messages] == [5, 5]
     assert delays == [timedelta(seconds=60)] * 2
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["stats"],
+        ["list", "q"],
+        ["show", "q", "1"],
+        ["enqueue", "q", "x"],
+        ["replay", "q", "--all"],
+        ["delete", "q", "--all", "--dry-run"],
+        ["purge", "q", "--status", "dead", "--older-than", "0"],
+        ["settings", "q", "--max-retries", "1"],
+        ["pause", "q"],
+    ],
+)
+def test_a_one_shot_command_refuses_memory(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+) -> None:
+    """Finding F11: `enqueue :memory: ...` created a file named :memory: (and -wal, -shm) in the
+    working directory, which later commands read back; a command's in-memory database would be
+    empty every time. ./:memory: names that file."""
+    monkeypatch.chdir(tmp_path)
+    status, out, _ = run(argv[0], ":memory:", *argv[1:])
+    assert (status, out) == (2, "")
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"deadletter {argv[0]}: error: :memory: is an in-memory database, empty at every "
+        "command: give a SQLite file (./:memory: for a file of that name) or a PostgreSQL URL; "
+        "only `deadletter serve` takes :memory:, for a demo"
+    )
+    assert list(tmp_path.iterdir()) == []
+    assert run("enqueue", "./:memory:", "q", "kept")[0] == 0
+    status, out, _ = run("list", "./:memory:", "q", "--json")
+    assert status == 0 and [m["payload"] for m in json.loads(out)] == ["kept"]

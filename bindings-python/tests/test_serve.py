@@ -29,6 +29,7 @@ import httpx
 import pytest
 from deadletter import cli
 from deadletter.http import _serve
+from http_client import TestClient
 from lock_holder import write_lock_held
 from serving import STARTUP_TIMEOUT, deadletter_serve, free_port
 
@@ -307,6 +308,18 @@ def test_serve_warns_when_it_exposes_the_api_without_a_token(
             {"DEADLETTER_TOKEN": "s3cret\n"},
             "DEADLETTER_TOKEN begins or ends with whitespace: no client could send it",
         ),
+        (  # finding F12: a browser's fetch() cannot send it; the console said "not answering"
+            ["--token", "pässwörd€"],
+            {},
+            "--token holds 'ä': a token is printable ASCII (letters, digits, punctuation, inner "
+            "spaces), the only text an HTTP header carries reliably",
+        ),
+        (
+            [],
+            {"DEADLETTER_TOKEN": "a\x1bb"},
+            "DEADLETTER_TOKEN holds '\\x1b': a token is printable ASCII (letters, digits, "
+            "punctuation, inner spaces), the only text an HTTP header carries reliably",
+        ),
     ],
 )
 def test_an_empty_token_is_a_usage_error_not_authentication_off(
@@ -326,6 +339,43 @@ def test_an_empty_token_is_a_usage_error_not_authentication_off(
     assert exited.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"deadletter serve: error: {error}"
     assert call.args == () and not (tmp_path / "s.db").exists()
+
+
+def test_serve_takes_memory_as_a_private_in_memory_database(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Finding F11: `serve :memory:` created a file named :memory: in the working directory."""
+    call = ServeCall()
+    monkeypatch.setattr(_serve, "run", call)
+    monkeypatch.chdir(tmp_path)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("DEADLETTER_")}
+    monkeypatch.setattr(os, "environ", environ)
+    assert cli.main(["serve", ":memory:", "--port", "0"], out=sys.stdout, err=sys.stderr) == 0
+    assert "in-memory database (:memory:): its messages are lost" in capsys.readouterr().err
+    assert call.args == ("127.0.0.1", 0, 1, "info")
+    assert environ[_serve.ENV_PATH] == ":memory:"
+    app = _serve.app_from_environment()  # what the server process builds: in memory
+    with TestClient(app) as client:
+        assert client.post("/queues/q/messages", json={"payload": "x"}).status_code == 201
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_serve_refuses_memory_with_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    call = ServeCall()
+    monkeypatch.setattr(_serve, "run", call)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["serve", ":memory:", "--workers", "2"], out=sys.stdout, err=sys.stderr)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "deadletter serve: error: :memory: is private to one process: it cannot be served with "
+        "--workers"
+    )
+    assert call.args == () and list(tmp_path.iterdir()) == []
 
 
 def test_a_worker_process_refuses_an_empty_token_from_the_environment(

@@ -32,7 +32,10 @@ payload's, an error's) are shown escaped (``\\n``, ``\\x1b``), never sent to the
 status: 0 on success, 1 on a deadletter error (its message on stderr), 2 on a usage error. PATH is
 a SQLite file or a PostgreSQL URL (``postgresql://user:password@host/db``; every command takes
 ``--schema``, default ``deadletter``). Commands other than ``serve`` and ``enqueue`` refuse a
-SQLite PATH that does not exist rather than create an empty database. A long ``--all`` or
+SQLite PATH that does not exist rather than create an empty database. ``:memory:`` is a usage error
+but for ``serve`` (one process), which serves a private in-memory database that is lost when it
+stops; ``./:memory:`` is a file of that name. ``list --json`` writes the page's messages as a JSON
+array; when more may follow, stderr's last line is ``more may follow: --after-id N``. A long ``--all`` or
 ``enqueue -`` shows its progress on stderr when that is a terminal. ``serve`` needs the
 ``server`` extra (``pip install 'deadletter[server]'``).
 

@@ -178,7 +178,10 @@ def parser() -> argparse.ArgumentParser:
         parents = [writes, schema] if output else [schema]
         sub = commands.add_parser(name, help=help, description=description, parents=parents)
         sub.add_argument(
-            "path", metavar="PATH", help="the SQLite database file, or a PostgreSQL URL"
+            "path",
+            metavar="PATH",
+            help="the SQLite database file, or a PostgreSQL URL"
+            + (" (:memory: for a private in-memory database)" if name == "serve" else ""),
         )
         if queue == "QUEUE":
             sub.add_argument("queue", metavar="QUEUE", help="the queue name")
@@ -198,8 +201,9 @@ def parser() -> argparse.ArgumentParser:
         "list",
         cmd_list,
         "list messages by id, filtered",
-        details=f"The filters combine with AND. When more may follow, stderr says the --after-id "
-        f"of the next page. A call examines at most {SCAN_BUDGET} messages (--payload-contains "
+        details=f"The filters combine with AND. When more may follow, stderr's last line says the "
+        "--after-id of the next page (`more may follow: --after-id N`, with --json too: its "
+        "array holds the messages only). A call examines at most {SCAN_BUDGET} messages (--payload-contains "
         "and --error-contains scan): a page may then be short, and the next one goes on.",
     )
     sub.add_argument("--status", help=f"{', '.join(STATUSES[:-1])} or {STATUSES[-1]}")

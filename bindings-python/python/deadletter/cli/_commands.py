@@ -85,10 +85,21 @@ def is_url(path: str) -> bool:
     return path[:13].lower().startswith(("postgresql://", "postgres://"))
 
 
+MEMORY = ":memory:"
+"""`deadletter.open`'s private in-memory database: only ``serve`` takes it as PATH (finding F11)."""
+
+
 def database(path: str) -> Union[str, Path]:
     """What `deadletter.open` gets for the command line's PATH: a URL, or a file name (a
-    `pathlib.Path`, so that ``:memory:`` is the file of that name, not a database that would
-    vanish with the command)."""
+    `pathlib.Path`). ``:memory:`` is a usage error: a command's in-memory database would be
+    empty at every command, and the file of that name that it was before (96faf03) surprised
+    users, who expect `deadletter.open`'s meaning (finding F11); ``./:memory:`` is that file."""
+    if path == MEMORY:
+        raise Usage(
+            f"{MEMORY} is an in-memory database, empty at every command: give a SQLite file "
+            "(./:memory: for a file of that name) or a PostgreSQL URL; only `deadletter serve` "
+            "takes :memory:, for a demo"
+        )
     return path if is_url(path) else Path(path)
 
 
@@ -98,9 +109,10 @@ def open_existing(args: argparse.Namespace) -> deadletter.Database:
     ``--schema`` is an error, not an empty queue)."""
     if is_url(args.path):
         return deadletter.open(args.path, schema=args.schema, create=False)
-    if not Path(args.path).is_file():
+    path = database(args.path)
+    if not Path(path).is_file():
         raise Failure(f"{args.path}: no such database file")
-    return deadletter.open(database(args.path), schema=args.schema)
+    return deadletter.open(path, schema=args.schema)
 
 
 def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
@@ -408,9 +420,13 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         raise Usage(
             f"{_serve.ENV_TOKEN} is set but empty: set a token, or unset it to serve without one"
         )
-    if token is not None and token != token.strip():  # clients' credentials are read stripped
+    problem = None if token is None else _serve.token_problem(token)
+    if problem is not None:
         origin = "--token" if args.token is not None else _serve.ENV_TOKEN
-        raise Usage(f"{origin} begins or ends with whitespace: no client could send it")
+        raise Usage(f"{origin} {problem}")
+    memory = args.path == MEMORY
+    if memory and args.workers > 1:
+        raise Usage(f"{MEMORY} is private to one process: it cannot be served with --workers")
     hosts = [*args.allowed_host, *_serve.host_name(args.host)]
     try:
         _serve.check_hosts(args.allowed_host, "--allowed-host")
@@ -433,11 +449,20 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             f"deadletter serve: requests addressed to a host name other than {names} are "
             "refused (421): give --allowed-host NAME for each name clients use\n"
         )
-    deadletter.open(  # fail early
-        database(args.path), schema=args.schema, max_payload_bytes=args.max_payload_bytes
-    ).close()
+    if memory:
+        err.write(
+            f"deadletter serve: serving an in-memory database ({MEMORY}): its messages are lost "
+            "when the server stops\n"
+        )
+    else:
+        deadletter.open(  # fail early
+            database(args.path), schema=args.schema, max_payload_bytes=args.max_payload_bytes
+        ).close()
     # Each worker process builds its app from these (uvicorn imports a factory by name).
-    os.environ[_serve.ENV_PATH] = args.path if is_url(args.path) else str(Path(args.path).resolve())
+    if memory or is_url(args.path):
+        os.environ[_serve.ENV_PATH] = args.path
+    else:
+        os.environ[_serve.ENV_PATH] = str(Path(args.path).resolve())
     os.environ[_serve.ENV_MAX_PAYLOAD_BYTES] = str(args.max_payload_bytes)
     if args.schema is not None:
         os.environ[_serve.ENV_SCHEMA] = args.schema
