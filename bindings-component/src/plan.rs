@@ -5,7 +5,7 @@
 use std::cell::{Cell, RefCell};
 
 use deadletter::engine::{Scan, scan};
-use deadletter::{Batches, ClaimArgs, Context, Error, Id, Millis, Stats};
+use deadletter::{Batches, ClaimArgs, Context, Id, Millis, Stats};
 
 use crate::Component;
 use crate::convert::messages;
@@ -23,13 +23,7 @@ fn claim(
     queue: Vec<w::Stored>,
     tokens: Vec<String>,
 ) -> deadletter::Result<Claimed> {
-    if tokens.len() < args.n {
-        return Err(Error::Store(format!(
-            "a claim of up to {} messages needs as many lease tokens, got {}",
-            args.n,
-            tokens.len()
-        )));
-    }
+    deadletter::validate::lease_tokens(&tokens, args.n)?;
     let Some(claiming) = args.start(ctx) else {
         return Ok(Claimed {
             changes: Vec::new(),
@@ -40,7 +34,7 @@ fn claim(
         });
     };
     let mut tokens = tokens.into_iter();
-    let done = scan::claim(&claiming, ctx.queue, stored(queue), || {
+    let done = scan::claim(&claiming, &args.queue, ctx.queue, stored(queue), || {
         tokens.next().unwrap_or_default()
     })?;
     let claimed = done.claimed;

@@ -420,3 +420,57 @@ def test_bulk_with_the_move_action_asks_for_its_target(core: Core) -> None:
     args = core.validate.move_all(arg("q"), arg("q2"), filters({}), arg(None), arg(True), BASE)
     bulk = args.bulk
     assert (bulk.action, get(bulk, "dry_run"), get(args, "to_queue")) == ("move", True, "q2")
+
+
+def test_a_claim_handed_messages_of_another_queue_is_refused(core: Core) -> None:
+    """New-user finding F6 (session 6): a host that handed ``plan.claim`` the live messages of
+    every queue had a claim on ``emails`` lease the ``sms`` message. It is a ``store`` error that
+    decides nothing."""
+    db = MemoryDatabase(core, core.validate.open_options(arg(None), arg(None)))
+    db.enqueue(arg("sms"), [item("for sms")], False, BASE)
+    db.enqueue(arg("emails"), [item("for emails")], False, BASE)
+    args = core.validate.claim(arg("emails"), arg(1), arg(None), None, 0.0, db.limits)
+    ctx = core.validate.write_context(BASE, None)
+    every = list(db.messages.values())
+    with pytest.raises(ComponentError) as raised:
+        core.plan.claim(args, ctx, every, ["t1"])
+    assert raised.value.code == "store"
+    assert 'queue "sms"' in str(raised.value)
+    [taken] = core.plan.claim(args, ctx, db._queue("emails", "pending"), ["t1"]).taken
+    assert (taken.queue, taken.payload) == ("emails", "for emails")
+
+
+@pytest.mark.parametrize("sample", [float("nan"), 5.0, 1.0, -3.0, float("inf")])
+def test_a_jitter_sample_outside_zero_to_one_is_refused(core: Core, sample: float) -> None:
+    """New-user finding F8 (session 6): ``validate.claim``, ``reap`` and ``fail`` clamped any
+    sample (NaN, -3 and infinity gave no backoff at all); it is ``out_of_range`` on ``random``, as
+    ``validate.jitter-sample`` says it."""
+    limits = core.validate.open_options(arg(None), arg(None))
+    calls = [
+        lambda: core.validate.claim(arg("q"), arg(1), arg(None), None, sample, limits),
+        lambda: core.validate.reap(arg("q"), None, sample),
+        lambda: core.validate.fail(
+            arg("q"), arg(1), arg("e"), arg(None), arg(None), arg(None), None, sample
+        ),
+    ]
+    for call in calls:
+        with pytest.raises(ComponentError) as raised:
+            call()
+        assert fields(raised.value.fields) == [("random", "out_of_range", -1)]
+
+
+@pytest.mark.parametrize(
+    ("tokens", "code"), [(["a", ""], "empty"), (["a\0b"], "invalid"), (["s", "s"], "invalid")]
+)
+def test_lease_tokens_that_are_empty_hold_nul_or_repeat_are_refused(
+    core: Core, tokens: list[str], code: str
+) -> None:
+    """New-user finding F8 (session 6): ``plan.claim`` handed out the tokens it was given
+    unchecked; a token proves a worker holds its lease."""
+    db = MemoryDatabase(core, core.validate.open_options(arg(None), arg(None)))
+    db.enqueue(arg("q"), [item("a"), item("b")], True, BASE)
+    args = core.validate.claim(arg("q"), arg(1), arg(None), None, 0.0, db.limits)
+    ctx = core.validate.write_context(BASE, None)
+    with pytest.raises(ComponentError) as raised:
+        core.plan.claim(args, ctx, db._queue("q", "pending"), tokens)
+    assert fields(raised.value.fields) == [("lease_tokens", code, -1)]

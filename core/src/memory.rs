@@ -156,7 +156,7 @@ impl Store for MemoryStore {
             let Some(claim) = start(&ctx) else {
                 return Ok(Claimed::default());
             };
-            let done = scan::claim(&claim, ctx.queue, state.queue(queue), tokens)?;
+            let done = scan::claim(&claim, queue, ctx.queue, state.queue(queue), tokens)?;
             for change in done.changes {
                 match change {
                     Change::Put(stored) => state.messages.insert(stored.message.id, stored),

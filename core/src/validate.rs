@@ -428,6 +428,23 @@ impl Check {
         }
     }
 
+    /// The jitter sample a binding drew for a call: a number in `[0, 1)` (NaN and the
+    /// infinities are not), else `out_of_range` on `random`, as [`jitter_sample`] says it. The
+    /// bindings check their random source's value with [`jitter_sample`] first; a host of the
+    /// WebAssembly component passes its own, which was clamped (NaN, -3 and infinity gave no
+    /// backoff at all: new-user finding F8, session 6).
+    pub(crate) fn sample(&mut self, sample: f64) -> f64 {
+        if (0.0..1.0).contains(&sample) {
+            return sample;
+        }
+        self.reject(
+            "random",
+            "out_of_range",
+            "must return a number in [0, 1)".into(),
+        );
+        0.0
+    }
+
     /// `Ok(value)` when no field was rejected, else the validation error with every field.
     pub(crate) fn finish<T>(self, value: impl FnOnce() -> T) -> Result<T> {
         if self.errors.is_empty() {
@@ -509,14 +526,43 @@ pub fn jitter_sample(arg: &Arg<'_>) -> Result<f64> {
             None
         }
     };
-    if sample.is_some_and(|s| !(0.0..1.0).contains(&s)) {
-        check.reject(
-            "random",
-            "out_of_range",
-            "must return a number in [0, 1)".into(),
-        );
-    }
+    let sample = sample.map(|s| check.sample(s));
     check.finish(|| sample.unwrap_or_default())
+}
+
+/// The lease tokens a host of the WebAssembly component drew for a claim of up to `n` messages
+/// (the other bindings draw their own, UUIDs): fewer than `n` is a `store` error (the host's
+/// fault); one that is empty (`empty`), holds NUL or repeats another (`invalid`) is a validation
+/// error on `lease_tokens`: a token is what proves a worker holds its lease, so two messages
+/// leased under one token, or a token that no store can keep, would let a worker act on a lease
+/// it does not hold (new-user finding F8, session 6).
+pub fn lease_tokens(tokens: &[String], n: usize) -> Result<()> {
+    if tokens.len() < n {
+        return Err(Error::Store(format!(
+            "a claim of up to {n} messages needs as many lease tokens, got {}",
+            tokens.len()
+        )));
+    }
+    let mut check = Check::default();
+    let mut seen = std::collections::BTreeSet::new();
+    for token in tokens {
+        if token.is_empty() {
+            check.reject(
+                "lease_tokens",
+                "empty",
+                "must not hold an empty token".into(),
+            );
+        } else if token.contains('\0') {
+            check.reject("lease_tokens", "invalid", NUL.into());
+        } else if !seen.insert(token.as_str()) {
+            let why = format!("must all differ; {} is given twice", Quoted(token));
+            check.reject("lease_tokens", "invalid", why);
+        } else {
+            continue;
+        }
+        break;
+    }
+    check.finish(|| ())
 }
 
 /// An integer option in `min..=max`, `default` when `Null`, by the rule of every integer argument

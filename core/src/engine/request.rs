@@ -158,8 +158,9 @@ pub struct ClaimArgs {
 }
 
 impl ClaimArgs {
-    /// Checks `queue`, `n` (1..=100, required) and `lease_ms` (1..=12 h; default: the queue's
-    /// stored lease, else the open-time lease).
+    /// Checks `queue`, `n` (1..=100, required), `lease_ms` (1..=12 h; default: the queue's
+    /// stored lease, else the open-time lease) and the jitter `sample` (in `[0, 1)`, field
+    /// `random`).
     pub fn new(
         queue: &Arg<'_>,
         n: &Arg<'_>,
@@ -172,6 +173,7 @@ impl ClaimArgs {
         let queue = check.queue(queue);
         let n = check.int("n", n, (1, MAX_CLAIM_MANY), None);
         let lease = check.opt_int("lease_ms", lease_ms, (1, MAX_LEASE_MS));
+        let sample = check.sample(sample);
         check.finish(|| Self {
             queue: queue.unwrap_or_default().to_owned(),
             n: n.and_then(|n| usize::try_from(n).ok()).unwrap_or_default(),
@@ -182,10 +184,12 @@ impl ClaimArgs {
         })
     }
 
-    /// `reap`: only the expired leases and messages of `queue` (`n` 0).
+    /// `reap`: only the expired leases and messages of `queue` (`n` 0); the jitter `sample` is
+    /// checked as [`ClaimArgs::new`] checks it.
     pub fn reap(queue: &Arg<'_>, backoff: Option<&Backoff>, sample: f64) -> Result<Self> {
         let mut check = Check::default();
         let queue = check.queue(queue);
+        let sample = check.sample(sample);
         check.finish(|| Self {
             queue: queue.unwrap_or_default().to_owned(),
             n: 0,
@@ -246,7 +250,8 @@ pub struct FailArgs {
 
 impl FailArgs {
     /// Checks `queue`, `id`, `error` (a string without NUL), the optional `lease_token`,
-    /// `retryable` (a bool, default true) and `retry_in_ms` (0..=30 days, like a delay).
+    /// `retryable` (a bool, default true), `retry_in_ms` (0..=30 days, like a delay) and the
+    /// jitter `sample` (in `[0, 1)`, field `random`).
     #[allow(clippy::too_many_arguments)] // one per argument of `fail`, and the handle's two
     pub fn new(
         queue: &Arg<'_>,
@@ -264,6 +269,7 @@ impl FailArgs {
         let token = check.opt_string("lease_token", lease_token);
         let retryable = check.bool("retryable", retryable, true);
         let retry_in = check.opt_int("retry_in_ms", retry_in_ms, (0, MAX_DELAY_MS));
+        let sample = check.sample(sample);
         check.finish(|| Self {
             queue: queue.unwrap_or_default().to_owned(),
             id: id.unwrap_or_default(),

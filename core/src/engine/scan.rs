@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::error::Result;
+use crate::error::{Error, Quoted, Result};
 use crate::machine;
 use crate::message::{Id, Message, Millis};
 use crate::settings::QueueRow;
@@ -156,19 +156,33 @@ pub struct ScanClaim {
     pub row: Option<QueueRow>,
 }
 
-/// One claim (or reap: `n` 0), as decided at its context ([`crate::ClaimArgs::start`]), over
-/// `queue`, the stored messages of the claim's queue in any order (only the live ones matter,
-/// `pending` and `processing`: [`storage::live`]), with the queue's `row` as it was read: what [`crate::Store::claim`] does, in its order. The leases that ran out are
+/// One claim (or reap: `n` 0) on the queue `name`, as decided at its context
+/// ([`crate::ClaimArgs::start`]), over `queue`, the stored messages of that queue in any order
+/// (only the live ones matter, `pending` and `processing`: [`storage::live`]), with the queue's
+/// `row` as it was read: what [`crate::Store::claim`] does, in its order. A message of another
+/// queue among them is a `store` error and nothing is decided (a host of the component handed the
+/// messages of every queue, and a claim on `emails` leased an `sms` message: new-user finding F6,
+/// session 6). The leases that ran out are
 /// expired, in `(lease_expires_at, id)` order; the pending messages whose expiry came are taken
 /// out by the queue's outcome, in `(expires_at, id)` order (dead, or deleted); then up to `n` due
 /// messages, each the head of its group if it has one and none that was just expired, are taken
 /// in claim order (`created_at`, then id), each under a token from `tokens`.
 pub fn claim(
     claim: &Claiming,
+    name: &str,
     row: QueueRow,
     queue: Vec<Stored>,
     mut tokens: impl FnMut() -> String,
 ) -> Result<ScanClaim> {
+    if let Some(other) = queue.iter().find(|s| s.message.queue != name) {
+        return Err(Error::Store(format!(
+            "a claim on queue {} was handed message {} of queue {}: it takes only the messages of \
+             its own queue",
+            Quoted(name),
+            other.message.id,
+            Quoted(&other.message.queue)
+        )));
+    }
     let now = claim.now;
     let mut work = Work {
         state: queue.into_iter().map(|s| (s.message.id, s)).collect(),
@@ -344,7 +358,7 @@ mod tests {
         let mut row = QueueRow::default();
         row.settings.on_expiry = OnExpiry::Discard;
         let queue = vec![plain, behind, expiring, leased];
-        let done = claim(&claiming(5, row), row, queue, token()).unwrap();
+        let done = claim(&claiming(5, row), "q", row, queue, token()).unwrap();
         // Lease 1 died (max_retries 1), so its group moved on to 2; 3 was discarded.
         assert_eq!(
             done.claimed
@@ -393,6 +407,7 @@ mod tests {
         leased.message.lease_expires_at = Some(NOW - 10_000);
         let done = claim(
             &claiming(1, QueueRow::default()),
+            "q",
             QueueRow::default(),
             vec![leased],
             token(),
@@ -401,6 +416,26 @@ mod tests {
         assert_eq!(done.claimed.expired[0].status, Status::Pending);
         assert!(done.claimed.taken.is_empty());
         assert_eq!(done.row, None);
+    }
+
+    #[test]
+    fn a_claim_handed_a_message_of_another_queue_decides_nothing() {
+        // New-user finding F6 (session 6): a claim on `emails` leased an `sms` message.
+        let mut sms = stored(1, None, None);
+        sms.message.queue = "sms".into();
+        let err = claim(
+            &claiming(1, QueueRow::default()),
+            "q",
+            QueueRow::default(),
+            vec![stored(2, None, None), sms],
+            token(),
+        )
+        .expect_err("another queue's message");
+        assert_eq!(
+            err.to_string(),
+            "store error: a claim on queue \"q\" was handed message 1 of queue \"sms\": it \
+             takes only the messages of its own queue"
+        );
     }
 
     #[test]

@@ -159,3 +159,62 @@ fn purge_selects_through_its_filter() {
     assert_eq!(purge.filter().updated_until, Some(NOW - 1000));
     assert_eq!(purge.filter().status, Some(Status::Succeeded));
 }
+
+#[test]
+fn a_jitter_sample_outside_zero_to_one_is_refused_where_it_is_taken() {
+    // New-user finding F8 (session 6): a host of the component passed NaN, 5.0, -3 or infinity,
+    // clamped into no backoff at all (or the full one).
+    let limits = Limits::default();
+    let policy = Backoff::default();
+    for sample in [
+        f64::NAN,
+        5.0,
+        1.0,
+        -3.0,
+        -0.5,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ] {
+        let claim = ClaimArgs::new(&"q".into(), &Arg::Int(1), &Arg::Null, None, sample, &limits);
+        let reap = ClaimArgs::reap(&"q".into(), Some(&policy), sample);
+        let fail = FailArgs::new(
+            &"q".into(),
+            &Arg::Int(1),
+            &"boom".into(),
+            &Arg::Null,
+            &Arg::Null,
+            &Arg::Null,
+            None,
+            sample,
+        );
+        for err in [claim.map(|_| ()), reap.map(|_| ()), fail.map(|_| ())] {
+            let err = err.expect_err("refused");
+            assert_eq!(fields(&err), [("random", "out_of_range", None)], "{sample}");
+        }
+    }
+    for sample in [0.0, 0.5, 0.999_999] {
+        let args = ClaimArgs::reap(&"q".into(), None, sample).expect("in [0, 1)");
+        assert_eq!(args.sample.to_bits(), sample.to_bits());
+    }
+}
+
+#[test]
+fn lease_tokens_are_enough_nonempty_without_nul_and_all_different() {
+    // New-user finding F8 (session 6): the component handed out "", "a\0b" and one token twice.
+    let tokens = |list: &[&str]| list.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        crate::validate::lease_tokens(&tokens(&["a", "b"]), 2),
+        Ok(())
+    );
+    assert_eq!(crate::validate::lease_tokens(&tokens(&[]), 0), Ok(()));
+    let err = crate::validate::lease_tokens(&tokens(&["a"]), 2).expect_err("too few");
+    assert_eq!(err.code(), "store");
+    for (given, code) in [
+        (&["a", ""][..], "empty"),
+        (&["a\0b"][..], "invalid"),
+        (&["same", "same"][..], "invalid"),
+    ] {
+        let err = crate::validate::lease_tokens(&tokens(given), 1).expect_err("refused");
+        assert_eq!(fields(&err), [("lease_tokens", code, None)], "{given:?}");
+    }
+}
