@@ -46,24 +46,13 @@ pub fn js_field(core: &str) -> &str {
         .map_or(core, |(_, js)| js)
 }
 
-/// The core's instant fields, the filters' time bounds: JavaScript passes a `Date` or a number of
-/// milliseconds since the epoch (`js/api.js` turns a `Date` into its milliseconds), where the
-/// core, which sees the number, says "an integer". The core's `FilterArgs::INSTANTS`, restated:
-/// natively this file is compiled without the core.
-const INSTANTS: [&str; 6] = [
-    "created_after",
-    "created_before",
-    "updated_after",
-    "updated_before",
-    "dead_after",
-    "dead_before",
-];
-
-/// A field error's message in JavaScript's terms (the instants' expected type), as Python's
-/// binding restates its own: `must be an integer, got a string` for `dead_after` becomes
+/// A field error's message in JavaScript's terms (the expected type of the core's instants,
+/// `FilterArgs::INSTANTS`, the filters' time bounds: JavaScript passes a `Date` or a number of
+/// milliseconds since the epoch, where the core, which sees the number, says "an integer"), as
+/// Python's binding restates its own: `must be an integer, got a string` for `dead_after` becomes
 /// `must be a Date or an integer number of milliseconds since the epoch, got a string`.
 pub fn js_message(core: &str, message: &str) -> String {
-    if INSTANTS.contains(&core) {
+    if deadletter::FilterArgs::INSTANTS.contains(&core) {
         message.replace(
             "an integer",
             "a Date or an integer number of milliseconds since the epoch",

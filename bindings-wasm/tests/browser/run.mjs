@@ -7,6 +7,8 @@
 //    on fake-indexeddb too): its transaction discipline (a foreign await inside a transaction is a
 //    store error that writes nothing; a failing step or request rolls back), its unique index,
 //    the claim's walk of a long timed lane, the refusal of another application's database;
+//    errors: what the package's errors say (bindings-wasm/js/test/error-texts.mjs, which Node
+//    runs on fake-indexeddb and on SQLite files too), and what a user's getter throws;
 // 3. two workers: two dedicated module workers claim from one database of 500 messages until it
 //    is empty; every message must be claimed exactly once, and both workers must claim some;
 // 4. race: two dedicated workers race 1000 enqueues each over 100 idempotency keys and leave
@@ -25,7 +27,7 @@
 //    with every message succeeded; screenshots go to
 //    build/browser-demo-drained.png (after the first drain) and build/browser-demo.png (the end).
 //
-// Usage: node bindings-wasm/tests/browser/run.mjs [--pkg DIR] [--only conformance,store,workers,race,offline,dead,sync,demo]
+// Usage: node bindings-wasm/tests/browser/run.mjs [--pkg DIR] [--only conformance,store,errors,workers,race,offline,dead,sync,demo]
 // (`make test-browser` builds the package first). Prints "N passed, M failed" last and exits
 // non-zero on any failure.
 
@@ -58,7 +60,7 @@ const arg = (name) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const pkgDir = resolve(arg("--pkg") ?? process.env.DEADLETTER_PKG ?? DEFAULT_PKG_DIR);
-const only = new Set((arg("--only") ?? "conformance,store,workers,race,offline,dead,sync,demo").split(","));
+const only = new Set((arg("--only") ?? "conformance,store,errors,workers,race,offline,dead,sync,demo").split(","));
 
 /** `promise`, or a rejection naming `what` after `ms`: a hung page must not hang the run. */
 function within(ms, what, promise) {
@@ -126,6 +128,17 @@ async function storeCases(browser, url) {
     const result = await within(CASE_TIMEOUT_MS, name, page.evaluate((n) => window.suites.runStoreCase(n), name))
       .catch((err) => ({ ok: false, error: err.message }));
     report(result.ok, `store: ${name}`, result.error ?? "");
+  }
+  await page.context().close();
+}
+
+/** What the package's errors say (js/test/error-texts.mjs), in the page's package on the real IndexedDB. */
+async function errorTexts(browser, url) {
+  const page = await openSuitesPage(browser, url, "errors");
+  for (const name of await page.evaluate(() => window.suites.listErrorTextCases())) {
+    const result = await within(CASE_TIMEOUT_MS, name, page.evaluate((n) => window.suites.runErrorTextCase(n), name))
+      .catch((err) => ({ ok: false, error: err.message }));
+    report(result.ok, `errors: ${name}`, result.error ?? "");
   }
   await page.context().close();
 }
@@ -509,7 +522,7 @@ async function main() {
   const server = await startServer({ pkgDir });
   const browser = await launchChromium();
   console.log(`Chromium ${browser.version()}; pages from ${server.url}; package ${pkgDir}`);
-  const suites = { conformance, store: storeCases, workers: twoWorkers, race, offline: offlinePause, dead: deadAcrossTabs, sync: offlineSync, demo };
+  const suites = { conformance, store: storeCases, errors: errorTexts, workers: twoWorkers, race, offline: offlinePause, dead: deadAcrossTabs, sync: offlineSync, demo };
   try {
     for (const [name, suite] of Object.entries(suites)) {
       if (!only.has(name)) continue;

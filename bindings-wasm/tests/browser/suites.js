@@ -82,6 +82,26 @@ async function runStoreCase(name) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// What the package's errors say (bindings-wasm/js/test/error-texts.mjs), on the real IndexedDB
+
+const ERROR_TEXTS_URL = "/bindings-wasm/js/test/error-texts.mjs";
+
+/** The names of the error texts' cases. */
+async function listErrorTextCases() {
+  return Object.keys((await import(ERROR_TEXTS_URL)).CASES);
+}
+
+/** Runs one of the error texts' cases. */
+async function runErrorTextCase(name) {
+  try {
+    await (await import(ERROR_TEXTS_URL)).CASES[name](deadletter, () => freshName("error-texts"));
+    return { ok: true };
+  } catch (err) {
+    return { ok: false, error: describe(err) };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Two dedicated module workers claiming from one database
 
 /** Starts a claim worker; resolves to the worker once it has opened the database. */
@@ -609,6 +629,8 @@ window.suites = {
   runCase,
   listStoreCases,
   runStoreCase,
+  listErrorTextCases,
+  runErrorTextCase,
   twoWorkers,
   race,
   offlinePrepare,
