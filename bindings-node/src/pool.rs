@@ -23,10 +23,12 @@
 //!   made while every thread is busy wakes another (up to [`MAX_THREADS`], started when needed),
 //!   whose batch meets the others in the store's group commit. A thread idle for [`IDLE`] ends,
 //!   and every thread ends once the database is closed ([`Pool::close`]).
-//! - A call is answered as soon as its outcome is final: within a batch, a read (or a call
-//!   refused on committed state) does not wait for the batch's commit ([`SqliteStore::batch`]),
-//!   and on a file the batch runs its reads first ([`Pool::submit_read`]): they never wait
-//!   behind a write for another process's lock (issue 19).
+//! - A call that needs no commit is not answered after the batch's commit: a read (or a call
+//!   refused on committed state, [`SqliteStore::batch`]) is handed over before the batch's next
+//!   write starts, which may wait for another process's lock, and on a file the batch runs its
+//!   reads first ([`Pool::submit_read`]), so no read waits behind a write (issue 19). The
+//!   replies of the writes go back together: handed over one by one, they woke the JavaScript
+//!   thread for part of them, and the calls it made next split into more batches and commits.
 //! - The pool is the database's, not the process's: a batch is one transaction of one store, a
 //!   database's second thread starts only for calls made while its first is busy, and they end
 //!   with it; a process that opens many databases (a test suite) has threads for those in use
@@ -36,6 +38,7 @@
 //!
 //! [`SqliteStore::batch`]: deadletter_sqlite::SqliteStore::batch
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
@@ -331,46 +334,55 @@ impl State {
             .unwrap_or_else(|_| Err(napi::Error::from_reason("deadletter: a call panicked")))
     }
 
-    /// Runs a batch of calls, several in one transaction of the store, and hands each reply over
-    /// once its outcome is final (the thread counted as returning before the last): a call that
-    /// needs no commit (a read, a refusal of committed state) at once, rather than after a
-    /// commit that may wait for another process's lock (issue 19); the others once committed. A
-    /// call whose writes were lost with that transaction's commit replies with the commit's
-    /// store error.
+    /// Runs a batch of calls, several in one transaction of the store, and hands their replies
+    /// over (the thread counted as returning before the last): those of its writes together once
+    /// committed (one wake-up of the JavaScript thread, whose next calls then make one batch);
+    /// those of calls that need no commit (a read, a refusal of committed state) before the
+    /// next write starts, since it may wait up to 30 s for another process's lock (issue 19),
+    /// or with the others. A call whose writes were lost with that transaction's commit replies
+    /// with the commit's store error.
     fn run(&self, mut batch: Vec<Call>) {
         if batch.len() == 1 {
             let Call { id, job, .. } = batch.remove(0);
             let reply = self.call(job);
-            self.hand_over(id, reply, true);
+            self.hand_over(vec![(id, reply)], true);
             return;
         }
         if self.reads_first {
             batch.sort_by_key(|call| !call.read); // stable: in the order they were made
         }
-        let mut left = batch.len();
-        let steps = batch
-            .into_iter()
-            .map(|Call { id, job, .. }| move || (id, self.call(job)));
-        self.shared
-            .engine
-            .store()
-            .batch(steps, |(id, reply), committed| {
-                left -= 1;
-                let reply = match (reply, committed) {
-                    (Ok(_), Err(err)) => Ok(reply::error(&err)),
-                    (reply, _) => reply,
-                };
-                self.hand_over(id, reply, left == 0);
-            });
+        let ready = RefCell::new(Vec::new());
+        let steps = batch.into_iter().map(|Call { id, job, read }| {
+            let ready = &ready;
+            move || {
+                if !read {
+                    self.hand_over(ready.take(), false);
+                }
+                (id, self.call(job))
+            }
+        });
+        let store = self.shared.engine.store();
+        let rest = store.batch(steps, |answer| ready.borrow_mut().push(answer));
+        let mut replies = ready.into_inner();
+        replies.extend(
+            rest.into_iter()
+                .map(|((id, reply), committed)| match (reply, committed) {
+                    (Ok(_), Err(err)) => (id, Ok(reply::error(&err))),
+                    (reply, _) => (id, reply),
+                }),
+        );
+        self.hand_over(replies, true);
     }
 
-    /// Puts a reply on the finished list and wakes the JavaScript thread unless it was told of
+    /// Puts `replies` on the finished list and wakes the JavaScript thread unless it was told of
     /// the replies there already; `last`: the thread's batch is done (it counts as returning).
-    fn hand_over(&self, id: u32, reply: Reply, last: bool) {
+    fn hand_over(&self, replies: Vec<(u32, Reply)>, last: bool) {
         if last {
             self.returning.fetch_add(1, Ordering::SeqCst);
+        } else if replies.is_empty() {
+            return;
         }
-        lock(&self.finished.replies).push((id, reply));
+        lock(&self.finished.replies).extend(replies);
         if !self.finished.told.swap(true, Ordering::SeqCst) {
             lock(&self.notify).call((), ThreadsafeFunctionCallMode::NonBlocking);
         }

@@ -241,24 +241,22 @@ impl Group {
     }
 
     /// Runs `steps` one after the other on this thread, their writes in one transaction as far as
-    /// they go (see the module's documentation), committed before it returns. Each step's value
-    /// goes to `answer` with the outcome of the commit its outcome rests on: at once for a step
-    /// that needs none (`Ok`), after the commit for the others (on `Err`, nothing of that step
-    /// was written). A step's own `Err` rolled back only its writes, as in [`Group::write`].
+    /// they go (see the module's documentation), committed before it returns. A step whose
+    /// outcome needs no commit goes to `early` as soon as it ran; the others come back, in their
+    /// order, each with the outcome of the commit its outcome rests on (on `Err`, nothing of
+    /// that step was written). A step's own `Err` rolled back only its writes, as in
+    /// [`Group::write`].
     pub fn batch<T, S: FnOnce() -> T>(
         &self,
         steps: impl IntoIterator<Item = S>,
-        mut answer: impl FnMut(T, Result<()>),
-    ) {
+        mut early: impl FnMut(T),
+    ) -> Vec<(T, Result<()>)> {
         if in_batch() {
             // Nested: the steps join the batch under way, whose commit they are acknowledged by.
-            for step in steps {
-                answer(step(), Ok(()));
-            }
-            return;
+            return steps.into_iter().map(|step| (step(), Ok(()))).collect();
         }
         let gate = fork::enter();
-        let mut after_commit = Vec::new();
+        let mut done = Vec::new();
         for step in steps {
             DEFERRED.with(|deferred| {
                 *deferred.borrow_mut() = Some(Deferred {
@@ -272,8 +270,8 @@ impl Group {
                 .map(|d| d.awaits)
                 .unwrap_or_default();
             match ran {
-                Ok(value) if awaits.is_empty() => answer(value, Ok(())),
-                Ok(value) => after_commit.push((value, awaits)),
+                Ok(value) if awaits.is_empty() => early(value),
+                Ok(value) => done.push((value, awaits)),
                 Err(panic) => {
                     self.settle(gate);
                     resume_unwind(panic);
@@ -281,9 +279,12 @@ impl Group {
             }
         }
         self.settle(gate);
-        for (value, awaits) in after_commit {
-            answer(value, awaits.iter().try_for_each(|batch| batch.wait()));
-        }
+        done.into_iter()
+            .map(|(value, awaits)| {
+                let outcome = awaits.iter().try_for_each(|batch| batch.wait());
+                (value, outcome)
+            })
+            .collect()
     }
 
     /// Ends a batch as a write ends: leaves the transaction open for the calls queued meanwhile

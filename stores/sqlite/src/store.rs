@@ -225,17 +225,17 @@ impl SqliteStore {
 
     /// Runs `steps` (calls of this store) one after the other on this thread with their writes
     /// in one transaction as far as they go, committed once before it returns (the Node
-    /// binding's calls made in one JavaScript tick, issue 19): each step's value goes to
-    /// `answer` with the outcome of the commit it rests on (on `Err`, nothing of that step was
-    /// written), at once for a step that needs no commit (a read; a refusal that saw only
-    /// committed state), after the commit for the others. Calls of other threads meanwhile share
-    /// that transaction as they share any (group commit).
+    /// binding's calls made in one JavaScript tick, issue 19): the value of a step that needs no
+    /// commit (a read; a refusal that saw only committed state) goes to `early` as soon as it
+    /// ran; the others come back each with the outcome of the commit it rests on (on `Err`,
+    /// nothing of that step was written). Calls of other threads meanwhile share that
+    /// transaction as they share any (group commit).
     pub fn batch<T, S: FnOnce() -> T>(
         &self,
         steps: impl IntoIterator<Item = S>,
-        answer: impl FnMut(T, Result<()>),
-    ) {
-        self.group.batch(steps, answer);
+        early: impl FnMut(T),
+    ) -> Vec<(T, Result<()>)> {
+        self.group.batch(steps, early)
     }
 
     /// Whether [`SqliteStore::close`] was called; always true in a forked child.
