@@ -411,6 +411,8 @@ export interface EnqueueOptions {
    * an attempt: `retryCount` and `errors` stay) or deleted, as the queue's `onExpiry` says,
    * counted in `QueueStats`. A message `processing` at its expiry finishes its attempt: a success
    * stands; a failure (or its lease running out) does not retry, it is dead with its own error.
+   * It must be more than `delayMs` (else `validation_failed` on both): a message that expires
+   * before it is due is never delivered.
    */
   expiresInMs?: number | null;
 }
@@ -581,8 +583,8 @@ export declare class Queue {
    * `idempotencyKey` that a message of this queue already carries, resolves to that message
    * (`deduplicated: true`) and adds nothing. A grouped message goes to the end of its group.
    * Messages are put only under a queue name without control characters (C0, DEL, C1) nor
-   * Unicode bidirectional controls (U+202A..U+202E, U+2066..U+2069), and not only whitespace
-   * (else `validation_failed`, field `queue`, code `invalid`); a handle on such a name still
+   * Unicode bidirectional controls (U+202A..U+202E, U+2066..U+2069), not only whitespace, and
+   * not `.` or `..`, which a URL cannot name (else `validation_failed`, field `queue`, code `invalid`); a handle on such a name still
    * reads, replays and purges what is stored under it.
    * Rejects with `validation_failed` or `store`.
    */

@@ -351,7 +351,9 @@ impl Check {
     /// name ([`Check::queue`]) that can be shown safely, so not one holding a control character
     /// (C0 U+0000..U+001F, DEL U+007F, C1 U+0080..U+009F), a bidirectional control (U+202A..
     /// U+202E, U+2066..U+2069: they make a name read as another in a terminal or a page), nor one
-    /// made only of whitespace (it reads as empty): `invalid`. Making a handle, reading,
+    /// made only of whitespace (it reads as empty), nor `.` or `..` (browsers and HTTP clients
+    /// resolve them as path segments, so the HTTP API and its console could not reach the queue:
+    /// new-user finding F3, session 6): `invalid`. Making a handle, reading,
     /// replaying, purging and the settings take any name [`Check::queue`] takes, so that queues
     /// already stored under such a name keep working (issue 23, item 5).
     pub(crate) fn new_queue<'a>(&mut self, arg: &Arg<'a>) -> Option<&'a str> {
@@ -383,6 +385,8 @@ impl Check {
             "must not contain control or bidirectional control characters"
         } else if name.chars().all(char::is_whitespace) {
             "must not be only whitespace"
+        } else if name == "." || name == ".." {
+            "must not be . or ..: a URL cannot name it (clients resolve it as a path segment)"
         } else {
             return Some(name);
         };
@@ -425,6 +429,31 @@ impl Check {
             );
             self.reject("status", "invalid", message);
             None
+        }
+    }
+
+    /// A message delayed by `delay` ms that expires `expires_in` ms after its enqueue: refused
+    /// when `delay >= expires_in`, as it would expire before it is due and never be delivered
+    /// (new-user finding F10, session 6): `invalid` on `delay_ms`, and on `expires_in_ms` when the
+    /// call `gave` the expiry (else it is the queue's stored one, said in the message).
+    pub(crate) fn never_due(&mut self, delay: Millis, expires_in: Millis, gave: bool) {
+        if delay < expires_in {
+            return;
+        }
+        // Said without figures: each binding names these fields in its own unit.
+        let expiry = if gave {
+            "the expiry"
+        } else {
+            "the queue's stored expiry"
+        };
+        let why = format!(
+            "must be shorter than {expiry}: the message would expire before it is due and never \
+             be delivered"
+        );
+        self.reject("delay_ms", "invalid", why);
+        if gave {
+            let why = "must be longer than the delay: the message would expire before it is due";
+            self.reject("expires_in_ms", "invalid", why.into());
         }
     }
 

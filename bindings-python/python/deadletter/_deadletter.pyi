@@ -340,10 +340,11 @@ class Queue:
         that key (``deduplicated``) instead of inserting; ``delay``: not claimable before now +
         delay (0..=30 days); ``group``: its ordering group (1..=255 characters): a group's
         messages are delivered one at a time, in the order they entered it; ``expires_in``:
-        0.001 s..=365 days (default: the queue's stored expiry, else never): still pending then,
-        it is never delivered (dead with the error ``"expired"``, or discarded). The queue's
-        name must hold no control or bidirectional control character and not be only
-        whitespace."""
+        0.001 s..=365 days (default: the queue's stored expiry, else never), more than ``delay``
+        (else ``ValidationError`` on both): still pending then, it is never delivered (dead with
+        the error ``"expired"``, or discarded). The queue's name must hold no control or
+        bidirectional control character, not be only whitespace, and not be ``.`` or ``..``
+        (which a URL cannot name)."""
     def enqueue_many(self, items: _Batch) -> list[Message]:
         """Adds up to 1000 items (payloads or dicts of `enqueue`'s arguments) in one transaction,
         all or nothing; field errors carry ``index``."""

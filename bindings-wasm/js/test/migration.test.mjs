@@ -302,7 +302,7 @@ test("a schema 4 database is upgraded to schema 8 on open: same messages and lan
     nextDueAt: new Date(BASE + 2_000), oldestDueAgeMs: 1_000, oldestDeadAgeMs: 1_000,
   }));
   // The migrated messages claim as before (4 is due), beside new ones in a group and with an expiry.
-  await q.enqueueMany([{ payload: "g1", group: "g" }, { payload: "g2", group: "g" }, { payload: "soon", expiresInMs: 500, delayMs: 5_000 }]);
+  await q.enqueueMany([{ payload: "g1", group: "g" }, { payload: "g2", group: "g" }, { payload: "soon", expiresInMs: 500, delayMs: 400 }]);
   assert.deepEqual((await q.claimMany(10)).map((m) => m.id), [4, 9]);
   now = BASE + 2_000;
   const died = [];

@@ -33,7 +33,8 @@ impl EnqueueArgs {
     /// The messages to insert at `ctx`, in order: `max_retries` from the call, else the queue's
     /// stored value, else 3; `retry_after` `now + delay` (none without a delay); `expires_at` from
     /// the call's expiry, else the queue's. An instant past the representable range is a
-    /// validation error on `clock` (with the item's index in a batch).
+    /// validation error on `clock`, a delay at least the queue's stored expiry one on `delay_ms`
+    /// (the message would expire before it is due), each with the item's index in a batch.
     pub fn messages(&self, ctx: &Context) -> Result<Vec<NewMessage>> {
         let mut check = Check::default();
         let stored_retries = ctx.queue.settings.max_retries;
@@ -54,6 +55,12 @@ impl EnqueueArgs {
                 check.extend(err);
                 (None, None)
             });
+            // The queue's stored expiry, when the call gave none (the call's is checked with the
+            // arguments: `EnqueueArgs::new`).
+            if let (None, Some(expires_in)) = (item.expires_in_ms, ctx.queue.settings.expires_in_ms)
+            {
+                check.never_due(item.delay_ms, expires_in, false);
+            }
             if self.batch {
                 check.tag_item(before, index);
             }

@@ -71,10 +71,12 @@ pub struct EnqueueArgs {
 
 impl EnqueueArgs {
     /// Checks `queue` (a name messages can be put under: no control or bidirectional control
-    /// character, not only whitespace; see [`crate::validate::queue_name`] for the rest) and every
-    /// item (at most [`MAX_BATCH`]): the payload within `limits.max_payload_bytes`,
-    /// `max_retries`, the idempotency key, `delay_ms` (0..=30 days), `group`, `expires_in_ms`
-    /// (1 ms..=365 days). With `batch`, the field errors of an item carry its index.
+    /// character, not only whitespace, not `.` or `..`; see [`crate::validate::queue_name`] for
+    /// the rest) and every item (at most [`MAX_BATCH`]): the payload within
+    /// `limits.max_payload_bytes`, `max_retries`, the idempotency key, `delay_ms` (0..=30 days),
+    /// `group`, `expires_in_ms` (1 ms..=365 days, more than `delay_ms`: a message that expires
+    /// before it is due is never delivered). With `batch`, the field errors of an item carry its
+    /// index.
     pub fn new(queue: &Arg<'_>, items: &[Item<'_>], batch: bool, limits: &Limits) -> Result<Self> {
         let mut check = Check::default();
         let queue = check.new_queue(queue);
@@ -129,6 +131,9 @@ fn enqueue_item(check: &mut Check, item: &Item<'_>, limits: &Limits) -> Option<E
     let delay = check.int("delay_ms", &item.delay_ms, (0, MAX_DELAY_MS), Some(0));
     let group = check.group(&item.group);
     let expires_in = check.opt_int("expires_in_ms", &item.expires_in_ms, (1, MAX_EXPIRES_IN_MS));
+    if let (Some(delay), Some(expires_in)) = (delay, expires_in) {
+        check.never_due(delay, expires_in, true);
+    }
     Some(EnqueueItem {
         payload: payload?.to_owned(),
         max_retries: max_retries.and_then(|n| u32::try_from(n).ok()),
