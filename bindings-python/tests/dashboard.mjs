@@ -7,8 +7,9 @@
 // Steps: the token prompt; the queue table; every status tab of QUEUE with its rows and the
 // next page; the message of row 40 opened beside the list; reload, back and forward; replay
 // and delete one; the dead ones whose error contains "410" all selected and replayed; every
-// succeeded one selected and deleted; pause and resume; the stored settings; the server stopped
-// and started again; a 400 px wide tab on LONG_QUEUE. Dialogs are accepted.
+// succeeded one selected and deleted; pause and resume; the stored settings; the expired lease
+// reaped; the server stopped and started again; a 400 px wide tab on LONG_QUEUE. Dialogs are
+// accepted.
 
 import { mkdir } from "node:fs/promises";
 import { createInterface } from "node:readline";
@@ -159,6 +160,11 @@ await run(result, async (browser) => {
   result.paused = { state: await text(page, "#queue-state"), button: await text(page, "#pause"), settings: await settings(page) };
   await act(page, () => page.click("#pause"));
   result.resumed = { state: await text(page, "#queue-state"), button: await text(page, "#pause"), settings: await settings(page) };
+  // Take back the expired lease (only a claim did, and a paused queue claims nothing).
+  result.reapShown = await page.isVisible("#reap");
+  await act(page, () => page.click("#reap"));
+  result.reapNotice = await text(page, "#notice");
+  result.reapShownAfter = await page.isVisible("#reap");
   await act(page, () => page.click("#tab-dead"));
   result.shotQueue = await screenshot(page, "console-queue.png");
 

@@ -234,6 +234,18 @@ def test_pause_resume_and_the_stored_settings(console: Console) -> None:
     }
 
 
+def test_the_expired_lease_is_reaped_from_the_queue_view(console: Console) -> None:
+    """Finding F9: the console marked the lease expired but offered nothing to do about it."""
+    result, path = console
+    assert (result["reapShown"], result["reapShownAfter"]) == (True, False)
+    assert result["reapNotice"] == (
+        f'Reaped 1 message in "{QUEUE}": each lease that ran out counts as a failed attempt.'
+    )
+    with deadletter.open(path) as db:
+        m = db.queue(QUEUE).get(EXPIRED)
+        assert (m.status, m.retry_count, m.last_error is not None) == ("pending", 1, True)
+
+
 def test_a_stopped_server_shows_a_banner_that_goes_when_it_answers(
     console: Console,
 ) -> None:

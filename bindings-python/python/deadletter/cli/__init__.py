@@ -12,6 +12,7 @@ Commands (``deadletter COMMAND -h`` for their options)::
     deadletter move PATH QUEUE (ID TO | --all --to TO [--status S] [FILTERS] [--limit N]
                                 [--dry-run])
     deadletter purge PATH QUEUE --status {succeeded,dead} --older-than DURATION
+    deadletter reap PATH QUEUE
     deadletter enqueue PATH QUEUE [--max-retries N] [--delay DURATION] [--group G]
                                   [--expires-in DURATION] (PAYLOAD [--idempotency-key K] | -)
     deadletter settings PATH QUEUE [--max-retries N] [--lease D] [--expires-in D]

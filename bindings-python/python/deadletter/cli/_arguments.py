@@ -30,6 +30,7 @@ from ._commands import (
     cmd_list,
     cmd_pause,
     cmd_purge,
+    cmd_reap,
     cmd_replay,
     cmd_resume,
     cmd_retry_now,
@@ -287,6 +288,15 @@ def parser() -> argparse.ArgumentParser:
         type=seconds,
         metavar="DURATION",
         help="not changed for this long: seconds, or 15m, 12h, 7d",
+    )
+
+    command(
+        "reap",
+        cmd_reap,
+        "take back the queue's expired leases now (and take out its expired pending messages)",
+        details="Each message held past its lease counts as a failed attempt: pending again "
+        "with its backoff, or dead past its retries, as the next claim would do (a paused or "
+        "idle queue claims nothing). Prints how many.",
     )
 
     sub = command(

@@ -46,6 +46,7 @@ __all__ = [
     "cmd_move",
     "cmd_pause",
     "cmd_purge",
+    "cmd_reap",
     "cmd_replay",
     "cmd_resume",
     "cmd_retry_now",
@@ -271,6 +272,12 @@ def cmd_purge(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     with open_existing(args) as db:
         purged = db.queue(args.queue).purge(status=args.status, older_than=args.older_than)
     emit({"purged": purged}, ("purged",), as_json=args.json, out=out)
+
+
+def cmd_reap(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    with open_existing(args) as db:
+        reaped = db.queue(args.queue).reap()
+    emit({"reaped": reaped}, ("reaped",), as_json=args.json, out=out)
 
 
 def cmd_settings(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:

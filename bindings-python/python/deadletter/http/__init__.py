@@ -43,6 +43,8 @@ POST   ``/queues/{queue}/delete``                   ``delete_all``: the same bod
 POST   ``/queues/{queue}/retry-now``                ``retry_now_all``: the same
 POST   ``/queues/{queue}/move``                     ``move_all``: ``to_queue`` and the same
 POST   ``/queues/{queue}/purge``                    ``purge``: ``{"purged": n}``
+POST   ``/queues/{queue}/reap``                     ``reap``: the expired leases and expiries now,
+                                                    ``{"reaped": n}``
 GET    ``/metrics``                                 Prometheus metrics (`_metrics`)
 GET    ``/healthz``                                 200 while the database answers (no token)
 GET    ``/openapi.json``                            the OpenAPI 3.1 document

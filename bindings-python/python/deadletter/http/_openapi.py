@@ -463,6 +463,20 @@ OPERATIONS: dict[tuple[str, str], Json] = {
             **problems(*WRITE),
         },
     },
+    ("/queues/{queue}/reap", "post"): {
+        "operationId": "reap",
+        "summary": "Take back the expired leases now, and take out the expired pending messages",
+        "description": "Each processing message whose lease ran out counts as a failed attempt "
+        "(pending again with its backoff, or dead past its retries), as the next claim would do; "
+        "pending messages whose expiry has come are taken out. Also on a paused queue, whose "
+        "claims do none of it.",
+        "parameters": [QUEUE],
+        "requestBody": body("Empty", required=False),
+        "responses": {
+            "200": ok("How many messages were reaped or expired.", count("reaped")),
+            **problems(*WRITE),
+        },
+    },
     ("/queues/{queue}/settings", "get"): {
         "operationId": "getSettings",
         "summary": "The settings stored with a queue, and whether it is paused",

@@ -303,6 +303,11 @@ class Api:
         )
         return JSONResponse({"purged": purged})
 
+    async def reap(self, request: Request) -> Response:
+        queue = self.queue(request)
+        await self.body(request, (), required=False)
+        return JSONResponse({"reaped": await run_in_threadpool(queue.reap)})
+
     async def get_settings(self, request: Request) -> Response:
         settings = await run_in_threadpool(self.queue(request).settings)
         return JSONResponse(jsonable(settings))
@@ -367,6 +372,7 @@ class Api:
             (q + "/retry-now", "post"): self.retry_now_all,
             (q + "/move", "post"): self.move_all,
             (q + "/purge", "post"): self.purge,
+            (q + "/reap", "post"): self.reap,
             (q + "/settings", "get"): self.get_settings,
             (q + "/settings", "put"): self.put_settings,
             (q + "/pause", "post"): self.pause,

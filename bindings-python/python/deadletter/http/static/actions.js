@@ -151,3 +151,9 @@ export async function setPaused(queue, paused) {
   return paused ? `Paused "${queue}": workers claim nothing from it until it is resumed.`
     : `Resumed "${queue}".`;
 }
+
+/** Takes back the queue's expired leases now (and its expired pending messages). */
+export async function reap(queue) {
+  const { reaped } = await api("POST", `${queuePath(queue)}/reap`);
+  return `Reaped ${plural(reaped, "message")} in "${queue}": each lease that ran out counts as a failed attempt.`;
+}

@@ -361,6 +361,7 @@ $("delete-one").addEventListener("click", () =>
   act(() => actions.deleteOne(shown.view.queue, shown.message), "The delete"));
 $("pause").addEventListener("click", () =>
   act(() => actions.setPaused(shown.view.queue, !shown.stats.paused), "Pausing or resuming"));
+$("reap").addEventListener("click", () => act(() => actions.reap(shown.view.queue), "Reaping"));
 onSubmit("search", () => go({ ...readForm($("search")), after: null, message: null }));
 $("clear-filters").addEventListener("click", () => {
   $("search").reset();

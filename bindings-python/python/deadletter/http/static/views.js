@@ -106,6 +106,7 @@ export function renderQueueHead(schema, stats, settings) {
   $("queue-state").replaceChildren(stats.paused ? badge("paused", "warn") : badge("running", "ok"));
   $("pause").textContent = stats.paused ? "Resume" : "Pause";
   $("pause").title = stats.paused ? "Workers claim again" : "Workers claim nothing until resumed";
+  $("reap").hidden = !stats.expired; // only a claim reaps otherwise, and a paused queue claims nothing (F9)
   const facts = [
     ["lag", age(stats.oldest_due_age), "how long the oldest due message has waited"],
     ["delayed", number(stats.delayed), "not due yet: in backoff or enqueued with a delay"],
