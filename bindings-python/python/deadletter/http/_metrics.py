@@ -17,7 +17,9 @@ stored counters; the text format is prometheus-client's)::
 
 The alert "the DLQ is not empty" is ``deadletter_messages{status="dead"} > 0``; "messages stuck past
 their lease" is ``deadletter_expired_leases > 0`` for a while (no worker reaps or claims them: the
-workers are gone or stuck); "lag above N" is ``deadletter_oldest_due_age_seconds > N``.
+workers are gone or stuck); "lag above N" is ``deadletter_oldest_due_age_seconds > N``. Both of
+the last two need ``unless on(queue) deadletter_paused == 1``: a paused queue's lag grows and its
+expired leases stay by design (finding F10).
 """
 
 from __future__ import annotations
