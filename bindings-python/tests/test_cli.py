@@ -778,3 +778,34 @@ def test_a_one_shot_command_refuses_memory(
     assert run("enqueue", "./:memory:", "q", "kept")[0] == 0
     status, out, _ = run("list", "./:memory:", "q", "--json")
     assert status == 0 and [m["payload"] for m in json.loads(out)] == ["kept"]
+
+
+@pytest.mark.parametrize(
+    "argv, error",
+    [
+        (["show", "q", "9" * 5000], "argument ID: an integer of 5000 digits is out of range"),
+        (
+            ["list", "q", "--after-id", "-" + "9" * 21],
+            "argument --after-id: an integer of 21 digits is out of range",
+        ),
+        (
+            ["purge", "q", "--status", "dead", "--older-than", "99999999999999999999d"],
+            "argument --older-than: '99999999999999999999d' is out of range",
+        ),
+        (
+            ["enqueue", "q", "x", "--delay", "9" * 400],
+            f"argument --delay: '{'9' * 400}' is out of range",
+        ),
+    ],
+)
+def test_numbers_too_large_to_read_are_usage_errors_not_tracebacks(
+    path: str, capsys: pytest.CaptureFixture[str], argv: list[str], error: str
+) -> None:
+    """Siblings of finding F2: int() of more than 4 300 digits raised ValueError (argparse: a
+    usage line quoting the whole number), a duration past timedelta's range OverflowError (a
+    traceback)."""
+    status, out, _ = run(argv[0], path, *argv[1:])
+    assert (status, out) == (2, "")
+    assert capsys.readouterr().err.splitlines()[-1] == f"deadletter {argv[0]}: error: {error}"
+    assert run("show", path, "emails", "1")[0] == 0  # leading zeros and small ids still read
+    assert run("show", path, "emails", "0" * 30 + "1")[0] == 0

@@ -45,12 +45,17 @@ __all__ = ["instant", "integer", "low_high", "number", "parser", "port", "positi
 
 
 INTEGER = re.compile(r"[+-]?[0-9]+")
+MAX_DIGITS = 20
+"""More digits than any integer deadletter takes (ids, limits: 64 bits, 19 digits)."""
 
 
 def integer(text: str) -> int:
     """A whole number in ASCII digits: not ``int()``'s ``3_7`` (37) or other scripts' digits."""
     if not INTEGER.fullmatch(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer")
+    digits = text.lstrip("+-").lstrip("0")
+    if len(digits) > MAX_DIGITS:  # int() refuses more than 4 300 digits; none is in any range
+        raise argparse.ArgumentTypeError(f"an integer of {len(digits)} digits is out of range")
     return int(text)
 
 
@@ -78,7 +83,10 @@ def seconds(text: str) -> timedelta:
     match = DURATION.fullmatch(text.strip())
     if match is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 90, 15m, 12h or 7d")
-    return timedelta(seconds=float(match.group(1)) * UNITS[match.group(2)])
+    try:
+        return timedelta(seconds=float(match.group(1)) * UNITS[match.group(2)])
+    except OverflowError:  # past timedelta's 999 999 999 days: a traceback before
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range") from None
 
 
 NUMBER = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
