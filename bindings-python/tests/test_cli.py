@@ -809,3 +809,15 @@ def test_numbers_too_large_to_read_are_usage_errors_not_tracebacks(
     assert capsys.readouterr().err.splitlines()[-1] == f"deadletter {argv[0]}: error: {error}"
     assert run("show", path, "emails", "1")[0] == 0  # leading zeros and small ids still read
     assert run("show", path, "emails", "0" * 30 + "1")[0] == 0
+
+
+def test_bidirectional_controls_are_escaped_too(tmp_path: Path) -> None:
+    """Finding F10: U+202E (right-to-left override) went to the terminal as it is, and showed
+    the rest of the line reversed (a payload could disguise the columns after it)."""
+    file = tmp_path / "bidi.db"
+    with deadletter.open(file, clock=lambda: T0) as db:
+        db.queue("q").enqueue("a\u202eb\u2066c\u2069d")
+    status, listed, _ = run("list", str(file), "q")
+    assert status == 0 and listed.splitlines()[1].endswith(r"  a\u202eb\u2066c\u2069d")
+    status, shown, _ = run("show", str(file), "q", "1")
+    assert status == 0 and shown.splitlines()[-1] == r"a\u202eb\u2066c\u2069d"

@@ -109,16 +109,26 @@ def cell(value: Any, width: Optional[int]) -> str:
     return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-"""The C0 and C1 control characters and DEL: what a terminal obeys (ESC, BEL, OSC, ...)."""
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""The C0 and C1 control characters and DEL (what a terminal obeys: ESC, BEL, OSC, ...) and the
+bidirectional controls, which reorder the rest of the line (U+202E shows ``abc`` as ``cba``: a
+payload could disguise the columns after it; new-user finding F10). Queue names refuse the same
+set (`deadletter.http._schemas.CONTROLS`)."""
 NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def printable(text: str) -> str:
-    """``text`` with every control character (`CONTROL`) escaped, ``\\n``, ``\\r``, ``\\t`` or
-    ``\\x1b``: people's output is one line per value and never drives the terminal (payloads and
-    errors come from whoever can enqueue). ``--json`` escapes them its own way."""
-    return CONTROL.sub(lambda m: NAMED.get(m.group(), f"\\x{ord(m.group()):02x}"), text)
+    """``text`` with every control character (`CONTROL`) escaped, ``\\n``, ``\\r``, ``\\t``,
+    ``\\x1b`` or ``\\u202e``: people's output is one line per value, in order, and never drives
+    the terminal (payloads and errors come from whoever can enqueue). ``--json`` escapes them its
+    own way."""
+    return CONTROL.sub(lambda m: NAMED.get(m.group(), escaped(m.group())), text)
+
+
+def escaped(char: str) -> str:
+    """``\\x1b`` for a character of Latin-1, ``\\u202e`` past it (as Python writes them)."""
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 MESSAGE_COLUMNS = (
