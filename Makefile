@@ -37,6 +37,8 @@ lint: setup python
 	cargo clippy --workspace --all-targets --all-features -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown -p deadletter-wasm --all-targets -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown -p deadletter-component --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+	RUSTDOCFLAGS="-D warnings" cargo doc --target wasm32-unknown-unknown -p deadletter-wasm --no-deps --quiet
 
 ## The core, deadletter-sqlite and the binding's Rust tests: every shared conformance case as its
 ## own test on the memory store and on SQLite (in memory and on files); the SQLite store's plans,

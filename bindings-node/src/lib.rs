@@ -18,6 +18,10 @@
 //! Like the other bindings, it holds no rule about messages: the state machine, validation,
 //! backoff and claim order are the core's; the SQL is the store's.
 
+// The crate docs are for whoever works on the binding (it is a native module, not a library
+// to depend on): they link its private modules.
+#![allow(rustdoc::private_intra_doc_links)]
+
 // napi-derive registers the exports only outside tests: there they look unused.
 #![cfg_attr(test, allow(dead_code))]
 

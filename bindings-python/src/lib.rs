@@ -23,6 +23,10 @@
 //!     q.succeed(m.id, lease_token=m.lease_token)
 //! ```
 
+// The crate docs are for whoever works on the binding (it is a native module, not a library
+// to depend on): they link its private modules.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod constants;
 pub mod convert;
 pub mod database;

@@ -21,6 +21,12 @@
 //!
 //! Natively only [`names`] is compiled; everything else is `wasm32` only.
 
+// The crate docs are for whoever works on the binding (it is a native module, not a library
+// to depend on): they link its private modules.
+#![allow(rustdoc::private_intra_doc_links)]
+// Natively the wasm32-only modules the crate docs link are not compiled.
+#![cfg_attr(not(target_arch = "wasm32"), allow(rustdoc::broken_intra_doc_links))]
+
 pub mod names;
 
 #[cfg(target_arch = "wasm32")]

@@ -212,7 +212,7 @@ impl DatabaseRules {
         }
     }
 
-    /// `Database.queues`: the clock's time `clock`, checked, for [`crate::plans::stats_plan`].
+    /// `Database.queues`: the clock's time `clock`, checked, for [`crate::reads::stats_plan`].
     pub fn queues(&self, clock: &JsValue) -> std::result::Result<f64, JsValue> {
         #[allow(clippy::cast_precision_loss)] // a checked instant, within ±2^53
         Ok(js(checked_now(clock))? as f64)
