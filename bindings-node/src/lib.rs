@@ -21,7 +21,6 @@
 // The crate docs are for whoever works on the binding (it is a native module, not a library
 // to depend on): they link its private modules.
 #![allow(rustdoc::private_intra_doc_links)]
-
 // napi-derive registers the exports only outside tests: there they look unused.
 #![cfg_attr(test, allow(dead_code))]
 
