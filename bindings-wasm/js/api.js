@@ -79,12 +79,15 @@ function isRecord(value) {
   return Object.prototype.toString.call(value) === "[object Object]";
 }
 
-/** The own enumerable keys of `value` that are not in `known`, as `unknown` field errors. */
+/**
+ * The own enumerable keys of `value` that are not in `known`, as `unknown` field errors (the
+ * message is made only for them: `options` reads every options object, issue 19).
+ */
 function unknownKeys(value, known, index) {
+  const keys = Object.keys(value).filter((key) => !known.includes(key));
+  if (keys.length === 0) return keys;
   const message = `unknown option; expected one of ${known.join(", ")}`;
-  return Object.keys(value)
-    .filter((key) => !known.includes(key))
-    .map((field) => (index === undefined ? { field, code: "unknown", message } : { field, code: "unknown", message, index }));
+  return keys.map((field) => (index === undefined ? { field, code: "unknown", message } : { field, code: "unknown", message, index }));
 }
 
 /**
@@ -112,13 +115,16 @@ function options(value, known, name = "options") {
   if (typeof value !== "object" || Array.isArray(value)) {
     throw validationError([{ field: name, code: "type", message: `must be an object, got ${describe(value)}` }]);
   }
-  const unknown = users(() => unknownKeys(value, known));
+  const read = {};
+  let unknown;
+  try {
+    unknown = unknownKeys(value, known);
+    if (unknown.length === 0) for (const key of known) read[key] = value[key];
+  } catch (err) {
+    throw new Thrown(err); // see `users`
+  }
   if (unknown.length > 0) throw validationError(unknown);
-  return users(() => {
-    const read = {};
-    for (const key of known) read[key] = value[key];
-    return read;
-  });
+  return read;
 }
 
 // The keys each options object may have.
