@@ -192,11 +192,10 @@ def test_timestamps_are_rfc3339_utc_with_milliseconds() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["a/b", "with space", "ünïcødé", "日本語", "100%", "?#&=+", "x" * 255, "."],
+    ["a/b", "with space", "ünïcødé", "日本語", "100%", "?#&=+", "x" * 255, ".a", "..."],
 )
 def test_queue_names_are_percent_decoded_path_segments(client: TestClient, name: str) -> None:
-    # A literal "." is a dot segment, which clients remove from paths: it is written %2E.
-    segment = "%2E" if name == "." else quote(name, safe="")
+    segment = quote(name, safe="")
     assert deadletter.http.path_segment(name) == segment
     r = client.post(f"/queues/{segment}/messages", json={"payload": "x"})
     assert r.status_code == 201, r.text
@@ -207,6 +206,16 @@ def test_queue_names_are_percent_decoded_path_segments(client: TestClient, name:
         name
     ]
     assert client.post(f"/queues/{segment}/claim").json()["queue"] == name
+
+
+def test_the_dot_segments_are_refused_as_new_queues(client: TestClient) -> None:
+    """Clients remove dot segments from paths (finding F3): the core refuses ``.`` and ``..``
+    where messages are put; a name stored before is still written ``%2E`` (`path_segment`)."""
+    assert [deadletter.http.path_segment(n) for n in (".", "..")] == ["%2E", "%2E%2E"]
+    for segment in ("%2E", "%2e%2E"):
+        r = client.post(f"/queues/{segment}/messages", json={"payload": "x"})
+        problem(r, 422, "validation_failed")
+        assert [e["field"] for e in r.json()["errors"]] == ["queue"]
 
 
 def test_a_slash_in_a_name_is_not_a_path_separator(client: TestClient) -> None:

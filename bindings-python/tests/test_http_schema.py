@@ -10,9 +10,11 @@ calls. The token is on: every request carries it."""
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import unquote
 
 import schemathesis
+from schemathesis.specs.openapi.checks import ensure_resource_availability
 from hypothesis import HealthCheck, settings
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
@@ -79,6 +81,7 @@ def valid_as_documented(context: object, case: schemathesis.Case) -> schemathesi
     if not negative:
         delayed_with_a_status(case)
         elsewhere(case)
+        due_before_expiry(case)
     queue = (case.path_parameters or {}).get("queue")
     if (
         not negative
@@ -99,6 +102,22 @@ def elsewhere(case: schemathesis.Case) -> None:
     if isinstance(case.body, dict) and isinstance(queue, str):
         if case.body.get("to_queue") == unquote(queue):
             case.body["to_queue"] = "elsewhere-2" if queue == "elsewhere" else "elsewhere"
+
+
+def due_before_expiry(case: schemathesis.Case) -> None:
+    """Nor that an enqueue's ``delay`` must be shorter than its ``expires_in`` (the core refuses
+    a message that could only expire, since 0bbc070): a valid request generated with both keeps
+    the expiry only, in its body and in each item of a batch."""
+    body = case.body
+    items = body.get("items") if isinstance(body, dict) else None
+    for given in [body, *(items if isinstance(items, list) else [])]:
+        if not isinstance(given, dict):
+            continue
+        delay, expires_in = given.get("delay"), given.get("expires_in")
+        if not (isinstance(delay, (int, float)) and isinstance(expires_in, (int, float))):
+            continue
+        if delay >= expires_in - 0.001:  # within a millisecond, the rounding decides
+            given.pop("delay")
 
 
 def delayed_with_a_status(case: schemathesis.Case) -> None:
@@ -132,6 +151,26 @@ class Workflow(schema.as_state_machine()):  # type: ignore[misc]
 
     def get_call_kwargs(self, case: schemathesis.Case) -> dict[str, object]:
         return {"headers": AUTH}
+
+    def validate_response(
+        self,
+        response: Any,
+        case: schemathesis.Case,
+        additional_checks: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """Every check but "a resource just created is found" (ST302): a scenario's move, bulk
+        delete or purge of the message between its enqueue and a later call on it (a link from
+        the enqueue) makes that call's 404 right, and the check counts only DELETEs as removals
+        (it failed on the move of issue 22)."""
+        __tracebackhide__ = True
+        case.validate_response(
+            response,
+            additional_checks=additional_checks,
+            excluded_checks=[ensure_resource_availability],
+            transport_kwargs=kwargs or None,
+            recorder=getattr(self, "recorder", None),
+        )
 
 
 TestWorkflow = Workflow.TestCase

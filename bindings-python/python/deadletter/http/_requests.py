@@ -191,10 +191,11 @@ async def read(request: Request, limit: int) -> bytes:
     return bytes(chunks)
 
 
-BOOLEANS = ("dry_run", "retryable")
+BOOLEANS = ("dry_run",)
 """Body fields that take ``true`` or ``false`` only. Other optional fields may be ``null`` for
-"omitted", but a null here is a client's mistake whose default acts: ``{"dry_run": null}`` ran the
-bulk action (finding F10), ``{"retryable": null}`` retried."""
+"omitted", whose default keeps every message (``retryable``: retried); ``dry_run``'s default acts,
+so a null there is a client's mistake that must not run the action (``{"dry_run": null}`` did:
+finding F10)."""
 
 
 def parse_body(raw: bytes, fields: Iterable[str], *, required: bool) -> Fields:
@@ -233,7 +234,7 @@ def parse_body(raw: bytes, fields: Iterable[str], *, required: bool) -> Fields:
                 for key in unknown
             ]
         )
-    nulls = [key for key in BOOLEANS if data.get(key, False) is None]
+    nulls = [key for key in BOOLEANS if key in data and data[key] is None]
     if nulls:
         raise validation_error(
             [

@@ -72,9 +72,10 @@ CONTROLS = r"\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069"
 SPACES = r"\u0020\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 """Unicode's White_Space characters besides the controls: a name made only of them is refused
 (spelled out, since ``\\s`` differs between regular expression dialects)."""
-NEW_QUEUE = f"^[^{CONTROLS}]*[^{CONTROLS}{SPACES}][^{CONTROLS}]*$"
+NEW_QUEUE = rf"^(?!\.\.?$)[^{CONTROLS}]*[^{CONTROLS}{SPACES}][^{CONTROLS}]*$"
 """A queue name that enqueue accepts (where messages are put under it): no control character,
-not only white space."""
+not only white space, not ``.`` or ``..`` (dot segments, which clients remove from URLs: finding
+F3, refused by the core since 0bbc070)."""
 
 TIMESTAMP: Json = {
     "type": "string",
@@ -562,7 +563,7 @@ SCHEMAS: Json = {
                 f"{MAX_ERROR_BYTES // 1024} KiB).",
             },
             "lease_token": {"type": ["string", "null"]},
-            "retryable": {"type": "boolean", "default": True},
+            "retryable": nullable({"type": "boolean", "default": True}),
             "retry_in": nullable(
                 seconds(
                     *RETRY_IN_RANGE_MS,

@@ -152,7 +152,7 @@ export async function setPaused(queue, paused) {
     : `Resumed "${queue}".`;
 }
 
-/** Takes back the queue's expired leases now (and its expired pending messages). */
+/** Takes back the queue's expired leases now (and takes out its messages whose expiry came). */
 export async function reap(queue) {
   const { reaped } = await api("POST", `${queuePath(queue)}/reap`);
   return `Reaped ${plural(reaped, "message")} in "${queue}": each lease that ran out counts as a failed attempt.`;
