@@ -79,14 +79,15 @@ impl crate::wit::validate::Guest for Component {
         limits: w::Limits,
     ) -> Result<w::ClaimArgs, w::Error> {
         let policy = backoff.map(Into::into);
-        result(ClaimArgs::new(
+        let args = ClaimArgs::new(
             &arg(&queue),
             &arg(&n),
             &arg(&lease_ms),
             policy.as_ref(),
             sample,
             &limits.into(),
-        ))
+        );
+        result(validate::sampled(args, sample))
     }
 
     fn reap(
@@ -95,7 +96,8 @@ impl crate::wit::validate::Guest for Component {
         sample: f64,
     ) -> Result<w::ClaimArgs, w::Error> {
         let policy = backoff.map(Into::into);
-        result(ClaimArgs::reap(&arg(&queue), policy.as_ref(), sample))
+        let args = ClaimArgs::reap(&arg(&queue), policy.as_ref(), sample);
+        result(validate::sampled(args, sample))
     }
 
     fn succeed(queue: w::Arg, id: w::Arg, lease_token: w::Arg) -> Result<w::SucceedArgs, w::Error> {
@@ -117,7 +119,7 @@ impl crate::wit::validate::Guest for Component {
         sample: f64,
     ) -> Result<w::FailArgs, w::Error> {
         let policy = backoff.map(Into::into);
-        result(FailArgs::new(
+        let args = FailArgs::new(
             &arg(&queue),
             &arg(&id),
             &arg(&error),
@@ -126,7 +128,8 @@ impl crate::wit::validate::Guest for Component {
             &arg(&retry_in_ms),
             policy.as_ref(),
             sample,
-        ))
+        );
+        result(validate::sampled(args, sample))
     }
 
     fn extend(

@@ -411,8 +411,9 @@ export interface EnqueueOptions {
    * an attempt: `retryCount` and `errors` stay) or deleted, as the queue's `onExpiry` says,
    * counted in `QueueStats`. A message `processing` at its expiry finishes its attempt: a success
    * stands; a failure (or its lease running out) does not retry, it is dead with its own error.
-   * It must be more than `delayMs` (else `validation_failed` on both): a message that expires
-   * before it is due is never delivered.
+   * It must be more than `delayMs` (else `validation_failed` on `delayMs`), as must the queue's
+   * stored `expiresInMs` when this is not given: a message that expires before it is due is
+   * never delivered.
    */
   expiresInMs?: number | null;
 }

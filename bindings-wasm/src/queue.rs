@@ -247,8 +247,12 @@ impl RowPlan {
 
 #[wasm_bindgen]
 impl RowPlan {
-    /// The queue's record (`undefined`: none): the record to write, or `undefined` when nothing
-    /// changes (a queue never configured gets a record only when it differs from the defaults).
+    /// The queue's record (`undefined`: none): the record to write, `undefined` when nothing
+    /// changes (a queue never configured gets a record only when it differs from the defaults),
+    /// or `null`: delete the record, which the write brought back to the defaults (not the core's
+    /// `QueueRow::worth_storing`, the same comparison, linked in the module once: its size has a
+    /// budget; new-user finding F5, session 6), unless it marks the queue as one whose messages
+    /// may expire ([`expires`]), which is written with the defaults.
     pub fn step(&mut self, record: &JsValue) -> std::result::Result<JsValue, JsValue> {
         let row = crate::rules::js(from_record(&self.queue, record))?;
         let next = match &self.change {
@@ -256,11 +260,14 @@ impl RowPlan {
             RowChange::Pause(paused) => pause_step(row, *paused),
         };
         self.written = Some(next);
+        let marked = expires(record);
         // A queue without a record reads as the defaults: unchanged, it gets none.
         Ok(if next == row {
             JsValue::UNDEFINED
+        } else if !marked && next == QueueRow::default() {
+            JsValue::NULL
         } else {
-            to_record(&self.queue, &next, expires(record)).into()
+            to_record(&self.queue, &next, marked).into()
         })
     }
 

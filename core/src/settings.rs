@@ -70,10 +70,12 @@ pub struct QueueSettings {
 }
 
 /// What a store keeps per queue (a row of its `queues` table, a record): the settings and the
-/// expiry counters. A queue that has none reads as [`QueueRow::default`]; a store writes a row
-/// only when a queue's settings are set, it is paused, or a message of it expires, and never
-/// deletes one (the counters survive purges), so a queue with a row is listed by `queues()`
-/// even while it holds no message.
+/// expiry counters. A queue that has none reads as [`QueueRow::default`]; a store keeps a row
+/// only while it differs from the default ([`QueueRow::worth_storing`]: a setting is set, the
+/// queue is paused, or a message of it expired; the counters survive purges), so a queue with a
+/// row is listed by `queues()` even while it holds no message, and one whose settings are all
+/// back to the defaults, with nothing counted, has none (new-user finding F5, session 6: a
+/// mistyped `pause` or `set_settings` left a queue listed for ever).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct QueueRow {
     /// The settings.
@@ -97,9 +99,10 @@ impl QueueRow {
         row
     }
 
-    /// Whether a store that has no row for the queue must write `self` (the result of a write of
-    /// the settings): only when it differs from a queue that was never configured, so that reading
-    /// or resetting the settings of an unknown queue creates nothing.
+    /// Whether a store keeps `self` as the queue's row (the result of a write of the settings):
+    /// only when it differs from a queue that was never configured, so that reading or resetting
+    /// the settings of an unknown queue creates nothing, and a write that brings a row back to the
+    /// default deletes it ([`crate::Store::write_queue_row`]).
     pub fn worth_storing(&self) -> bool {
         *self != Self::default()
     }

@@ -238,8 +238,10 @@ pub trait Store {
     fn queue_row(&self, queue: &str) -> impl Future<Output = Result<QueueRow>>;
 
     /// In one transaction: reads the queue's row (the default when it has none) and writes
-    /// `step(row)`, which it returns. A queue without a row gets one only when the new row is
-    /// [`QueueRow::worth_storing`].
+    /// `step(row)`, which it returns, when it is [`QueueRow::worth_storing`]; otherwise the queue
+    /// has no row (it had none, or the one it had is deleted), so that a queue whose settings are
+    /// all back to the defaults (a mistyped `pause` resumed, a `set_settings` of nothing) is not
+    /// listed by [`Store::queues`] once it holds no message (new-user finding F5, session 6).
     fn write_queue_row(
         &self,
         queue: &str,

@@ -383,10 +383,8 @@ impl Check {
         let name = self.queue_field(field, arg)?;
         let why = if name.chars().any(|c| c.is_control() || is_bidi_control(c)) {
             "must not contain control or bidirectional control characters"
-        } else if name.chars().all(char::is_whitespace) {
-            "must not be only whitespace"
-        } else if name == "." || name == ".." {
-            "must not be . or ..: a URL cannot name it (clients resolve it as a path segment)"
+        } else if name.chars().all(char::is_whitespace) || matches!(name.as_bytes(), b"." | b"..") {
+            "must not be only whitespace, . or .."
         } else {
             return Some(name);
         };
@@ -430,48 +428,6 @@ impl Check {
             self.reject("status", "invalid", message);
             None
         }
-    }
-
-    /// A message delayed by `delay` ms that expires `expires_in` ms after its enqueue: refused
-    /// when `delay >= expires_in`, as it would expire before it is due and never be delivered
-    /// (new-user finding F10, session 6): `invalid` on `delay_ms`, and on `expires_in_ms` when the
-    /// call `gave` the expiry (else it is the queue's stored one, said in the message).
-    pub(crate) fn never_due(&mut self, delay: Millis, expires_in: Millis, gave: bool) {
-        if delay < expires_in {
-            return;
-        }
-        // Said without figures: each binding names these fields in its own unit.
-        let expiry = if gave {
-            "the expiry"
-        } else {
-            "the queue's stored expiry"
-        };
-        let why = format!(
-            "must be shorter than {expiry}: the message would expire before it is due and never \
-             be delivered"
-        );
-        self.reject("delay_ms", "invalid", why);
-        if gave {
-            let why = "must be longer than the delay: the message would expire before it is due";
-            self.reject("expires_in_ms", "invalid", why.into());
-        }
-    }
-
-    /// The jitter sample a binding drew for a call: a number in `[0, 1)` (NaN and the
-    /// infinities are not), else `out_of_range` on `random`, as [`jitter_sample`] says it. The
-    /// bindings check their random source's value with [`jitter_sample`] first; a host of the
-    /// WebAssembly component passes its own, which was clamped (NaN, -3 and infinity gave no
-    /// backoff at all: new-user finding F8, session 6).
-    pub(crate) fn sample(&mut self, sample: f64) -> f64 {
-        if (0.0..1.0).contains(&sample) {
-            return sample;
-        }
-        self.reject(
-            "random",
-            "out_of_range",
-            "must return a number in [0, 1)".into(),
-        );
-        0.0
     }
 
     /// `Ok(value)` when no field was rejected, else the validation error with every field.
@@ -555,8 +511,31 @@ pub fn jitter_sample(arg: &Arg<'_>) -> Result<f64> {
             None
         }
     };
-    let sample = sample.map(|s| check.sample(s));
+    if sample.is_some_and(|s| !(0.0..1.0).contains(&s)) {
+        check.reject(
+            "random",
+            "out_of_range",
+            "must return a number in [0, 1)".into(),
+        );
+    }
     check.finish(|| sample.unwrap_or_default())
+}
+
+/// `args`, a request checked without its jitter sample (`ClaimArgs::new`, `ClaimArgs::reap`,
+/// `FailArgs::new`), with the `sample` a host of the WebAssembly component passed checked as
+/// [`jitter_sample`] checks it: a number in `[0, 1)` (not NaN), else `out_of_range` on `random`,
+/// reported with the request's other rejected fields. The other bindings check their random
+/// source's value with [`jitter_sample`] before; the component took any f64 and clamped it (NaN,
+/// -3 and infinity gave no backoff at all: new-user finding F8, session 6). Apart so that the
+/// npm package's WebAssembly, which has a size budget, does not check twice.
+pub fn sampled<T>(args: Result<T>, sample: f64) -> Result<T> {
+    let Err(Error::Validation(mut rejected)) = jitter_sample(&Arg::Float(sample)) else {
+        return args;
+    };
+    if let Err(Error::Validation(fields)) = args {
+        rejected.splice(0..0, fields);
+    }
+    Err(Error::Validation(rejected))
 }
 
 /// The lease tokens a host of the WebAssembly component drew for a claim of up to `n` messages

@@ -528,8 +528,10 @@ impl Store for LaneStore {
         self.transact(|state| {
             let stored = state.queues.get(queue).copied();
             let row = step(stored.unwrap_or_default())?;
-            if stored.is_some() || row.worth_storing() {
+            if row.worth_storing() {
                 state.queues.insert(queue.to_owned(), row);
+            } else {
+                state.queues.remove(queue);
             }
             Ok(row)
         })

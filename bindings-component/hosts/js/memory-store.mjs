@@ -72,9 +72,10 @@ export class MemoryDatabase {
     this.messages.set(after.id, this.core.plan.place(now, before, after, this.#group(after.queue, after.group)));
   }
 
-  /** Stores a queue's row when it has one already or the new one is worth storing. */
+  /** Stores a queue's row when it is worth storing; else the queue has none (back to the defaults). */
   #row(queue, row) {
-    if (this.rows.has(queue) || this.core.apply.worthStoring(row)) this.rows.set(queue, row);
+    if (this.core.apply.worthStoring(row)) this.rows.set(queue, row);
+    else this.rows.delete(queue);
     return row;
   }
 

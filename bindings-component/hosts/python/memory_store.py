@@ -102,9 +102,12 @@ class MemoryDatabase:
                 self.messages[change.message.id] = change
 
     def _row(self, queue: str, row: Any) -> Any:
-        """Stores a queue's row when it has one already or the new one is worth storing."""
-        if queue in self.rows or self.core.apply.worth_storing(row):
+        """Stores a queue's row when it is worth storing; else the queue has none (back to the
+        defaults)."""
+        if self.core.apply.worth_storing(row):
             self.rows[queue] = row
+        else:
+            self.rows.pop(queue, None)
         return row
 
     def _died(self, dead: list[Any]) -> None:

@@ -341,8 +341,8 @@ class Queue:
         delay (0..=30 days); ``group``: its ordering group (1..=255 characters): a group's
         messages are delivered one at a time, in the order they entered it; ``expires_in``:
         0.001 s..=365 days (default: the queue's stored expiry, else never), more than ``delay``
-        (else ``ValidationError`` on both): still pending then, it is never delivered (dead with
-        the error ``"expired"``, or discarded). The queue's name must hold no control or
+        (else ``ValidationError`` on ``delay``): still pending then, it is never delivered (dead
+        with the error ``"expired"``, or discarded). The queue's name must hold no control or
         bidirectional control character, not be only whitespace, and not be ``.`` or ``..``
         (which a URL cannot name)."""
     def enqueue_many(self, items: _Batch) -> list[Message]:

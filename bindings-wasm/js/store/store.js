@@ -353,11 +353,15 @@ export class IdbStore {
     return this.#run([QUEUES], "readonly", (queues) => request("get", () => queues.get(name)));
   }
 
-  /** Runs a RowPlan (setSettings, pause, resume): reads the queue's record and writes what the plan answers. */
+  /**
+   * Runs a RowPlan (setSettings, pause, resume): reads the queue's record and writes what the plan
+   * answers (null: delete the record, back to the defaults).
+   */
   writeRow(queue, plan) {
     return this.#run([QUEUES], "readwrite", async (queues) => {
       const next = plan.step(await request("get", () => queues.get(queue)));
-      if (next !== undefined) queues.put(next);
+      if (next === null) queues.delete(queue);
+      else if (next !== undefined) queues.put(next);
     });
   }
 

@@ -74,8 +74,8 @@ impl EnqueueArgs {
     /// character, not only whitespace, not `.` or `..`; see [`crate::validate::queue_name`] for
     /// the rest) and every item (at most [`MAX_BATCH`]): the payload within
     /// `limits.max_payload_bytes`, `max_retries`, the idempotency key, `delay_ms` (0..=30 days),
-    /// `group`, `expires_in_ms` (1 ms..=365 days, more than `delay_ms`: a message that expires
-    /// before it is due is never delivered). With `batch`, the field errors of an item carry its
+    /// `group`, `expires_in_ms` (1 ms..=365 days; more than `delay_ms`, which
+    /// [`EnqueueArgs::messages`] checks). With `batch`, the field errors of an item carry its
     /// index.
     pub fn new(queue: &Arg<'_>, items: &[Item<'_>], batch: bool, limits: &Limits) -> Result<Self> {
         let mut check = Check::default();
@@ -131,9 +131,6 @@ fn enqueue_item(check: &mut Check, item: &Item<'_>, limits: &Limits) -> Option<E
     let delay = check.int("delay_ms", &item.delay_ms, (0, MAX_DELAY_MS), Some(0));
     let group = check.group(&item.group);
     let expires_in = check.opt_int("expires_in_ms", &item.expires_in_ms, (1, MAX_EXPIRES_IN_MS));
-    if let (Some(delay), Some(expires_in)) = (delay, expires_in) {
-        check.never_due(delay, expires_in, true);
-    }
     Some(EnqueueItem {
         payload: payload?.to_owned(),
         max_retries: max_retries.and_then(|n| u32::try_from(n).ok()),
@@ -163,9 +160,9 @@ pub struct ClaimArgs {
 }
 
 impl ClaimArgs {
-    /// Checks `queue`, `n` (1..=100, required), `lease_ms` (1..=12 h; default: the queue's
-    /// stored lease, else the open-time lease) and the jitter `sample` (in `[0, 1)`, field
-    /// `random`).
+    /// Checks `queue`, `n` (1..=100, required) and `lease_ms` (1..=12 h; default: the queue's
+    /// stored lease, else the open-time lease); the jitter `sample` is the binding's to check
+    /// ([`crate::validate::jitter_sample`], [`crate::validate::sampled`]).
     pub fn new(
         queue: &Arg<'_>,
         n: &Arg<'_>,
@@ -178,7 +175,6 @@ impl ClaimArgs {
         let queue = check.queue(queue);
         let n = check.int("n", n, (1, MAX_CLAIM_MANY), None);
         let lease = check.opt_int("lease_ms", lease_ms, (1, MAX_LEASE_MS));
-        let sample = check.sample(sample);
         check.finish(|| Self {
             queue: queue.unwrap_or_default().to_owned(),
             n: n.and_then(|n| usize::try_from(n).ok()).unwrap_or_default(),
@@ -189,12 +185,11 @@ impl ClaimArgs {
         })
     }
 
-    /// `reap`: only the expired leases and messages of `queue` (`n` 0); the jitter `sample` is
-    /// checked as [`ClaimArgs::new`] checks it.
+    /// `reap`: only the expired leases and messages of `queue` (`n` 0); the jitter `sample` as
+    /// for [`ClaimArgs::new`].
     pub fn reap(queue: &Arg<'_>, backoff: Option<&Backoff>, sample: f64) -> Result<Self> {
         let mut check = Check::default();
         let queue = check.queue(queue);
-        let sample = check.sample(sample);
         check.finish(|| Self {
             queue: queue.unwrap_or_default().to_owned(),
             n: 0,
@@ -255,8 +250,8 @@ pub struct FailArgs {
 
 impl FailArgs {
     /// Checks `queue`, `id`, `error` (a string without NUL), the optional `lease_token`,
-    /// `retryable` (a bool, default true), `retry_in_ms` (0..=30 days, like a delay) and the
-    /// jitter `sample` (in `[0, 1)`, field `random`).
+    /// `retryable` (a bool, default true) and `retry_in_ms` (0..=30 days, like a delay); the
+    /// jitter `sample` as for [`ClaimArgs::new`].
     #[allow(clippy::too_many_arguments)] // one per argument of `fail`, and the handle's two
     pub fn new(
         queue: &Arg<'_>,
@@ -274,7 +269,6 @@ impl FailArgs {
         let token = check.opt_string("lease_token", lease_token);
         let retryable = check.bool("retryable", retryable, true);
         let retry_in = check.opt_int("retry_in_ms", retry_in_ms, (0, MAX_DELAY_MS));
-        let sample = check.sample(sample);
         check.finish(|| Self {
             queue: queue.unwrap_or_default().to_owned(),
             id: id.unwrap_or_default(),

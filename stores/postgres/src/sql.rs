@@ -61,6 +61,10 @@ pub struct Sql {
     /// a new row starts with the counters `$11`, `$12`; an existing one keeps its counters, which
     /// claims of other sessions may be adding to.
     pub put_queue: String,
+    /// Deletes the row of queue `$1` unless a claim of another session has counted an expired
+    /// message in it: run after [`Sql::put_queue`] wrote the defaults (new-user finding F5,
+    /// session 6).
+    pub delete_queue: String,
     /// Counts `$2` more expired messages made dead and `$3` more discarded in the row of queue
     /// `$1` (created with the defaults when it has none).
     pub count_expiry: String,
@@ -206,6 +210,9 @@ impl Sql {
                  backoff_jitter = excluded.backoff_jitter, max_retries = excluded.max_retries, \
                  lease_ms = excluded.lease_ms, expires_in_ms = excluded.expires_in_ms, \
                  on_expiry = excluded.on_expiry, paused = excluded.paused"
+            ),
+            delete_queue: format!(
+                "DELETE FROM {q} WHERE name = $1 AND expired_dead = 0 AND expired_discarded = 0"
             ),
             count_expiry: format!(
                 "INSERT INTO {q} (name, expired_dead, expired_discarded) VALUES ($1, $2, $3) \

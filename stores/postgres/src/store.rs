@@ -551,6 +551,10 @@ impl Store for PostgresStore {
             let next = step(stored)?;
             if next != stored {
                 row::put_queue(conn, &self.sql.put_queue, queue, &next)?;
+                // Back to the defaults: no row (`QueueRow::worth_storing`; finding F5).
+                if !next.worth_storing() {
+                    conn.execute(&self.sql.delete_queue, &[&queue])?;
+                }
             }
             Ok(next)
         })

@@ -8,7 +8,9 @@ use deadletter::{Error, Id, Message, Millis, NewMessage, QueueRow, Result};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, Params, Row, params};
 
-use crate::sql::{BY_KEY_SQL, GET_SQL, INSERT_SQL, PUT_QUEUE_SQL, QUEUE_SQL, WRITE_SQL};
+use crate::sql::{
+    BY_KEY_SQL, DELETE_QUEUE_SQL, GET_SQL, INSERT_SQL, PUT_QUEUE_SQL, QUEUE_SQL, WRITE_SQL,
+};
 
 /// The cells of one row, read with SQLite's own checks: SQLite keeps any value in any column (of
 /// a table that is not `STRICT`, or one changed behind deadletter's back), so a value of the
@@ -214,8 +216,14 @@ pub fn queue(conn: &Connection, queue: &str) -> Result<QueueRow> {
     found.unwrap_or(Ok(QueueRow::default()))
 }
 
-/// Writes `row` as the row of `queue`.
+/// Writes `row` as the row of `queue`; deletes the row when `row` is not worth storing (the
+/// defaults: [`QueueRow::worth_storing`]).
 pub fn put_queue(tx: &Connection, queue: &str, row: &QueueRow) -> Result<()> {
+    if !row.worth_storing() {
+        let mut statement = tx.prepare_cached(DELETE_QUEUE_SQL).map_err(Error::store)?;
+        statement.execute(params![queue]).map_err(Error::store)?;
+        return Ok(());
+    }
     let s = StoredQueue::new(queue, row);
     let mut statement = tx.prepare_cached(PUT_QUEUE_SQL).map_err(Error::store)?;
     statement

@@ -93,6 +93,10 @@ pub const PUT_QUEUE_SQL: &str = "INSERT INTO queues (name, backoff_initial_ms, \
     on_expiry = excluded.on_expiry, paused = excluded.paused, \
     expired_dead = excluded.expired_dead, expired_discarded = excluded.expired_discarded";
 
+/// Deletes the row of queue `?1`: a write of its settings brought it back to the defaults
+/// ([`deadletter::QueueRow::worth_storing`]; new-user finding F5, session 6).
+pub const DELETE_QUEUE_SQL: &str = "DELETE FROM queues WHERE name = ?1";
+
 /// Counts `?2` more expired messages made dead and `?3` more discarded in the row of queue `?1`
 /// (created with the defaults when it has none).
 pub const COUNT_EXPIRY_SQL: &str = "INSERT INTO queues (name, expired_dead, expired_discarded) \

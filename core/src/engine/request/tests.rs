@@ -161,7 +161,7 @@ fn purge_selects_through_its_filter() {
 }
 
 #[test]
-fn a_jitter_sample_outside_zero_to_one_is_refused_where_it_is_taken() {
+fn a_jitter_sample_outside_zero_to_one_is_refused_with_the_other_fields() {
     // New-user finding F8 (session 6): a host of the component passed NaN, 5.0, -3 or infinity,
     // clamped into no backoff at all (or the full one).
     let limits = Limits::default();
@@ -188,12 +188,24 @@ fn a_jitter_sample_outside_zero_to_one_is_refused_where_it_is_taken() {
             sample,
         );
         for err in [claim.map(|_| ()), reap.map(|_| ()), fail.map(|_| ())] {
-            let err = err.expect_err("refused");
+            let err = crate::validate::sampled(err, sample).expect_err("refused");
             assert_eq!(fields(&err), [("random", "out_of_range", None)], "{sample}");
         }
+        // Reported with the call's other rejected fields.
+        let claim = ClaimArgs::new(&"".into(), &Arg::Int(0), &Arg::Null, None, sample, &limits);
+        let err = crate::validate::sampled(claim, sample).expect_err("refused");
+        assert_eq!(
+            fields(&err),
+            [
+                ("queue", "empty", None),
+                ("n", "out_of_range", None),
+                ("random", "out_of_range", None)
+            ]
+        );
     }
     for sample in [0.0, 0.5, 0.999_999] {
-        let args = ClaimArgs::reap(&"q".into(), None, sample).expect("in [0, 1)");
+        let args = ClaimArgs::reap(&"q".into(), None, sample);
+        let args = crate::validate::sampled(args, sample).expect("in [0, 1)");
         assert_eq!(args.sample.to_bits(), sample.to_bits());
     }
 }
