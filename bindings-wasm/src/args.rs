@@ -83,6 +83,24 @@ impl OwnedArg {
     }
 }
 
+/// `[OwnedArg::from_js(a), OwnedArg::from_js(b), ...]`: the arguments of one call, each mapped
+/// in place. Not `[a, b].map(OwnedArg::from_js)`: the module got a copy of `array::map` for each
+/// length (about 170 bytes each; issue 20, the size budget).
+macro_rules! owned_args {
+    ($($value:expr),+ $(,)?) => {
+        [$($crate::args::OwnedArg::from_js($value)),+]
+    };
+}
+pub(crate) use owned_args;
+
+/// Every value of `row` from index 0, mapped into `out` in place (not `array::from_fn`, a copy
+/// of which each length would cost the module; issue 20).
+pub fn fill(out: &mut [OwnedArg], row: &Array) {
+    for (i, value) in (0..).zip(out.iter_mut()) {
+        *value = OwnedArg::from_js(&row.get(i));
+    }
+}
+
 /// How a string that is not well-formed UTF-16 is named in messages (`must be a string, got a
 /// string with an unpaired surrogate`): the core rejects it with code `type`, as Python rejects a
 /// `str` with a lone surrogate.
@@ -166,20 +184,13 @@ impl OwnedItem {
     /// `js/api.js` makes of the arguments of `enqueue` and of each item of `enqueueMany`); a
     /// value that is not an array is taken as a payload.
     pub fn from_row(row: &JsValue) -> Self {
+        let mut args = [const { OwnedArg::Null }; 6];
         if Array::is_array(row) {
-            let row: &Array = row.unchecked_ref();
-            Self(std::array::from_fn(|i| {
-                OwnedArg::from_js(&row.get(u32::try_from(i).unwrap_or_default()))
-            }))
+            fill(&mut args, row.unchecked_ref());
         } else {
-            Self(std::array::from_fn(|i| {
-                if i == 0 {
-                    OwnedArg::from_js(row)
-                } else {
-                    OwnedArg::Null
-                }
-            }))
+            args[0] = OwnedArg::from_js(row);
         }
+        Self(args)
     }
 
     /// The core's [`Item`].

@@ -6,7 +6,7 @@
 
 use deadletter::storage::{StoredQueue, queue_row};
 use deadletter::{
-    Backoff, Millis, QueueRow, QueueSettings, Result, SettingsArgs, Stats, pause_step,
+    Arg, Backoff, Millis, QueueRow, QueueSettings, Result, SettingsArgs, Stats, pause_step,
 };
 use js_sys::Object;
 use wasm_bindgen::prelude::*;
@@ -153,8 +153,16 @@ pub fn from_record(name: &str, record: &JsValue) -> Result<QueueRow> {
     if record.is_undefined() {
         return Ok(QueueRow::default());
     }
-    let values = KEYS.map(|key| OwnedArg::from_js(&get(record, key)));
-    queue_row(name, &values.each_ref().map(OwnedArg::arg))
+    // Element by element, not `array::map`: a copy of it per length costs the module (issue 20).
+    let mut values = [const { OwnedArg::Null }; 11];
+    for (value, key) in values.iter_mut().zip(KEYS) {
+        *value = OwnedArg::from_js(&get(record, key));
+    }
+    let mut args = [const { Arg::Null }; 11];
+    for (arg, value) in args.iter_mut().zip(&values) {
+        *arg = value.arg();
+    }
+    queue_row(name, &args)
 }
 
 /// A backoff policy as the API gives it: `{ initialMs, multiplier, capMs, jitter }`.

@@ -19,7 +19,7 @@ use deadletter::{
 use js_sys::{Array, Date, Reflect};
 use wasm_bindgen::prelude::*;
 
-use crate::args::{OwnedArg, OwnedItem, function, kind};
+use crate::args::{self, OwnedArg, OwnedItem, function, kind, owned_args};
 use crate::bulk::BulkPlan;
 use crate::bulk::ListPlan;
 use crate::claim::ClaimPlan;
@@ -192,7 +192,7 @@ impl DatabaseRules {
     ) -> std::result::Result<QueueRules, JsValue> {
         let name = OwnedArg::from_js(name);
         let [initial_ms, multiplier, cap_ms, jitter] =
-            [initial_ms, multiplier, cap_ms, jitter].map(OwnedArg::from_js);
+            owned_args![initial_ms, multiplier, cap_ms, jitter];
         let checked = deadletter::validate::queue_name(&name.arg()).map(str::to_owned);
         let policy = Backoff::new(
             &initial_ms.arg(),
@@ -267,7 +267,7 @@ impl QueueRules {
         n: &JsValue,
         lease_ms: &JsValue,
     ) -> std::result::Result<ClaimPlan, JsValue> {
-        let [n, lease] = [n, lease_ms].map(OwnedArg::from_js);
+        let [n, lease] = owned_args![n, lease_ms];
         let sample = js(sample(random))?;
         let args = js(ClaimArgs::new(
             &self.queue(),
@@ -297,7 +297,7 @@ impl QueueRules {
         a: &JsValue,
         b: &JsValue,
     ) -> std::result::Result<UpdatePlan, JsValue> {
-        let [id, a, b] = [id, a, b].map(OwnedArg::from_js);
+        let [id, a, b] = owned_args![id, a, b];
         let (queue, id, a) = (self.queue(), id.arg(), a.arg());
         let update = match kind {
             0 => Update::Succeed(js(SucceedArgs::new(&queue, &id, &a))?),
@@ -327,7 +327,7 @@ impl QueueRules {
         retry_in_ms: &JsValue,
     ) -> std::result::Result<UpdatePlan, JsValue> {
         let [id, error, token, retryable, retry_in] =
-            [id, error, lease_token, retryable, retry_in_ms].map(OwnedArg::from_js);
+            owned_args![id, error, lease_token, retryable, retry_in_ms];
         let sample = js(sample(random))?;
         let args = js(FailArgs::new(
             &self.queue(),
@@ -357,7 +357,7 @@ impl QueueRules {
         to_queue: &JsValue,
     ) -> std::result::Result<BulkPlan, JsValue> {
         let values = owned(filters);
-        let [limit, dry_run, to_queue] = [limit, dry_run, to_queue].map(OwnedArg::from_js);
+        let [limit, dry_run, to_queue] = owned_args![limit, dry_run, to_queue];
         let (queue, filters) = (self.queue(), filter_args(&values));
         if action == 3 {
             let args = MoveAllArgs::new(
@@ -405,7 +405,7 @@ impl QueueRules {
             lease,
             expires_in,
             on_expiry,
-        ] = [
+        ] = owned_args![
             initial_ms,
             multiplier,
             cap_ms,
@@ -413,9 +413,8 @@ impl QueueRules {
             max_retries,
             lease_ms,
             expires_in_ms,
-            on_expiry,
-        ]
-        .map(OwnedArg::from_js);
+            on_expiry
+        ];
         let policy = backoff
             .then(|| Backoff::new(&initial.arg(), &multiplier.arg(), &cap.arg(), &jitter.arg()));
         let args = js(SettingsArgs::new(
@@ -441,7 +440,7 @@ impl QueueRules {
         status: &JsValue,
         older_than_ms: &JsValue,
     ) -> std::result::Result<BulkPlan, JsValue> {
-        let [status, older] = [status, older_than_ms].map(OwnedArg::from_js);
+        let [status, older] = owned_args![status, older_than_ms];
         let now = js(now(clock))?;
         let args = PurgeArgs::new(&self.queue(), &status.arg(), &older.arg(), now);
         js(args.map(BulkPlan::purge))
@@ -479,7 +478,7 @@ impl QueueRules {
         clock: &js_sys::Function,
     ) -> std::result::Result<ListPlan, JsValue> {
         let values = owned(filters);
-        let [limit, after] = [limit, after_id].map(OwnedArg::from_js);
+        let [limit, after] = owned_args![limit, after_id];
         let args = js(ListArgs::new(
             &self.queue(),
             &filter_args(&values),
@@ -498,7 +497,9 @@ impl QueueRules {
 /// The values of the filters of `list` and of the bulk actions, in `FilterArgs::NAMES` order
 /// (`js/api.js` puts them so, the instants already in milliseconds; a missing one is null).
 fn owned(filters: &Array) -> [OwnedArg; 12] {
-    std::array::from_fn(|i| OwnedArg::from_js(&filters.get(u32::try_from(i).unwrap_or_default())))
+    let mut values = [const { OwnedArg::Null }; 12];
+    args::fill(&mut values, filters);
+    values
 }
 
 /// The core's filters of `values` (see [`owned`]), field by field: `FilterArgs::set` matches
@@ -517,20 +518,20 @@ fn filter_args(values: &[OwnedArg; 12]) -> FilterArgs<'_> {
         updated_before,
         dead_after,
         dead_before,
-    ] = values.each_ref().map(OwnedArg::arg);
+    ] = values;
     FilterArgs {
-        status,
-        delayed,
-        payload_contains,
-        error_contains,
-        group,
-        idempotency_key,
-        created_after,
-        created_before,
-        updated_after,
-        updated_before,
-        dead_after,
-        dead_before,
+        status: status.arg(),
+        delayed: delayed.arg(),
+        payload_contains: payload_contains.arg(),
+        error_contains: error_contains.arg(),
+        group: group.arg(),
+        idempotency_key: idempotency_key.arg(),
+        created_after: created_after.arg(),
+        created_before: created_before.arg(),
+        updated_after: updated_after.arg(),
+        updated_before: updated_before.arg(),
+        dead_after: dead_after.arg(),
+        dead_before: dead_before.arg(),
     }
 }
 

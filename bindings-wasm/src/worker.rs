@@ -6,7 +6,7 @@
 use deadletter::worker::{self, Plan};
 use wasm_bindgen::prelude::*;
 
-use crate::args::OwnedArg;
+use crate::args::{OwnedArg, owned_args};
 use crate::errors;
 use crate::rules::{js, now};
 
@@ -36,7 +36,7 @@ impl WorkerPlan {
         lease_ms: &JsValue,
     ) -> Result<WorkerPlan, JsValue> {
         let [concurrency, poll, shutdown, lease] =
-            [concurrency, poll_interval_ms, shutdown_timeout_ms, lease_ms].map(OwnedArg::from_js);
+            owned_args![concurrency, poll_interval_ms, shutdown_timeout_ms, lease_ms];
         Plan::new(
             &concurrency.arg(),
             &poll.arg(),
