@@ -121,11 +121,7 @@ impl BulkPlan {
         let filter = self.filter();
         let ranges = keys::after(filter.queue, filter.status, after);
         #[allow(clippy::cast_precision_loss)] // at most BATCH
-        Some(
-            [ranges, JsValue::from_f64(room as f64)]
-                .into_iter()
-                .collect(),
-        )
+        Some(keys::array(&[ranges, JsValue::from_f64(room as f64)]))
     }
 
     /// Whether the operation selects the message of `record`.
@@ -244,7 +240,7 @@ impl ListPlan {
         let ranges = keys::after(query.queue, query.status, query.after_id.unwrap_or(0));
         #[allow(clippy::cast_precision_loss)] // at most SCAN_BUDGET
         let limit = JsValue::from_f64(query.limit as f64);
-        Some([ranges, limit].into_iter().collect())
+        Some(keys::array(&[ranges, limit]))
     }
 
     /// The records of the page [`ListPlan::next`] named, in id order; then the next page to
@@ -260,6 +256,6 @@ impl ListPlan {
         let page = self.scan.finish();
         let messages: Array = page.messages.iter().map(|m| to_js(m, false)).collect();
         let next = page.next_after_id.map_or(JsValue::NULL, number);
-        [messages.into(), next].into_iter().collect()
+        keys::array(&[messages.into(), next])
     }
 }

@@ -116,13 +116,11 @@ impl ClaimPlan {
     /// depend on the queue's name alone: the store keeps them per queue.
     pub fn lanes(&self) -> Array {
         let q = &self.args.queue;
-        [
+        keys::array(&[
             keys::timed_lane(q),
             keys::expiring(q, f64::INFINITY),
             keys::ready(q),
-        ]
-        .into_iter()
-        .collect()
+        ])
     }
 
     /// How many records to read from the head of the ready lane now: 0 when nothing more.
@@ -163,7 +161,7 @@ impl ClaimPlan {
         let come = |key: &JsValue| keys::part(key, 2).is_some_and(|at| at <= now);
         #[allow(clippy::cast_precision_loss)] // a checked instant
         let upto = now as f64;
-        [
+        keys::array(&[
             if come(timed) {
                 keys::timed(q, now)
             } else {
@@ -174,9 +172,7 @@ impl ClaimPlan {
             } else {
                 JsValue::NULL
             },
-        ]
-        .into_iter()
-        .collect()
+        ])
     }
 
     /// How many records of the timed and expiring ranges to read at once.

@@ -22,8 +22,19 @@ use crate::record::{READY, TIMED};
 const INF: f64 = f64::INFINITY;
 const NEG_INF: f64 = f64::NEG_INFINITY;
 
+/// An `Array` of `values`: the one way this module makes an array of a fixed list of values
+/// (not `[a, b].into_iter().collect()`, of which each length and each iterator was a copy in the
+/// module: issue 20, its size budget).
+pub fn array(values: &[JsValue]) -> Array {
+    let out = Array::new();
+    for value in values {
+        out.push(value);
+    }
+    out
+}
+
 fn key(parts: &[JsValue]) -> JsValue {
-    parts.iter().collect::<Array>().into()
+    array(parts).into()
 }
 
 /// The keys from `[..prefix, lower]` to `[..prefix, upper]` (a longer key under `[..prefix, x]`
@@ -43,10 +54,7 @@ fn between(prefix: &[JsValue], lower: f64, lower_open: bool, upper: f64) -> JsVa
     } else {
         key(&part(lower))
     };
-    [lower, upper, lower_open.into(), false.into()]
-        .into_iter()
-        .collect::<Array>()
-        .into()
+    array(&[lower, upper, lower_open.into(), false.into()]).into()
 }
 
 #[allow(clippy::cast_precision_loss)] // instants and ids are far below 2^53

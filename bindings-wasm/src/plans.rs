@@ -182,12 +182,7 @@ impl EnqueuePlan {
         let queue = JsValue::from_str(&self.args.queue);
         self.keys
             .iter()
-            .map(|k| -> JsValue {
-                [queue.clone(), JsValue::from_str(k)]
-                    .into_iter()
-                    .collect::<Array>()
-                    .into()
-            })
+            .map(|k| -> JsValue { keys::array(&[queue.clone(), JsValue::from_str(k)]).into() })
             .collect()
     }
 
@@ -228,7 +223,7 @@ impl EnqueuePlan {
             .iter()
             .any(|at| self.messages[*at].expires_at.is_some());
         if expiring && !self.expires {
-            std::iter::once(JsValue::from_str(&self.args.queue)).collect()
+            keys::array(&[JsValue::from_str(&self.args.queue)])
         } else {
             Array::new()
         }
@@ -419,10 +414,7 @@ impl UpdatePlan {
 /// `BulkPlan::keys`).
 pub(crate) fn key_probe(to_queue: &str, record: &JsValue) -> JsValue {
     match get(record, "idempotencyKey").as_string() {
-        Some(key) => [JsValue::from_str(to_queue), key.into()]
-            .into_iter()
-            .collect::<Array>()
-            .into(),
+        Some(key) => keys::array(&[JsValue::from_str(to_queue), key.into()]).into(),
         None => JsValue::UNDEFINED,
     }
 }
