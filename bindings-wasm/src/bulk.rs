@@ -9,8 +9,8 @@ use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
 use crate::groups::Book;
-use crate::plans::{context, key_probe, read_all};
-use crate::record::{from_record, number, stored, to_js, whole};
+use crate::plans::{context, key_probe, messages, read_all};
+use crate::record::{from_record, number, stored, whole};
 use crate::rules::js;
 use crate::{keys, queue};
 
@@ -160,7 +160,13 @@ impl BulkPlan {
     /// (an empty array) for the other operations.
     pub fn keys(&self, found: &Array) -> Array {
         match &self.bulk {
-            Bulk::Move(a, _) => found.iter().map(|r| key_probe(&a.to_queue, &r)).collect(),
+            Bulk::Move(a, _) => {
+                let out = Array::new();
+                for record in found.iter() {
+                    out.push(&key_probe(&a.to_queue, &record));
+                }
+                out
+            }
             _ => Array::new(),
         }
     }
@@ -254,8 +260,7 @@ impl ListPlan {
     /// match).
     pub fn finish(self) -> Array {
         let page = self.scan.finish();
-        let messages: Array = page.messages.iter().map(|m| to_js(m, false)).collect();
         let next = page.next_after_id.map_or(JsValue::NULL, number);
-        keys::array(&[messages.into(), next])
+        keys::array(&[messages(&page.messages), next])
     }
 }

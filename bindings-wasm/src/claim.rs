@@ -81,14 +81,15 @@ impl ClaimPlan {
     /// The records (and ids to delete) of `writes`; every message a claim writes is its group's
     /// head or has left its group.
     fn records(&self, writes: Vec<Write>) -> Array {
-        writes
-            .into_iter()
-            .map(|write| match write {
+        let out = Array::new();
+        for write in writes {
+            out.push(&match write {
                 Write::Put(m) => to_record(&m, true, true, self.place(m.id)).into(),
                 Write::Ready(m) => to_ready_record(&m, self.place(m.id)).into(),
                 Write::Delete(m) => number(m.id),
-            })
-            .collect()
+            });
+        }
+        out
     }
 
     fn each(
@@ -231,9 +232,8 @@ impl ClaimPlan {
 
     /// The ranges of index `group` whose first record to read: the groups a member left.
     pub fn left(&self) -> Array {
-        let q = &self.args.queue;
         let left = self.plan.as_ref().map_or(&[][..], LaneClaim::left);
-        left.iter().map(|group| keys::group(q, group)).collect()
+        keys::groups(&self.args.queue, left)
     }
 
     /// The first record of each range of [`ClaimPlan::left`] (`undefined`: none); returns the

@@ -27,10 +27,11 @@ pub fn set_error_class(class: Function) {
 /// The stable error codes of the core (`deadletter::CODES`), exported as `CODES` by the package.
 #[wasm_bindgen(js_name = errorCodes)]
 pub fn error_codes() -> Array {
-    deadletter::CODES
-        .iter()
-        .map(|c| JsValue::from_str(c))
-        .collect()
+    let out = Array::new();
+    for code in deadletter::CODES {
+        out.push(&JsValue::from_str(code));
+    }
+    out
 }
 
 // The objects are made by js/store/record.js (see src/record.rs).
@@ -82,9 +83,13 @@ fn field_error(error: &FieldError) -> JsValue {
 pub fn to_js(error: &Error) -> JsValue {
     let none = || JsValue::UNDEFINED;
     let (mut reason, mut id, mut status, mut queue) = (none(), none(), none(), none());
-    let mut errors = Array::new();
+    let errors = Array::new();
     match error {
-        Error::Validation(fields) => errors = fields.iter().map(field_error).collect(),
+        Error::Validation(fields) => {
+            for field in fields {
+                errors.push(&field_error(field));
+            }
+        }
         Error::NotFound { queue: q, id: i } => {
             queue = q.as_str().into();
             id = number(*i);

@@ -116,16 +116,21 @@ impl Book {
                 queues.push(&after.queue);
             }
         }
-        queues.into_iter().map(|q| JsValue::from_str(q)).collect()
+        let out = Array::new();
+        for queue in queues {
+            out.push(&JsValue::from_str(queue));
+        }
+        out
     }
 
     /// The ranges of index `group` whose last key (the group's tail) the store reads before it
     /// writes, for [`Book::place`].
     pub fn tails(&self) -> Array {
-        self.entered()
-            .into_iter()
-            .map(|(queue, group)| keys::group(queue, group))
-            .collect()
+        let out = Array::new();
+        for (queue, group) in self.entered() {
+            out.push(&keys::group(queue, group));
+        }
+        out
     }
 
     /// The records to write, in order, given the last key of each range of [`Book::tails`]
@@ -137,10 +142,7 @@ impl Book {
     /// The ranges of index `group` whose first record (the group's first live member) the store
     /// reads once it wrote, for [`Book::promote`]: the groups a write left.
     pub fn left(&self) -> Array {
-        self.left
-            .iter()
-            .map(|group| keys::group(&self.queue, group))
-            .collect()
+        keys::groups(&self.queue, &self.left)
     }
 
     /// The records to write, given the first record of each range of [`Book::left`]

@@ -89,6 +89,15 @@ pub fn group(queue: &str, group: &str) -> JsValue {
     between(&[queue.into(), group.into()], NEG_INF, false, INF)
 }
 
+/// Index `group`: one range of [`group`] per group of `queue` in `groups`.
+pub fn groups(queue: &str, groups: &[String]) -> Array {
+    let out = Array::new();
+    for name in groups {
+        out.push(&group(queue, name));
+    }
+    out
+}
+
 /// The position of a key of index `group` (`[queue, group, groupAt, id]`; `undefined`: none).
 pub fn position(group_key: &JsValue) -> Option<deadletter::storage::Position> {
     Some(deadletter::storage::Position {
@@ -108,11 +117,11 @@ pub fn after(queue: &str, status: Option<Status>, after: i64) -> JsValue {
     let statuses = status
         .as_ref()
         .map_or(&Status::ALL[..], std::slice::from_ref);
-    statuses
-        .iter()
-        .map(|s| between(&of(queue, *s), float(after), true, INF))
-        .collect::<Array>()
-        .into()
+    let out = Array::new();
+    for s in statuses {
+        out.push(&between(&of(queue, *s), float(after), true, INF));
+    }
+    out.into()
 }
 
 /// Index `list`: every message of `queue` in `status`.

@@ -52,10 +52,11 @@ extern "C" {
 }
 
 pub(crate) fn messages(list: &[Message]) -> JsValue {
-    list.iter()
-        .map(|m| to_js(m, false))
-        .collect::<Array>()
-        .into()
+    let out = Array::new();
+    for message in list {
+        out.push(&to_js(message, false));
+    }
+    out.into()
 }
 
 /// An id as a JavaScript number.
@@ -180,19 +181,17 @@ impl EnqueuePlan {
     /// distinct key of the items.
     pub fn keys(&self) -> Array {
         let queue = JsValue::from_str(&self.args.queue);
-        self.keys
-            .iter()
-            .map(|k| -> JsValue { keys::array(&[queue.clone(), JsValue::from_str(k)]).into() })
-            .collect()
+        let out = Array::new();
+        for key in &self.keys {
+            out.push(&keys::array(&[queue.clone(), JsValue::from_str(key)]));
+        }
+        out
     }
 
     /// The ranges of index `group` whose last key (the group's tail) to read, one per distinct
     /// group of the items.
     pub fn tails(&self) -> Array {
-        self.groups
-            .iter()
-            .map(|group| keys::group(&self.args.queue, group))
-            .collect()
+        keys::groups(&self.args.queue, &self.groups)
     }
 
     /// Inside the transaction: `clock` (what the clock returned once the queue's row was read),
@@ -235,10 +234,11 @@ impl EnqueuePlan {
         for (at, id) in self.added.iter().zip(ids.iter()) {
             self.messages[*at].id = whole(&id).unwrap_or_default();
         }
-        self.slots
-            .iter()
-            .map(|(at, deduplicated)| to_js(&self.messages[*at], *deduplicated))
-            .collect()
+        let out = Array::new();
+        for (at, deduplicated) in &self.slots {
+            out.push(&to_js(&self.messages[*at], *deduplicated));
+        }
+        out
     }
 }
 

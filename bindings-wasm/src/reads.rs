@@ -52,7 +52,10 @@ impl StatsPlan {
     /// `claim`).
     pub fn ranges(&self) -> Object {
         let (q, now) = (self.queue.as_str(), self.now);
-        let by_status: Array = Status::ALL.iter().map(|s| keys::status(q, *s)).collect();
+        let by_status = Array::new();
+        for status in Status::ALL {
+            by_status.push(&keys::status(q, status));
+        }
         let object = Object::new();
         for (name, range) in [
             ("byStatus", by_status.into()),

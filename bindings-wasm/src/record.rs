@@ -148,12 +148,11 @@ fn float(n: Option<i64>) -> f64 {
 /// `place` is `[groupAt, lane, at]` (NaN: null).
 fn build(message: &Message, kind: Kind, place: [f64; 3], deduplicated: bool) -> Object {
     let [group_at, lane, at] = place;
-    #[allow(clippy::cast_precision_loss)] // instants are far below 2^53
-    let errors: Array = message
-        .errors
-        .iter()
-        .map(|entry| attempt(kind as u32, entry.attempt, &entry.error, entry.at as f64))
-        .collect();
+    let errors = Array::new();
+    for entry in &message.errors {
+        let at = float(Some(entry.at));
+        errors.push(&attempt(kind as u32, entry.attempt, &entry.error, at));
+    }
     shape(
         kind as u32,
         float(Some(message.id)),
