@@ -208,7 +208,11 @@ impl BulkPlan {
     /// Closes a batch: the ids selected (ascending) and how many the write applied (or the dry
     /// run counted); then the next selection as [`BulkPlan::next`] gives it.
     pub fn record(&mut self, ids: &Array, applied: u32) -> Option<Array> {
-        let ids: Vec<Id> = ids.iter().filter_map(|id| whole(&id)).collect();
+        let mut selected: Vec<Id> = Vec::new();
+        for id in ids.iter() {
+            selected.extend(whole(&id));
+        }
+        let ids = selected;
         self.batches.record(&ids, applied.into());
         self.next()
     }

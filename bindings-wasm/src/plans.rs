@@ -72,11 +72,13 @@ pub(crate) fn count(n: u64) -> JsValue {
 
 /// The messages of an array of records (`undefined` entries: nothing found, skipped).
 pub(crate) fn read_all(records: &Array) -> Result<Vec<Message>> {
-    records
-        .iter()
-        .filter(|r| !r.is_undefined())
-        .map(|r| from_record(&r))
-        .collect()
+    let mut messages = Vec::new();
+    for record in records.iter() {
+        if !record.is_undefined() {
+            messages.push(from_record(&record)?);
+        }
+    }
+    Ok(messages)
 }
 
 fn finished_early() -> JsValue {
@@ -454,12 +456,11 @@ impl ReadPlan {
     /// delete. Throws `conflict` for a message that is not finished (a live message is never
     /// deleted from under its worker).
     pub fn deletable(&self, found: &Array) -> std::result::Result<Array, JsValue> {
-        let mine: Vec<Message> = js(read_all(found))?
-            .into_iter()
-            .filter(|m| m.queue == self.args.queue)
-            .collect();
         let ids = Array::new();
-        for message in &mine {
+        for message in &js(read_all(found))? {
+            if message.queue != self.args.queue {
+                continue;
+            }
             js(self.args.delete(message))?;
             ids.push(&number(message.id));
         }

@@ -253,8 +253,15 @@ impl QueueRules {
     /// holds one `[payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs]` array per
     /// item (a value that is not an array is taken as a payload).
     pub fn enqueue(&self, rows: &Array, batch: bool) -> std::result::Result<EnqueuePlan, JsValue> {
-        let items: Vec<OwnedItem> = rows.iter().map(|row| OwnedItem::from_row(&row)).collect();
-        let items: Vec<Item<'_>> = items.iter().map(OwnedItem::item).collect();
+        // Loops, not `collect`: a copy of it per iterator costs the module (issue 20).
+        let mut owned = Vec::new();
+        for row in rows.iter() {
+            owned.push(OwnedItem::from_row(&row));
+        }
+        let mut items: Vec<Item<'_>> = Vec::new();
+        for item in &owned {
+            items.push(item.item());
+        }
         let args = js(EnqueueArgs::new(&self.queue(), &items, batch, &self.limits))?;
         Ok(EnqueuePlan::new(args))
     }
