@@ -254,12 +254,12 @@ impl QueueRules {
     /// item (a value that is not an array is taken as a payload).
     pub fn enqueue(&self, rows: &Array, batch: bool) -> std::result::Result<EnqueuePlan, JsValue> {
         // Loops, not `collect`: a copy of it per iterator costs the module (issue 20).
-        let mut owned = Vec::new();
+        let mut given = Vec::new();
         for row in rows.iter() {
-            owned.push(OwnedItem::from_row(&row));
+            given.push(OwnedItem::from_row(&row));
         }
         let mut items: Vec<Item<'_>> = Vec::new();
-        for item in &owned {
+        for item in &given {
             items.push(item.item());
         }
         let args = js(EnqueueArgs::new(&self.queue(), &items, batch, &self.limits))?;
