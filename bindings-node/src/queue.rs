@@ -14,7 +14,7 @@ use napi_derive::napi;
 use crate::args::{OwnedArg, OwnedItem};
 use crate::pool::Pool;
 use crate::reply::{self, Row};
-use crate::work::Db;
+use crate::work::{Db, Job};
 
 /// One queue of an open database with its handle's backoff policy (internal: the package's
 /// `Queue` holds one).
@@ -154,10 +154,7 @@ impl NativeQueue {
         + Send
         + 'static,
     ) -> u32 {
-        let (name, policy) = (Arc::clone(&self.name), self.policy);
-        self.pool.submit(Box::new(move |db, clock| {
-            job(db, clock, Arg::Str(&name), policy.as_ref())
-        }))
+        self.pool.submit(self.job(job))
     }
 
     /// Queues `job` as [`NativeQueue::work`] does, a call that only reads ([`Pool::submit_read`]).
@@ -167,10 +164,18 @@ impl NativeQueue {
         + Send
         + 'static,
     ) -> u32 {
+        self.pool.submit_read(self.job(job))
+    }
+
+    /// `job` as the pool runs it: given the queue's name and its handle's policy.
+    fn job(
+        &self,
+        job: impl FnOnce(&Db, deadletter::Clock<'_>, Arg<'_>, Option<&Backoff>) -> String
+        + Send
+        + 'static,
+    ) -> Job {
         let (name, policy) = (Arc::clone(&self.name), self.policy);
-        self.pool.submit_read(Box::new(move |db, clock| {
-            job(db, clock, Arg::Str(&name), policy.as_ref())
-        }))
+        Box::new(move |db, clock| job(db, clock, Arg::Str(&name), policy.as_ref()))
     }
 
     /// Queues a call that may kill and reschedule messages (see [`NativeQueue::outcome`]):
