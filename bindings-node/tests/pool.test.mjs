@@ -59,12 +59,17 @@ async function holdWriteLock(path, fallbackMs) {
   };
 }
 
-test("a read and a refused call made in the same tick as a write are answered while another process holds the write lock; the write after its commit", async () => {
+/** A database with one message committed on queue "q", and another process holding its write lock. */
+async function queueBehindLock() {
   const path = fresh();
   const db = await open(path);
   const q = db.queue("q");
   await q.enqueue("before");
-  const lock = await holdWriteLock(path, 10_000);
+  return { db, q, lock: await holdWriteLock(path, 10_000) };
+}
+
+test("a read and a refused call made in the same tick as a write are answered while another process holds the write lock; the write after its commit", async () => {
+  const { db, q, lock } = await queueBehindLock();
   const events = [];
   const seen = (name) => (value) => {
     events.push(name);
@@ -91,11 +96,7 @@ test("a read and a refused call made in the same tick as a write are answered wh
 });
 
 test("a read made after a write in the same tick does not wait behind it for another process's write lock", async () => {
-  const path = fresh();
-  const db = await open(path);
-  const q = db.queue("q");
-  await q.enqueue("before");
-  const lock = await holdWriteLock(path, 10_000);
+  const { db, q, lock } = await queueBehindLock();
   const events = [];
   const write = q.enqueue("w").then((m) => {
     events.push("write");
