@@ -130,6 +130,18 @@ pub fn mark_expiring(name: &str, record: &JsValue) -> std::result::Result<JsValu
     Ok(to_record(name, &row, true).into())
 }
 
+/// Whether queue `name`'s record (from `queues.getAll()`) lists the queue in `queues()` as a row
+/// does in every other store ([`deadletter::Store::queues`]): only when it differs from the
+/// defaults (a setting, the pause, an expiry counted). A record that holds the defaults and only
+/// the [`expires`] mark is kept for the claim's sake, not listed, so a queue whose messages with an
+/// expiry are gone and whose settings are back to the defaults is not listed, as in SQLite,
+/// PostgreSQL and memory (session 6's new-user finding F5, left in IndexedDB; case expiry.json).
+/// Throws the `store` error of a corrupt record.
+#[wasm_bindgen(js_name = listsQueue)]
+pub fn lists_queue(name: &str, record: &JsValue) -> std::result::Result<bool, JsValue> {
+    Ok(crate::rules::js(from_record(name, record))? != QueueRow::default())
+}
+
 /// The keys of a queue's record, in the order of the core's
 /// [`QUEUE_COLUMNS`](deadletter::storage::QUEUE_COLUMNS).
 const KEYS: [&str; 11] = [
@@ -260,7 +272,8 @@ impl RowPlan {
     /// or `null`: delete the record, which the write brought back to the defaults (not the core's
     /// `QueueRow::worth_storing`, the same comparison, linked in the module once: its size has a
     /// budget; new-user finding F5, session 6), unless it marks the queue as one whose messages
-    /// may expire ([`expires`]), which is written with the defaults.
+    /// may expire ([`expires`]), which is written with the defaults (and not listed:
+    /// [`lists_queue`]).
     pub fn step(&mut self, record: &JsValue) -> std::result::Result<JsValue, JsValue> {
         let row = crate::rules::js(from_record(&self.queue, record))?;
         let next = match &self.change {

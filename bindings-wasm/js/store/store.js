@@ -18,7 +18,7 @@
 // synchronous function (`options.clock`, else `Date.now`), so reading it awaits nothing.
 
 import { QUEUES, STORE, open } from "./schema.js";
-import { markExpiring } from "../core.js";
+import { listsQueue, markExpiring } from "../core.js";
 import { DeadLetterError } from "../errors.js";
 import { ahead, commit, firstKey, firstRecords, keyRange, lastKeys, putAll, request, settle, storeError, transaction, walk, walkMerged } from "./requests.js";
 
@@ -368,11 +368,12 @@ export class IdbStore {
   /**
    * The names of the queues that hold messages or have a row, each once, in IndexedDB's (UTF-16)
    * order per source: those of index `list` (`[queue, status, id, updatedAt]`) one key per queue,
-   * each skipping to the first key above `[queue, []]` (an array sorts above every status).
+   * each skipping to the first key above `[queue, []]` (an array sorts above every status), and
+   * those whose record is a row (`listsQueue`: not one that only marks expiring messages).
    */
   queues() {
     return this.#run(BOTH, "readonly", async (messages, queues) => {
-      const rows = request("getAllKeys", () => queues.getAllKeys());
+      const records = request("getAll", () => queues.getAll());
       const names = [];
       const what = "openKeyCursor";
       try {
@@ -384,7 +385,8 @@ export class IdbStore {
       } catch (err) {
         throw err instanceof DeadLetterError ? err : storeError(what, err);
       }
-      return [...new Set([...names, ...(await rows)])];
+      for (const record of await records) if (listsQueue(record.name, record)) names.push(record.name);
+      return [...new Set(names)];
     });
   }
 }
