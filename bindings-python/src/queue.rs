@@ -682,6 +682,19 @@ impl Queue {
         to_opt_datetime(py, due)
     }
 
+    /// For `deadletter.http`: when a claim on this queue that took nothing can next take a
+    /// message, as an aware UTC `datetime`: `next_due_at()`, or `None` when none is delayed and
+    /// while the queue is paused (its claims take nothing until `resume`; the core's
+    /// `Engine::next_claim_at`). The empty claim's `Retry-After`.
+    #[pyo3(name = "_next_claim_at")]
+    fn next_claim_at<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let engine = &self.shared.engine;
+        let at = self.shared.run(py, async |clock| {
+            engine.next_claim_at(self.queue(), clock).await
+        })?;
+        to_opt_datetime(py, at)
+    }
+
     /// The message `id` of this queue; `NotFoundError` when there is none (ids of other queues
     /// are not visible here).
     fn get(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<PyMessage> {

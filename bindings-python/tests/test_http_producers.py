@@ -217,6 +217,22 @@ def test_no_retry_after_when_nothing_is_delayed(client: TestClient) -> None:
     assert empty.status_code == 204 and "retry-after" not in empty.headers
 
 
+def test_no_retry_after_from_a_paused_queue(client: TestClient, clock: Clock) -> None:
+    """A paused queue takes nothing until resumed, whenever its delayed message comes due: its
+    empty claim says no time to come back (it said the message's, 90)."""
+    client.post("/queues/q/messages", json={"payload": "later", "delay": 90})
+    assert client.post("/queues/q/pause").status_code == 200
+    empty = client.post("/queues/q/claim")
+    assert empty.status_code == 204 and "retry-after" not in empty.headers
+    clock.advance(90)
+    empty = client.post("/queues/q/claim")
+    assert empty.status_code == 204 and "retry-after" not in empty.headers
+    client.post("/queues/q/resume")
+    assert client.post("/queues/q/claim").json()["payload"] == "later"
+    client.post("/queues/q/messages", json={"payload": "again", "delay": 5})
+    assert client.post("/queues/q/claim").headers["retry-after"] == "5"
+
+
 @pytest.mark.parametrize(
     "delay, code",
     [(-1, "out_of_range"), (30 * 86400 + 1, "out_of_range"), ("10", "type"), (True, "type")],

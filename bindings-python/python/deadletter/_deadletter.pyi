@@ -514,6 +514,10 @@ class Queue:
     def next_due_at(self) -> Optional[datetime]:
         """When the next delayed message (in backoff, or enqueued with a delay) becomes due, or
         None when none is delayed; one index read (the value of ``stats().next_due_at``)."""
+    def _next_claim_at(self) -> Optional[datetime]:
+        """For ``deadletter.http``: when a claim that took nothing can next take a message:
+        ``next_due_at()``, or None when none is delayed and while the queue is paused (the empty
+        claim's ``Retry-After``)."""
     def process(
         self,
         handler: Callable[[Message], object],

@@ -541,6 +541,22 @@ impl<S: Store> Engine<S> {
         self.store.next_due_at(&queue, now).await
     }
 
+    /// When a claim on `queue` that took nothing can next take a message: when its next delayed
+    /// message comes due ([`Engine::next_due_at`]); `None` when none is delayed, and while the
+    /// queue is paused, whose claims take nothing until it is resumed, an instant no clock can
+    /// tell. The HTTP API's empty claim sends it as `Retry-After` (absent for `None`): it sent the
+    /// next due instant of a paused queue, which told its clients to come back for a message they
+    /// could not get (left by session 6's helpers). Reads the queue's row, then, unless paused,
+    /// as [`Engine::next_due_at`].
+    pub async fn next_claim_at(&self, queue: Arg<'_>, clock: Clock<'_>) -> Result<Option<Millis>> {
+        let queue = queue_name_only(&queue)?;
+        if self.store.queue_row(&queue).await?.settings.paused {
+            return Ok(None);
+        }
+        let now = read_now(clock)?;
+        self.store.next_due_at(&queue, now).await
+    }
+
     /// One message; `not_found` when `queue` has no message `id`.
     pub async fn get(&self, queue: Arg<'_>, id: Arg<'_>) -> Result<Message> {
         let args = MessageArgs::new(&queue, &id)?;

@@ -28,7 +28,8 @@ GET    ``/queues/{queue}/messages``                 list, filtered: ``status``, 
 GET    ``/queues/{queue}/messages/{id}``            the message
 DELETE ``/queues/{queue}/messages/{id}``            delete a succeeded or dead message
 POST   ``/queues/{queue}/claim``                    200 the leased message, 204 when none is due
-                                                    (``Retry-After`` when one is delayed)
+                                                    (``Retry-After`` when one is delayed and the
+                                                    queue is not paused)
 POST   ``/queues/{queue}/messages/{id}/extend``     heartbeat: ``lease_token``, ``lease``
 POST   ``/queues/{queue}/messages/{id}/succeed``
 POST   ``/queues/{queue}/messages/{id}/fail``

@@ -332,7 +332,8 @@ OPERATIONS: dict[tuple[str, str], Json] = {
                 "headers": {
                     "Retry-After": {
                         "description": "Seconds until the queue's next delayed message is due "
-                        "(rounded up); absent when none is delayed.",
+                        "(rounded up); absent when none is delayed, and while the queue is paused "
+                        "(it delivers nothing until resumed).",
                         "schema": {"type": "string", "pattern": "^[0-9]+$"},
                     }
                 },

@@ -203,7 +203,9 @@ class Api:
         message = await run_in_threadpool(queue.claim, lease=data["lease"])
         if message is not None:
             return message_response(message)
-        due = await run_in_threadpool(queue.next_due_at)
+        # The core says when a claim can next succeed: never before a resume on a paused queue
+        # (no Retry-After: it used to send the next delayed message's, left by session 6).
+        due = await run_in_threadpool(queue._next_claim_at)
         headers = {} if due is None else {"Retry-After": retry_after(due, self.clock())}
         return Response(status_code=204, headers=headers)
 
