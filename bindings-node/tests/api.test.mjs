@@ -320,6 +320,24 @@ test("with an indexedDB option, Node gets the IndexedDB backend; durability is a
   assert.deepEqual(fields(err), ["durability:invalid"]);
 });
 
+test("an option counts only as an own enumerable key, on a file and with IndexedDB alike (inherited ones were read)", async () => {
+  const { indexedDB } = await import("fake-indexeddb");
+  const inherited = Object.create({ durability: "fast", leaseMs: 5 });
+  const withIdb = Object.assign(Object.create({ durability: "normal", leaseMs: 5 }), { indexedDB });
+  for (const [db, label] of [[await open(fresh(), inherited), "file"], [await open(`idb-inherits-${Date.now()}`, withIdb), "IndexedDB"]]) {
+    const q = db.queue("q", Object.create({ backoff: { initialMs: 1 } }));
+    await q.enqueue("a", Object.create({ maxRetries: 7, delayMs: 60_000 }));
+    const [item] = await q.enqueueMany([Object.assign(Object.create({ group: "g" }), { payload: "b" })]);
+    assert.equal(item.group, null, label);
+    const m = await q.claim(Object.create({ leaseMs: 5 }));
+    assert.deepEqual([m.id, m.maxRetries, m.leaseExpiresAt - m.updatedAt], [1, 3, 30_000], label);
+    db.close();
+  }
+  // An inherited unknown key is not refused either: the object has no key of its own.
+  const db = await open(fresh(), Object.create({ leaseMS: 1 }));
+  db.close();
+});
+
 test("settings another process stored with the queue apply; a handle's own backoff wins, with one warning", async (t) => {
   const path = fresh();
   const db = await open(path);

@@ -80,11 +80,11 @@ function isRecord(value) {
 }
 
 /**
- * The own enumerable keys of `value` that are not in `known`, as `unknown` field errors (the
- * message is made only for them: `options` reads every options object, issue 19).
+ * The keys among `keys` (an object's own enumerable ones) that are not in `known`, as `unknown`
+ * field errors (the message is made only for them: `options` reads every options object, issue 19).
  */
-function unknownKeys(value, known, index) {
-  const keys = Object.keys(value).filter((key) => !known.includes(key));
+function unknownKeys(keys, known, index) {
+  keys = keys.filter((key) => !known.includes(key));
   if (keys.length === 0) return keys;
   const message = `unknown option; expected one of ${known.join(", ")}`;
   return keys.map((field) => (index === undefined ? { field, code: "unknown", message } : { field, code: "unknown", message, index }));
@@ -104,22 +104,35 @@ function users(read) {
 }
 
 /**
- * The options argument, as a plain object of the `known` keys, each read once (a getter runs
- * once; what it throws rejects the call unchanged: `users`): undefined/null mean none; anything
- * but an object is rejected (as field `name`), and so is an object with an own enumerable key
- * that is not one of `known` (a typo such as `leaseMS` would otherwise be ignored silently),
- * before anything else is read, checked or done.
+ * The values of the `known` keys of `value` that are among `keys`, its own enumerable keys, each
+ * read once; undefined for the others: an options object is what `JSON.stringify`,
+ * `structuredClone` and `{ ...value }` see, so a key inherited from a prototype is neither read
+ * nor refused (left by session 6: `Object.create({ durability: "normal" })` set the durability,
+ * while an inherited unknown key was not refused).
+ */
+function ownValues(value, keys, known) {
+  const read = {};
+  for (const key of known) read[key] = keys.includes(key) ? value[key] : undefined;
+  return read;
+}
+
+/**
+ * The options argument, as a plain object of the `known` keys (`ownValues`), each read once (a
+ * getter runs once; what it throws rejects the call unchanged: `users`): undefined/null mean
+ * none; anything but an object is rejected (as field `name`), and so is an object with an own
+ * enumerable key that is not one of `known` (a typo such as `leaseMS` would otherwise be ignored
+ * silently), before anything else is read, checked or done.
  */
 function options(value, known, name = "options") {
   if (value === undefined || value === null) return {};
   if (typeof value !== "object" || Array.isArray(value)) {
     throw validationError([{ field: name, code: "type", message: `must be an object, got ${describe(value)}` }]);
   }
-  const read = {};
-  let unknown;
+  let read, unknown;
   try {
-    unknown = unknownKeys(value, known);
-    if (unknown.length === 0) for (const key of known) read[key] = value[key];
+    const keys = Object.keys(value);
+    unknown = unknownKeys(keys, known);
+    if (unknown.length === 0) read = ownValues(value, keys, known);
   } catch (err) {
     throw new Thrown(err); // see `users`
   }
@@ -218,8 +231,10 @@ export class Queue {
       const rows = users(() =>
         items.map((item, index) => {
           if (!isRecord(item)) return [item];
-          unknown.push(...unknownKeys(item, ITEM, index));
-          return [item.payload, item.maxRetries, item.idempotencyKey, item.delayMs, item.group, item.expiresInMs];
+          const keys = Object.keys(item);
+          unknown.push(...unknownKeys(keys, ITEM, index));
+          const o = ownValues(item, keys, ITEM);
+          return [o.payload, o.maxRetries, o.idempotencyKey, o.delayMs, o.group, o.expiresInMs];
         }),
       );
       if (unknown.length > 0) throw validationError(unknown);

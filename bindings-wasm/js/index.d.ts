@@ -295,7 +295,9 @@ export interface SettingsOptions {
  * Options objects (of `open`, `queue`, `backoff`, `enqueue`, the `enqueueMany` items, `claim`,
  * `claimMany`, `extend`, `succeed`, `fail`, `replay`, `replayAll`, `purge`, `list`,
  * `setSettings`, `process`) take only the keys of
- * their interface: any other own enumerable key is rejected with a `validation_failed`
+ * their interface, read from its own enumerable keys only (those `JSON.stringify` and
+ * `structuredClone` see: a key inherited from a prototype is neither read nor refused); any
+ * other own enumerable key is rejected with a `validation_failed`
  * `DeadLetterError` whose `errors` has `{ field: <the key>, code: "unknown" }` (with `index` for
  * an item), before anything is done. `undefined` or `null` as a value means the default. Each
  * key is read once; what a getter (or a `Proxy`) throws rejects the call with that very value,

@@ -406,6 +406,14 @@ test("unknown option keys are rejected with code unknown, and nothing is done", 
   assert.equal((await q.enqueue("b", { maxRetries: undefined })).maxRetries, 3);
   assert.equal((await q.enqueue("c", Object.create({ inherited: 1 }))).maxRetries, 3);
   assert.deepEqual((await q.list({ status: null, limit: null, afterId: null })).map((x) => x.id), [1, 2, 3]);
+  // Nor are they read (left by session 6: an inherited known key counted): an options object is
+  // its own enumerable keys, as JSON.stringify and structuredClone see it.
+  assert.equal((await q.enqueue("d", Object.create({ maxRetries: 7 }))).maxRetries, 3);
+  const [item] = await q.enqueueMany([Object.assign(Object.create({ maxRetries: 7 }), { payload: "e" })]);
+  assert.equal(item.maxRetries, 3);
+  assert.deepEqual((await rejects(q.enqueueMany([Object.create({ payload: "f" })]), "validation_failed")).errors.map((e) => `${e.field}:${e.code}`), ["payload:type"]);
+  const m2 = await q.claim(Object.create({ leaseMs: 5 }));
+  assert.equal(m2.leaseExpiresAt - m2.updatedAt, 30_000);
   db.close();
 });
 
