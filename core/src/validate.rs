@@ -544,6 +544,14 @@ pub fn sampled<T>(args: Result<T>, sample: f64) -> Result<T> {
 /// error on `lease_tokens`: a token is what proves a worker holds its lease, so two messages
 /// leased under one token, or a token that no store can keep, would let a worker act on a lease
 /// it does not hold (new-user finding F8, session 6).
+///
+/// A token equal to another live message's lease token is not looked for (left by session 6's
+/// helpers, judged harmless): an ack, failure or heartbeat names its message by id and its token
+/// is compared with that message's lease alone, and an ack or failure may leave the token out
+/// altogether, so sharing a token lets a worker do nothing it could not do without one. What
+/// fences a worker whose lease ran out is that the message's next lease has another token: the
+/// host's random draw promises that, as the other bindings' UUIDs do (a check here would need
+/// every live lease of the queue, and could not see a reaped lease's old token anyway).
 pub fn lease_tokens(tokens: &[String], n: usize) -> Result<()> {
     if tokens.len() < n {
         return Err(Error::Store(format!(
