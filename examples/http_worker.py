@@ -184,7 +184,7 @@ class RemoteQueue:
         self, *, lease: Optional[float] = None
     ) -> tuple[Optional[RemoteMessage], Optional[float]]:
         """`claim`, and when nothing is due, the seconds until a delayed message is (the 204's
-        ``Retry-After``), or None when none is delayed."""
+        ``Retry-After``), or None when none is delayed or the queue is paused."""
         response = self.client.post(self.path + "/claim", json={"lease": lease})
         if response.status_code >= 400:
             raise problem_error(response)
