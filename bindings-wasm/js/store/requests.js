@@ -47,9 +47,12 @@ export function request(what, make) {
     return Promise.reject(storeError(what, err));
   }
   const settled = settle(req, what);
-  settled.catch(() => {});
+  settled.catch(ignore);
   return settled;
 }
+
+/** A rejection's handler that does nothing (one function for every request: issue 20). */
+function ignore() {}
 
 /** The `IDBKeyRange` of a range the WebAssembly module named: `[lower, upper, lowerOpen, upperOpen]`. */
 export function keyRange([lower, upper, lowerOpen, upperOpen]) {
@@ -123,7 +126,7 @@ export function firstKey(index, range, direction = "next") {
  * awaits first.
  */
 export function ahead(promise) {
-  promise.catch(() => {});
+  promise.catch(ignore);
   return promise;
 }
 
@@ -181,7 +184,7 @@ export function commit(store) {
 
 /**
  * Runs `body(...stores)` inside one transaction of `db` on the object stores `stores` (a name or
- * an array of names; each passed to `body`, in order) and waits for it to commit; resolves to
+ * an array of one or two names; each passed to `body`, in order) and waits for it to commit; resolves to
  * what `body` resolved to, or, given `after`, to what `after(that)` returns. `after` (the plan's
  * `finish`: the call's answer, made by the core) runs once the commit is asked for, while the
  * browser commits, not after (issue 20: its CPU was on the path of the next call); it makes no
@@ -210,7 +213,9 @@ export async function transaction(db, stores, mode, body, after) {
   });
   let value;
   try {
-    value = await body(...names.map((name) => tx.objectStore(name)));
+    // No array of the object stores made per call (issue 20): one or two.
+    const first = tx.objectStore(names[0]);
+    value = await (names.length === 1 ? body(first) : body(first, tx.objectStore(names[1])));
   } catch (err) {
     try {
       tx.abort();

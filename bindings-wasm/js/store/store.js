@@ -77,8 +77,10 @@ async function mark(queues, names) {
  */
 async function place(messages, book, queues) {
   try {
-    putAll(messages, book.place(await lastKeys(messages, "group", book.tails())));
-    putAll(messages, book.promote(await firstRecords(messages, "group", book.left())));
+    const tails = book.tails();
+    putAll(messages, book.place(tails.length === 0 ? tails : await lastKeys(messages, "group", tails)));
+    const left = book.left();
+    if (left.length > 0) putAll(messages, book.promote(await firstRecords(messages, "group", left)));
     const marks = book.marks();
     if (marks.length > 0) await mark(queues, marks);
     return book.size;
@@ -162,12 +164,14 @@ export class IdbStore {
     return this.#run(BOTH, "readwrite", async (messages, queues) => {
       const started = ahead(context(queues, queue, clock));
       plan = make();
+      // No keys, no groups (most enqueues): nothing read, nothing awaited for them (issue 20).
       const keys = plan.keys();
       const unique = keys.length > 0 ? messages.index("idempotency") : null;
-      const found = ahead(Promise.all(keys.map((key) => request("get", () => unique.get(key)))));
-      const tails = lastKeys(messages, "group", plan.tails());
+      const found = unique && ahead(Promise.all(keys.map((key) => request("get", () => unique.get(key)))));
+      const groups = plan.tails();
+      const tails = groups.length > 0 ? lastKeys(messages, "group", groups) : null;
       const [now, row] = await started;
-      const records = plan.start(now, row, await found, await tails);
+      const records = plan.start(now, row, found ? await found : keys, tails ? await tails : groups);
       const ids = ahead(Promise.all(records.map((record) => request("add", () => messages.add(record)))));
       const marks = plan.marks();
       if (marks.length > 0) await mark(queues, marks);
@@ -223,7 +227,10 @@ export class IdbStore {
       }
       const [timedLane, expiringAll, ready] = lanes;
       const index = messages.index("claim");
-      const head = () => (plan.wanted > 0 ? request("getAll", () => index.getAll(ready, plan.wanted)) : null);
+      const head = () => {
+        const wanted = plan.wanted;
+        return wanted > 0 ? request("getAll", () => index.getAll(ready, wanted)) : null;
+      };
       // At once: the row, the head of the ready lane, and the first key of the timed lane, which
       // says whether anything there has come (usually not).
       let next = head();
@@ -234,24 +241,28 @@ export class IdbStore {
       // first key of those that expire, which says whether any expired.
       const expiring = plan.expires ? messages.index("expiring") : null;
       const expiringFirst = expiring !== null ? await firstKey(expiring, expiringAll) : undefined;
-      const [timed, expired] = plan.due(await timedFirst, expiringFirst).map((range) => range && keyRange(range));
-      const pages = [timed, expired].map((range, i) => range && request("getAll", () => (i === 0 ? index : expiring).getAll(range, plan.pageSize)));
+      const [timedRange, expiredRange] = plan.due(await timedFirst, expiringFirst);
+      const timed = timedRange && keyRange(timedRange);
+      const expired = expiredRange && keyRange(expiredRange);
+      const timedPage = timed && request("getAll", () => index.getAll(timed, plan.pageSize));
+      const expiredPage = expired && request("getAll", () => expiring.getAll(expired, plan.pageSize));
       if (timed) {
-        putAll(messages, plan.timed(await pages[0]));
+        putAll(messages, plan.timed(await timedPage));
         if (plan.walking) {
           // More came due than a page: the rest of the timed lane, one record in memory at a time.
           await walk("openCursor", () => index.openCursor(timed), (cursor) => putAll(messages, plan.timed([cursor.value])));
         }
       }
       if (expired) {
-        putAll(messages, plan.expiring(await pages[1]));
+        putAll(messages, plan.expiring(await expiredPage));
         if (plan.sweeping) {
           await walk("openCursor", () => expiring.openCursor(expired), (cursor) => putAll(messages, plan.expiring([cursor.value])));
         }
         const counted = plan.row();
         if (counted !== undefined) queues.put(counted);
       }
-      putAll(messages, plan.promote(await firstRecords(messages, "group", plan.left())));
+      const left = plan.left();
+      if (left.length > 0) putAll(messages, plan.promote(await firstRecords(messages, "group", left)));
       // Something moved into or out of the ready lane: its head is read again (claim order).
       if (plan.stale) next = head();
       while (next !== null) {
