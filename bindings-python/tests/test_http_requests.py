@@ -3,7 +3,8 @@ findings of session 6): a query string on a route that takes none (F1: it was dr
 ``POST .../delete?dry_run=true`` deleted), integers too long to read (F2: a 500), ``null`` for
 ``dry_run`` (F10: ``{"dry_run": null}`` ran the action), percent-encoding that is not UTF-8 or
 not an escape (F10), CORS for every method (F4), the console's anti-framing headers (F10) and
-tokens no client could send (F12)."""
+tokens no client could send (F12); and an ``Idempotency-Key`` header on a route that takes none
+(session 7's N10: ignored, so a client believed its retried claim or bulk action safe)."""
 
 from __future__ import annotations
 
@@ -94,6 +95,35 @@ def test_a_query_parameter_a_route_does_not_take_is_422_and_changes_nothing(
     names = [part.partition("=")[0] for part in url.partition("?")[2].split("&")]
     assert fields_of(r) == [(name, "unknown") for name in names]
     assert "(expected: none)" in r.json()["errors"][0]["message"]
+    assert (state(db), db.queue("q").settings()) == (before, settings)
+
+
+ENQUEUES = ("/queues/q/messages", "/queues/q/messages:batch")
+POSTS = [
+    *((url.partition("?")[0], body) for method, url, body in ROUTES if method == "POST"),
+    ("/queues/q/reap", None),
+    ("/queues/q/messages/4/succeed", None),
+    ("/queues/q/messages/4/fail", {"error": "e"}),
+    ("/queues/q/messages/4/extend", {"lease_token": "t"}),
+]
+"""Every POST route, with a body it takes (`ENQUEUES` too)."""
+
+
+@pytest.mark.parametrize(("url", "body"), [(u, b) for u, b in POSTS if u not in ENQUEUES])
+def test_an_idempotency_key_header_is_422_and_changes_nothing_but_on_an_enqueue(
+    db: deadletter.Database, client: TestClient, url: str, body: Any
+) -> None:
+    before, settings = state(db), db.queue("q").settings()
+    r = client.post(url, json=body, headers={"Idempotency-Key": "k-1"})
+    problem(r, 422, "validation_failed")
+    assert r.json()["errors"] == [
+        {
+            "field": "Idempotency-Key",
+            "code": "invalid",
+            "message": "is taken only by an enqueue (POST /queues/{queue}/messages): "
+            "this request is not deduplicated",
+        }
+    ]
     assert (state(db), db.queue("q").settings()) == (before, settings)
 
 

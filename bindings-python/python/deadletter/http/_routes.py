@@ -55,6 +55,11 @@ LIST_PARAMETERS: dict[str, Callable[[str], Any]] = {
     "after_id": integer,
 }
 BULK_FIELDS = (*FILTERS, "limit", "dry_run")
+TAKE_IDEMPOTENCY_KEY = frozenset(
+    {("/queues/{queue}/messages", "post"), ("/queues/{queue}/messages:batch", "post")}
+)
+"""The POST routes whose ``Idempotency-Key`` header is not refused as a whole (`routes`): the
+enqueue, which takes it, and the batch, which refuses it with its own message."""
 TAKE_QUERY = frozenset({("/queues/{queue}/messages", "get"), ("/", "get")})
 """The routes whose query string is not refused as a whole (`routes`): the list, which reads its
 own parameters (`LIST_PARAMETERS`), and the console's page, whose links may carry a tracker's or a
@@ -400,12 +405,34 @@ def without_query(endpoint: Endpoint) -> Endpoint:
     return checked
 
 
+def without_idempotency_key(endpoint: Endpoint) -> Endpoint:
+    """``endpoint``, refusing an ``Idempotency-Key`` header: 422 before it runs. Only an enqueue
+    takes one; a client that sends it with a claim, an ack or a bulk action believes a retry of
+    the request safe, and a retried claim would lease a second message (new-user finding N10,
+    session 7: the header was ignored there)."""
+
+    async def checked(request: Request) -> Response:
+        if request.headers.getlist(IDEMPOTENCY_HEADER):
+            raise invalid(
+                IDEMPOTENCY_HEADER,
+                "invalid",
+                "is taken only by an enqueue (POST /queues/{queue}/messages): "
+                "this request is not deduplicated",
+            )
+        return await endpoint(request)
+
+    return checked
+
+
 def routes(endpoints: Mapping[tuple[str, str], Endpoint]) -> list[BaseRoute]:
     """One Starlette route per path (so that a 405's ``Allow`` lists all its methods), and the
-    dashboard's files under ``/static``. Every route but `TAKE_QUERY`'s refuses a query string."""
+    dashboard's files under ``/static``. Every route but `TAKE_QUERY`'s refuses a query string,
+    and every POST but `TAKE_IDEMPOTENCY_KEY`'s an ``Idempotency-Key`` header."""
     by_path: dict[str, dict[str, Endpoint]] = {}
     for (path, method), endpoint in endpoints.items():
         checked = endpoint if (path, method) in TAKE_QUERY else without_query(endpoint)
+        if method == "post" and (path, method) not in TAKE_IDEMPOTENCY_KEY:
+            checked = without_idempotency_key(checked)
         by_path.setdefault(path, {})[method.upper()] = checked
 
     def dispatcher(methods: dict[str, Endpoint]) -> Endpoint:
