@@ -152,8 +152,9 @@ impl Queue {
     /// 365 days (default: the queue's stored expiry, else never): still pending at now +
     /// `expires_in` (`expires_at`), it is never delivered, and the next claim or reap makes it dead
     /// with the error `"expired"` (or discards it, when the queue's `on_expiry` says so). The
-    /// queue's name must hold no control or bidirectional control character and not be only
-    /// whitespace (`ValidationError`, field `queue`).
+    /// queue's name must hold no control or format character (Unicode's Cf: bidirectional
+    /// controls, zero-width spaces, ...) but the joiners U+200C and U+200D, and not be only
+    /// whitespace and invisible characters (`ValidationError`, field `queue`).
     #[pyo3(
         signature = (payload, *, max_retries = None, idempotency_key = None, delay = None, group = None, expires_in = None),
         text_signature = "($self, payload, *, max_retries=None, idempotency_key=None, delay=None, group=None, expires_in=None)"

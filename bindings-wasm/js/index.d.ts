@@ -586,7 +586,8 @@ export declare class Queue {
    * `idempotencyKey` that a message of this queue already carries, resolves to that message
    * (`deduplicated: true`) and adds nothing. A grouped message goes to the end of its group.
    * Messages are put only under a queue name without control characters (C0, DEL, C1) nor
-   * Unicode bidirectional controls (U+202A..U+202E, U+2066..U+2069), not only whitespace, and
+   * format characters (Unicode's Cf: bidirectional controls, zero-width spaces, soft hyphens,
+   * ...) but the joiners U+200C and U+200D, not only whitespace and invisible characters, and
    * not `.` or `..`, which a URL cannot name (else `validation_failed`, field `queue`, code `invalid`); a handle on such a name still
    * reads, replays and purges what is stored under it.
    * Rejects with `validation_failed` or `store`.

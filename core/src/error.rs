@@ -184,8 +184,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// `\t`, `\n`, `\r`, `\0`, and any other control character as `\u{..}`; every other character
 /// as it is. Written by hand because `str`'s `Debug` also escapes Unicode's non-printable
 /// characters, whose tables weigh about 4 kB gzipped in the WebAssembly module (its budget:
-/// bindings-wasm/size.mjs); the texts quoted (names, statuses) never hold such characters anyway
-/// (names reject control and bidirectional control characters).
+/// bindings-wasm/size.mjs); the texts quoted are names and statuses. Format characters
+/// (`crate::validate::is_hidden`, which new queue names refuse) are escaped too, as `Debug`
+/// does, so that a name stored before that rule reads as it is in an error (finding N7, session 7).
 pub struct Quoted<'a>(pub &'a str);
 
 impl fmt::Display for Quoted<'_> {
@@ -199,7 +200,9 @@ impl fmt::Display for Quoted<'_> {
                 '\n' => f.write_str("\\n")?,
                 '\r' => f.write_str("\\r")?,
                 '\0' => f.write_str("\\0")?,
-                c if c.is_control() => write!(f, "\\u{{{:x}}}", u32::from(c))?,
+                c if c.is_control() || crate::validate::is_hidden(c) => {
+                    write!(f, "\\u{{{:x}}}", u32::from(c))?;
+                }
                 c => f.write_char(c)?,
             }
         }
@@ -223,8 +226,14 @@ mod tests {
             "bell\u{7}del\u{7f}c1\u{85}",
             "עברית",
             "it's",
+            "invoices\u{202e}exe.",
+            "emails\u{200b}\u{feff}\u{ad}",
+            "tag\u{e0041}",
         ] {
             assert_eq!(Quoted(text).to_string(), format!("{text:?}"));
         }
+        // The joiners stay, as names keep them (Debug escapes them).
+        let joined = "\u{1f469}\u{200d}\u{1f4bb} jobs";
+        assert_eq!(Quoted(joined).to_string(), format!("\"{joined}\""));
     }
 }

@@ -343,8 +343,9 @@ class Queue:
         0.001 s..=365 days (default: the queue's stored expiry, else never), more than ``delay``
         (else ``ValidationError`` on ``delay``): still pending then, it is never delivered (dead
         with the error ``"expired"``, or discarded). The queue's name must hold no control or
-        bidirectional control character, not be only whitespace, and not be ``.`` or ``..``
-        (which a URL cannot name)."""
+        format character (Unicode's Cf: bidirectional controls, zero-width spaces, ...) but the
+        joiners U+200C and U+200D, not be only whitespace and invisible characters, and not be
+        ``.`` or ``..`` (which a URL cannot name)."""
     def enqueue_many(self, items: _Batch) -> list[Message]:
         """Adds up to 1000 items (payloads or dicts of `enqueue`'s arguments) in one transaction,
         all or nothing; field errors carry ``index``."""

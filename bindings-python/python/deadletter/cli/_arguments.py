@@ -50,26 +50,36 @@ MAX_DIGITS = 20
 
 
 def integer(text: str) -> int:
-    """A whole number in ASCII digits: not ``int()``'s ``3_7`` (37) or other scripts' digits."""
+    """A whole number in ASCII digits: not ``int()``'s ``3_7`` (37) or other scripts' digits.
+    One of more than `MAX_DIGITS` digits reads as ``10**MAX_DIGITS`` with its sign, as far out of
+    every range as the number itself (``int()`` refuses more than 4 300 digits): the core refuses
+    it ``out_of_range`` (exit 1), as it refuses 9223372036854775808, whatever its digit count
+    (new-user finding N3, session 7: exit 2 from 21 digits on, 1 below)."""
     if not INTEGER.fullmatch(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer")
     digits = text.lstrip("+-").lstrip("0")
-    if len(digits) > MAX_DIGITS:  # int() refuses more than 4 300 digits; none is in any range
-        raise argparse.ArgumentTypeError(f"an integer of {len(digits)} digits is out of range")
+    if len(digits) > MAX_DIGITS:
+        return -(10**MAX_DIGITS) if text.startswith("-") else 10**MAX_DIGITS
     return int(text)
+
+
+def said(text: str, value: int) -> str:
+    """`value` as a refusal quotes it: an integer of more than `MAX_DIGITS` digits by its count."""
+    digits = len(text.lstrip("+-").lstrip("0"))
+    return f"an integer of {digits} digits" if digits > MAX_DIGITS else str(value)
 
 
 def port(text: str) -> int:
     value = integer(text)
     if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be 0..65535, got {value}")
+        raise argparse.ArgumentTypeError(f"must be 0..65535, got {said(text, value)}")
     return value
 
 
 def positive(text: str) -> int:
     value = integer(text)
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {said(text, value)}")
     return value
 
 

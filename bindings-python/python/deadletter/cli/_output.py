@@ -15,6 +15,7 @@ from typing import Any, Optional, TextIO, Union
 import deadletter
 
 from .._deadletter import STATUSES
+from .._invisible import CONTROLS, HIDDEN
 from .._json import jsonable
 
 __all__ = [
@@ -109,11 +110,13 @@ def cell(value: Any, width: Optional[int]) -> str:
     return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+CONTROL = re.compile(f"[{CONTROLS}{HIDDEN}]")
 """The C0 and C1 control characters and DEL (what a terminal obeys: ESC, BEL, OSC, ...) and the
-bidirectional controls, which reorder the rest of the line (U+202E shows ``abc`` as ``cba``: a
-payload could disguise the columns after it; new-user finding F10). Queue names refuse the same
-set (`deadletter.http._schemas.CONTROLS`)."""
+format characters (`deadletter._invisible.HIDDEN`): the bidirectional controls, which reorder
+the rest of the line (U+202E shows ``abc`` as ``cba``: a payload could disguise the columns after
+it; new-user finding F10), and those that show nothing, such as ZERO WIDTH SPACE (a queue name
+``emails\u200b`` read as ``emails``; finding N7, session 7). Queue names refuse the same set, and
+the console shows it escaped too."""
 NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -126,9 +129,12 @@ def printable(text: str) -> str:
 
 
 def escaped(char: str) -> str:
-    """``\\x1b`` for a character of Latin-1, ``\\u202e`` past it (as Python writes them)."""
+    """``\\x1b`` for a character of Latin-1, ``\\u202e`` up to U+FFFF, ``\\U000e0041`` past it
+    (as Python writes them)."""
     code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 MESSAGE_COLUMNS = (

@@ -31,6 +31,7 @@ from .._deadletter import (
 )
 from .._deadletter import STATUSES as CORE_STATUSES
 from .._json import INSTANT_PATTERN
+from .._invisible import HIDDEN, IGNORABLE
 from ._problems import PROBLEMS
 
 __all__ = [
@@ -66,15 +67,18 @@ NO_NUL = r"^[^\u0000]*$"
 """Strings the core refuses with NUL (U+0000) in them: queue names, idempotency keys, error texts
 (not every store can hold it)."""
 
-CONTROLS = r"\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069"
-"""The characters enqueue refuses in a queue name: C0, DEL, C1 and the bidirectional controls
-(a test checks them against the queue, character by character)."""
+CONTROLS = r"\u0000-\u001f\u007f-\u009f" + HIDDEN
+"""The characters enqueue refuses in a queue name: C0, DEL, C1 and the format characters but the
+joiners (`deadletter._invisible.HIDDEN`: a test checks them against the queue, character by
+character). Those past U+FFFF are written as themselves: a JSON Schema pattern is read with
+ECMA-262's `u` flag, as Python's `re` reads it."""
 SPACES = r"\u0020\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 """Unicode's White_Space characters besides the controls: a name made only of them is refused
 (spelled out, since ``\\s`` differs between regular expression dialects)."""
-NEW_QUEUE = rf"^(?!\.\.?$)[^{CONTROLS}]*[^{CONTROLS}{SPACES}][^{CONTROLS}]*$"
-"""A queue name that enqueue accepts (where messages are put under it): no control character,
-not only white space, not ``.`` or ``..`` (dot segments, which clients remove from URLs: finding
+NEW_QUEUE = rf"^(?!\.\.?$)[^{CONTROLS}]*[^{CONTROLS}{SPACES}{IGNORABLE}][^{CONTROLS}]*$"
+"""A queue name that enqueue accepts (where messages are put under it): no control or format
+character but the joiners, not only white space and invisible characters (finding N7, session
+7), not ``.`` or ``..`` (dot segments, which clients remove from URLs: finding
 F3, refused by the core since 0bbc070)."""
 
 TIMESTAMP: Json = {
@@ -807,8 +811,9 @@ PARAMETERS: Json = {
         "required": True,
         "description": "The queue name, percent-encoded (a/b is a%2Fb): "
         f"1..={MAX_QUEUE_CHARS} characters, without control characters (C0, DEL, C1) or "
-        "bidirectional controls (U+202A..U+202E, U+2066..U+2069), not only white space: the "
-        "names messages can be put under.",
+        "format characters (Unicode's Cf: bidirectional controls, zero-width spaces, ...) but "
+        "the joiners U+200C and U+200D, not only white space and invisible characters, not . or "
+        "..: the names messages can be put under.",
         "schema": {**MESSAGE_PROPERTIES["queue"], "pattern": NEW_QUEUE},
     },
     "id": {

@@ -103,6 +103,17 @@ fn names_that_cannot_be_shown_safely_are_refused_where_messages_are_put() {
         "x\u{202e}y",
         "a\u{2066}b",
         " \u{3000}",
+        // Finding N7 (session 7): format characters, and names with nothing visible.
+        "emails\u{200b}",
+        "\u{2060}",
+        "\u{feff}",
+        "\u{ad}",
+        "\u{180e}",
+        "lrm\u{200e}",
+        "tag\u{e0041}",
+        "\u{200d}",
+        "\u{3164}",
+        " \u{fe0f}\u{200c}",
     ] {
         let err = EnqueueArgs::new(
             &name.into(),
@@ -120,7 +131,14 @@ fn names_that_cannot_be_shown_safely_are_refused_where_messages_are_put() {
             "{name:?}"
         );
     }
-    for name in ["billing emails", " padded ", "a\u{200d}b", "עברית"] {
+    for name in [
+        "billing emails",
+        " padded ",
+        "a\u{200d}b",
+        "עברית",
+        "\u{2764}\u{fe0f}",
+        "\u{645}\u{6cc}\u{200c}\u{62e}",
+    ] {
         assert!(
             EnqueueArgs::new(
                 &name.into(),
