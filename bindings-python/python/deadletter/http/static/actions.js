@@ -7,9 +7,13 @@
 // result says how many were acted on, and says so when that differs from the count.
 
 import { ApiError, api, messagePath, queuePath } from "./api.js";
+import { visible } from "./visible.js";
 import { bulkBody, describe } from "./filters.js";
 import { href } from "./url.js";
 import { plural } from "./views.js";
+
+/** Asks the operator `question`, its names and filters with their invisible characters escaped. */
+const ask = (question) => confirm(visible(question));
 
 export async function replayOne(queue, id) {
   const message = await api("POST", `${messagePath(queue, id)}/replay`);
@@ -23,7 +27,7 @@ export async function retryNowOne(queue, id) {
 
 export async function deleteOne(queue, message) {
   const what = `message ${message.id} (${message.status}) of "${queue}"`;
-  if (!confirm(`Delete ${what}? It cannot be replayed afterwards.`)) return null;
+  if (!ask(`Delete ${what}? It cannot be replayed afterwards.`)) return null;
   await api("DELETE", messagePath(queue, message.id));
   return `Deleted ${what}.`;
 }
@@ -114,7 +118,7 @@ export async function onMatching(queue, kind, view, noun, status) {
   const which = `of "${queue}"${filters ? ` ${filters}` : ""}`;
   const count = await countMatching(queue, kind, view, status);
   if (count === 0) return `No ${noun} ${which} now: nothing to do.`;
-  if (!confirm(`${kind.verb} ${plural(count, noun)} ${which}${kind.to ?? ""}?${kind.warn}`)) return null;
+  if (!ask(`${kind.verb} ${plural(count, noun)} ${which}${kind.to ?? ""}?${kind.warn}`)) return null;
   const done = (await api("POST", `${queuePath(queue)}/${kind.route}`, body(view, status, kind))).count;
   const changed = done === count ? "" : ` (${count} matched when counted: the queue changed meanwhile.)`;
   return appended(kind.done(plural(done, noun)), changed);
@@ -126,7 +130,7 @@ export async function onSelected(queue, kind, ids, noun) {
   const shown = sorted.slice(0, 10).map((id) => `#${id}`).join(", ");
   const more = sorted.length > 10 ? ` and ${sorted.length - 10} more` : "";
   const what = `${plural(sorted.length, `selected ${noun}`)} of "${queue}" (${shown}${more})`;
-  if (!confirm(`${kind.verb} ${what}${kind.to ?? ""}?${kind.warn}`)) return null;
+  if (!ask(`${kind.verb} ${what}${kind.to ?? ""}?${kind.warn}`)) return null;
   const failed = [];
   for (const id of sorted) {
     try {

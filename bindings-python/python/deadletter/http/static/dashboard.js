@@ -7,10 +7,11 @@ import { ApiError, ServerDown, api, loadSchema, messagePath, queuePath, serverNa
 import * as actions from "./actions.js";
 import { describe, fillForm, filtered, listQuery, noFilters, readForm } from "./filters.js";
 import * as picked from "./selection.js";
+import { visible } from "./visible.js";
 import { clock, tick, utc } from "./time.js";
 import { currentView, go, href, listKey, onViewChange } from "./url.js";
 import {
-  $, DEAD, DELAYED, renderMessage, renderMessages, renderQueueHead, renderQueues, renderTabs, tabOf, tabView,
+  $, DEAD, DELAYED, expired, renderMessage, renderMessages, renderQueueHead, renderQueues, renderTabs, tabOf, tabView,
 } from "./views.js";
 
 const PAGE = 50;
@@ -27,10 +28,10 @@ let downSince = null;
 /** Says `result`: a sentence, or {text, link} (link: {href, text}, followed in this tab). */
 function notice(result, isError = false) {
   const { text, link } = typeof result === "string" ? { text: result, link: null } : result;
-  $("notice-text").textContent = text;
+  $("notice-text").textContent = visible(text);
   $("notice-link").hidden = !link;
   $("notice-link").href = link?.href ?? "";
-  $("notice-link").textContent = link?.text ?? "";
+  $("notice-link").textContent = visible(link?.text ?? "");
   $("notice").classList.toggle("error", isError);
 }
 
@@ -76,7 +77,7 @@ async function load() {
     filledFor = listKey(view);
   }
   $("clear-filters").disabled = !filtered(view);
-  renderQueueHead(schema, stats, settings);
+  renderQueueHead(schema, stats, settings, page.messages.some((m) => expired(schema, m)));
   renderTabs(schema, stats, tab, (name) => go({ ...tabView(schema, name), after: null, message: null }));
   const kinds = bulkKinds(tab);
   renderMessages(schema, view, page, {
@@ -86,7 +87,7 @@ async function load() {
   picked.syncChecks(pageIds());
   picked.renderBar(`${tab} message`, kinds);
   drawMessage(view, message);
-  document.title = `${view.queue} · ${tab} · deadletter console`;
+  document.title = visible(`${view.queue} · ${tab} · deadletter console`);
   if (opened) {
     // The message opens where the operator looks: the panel beside the list (or in its place
     // on a narrow screen), its title focused.
@@ -123,7 +124,7 @@ function drawMessage(view, message) {
   $("message").classList.toggle("missing", missing);
   if (missing) {
     $("message-title").textContent = `Message #${view.message}`;
-    $("message-why").textContent = `${message.missing} (deleted or purged).`;
+    $("message-why").textContent = visible(`${message.missing} (deleted or purged).`);
     return;
   }
   renderMessage(schema, message);
@@ -137,8 +138,8 @@ function drawMessage(view, message) {
   $("move-one").dataset.id = String(message.id);
   $("message-moved").hidden = !message.moved_from;
   if (message.moved_from) {
-    $("moved-from-link").textContent = message.moved_from;
-    $("moved-from-link").title = `Open "${message.moved_from}"`;
+    $("moved-from-link").textContent = visible(message.moved_from);
+    $("moved-from-link").title = visible(`Open "${message.moved_from}"`);
     $("moved-from-link").href = href({ queue: message.moved_from });
   }
   $("message-why").textContent = replayable && deletable ? ""
@@ -394,7 +395,7 @@ onSubmit("move-one", () => {
       result = await actions.moveOne(shown.view.queue, shown.message, target);
     } catch (error) {
       // Said beside the form too: the notice at the top may be scrolled out of view.
-      if (error instanceof ApiError) $("move-error").textContent = error.message;
+      if (error instanceof ApiError) $("move-error").textContent = visible(error.message);
       throw error;
     }
     $("move-to-queue").value = "";

@@ -1,10 +1,13 @@
 // What the console draws from the API's answers: the queue table, a queue's head (state, facts,
 // stored settings), its tabs, a page of messages and the open message. Data is only ever
-// written with textContent, never parsed as HTML. Status names come from `schema` (api.js); the
-// console names only `dead`, its subject, and its `delayed` tab (the messages not due yet, the
-// list route's `delayed` filter). Meaning is never in colour alone: badges carry words.
+// written with textContent, never parsed as HTML, with its invisible characters escaped
+// (visible.js: payloads, errors, groups, keys and names hold what others wrote). Status names
+// come from `schema` (api.js); the console names only `dead`, its subject, and its `delayed`
+// tab (the messages not due yet, the list route's `delayed` filter). Meaning is never in colour
+// alone: badges carry words.
 
 import { href } from "./url.js";
+import { visible } from "./visible.js";
 import { duration, timeElement } from "./time.js";
 
 export const DEAD = "dead";
@@ -19,7 +22,7 @@ export const plural = (count, word) => `${number(count)} ${word}${count === 1 ? 
 
 function element(tag, text, className) {
   const node = document.createElement(tag);
-  if (text != null) node.textContent = text;
+  if (text != null) node.textContent = visible(text);
   if (className) node.className = className;
   return node;
 }
@@ -30,7 +33,7 @@ function cell(row, label, content, className) {
   td.dataset.label = label;
   td.className = [column(label), className].filter(Boolean).join(" ");
   if (content instanceof Node) td.append(content);
-  else td.textContent = content ?? "–";
+  else td.textContent = visible(content) ?? "–";
   return td;
 }
 
@@ -44,7 +47,7 @@ const column = (label) => `col-${label.replace(/\s+/g, "-") || "actions"}`;
 /** `text` on one line (line breaks shown as ↵), cut with an ellipsis, in full on hover. */
 function clipped(text) {
   const div = element("div", text?.replace(/\r?\n/g, " ↵ ") ?? "–", "clip");
-  if (text) div.title = text;
+  if (text) div.title = visible(text);
   return div;
 }
 
@@ -68,6 +71,28 @@ function countNotes(schema, stats, status) {
 
 const age = (seconds) => (seconds == null ? "–" : duration(seconds));
 
+/**
+ * Whether `message` is pending past its `expires_at`: the core never delivers it, and the next
+ * claim or reap takes it out (README "Expiry"). The API's own fields, read as the lease's are.
+ */
+export const expired = (schema, message) =>
+  message.status === schema.delayedIn && message.expires_at != null && Date.parse(message.expires_at) <= Date.now();
+
+/**
+ * When a pending message is due, in words, where its `retry_after` alone would mislead: one past
+ * its expiry never is; a group's member without a `retry_after` is claimed only while it is its
+ * group's head, which the API does not say, so "now" was wrong for the members behind it
+ * (new-user finding M6, session 7). Null otherwise: due at its `retry_after`, or now.
+ */
+function dueWords(schema, message) {
+  if (expired(schema, message)) return ["not delivered", "expired", "expired: the next claim or reap takes it out"];
+  if (message.status === schema.delayedIn && message.group != null && message.retry_after == null) {
+    return ["in group order", null, "a group's messages are claimed one at a time, in order: now if it is its " +
+      "group's first pending or processing message, else once those ahead of it have left the group"];
+  }
+  return null;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The queue table
 
@@ -79,7 +104,7 @@ export function renderQueues(schema, queues) {
     row.dataset.queue = stats.queue;
     const link = element("a", stats.queue, "name");
     link.href = href({ queue: stats.queue });
-    link.title = stats.queue;
+    link.title = visible(stats.queue);
     link.dataset.key = `queue:${stats.queue}`;
     cell(row, "queue", link, "queue-name");
     for (const status of schema.statuses) {
@@ -100,13 +125,16 @@ export function renderQueues(schema, queues) {
 // ---------------------------------------------------------------------------------------------
 // A queue's head, facts, settings and tabs
 
-export function renderQueueHead(schema, stats, settings) {
-  $("queue-title").textContent = stats.queue;
-  $("queue-title").title = stats.queue;
+/** `expiredShown`: whether the list shows a pending message past its expiry (Reap takes it out). */
+export function renderQueueHead(schema, stats, settings, expiredShown) {
+  $("queue-title").textContent = visible(stats.queue);
+  $("queue-title").title = visible(stats.queue);
   $("queue-state").replaceChildren(stats.paused ? badge("paused", "warn") : badge("running", "ok"));
   $("pause").textContent = stats.paused ? "Resume" : "Pause";
   $("pause").title = stats.paused ? "Workers claim again" : "Workers claim nothing until resumed";
-  $("reap").hidden = !stats.expired; // only a claim reaps otherwise, and a paused queue claims nothing (F9)
+  // Only a claim reaps otherwise, and a paused queue claims nothing (F9); it also takes out the
+  // expired pending messages, which the stats do not count (M6, session 7).
+  $("reap").hidden = !stats.expired && !expiredShown;
   const facts = [
     ["lag", age(stats.oldest_due_age), "how long the oldest due message has waited"],
     ["delayed", number(stats.delayed), "not due yet: in backoff or enqueued with a delay"],
@@ -236,10 +264,14 @@ export function renderMessages(schema, view, page, { tab, limit, filters, action
     link.setAttribute("aria-label", `Open message ${message.id}`);
     cell(row, "id", link, "n id");
     const at = when(message);
-    const whenCell = cell(row, whenLabel, at ? timeElement(at) : "now");
+    const words = overdue === "delayed" ? dueWords(schema, message) : null;
+    const whenCell = cell(row, whenLabel, at && !words ? timeElement(at) : words?.[0] ?? "now");
     // Past for a lease (it ran out), future for a due time (not claimable yet).
     const late = at && (overdue === "delayed" ? Date.parse(at) > Date.now() : Date.parse(at) <= Date.now());
-    if (overdue && late) whenCell.append(" ", badge(overdue, "warn"));
+    if (words) {
+      if (words[1]) whenCell.append(" ", badge(words[1], "warn"));
+      whenCell.title = words[2];
+    } else if (overdue && late) whenCell.append(" ", badge(overdue, "warn"));
     cell(row, "attempts", `${message.retry_count}/${message.max_retries}`, "n");
     cell(row, "group", clipped(message.group));
     cell(row, "last error", clipped(message.last_error), "error");
@@ -252,11 +284,11 @@ export function renderMessages(schema, view, page, { tab, limit, filters, action
   });
   replaceKeepingFocus($("messages").tBodies[0], rows);
   const which = `${tab} message${filters ? ` ${filters}` : ""}`;
-  $("list-caption").textContent = filters ? `Showing each ${which}, by id.` : "";
+  $("list-caption").textContent = filters ? visible(`Showing each ${which}, by id.`) : "";
   $("list-caption").hidden = !filters;
   $("messages").hidden = rows.length === 0;
   $("empty").hidden = rows.length > 0;
-  $("empty").textContent = `No ${which}${view.after ? ` after #${view.after}` : filters ? "" : " in this queue"}.`;
+  $("empty").textContent = visible(`No ${which}${view.after ? ` after #${view.after}` : filters ? "" : " in this queue"}.`);
   const first = page.messages[0]?.id;
   const last = page.messages.at(-1)?.id;
   const next = page.next_after_id;
@@ -306,7 +338,8 @@ export function renderMessage(schema, message) {
   if (lease && Date.parse(lease) <= Date.now()) {
     leaseValue.append(" ", badge("lease expired: counted as a failed attempt when reaped", "warn"));
   }
-  const retry = message.retry_after ? at(message.retry_after) : "–";
+  const words = dueWords(schema, message);
+  const retry = words ? `${words[0]} (${words[2]})` : message.retry_after ? at(message.retry_after) : "–";
   fieldList($("message-fields"), [
     ["status", message.status],
     ["attempts", `${message.retry_count} failed of at most ${message.max_retries}`],
@@ -325,5 +358,5 @@ export function renderMessage(schema, message) {
   if (message.errors.length === 0) $("history").append(element("li", "none", "muted"));
   $("history-dropped").hidden = message.errors_dropped === 0;
   $("history-dropped").textContent = `${plural(message.errors_dropped, "older attempt")} not kept.`;
-  $("payload").textContent = prettyPayload(message.payload);
+  $("payload").textContent = visible(prettyPayload(message.payload));
 }

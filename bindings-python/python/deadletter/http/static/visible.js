@@ -1,0 +1,32 @@
+// What the console shows of a text that came from the API or the URL: its invisible characters
+// as visible escapes, as the CLI's tables show them (deadletter/_invisible.py: the same set).
+// U+202E (right-to-left override) turned "Invoice \u202efdp.exe" into "Invoice exe.pdf", and a
+// zero-width space made "emails\u200b" read as "emails" (new-user findings N6, N7 and M7,
+// session 7): whoever can enqueue writes payloads, errors, groups and keys, and every text the
+// console shows goes through `visible`. Line breaks and tabs stay: each view shows them its way.
+
+/**
+ * The C0 controls but tab, line feed and carriage return; DEL and the C1 controls; Unicode's
+ * format characters (general category Cf: the bidirectional controls, zero-width spaces, the
+ * BOM, soft hyphens, tags, ...) but the joiners U+200C and U+200D, which emoji sequences and
+ * scripts such as Persian need. Queue names refuse the same set (core/src/validate.rs).
+ */
+export const HIDDEN = new RegExp(
+  "[\\0-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f\\xad\\u0600-\\u0605\\u061c\\u06dd\\u070f" +
+    "\\u0890\\u0891\\u08e2\\u180e\\u200b\\u200e\\u200f\\u202a-\\u202e\\u2060-\\u2064" +
+    "\\u2066-\\u206f\\ufeff\\ufff9-\\ufffb\\u{110bd}\\u{110cd}\\u{13430}-\\u{1343f}" +
+    "\\u{1bca0}-\\u{1bca3}\\u{1d173}-\\u{1d17a}\\u{e0001}\\u{e0020}-\\u{e007f}]",
+  "gu",
+);
+
+/** `\x1b` for a character of Latin-1, `\u202e` up to U+FFFF, `\U000e0041` past it (as Python
+ * and the CLI write them). */
+export function escaped(char) {
+  const code = char.codePointAt(0);
+  const hex = code.toString(16);
+  if (code < 0x100) return `\\x${hex.padStart(2, "0")}`;
+  return code < 0x10000 ? `\\u${hex.padStart(4, "0")}` : `\\U${hex.padStart(8, "0")}`;
+}
+
+/** `text` with every `HIDDEN` character escaped; null and undefined as they are. */
+export const visible = (text) => (typeof text === "string" ? text.replace(HIDDEN, escaped) : text);
