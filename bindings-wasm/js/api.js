@@ -390,12 +390,13 @@ export class Queue {
         plan?.free();
         throw validationError(rejected);
       }
-      return { plan, signal };
-    }).then(async ({ plan, signal }) => {
+      // The call's own lease, else none: each claim then takes the stored one (finding N2).
+      return { plan, signal, leaseMs: o.leaseMs ?? undefined };
+    }).then(async ({ plan, signal, leaseMs }) => {
       // Not inside `call`: the loop rejects with what its calls rejected with, unchanged.
       try {
         const idleWaitMs = (nextDueAt) => direct(() => plan.idleWaitMs(nextDueAt));
-        return await work({ queue: this, handler, plan, idleWaitMs, failureText: helpers().failureText, signal });
+        return await work({ queue: this, handler, plan, leaseMs, idleWaitMs, failureText: helpers().failureText, signal });
       } finally {
         plan.free();
       }

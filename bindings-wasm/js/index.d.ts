@@ -567,7 +567,8 @@ export interface ProcessOptions {
   shutdownTimeoutMs?: number | null;
   /**
    * The lease of each claimed message, in milliseconds: integer 1..43200000; default the
-   * database's `leaseMs`. Extended every half lease while its handler runs.
+   * queue's stored `leaseMs` (`setSettings`) at each claim, else the database's `leaseMs`.
+   * Extended by the lease its claim granted, every half of it, while its handler runs.
    */
   leaseMs?: number | null;
   /** Stops the loop when it aborts. Without one the loop runs until a claim fails. */

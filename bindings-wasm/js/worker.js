@@ -20,7 +20,10 @@ const MAX_CLAIM = 100;
  * @param {object} loop
  * @param {import("./index.js").Queue} loop.queue
  * @param {(message: object) => unknown} loop.handler
- * @param {{ concurrency: number, leaseMs: number, heartbeatMs: number, shutdownTimeoutMs: number }} loop.plan
+ * @param {{ concurrency: number, shutdownTimeoutMs: number }} loop.plan
+ * @param {number | undefined} loop.leaseMs the call's own lease; undefined: each claim takes the
+ *   queue's stored lease, else the database's (the core resolves it; finding N2: the loop used to
+ *   claim with the database's lease as if it were the call's)
  * @param {(nextDueAt: Date | null) => number} loop.idleWaitMs the idle sleep at the queue clock's now
  * @param {(kind: string, message: string) => string} loop.failureText
  * @param {AbortSignal | undefined} loop.signal
@@ -33,6 +36,7 @@ class Loop {
   #queue;
   #handler;
   #plan;
+  #leaseMs;
   #idleWaitMs;
   #failureText;
   #signal;
@@ -44,10 +48,11 @@ class Loop {
   /** Ends the current wait early; null when the loop is not waiting. */
   #wake = null;
 
-  constructor({ queue, handler, plan, idleWaitMs, failureText, signal }) {
+  constructor({ queue, handler, plan, leaseMs, idleWaitMs, failureText, signal }) {
     this.#queue = queue;
     this.#handler = handler;
     this.#plan = plan;
+    this.#leaseMs = leaseMs;
     this.#idleWaitMs = idleWaitMs;
     this.#failureText = failureText;
     this.#signal = signal;
@@ -77,7 +82,7 @@ class Loop {
         // An idle loop reads when the next delayed message is due *before* it claims: read after
         // an empty claim, it would miss a message that became due in between, and sleep past it.
         const next = idle ? await this.#queue.nextDueAt() : undefined;
-        const claimed = await this.#queue.claimMany(Math.min(free, MAX_CLAIM), { leaseMs: this.#plan.leaseMs });
+        const claimed = await this.#queue.claimMany(Math.min(free, MAX_CLAIM), { leaseMs: this.#leaseMs });
         // Claimed before the abort was seen or not, they are this loop's now: run them.
         for (const message of claimed) this.#start(message);
         idle = claimed.length === 0;
@@ -129,7 +134,7 @@ class Loop {
   /** Runs the handler under heartbeats, then records its outcome with the message's lease token. */
   async #run(job) {
     const { message } = job;
-    job.stopHeartbeats = heartbeats(this.#queue, message, this.#plan);
+    job.stopHeartbeats = holdLease(this.#queue, message);
     const handler = this.#handler; // called as a plain function: `this` is undefined in it
     let thrown = null;
     let threw = false;
@@ -186,28 +191,65 @@ class Loop {
 }
 
 /**
- * Extends the lease of `message` every `plan.heartbeatMs` until stopped, or until `extend` rejects
- * with a `conflict` (the lease is lost: extending again cannot win it back). Returns the function
- * that stops them; it resolves once an `extend` under way has finished.
+ * The lease `message`'s claim granted, in milliseconds: its `leaseExpiresAt` less its `updatedAt`
+ * (a claim sets both at its instant), whichever of the call's, the queue's stored or the
+ * database's lease the core chose.
  */
-function heartbeats(queue, message, plan) {
+export function grantedLeaseMs(message) {
+  return message.leaseExpiresAt.getTime() - message.updatedAt.getTime();
+}
+
+/**
+ * Holds the lease of a claimed `message` while work on it runs: extends it by the lease its claim
+ * granted (`grantedLeaseMs`) every half of it (at least 1 ms, as the core's
+ * `worker::Plan::heartbeat_ms`), until stopped or until `extend` rejects with a `conflict` (the
+ * lease is lost: extending again cannot win it back). Another failure of `extend` is logged and
+ * tried again at the next beat. Returns the function that stops it; that resolves once an
+ * `extend` under way has finished.
+ *
+ * `lost` (the outbox's, finding M1) is called once when the lease may have run out under the
+ * work: an `extend` rejected with `conflict`, or the lease's end (by this process's clock, from
+ * `heldSince`, `Date.now()` taken before the claim was asked) passed without an `extend` having
+ * renewed it.
+ */
+export function holdLease(queue, message, { heldSince = null, lost = null } = {}) {
+  const leaseMs = grantedLeaseMs(message);
+  const beatMs = Math.max(1, Math.floor(leaseMs / 2));
   let timer;
+  let deadline;
   let stopped = false;
   let pending = Promise.resolve();
+  const loseOnce = () => {
+    if (stopped || lost === null) return;
+    stopped = true;
+    clearTimeout(timer);
+    lost();
+  };
+  const renewed = (since) => {
+    if (lost === null || since === null) return;
+    clearTimeout(deadline);
+    deadline = setTimeout(loseOnce, Math.max(0, since + leaseMs - Date.now()));
+  };
   const schedule = () => {
-    if (!stopped) timer = setTimeout(beat, plan.heartbeatMs);
+    if (!stopped) timer = setTimeout(beat, beatMs);
   };
   const beat = () => {
-    pending = queue.extend(message.id, { leaseToken: message.leaseToken, leaseMs: plan.leaseMs }).then(schedule, (err) => {
-      if (err?.code === "conflict") return;
-      console.error(`deadletter: process could not extend the lease of message ${message.id} of queue "${queue.name}"`, err);
+    const since = Date.now();
+    pending = queue.extend(message.id, { leaseToken: message.leaseToken, leaseMs }).then(() => {
+      renewed(since);
+      schedule();
+    }, (err) => {
+      if (err?.code === "conflict") return loseOnce();
+      console.error(`deadletter: could not extend the lease of message ${message.id} of queue "${queue.name}"`, err);
       schedule();
     });
   };
+  renewed(heldSince);
   schedule();
   return () => {
     stopped = true;
     clearTimeout(timer);
+    clearTimeout(deadline);
     return pending;
   };
 }

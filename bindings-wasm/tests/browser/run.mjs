@@ -9,6 +9,8 @@
 //    the claim's walk of a long timed lane, the refusal of another application's database;
 //    errors: what the package's errors say (bindings-wasm/js/test/error-texts.mjs, which Node
 //    runs on fake-indexeddb and on SQLite files too), and what a user's getter throws;
+//    worker: the worker loop's shared cases (bindings-wasm/js/test/worker-cases.mjs, which Node
+//    runs on fake-indexeddb and on SQLite files too): the lease each claim and heartbeat takes;
 // 3. two workers: two dedicated module workers claim from one database of 500 messages until it
 //    is empty; every message must be claimed exactly once, and both workers must claim some;
 // 4. race: two dedicated workers race 1000 enqueues each over 100 idempotency keys and leave
@@ -27,7 +29,7 @@
 //    with every message succeeded; screenshots go to
 //    build/browser-demo-drained.png (after the first drain) and build/browser-demo.png (the end).
 //
-// Usage: node bindings-wasm/tests/browser/run.mjs [--pkg DIR] [--only conformance,store,errors,workers,race,offline,dead,sync,demo]
+// Usage: node bindings-wasm/tests/browser/run.mjs [--pkg DIR] [--only conformance,store,errors,worker,workers,race,offline,dead,sync,demo]
 // (`make test-browser` builds the package first). Prints "N passed, M failed" last and exits
 // non-zero on any failure.
 
@@ -60,7 +62,7 @@ const arg = (name) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const pkgDir = resolve(arg("--pkg") ?? process.env.DEADLETTER_PKG ?? DEFAULT_PKG_DIR);
-const only = new Set((arg("--only") ?? "conformance,store,errors,workers,race,offline,dead,sync,demo").split(","));
+const only = new Set((arg("--only") ?? "conformance,store,errors,worker,workers,race,offline,dead,sync,demo").split(","));
 
 /** `promise`, or a rejection naming `what` after `ms`: a hung page must not hang the run. */
 function within(ms, what, promise) {
@@ -139,6 +141,17 @@ async function errorTexts(browser, url) {
     const result = await within(CASE_TIMEOUT_MS, name, page.evaluate((n) => window.suites.runErrorTextCase(n), name))
       .catch((err) => ({ ok: false, error: err.message }));
     report(result.ok, `errors: ${name}`, result.error ?? "");
+  }
+  await page.context().close();
+}
+
+/** The worker loop's shared cases (js/test/worker-cases.mjs), in the page's package on the real IndexedDB. */
+async function workerCases(browser, url) {
+  const page = await openSuitesPage(browser, url, "worker");
+  for (const name of await page.evaluate(() => window.suites.listWorkerCases())) {
+    const result = await within(CASE_TIMEOUT_MS, name, page.evaluate((n) => window.suites.runWorkerCase(n), name))
+      .catch((err) => ({ ok: false, error: err.message }));
+    report(result.ok, `worker: ${name}`, result.error ?? "");
   }
   await page.context().close();
 }
@@ -522,7 +535,7 @@ async function main() {
   const server = await startServer({ pkgDir });
   const browser = await launchChromium();
   console.log(`Chromium ${browser.version()}; pages from ${server.url}; package ${pkgDir}`);
-  const suites = { conformance, store: storeCases, errors: errorTexts, workers: twoWorkers, race, offline: offlinePause, dead: deadAcrossTabs, sync: offlineSync, demo };
+  const suites = { conformance, store: storeCases, errors: errorTexts, worker: workerCases, workers: twoWorkers, race, offline: offlinePause, dead: deadAcrossTabs, sync: offlineSync, demo };
   try {
     for (const [name, suite] of Object.entries(suites)) {
       if (!only.has(name)) continue;

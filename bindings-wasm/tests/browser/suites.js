@@ -102,6 +102,26 @@ async function runErrorTextCase(name) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The worker loop's shared cases (bindings-wasm/js/test/worker-cases.mjs), on the real IndexedDB
+
+const WORKER_CASES_URL = "/bindings-wasm/js/test/worker-cases.mjs";
+
+/** The names of the worker loop's shared cases. */
+async function listWorkerCases() {
+  return Object.keys((await import(WORKER_CASES_URL)).CASES);
+}
+
+/** Runs one of the worker loop's shared cases. */
+async function runWorkerCase(name) {
+  try {
+    await (await import(WORKER_CASES_URL)).CASES[name](deadletter, () => freshName("worker-cases"));
+    return { ok: true };
+  } catch (err) {
+    return { ok: false, error: describe(err) };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Two dedicated module workers claiming from one database
 
 /** Starts a claim worker; resolves to the worker once it has opened the database. */
@@ -631,6 +651,8 @@ window.suites = {
   runStoreCase,
   listErrorTextCases,
   runErrorTextCase,
+  listWorkerCases,
+  runWorkerCase,
   twoWorkers,
   race,
   offlinePrepare,
