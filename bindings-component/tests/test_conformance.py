@@ -440,6 +440,28 @@ def test_a_claim_handed_messages_of_another_queue_is_refused(core: Core) -> None
     assert (taken.queue, taken.payload) == ("emails", "for emails")
 
 
+def test_a_step_handed_a_message_under_another_id_is_refused(core: Core) -> None:
+    """New-user finding N1 (session 7): ``apply.fail`` (and every step on a found message)
+    handed message 2 for a request on message 1 failed message 2 as if it were 1. It is
+    ``not-found``, as a message of another queue is, and decides nothing."""
+    db = MemoryDatabase(core, core.validate.open_options(arg(None), arg(None)))
+    db.enqueue(arg("q"), [item("one"), item("two")], False, BASE)
+    args = core.validate.claim(arg("q"), arg(2), arg(None), None, 0.0, db.limits)
+    db.claim(args, BASE)
+    ctx = core.validate.write_context(BASE, None)
+    two = db.messages[2].message
+    fail = core.validate.fail(arg("q"), arg(1), arg("e"), arg(None), arg(None), arg(None), None, 0.0)
+    succeed = core.validate.succeed(arg("q"), arg(1), arg(None))
+    for step, request in ((core.apply.fail, fail), (core.apply.succeed, succeed)):
+        with pytest.raises(ComponentError) as raised:
+            step(request, two, ctx)
+        assert raised.value.code == "not-found"
+    with pytest.raises(ComponentError) as raised:
+        core.apply.found(core.validate.message(arg("q"), arg(1)), two)
+    assert raised.value.code == "not-found"
+    assert get(core.apply.succeed(succeed, db.messages[1].message, ctx), "status") == "succeeded"
+
+
 @pytest.mark.parametrize("sample", [float("nan"), 5.0, 1.0, -3.0, float("inf")])
 def test_a_jitter_sample_outside_zero_to_one_is_refused(core: Core, sample: float) -> None:
     """New-user finding F8 (session 6): ``validate.claim``, ``reap`` and ``fail`` clamped any

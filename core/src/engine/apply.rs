@@ -224,7 +224,9 @@ impl ExtendArgs {
 
 impl MessageArgs {
     /// The message this request names, from what the store found under its id: `not_found` when
-    /// there was nothing, or a message of another queue (ids of other queues are invisible).
+    /// there was nothing, a message of another queue (ids of other queues are invisible), or one
+    /// under another id (a host's read that returned another row: the component's `apply` changed
+    /// it as the one named; new-user finding N1, session 7).
     pub fn found(&self, found: Option<Message>) -> Result<Message> {
         found_in(&self.queue, self.id, found)
     }
@@ -265,9 +267,14 @@ impl ReplayArgs {
     }
 }
 
-/// `found` when it is a message of `queue`, else `not_found`.
+/// `found` when it is message `id` of `queue`, else `not_found`.
 fn found_in(queue: &str, id: Id, found: Option<Message>) -> Result<Message> {
-    apply_step(found.filter(|m| m.queue == queue), queue, id, Ok)
+    apply_step(
+        found.filter(|m| m.id == id && m.queue == queue),
+        queue,
+        id,
+        Ok,
+    )
 }
 
 impl PurgeArgs {
@@ -623,6 +630,8 @@ mod tests {
         assert_eq!(args.found(None), Err(not_found("other", 1)));
         let mine = MessageArgs::new(&"q".into(), &Arg::Int(1)).unwrap();
         assert_eq!(mine.found(Some(pending(1))), Ok(pending(1)));
+        // Another id than the one named (finding N1): not this message either.
+        assert_eq!(mine.found(Some(pending(99))), Err(not_found("q", 1)));
     }
 
     #[test]
