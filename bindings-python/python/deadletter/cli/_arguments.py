@@ -442,7 +442,8 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("--workers", type=positive, default=1, help="server processes (default 1)")
     sub.add_argument(
         "--token",
-        help="require `Authorization: Bearer TOKEN` (default: $DEADLETTER_TOKEN; empty: refused)",
+        help="require `Authorization: Bearer TOKEN` (default: $DEADLETTER_TOKEN; prefer it on a "
+        "shared machine, where every user sees this option in `ps`; empty: refused)",
     )
     sub.add_argument(
         "--allowed-host",
