@@ -92,6 +92,12 @@ fn path_of(name: Unknown<'_>, rejected: &mut Vec<FieldError>) -> napi::Result<Op
         OwnedArg::Str(s) if s.contains('\0') => {
             FieldError::new("name", "invalid", "must not contain a NUL character")
         }
+        OwnedArg::Str(s) if is_postgres_url(&s) => FieldError::new(
+            "name",
+            "invalid",
+            "is a PostgreSQL URL: PostgreSQL is opened by the Python package only; in Node, \
+             open() takes a SQLite file path or \":memory:\"",
+        ),
         OwnedArg::Str(s) => return Ok(Some(PathBuf::from(s))),
         other => FieldError::new(
             "name",
@@ -101,6 +107,17 @@ fn path_of(name: Unknown<'_>, rejected: &mut Vec<FieldError>) -> napi::Result<Op
     };
     rejected.push(problem);
     Ok(None)
+}
+
+/// Whether `name` starts with a PostgreSQL URL's scheme, `postgresql://` or `postgres://`, in
+/// any case (the Python package's rule, `store::postgres_url` there). Such a name was opened as a
+/// SQLite file, and the error quoted it, password included (new-user finding N5, session 7): it
+/// is refused without being quoted, as the Python package's errors never show a URL's password.
+fn is_postgres_url(name: &str) -> bool {
+    ["postgresql://", "postgres://"].iter().any(|scheme| {
+        name.get(..scheme.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(scheme))
+    })
 }
 
 /// The `durability` option: `"full"` (also for nothing) or `"normal"` (Python's rule, with its

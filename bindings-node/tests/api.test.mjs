@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { Worker } from "node:worker_threads";
@@ -116,6 +116,31 @@ test("open checks every option at once and creates nothing then", async () => {
   assert.deepEqual(fields(await rejection(open("a\0b"))), ["name:invalid"]);
   assert.deepEqual(fields(await rejection(open(fresh(), { durability: 1 }))), ["durability:type"]);
   assert.deepEqual(fields(await rejection(open(fresh(), { leaseMS: 1 }))), ["leaseMS:unknown"]);
+});
+
+test("a PostgreSQL URL is refused as Python-only, its password in no message, and nothing is created", async () => {
+  // New-user finding N5 (session 7): it was opened as a SQLite file, and the store error quoted
+  // the URL, password included. Relative to a fresh working directory, where such a path would
+  // have made files.
+  const cwd = process.cwd();
+  const dir = mkdtempSync(join(folder, "pg-"));
+  process.chdir(dir);
+  try {
+    for (const url of ["postgresql://app:s3cret@127.0.0.1:5499/app", "POSTGRES://app:s3cret@db/app", "postgres://app:s3cret@db"]) {
+      const err = await rejection(open(url));
+      assert.equal(err.code, "validation_failed");
+      assert.deepEqual(fields(err), ["name:invalid"]);
+      assert.equal(err.errors[0].message,
+        'is a PostgreSQL URL: PostgreSQL is opened by the Python package only; in Node, open() takes a SQLite file path or ":memory:"');
+      assert.ok(!err.message.includes("s3cret") && !JSON.stringify(err.errors).includes("s3cret"), err.message);
+    }
+    assert.deepEqual(readdirSync(dir), []);
+    // A file name that only contains the scheme further on is a file.
+    const db = await open("my-postgresql://notes.db".replaceAll("/", "_"));
+    db.close();
+  } finally {
+    process.chdir(cwd);
+  }
 });
 
 test("a directory, another application's file and a newer deadletter's are refused, unchanged", async () => {

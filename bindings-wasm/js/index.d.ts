@@ -852,7 +852,9 @@ export declare class Database {
  * missing (`":memory:"`: a private database in memory), in the file format of the Python
  * package: processes of both languages may share it. Every call then runs on one of the
  * database's own threads, and calls made at once share commits. A path that is empty or holds a
- * NUL is rejected (`validation_failed`, field `name`); a directory, another application's file or
+ * NUL is rejected (`validation_failed`, field `name`), and so is a PostgreSQL URL
+ * (`postgresql://...`, `postgres://...`: PostgreSQL is opened by the Python package only; the
+ * message does not repeat the URL, nor its password); a directory, another application's file or
  * a newer deadletter's is refused with `store` and left as it was (as Python refuses them); on a
  * platform without the prebuilt module (the package ships linux-x64-gnu), `open` rejects with
  * `store`, saying so.
@@ -867,22 +869,35 @@ export declare function open(name: string, options?: OpenOptions): Promise<Datab
  */
 export declare function backoffMs(retryCount: number): number;
 
-/** The options of an `Outbox`. */
+/**
+ * The options of an `Outbox`: only these keys (another is `validation_failed`, code `unknown`);
+ * null means the default.
+ */
 export interface OutboxOptions {
   /** The queue that holds the requests; default `"outbox"`. */
-  queue?: string;
-  /** The Background Sync tag it registers and drains on; default `"deadletter:" + queue`. */
-  tag?: string;
-  /** How many attempts a request gets before it is dead (1..10, as `maxRetries`); default 5. */
-  maxRetries?: number;
-  /** How many requests a drain sends at once; default 4. */
-  concurrency?: number;
+  queue?: string | null;
+  /** The Background Sync tag it registers and drains on (a non-empty string); default `"deadletter:" + queue`. */
+  tag?: string | null;
+  /**
+   * How many sends a request gets before it is dead, the first (`outbox.fetch`'s) included:
+   * integer 1..10 (as `maxRetries`); default 5. With the default backoff (2 s, doubling) 5 sends
+   * are over within about 30 s of an unreachable server; see the README for longer settings.
+   */
+  maxRetries?: number | null;
+  /** How many requests a drain sends at once: integer 1..100; default 4. */
+  concurrency?: number | null;
   /** The queue's backoff policy (default `min(2^n, 3600)` s after the n-th failure). */
-  backoff?: BackoffOptions;
-  /** Sends one request; default the global `fetch`. */
-  fetch?: (request: Request) => Promise<Response>;
+  backoff?: BackoffOptions | null;
+  /**
+   * Sends one request (the first send of `outbox.fetch` and every later one); default the global
+   * `fetch`. A kept request's send carries the outbox's `AbortSignal` (`request.signal`), aborted
+   * when its lease may have run out: pass it on. A place to set a fresh `Authorization` on each
+   * send (build a `new Request(request, { headers })`: a service worker's request has immutable
+   * headers).
+   */
+  fetch?: ((request: Request) => Promise<Response>) | null;
   /** Whether the network may be reached now; default `navigator.onLine !== false`. A drain sends nothing while it is false. */
-  online?: () => boolean;
+  online?: (() => boolean) | null;
 }
 
 /** What a drain did: how many requests it delivered, and how many still wait (offline, or for a later retry). */
@@ -891,12 +906,19 @@ export interface DrainResult {
   pending: number;
 }
 
+/** The options of `Outbox.drain`: only this key (another is `validation_failed`, code `unknown`). */
+export interface DrainOptions {
+  /** The longest wait for a retry that is not due yet, in milliseconds: integer 0..3600000; default 30000. */
+  waitMs?: number | null;
+}
+
 /**
  * The outbox: HTTP requests that could not be sent (offline, or answered with a status worth
  * retrying: 408, 425, 429, 5xx) kept as messages of a queue and sent again with its retries,
  * backoff and dead letters; like Workbox's background sync, with a backoff, dead letters and
  * their error history. Each message's payload is the request as JSON (`method`, `url`,
- * `headers`, `body` in base64, `mode`, `credentials`).
+ * `headers`, `body` in base64, `mode`, `credentials`, and `failed`: the failed first send of
+ * `outbox.fetch`, which the first drain to claim it records as its first failure).
  *
  * In a service worker (import `deadletter/service-worker`): its `fetch` handler hands requests to
  * `outbox.fetch`, and `outbox.listen()` drains on the Background Sync `sync` event of the tag, on
@@ -905,8 +927,17 @@ export interface DrainResult {
  * one again, `db.onDead` hears deaths (also those of the service worker), and `outbox.listen()`
  * drains on the `online` event where there is no Background Sync (Firefox, Safari). When a sent
  * request is answered, a success acks it; 408, 425, 429 and 5xx, or a network failure, fail it
- * retryably; any other status (400, 404, 410, 422...) makes it dead at once, its error
- * `HTTP <status> <text>`.
+ * retryably (a 429 or 503's `Retry-After`, seconds or an HTTP date, at most 30 days, sets the
+ * wait before the next send); any other status (400, 404, 410, 422...) makes it dead at once, its
+ * error `HTTP <status> <text>`.
+ *
+ * Delivery is at least once. A send is held under its message's lease (the queue's stored
+ * `leaseMs`, else the database's), extended every half lease while it is in flight, so another
+ * drain does not send it meanwhile; when the lease could not be extended, the send is aborted at
+ * the lease's end and fails retryably (`TimeoutError`). A request the server received whose
+ * answer was lost is sent again: give each request an `Idempotency-Key` header (kept and sent
+ * with it) for the server to drop repeats. Every header is kept, `Authorization` included, in
+ * clear; the kept JSON (the body in base64) must fit in the database's `maxPayloadBytes`.
  *
  * @example
  * // sw.js, a module service worker: navigator.serviceWorker.register("/sw.js", { type: "module" })
@@ -928,10 +959,11 @@ export interface DrainResult {
 export declare class Outbox {
   /**
    * An outbox on `db` (or on the promise `open()` returned, so that a service worker can register
-   * its listeners when it starts). A bad `queue` name or `backoff` makes its calls reject with a
-   * `validation_failed` `DeadLetterError`.
+   * its listeners when it starts). Bad options (an unknown key, a value out of range or of the
+   * wrong type, a bad `queue` name or `backoff`) make its calls reject with a
+   * `validation_failed` `DeadLetterError` naming each field.
    */
-  constructor(db: Database | Promise<Database>, options?: OutboxOptions);
+  constructor(db: Database | Promise<Database>, options?: OutboxOptions | null);
   /** The Background Sync tag. */
   readonly tag: string;
   /** The queue that holds the requests. */
@@ -945,17 +977,22 @@ export declare class Outbox {
    */
   add(request: Request): Promise<Message>;
   /**
-   * Sends `request`; when the network fails or the answer is worth retrying, keeps it (`add`) and
-   * resolves to a `202 Accepted` response whose header `x-deadletter-queued` holds the message
-   * id. Any other answer resolves as it came.
+   * Sends `request`; when the network fails or the answer is worth retrying, keeps it, that send
+   * counted as its first failure (the next waits for the backoff or the `Retry-After`; a network
+   * failure while `online()` says false is no attempt), and resolves to a `202 Accepted` response
+   * whose header `x-deadletter-queued` holds the message id. Any other answer resolves as it
+   * came, and so does a retryable one that cannot be kept (too large, a store error). Offline and
+   * too large to keep: a `413` whose header `x-deadletter-not-kept` is `too_large` and whose JSON
+   * body holds the error (`notKept`, `code`, `errors`). Rejects with `validation_failed`, field
+   * `request`, for a request whose body was already read.
    */
   fetch(request: Request): Promise<Response>;
   /**
    * Sends every request that is due, in claim order, `concurrency` at a time; while a failed one
    * waits for a retry due within `waitMs` (default 30000), waits and goes on. Offline (see
-   * `OutboxOptions.online`) it sends nothing.
+   * `OutboxOptions.online`) it sends nothing. Rejects with `validation_failed` for bad options.
    */
-  drain(options?: { waitMs?: number }): Promise<DrainResult>;
+  drain(options?: DrainOptions | null): Promise<DrainResult>;
   /** Dead requests, oldest first (see `Queue.list`); `Outbox.requestOf` rebuilds each request. */
   dead(options?: Omit<ListOptions, "status">): Promise<MessagePage>;
   /** Sends a dead request again (see `Queue.replay`) and asks for a drain. */
@@ -965,7 +1002,10 @@ export declare class Outbox {
    * that stops listening.
    */
   listen(): () => void;
-  /** The request a message of the outbox holds. */
+  /**
+   * The request a message of the outbox holds. Throws a `validation_failed` `DeadLetterError`,
+   * field `message`, for a message whose payload is not a kept request.
+   */
   static requestOf(message: Message): Request;
 }
 
