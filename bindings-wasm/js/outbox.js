@@ -6,18 +6,109 @@
 // Background Sync). Like Workbox's background sync, with a backoff, dead letters and their history.
 //
 // Each message's payload is the request as JSON: `{ method, url, headers, body, mode,
-// credentials }`, the body base64 (or null). The rules are the queue's; this file holds only the
+// credentials, failed }`, the body base64 (or null); `failed` (or absent) is the attempt
+// `outbox.fetch` made before it kept the request, which the first drain to claim it records as
+// that message's first failure (finding N4). The rules are the queue's; this file holds only the
 // mechanics of HTTP and of the service worker's events.
+//
+// Delivery is at least once: a send is held under its message's lease (extended every half lease,
+// as the worker loop does; aborted when the lease may have run out: finding M1), but a server
+// that received a request whose answer was lost gets it again.
 
 import { DeadLetterError } from "./errors.js";
+import { holdLease } from "./worker.js";
 
 const DRAIN = "deadletter:drain";
+const OPTIONS = ["queue", "tag", "maxRetries", "concurrency", "backoff", "fetch", "online"];
+const DRAIN_OPTIONS = ["waitMs"];
+/** The longest wait a `Retry-After` sets, in milliseconds: a failure's own `retryInMs` limit (30 days). */
+const MAX_RETRY_IN_MS = 30 * 86_400_000;
 
-function invalid(message) {
-  return new DeadLetterError(`validation failed: request: ${message}`, {
-    code: "validation_failed",
-    errors: [{ field: "request", code: "invalid", message }],
-  });
+function rejected(errors) {
+  const text = errors.map((e) => `${e.field}: ${e.message}`).join("; ");
+  return new DeadLetterError(`validation failed: ${text}`, { code: "validation_failed", errors });
+}
+
+function invalid(message, field = "request") {
+  return rejected([{ field, code: "invalid", message }]);
+}
+
+function kind(value) {
+  if (Array.isArray(value)) return "an array";
+  if (value === null || value === undefined) return String(value);
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+/**
+ * The options object `value` of an Outbox or a drain, read as the package's other options are
+ * (api.js `options`, finding N8): its own enumerable keys, each one of `known` (else `unknown`),
+ * each integer within its range of `ranges` (`type`, `out_of_range`, named by its own field), each
+ * function of `functions` a function. Throws the `validation_failed` DeadLetterError of every
+ * rejected field; returns the read values.
+ */
+function checked(value, known, ranges, functions = []) {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== "object" || Array.isArray(value)) {
+    throw rejected([{ field: "options", code: "type", message: `must be an object, got ${kind(value)}` }]);
+  }
+  const keys = Object.keys(value);
+  const unknown = keys.filter((key) => !known.includes(key));
+  if (unknown.length > 0) {
+    const message = `unknown option; expected one of ${known.join(", ")}`;
+    throw rejected(unknown.map((field) => ({ field, code: "unknown", message })));
+  }
+  const read = {};
+  for (const key of keys) read[key] = value[key] ?? undefined;
+  const errors = [];
+  for (const [field, [min, max]] of Object.entries(ranges)) {
+    const given = read[field];
+    if (given === undefined) continue;
+    if (!Number.isInteger(given)) errors.push({ field, code: "type", message: `must be an integer, got ${kind(given)}` });
+    else if (given < min || given > max) errors.push({ field, code: "out_of_range", message: `must be between ${min} and ${max}` });
+  }
+  for (const field of functions) {
+    if (read[field] !== undefined && typeof read[field] !== "function") {
+      errors.push({ field, code: "type", message: `must be a function, got ${kind(read[field])}` });
+    }
+  }
+  if (read.tag !== undefined && (typeof read.tag !== "string" || read.tag === "")) {
+    errors.push({ field: "tag", code: "type", message: `must be a non-empty string, got ${kind(read.tag)}` });
+  }
+  if (errors.length > 0) throw rejected(errors);
+  return read;
+}
+
+/**
+ * The wait a `429` or `503` answer asks for with its `Retry-After` header (seconds, or an HTTP
+ * date), in milliseconds (0..30 days); undefined for any other answer or without a readable
+ * header: the queue's backoff then applies.
+ */
+export function retryAfterMs(response) {
+  if (response.status !== 429 && response.status !== 503) return undefined;
+  const value = response.headers.get("retry-after")?.trim();
+  if (!value) return undefined;
+  const ms = /^\d+$/.test(value) ? Number(value) * 1000 : Date.parse(value) - Date.now();
+  return Number.isFinite(ms) ? Math.min(Math.max(0, Math.round(ms)), MAX_RETRY_IN_MS) : undefined;
+}
+
+/** The error text of a send that threw (a network failure, an abort). */
+function thrownText(err) {
+  return `${err?.name ?? "Error"}: ${err?.message ?? err}`;
+}
+
+/** The error text of an answer that is not a success: `HTTP 503 Service Unavailable`. */
+function statusText(response) {
+  return `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""}`;
+}
+
+/** `record()`, a succeed or fail of a sent request; a lost lease (`conflict`) is logged: the message is another drain's now. */
+async function recording(record, id) {
+  try {
+    await record();
+  } catch (err) {
+    if (err?.code !== "conflict") throw err;
+    console.error(`deadletter: the outbox could not record the send of message ${id}: its lease ran out`, err);
+  }
 }
 
 function base64(bytes) {
@@ -41,6 +132,33 @@ export function retryableStatus(status) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** `request`, when it can be kept: a Request whose body was not read yet. */
+function usable(request) {
+  if (!(request instanceof Request)) throw invalid("must be a Request");
+  if (request.bodyUsed) throw invalid("its body was already read, so it cannot be sent again: pass request.clone() before reading it");
+  return request;
+}
+
+/** The kept request of an outbox `message` (its payload, parsed and checked). */
+function kept(message) {
+  let request = null;
+  try {
+    request = JSON.parse(message?.payload);
+  } catch {
+    // not JSON: not a kept request
+  }
+  const fields = request !== null && typeof request === "object" ? request : {};
+  if (typeof fields.url !== "string" || typeof fields.method !== "string" || !Array.isArray(fields.headers)) {
+    throw invalid("is not a request kept by an Outbox (its payload is not one)", "message");
+  }
+  return fields;
+}
+
+/** The Request of a kept one, with `signal` when given. */
+function build({ method, url, headers, body, mode, credentials }, signal) {
+  return new Request(url, { method, headers, body: body === null ? undefined : unbase64(body), mode, credentials, signal });
+}
+
 /** The service worker's global scope, when this runs in one. */
 function serviceWorker() {
   return typeof ServiceWorkerGlobalScope === "function" && globalThis instanceof ServiceWorkerGlobalScope ? globalThis : null;
@@ -60,14 +178,22 @@ export class Outbox {
    *   or the promise `open()` returned (a service worker registers its listeners at once)
    * @param {{ queue?: string, tag?: string, maxRetries?: number, concurrency?: number,
    *   backoff?: object, fetch?: (request: Request) => Promise<Response>,
-   *   online?: () => boolean }} [options]
+   *   online?: () => boolean }} [options] checked here; what is wrong (an unknown key, a value
+   *   out of range, a bad queue name or backoff) rejects every call with `validation_failed`
    */
-  constructor(db, options = {}) {
-    const { queue = "outbox", tag, maxRetries = 5, concurrency = 4, backoff, fetch, online } = options;
-    this.#online = online ?? (() => globalThis.navigator?.onLine !== false);
-    this.#ready = Promise.resolve(db).then((opened) => opened.queue(queue, backoff === undefined ? undefined : { backoff }));
+  constructor(db, options) {
+    let o;
+    try {
+      o = checked(options, OPTIONS, { maxRetries: [1, 10], concurrency: [1, 100] }, ["fetch", "online"]);
+      this.#ready = Promise.resolve(db).then((opened) => opened.queue(o.queue ?? "outbox", o.backoff === undefined ? undefined : { backoff: o.backoff }));
+    } catch (err) {
+      o = {};
+      this.#ready = Promise.reject(err);
+    }
     this.#ready.catch(() => {}); // reported by the calls that use it
-    this.#tag = tag ?? `deadletter:${queue}`;
+    const { queue = "outbox", tag, maxRetries = 5, concurrency = 4, fetch, online } = o;
+    this.#online = online ?? (() => globalThis.navigator?.onLine !== false);
+    this.#tag = typeof tag === "string" && tag !== "" ? tag : `deadletter:${queue}`;
     this.#maxRetries = maxRetries;
     this.#concurrency = concurrency;
     this.#send = fetch ?? ((request) => globalThis.fetch(request));
@@ -90,39 +216,66 @@ export class Outbox {
    * already read, a navigation; `payload` `too_large` beyond the database's `maxPayloadBytes`.
    */
   async add(request) {
-    if (!(request instanceof Request)) throw invalid("must be a Request");
+    return this.#keep(usable(request).clone(), null);
+  }
+
+  /** Keeps `request` with `failed`, the attempt `fetch` made (or null), and asks for a drain. */
+  async #keep(request, failed) {
     if (request.mode === "navigate") throw invalid("a navigation cannot be sent again");
-    if (request.bodyUsed) throw invalid("its body was already read, so it cannot be sent again: pass request.clone() before reading it");
-    const body = ["GET", "HEAD"].includes(request.method) ? null : new Uint8Array(await request.clone().arrayBuffer());
-    const payload = JSON.stringify({
+    const body = ["GET", "HEAD"].includes(request.method) ? null : new Uint8Array(await request.arrayBuffer());
+    const kept = {
       method: request.method,
       url: request.url,
       headers: [...request.headers],
       body: body === null || body.length === 0 ? null : base64(body),
       mode: request.mode === "navigate" ? "same-origin" : request.mode,
       credentials: request.credentials,
-    });
-    const message = await (await this.#ready).enqueue(payload, { maxRetries: this.#maxRetries });
+    };
+    if (failed !== null) kept.failed = failed;
+    const message = await (await this.#ready).enqueue(JSON.stringify(kept), { maxRetries: this.#maxRetries });
     await this.#wake();
     return message;
   }
 
   /**
    * Sends `request`; when the network fails or the server answers a status worth retrying
-   * (`retryableStatus`), keeps it (`add`) and resolves to a `202 Accepted` response whose header
-   * `x-deadletter-queued` holds the message id. Any other answer is resolved as it came. For a
+   * (`retryableStatus`), keeps it with that attempt counted as its first failure (a drain records
+   * it; the next send waits for the backoff, or for the answer's `Retry-After`; a network failure
+   * while `online()` says false is no attempt: the first drain online sends it) and resolves to a
+   * `202 Accepted` response whose header `x-deadletter-queued` holds the message id. Any other
+   * answer is resolved as it came, and so is a retryable one that cannot be kept (finding M2:
+   * too large, a store error). A request that could be neither sent nor kept because it is too
+   * large (`payload` `too_large`) resolves to a `413` whose header `x-deadletter-not-kept` says
+   * `too_large` and whose JSON body holds the error; another failure to keep it rejects. For a
    * service worker's `fetch` event: `event.respondWith(outbox.fetch(event.request))`.
    */
   async fetch(request) {
-    const copy = request.clone();
-    let response;
+    const copy = usable(request).clone();
+    let response = null;
+    let failed;
     try {
       response = await this.#send(request);
-    } catch {
-      response = null;
+      if (!retryableStatus(response.status)) return response;
+      const retryInMs = retryAfterMs(response);
+      failed = { error: statusText(response), retryAt: retryInMs === undefined ? null : Date.now() + retryInMs };
+    } catch (err) {
+      // Offline (the `online` option says so) the request was not sent: no attempt to count.
+      failed = this.#online() ? { error: thrownText(err), retryAt: null } : null;
     }
-    if (response !== null && !retryableStatus(response.status)) return response;
-    const message = await this.add(copy);
+    let message;
+    try {
+      message = await this.#keep(copy, failed);
+    } catch (err) {
+      if (response !== null) return response;
+      if (err instanceof DeadLetterError && err.errors.some((e) => e.code === "too_large")) {
+        return new Response(JSON.stringify({ notKept: err.message, code: err.code, errors: err.errors }), {
+          status: 413,
+          statusText: "Payload Too Large",
+          headers: { "content-type": "application/json", "x-deadletter-not-kept": "too_large" },
+        });
+      }
+      throw err;
+    }
     return new Response(JSON.stringify({ queued: message.id }), {
       status: 202,
       statusText: "Accepted",
@@ -130,45 +283,90 @@ export class Outbox {
     });
   }
 
-  /** The request a message of the outbox holds. */
+  /**
+   * The request a message of the outbox holds. Throws a `validation_failed` DeadLetterError
+   * (field `message`) for a message whose payload is not a kept request.
+   */
   static requestOf(message) {
-    const { method, url, headers, body, mode, credentials } = JSON.parse(message.payload);
-    return new Request(url, { method, headers, body: body === null ? undefined : unbase64(body), mode, credentials });
+    return build(kept(message));
   }
 
-  /** Sends one message's request and records the outcome: acked, failed (retried later) or dead. */
-  async #deliver(queue, message) {
+  /**
+   * Sends one claimed message's request under its lease and records the outcome: acked, failed
+   * (retried later) or dead. `heldSince`: `Date.now()` before the claim was asked.
+   */
+  async #deliver(queue, message, heldSince) {
     const lease = { leaseToken: message.leaseToken };
-    let response;
+    let request;
     try {
-      response = await this.#send(Outbox.requestOf(message));
+      request = kept(message);
     } catch (err) {
-      await queue.fail(message.id, `${err?.name ?? "Error"}: ${err?.message ?? err}`, lease);
+      await recording(() => queue.fail(message.id, err.message, { ...lease, retryable: false }), message.id);
       return false;
     }
-    if (response.ok) {
-      await queue.succeed(message.id, lease);
+    const { failed } = request;
+    if (failed && message.retryCount === 0 && message.replayCount === 0) {
+      // The attempt outbox.fetch made before keeping it: its first failure, recorded now, not sent
+      // again at once (finding N4: maxRetries n made n + 1 sends, the first two back to back).
+      const retryInMs = failed.retryAt === null ? undefined : Math.min(Math.max(0, failed.retryAt - Date.now()), MAX_RETRY_IN_MS);
+      await recording(() => queue.fail(message.id, failed.error, { ...lease, retryInMs }), message.id);
+      return false;
+    }
+    // Held while it is sent (finding M1: a send that outlived the lease was claimed and sent
+    // again by a second drain): extended every half lease; aborted when the lease may have run out.
+    const controller = new AbortController();
+    let abandon;
+    const abandoned = new Promise((resolve, reject) => {
+      abandon = reject;
+    });
+    abandoned.catch(() => {}); // raced below
+    const release = holdLease(queue, message, {
+      heldSince,
+      lost: () => {
+        const reason = new DOMException("the lease ran out while the request was sent", "TimeoutError");
+        controller.abort(reason);
+        abandon(reason);
+      },
+    });
+    let response = null;
+    let error;
+    try {
+      const sent = this.#send(build(request, controller.signal));
+      sent.catch(() => {}); // a send that ignores the abort settles unheard
+      response = await Promise.race([sent, abandoned]);
+    } catch (err) {
+      error = thrownText(err);
+    } finally {
+      await release();
+    }
+    if (response?.ok) {
+      await recording(() => queue.succeed(message.id, lease), message.id);
       return true;
     }
-    const error = `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""}`;
-    await queue.fail(message.id, error, { ...lease, retryable: retryableStatus(response.status) });
+    const retryable = response === null || retryableStatus(response.status);
+    const retryInMs = response === null ? undefined : retryAfterMs(response);
+    await recording(() => queue.fail(message.id, response === null ? error : statusText(response), { ...lease, retryable, retryInMs }), message.id);
     return false;
   }
 
   /**
    * Sends every request that is due, `concurrency` at a time, in claim order; then, while a
-   * failed one waits for a retry due within `waitMs` (default 30 s), waits for it and goes on.
-   * Offline (the `online` option, default `navigator.onLine`, says false) it sends nothing. Resolves to `{ sent, pending }`: how many
-   * were delivered, and how many still wait (offline, or for a later retry).
+   * failed one waits for a retry due within `waitMs` (default 30 s, 0..3600000), waits for it and
+   * goes on. Offline (the `online` option, default `navigator.onLine`, says false) it sends
+   * nothing. Resolves to `{ sent, pending }`: how many were delivered, and how many still wait
+   * (offline, or for a later retry). Rejects with `validation_failed` for an unknown option or a
+   * `waitMs` out of range.
    */
-  async drain({ waitMs = 30_000 } = {}) {
+  async drain(options) {
+    const { waitMs = 30_000 } = checked(options, DRAIN_OPTIONS, { waitMs: [0, 3_600_000] });
     const queue = await this.#ready;
     let sent = 0;
     for (;;) {
       if (!this.#online()) break;
+      const heldSince = Date.now();
       const batch = await queue.claimMany(this.#concurrency);
       if (batch.length > 0) {
-        for (const ok of await Promise.all(batch.map((m) => this.#deliver(queue, m)))) sent += ok ? 1 : 0;
+        for (const ok of await Promise.all(batch.map((m) => this.#deliver(queue, m, heldSince)))) sent += ok ? 1 : 0;
         continue;
       }
       const next = await queue.nextDueAt();
