@@ -13,8 +13,9 @@
 //   GET /subscribers/state returns the request counts and the overlapping deliveries seen;
 // - the inbox of the outbox (offline sync through the service worker): POST /inbox/<name> records
 //   the request (path and body) and answers 200, but /inbox/gone answers 410 until "fixed"
-//   (POST /inbox-control/fix); GET /inbox-control/state lists what it received, with the status
-//   it answered; POST /inbox-control/reset forgets it.
+//   (POST /inbox-control/fix), and /inbox/slow answers after `inbox.slowMs` (the outbox's held
+//   lease); GET /inbox-control/state lists what it received, with the status it answered; POST
+//   /inbox-control/reset forgets it.
 //
 // Run it directly to serve the demo: `node examples/browser/server.mjs [--port N] [--pkg DIR]`
 // (`make browser-demo` does it after building the package) and open the URL it prints.
@@ -121,6 +122,7 @@ export class Inbox {
 
   reset() {
     this.fixed = false;
+    this.slowMs = 0;
     this.received = []; // { path, body, status }
   }
 
@@ -196,6 +198,7 @@ export async function startServer({ port = 0, pkgDir = DEFAULT_PKG_DIR, beforeDi
       const path = url.pathname;
       if (req.method === "POST" && path.startsWith("/inbox/")) {
         const status = inbox.receive(path, await readBody(req));
+        if (path === "/inbox/slow") await new Promise((resolve) => setTimeout(resolve, inbox.slowMs));
         return send(res, status, `${status} ${PHRASES[status] ?? ""}\n`);
       }
       if (path === "/inbox-control/state") return sendJson(res, inbox.state());

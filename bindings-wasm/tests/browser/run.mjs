@@ -23,7 +23,7 @@
 // 7. sync: offline sync through a service worker (sync.html, sync-sw.js): posts kept offline by
 //    the outbox, delivered exactly once each on a Background Sync event dispatched through the
 //    DevTools protocol; a 410 ends dead with its history, heard by onDead, replayed from a
-//    reopened page;
+//    reopened page; a send slower than its lease is not sent again by a second sync (finding M1);
 // 8. demo: examples/browser/ relays the webhook examples on `queue.process`, drains, shows the error
 //    history of dead messages, pauses and resumes, is fixed, replays the dead messages and ends
 //    with every message succeeded; screenshots go to
@@ -413,6 +413,25 @@ async function offlineSync(browser, url, server) {
     if (after.filter((x) => x.path === "/inbox/gone" && x.status === 200).length !== 1) problems.push(`after the replay the server received ${JSON.stringify(after)}`);
     const stats = await until(10_000, () => again.evaluate(() => window.sync.stats()), (s) => s.succeeded === 4);
     if (stats.succeeded !== 4 || stats.dead !== 0 || stats.pending !== 0) problems.push(`at the end: ${JSON.stringify(stats)}`);
+
+    // A send slower than its lease (finding M1): the stored lease is 2 s, the server answers after
+    // 5 s; a second sync at 3 s must not send it again (the send's lease is extended meanwhile).
+    const leaseMs = await again.evaluate(() => window.sync.storeLease(2000));
+    server.inbox.slowMs = 5000;
+    await context.setOffline(true);
+    const slowPost = await again.evaluate(() => window.sync.post([["/inbox/slow", "slow"]]));
+    await context.setOffline(false);
+    await dispatch();
+    await until(10_000, () => server.inbox.received.filter((r) => r.path === "/inbox/slow").length, (k) => k >= 1);
+    await new Promise((r) => setTimeout(r, 3000));
+    await dispatch();
+    const slow = await until(15_000, () => again.evaluate(() => window.sync.errorsOf("/inbox/slow")), (m) => m[0]?.status === "succeeded");
+    await new Promise((r) => setTimeout(r, 1000));
+    const slowSent = server.inbox.received.filter((r) => r.path === "/inbox/slow").length;
+    const held = leaseMs === 2000 && slowPost[0]?.status === 202 && slowSent === 1 && slow.length === 1 && slow[0].status === "succeeded"
+      && slow[0].errors.length === 0;
+    report(held, "offline sync: a send slower than its lease is extended while in flight, not sent again by a second sync",
+      `lease ${leaseMs} ms, posted ${JSON.stringify(slowPost)}; the 5 s send sent ${slowSent} time(s); the message: ${JSON.stringify(slow)}`);
     report(
       problems.length === 0,
       "offline sync: posts kept by the service worker's outbox while offline, delivered once each on the sync event; a 410 ends dead, is heard, listed and replayed",
