@@ -461,7 +461,7 @@ pub(crate) fn is_hidden(c: char) -> bool {
         | '\u{E0001}' | '\u{E0020}'..='\u{E007F}')
 }
 
-/// Unicode's Default_Ignorable_Code_Point characters (Unicode 16), which show nothing: the
+/// Unicode's `Default_Ignorable_Code_Point` characters (Unicode 16), which show nothing: the
 /// joiners, variation selectors, Hangul fillers and the like, besides most of [`is_hidden`]'s.
 /// A name made only of them and whitespace reads as empty (new-user finding N7, session 7).
 fn is_ignorable(c: char) -> bool {
