@@ -308,6 +308,7 @@ export class Outbox {
     if (failed && message.retryCount === 0 && message.replayCount === 0) {
       // The attempt outbox.fetch made before keeping it: its first failure, recorded now, not sent
       // again at once (finding N4: maxRetries n made n + 1 sends, the first two back to back).
+      // Only at the first claim: once an attempt is counted or the message replayed, it is past.
       const retryInMs = failed.retryAt === null ? undefined : Math.min(Math.max(0, failed.retryAt - Date.now()), MAX_RETRY_IN_MS);
       await recording(() => queue.fail(message.id, failed.error, { ...lease, retryInMs }), message.id);
       return false;
@@ -331,7 +332,7 @@ export class Outbox {
     let response = null;
     let error;
     try {
-      const sent = this.#send(build(request, controller.signal));
+      const sent = Promise.resolve(this.#send(build(request, controller.signal)));
       sent.catch(() => {}); // a send that ignores the abort settles unheard
       response = await Promise.race([sent, abandoned]);
     } catch (err) {
