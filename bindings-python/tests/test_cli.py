@@ -72,7 +72,7 @@ def test_list_filters_and_pages(path: str) -> None:
     assert run("list", path, "emails", "--status", "dead")[1].splitlines()[1].startswith(" 1  dead")
     _, out, _ = run("list", path, "emails", "--limit", "1", "--after-id", "1")
     assert [line.split()[0] for line in out.splitlines()] == ["id", "2"]
-    assert run("list", path, "other")[1] == "id  status  retries  updated_at  last_error  payload\n"
+    assert run("list", path, "other")[:2] == (0, "id  status  retries  updated_at  last_error  payload\n")
 
 
 def test_list_json_is_the_messages_as_the_http_api_writes_them(path: str) -> None:
@@ -321,9 +321,6 @@ def test_a_deadletter_error_exits_1_with_its_message_on_stderr(path: str) -> Non
         "",
         'deadletter show: message 99 not found in queue "emails"\n',
     )
-    status, out, err = run("list", path, "emails", "--status", "bogus")
-    assert (status, out) == (1, "")
-    assert err.startswith("deadletter list: validation failed: status: must be one of")
     status, _, err = run("enqueue", path, "x" * 256, "p")
     assert status == 1 and "queue: must be at most 255 characters" in err
 
@@ -370,6 +367,14 @@ def test_a_bad_stdin_line_names_its_line_and_what_was_enqueued_before(
         ["serve", "db", "--port", "-1"],
         ["serve", "db", "--port", "http"],
         ["list", "db", "q", "--unknown"],
+        ["list", "db", "q", "--status", "bogus"],
+        ["list", "db", "q", "--limit", "0"],
+        ["list", "db", "q", "--limit", "1001"],
+        ["replay", "db", "q", "--all", "--status", "daed"],
+        ["enqueue", "db", "q", "x", "--max-retries", "11"],
+        ["settings", "db", "q", "--max-retries", "0"],
+        ["settings", "db", "q", "--backoff-multiplier", "0.5"],
+        ["serve", "db", "--token", "t", "--token-file", "f"],
         ["stats"],
         ["replay", "db", "q"],  # neither ID nor --all
         ["replay", "db", "q", "1", "--all"],
@@ -635,7 +640,7 @@ def test_replay_all_with_its_filters(tmp_path: Path) -> None:
         "2026-01-01T00:00:00.003+00:00",
         "--json",
     )
-    assert (status, json.loads(out)) == (0, {"replayed": 2})  # the deaths at 1 and 2 ms
+    assert (status, json.loads(out)) == (0, {"count": 2, "dry_run": False})  # deaths at 1, 2 ms
     with deadletter.open(file) as opened:
         assert [m.status for m in opened.queue("q").list()] == [
             "pending",
@@ -696,7 +701,7 @@ def test_purge(path: str) -> None:
     status, out, _ = run(
         "purge", path, "emails", "--status", "succeeded", "--older-than", "1.5h", "--json"
     )
-    assert json.loads(out) == {"purged": 1}
+    assert json.loads(out) == {"count": 1, "dry_run": False}
     with deadletter.open(path) as db:
         assert [m.id for m in db.queue("emails").list()] == [3]
 

@@ -123,7 +123,7 @@ def test_a_dry_run_prints_the_exact_count_and_changes_nothing(path: str) -> None
         assert run(command, path, "q", "--all", "--dry-run", *options) == (0, line + "\n", "")
     assert run("replay", path, "q", "--all", "--dry-run", "--json") == (
         0,
-        '{\n  "would_replay": 2\n}\n',
+        '{\n  "count": 2,\n  "dry_run": true\n}\n',
         "",
     )
     assert state(path) == before
@@ -141,7 +141,11 @@ def test_delete_all_deletes_the_finished_messages_the_filters_select(path: str) 
         "",
     )
     assert [m.id for m in state(path)] == [3, 4, 5]
-    assert run("delete", path, "q", "--all", "--json") == (0, '{\n  "deleted": 1\n}\n', "")
+    assert run("delete", path, "q", "--all", "--json") == (
+        0,
+        '{\n  "count": 1,\n  "dry_run": false\n}\n',
+        "",
+    )
     assert [m.id for m in state(path)] == [3, 5]
     status, out, err = run("delete", path, "q", "--all", "--status", "pending")
     assert (status, out) == (1, "")

@@ -9,6 +9,9 @@ import pytest
 from test_cli import run
 from test_cli_filters import path, state  # noqa: F401 (path is a fixture)
 
+NEW = 'deadletter move: note: queue "parking" is new (it holds no message and no settings)\n'
+"""The note of a move to a queue that does not exist yet (new-user finding M8, session 7)."""
+
 
 def queue(path: str, name: str) -> list[deadletter.Message]:
     with deadletter.open(path) as db:
@@ -17,7 +20,7 @@ def queue(path: str, name: str) -> list[deadletter.Message]:
 
 def test_move_one_message(path: str) -> None:
     status, out, err = run("move", path, "q", "2", "parking")
-    assert (status, err) == (0, "")
+    assert (status, err) == (0, NEW)
     assert out.splitlines() == [
         "id          2",
         "queue       parking",
@@ -60,11 +63,11 @@ def test_a_dry_run_prints_the_exact_count_and_changes_nothing(path: str) -> None
         (["--payload-contains", "customer", "--limit", "1"], "would move 1"),
     ]:
         argv = ["move", path, "q", "--all", "--to", "parking", "--dry-run", *options]
-        assert run(*argv) == (0, line + "\n", ""), options
+        assert run(*argv) == (0, line + "\n", NEW), options
     assert run("move", path, "q", "--all", "--to", "parking", "--dry-run", "--json") == (
         0,
-        '{\n  "would_move": 4\n}\n',
-        "",
+        '{\n  "count": 4,\n  "dry_run": true\n}\n',
+        NEW,
     )
     assert state(path) == before
     assert queue(path, "parking") == []
@@ -74,7 +77,7 @@ def test_move_all_moves_what_the_filters_select(path: str) -> None:
     assert run("move", path, "q", "--all", "--to", "parking", "--error-contains", "HTTP") == (
         0,
         "moved  2\n",
-        "",
+        NEW,
     )
     assert [m.id for m in state(path)] == [3, 4, 5]
     assert [(m.id, m.status, m.moved_from) for m in queue(path, "parking")] == [

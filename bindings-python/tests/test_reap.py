@@ -78,7 +78,7 @@ def test_deadletter_reap(tmp_path: Path) -> None:
         assert (cli.main(argv, out=out, err=err), err.getvalue()) == (0, "")
         outputs.append(out.getvalue())
     assert outputs[0].split() == ["reaped", "3"]
-    assert json.loads(outputs[1]) == {"reaped": 0}
+    assert json.loads(outputs[1]) == {"count": 0, "dry_run": False}
     with deadletter.open(file) as db:
         assert [s for _, s, _ in reaped(db)] == ["dead", "pending", "pending", "pending"]
 

@@ -457,3 +457,36 @@ def answers(url: str) -> bool:
         return httpx.get(url, timeout=2).status_code == 200
     except httpx.TransportError:
         return False
+
+
+def test_token_file_keeps_the_token_out_of_the_process_arguments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """New-user finding N11 (session 7): ``--token`` is in the arguments every local user reads
+    (``ps``); ``--token-file FILE`` reads it from a file (its one line's ending dropped), and
+    ``--token`` says so on stderr."""
+    call = ServeCall()
+    monkeypatch.setattr(_serve, "run", call)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("DEADLETTER_")}
+    monkeypatch.setattr(os, "environ", environ)
+    token = tmp_path / "token"
+    token.write_text("s3cret t0ken\r\n")
+    argv = ["serve", str(tmp_path / "s.db"), "--port", "9"]
+    assert cli.main([*argv, "--token-file", str(token)], out=sys.stdout, err=sys.stderr) == 0
+    assert (environ[_serve.ENV_TOKEN], capsys.readouterr().err) == ("s3cret t0ken", "")
+    assert cli.main([*argv, "--token", "t"], out=sys.stdout, err=sys.stderr) == 0
+    assert capsys.readouterr().err == (
+        "deadletter serve: note: every user of this machine can read --token's value (ps); on a "
+        "shared machine give DEADLETTER_TOKEN or --token-file instead\n"
+    )
+    missing = tmp_path / "missing"
+    assert cli.main([*argv, "--token-file", str(missing)], out=sys.stdout, err=sys.stderr) == 1
+    assert capsys.readouterr().err == (
+        f"deadletter serve: --token-file {missing}: No such file or directory\n"
+    )
+    for text, problem in [("", "is empty: write the token in it"), ("a\nb", "holds '\\n'")]:
+        token.write_text(text)
+        with pytest.raises(SystemExit) as exited:
+            cli.main([*argv, "--token-file", str(token)], out=sys.stdout, err=sys.stderr)
+        assert exited.value.code == 2
+        assert f"error: --token-file {token} {problem}" in capsys.readouterr().err

@@ -2,7 +2,8 @@
 
 Commands (``deadletter COMMAND -h`` for their options)::
 
-    deadletter serve PATH [--host 127.0.0.1] [--port 8000] [--workers N] [--token T]
+    deadletter serve PATH [--host 127.0.0.1] [--port 8000] [--workers N]
+                          [--token T | --token-file FILE]
     deadletter stats PATH [QUEUE]
     deadletter list PATH QUEUE [--status S] [FILTERS] [--limit N] [--after-id ID]
     deadletter show PATH QUEUE ID
@@ -19,7 +20,8 @@ Commands (``deadletter COMMAND -h`` for their options)::
                                    [--on-expiry {dead,discard}] [--backoff-initial D]
                                    [--backoff-multiplier X] [--backoff-cap D]
                                    [--backoff-jitter {full,equal,none}] [--unset SETTING]
-    deadletter pause PATH QUEUE
+                                   [--create]
+    deadletter pause PATH QUEUE [--create]
     deadletter resume PATH QUEUE
 
 FILTERS, combined with AND: ``--delayed`` or ``--not-delayed``, ``--payload-contains T``,
@@ -35,9 +37,12 @@ a SQLite file or a PostgreSQL URL (``postgresql://user:password@host/db``; every
 ``--schema``, default ``deadletter``). Commands other than ``serve`` and ``enqueue`` refuse a
 SQLite PATH that does not exist rather than create an empty database. ``:memory:`` is a usage error
 but for ``serve`` (one process), which serves a private in-memory database that is lost when it
-stops; ``./:memory:`` is a file of that name. ``list --json`` writes the page's messages as a JSON
-array; when more may follow, stderr's last line is ``more may follow: --after-id N``. A long ``--all`` or
-``enqueue -`` shows its progress on stderr when that is a terminal. ``serve`` needs the
+stops; ``./:memory:`` is a file of that name. A QUEUE that `Database.queues` does not list (no
+message, no stored settings) is no queue: the commands note it on stderr with the queues there
+are, and ``pause``, ``resume`` and ``settings`` refuse it (exit 1) unless ``--create`` (finding
+M8). The bulk actions' ``--json`` is ``{"count": n, "dry_run": bool}``. ``list --json`` writes the page's messages as a JSON
+array; when more may follow, stderr's last line is ``more may follow: --after-id N``. A long
+``--all`` or ``enqueue -`` shows its progress on stderr when that is a terminal. ``serve`` needs the
 ``server`` extra (``pip install 'deadletter[server]'``).
 
 The package: `_arguments` (the parser and its argument types), `_commands` (one function a
@@ -47,6 +52,8 @@ JSON, and the progress line). Limits and status names in the help come from the 
 
 from __future__ import annotations
 
+import argparse
+import difflib
 import os
 import sys
 from collections.abc import Sequence
@@ -65,7 +72,9 @@ def main(
     argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr
 ) -> int:
     """Runs one command; returns the exit status (argparse exits with 2 on a usage error)."""
-    args = parser().parse_args(argv)
+    args, unknown = parser().parse_known_args(argv)
+    if unknown:  # the command's usage, not the top-level one (new-user finding M10, session 7)
+        args.parser.error(unrecognized(args.parser, unknown))
     try:
         args.run(args, out, err)
     except Usage as usage:
@@ -77,3 +86,13 @@ def main(
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     return 0
+
+
+def unrecognized(sub: argparse.ArgumentParser, unknown: list[str]) -> str:
+    """argparse's ``unrecognized arguments: ...``, with the command's option closest to the
+    first unknown one (``--stauts``: did you mean --status?)."""
+    options = [name for action in sub._actions for name in action.option_strings]
+    flags = [word.partition("=")[0] for word in unknown if word.startswith("--")]
+    close = difflib.get_close_matches(flags[0], options, n=1) if flags else []
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"unrecognized arguments: {' '.join(unknown)}{hint}"

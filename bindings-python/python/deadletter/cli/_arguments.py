@@ -41,12 +41,24 @@ from ._commands import (
     cmd_stats,
 )
 
-__all__ = ["instant", "integer", "low_high", "number", "parser", "port", "positive", "seconds"]
+__all__ = [
+    "instant",
+    "integer",
+    "low_high",
+    "number",
+    "parser",
+    "port",
+    "positive",
+    "seconds",
+    "within",
+]
 
 
 INTEGER = re.compile(r"[+-]?[0-9]+")
 MAX_DIGITS = 20
 """More digits than any integer deadletter takes (ids, limits: 64 bits, 19 digits)."""
+OUTSIDE: int = 10**MAX_DIGITS
+"""What `integer` reads an integer of more than `MAX_DIGITS` digits as (with its sign)."""
 
 
 def integer(text: str) -> int:
@@ -59,7 +71,7 @@ def integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer")
     digits = text.lstrip("+-").lstrip("0")
     if len(digits) > MAX_DIGITS:
-        return -(10**MAX_DIGITS) if text.startswith("-") else 10**MAX_DIGITS
+        return -OUTSIDE if text.startswith("-") else OUTSIDE
     return int(text)
 
 
@@ -87,6 +99,22 @@ DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([smhd]?)")
 UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+def within(bounds: tuple[int, int]) -> Callable[[str], int]:
+    """An `integer` in the core's range ``bounds`` (``--limit``'s, ``--max-retries``'): out of it
+    a usage error (exit 2) as a word is, not the core's validation error (exit 1), so a script
+    tells a typo from a failure of the store by its exit status (new-user finding M10, session
+    7: ``--limit 0`` was exit 1)."""
+    low, high = bounds
+
+    def read(text: str) -> int:
+        value = integer(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be {low}..{high}, got {said(text, value)}")
+        return value
+
+    return read
+
+
 def seconds(text: str) -> timedelta:
     """A duration: seconds, or a number with ``s``, ``m``, ``h`` or ``d`` (``90``, ``15m``,
     ``1.5h``, ``7d``)."""
@@ -103,9 +131,13 @@ NUMBER = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
 
 
 def number(text: str) -> float:
-    """A decimal number in ASCII digits (``2``, ``1.5``): not ``float()``'s ``nan`` or ``1e3``."""
+    """A decimal number in ASCII digits (``2``, ``1.5``): not ``float()``'s ``nan`` or ``1e3``;
+    in the core's `BACKOFF_MULTIPLIER_RANGE` (the one number option: finding M10)."""
     if not NUMBER.fullmatch(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number such as 2 or 1.5")
+    low, high = BACKOFF_MULTIPLIER_RANGE
+    if not low <= float(text) <= high:
+        raise argparse.ArgumentTypeError(f"must be {low:g}..{high:g}, got {text}")
     return float(text)
 
 
@@ -161,13 +193,30 @@ def filter_options(sub: argparse.ArgumentParser) -> None:
 def bulk_options(sub: argparse.ArgumentParser, selects: str, verb: str) -> None:
     """``--all`` with the filters, ``--status``, ``--limit`` and ``--dry-run``, beside the ID."""
     sub.add_argument("--all", action="store_true", help=selects)
-    sub.add_argument("--status", help="the status to act on (the action's own by default)")
+    sub.add_argument(
+        "--status",
+        choices=STATUSES,
+        metavar="STATUS",
+        help="the status to act on (the action's own by default; the core refuses one the "
+        "action does not take, exit 1)",
+    )
     filter_options(sub)
     sub.add_argument("--limit", type=positive, help="at most this many, lowest ids first")
     sub.add_argument(
         "--dry-run",
         action="store_true",
         help=f"change nothing: print the exact count of messages it would {verb}",
+    )
+
+
+def create_option(sub: argparse.ArgumentParser, verb: str) -> None:
+    """``--create``: act on a queue that does not exist yet (without it, exit 1: a mistyped name
+    is not a new queue; new-user finding M8, session 7)."""
+    sub.add_argument(
+        "--create",
+        action="store_true",
+        help=f"{verb} a queue that holds no message and no settings yet (else exit 1: a "
+        "mistyped QUEUE is refused, with the queues there are)",
     )
 
 
@@ -222,14 +271,20 @@ def parser() -> argparse.ArgumentParser:
         "list messages by id, filtered",
         details=f"The filters combine with AND. When more may follow, stderr's last line says the "
         "--after-id of the next page (`more may follow: --after-id N`, with --json too: its "
-        "array holds the messages only). A call examines at most {SCAN_BUDGET} messages (--payload-contains "
-        "and --error-contains scan): a page may then be short, and the next one goes on.",
+        f"array holds the messages only). A call examines at most {SCAN_BUDGET} messages "
+        "(--payload-contains and --error-contains scan): a page may then be short, and the next "
+        "one goes on.",
     )
-    sub.add_argument("--status", help=f"{', '.join(STATUSES[:-1])} or {STATUSES[-1]}")
+    sub.add_argument(
+        "--status",
+        choices=STATUSES,
+        metavar="STATUS",
+        help=f"{', '.join(STATUSES[:-1])} or {STATUSES[-1]}",
+    )
     filter_options(sub)
     sub.add_argument(
         "--limit",
-        type=integer,
+        type=within(LIST_LIMIT_RANGE),
         default=DEFAULT_LIST_LIMIT,
         help=f"at most this many ({low_high(LIST_LIMIT_RANGE)}; default {DEFAULT_LIST_LIMIT})",
     )
@@ -332,7 +387,7 @@ def parser() -> argparse.ArgumentParser:
     )
     sub.add_argument(
         "--max-retries",
-        type=integer,
+        type=within(MAX_RETRIES_RANGE),
         help=f"attempts before a message is dead ({low_high(MAX_RETRIES_RANGE)}; "
         f"default {DEFAULT_MAX_RETRIES})",
     )
@@ -367,7 +422,7 @@ def parser() -> argparse.ArgumentParser:
     )
     sub.add_argument(
         "--max-retries",
-        type=integer,
+        type=within(MAX_RETRIES_RANGE),
         help=f"attempts before a message is dead, for enqueues that give none "
         f"({low_high(MAX_RETRIES_RANGE)}; unset: {DEFAULT_MAX_RETRIES})",
     )
@@ -421,14 +476,17 @@ def parser() -> argparse.ArgumentParser:
         metavar="SETTING",
         help=f"unset a setting (its fallback applies again): {', '.join(SETTINGS)}; repeatable",
     )
+    create_option(sub, "store settings for")
 
-    command(
+    sub = command(
         "pause",
         cmd_pause,
         "pause a queue: it claims nothing (for every process) until resumed",
         details="Enqueues and the other commands still work; leases already held keep running.",
     )
+    create_option(sub, "pause")
     command("resume", cmd_resume, "resume a paused queue")
+
 
     sub = command(
         "serve",
@@ -440,10 +498,18 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     sub.add_argument("--port", type=port, default=8000, help="port, 0..65535 (default 8000)")
     sub.add_argument("--workers", type=positive, default=1, help="server processes (default 1)")
-    sub.add_argument(
+    token = sub.add_mutually_exclusive_group()
+    token.add_argument(
         "--token",
-        help="require `Authorization: Bearer TOKEN` (default: $DEADLETTER_TOKEN; prefer it on a "
-        "shared machine, where every user sees this option in `ps`; empty: refused)",
+        help="require `Authorization: Bearer TOKEN` (default: $DEADLETTER_TOKEN; prefer it or "
+        "--token-file on a shared machine, where every user sees this option in `ps`; empty: "
+        "refused)",
+    )
+    token.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="require the token that FILE holds (one line: its line ending is not part of it; "
+        "new-user finding N11, session 7)",
     )
     sub.add_argument(
         "--allowed-host",

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta, timezone
+from difflib import SequenceMatcher
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, TextIO, Union
@@ -110,10 +111,59 @@ def open_existing(args: argparse.Namespace) -> deadletter.Database:
     ``--schema`` is an error, not an empty queue)."""
     if is_url(args.path):
         return deadletter.open(args.path, schema=args.schema, create=False)
-    path = database(args.path)
-    if not Path(path).is_file():
+    path = Path(database(args.path))
+    if path.is_dir():  # "no such database file" before (new-user finding M10, session 7)
+        raise Failure(f"{args.path}: is a directory, not a database file")
+    if not path.is_file():
         raise Failure(f"{args.path}: no such database file")
     return deadletter.open(path, schema=args.schema)
+
+
+SHOWN_QUEUES = 10
+"""Queue names a note about an unknown queue shows, closest first."""
+
+
+def queue_names(db: deadletter.Database) -> list[str]:
+    """The queues of ``db``: those `Database.queues` lists (holding messages or stored settings)."""
+    return [stats.queue for stats in db.queues()]
+
+
+def unknown(name: str, names: list[str]) -> str:
+    """Why ``name`` is no queue, with the queues there are, closest to it first (a typo's
+    intended name leads)."""
+    closest = sorted(names, key=lambda other: (-similarity(name, other), other))
+    shown = ", ".join(f'"{printable(other)}"' for other in closest[:SHOWN_QUEUES])
+    more = f" and {len(closest) - SHOWN_QUEUES} more" if len(closest) > SHOWN_QUEUES else ""
+    there = f"queues: {shown}{more}" if names else "the database holds no queue"
+    return f'no queue "{printable(name)}" (it holds no message and no settings); {there}'
+
+
+def similarity(name: str, other: str) -> float:
+    """How alike two queue names are, 0..1, case aside."""
+    return SequenceMatcher(None, name.casefold(), other.casefold()).ratio()
+
+
+def known(db: deadletter.Database, args: argparse.Namespace, err: TextIO) -> list[str]:
+    """The queue names of ``db``, after a note on stderr when ``args.queue`` is none of them: the
+    command still runs (its answer, 0 or nothing, is true: a queue emptied by its workers is one
+    too), but a mistyped name no longer reads as "nothing to do" (new-user finding M8, session
+    7). A queue is among them while `Database.queues` lists it; no other rule is the CLI's."""
+    names = queue_names(db)
+    if args.queue not in names:
+        err.write(f"deadletter {args.command}: note: {unknown(args.queue, names)}\n")
+    return names
+
+
+def existing(db: deadletter.Database, args: argparse.Namespace) -> None:
+    """`Failure` (exit 1) when ``args.queue`` is no queue of ``db`` and ``--create`` is not
+    given: ``pause`` or ``settings`` of a typo stored a new queue while the real one ran on
+    (new-user finding M8, session 7); ``resume`` of one would change nothing."""
+    if getattr(args, "create", False):
+        return
+    names = queue_names(db)
+    if args.queue not in names:
+        create = "" if args.command == "resume" else " (give --create for a new queue)"
+        raise Failure(unknown(args.queue, names) + create)
 
 
 def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
@@ -121,12 +171,14 @@ def cmd_stats(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         if args.queue is None:
             rows: Rows = [stats.to_dict() for stats in db.queues()]
         else:
+            known(db, args, err)
             rows = db.queue(args.queue).stats().to_dict()
         emit(rows, STATS_COLUMNS, as_json=args.json, out=out)
 
 
 def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     with open_existing(args) as db:
+        known(db, args, err)
         page = db.queue(args.queue).list(
             limit=args.limit, after_id=args.after_id, **filters(args)
         )
@@ -138,6 +190,7 @@ def cmd_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 
 def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     with open_existing(args) as db:
+        known(db, args, err)
         message = db.queue(args.queue).get(args.id)
     if args.json:
         emit(message.to_dict(), (), as_json=True, out=out)
@@ -175,6 +228,7 @@ def one_or_all(args: argparse.Namespace) -> None:
 def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     one_or_all(args)
     with open_existing(args) as db:
+        known(db, args, err)
         queue = db.queue(args.queue)
         if args.id is not None:
             message = queue.replay(args.id)
@@ -187,6 +241,7 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 def cmd_delete(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     one_or_all(args)
     with open_existing(args) as db:
+        known(db, args, err)
         queue = db.queue(args.queue)
         if args.id is None:
             bulk(queue.delete_all, args, "updated_before", ("delete", "deleted"), out, err)
@@ -198,6 +253,7 @@ def cmd_delete(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 def cmd_retry_now(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     one_or_all(args)
     with open_existing(args) as db:
+        known(db, args, err)
         queue = db.queue(args.queue)
         if args.id is None:
             words = ("retry now", "retried_now")
@@ -217,6 +273,9 @@ def cmd_move(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             raise Usage("give the target queue after the ID: move PATH QUEUE ID TO")
         raise Usage("give the target queue with --to: move PATH QUEUE --all --to TO")
     with open_existing(args) as db:
+        if target not in known(db, args, err) and target != args.queue:
+            note = f'queue "{printable(target)}" is new (it holds no message and no settings)'
+            err.write(f"deadletter move: note: {note}\n")
         queue = db.queue(args.queue)
         if args.id is None:
             action = functools.partial(queue.move_all, target)
@@ -246,12 +305,7 @@ def bulk(
     given = filters(args)
     given.setdefault(bound, datetime.now(timezone.utc) + timedelta(milliseconds=1))  # exclusive
     if args.dry_run:
-        count = action(**given, limit=args.limit, dry_run=True)
-        key = "would_" + verb.replace(" ", "_")
-        if args.json:
-            emit({key: count}, (key,), as_json=True, out=out)
-        else:
-            out.write(f"would {verb} {count}\n")
+        counted(action(**given, limit=args.limit, dry_run=True), verb, args, out, dry_run=True)
         return
     total = 0
     progress = Progress(done.replace("_", " "), err)
@@ -265,19 +319,36 @@ def bulk(
                 break
     finally:
         progress.done()
-    emit({done: total}, (done,), as_json=args.json, out=out)
+    counted(total, done, args, out)
+
+
+def counted(
+    count: int, word: str, args: argparse.Namespace, out: TextIO, *, dry_run: bool = False
+) -> None:
+    """The result of an action on many messages: for people ``replayed  12`` (``would replay
+    12`` on a dry run); with ``--json`` one shape for every command, ``{"count": n, "dry_run":
+    bool}``, as the HTTP API's bulk routes answer (it was ``would_replay``, ``moved``,
+    ``purged``... a key per command; new-user finding M10, session 7)."""
+    if args.json:
+        emit({"count": count, "dry_run": dry_run}, (), as_json=True, out=out)
+    elif dry_run:
+        out.write(f"would {word} {count}\n")
+    else:
+        emit({word: count}, (word,), as_json=False, out=out)
 
 
 def cmd_purge(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     with open_existing(args) as db:
+        known(db, args, err)
         purged = db.queue(args.queue).purge(status=args.status, older_than=args.older_than)
-    emit({"purged": purged}, ("purged",), as_json=args.json, out=out)
+    counted(purged, "purged", args, out)
 
 
 def cmd_reap(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     with open_existing(args) as db:
+        known(db, args, err)
         reaped = db.queue(args.queue).reap()
-    emit({"reaped": reaped}, ("reaped",), as_json=args.json, out=out)
+    counted(reaped, "reaped", args, out)
 
 
 def cmd_settings(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
@@ -301,6 +372,7 @@ def cmd_settings(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     if both:
         raise Usage(f"--unset {both[0]} goes with no option that sets it")
     with open_existing(args) as db:
+        existing(db, args)
         queue = db.queue(args.queue)
         settings = queue.settings()
         if given or args.unset:
@@ -329,12 +401,14 @@ def changed(
 
 def cmd_pause(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     with open_existing(args) as db:
+        existing(db, args)
         settings = db.queue(args.queue).pause()
     emit(shown_settings(settings, as_json=args.json), SETTINGS_COLUMNS, as_json=args.json, out=out)
 
 
 def cmd_resume(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     with open_existing(args) as db:
+        existing(db, args)
         settings = db.queue(args.queue).resume()
     emit(shown_settings(settings, as_json=args.json), SETTINGS_COLUMNS, as_json=args.json, out=out)
 
@@ -420,17 +494,26 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             f"`deadletter serve` needs the server extra ({package} is missing): "
             "pip install 'deadletter[server]'"
         ) from None
+    origin = "--token" if args.token is not None else _serve.ENV_TOKEN
     token = args.token if args.token is not None else os.environ.get(_serve.ENV_TOKEN)
+    if args.token_file is not None:
+        origin, token = f"--token-file {args.token_file}", read_token(args.token_file)
     if token == "":  # never read as "no token": authentication would be off without a word
         if args.token is not None:
             raise Usage("--token is empty: give a token, or omit --token to serve without one")
+        if args.token_file is not None:
+            raise Usage(f"{origin} is empty: write the token in it")
         raise Usage(
             f"{_serve.ENV_TOKEN} is set but empty: set a token, or unset it to serve without one"
         )
     problem = None if token is None else _serve.token_problem(token)
     if problem is not None:
-        origin = "--token" if args.token is not None else _serve.ENV_TOKEN
         raise Usage(f"{origin} {problem}")
+    if args.token is not None:
+        err.write(
+            "deadletter serve: note: every user of this machine can read --token's value (ps); "
+            f"on a shared machine give {_serve.ENV_TOKEN} or --token-file instead\n"
+        )
     memory = args.path == MEMORY
     if memory and args.workers > 1:
         raise Usage(f"{MEMORY} is private to one process: it cannot be served with --workers")
@@ -479,6 +562,18 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     os.environ[_serve.ENV_ALLOW_ORIGINS] = json.dumps(args.allow_origin)
     if not _serve.run(args.host, args.port, args.workers, args.log_level):
         raise Failure("the server did not start (see uvicorn's messages above)")
+
+
+def read_token(path: str) -> str:
+    """The token that the file ``path`` holds, without the line ending of its one line: unlike
+    ``--token``'s value, it is not in the process's arguments, which every local user reads
+    (``ps``; new-user finding N11, session 7)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise Failure(f"--token-file {path}: {reason or error}") from None
+    return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
 
 
 def is_loopback(host: str) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import unicodedata
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, Optional, TextIO, Union
@@ -89,25 +90,52 @@ def write_table(
     out: TextIO,
     width: Optional[int],
 ) -> None:
-    """Aligned columns; numbers right-aligned, ``None`` as ``-``, long cells cut."""
+    """Aligned columns by the width cells take on a terminal (`shown_width`); numbers
+    right-aligned (booleans are not numbers: ``True`` stood one column right of ``False``;
+    new-user finding M10, session 7), ``None`` as ``-``, long cells cut."""
     cells = [[cell(r.get(c), width) for c in columns] for r in records]
-    numeric = [
-        bool(records) and all(isinstance(r.get(c), int) for r in records) for c in columns
-    ]
+    numeric = [bool(records) and all(is_number(r.get(c)) for r in records) for c in columns]
     lines = ([list(columns)] if header else []) + cells
-    widths = [max((len(line[i]) for line in lines), default=0) for i in range(len(columns))]
+    widths = [max((shown_width(line[i]) for line in lines), default=0) for i in range(len(columns))]
     for line in lines:
+        gaps = [" " * (size - shown_width(text)) for text, size in zip(line, widths)]
         padded = [
-            text.rjust(size) if right else text.ljust(size)
-            for text, size, right in zip(line, widths, numeric)
+            gap + text if right else text + gap for text, gap, right in zip(line, gaps, numeric)
         ]
         out.write("  ".join(padded).rstrip() + "\n")
 
 
+def is_number(value: Any) -> bool:
+    """An integer that a table right-aligns: not a boolean (``bool`` is an ``int``)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def shown_width(text: str) -> int:
+    """The columns ``text`` takes on a terminal: 2 for a wide or full-width character (CJK:
+    ``unicodedata.east_asian_width`` W or F), 0 for a combining one, 1 for the others (a queue
+    ``ユニコード/キュー`` shifted its row's columns: finding M10)."""
+    return sum(char_width(char) for char in text)
+
+
+def char_width(char: str) -> int:
+    """The columns one character takes on a terminal (see `shown_width`)."""
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
 def cell(value: Any, width: Optional[int]) -> str:
-    """One table cell: one line, at most ``width`` characters."""
+    """One table cell: one line, at most ``width`` columns (`shown_width`)."""
     text = printable("-" if value is None else str(value))
-    return text if width is None or len(text) <= width else text[: width - 1] + "…"
+    if width is None or shown_width(text) <= width:
+        return text
+    kept, used = [], 1  # the "…"
+    for char in text:
+        used += char_width(char)
+        if used > width:
+            break
+        kept.append(char)
+    return "".join(kept) + "…"
 
 
 CONTROL = re.compile(f"[{CONTROLS}{HIDDEN}]")
