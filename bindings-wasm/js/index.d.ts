@@ -647,7 +647,8 @@ export declare class Queue {
   reap(): Promise<number>;
   /**
    * Sends a `dead` message back (redrive): `pending`, `retryCount` 0, claimable at once (a
-   * grouped one once it is its group's head); `replayCount` grows, the history is kept. It
+   * grouped one once it is its group's head); `replayCount` grows, the history and its own
+   * `maxRetries` are kept (the queue's stored one is taken at enqueue only: finding N9). It
    * expires after `expiresInMs` (default the queue's stored expiry, else never). A grouped message
    * goes to the end of its group, behind every member pending or processing at the replay.
    * Rejects with `validation_failed`, `not_found`, `conflict` (not dead) or `store`.

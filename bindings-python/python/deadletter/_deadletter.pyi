@@ -379,9 +379,10 @@ class Queue:
         default) or after ``retry_in`` (0..=30 days: this failure's own delay), or dead once
         retries are used up, when ``retryable`` is false, or when its expiry has come."""
     def replay(self, id: int, *, expires_in: Optional[_Seconds] = None) -> Message:
-        """dead -> pending with ``retry_count`` 0; ``replay_count`` grows; a grouped message goes
-        to the end of its group; it expires after ``expires_in`` (default: the queue's stored
-        expiry, else never)."""
+        """dead -> pending with ``retry_count`` 0 and its own ``max_retries`` (the queue's stored
+        one is taken at enqueue only; new-user finding N9, session 7); ``replay_count`` grows; a
+        grouped message goes to the end of its group; it expires after ``expires_in`` (default:
+        the queue's stored expiry, else never)."""
     def replay_all(
         self,
         *,
