@@ -47,11 +47,13 @@ def test_a_mistyped_option_shows_the_commands_usage_and_the_option_meant(
     assert err.endswith("(did you mean --dry-run?)\n")
 
 
-def test_a_directory_is_not_called_missing(tmp_path: Path) -> None:
-    assert run("stats", str(tmp_path)) == (
+@pytest.mark.parametrize("argv", [["stats"], ["enqueue", "q", "x"], ["serve"]])
+def test_a_directory_is_not_called_missing(tmp_path: Path, argv: list[str]) -> None:
+    command, *rest = argv
+    assert run(command, str(tmp_path), *rest) == (
         1,
         "",
-        f"deadletter stats: {tmp_path}: is a directory, not a database file\n",
+        f"deadletter {command}: {tmp_path}: is a directory, not a database file\n",
     )
 
 

@@ -95,14 +95,20 @@ def database(path: str) -> Union[str, Path]:
     """What `deadletter.open` gets for the command line's PATH: a URL, or a file name (a
     `pathlib.Path`). ``:memory:`` is a usage error: a command's in-memory database would be
     empty at every command, and the file of that name that it was before (96faf03) surprised
-    users, who expect `deadletter.open`'s meaning (finding F11); ``./:memory:`` is that file."""
+    users, who expect `deadletter.open`'s meaning (finding F11); ``./:memory:`` is that file. A
+    directory is a `Failure` that says so (new-user finding M10, session 7: "no such database
+    file", or the store's "unable to open database file")."""
     if path == MEMORY:
         raise Usage(
             f"{MEMORY} is an in-memory database, empty at every command: give a SQLite file "
             "(./:memory: for a file of that name) or a PostgreSQL URL; only `deadletter serve` "
             "takes :memory:, for a demo"
         )
-    return path if is_url(path) else Path(path)
+    if is_url(path):
+        return path
+    if Path(path).is_dir():
+        raise Failure(f"{path}: is a directory, not a database file")
+    return Path(path)
 
 
 def open_existing(args: argparse.Namespace) -> deadletter.Database:
@@ -112,8 +118,6 @@ def open_existing(args: argparse.Namespace) -> deadletter.Database:
     if is_url(args.path):
         return deadletter.open(args.path, schema=args.schema, create=False)
     path = Path(database(args.path))
-    if path.is_dir():  # "no such database file" before (new-user finding M10, session 7)
-        raise Failure(f"{args.path}: is a directory, not a database file")
     if not path.is_file():
         raise Failure(f"{args.path}: no such database file")
     return deadletter.open(path, schema=args.schema)
