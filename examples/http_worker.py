@@ -2,7 +2,7 @@
 
 Start a server on a queue file, enqueue a few jobs, and run this worker until the queue is idle::
 
-    deadletter serve jobs.db &                        # pip install 'deadletter[server]'
+    deadletter serve jobs.db --create &               # pip install 'deadletter[server]'
     curl -X POST localhost:8000/queues/emails/messages -H 'Content-Type: application/json' -d '{"payload": "{\\"to\\": \\"a@b.c\\"}"}'
     python examples/http_worker.py http://127.0.0.1:8000 emails --stop-when-idle
 

@@ -51,6 +51,7 @@ def deadletter_serve(
         str(workers),
         "--log-level",
         "warning",
+        "--create",  # the tests' databases are often new (else refused: finding M15)
         *args,
     ]
     env = {k: v for k, v in os.environ.items() if k != "DEADLETTER_TOKEN"}

@@ -266,7 +266,8 @@ def test_serve_warns_when_it_exposes_the_api_without_a_token(
     monkeypatch.setattr(_serve, "check_address", checked)  # 192.0.2.7 is no address of ours
     environ = {k: v for k, v in os.environ.items() if not k.startswith("DEADLETTER_")}
     monkeypatch.setattr(os, "environ", environ)  # what the CLI sets for its workers stays here
-    argv = ["serve", str(tmp_path / "s.db"), "--host", host, "--port", "9", "--workers", "3"]
+    argv = ["serve", str(tmp_path / "s.db"), "--create", "--host", host, "--port", "9"]
+    argv += ["--workers", "3"]
     if token:
         argv += ["--token", token]
     assert cli.main(argv, out=sys.stdout, err=sys.stderr) == 0
@@ -362,6 +363,30 @@ def test_serve_takes_memory_as_a_private_in_memory_database(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_serve_refuses_a_database_that_does_not_exist_unless_told_to_create_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Finding M15: `serve jobs.db` for a mistyped name created an empty database and served an
+    all-clear console, where every other command says "no such database file" (exit 1)."""
+    call = ServeCall()
+    monkeypatch.setattr(_serve, "run", call)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("DEADLETTER_")}
+    monkeypatch.setattr(os, "environ", environ)
+    path = tmp_path / "jobs.db"
+    assert cli.main(["serve", str(path), "--port", "9"], out=sys.stdout, err=sys.stderr) == 1
+    err = capsys.readouterr().err
+    assert err == f"deadletter serve: {path}: no such database file\n"
+    assert call.args == () and list(tmp_path.iterdir()) == []
+    assert cli.main(["serve", str(tmp_path), "--port", "9"], out=sys.stdout, err=sys.stderr) == 1
+    assert capsys.readouterr().err.endswith("is a directory, not a database file\n")
+    argv = ["serve", str(path), "--create", "--port", "9"]
+    assert cli.main(argv, out=sys.stdout, err=sys.stderr) == 0
+    assert path.is_file() and call.args == ("127.0.0.1", 9, 1, "info")
+    call.args = ()
+    assert cli.main(["serve", str(path), "--port", "9"], out=sys.stdout, err=sys.stderr) == 0
+    assert call.args == ("127.0.0.1", 9, 1, "info")  # it exists now
+
+
 def test_serve_refuses_memory_with_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -427,7 +452,7 @@ def test_the_worker_processes_exit_when_serve_is_killed(tmp_path: Path) -> None:
     # `kill -9` of the supervisor used to leave its workers serving, holding the port: a
     # restart failed with "Address already in use".
     port = free_port()
-    command = [sys.executable, "-m", "deadletter.cli", "serve", str(tmp_path / "k.db")]
+    command = [sys.executable, "-m", "deadletter.cli", "serve", str(tmp_path / "k.db"), "--create"]
     options = ["--port", str(port), "--workers", "2", "--log-level", "warning"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEADLETTER_")}
     supervisor = subprocess.Popen([*command, *options], env=env, cwd=tmp_path)
@@ -471,7 +496,7 @@ def test_token_file_keeps_the_token_out_of_the_process_arguments(
     monkeypatch.setattr(os, "environ", environ)
     token = tmp_path / "token"
     token.write_text("s3cret t0ken\r\n")
-    argv = ["serve", str(tmp_path / "s.db"), "--port", "9"]
+    argv = ["serve", str(tmp_path / "s.db"), "--create", "--port", "9"]
     assert cli.main([*argv, "--token-file", str(token)], out=sys.stdout, err=sys.stderr) == 0
     assert (environ[_serve.ENV_TOKEN], capsys.readouterr().err) == ("s3cret t0ken", "")
     assert cli.main([*argv, "--token", "t"], out=sys.stdout, err=sys.stderr) == 0

@@ -2,7 +2,7 @@
 
 Commands (``deadletter COMMAND -h`` for their options)::
 
-    deadletter serve PATH [--host 127.0.0.1] [--port 8000] [--workers N]
+    deadletter serve PATH [--create] [--host 127.0.0.1] [--port 8000] [--workers N]
                           [--token T | --token-file FILE]
     deadletter stats PATH [QUEUE]
     deadletter list PATH QUEUE [--status S] [FILTERS] [--limit N] [--after-id ID]

@@ -498,6 +498,13 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     sub.add_argument("--port", type=port, default=8000, help="port, 0..65535 (default 8000)")
     sub.add_argument("--workers", type=positive, default=1, help="server processes (default 1)")
+    sub.add_argument(
+        "--create",
+        action="store_true",
+        help="serve a new database: create PATH's file (a URL's schema) when there is none (else "
+        "exit 1, as every command: a mistyped PATH is no new, empty database; new-user finding "
+        "M15, session 7)",
+    )
     token = sub.add_mutually_exclusive_group()
     token.add_argument(
         "--token",

@@ -549,6 +549,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             "when the server stops\n"
         )
     else:
+        if not args.create:  # refused as by every command: a typo served an empty database (M15)
+            open_existing(args).close()
         deadletter.open(  # fail early
             database(args.path), schema=args.schema, max_payload_bytes=args.max_payload_bytes
         ).close()
