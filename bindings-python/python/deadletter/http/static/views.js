@@ -72,14 +72,14 @@ function countNotes(schema, stats, status) {
 const age = (seconds) => (seconds == null ? "–" : duration(seconds));
 
 /**
- * Whether `message` is pending past its `expires_at`: the core never delivers it, and the next
+ * Whether `message` waits (`schema.delayedIn`) past its `expires_at`: the core never delivers it, and the next
  * claim or reap takes it out (README "Expiry"). The API's own fields, read as the lease's are.
  */
 export const expired = (schema, message) =>
   message.status === schema.delayedIn && message.expires_at != null && Date.parse(message.expires_at) <= Date.now();
 
 /**
- * When a pending message is due, in words, where its `retry_after` alone would mislead: one past
+ * When a waiting message is due, in words, where its `retry_after` alone would mislead: one past
  * its expiry never is; a group's member without a `retry_after` is claimed only while it is its
  * group's head, which the API does not say, so "now" was wrong for the members behind it
  * (new-user finding M6, session 7). Null otherwise: due at its `retry_after`, or now.
@@ -88,7 +88,7 @@ function dueWords(schema, message) {
   if (expired(schema, message)) return ["not delivered", "expired", "expired: the next claim or reap takes it out"];
   if (message.status === schema.delayedIn && message.group != null && message.retry_after == null) {
     return ["in group order", null, "a group's messages are claimed one at a time, in order: now if it is its " +
-      "group's first pending or processing message, else once those ahead of it have left the group"];
+      "group's first message not yet finished, else once those ahead of it have left the group"];
   }
   return null;
 }
@@ -125,7 +125,7 @@ export function renderQueues(schema, queues) {
 // ---------------------------------------------------------------------------------------------
 // A queue's head, facts, settings and tabs
 
-/** `expiredShown`: whether the list shows a pending message past its expiry (Reap takes it out). */
+/** `expiredShown`: whether the list shows a waiting message past its expiry (Reap takes it out). */
 export function renderQueueHead(schema, stats, settings, expiredShown) {
   $("queue-title").textContent = visible(stats.queue);
   $("queue-title").title = visible(stats.queue);
@@ -133,7 +133,7 @@ export function renderQueueHead(schema, stats, settings, expiredShown) {
   $("pause").textContent = stats.paused ? "Resume" : "Pause";
   $("pause").title = stats.paused ? "Workers claim again" : "Workers claim nothing until resumed";
   // Only a claim reaps otherwise, and a paused queue claims nothing (F9); it also takes out the
-  // expired pending messages, which the stats do not count (M6, session 7).
+  // waiting messages past their expiry, which the stats do not count (M6, session 7).
   $("reap").hidden = !stats.expired && !expiredShown;
   const facts = [
     ["lag", age(stats.oldest_due_age), "how long the oldest due message has waited"],
