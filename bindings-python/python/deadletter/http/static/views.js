@@ -8,7 +8,7 @@
 
 import { href } from "./url.js";
 import { visible } from "./visible.js";
-import { duration, timeElement } from "./time.js";
+import { duration, setting, timeElement } from "./time.js";
 
 export const DEAD = "dead";
 export const DELAYED = "delayed";
@@ -72,8 +72,9 @@ function countNotes(schema, stats, status) {
 const age = (seconds) => (seconds == null ? "–" : duration(seconds));
 
 /**
- * Whether `message` waits (`schema.delayedIn`) past its `expires_at`: the core never delivers it, and the next
- * claim or reap takes it out (README "Expiry"). The API's own fields, read as the lease's are.
+ * Whether `message` waits (`schema.delayedIn`) past its `expires_at`: the core never delivers
+ * it, and the next claim or reap takes it out (README "Expiry"). The API's own fields, read as
+ * the lease's are.
  */
 export const expired = (schema, message) =>
   message.status === schema.delayedIn && message.expires_at != null && Date.parse(message.expires_at) <= Date.now();
@@ -146,9 +147,9 @@ export function renderQueueHead(schema, stats, settings, expiredShown) {
   fieldList($("settings-list"), settingsFields(settings));
 }
 
-/** The stored settings as (name, value) pairs; durations in seconds as the API gives them. */
+/** The stored settings as (name, value) pairs; durations in words as elsewhere (time.js setting). */
 function settingsFields(settings) {
-  const seconds = (value) => (value == null ? "unset" : `${value} s`);
+  const seconds = (value) => (value == null ? "unset" : setting(value));
   const backoff = settings.backoff;
   return [
     ["max_retries", settings.max_retries ?? "unset"],
@@ -156,7 +157,7 @@ function settingsFields(settings) {
     ["expires_in", seconds(settings.expires_in)],
     ["on_expiry", settings.on_expiry ?? "unset"],
     ["backoff", backoff == null ? "unset (the default)"
-      : `${backoff.initial} s × ${backoff.multiplier}, cap ${backoff.cap} s, jitter ${backoff.jitter ?? "none"}`],
+      : `${setting(backoff.initial)} × ${backoff.multiplier}, cap ${setting(backoff.cap)}, jitter ${backoff.jitter ?? "none"}`],
     ["paused", settings.paused ? "yes" : "no"],
   ];
 }
@@ -288,11 +289,15 @@ export function renderMessages(schema, view, page, { tab, limit, filters, action
   $("list-caption").hidden = !filters;
   $("messages").hidden = rows.length === 0;
   $("empty").hidden = rows.length > 0;
-  $("empty").textContent = visible(`No ${which}${view.after ? ` after #${view.after}` : filters ? "" : " in this queue"}.`);
   const first = page.messages[0]?.id;
   const last = page.messages.at(-1)?.id;
   const next = page.next_after_id;
   const stopped = next != null && page.messages.length < limit;
+  // A search the scan budget stopped knows only what it examined: a plain "No ..." above the
+  // note that more may match read as a definitive no (new-user finding M11, session 7).
+  const where = view.after ? ` after #${view.after}` : filters ? "" : " in this queue";
+  const known = stopped ? ` among the messages examined so far (up to #${next})` : "";
+  $("empty").textContent = visible(`No ${which}${where}${known}.`);
   $("scan-note").hidden = !stopped;
   $("scan-note").textContent = stopped ? `This search stopped at message #${next} before the page was ` +
     "full: the server examines a bounded number of messages per request, so more may match " +
