@@ -985,7 +985,9 @@ export declare class Outbox {
    * came, and so does a retryable one that cannot be kept (too large, a store error). Offline and
    * too large to keep: a `413` whose header `x-deadletter-not-kept` is `too_large` and whose JSON
    * body holds the error (`notKept`, `code`, `errors`). Rejects with `validation_failed`, field
-   * `request`, for a request whose body was already read.
+   * `request`, for a request whose body was already read, and with the abort, keeping nothing,
+   * for a request whose own `signal` aborted it (as `fetch` does). A drain counts an opaque
+   * answer (a `no-cors` request's: status 0, unreadable) as delivered.
    */
   fetch(request: Request): Promise<Response>;
   /**

@@ -244,7 +244,8 @@ export class Outbox {
    * while `online()` says false is no attempt: the first drain online sends it) and resolves to a
    * `202 Accepted` response whose header `x-deadletter-queued` holds the message id. Any other
    * answer is resolved as it came, and so is a retryable one that cannot be kept (finding M2:
-   * too large, a store error). A request that could be neither sent nor kept because it is too
+   * too large, a store error). A request its caller aborted (its `signal`) rejects with the abort
+   * and is not kept. A request that could be neither sent nor kept because it is too
    * large (`payload` `too_large`) resolves to a `413` whose header `x-deadletter-not-kept` says
    * `too_large` and whose JSON body holds the error; another failure to keep it rejects. For a
    * service worker's `fetch` event: `event.respondWith(outbox.fetch(event.request))`.
@@ -259,6 +260,11 @@ export class Outbox {
       const retryInMs = retryAfterMs(response);
       failed = { error: statusText(response), retryAt: retryInMs === undefined ? null : Date.now() + retryInMs };
     } catch (err) {
+      // Aborted by its caller (its own signal; in a service worker, the page's fetch was): not a
+      // failure worth keeping but a request the caller no longer wants sent: it rejects with the
+      // abort, as fetch does, and nothing is kept (new-user finding N13, session 7: it was kept,
+      // answered 202, and sent again later).
+      if (request.signal?.aborted) throw err;
       // Offline (the `online` option says so) the request was not sent: no attempt to count.
       failed = this.#online() ? { error: thrownText(err), retryAt: null } : null;
     }
@@ -340,7 +346,10 @@ export class Outbox {
     } finally {
       await release();
     }
-    if (response?.ok) {
+    // An opaque answer (a `no-cors` request's: status 0, nothing readable) cannot be judged; the
+    // server got the request, so it counts as delivered, as Workbox does (new-user finding M12,
+    // session 7: it was dead with "HTTP 0", and a replay sent it again).
+    if (response?.ok || response?.type === "opaque") {
       await recording(() => queue.succeed(message.id, lease), message.id);
       return true;
     }

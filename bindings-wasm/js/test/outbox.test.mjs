@@ -180,6 +180,50 @@ test("a send whose lease could not be extended is aborted at the lease's end and
   db.close();
 });
 
+test("a request its caller aborted rejects with the abort and is not kept, sent or not (finding N13)", LIMIT, async () => {
+  const db = await open(fresh());
+  const { fetch, sends } = server(
+    (request) =>
+      new Promise((resolve, reject) => {
+        request.signal.throwIfAborted();
+        request.signal.addEventListener("abort", () => reject(request.signal.reason));
+      }),
+  );
+  const outbox = new Outbox(db, { queue: "p", online: () => true, fetch });
+  const caller = new AbortController();
+  const pending = outbox.fetch(new Request("http://example.invalid/api", { method: "POST", body: "a", signal: caller.signal }));
+  await until(() => sends.length === 1, "the send");
+  caller.abort();
+  assert.equal((await rejection(pending)).name, "AbortError");
+  const before = new Request("http://example.invalid/api", { method: "POST", body: "b", signal: AbortSignal.abort() });
+  assert.equal((await rejection(outbox.fetch(before))).name, "AbortError");
+  assert.deepEqual(await (await outbox.queue()).list(), []);
+  assert.deepEqual(await outbox.drain({ waitMs: 0 }), { sent: 0, pending: 0 });
+  assert.equal(sends.length, 2);
+  db.close();
+});
+
+test("an opaque answer (a no-cors request's, status 0) counts as delivered, not dead with HTTP 0 (finding M12)", LIMIT, async () => {
+  const db = await open(fresh());
+  let online = false;
+  // What a browser's fetch answers a no-cors request: nothing readable, not even the status.
+  const opaque = () => ({ type: "opaque", status: 0, ok: false, statusText: "", headers: new Headers() });
+  const { fetch, sends } = server(() => {
+    if (!online) throw new TypeError("Failed to fetch");
+    return opaque();
+  });
+  const outbox = new Outbox(db, { queue: "p", online: () => online, fetch });
+  assert.equal((await outbox.fetch(post("kept"))).status, 202);
+  online = true;
+  assert.deepEqual(await outbox.drain({ waitMs: 0 }), { sent: 1, pending: 0 });
+  const done = await only(outbox);
+  assert.deepEqual([done.status, done.errors, sends.length], ["succeeded", [], 2]);
+  // Sent at once, the opaque answer is the caller's, and nothing is kept.
+  assert.equal((await outbox.fetch(post("direct"))).type, "opaque");
+  assert.equal((await (await outbox.queue()).list()).length, 1);
+  db.close();
+});
+
 test("Outbox and drain options are checked like every options object: unknown keys, ranges by their own field (finding N8)", LIMIT, async () => {
   const db = await open(fresh());
   const calls = async (outbox) => [
