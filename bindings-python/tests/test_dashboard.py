@@ -226,7 +226,7 @@ def test_pause_resume_and_the_stored_settings(console: Console) -> None:
     assert (result["resumed"]["state"], result["resumed"]["button"]) == ("running", "Pause")
     assert result["resumed"]["settings"] == {
         "max_retries": "5",
-        "lease": "60 s",
+        "lease": "1 min",
         "expires_in": "unset",
         "on_expiry": "dead",
         "backoff": "unset (the default)",

@@ -11,7 +11,8 @@ import { visible } from "./visible.js";
 import { clock, tick, utc } from "./time.js";
 import { currentView, go, href, listKey, onViewChange } from "./url.js";
 import {
-  $, DEAD, DELAYED, expired, renderMessage, renderMessages, renderQueueHead, renderQueues, renderTabs, tabOf, tabView,
+  $, DEAD, DELAYED, expired, plural, renderMessage, renderMessages, renderQueueHead, renderQueues, renderTabs, tabNames,
+  tabOf, tabView,
 } from "./views.js";
 
 const PAGE = 50;
@@ -57,10 +58,20 @@ async function load() {
     api("GET", "queues"), // the move forms offer the other queues
   ]);
   offerQueues(queues.map((q) => q.queue).filter((name) => name !== view.queue));
-  if (!schema.statuses.includes(view.status)) {
-    // No status (or an unknown one) in the URL: the dead letters when there are any.
+  if (view.status === DELAYED) {
+    // The delayed tab by its name (its own link names the status that holds it, and `delayed`).
+    Object.assign(view, tabView(schema, DELAYED));
+    go(tabView(schema, DELAYED), { replace: true });
+  } else if (!schema.statuses.includes(view.status)) {
+    // No status (or an unknown one) in the URL: the dead letters when there are any. An unknown
+    // one is said, as a bad id is: a hand-written link opened the dead tab without a word, and
+    // "Select all matching" acted on those (new-user finding M17, session 7).
+    const asked = view.status;
     view.status = stats.dead > 0 ? DEAD : schema.statuses[0];
     go({ status: view.status }, { replace: true });
+    if (asked) {
+      notice(`The link's tab "${asked}" is none of ${tabNames(schema).join(", ")}: showing the ${view.status} messages.`, true);
+    }
   }
   const tab = tabOf(schema, view);
   const query = listQuery(view, { limit: PAGE, after_id: view.after });
@@ -71,7 +82,16 @@ async function load() {
   const opened = view.message && view.message !== shown?.view?.message;
   shown = { view, tab, stats, page, message };
   const key = href({ ...view, message: null }); // the selection is this page's
-  if (picked.selection.key !== key) picked.clear(key);
+  if (picked.selection.key !== key) {
+    // Said, not dropped without a word: an operator who picked on two pages acted on the last
+    // page's picks only (new-user finding M17, session 7).
+    const { all, ids } = picked.selection;
+    const which = all ? "all matching messages"
+      : `${plural(ids.size, "message")} on the page left: ${[...ids].slice(0, 5).map((id) => `#${id}`).join(", ")}` +
+        (ids.size > 5 ? ", …" : "");
+    if (all || ids.size) notice(`Selection cleared (${which}): a selection holds one page's messages, or all that match.`);
+    picked.clear(key);
+  }
   if (filledFor !== listKey(view)) {
     fillForm($("search"), view); // not on a live refresh: it would undo what is being typed
     filledFor = listKey(view);

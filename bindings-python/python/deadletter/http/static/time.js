@@ -4,15 +4,26 @@
 const LOCAL = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
 const CLOCK = new Intl.DateTimeFormat(undefined, { timeStyle: "medium" });
 
-/** "< 1 s", "42 s", "5 min", "3 h 12 min", "2 d 4 h". */
+/** "< 1 s", "42 s", "5 min", "3 h 12 min", "6 h", "2 d 4 h", "2 d": two units at most. */
 export function duration(seconds) {
   if (seconds < 1) return "< 1 s";
   if (seconds < 60) return `${Math.floor(seconds)} s`;
   const minutes = Math.floor(seconds / 60);
   if (minutes < 60) return `${minutes} min`;
   const hours = Math.floor(minutes / 60);
-  if (hours < 24) return `${hours} h ${minutes % 60} min`;
-  return `${Math.floor(hours / 24)} d ${hours % 24} h`;
+  if (hours < 24) return minutes % 60 ? `${hours} h ${minutes % 60} min` : `${hours} h`;
+  return hours % 24 ? `${Math.floor(hours / 24)} d ${hours % 24} h` : `${Math.floor(hours / 24)} d`;
+}
+
+/**
+ * A stored setting's `seconds` in `duration`'s words ("2 d", "6 h"), with the exact figure when
+ * those words round it ("1 min (90 s)"); under a minute, as given ("0.5 s"). They read "172800 s"
+ * beside the console's "2 d" ages (new-user finding M17, session 7).
+ */
+export function setting(seconds) {
+  if (seconds < 60) return `${seconds} s`;
+  const words = duration(seconds);
+  return seconds % (seconds < 86_400 ? 60 : 3600) === 0 ? words : `${words} (${seconds} s)`;
 }
 
 /** "3 min ago" or "in 20 s", relative to now. */
