@@ -462,6 +462,26 @@ def test_deadletter_serve_takes_a_url(schemas: postgres.Schemas, tmp_path: Path)
 
 
 @needs_postgres
+def test_deadletter_serve_refuses_a_schema_without_queues_unless_told_to_create_it(
+    schemas: postgres.Schemas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding M15 for a URL: `serve --schema` of a mistyped name served a new, empty schema;
+    every other command refuses it. With --create it is made (test_deadletter_serve_takes_a_url)."""
+    from deadletter.http import _serve
+
+    monkeypatch.setattr(_serve, "run", lambda *args: True)  # the old CLI served here
+    monkeypatch.setattr(os, "environ", dict(os.environ))
+    url, other = postgres.url(), schemas.name()
+    assert run_cli("serve", url, "--schema", other, "--port", "0") == (
+        1,
+        "",
+        f'deadletter serve: store error: schema "{other}" holds no deadletter queues (it is '
+        "missing or empty); nothing was created\n",
+    )
+    assert postgres.psql(f"SELECT count(*) FROM pg_namespace WHERE nspname = '{other}'").strip() == "0"
+
+
+@needs_postgres
 @pytest.mark.parametrize(("readme", "code"), readmes.blocks("python postgres"))
 def test_the_readme_postgres_example_runs(
     readme: Path, code: str, schemas: postgres.Schemas, monkeypatch: pytest.MonkeyPatch
