@@ -63,7 +63,8 @@ def test_a_link_whose_tab_is_no_tab_says_so(shown: dict[str, Any]) -> None:
             "succeeded, dead: showing the dead messages.",
             "error": True,
         }
-        assert (links[status]["tab"], links[status]["hash"]) == ("dead", f"#queue={ORDERS}&status=dead")
+        assert links[status]["tab"] == "dead"
+        assert links[status]["hash"] == f"#queue={ORDERS}&status=dead"
 
 
 def test_a_link_may_name_the_delayed_tab(shown: dict[str, Any]) -> None:
@@ -88,7 +89,9 @@ def test_a_selection_dropped_by_next_page_is_said(shown: dict[str, Any]) -> None
     assert paging["after"] == "No message selected."
 
 
-def test_at_1200_px_with_a_message_open_every_rows_buttons_are_in_view(shown: dict[str, Any]) -> None:
+def test_at_1200_px_with_a_message_open_every_rows_buttons_are_in_view(
+    shown: dict[str, Any],
+) -> None:
     """Finding M17: each row's Delete… was cut off at the list pane's right edge."""
     layout = shown["layout"]
     for width in ("1000", "1200", "1280"):
