@@ -926,7 +926,10 @@ export interface DrainOptions {
  * `activate`, on a page's message and when the worker starts, each within `event.waitUntil`. In a
  * page: `outbox.dead()` lists what died (each with its `errors` history), `outbox.replay(id)` sends
  * one again, `db.onDead` hears deaths (also those of the service worker), and `outbox.listen()`
- * drains on the `online` event where there is no Background Sync (Firefox, Safari). When a sent
+ * drains at once (what a closed or reloaded page left) and on the `online` event where there is
+ * no Background Sync (Firefox, Safari), through the service worker when one controls the page. A
+ * send cut short (the worker stopped, the page closed) waits for its lease to run out; the next
+ * claim records its failure (`lease expired`) and it is sent again after the backoff. When a sent
  * request is answered, a success acks it; 408, 425, 429 and 5xx, or a network failure, fail it
  * retryably (a 429 or 503's `Retry-After`, seconds or an HTTP date, at most 30 days, sets the
  * wait before the next send); any other status (400, 404, 410, 422...) makes it dead at once, its
@@ -945,17 +948,18 @@ export interface DrainOptions {
  * import { Outbox, open } from "/node_modules/deadletter/service-worker.js";
  * const outbox = new Outbox(open("app-outbox"), { queue: "posts" });
  * outbox.listen(); // sync, activate, a page's message, the worker's start
- * self.addEventListener("fetch", (event) => {
- *   if (event.request.method === "POST") event.respondWith(outbox.fetch(event.request));
+ * self.addEventListener("fetch", (event) => { // your own origin's: see "Offline sync" in the README
+ *   const same = new URL(event.request.url).origin === location.origin;
+ *   if (event.request.method === "POST" && same) event.respondWith(outbox.fetch(event.request));
  * });
  *
  * // The page: what died, and a replay once the server is fixed.
  * import { Outbox, open } from "deadletter";
  * const db = await open("app-outbox");
  * const outbox = new Outbox(db, { queue: "posts" });
- * outbox.listen(); // the online event, where there is no Background Sync
+ * outbox.listen(); // now, and the online event where there is no Background Sync
  * db.onDead((m) => console.warn(Outbox.requestOf(m).url, m.lastError));
- * for (const dead of await outbox.dead()) await outbox.replay(dead.id);
+ * for (const dead of await outbox.dead()) await outbox.replay(dead.id); // one page: see dead()
  */
 export declare class Outbox {
   /**
@@ -996,7 +1000,10 @@ export declare class Outbox {
    * `OutboxOptions.online`) it sends nothing. Rejects with `validation_failed` for bad options.
    */
   drain(options?: DrainOptions | null): Promise<DrainResult>;
-  /** Dead requests, oldest first (see `Queue.list`); `Outbox.requestOf` rebuilds each request. */
+  /**
+   * Dead requests, oldest first, one page (see `Queue.list`: 100 by default; go on with
+   * `afterId: page.nextAfterId` while it is not null); `Outbox.requestOf` rebuilds each request.
+   */
   dead(options?: Omit<ListOptions, "status">): Promise<MessagePage>;
   /** Sends a dead request again (see `Queue.replay`) and asks for a drain. */
   replay(id: number): Promise<Message>;

@@ -315,6 +315,11 @@ export class Outbox {
       // The attempt outbox.fetch made before keeping it: its first failure, recorded now, not sent
       // again at once (finding N4: maxRetries n made n + 1 sends, the first two back to back).
       // Only at the first claim: once an attempt is counted or the message replayed, it is past.
+      // The one test of message state outside the core, and why it stays: the core records a
+      // failure only on a claimed message (`fail` requires `processing`), a payload is never
+      // rewritten, so the marker outlives its use, and no claim takes one message by id to fail
+      // it in outbox.fetch. It decides only whether this claim is the first; the core still
+      // decides the retry, its time and the death.
       const retryInMs = failed.retryAt === null ? undefined : Math.min(Math.max(0, failed.retryAt - Date.now()), MAX_RETRY_IN_MS);
       await recording(() => queue.fail(message.id, failed.error, { ...lease, retryInMs }), message.id);
       return false;
@@ -373,13 +378,17 @@ export class Outbox {
     let sent = 0;
     for (;;) {
       if (!this.#online()) break;
+      // When the next delayed request is due, read *before* the claim, as the worker loop does
+      // (worker.js): read after a claim that found nothing, a retry that fell due in between
+      // reads as none (nextDueAt is the earliest *future* one), and the drain stopped with it
+      // pending; on a busy machine, the Retry-After test's flake (session 7).
+      const next = await queue.nextDueAt();
       const heldSince = Date.now();
       const batch = await queue.claimMany(this.#concurrency);
       if (batch.length > 0) {
         for (const ok of await Promise.all(batch.map((m) => this.#deliver(queue, m, heldSince)))) sent += ok ? 1 : 0;
         continue;
       }
-      const next = await queue.nextDueAt();
       const wait = next === null ? Infinity : next.getTime() - Date.now();
       if (wait > waitMs) break;
       await sleep(Math.max(wait, 1));
@@ -428,8 +437,10 @@ export class Outbox {
    * event of the tag (within `event.waitUntil`; a drain that leaves requests waiting rejects, so
    * that the browser fires it again later), a page's message asking for it, the `activate`
    * event, and now (the worker's start). In a page or worker: the `online` event (for browsers
-   * without Background Sync), through the service worker when one controls the page. Returns the
-   * function that stops listening.
+   * without Background Sync) and now, through the service worker when one controls the page (now:
+   * the requests a closed or reloaded page left, finding M13; one whose send that page had begun
+   * waits for its lease to run out, then for the backoff of its `lease expired` failure). Returns
+   * the function that stops listening.
    */
   listen() {
     const scope = serviceWorker();
@@ -444,7 +455,9 @@ export class Outbox {
       }
       : { online: () => this.#wake() };
     for (const [type, listener] of Object.entries(listeners)) globalThis.addEventListener(type, listener);
-    if (scope) this.drain().catch((err) => console.error("deadletter: the outbox could not drain", err));
+    // Now, as the worker's start does (new-user finding M13, session 7: a page drained only on
+    // `online`, so what a reloaded page had left waited for the next one).
+    (scope ? this.drain() : this.#wake()).catch((err) => console.error("deadletter: the outbox could not drain", err));
     return () => {
       for (const [type, listener] of Object.entries(listeners)) globalThis.removeEventListener(type, listener);
     };

@@ -65,7 +65,7 @@ async function main() {
     await new Promise((resolve) => navigator.serviceWorker.addEventListener("controllerchange", resolve, { once: true }));
   }
   outbox = new Outbox(open(OUTBOX_DB), { queue: "outbox", maxRetries: 3 });
-  outbox.listen(); // the online event, where there is no Background Sync
+  outbox.listen(); // now, and the online event where there is no Background Sync
   $("offline").addEventListener("change", (event) => {
     navigator.serviceWorker.controller.postMessage({ offline: event.target.checked });
   });

@@ -23,5 +23,8 @@ self.addEventListener("message", (event) => {
 });
 self.addEventListener("fetch", (event) => {
   const url = new URL(event.request.url);
-  if (event.request.method === "POST" && url.pathname.startsWith("/inbox/")) event.respondWith(outbox.fetch(event.request));
+  // Only this origin's (finding M12: a cross-origin answer without CORS headers reads as a network failure).
+  if (event.request.method === "POST" && url.origin === location.origin && url.pathname.startsWith("/inbox/")) {
+    event.respondWith(outbox.fetch(event.request));
+  }
 });

@@ -2,7 +2,8 @@
 // request gets and when (findings N4: the first attempt counts, the resend waits for the backoff or
 // Retry-After), a send held under its lease (M1: never sent twice at once; aborted when the lease
 // may have run out), options checked like every options object (N8, M4), a body too large to keep
-// (M2). The service worker's side runs in Chromium (tests/browser/run.mjs, suite "sync").
+// (M2), a request its caller aborted (N13), an opaque answer (M12), the drain at listen() in a page
+// (M13). The service worker's side runs in Chromium (tests/browser/run.mjs, suite "sync").
 // Run: node --require fake-indexeddb/auto --test bindings-wasm/js/test/  (after build.sh)
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -120,6 +121,29 @@ test("a 429 or 503 answer's Retry-After sets the wait before the resend (seconds
   db.close();
 });
 
+test("a retry that falls due while a claim finds nothing is waited for: the drain does not stop with it pending", LIMIT, async () => {
+  // The Retry-After test's flake on a busy machine: the drain read nextDueAt after an empty
+  // claim, when the retry was due already (so none was "next"), and stopped.
+  const db = await open(fresh());
+  const { fetch, sends } = server(() => new Response("ok"));
+  let online = false;
+  const outbox = new Outbox(db, { queue: "p", online: () => online, fetch });
+  await outbox.add(post("due soon")); // kept; its drain sends nothing (offline)
+  const queue = await outbox.queue();
+  const [claimed] = await queue.claimMany(1);
+  await queue.fail(claimed.id, "HTTP 503", { leaseToken: claimed.leaseToken, retryInMs: 100 });
+  // A claim that finds nothing, then is slow to return (a busy machine) until the retry is due.
+  queue.claimMany = async (...args) => {
+    const batch = await Queue.prototype.claimMany.apply(queue, args);
+    if (batch.length === 0) await sleep(150);
+    return batch;
+  };
+  online = true;
+  assert.deepEqual(await outbox.drain({ waitMs: 1000 }), { sent: 1, pending: 0 });
+  assert.deepEqual(sends.map((s) => s.body), ["due soon"]);
+  db.close();
+});
+
 test("a send is held under its lease: a second drain while it is in flight does not send it again (finding M1)", LIMIT, async () => {
   const db = await open(fresh(), { leaseMs: 200 });
   let release;
@@ -221,6 +245,34 @@ test("an opaque answer (a no-cors request's, status 0) counts as delivered, not 
   // Sent at once, the opaque answer is the caller's, and nothing is kept.
   assert.equal((await outbox.fetch(post("direct"))).type, "opaque");
   assert.equal((await (await outbox.queue()).list()).length, 1);
+  db.close();
+});
+
+test("listen() in a page drains at once: what a closed or reloaded page left is sent without an online event (finding M13)", LIMIT, async () => {
+  const db = await open(fresh(), { leaseMs: 100 });
+  const { fetch, sends } = server(() => new Response("ok"));
+  const closed = new Outbox(db, { queue: "p", online: () => false, fetch });
+  await closed.add(post("sending")); // kept offline by a page since closed...
+  const queue = await closed.queue();
+  const [claimed] = await queue.claimMany(1); // ...whose drain began to send it (lease 100 ms)
+  await closed.add(post("kept"));
+  // A page's global scope, as far as listen() uses it (Node has no addEventListener).
+  const listened = [];
+  const saved = Object.getOwnPropertyDescriptors(globalThis);
+  globalThis.addEventListener = (type) => listened.push(type);
+  globalThis.removeEventListener = (type) => listened.push(`-${type}`);
+  try {
+    await sleep(150); // the claimed one's lease ran out
+    const stop = new Outbox(db, { queue: "p", online: () => true, fetch }).listen();
+    await until(async () => (await queue.stats()).succeeded === 2, "both sent");
+    stop();
+  } finally {
+    for (const name of ["addEventListener", "removeEventListener"]) {
+      if (saved[name]) Object.defineProperty(globalThis, name, saved[name]);
+      else delete globalThis[name];
+    }
+  }
+  assert.deepEqual([claimed.status, sends.map((s) => s.body).sort(), listened], ["processing", ["kept", "sending"], ["online", "-online"]]);
   db.close();
 });
 
