@@ -436,7 +436,6 @@ class QueueHandle {
     return {
       concurrency: plan.concurrency,
       leaseMs: plan.leaseMs,
-      heartbeatMs: plan.heartbeatMs,
       shutdownTimeoutMs: plan.shutdownTimeoutMs,
       idleWaitMs: (nextDueAt) => unwrap(plan.idleWaitMs(this.#now(), nextDueAt)),
       free: () => {},

@@ -59,12 +59,6 @@ impl NativeWorkerPlan {
         ms(self.plan.lease_ms)
     }
 
-    /// How often a running handler's lease is extended, in milliseconds.
-    #[napi(getter)]
-    pub fn heartbeat_ms(&self) -> f64 {
-        ms(self.plan.heartbeat_ms())
-    }
-
     /// How long a stopping loop waits for its handlers, in milliseconds.
     #[napi(getter)]
     pub fn shutdown_timeout_ms(&self) -> f64 {

@@ -22,7 +22,7 @@
 //     settings(), setSettings(backoff, maxRetries, leaseMs, expiresInMs, onExpiry) (`backoff`:
 //     null or [initialMs, multiplier, capMs, jitter]), pause(), resume() (these three: the
 //     settings), workerPlan(concurrency, pollIntervalMs, shutdownTimeoutMs, leaseMs) -> {
-//     concurrency, leaseMs, heartbeatMs, shutdownTimeoutMs, idleWaitMs(nextDueAt), free() }
+//     concurrency, leaseMs, shutdownTimeoutMs, idleWaitMs(nextDueAt), free() }
 //   backoffMs(retryCount), errorCodes(), failureText(kind, message)
 // A call that may kill or reschedule messages warns once per queue handle (console.warn, as
 // Python's warnings.warn) when the handle's own backoff policy was applied instead of a
@@ -368,7 +368,6 @@ class QueueHandle {
     return {
       concurrency: plan.concurrency,
       leaseMs: plan.leaseMs,
-      heartbeatMs: plan.heartbeatMs,
       shutdownTimeoutMs: plan.shutdownTimeoutMs,
       idleWaitMs: (nextDueAt) => plan.idleWaitMs(ctx.now(), nextDueAt),
       free: () => plan.free(),

@@ -61,12 +61,6 @@ impl WorkerPlan {
         ms(self.plan.lease_ms)
     }
 
-    /// How often a running handler's lease is extended, in milliseconds (half the lease).
-    #[wasm_bindgen(getter, js_name = heartbeatMs)]
-    pub fn heartbeat_ms(&self) -> f64 {
-        ms(self.plan.heartbeat_ms())
-    }
-
     /// How long a stopping loop waits for its running handlers, in milliseconds.
     #[wasm_bindgen(getter, js_name = shutdownTimeoutMs)]
     pub fn shutdown_timeout_ms(&self) -> f64 {
