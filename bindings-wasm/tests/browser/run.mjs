@@ -24,6 +24,7 @@
 //    the outbox, delivered exactly once each on a Background Sync event dispatched through the
 //    DevTools protocol; a 410 ends dead with its history, heard by onDead, replayed from a
 //    reopened page; a send slower than its lease is not sent again by a second sync (finding M1);
+//    in a page without a service worker, listen() sends at once what a closed page kept (M13);
 // 8. demo: examples/browser/ relays the webhook examples on `queue.process`, drains, shows the error
 //    history of dead messages, pauses and resumes, is fixed, replays the dead messages and ends
 //    with every message succeeded; screenshots go to
@@ -443,6 +444,49 @@ async function offlineSync(browser, url, server) {
   }
 }
 
+/**
+ * The outbox in a page without a service worker (finding M13): a request that a page kept offline
+ * and was then closed is sent by the next page's `listen()` at once, with no `online` event (a
+ * page drained only on `online`, so it waited for the next one).
+ */
+async function pageOutbox(browser, url, server) {
+  const context = await browser.newContext();
+  try {
+    server.inbox.reset();
+    const open = async (label) => {
+      const page = await pageIn(context, label);
+      await page.goto(`${url}/bindings-wasm/tests/browser/page.html`);
+      await page.waitForFunction(() => window.suites !== undefined, null, { timeout: 30_000 });
+      return page;
+    };
+    const first = await open("page-outbox-offline");
+    await context.setOffline(true);
+    const kept = await first.evaluate(async () => {
+      const { Outbox, open } = await import("/pkg/index.js");
+      const outbox = new Outbox(await open("page-outbox"), { queue: "posts" });
+      const response = await outbox.fetch(new Request("/inbox/a", { method: "POST", body: "page-kept" }));
+      return { status: response.status, controlled: navigator.serviceWorker.controller !== null };
+    });
+    await first.close();
+    await context.setOffline(false);
+    const again = await open("page-outbox-again");
+    await again.evaluate(async () => {
+      const { Outbox, open } = await import("/pkg/index.js");
+      window.pageOutbox = new Outbox(await open("page-outbox"), { queue: "posts" });
+      window.pageOutbox.listen();
+    });
+    const received = await until(10_000, () => server.inbox.received.slice(), (r) => r.length >= 1);
+    const status = await until(5000, () => again.evaluate(async () => (await (await window.pageOutbox.queue()).list()).map((m) => m.status)),
+      (s) => s[0] === "succeeded");
+    const ok = kept.status === 202 && !kept.controlled && received.length === 1 && received[0].body === "page-kept"
+      && received[0].status === 200 && status.length === 1 && status[0] === "succeeded";
+    report(ok, "offline sync in a page without a service worker: listen() sends at once what a closed page kept (finding M13)",
+      `kept offline ${JSON.stringify(kept)}; the server received ${JSON.stringify(received)}; the messages ${JSON.stringify(status)}`);
+  } finally {
+    await context.close();
+  }
+}
+
 async function demo(browser, url, server) {
   const page = await newPage(browser, "demo", { viewport: { width: 1280, height: 1000 } });
   const count = async (status) => Number(await page.textContent(`#count-${status}`));
@@ -554,7 +598,11 @@ async function main() {
   const server = await startServer({ pkgDir });
   const browser = await launchChromium();
   console.log(`Chromium ${browser.version()}; pages from ${server.url}; package ${pkgDir}`);
-  const suites = { conformance, store: storeCases, errors: errorTexts, worker: workerCases, workers: twoWorkers, race, offline: offlinePause, dead: deadAcrossTabs, sync: offlineSync, demo };
+  const sync = async (...args) => {
+    await offlineSync(...args);
+    await pageOutbox(...args);
+  };
+  const suites = { conformance, store: storeCases, errors: errorTexts, worker: workerCases, workers: twoWorkers, race, offline: offlinePause, dead: deadAcrossTabs, sync, demo };
   try {
     for (const [name, suite] of Object.entries(suites)) {
       if (!only.has(name)) continue;
