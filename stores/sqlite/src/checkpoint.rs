@@ -8,16 +8,16 @@
 //! 18 ms, against 14 us for the median call: 70 % of the loop's time.
 //!
 //! Here the writer connection never checkpoints by itself: its WAL hook ([`note_frames`]) only
-//! notes how many frames the WAL holds. Once it holds [`START`], the store's checkpoint thread
-//! (started then, with its own connection) runs PASSIVE checkpoints, which neither wait for nor
-//! hold a lock that writers need: it syncs the WAL and copies it while the callers go on
-//! writing. A pass copies the frames that were there when it began; the next pass the ones
-//! written meanwhile, until at most [`TAIL`] are left (or [`PASSES`] passes ran). The next commit
-//! then copies that tail itself, on the caller's path (small syncs), so that the whole WAL is in
-//! the database file and the next write starts it over from its beginning: the WAL stays as
-//! bounded as with SQLite's own checkpoints. A commit that finds [`LIMIT`] frames in the WAL (the
-//! thread cannot keep up, or another connection's read transaction holds the copy back)
-//! checkpoints on its own path, as SQLite does.
+//! notes how many frames the WAL holds. Once it holds [`START_NORMAL`] frames ([`START_FULL`] at
+//! `"full"`), the store's checkpoint thread (started then, with its own connection) runs PASSIVE
+//! checkpoints, which neither wait for nor hold a lock that writers need: it syncs the WAL and
+//! copies it while the callers go on writing. A pass copies the frames that were there when it
+//! began; the next pass the ones written meanwhile, until at most [`TAIL`] are left (or [`PASSES`]
+//! passes ran). The next commit then copies that tail itself, on the caller's path (small syncs),
+//! so that the whole WAL is in the database file and the next write starts it over from its
+//! beginning: the WAL stays as bounded as with SQLite's own checkpoints. A commit that finds three
+//! times that in the WAL (the thread cannot keep up, or another connection's read transaction holds
+//! the copy back) checkpoints on its own path, as SQLite does.
 //!
 //! Nothing about durability changes: the checkpoints are SQLite's own, with the store's
 //! `synchronous` setting, run by another connection (any connection of any process may
@@ -36,19 +36,29 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::fork::{self, Inherited};
 
-/// The WAL's length, in frames (pages), at which the thread starts checkpointing: SQLite's
-/// `wal_autocheckpoint` was 4000 here before (see `WAL_PRAGMAS` in `store.rs` for why 4000).
-///
-/// Measured against 1000 and 2000 (issue 24, 2026-12-02): at 1000 a commit costs fewer
-/// instructions (each frame's entry in the WAL index's hash table probes past fewer copies of
-/// the same page; callgrind: 0.91x per enqueue+claim+ack in Node, 0.88x in Python, 0.99x per
-/// enqueue), but the syncs made on the committing call (the tail it copies: the WAL and the
-/// database file; the WAL's header when it starts over) come 2 to 4 times as often (58 to 129
-/// per 10 000 enqueues in 4 runs against 21 to 33; 63 to 69 at 2000), and at `"normal"` the
-/// calls got slower: a single enqueue 0.88x (Python) and 0.90x (Node), Node one at a time 0.90x
-/// and with concurrency 8 0.93x; only Python's enqueue+claim+ack got faster, 1.07x (medians of 8
-/// to 12 interleaved pairs, load 6 to 9).
-pub const START: i64 = 4000;
+/// The WAL's length, in frames (pages), at which the thread starts checkpointing at `"normal"` (see
+/// `WAL_PRAGMAS` in `store.rs` for why not SQLite's 1000), 4000: measured against 1000 and 2000
+/// (issue 24, 2026-12-02), at 1000 a commit costs fewer instructions (each frame's entry in the WAL
+/// index's hash table probes past fewer copies of the same page; callgrind: 0.91x per
+/// enqueue+claim+ack in Node, 0.88x in Python, 0.99x per enqueue), but the syncs made on the
+/// committing call (the tail it copies: the WAL and the database file; the WAL's header when it
+/// starts over) come 2 to 4 times as often (58 to 129 per 10 000 enqueues in 4 runs against 21 to
+/// 33; 63 to 69 at 2000), and at `"normal"` the calls got slower: a single enqueue 0.88x (Python)
+/// and 0.90x (Node), Node one at a time 0.90x and with concurrency 8 0.93x (medians of 8 to 12
+/// interleaved pairs, load 6 to 9).
+pub const START_NORMAL: i64 = 4000;
+
+/// The same at `"full"`, SQLite's own 1000 (issues 19 and 24, 2026-12-02, on an idle machine):
+/// there every commit syncs the WAL, and (the likely cause) a commit that makes the WAL file longer than it ever was
+/// makes that sync write the file system's metadata too (the file's new size and blocks), while a
+/// commit into a WAL that started over rewrites blocks the file already has. A WAL that starts over
+/// at 1000 frames stops growing after 4 MiB; at 4000 it grows for the first 16 MiB after each open,
+/// the whole of a short-lived process's life. Measured in interleaved rounds, 1000 against 4000 at
+/// `"full"`: Node one at a time 1.20x-1.41x the messages/s (400 messages a round) and 1.08x-1.25x
+/// (1 200: the gain shrinks once the WAL at 4000 has started over), with concurrency 8 1.10x-1.17x;
+/// Python enqueue+claim+ack 1.12x-1.29x, single enqueue 1.01x-1.16x (4 to 6 rounds each, load
+/// 0.7-1.0).
+pub const START_FULL: i64 = 1000;
 
 /// At most this many frames left after a pass are copied by the next commit itself.
 pub const TAIL: i64 = 256;
@@ -57,8 +67,10 @@ pub const TAIL: i64 = 256;
 pub const PASSES: u32 = 8;
 
 /// The WAL's length at which every commit checkpoints on its own path, as SQLite's
-/// `wal_autocheckpoint` does.
-pub const LIMIT: i64 = 3 * START;
+/// `wal_autocheckpoint` does: three times the store's start ([`START_NORMAL`], [`START_FULL`]).
+const fn limit_of(start: i64) -> i64 {
+    3 * start
+}
 
 thread_local! {
     /// The frames in the WAL after this thread's last commit (0: no commit wrote any since
@@ -78,7 +90,7 @@ pub fn note_frames(_: &Wal, frames: c_int) -> rusqlite::Result<()> {
 /// Where the WAL's copy stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum Phase {
-    /// Nothing to do until the WAL holds [`START`] frames.
+    /// Nothing to do until the WAL holds the store's start of frames.
     #[default]
     Idle,
     /// The thread is copying.
@@ -107,18 +119,20 @@ impl Inherited for Pass {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Shared {
     state: Mutex<State>,
     wake: Condvar,
     conn: Arc<Pass>,
+    /// The WAL's length at which the thread starts ([`START_NORMAL`] or [`START_FULL`]).
+    start: i64,
 }
 
 /// The checkpoints of one store's writer connection (see the module's documentation).
 #[derive(Debug)]
 pub struct Checkpoints {
     /// The database file, for the thread's connection (`None`: no thread; every checkpoint is
-    /// made by a commit, at [`START`] frames).
+    /// made by a commit, at `start` frames).
     path: Option<PathBuf>,
     /// `PRAGMA synchronous = ...` of the store, for the thread's connection.
     synchronous: &'static str,
@@ -128,18 +142,24 @@ pub struct Checkpoints {
 
 impl Checkpoints {
     /// The checkpoints of a connection on `path` (`None` for a database without a file) with
-    /// the `synchronous` pragma given.
-    pub fn new(path: Option<PathBuf>, synchronous: &'static str) -> Self {
+    /// the `synchronous` pragma given, starting at `start` frames ([`START_NORMAL`] or
+    /// [`START_FULL`]).
+    pub fn new(path: Option<PathBuf>, synchronous: &'static str, start: i64) -> Self {
         Self {
             path,
             synchronous,
-            shared: Arc::default(),
+            shared: Arc::new(Shared {
+                state: Mutex::default(),
+                wake: Condvar::new(),
+                conn: Arc::default(),
+                start,
+            }),
             thread: Mutex::new(None),
         }
     }
 
     /// After a commit on the writer connection `conn`, on the committing thread: starts the
-    /// thread's passes, or copies the tail they left, or (at [`LIMIT`]) checkpoints here.
+    /// thread's passes, or copies the tail they left, or (at three times `start`) checkpoints here.
     pub fn committed(&self, conn: &Connection) {
         let frames = i64::from(FRAMES.replace(0));
         if frames == 0 {
@@ -154,7 +174,7 @@ impl Checkpoints {
                     // Fewer frames than copied: the WAL was started over since.
                     frames > state.copied
                 }
-                Phase::Idle if frames >= START && !state.closed => {
+                Phase::Idle if frames >= self.shared.start && !state.closed => {
                     if self.spawn() {
                         state.phase = Phase::Running;
                         self.shared.wake.notify_one();
@@ -166,7 +186,7 @@ impl Checkpoints {
                 _ => false,
             }
         };
-        if frames >= LIMIT {
+        if frames >= limit_of(self.shared.start) {
             limit(conn);
         } else if here {
             // An error here is the next write's: a checkpoint changes no data.
@@ -270,7 +290,8 @@ fn run(shared: &Shared) {
             }
             let Some(Ok(copied @ 0..)) = copied else {
                 // Failed, or -1: another connection's checkpoint runs (another process's
-                // thread). The next commit past START starts again; those at LIMIT take over.
+                // thread). The next commit past the start starts again; those at the limit take
+                // over.
                 state.phase = Phase::Idle;
                 break;
             };
@@ -281,7 +302,7 @@ fn run(shared: &Shared) {
                 state.phase = Phase::Idle;
                 break;
             }
-            if left <= TAIL || pass == PASSES || state.frames >= LIMIT {
+            if left <= TAIL || pass == PASSES || state.frames >= limit_of(shared.start) {
                 state.phase = Phase::Tail;
                 break;
             }
@@ -289,7 +310,7 @@ fn run(shared: &Shared) {
     }
 }
 
-/// At [`LIMIT`]: checkpoints on `conn`, the writer connection, waiting for the thread's pass in
+/// At the limit: checkpoints on `conn`, the writer connection, waiting for the thread's pass in
 /// progress, if any (a checkpoint fails at once while another one runs), for up to
 /// [`crate::BUSY_TIMEOUT`]: the WAL grows no further than what is written meanwhile.
 fn limit(conn: &Connection) {

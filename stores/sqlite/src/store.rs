@@ -95,23 +95,33 @@ impl Durability {
             Self::Normal => "PRAGMA synchronous = NORMAL",
         }
     }
+
+    /// The WAL's length at which the store's thread checkpoints (`checkpoint.rs` says why they
+    /// differ).
+    fn checkpoint_start(self) -> i64 {
+        match self {
+            Self::Full => checkpoint::START_FULL,
+            Self::Normal => checkpoint::START_NORMAL,
+        }
+    }
 }
 
-/// How much of the WAL is kept after a checkpoint (per connection; without effect on an
-/// in-memory database): `journal_size_limit` truncates the WAL file to 32 MiB when it starts over
-/// after a long read transaction made it grow beyond that (SQLite keeps it at its largest
-/// otherwise). When it is copied into the database file is `checkpoint.rs`'s: at 4000 pages, not
-/// SQLite's default 1000, by a thread of the store rather than the committing call.
+/// How much of the WAL is kept after a checkpoint (per connection; without effect on an in-memory
+/// database): `journal_size_limit` truncates the WAL file to 32 MiB when it starts over after a
+/// long read transaction made it grow beyond that (SQLite keeps it at its largest otherwise). When
+/// it is copied into the database file is `checkpoint.rs`'s: at `"normal"` at 4000 pages, not
+/// SQLite's default 1000 (at `"full"` 1000: `checkpoint::START_FULL` says why), by a thread of the
+/// store rather than the committing call.
 ///
-/// Why 4000 pages: a checkpoint costs three syncs however little it copies (the WAL before the
-/// copy, the database file after it, the WAL's header when the next commit starts it over), 1 to
-/// 4 ms each on the disks measured. SQLite's default is a checkpoint every 240 enqueues, as an
-/// enqueue writes 4 pages (the row and the three indexes every new message enters); at 4000
-/// pages it is one every 950: a checkpoint copies about as many distinct pages (the same leaves
-/// fill up), the WAL file is at most about 16 MiB in the common case, and a page is still found
-/// in the first of the WAL index's hash tables (4062 frames), so reads do not get slower. At
-/// `"normal"` the commits since the last checkpoint are the ones a power loss may take (the
-/// README says so); at `"full"` every commit is synced and this changes no durability.
+/// Why 4000 pages at `"normal"`: a checkpoint costs three syncs however little it copies (the WAL
+/// before the copy, the database file after it, the WAL's header when the next commit starts it
+/// over), 1 to 4 ms each on the disks measured. SQLite's default is a checkpoint every 240
+/// enqueues, as an enqueue writes 4 pages (the row and the three indexes every new message enters);
+/// at 4000 pages it is one every 950: a checkpoint copies about as many distinct pages (the same
+/// leaves fill up), the WAL file is at most about 16 MiB in the common case, and a page is still
+/// found in the first of the WAL index's hash tables (4062 frames), so reads do not get slower. At
+/// `"normal"` the commits since the last checkpoint are the ones a power loss may take (the README
+/// says so); at `"full"` every commit is synced and this changes no durability.
 const WAL_PRAGMAS: &str = "PRAGMA journal_size_limit = 33554432";
 
 /// How a file is opened: read-write, created when missing, without `SQLITE_OPEN_URI` (rusqlite's
@@ -195,7 +205,8 @@ impl SqliteStore {
             .path()
             .filter(|path| !path.is_empty())
             .map(PathBuf::from);
-        let checkpoints = Checkpoints::new(file, durability.pragma());
+        let checkpoints =
+            Checkpoints::new(file, durability.pragma(), durability.checkpoint_start());
         Ok(Self {
             group: Group::new(conn, Some(checkpoints)),
             reader: None,

@@ -7,24 +7,9 @@ mod common;
 
 use std::path::Path;
 
-use common::{TempDb, item};
+use common::{TempDb, checkpoint_threads, item, wal_bytes};
 use deadletter::{Engine, Limits};
 use deadletter_sqlite::{Durability, SqliteStore};
-
-/// The threads of this process named as the checkpoint thread (`comm` keeps 15 bytes).
-fn checkpoint_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .expect("tasks")
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .filter(|comm| comm.trim_end() == "deadletter-chec")
-        .count()
-}
-
-fn wal_bytes(path: &Path) -> u64 {
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    std::fs::metadata(wal).map_or(0, |m| m.len())
-}
 
 #[test]
 fn a_thread_of_the_store_checkpoints_the_wal_and_close_stops_it() {

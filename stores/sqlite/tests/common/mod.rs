@@ -62,3 +62,20 @@ pub fn user_version(store: &SqliteStore) -> i64 {
         })
         .expect("user_version")
 }
+
+/// The threads of this process named as the checkpoint thread (`comm` keeps 15 bytes): for the
+/// test binaries that count them (`checkpoint.rs`, `checkpoint_full.rs`), one test each.
+pub fn checkpoint_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .expect("tasks")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() == "deadletter-chec")
+        .count()
+}
+
+/// The length of the WAL file of the database at `path` (0 when there is none).
+pub fn wal_bytes(path: &Path) -> u64 {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(wal).map_or(0, |m| m.len())
+}
