@@ -931,9 +931,9 @@ export interface DrainOptions {
  * send cut short (the worker stopped, the page closed) waits for its lease to run out; the next
  * claim records its failure (`lease expired`) and it is sent again after the backoff. When a sent
  * request is answered, a success acks it; 408, 425, 429 and 5xx, or a network failure, fail it
- * retryably (a 429 or 503's `Retry-After`, seconds or an HTTP date, at most 30 days, sets the
- * wait before the next send); any other status (400, 404, 410, 422...) makes it dead at once, its
- * error `HTTP <status> <text>`.
+ * retryably (a 429 or 503's `Retry-After`, whole seconds or an HTTP date, at most 30 days, more
+ * than none, sets the wait before the next send); any other status (400, 404, 410, 422...)
+ * makes it dead at once, its error `HTTP <status> <text>`.
  *
  * Delivery is at least once. A send is held under its message's lease (the queue's stored
  * `leaseMs`, else the database's), extended every half lease while it is in flight, so another

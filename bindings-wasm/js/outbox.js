@@ -79,16 +79,22 @@ function checked(value, known, ranges, functions = []) {
 }
 
 /**
- * The wait a `429` or `503` answer asks for with its `Retry-After` header (seconds, or an HTTP
- * date), in milliseconds (0..30 days); undefined for any other answer or without a readable
- * header: the queue's backoff then applies.
+ * The wait a `429` or `503` answer asks for with its `Retry-After` header, in milliseconds (up to
+ * 30 days): whole seconds, or an HTTP date (RFC 9110 10.2.3: `delay-seconds` is digits only, a
+ * date names its day and month). Undefined, so that the queue's backoff applies, for any other
+ * answer, a header that is neither (`-5`, `1.5`: `Date.parse` would read them as years), and a
+ * wait of nothing (`0`, a date past): retries are not spent at once (found by a new user,
+ * session 7).
  */
 export function retryAfterMs(response) {
   if (response.status !== 429 && response.status !== 503) return undefined;
   const value = response.headers.get("retry-after")?.trim();
   if (!value) return undefined;
-  const ms = /^\d+$/.test(value) ? Number(value) * 1000 : Date.parse(value) - Date.now();
-  return Number.isFinite(ms) ? Math.min(Math.max(0, Math.round(ms)), MAX_RETRY_IN_MS) : undefined;
+  let ms;
+  if (/^\d+$/.test(value)) ms = Number(value) * 1000;
+  else if (/[A-Za-z]{3}/.test(value)) ms = Date.parse(value) - Date.now();
+  else return undefined;
+  return Number.isFinite(ms) && ms >= 1 ? Math.min(Math.round(ms), MAX_RETRY_IN_MS) : undefined;
 }
 
 /** The error text of a send that threw (a network failure, an abort). */

@@ -121,6 +121,21 @@ test("a 429 or 503 answer's Retry-After sets the wait before the resend (seconds
   db.close();
 });
 
+test("a Retry-After that is no wait (0, negative, a fraction, a date past) leaves the backoff: retries are not spent at once", LIMIT, async () => {
+  // Found by a new user (session 7): "-5", "1.5" and "0" resent at once, 3 sends in 5 ms, dead.
+  for (const header of ["-5", "1.5", "0", "Thu, 01 Jan 1970 00:00:00 GMT"]) {
+    const db = await open(fresh());
+    const { fetch, sends } = server((request, i) => (i < 1 ? new Response("", { status: 429, headers: { "retry-after": header } }) : new Response("ok")));
+    const outbox = new Outbox(db, { queue: "p", backoff: { initialMs: 300 }, online: () => true, fetch });
+    assert.equal((await outbox.fetch(post())).status, 202);
+    await until(async () => (await only(outbox)).status === "succeeded", "the delivery");
+    assert.equal(sends.length, 2, header);
+    const gap = sends[1].at - sends[0].at;
+    assert.ok(gap >= 290, `Retry-After ${JSON.stringify(header)}: resent after ${gap} ms, not the 300 ms backoff`);
+    db.close();
+  }
+});
+
 test("a retry that falls due while a claim finds nothing is waited for: the drain does not stop with it pending", LIMIT, async () => {
   // The Retry-After test's flake on a busy machine: the drain read nextDueAt after an empty
   // claim, when the retry was due already (so none was "next"), and stopped.

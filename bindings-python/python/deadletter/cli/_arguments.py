@@ -502,8 +502,7 @@ def parser() -> argparse.ArgumentParser:
         "--create",
         action="store_true",
         help="serve a new database: create PATH's file (a URL's schema) when there is none (else "
-        "exit 1, as every command: a mistyped PATH is no new, empty database; new-user finding "
-        "M15, session 7)",
+        "exit 1, as every command: a mistyped PATH is no new, empty database)",
     )
     token = sub.add_mutually_exclusive_group()
     token.add_argument(
@@ -515,8 +514,8 @@ def parser() -> argparse.ArgumentParser:
     token.add_argument(
         "--token-file",
         metavar="FILE",
-        help="require the token that FILE holds (one line: its line ending is not part of it; "
-        "new-user finding N11, session 7)",
+        help="require the token that FILE holds (one line: its line ending is not part of it); "
+        "unlike --token, other users of the machine cannot read it in `ps`",
     )
     sub.add_argument(
         "--allowed-host",
