@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::machine;
 use crate::message::{Id, Message, Millis, Status};
 use crate::settings::{Clock, Context, QueueRow};
+use crate::storage;
 
 /// One page of `list`: messages of `queue` (optionally of one `status`) with `id > after_id`,
 /// ordered by id, at most `limit`.
@@ -72,7 +73,10 @@ pub struct Counts {
     pub delayed: u64,
     /// The earliest `retry_after` among the delayed messages.
     pub next_due_at: Option<Millis>,
-    /// The earliest `created_at` among the due `pending` messages (not blocked).
+    /// The `created_at` of the first due `pending` message (not blocked) in claim order: the
+    /// message the next claim takes, lowest id first ([`crate::storage::claim_order`]). The
+    /// earliest `created_at` of the due messages unless the clock went back between enqueues;
+    /// stores read it from the head of their ready lane instead of scanning it.
     pub oldest_due_created_at: Option<Millis>,
     /// The earliest `dead_at` among the `dead` messages.
     pub oldest_dead_at: Option<Millis>,
@@ -152,7 +156,8 @@ pub trait Store {
     ///    `(expires_at, id)` order, and counted in the queue's row ([`QueueRow::count_expired`]);
     /// 3. the groups these took a member out of get their next member unblocked;
     /// 4. then up to `n` due `pending` messages of `queue` (`retry_after` null or `<= now`, not
-    ///    blocked, and not one that step 1 just wrote), ordered by `created_at` then `id`, are each
+    ///    blocked, and not one that step 1 just wrote), in claim order (by id:
+    ///    [`crate::storage::claim_order`]), are each
     ///    replaced by `take(message, tokens())`.
     ///
     /// `n` 0 only reaps (steps 1-3). Stores find every set through indexes, so the cost does not
@@ -269,6 +274,7 @@ pub fn apply_step(
 /// delayed.
 pub fn count<'a>(messages: impl IntoIterator<Item = (&'a Message, bool)>, now: Millis) -> Counts {
     let mut counts = Counts::default();
+    let mut first_due = None;
     for (message, blocked) in messages {
         let slot = Status::ALL
             .iter()
@@ -285,9 +291,11 @@ pub fn count<'a>(messages: impl IntoIterator<Item = (&'a Message, bool)>, now: M
             counts.delayed += 1;
             counts.next_due_at = earliest(counts.next_due_at, message.retry_after);
         }
-        if machine::is_due(message, now) {
-            counts.oldest_due_created_at =
-                earliest(counts.oldest_due_created_at, Some(message.created_at));
+        if machine::is_due(message, now)
+            && first_due.is_none_or(|first| storage::claim_order(message) < first)
+        {
+            first_due = Some(storage::claim_order(message));
+            counts.oldest_due_created_at = Some(message.created_at);
         }
         if message.status == Status::Dead {
             counts.oldest_dead_at = earliest(counts.oldest_dead_at, message.dead_at);

@@ -41,7 +41,7 @@ impl Record {
         let id = self.message.id;
         match self.lane? {
             Lane::Waiting(at) | Lane::Leased(at) => Some((0, at, id)),
-            Lane::Ready => Some((1, self.message.created_at, id)),
+            Lane::Ready => Some((1, 0, id)),
             Lane::Blocked => None,
         }
     }

@@ -157,7 +157,7 @@ impl<S: Store> Engine<S> {
         self.store.insert(&args, clock).await
     }
 
-    /// Takes the next due message of `queue` (FIFO by `created_at`, then id; a grouped message
+    /// Takes the next due message of `queue` (FIFO: enqueue order, by id; a grouped message
     /// only while it is its group's head) and leases it to the caller for `lease_ms` (1..=12 h;
     /// default: the queue's stored lease, else the open-time lease) under a token from `tokens`
     /// (drawn at random by the binding). Expired leases of the queue are first counted as failed

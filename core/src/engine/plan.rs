@@ -15,7 +15,7 @@
 use crate::error::Result;
 use crate::machine;
 use crate::message::{Id, Message};
-use crate::storage::next_head;
+use crate::storage::{self, next_head};
 use crate::store::Claimed;
 
 use super::apply::Claiming;
@@ -53,7 +53,7 @@ pub enum Write {
 ///    whose instant is `<= now`, in (instant, id) order, at most [`TIMED_PAGE`]), the `pending`
 ///    messages whose expiry came (`expires_at <= now`, blocked ones too, in (`expires_at`, id)
 ///    order, at most [`TIMED_PAGE`]) and, when [`LaneClaim::wanted`] is not 0, that many messages
-///    from the head of the ready lane (claim order: `created_at`, then id);
+///    from the head of the ready lane (in claim order: [`crate::storage::claim_order`]);
 /// 2. hands each timed message to [`LaneClaim::timed`] and writes what it answers (an expired
 ///    lease; a message whose `retry_after` came stays a candidate); when the timed page was full:
 ///    writes what [`LaneClaim::overflow`] answers and walks the rest of the timed part up to
@@ -232,8 +232,8 @@ impl LaneClaim {
         let mut candidates: Vec<(Message, bool)> = page.into_iter().map(|m| (m, false)).collect();
         let mut left = Vec::new();
         for message in self.due.drain(..) {
-            let key = (message.created_at, message.id);
-            let at = candidates.partition_point(|(m, _)| (m.created_at, m.id) < key);
+            let key = storage::claim_order(&message);
+            let at = candidates.partition_point(|(m, _)| storage::claim_order(m) < key);
             if at < room {
                 candidates.insert(at, (message, true));
             } else {
@@ -399,7 +399,7 @@ mod tests {
         let writes = claim.ready(page, || tokens.next().unwrap()).unwrap();
         assert_eq!(
             ids(&writes),
-            ["put 3 processing", "put 2 processing", "ready 5"]
+            ["put 2 processing", "put 3 processing", "ready 5"]
         );
         assert_eq!(claim.wanted(), 0);
         let done = claim.finish();
@@ -409,7 +409,8 @@ mod tests {
             .iter()
             .map(|m| (m.id, m.lease_token.clone()))
             .collect();
-        assert_eq!(taken, [(3, Some("a".into())), (2, Some("b".into()))]);
+        // Claim order is the id: 2 before 3, although 3 was created earlier (the clock went back).
+        assert_eq!(taken, [(2, Some("a".into())), (3, Some("b".into()))]);
     }
 
     #[test]

@@ -166,7 +166,7 @@ pub struct ScanClaim {
 /// expired, in `(lease_expires_at, id)` order; the pending messages whose expiry came are taken
 /// out by the queue's outcome, in `(expires_at, id)` order (dead, or deleted); then up to `n` due
 /// messages, each the head of its group if it has one and none that was just expired, are taken
-/// in claim order (`created_at`, then id), each under a token from `tokens`.
+/// in claim order (id: [`crate::storage::claim_order`]), each under a token from `tokens`.
 pub fn claim(
     claim: &Claiming,
     name: &str,
@@ -229,7 +229,7 @@ pub fn claim(
         .filter(|s| !expired.iter().any(|e| e.id == s.message.id))
         .cloned()
         .collect();
-    due.sort_by_key(|s| (s.message.created_at, s.message.id));
+    due.sort_by_key(|s| storage::claim_order(&s.message));
     let mut taken = Vec::new();
     for stored in due.iter().take(claim.n) {
         let next = claim.take(stored.message.clone(), tokens())?;

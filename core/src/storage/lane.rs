@@ -8,7 +8,7 @@ use crate::message::{Id, Message, Millis, Status};
 ///
 /// `claim` reads two short ranges instead of walking the queue: first the messages whose time has
 /// come (`Waiting` and `Leased` up to `now`: backoffs that are over move to `Ready`, leases that
-/// ran out are expired), then the head of `Ready` in claim order, `(created_at, id)`. So messages
+/// ran out are expired), then the head of `Ready` in claim order (by id: [`claim_order`]). So messages
 /// still in backoff are never walked (issue 10), and neither are the members of a group waiting
 /// behind its head (`Blocked`: in no claim index at all), so 1 000 groups whose heads are in
 /// backoff with 10 000 members behind them cost a claim no more than none. A message moved to
@@ -44,6 +44,17 @@ impl Lane {
             (Status::Succeeded | Status::Dead, _) => None,
         }
     }
+}
+
+/// Claim order, the order in which `claim` takes due messages: enqueue order, the id. Ids are
+/// given in enqueue order and never change (a replay or a move keeps them), so a message back from
+/// its backoff, or replayed, takes its old place in the line again. deadletter 0.1.0 ordered by
+/// `created_at`, then id: the same order unless the clock went back between two enqueues, or the
+/// producers' clocks disagree (machines sharing a PostgreSQL database), where it put the message
+/// enqueued later first. Keying on the id alone also lets a store keep its ready lane in its
+/// pending index, one B-tree less per enqueue (issue 24).
+pub fn claim_order(message: &Message) -> Id {
+    message.id
 }
 
 /// The lane as the SQL stores keep it, in two flags: `ready` (false exactly while the message is

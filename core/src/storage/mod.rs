@@ -23,7 +23,8 @@ mod upgrade;
 
 pub use check::{StoredMessage, corrupt};
 pub use lane::{
-    Lane, Position, blocked, enters_group, group_at, leaves_group, live, next_head, ready,
+    Lane, Position, blocked, claim_order, enters_group, group_at, leaves_group, live, next_head,
+    ready,
 };
 pub use queue::{QUEUE_COLUMNS, StoredQueue, queue_row};
 pub use schema::{Found, Migration, Place};
