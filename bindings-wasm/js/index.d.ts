@@ -231,7 +231,10 @@ export interface QueueStats {
   readonly delayed: number;
   /** When the next delayed message becomes due (the earliest future `retryAfter`), or null. */
   readonly nextDueAt: Date | null;
-  /** How long the oldest due `pending` message has been in the queue, in milliseconds, or null. */
+  /**
+   * How long the first due `pending` message in claim order (the one the next claim takes: the
+   * lowest id) has been in the queue (since its `createdAt`), in milliseconds, or null.
+   */
   readonly oldestDueAgeMs: number | null;
   /** How long the oldest dead message has been dead, in milliseconds, or null. */
   readonly oldestDeadAgeMs: number | null;
@@ -602,8 +605,8 @@ export declare class Queue {
    */
   enqueueMany(items: readonly EnqueueItem[]): Promise<Message[]>;
   /**
-   * Takes the next due message (oldest `createdAt` first, then lowest id; a grouped message only
-   * as its group's head) and leases it for `leaseMs`; resolves to null when nothing is due, and
+   * Takes the next due message (in enqueue order: lowest id first, whatever the clock said at
+   * each enqueue; a grouped message only as its group's head) and leases it for `leaseMs`; resolves to null when nothing is due, and
    * on a paused queue (which it then leaves as it is). Leases of this queue that ran out are first
    * counted as failed attempts (under this handle's backoff, else the stored one; those that die
    * go to `onDead`), then its pending messages whose expiry came are taken out (see

@@ -106,7 +106,8 @@ pub fn position(group_key: &JsValue) -> Option<deadletter::storage::Position> {
     })
 }
 
-/// Index `claim`: the ready lane of `queue`, in claim order (`createdAt`, then id).
+/// Index `claim`: the ready lane of `queue`, in claim order (by id: every record of the lane has
+/// the same `at`, [`crate::record::READY_AT`]).
 pub fn ready(queue: &str) -> JsValue {
     between(&[queue.into(), READY.into()], NEG_INF, false, INF)
 }

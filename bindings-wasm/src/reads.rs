@@ -1,7 +1,8 @@
 //! The plans of the reads of the IndexedDB store that look at more than one message (internal):
 //! a queue's statistics ([`StatsPlan`]; a page of `Queue.list` is [`crate::bulk::ListPlan`]).
 
-use deadletter::{Error, Millis, Result, Stats, Status, machine};
+use deadletter::storage::claim_order;
+use deadletter::{Error, Id, Millis, Result, Stats, Status, machine};
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
@@ -11,13 +12,14 @@ use crate::{errors, keys, queue};
 
 /// `Queue.stats`: in one read transaction, the store reads the queue's row, counts the ranges of
 /// [`StatsPlan::ranges`], reads the first keys of two of them, and walks the claim lanes through
-/// [`StatsPlan::timed`] and [`StatsPlan::ready`] for the oldest due message and the leases that
-/// ran out.
+/// [`StatsPlan::timed`] and [`StatsPlan::ready`] for the first due message in claim order and
+/// the leases that ran out.
 #[wasm_bindgen]
 pub struct StatsPlan {
     queue: String,
     now: Millis,
-    oldest_due: Option<Millis>,
+    /// The first due message in claim order so far: its place in it and its `created_at`.
+    first_due: Option<(Id, Millis)>,
     /// The leases that ran out (the `processing` messages of the timed lane up to now).
     expired: u64,
 }
@@ -27,7 +29,7 @@ impl StatsPlan {
         Self {
             queue,
             now,
-            oldest_due: None,
+            first_due: None,
             expired: 0,
         }
     }
@@ -36,9 +38,9 @@ impl StatsPlan {
         let message = from_record(record)?;
         self.expired += u64::from(message.status == Status::Processing);
         let due = machine::is_due(&message, self.now);
-        if due {
-            let at = message.created_at;
-            self.oldest_due = Some(self.oldest_due.map_or(at, |o| o.min(at)));
+        let order = claim_order(&message);
+        if due && self.first_due.is_none_or(|(first, _)| order < first) {
+            self.first_due = Some((order, message.created_at));
         }
         Ok(due)
     }
@@ -75,7 +77,8 @@ impl StatsPlan {
     }
 
     /// A record of the ready lane, in claim order: true once the walk may stop (it found the
-    /// first due message).
+    /// lane's first due message; of the due ones in the timed lane, [`StatsPlan::timed`] kept
+    /// the first in claim order, and the earlier of the two is the one a claim takes first).
     pub fn ready(&mut self, record: &JsValue) -> std::result::Result<bool, JsValue> {
         js(self.due(record))
     }
@@ -105,7 +108,7 @@ impl StatsPlan {
             expired: self.expired,
             delayed: next()?,
             next_due_at: keys::part(first_delayed, 2),
-            oldest_due_created_at: self.oldest_due,
+            oldest_due_created_at: self.first_due.map(|(_, created_at)| created_at),
             oldest_dead_at: keys::part(first_dead, 2),
             ..deadletter::Counts::default()
         }

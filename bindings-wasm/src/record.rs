@@ -184,8 +184,13 @@ fn build(message: &Message, kind: Kind, place: [f64; 3], deduplicated: bool) -> 
 /// is what a claim acts on first.
 pub const TIMED: f64 = 0.0;
 /// `lane` of a [`Lane::Ready`] message, and of one a claim moved there once its `retryAfter` had
-/// passed: `at` is its `createdAt`, so the lane is in claim order, `(createdAt, id)`.
+/// passed: `at` is [`READY_AT`] for every one of them, so the lane is in claim order, by id
+/// ([`deadletter::storage::claim_order`]: enqueue order; schema 9, before which `at` was the
+/// `createdAt`).
 pub const READY: f64 = 1.0;
+/// `at` of every record in the [`READY`] lane: one value, so that the claim index
+/// (`[queue, lane, at, id]`) orders the lane by id.
+pub const READY_AT: f64 = 0.0;
 
 /// A message as stored, with its place (storage only): its position in its ordering group while
 /// it is live (`groupAt`), and whether it waits behind the group's head (a `pending` record
@@ -204,26 +209,30 @@ pub struct Stored {
 /// id the store assigns), with its place: `head` says whether it is its group's head (see
 /// [`Lane::of`]), `group_at` its position in its group (kept only while it is live). Its `lane`
 /// and `at` place it in the claim index: [`TIMED`] with `retryAfter` (waiting) or
-/// `leaseExpiresAt` (leased), [`READY`] with `createdAt`; none (left out) for a finished message and for
+/// `leaseExpiresAt` (leased), [`READY`] with [`READY_AT`]; none (left out) for a finished message and for
 /// one blocked behind its group's head, which keeps it out of the claim index (and out of the
 /// `delayed` index, whose key ends with `lane`).
 pub fn to_record(message: &Message, with_id: bool, head: bool, group_at: Option<Millis>) -> Object {
     let kind = if with_id { Kind::Record } else { Kind::New };
     let group_at = float(group_at.filter(|_| message.group.is_some() && live(message)));
     let (lane, at) = match Lane::of(message, head) {
-        Some(Lane::Ready) => (READY, Some(message.created_at)),
-        Some(Lane::Waiting(at) | Lane::Leased(at)) => (TIMED, Some(at)),
-        Some(Lane::Blocked) | None => (f64::NAN, None),
+        Some(Lane::Ready) => (READY, READY_AT),
+        Some(Lane::Waiting(at) | Lane::Leased(at)) => (TIMED, float(Some(at))),
+        Some(Lane::Blocked) | None => (f64::NAN, f64::NAN),
     };
-    build(message, kind, [group_at, lane, float(at)], false)
+    build(message, kind, [group_at, lane, at], false)
 }
 
 /// The record of `message`, unchanged, in the [`READY`] lane (as its group's head): a claim moves
 /// a waiting message there once its `retryAfter` has passed (it keeps its `retryAfter` until it
 /// is claimed).
 pub fn to_ready_record(message: &Message, group_at: Option<Millis>) -> Object {
-    let place = [float(group_at), READY, float(Some(message.created_at))];
-    build(message, Kind::Record, place, false)
+    build(
+        message,
+        Kind::Record,
+        [float(group_at), READY, READY_AT],
+        false,
+    )
 }
 
 /// The object the JavaScript API returns: timestamps (also each error's `at`) as `Date`s, and
@@ -321,8 +330,9 @@ fn record_id(record: &JsValue) -> Result<Id> {
 /// How many numbers a record has (`WHOLE` in js/store/record.js).
 const WHOLE: usize = 13;
 
-/// The schema version whose records [`from_record`] reads: 6, whose records version 7 writes
-/// unchanged (7 has fewer indexes; see `crate::schema::VERSION`).
+/// The schema version whose records [`from_record`] reads: 6, whose records versions 7 to 9 write
+/// with the same fields (7 has fewer indexes, 9 another `at` in the ready lane; see
+/// `crate::schema::VERSION`).
 const VERSION: u32 = 6;
 
 /// Reads a stored record back; a `store` error naming the message and the field when it holds a
@@ -337,18 +347,25 @@ pub fn stored(record: &JsValue) -> Result<Stored> {
     read(record, VERSION)
 }
 
-/// The record of schema version 6 (and 7) for a record written by schema version `from` (1 to 5), for
+/// The record of schema version 9 for a record written by schema version `from` (1 to 8), for
 /// the upgrade transaction: one of 1 or 2 (deadletter 0.1.0) is read with the fields of 3 at
 /// their defaults and given what 0.1.0 knew ([`upgrade_v1`]); the fields of 5 (ordering group,
 /// expiry, group position) are null before 5, and `movedFrom` (6) before 6; every record is
-/// then written as this version writes it, so it gets its place in the new indexes. One of 5
-/// keeps its place (`groupAt`, `lane`, `at`: its places are 6's and 7's).
+/// then written as this version writes it, so it gets its place in the new indexes. One of 5 to
+/// 8 keeps its place (`groupAt`, `lane`, `at`), but for the `at` of the [`READY`] lane, which is
+/// [`READY_AT`] from 9 on (the lane in claim order, by id; its `createdAt` before).
 pub fn upgrade_record(record: &JsValue, from: u32) -> Result<Object> {
     let stored = read(record, from)?;
-    if from == 5 {
-        let lane = |key| get(record, key).as_f64().unwrap_or(f64::NAN);
-        let place = [float(stored.group_at), lane("lane"), lane("at")];
-        return Ok(build(&stored.message, Kind::Record, place, false));
+    if from >= 5 {
+        let place = |key| get(record, key).as_f64().unwrap_or(f64::NAN);
+        let lane = place("lane");
+        let at = if lane == READY { READY_AT } else { place("at") };
+        return Ok(build(
+            &stored.message,
+            Kind::Record,
+            [float(stored.group_at), lane, at],
+            false,
+        ));
     }
     let message = stored.message;
     let message = if from < 3 {

@@ -1,7 +1,7 @@
 //! What the IndexedDB store (`js/store/schema.js`) asks the core about its schema: what to do
 //! with the version it found (`deadletter::storage`'s [`Place::migration`]) and the record of an
-//! older version as version 8 writes it ([`record::upgrade_record`]; 7's and 8's records are
-//! 6's).
+//! older version as version 9 writes it ([`record::upgrade_record`]: 7's and 8's records are
+//! 6's; 9's have another `at` in the ready lane).
 
 use deadletter::storage::{Found, Migration, Place};
 use deadletter::{Error, Result};
@@ -11,7 +11,7 @@ use crate::record;
 use crate::rules::js;
 
 /// The schema version of the IndexedDB store.
-pub const VERSION: i64 = 8;
+pub const VERSION: i64 = 9;
 
 /// A refusal says that nothing was changed (the store aborted its upgrade, or closed the
 /// connection without writing).
@@ -49,8 +49,8 @@ fn decide(
     })
 }
 
-/// What to do with database `name` found at `version` (0: new): 0 create the schema, 1 to 7
-/// upgrade from that version, 8 take it as it is. `others` describes the database when it has no
+/// What to do with database `name` found at `version` (0: new): 0 create the schema, 1 to 8
+/// upgrade from that version, 9 take it as it is. `others` describes the database when it has no
 /// `messages` store (another application's), `misshapen` says why its `messages` store is not
 /// deadletter's. Throws a `store` `DeadLetterError` refusing it (another application's database,
 /// a newer deadletter's), saying that nothing was changed.
@@ -62,13 +62,13 @@ pub fn schema_decision(
     others: Option<String>,
     misshapen: Option<String>,
 ) -> std::result::Result<f64, JsValue> {
-    #[allow(clippy::cast_precision_loss)] // 0 to 8
+    #[allow(clippy::cast_precision_loss)] // 0 to 9
     js(decide(name, version, others.as_deref(), misshapen)
         .map_err(unchanged)
         .map(|d| d as f64))
 }
 
-/// The record of schema version 8 (and 6, 7) for `record`, written by schema version `from` (1 to 5):
+/// The record of schema version 9 for `record`, written by schema version `from` (1 to 8):
 /// see [`record::upgrade_record`]. Throws a `store` `DeadLetterError` for a corrupt record.
 #[wasm_bindgen(js_name = upgradeRecord)]
 pub fn upgrade_record(record: &JsValue, from: u32) -> std::result::Result<JsValue, JsValue> {

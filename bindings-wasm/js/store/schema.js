@@ -18,9 +18,10 @@
 // leases that ran out come from `list` and `claim`), with 6's records; 8 (issue 20) gives the
 // record in `queues` of every queue that may hold messages with an expiry `expires: true` (set by
 // the write that gives a queue its first one, never cleared), so that a claim reads the index
-// `expiring` only for those: the upgrade sets it on every queue with a message in `expiring`.
-// Every upgrade rewrites every record as the current version writes it (from 6, as they are), in
-// the upgrade's transaction: a database is at one version, whole.
+// `expiring` only for those: the upgrade sets it on every queue with a message in `expiring`; 9
+// orders the ready lane of `claim` by id (claim order, enqueue order: every record there has the
+// same `at`, 0, where it had its `createdAt`). Every upgrade rewrites every record as the current
+// version writes it, in the upgrade's transaction: a database is at one version, whole.
 
 import { markExpiring, schemaDecision, upgradeRecord } from "../core.js";
 import { DeadLetterError } from "../errors.js";
@@ -31,12 +32,12 @@ export const STORE = "messages";
 /** The object store of queue rows (settings, pause, expiry counters), keyed by `name`. */
 export const QUEUES = "queues";
 /** Schema version. */
-export const VERSION = 8;
+export const VERSION = 9;
 /** How long `open` waits (blocked by other connections, queued behind an upgrade), in ms. */
 export const OPEN_TIMEOUT_MS = 5_000;
 
 /**
- * The indexes of version 8 (and 7), by name: [keyPath, unique]. Within one index key, entries come in
+ * The indexes of version 9 (and 7, 8), by name: [keyPath, unique]. Within one index key, entries come in
  * primary-key (= id) order, which gives id-ordered pages. The key ranges the store reads in them
  * come from the WebAssembly module (src/keys.rs), which knows these key paths. A write costs an
  * entry in every index whose key path the record has (a missing or null value, also as one part
@@ -44,7 +45,7 @@ export const OPEN_TIMEOUT_MS = 5_000;
  * is here only for a query no other one serves.
  * - `claim`: two lanes (the record's `lane` and `at`, from the core's lane rule): the messages
  *   whose turn comes at a time (leases, backoffs and delays) by that time; the due pending
- *   messages in claim order. Finished messages are not in it, nor are the members of a group
+ *   messages in claim order (by id: they all have `at` 0). Finished messages are not in it, nor are the members of a group
  *   waiting behind its head (blocked: no lane), so a claim never reads them. Its timed lane up to
  *   now holds the leases that ran out (stats counts them there).
  * - `list`: one status in id order, with `updatedAt`: list and bulk selections (without a status:
@@ -71,7 +72,7 @@ export const INDEXES = {
 /** The indexes versions 1 to 6 had and 7 dropped. */
 const DROPPED = { expiry: ["queue", "status", "leaseExpiresAt"], queue: "queue" };
 
-/** The key path of every index of schema `version` (1 to 8), by name. */
+/** The key path of every index of schema `version` (1 to 9), by name. */
 function shape(version) {
   const indexes = {
     ...(version < 7 ? DROPPED : {}),
@@ -122,7 +123,7 @@ function look(db, tx, version) {
 
 /**
  * The object store `queues` and the indexes a database of version `from` (0: new) lacks, or has
- * with an older key path, for version 8; the indexes 7 dropped, deleted.
+ * with an older key path, for version 9; the indexes 7 dropped, deleted.
  */
 function createSchema(db, store, from) {
   if (from > 0 && from < 7) for (const name of Object.keys(DROPPED)) store.deleteIndex(name);
@@ -142,7 +143,7 @@ function createSchema(db, store, from) {
   db.createObjectStore(QUEUES, { keyPath: "name" });
 }
 
-/** Rewrites every record of version `from` (1 to 5) as version 8 writes it, inside the upgrade transaction. */
+/** Rewrites every record of version `from` (1 to 8) as version 9 writes it, inside the upgrade transaction. */
 async function upgradeRecords(store, from) {
   const req = store.openCursor();
   for (;;) {
@@ -183,12 +184,12 @@ function timeout(ms) {
 }
 
 /**
- * Opens database `name` of `factory` (creating it at version 8, or upgrading it from 1 to 7) and
+ * Opens database `name` of `factory` (creating it at version 9, or upgrading it from 1 to 8) and
  * resolves to the connection.
  *
  * Another application's database of that name is refused with a `store` error and left as it was:
- * at an older version without deadletter's store and indexes the upgrade is aborted; at version 8
- * it is checked after opening (without writing) and closed; above 8 IndexedDB refuses to open it,
+ * at an older version without deadletter's store and indexes the upgrade is aborted; at version 9
+ * it is checked after opening (without writing) and closed; above 9 IndexedDB refuses to open it,
  * and a second, plain open says what it holds. An open that has not completed after
  * `OPEN_TIMEOUT_MS` (blocked by another connection that does not close, or queued behind another
  * tab's upgrade or delete) fails with a `store` error instead of hanging; should it go through
@@ -218,10 +219,9 @@ export async function open(factory, name) {
           refusal = storeError(`open of "${name}"`, `upgrading the records failed: ${err.message}`);
           tx.abort();
         };
-        // Version 6's records are 7's and 8's.
-        if (from < 6) upgradeRecords(store, from).catch(failed);
-        // No record had an expiry before 5.
-        if (from >= 5) markExpiringQueues(store, tx.objectStore(QUEUES)).catch(failed);
+        upgradeRecords(store, from).catch(failed);
+        // No record had an expiry before 5; 8 marked the queues.
+        if (from >= 5 && from < 8) markExpiringQueues(store, tx.objectStore(QUEUES)).catch(failed);
       }
     } catch (err) {
       refusal = err instanceof DeadLetterError ? err : storeError(`open of "${name}"`, `creating or upgrading the schema failed: ${err}`);

@@ -272,16 +272,16 @@ test("another application's database of the same name is refused and left as it 
       db.createObjectStore("messages", { keyPath: "id", autoIncrement: true }).createIndex("queue", "queue");
       db.createObjectStore("queues", { keyPath: "name" });
     }],
-    "version 9": [9, (db) => db.createObjectStore("todos")],
-    "version 9 with a messages store (a newer deadletter's?)": [9, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true })],
+    "version 10": [10, (db) => db.createObjectStore("todos")],
+    "version 10 with a messages store (a newer deadletter's?)": [10, (db) => db.createObjectStore("messages", { keyPath: "id", autoIncrement: true })],
   };
   for (const [label, [version, upgrade]] of Object.entries(cases)) {
     const name = fresh();
     (await rawOpen(name, version, upgrade)).close();
     const before = await snapshot(name);
     const err = await rejects(open(name), "store");
-    const why = label.startsWith("version 9 with") ? /has schema version 9; this deadletter reads version 8 \(upgrade deadletter to open it\)/
-      : label === "version 9" ? /is not a deadletter database: it holds other object stores \(todos\) and none of deadletter's/
+    const why = label.startsWith("version 10 with") ? /has schema version 10; this deadletter reads version 9 \(upgrade deadletter to open it\)/
+      : label === "version 10" ? /is not a deadletter database: it holds other object stores \(todos\) and none of deadletter's/
       : /is not a deadletter database/;
     assert.match(err.message, why, label);
     assert.match(err.message, /nothing was changed/, label);

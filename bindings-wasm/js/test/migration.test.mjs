@@ -7,7 +7,8 @@
 // back with exact values, and the queue must work. A schema 5 database (issue 21) is written here
 // record by record (schema5Records): 6 only adds movedFrom; a schema 6 database likewise (7 drops
 // two indexes and keeps 6's records); a schema 7 database likewise, with queue rows (8 marks the
-// rows of the queues that hold messages with an expiry).
+// rows of the queues that hold messages with an expiry); a schema 8 database likewise (9 puts the
+// ready lane in id order).
 // Run: node --require fake-indexeddb/auto --test bindings-wasm/js/test/  (after build.sh)
 import { test } from "node:test";
 import { readFileSync } from "node:fs";
@@ -20,7 +21,7 @@ const dump = fixture("v0.1.0-indexeddb.json");
 const dump3 = fixture("schema3-indexeddb.json");
 const dump4 = fixture("schema4-indexeddb.json");
 
-/** The indexes of schema versions 7 and 8, as `raw` lists them. */
+/** The indexes of schema versions 7 to 9, as `raw` lists them. */
 const INDEXES = [
   ["claim", ["queue", "lane", "at", "id"], false],
   ["dead", ["queue", "status", "deadAt"], false],
@@ -36,7 +37,8 @@ const INDEXES6 = [...INDEXES, ["expiry", ["queue", "status", "leaseExpiresAt"], 
   .sort(([a], [b]) => (a < b ? -1 : 1));
 
 /**
- * Each record's place in the claim index, `[id, lane, at - BASE]` (null: none); and that `dueAt`
+ * Each record's place in the claim index, `[id, lane, at - BASE]` (`at` itself in the ready lane,
+ * where it is 0 from schema 9 on; null: none); and that `dueAt`
  * is gone and the fields of schemas 5 and 6 are null (no group, no expiry, not moved), so left out
  * of the record as the upgrade writes it (issue 20), as is no lane.
  */
@@ -47,12 +49,16 @@ function lanes(records) {
     assert.deepEqual(nulls, [], `record ${r.id} holds null fields`);
     assert.deepEqual([r.group, r.expiresAt, r.groupAt, r.movedFrom], [undefined, undefined, undefined, undefined], `record ${r.id}`);
   }
-  return records.map((r) => [r.id, r.lane ?? null, r.at === undefined ? null : r.at - BASE]);
+  return records.map((r) => [r.id, r.lane ?? null, r.at === undefined ? null : r.lane === 1 ? r.at : r.at - BASE]);
 }
 
-/** `record` as this version writes it: without its null fields (issue 20). */
+/**
+ * `record` as this version writes it: without its null fields (issue 20), `at` 0 in the ready
+ * lane (schema 9: the lane in id order).
+ */
 function written(record) {
-  return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== null));
+  const fields = Object.entries(record).filter(([, v]) => v !== null);
+  return Object.fromEntries(record.lane === 1 ? fields.map(([k, v]) => [k, k === "at" ? 0 : v]) : fields);
 }
 
 function request(req) {
@@ -132,7 +138,7 @@ test("the fixture is what 0.1.0 wrote: schema version 2, seven records", () => {
   assert.equal(dump.records.length, 7);
 });
 
-test("a 0.1.0 database is upgraded to schema 8 on open and reads back exactly", async () => {
+test("a 0.1.0 database is upgraded to schema 9 on open and reads back exactly", async () => {
   const name = `migration-${process.pid}`;
   await load(name, dump);
   let now = BASE + 20_000;
@@ -172,10 +178,10 @@ test("a 0.1.0 database is upgraded to schema 8 on open and reads back exactly", 
   assert.deepEqual((await emails.list({ status: "dead" })).map((m) => m.id), [5]);
 
   // The stored records: version 3 fields, and lane and at (leases and delays timed, due messages
-  // ready by createdAt, finished ones out of the claim index); the new indexes.
+  // ready at 0, in id order; finished ones out of the claim index); the new indexes.
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 8);
+  assert.equal(stored.version, 9);
   assert.deepEqual(stored.indexes, INDEXES);
   assert.equal(stored.queues, "name");
   assert.deepEqual(lanes(stored.records),
@@ -233,7 +239,7 @@ function asMessage(record) {
  * Loads `dump` (a schema `version` fixture of 3 or 4: the eight messages of make_schema_indexeddb.mjs)
  * into a fresh database, opens it at BASE + 1 s (which upgrades it), checks that every message
  * reads back as stored (list order and statuses, then each by id), closes it and resolves to its
- * name and its raw dump, whose version and indexes are checked to be schema 8's.
+ * name and its raw dump, whose version and indexes are checked to be schema 9's.
  */
 async function upgradeV3OrV4(dump, version) {
   assert.equal(dump.version, version);
@@ -251,12 +257,12 @@ async function upgradeV3OrV4(dump, version) {
   }
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 8);
+  assert.equal(stored.version, 9);
   assert.deepEqual(stored.indexes, INDEXES);
   return { name, stored };
 }
 
-test("a schema 3 database is upgraded to schema 8 on open: same messages, claim index lanes", async () => {
+test("a schema 3 database is upgraded to schema 9 on open: same messages, claim index lanes", async () => {
   let now = BASE + 1_000;
   const { name, stored } = await upgradeV3OrV4(dump3, 3);
   assert.deepEqual(lanes(stored.records),
@@ -288,7 +294,7 @@ test("a schema 3 database is upgraded to schema 8 on open: same messages, claim 
   again.close();
 });
 
-test("a schema 4 database is upgraded to schema 8 on open: same messages and lanes, the queues store, groups and expiry work", async () => {
+test("a schema 4 database is upgraded to schema 9 on open: same messages and lanes, the queues store, groups and expiry work", async () => {
   let now = BASE + 1_000;
   const { name, stored } = await upgradeV3OrV4(dump4, 4);
   assert.equal(stored.queues, "name");
@@ -317,15 +323,15 @@ test("a schema 4 database is upgraded to schema 8 on open: same messages and lan
 });
 
 /**
- * Writes `records` (and `rows` into `queues`) into a new database `name` at `version` 5, 6 or 7,
+ * Writes `records` (and `rows` into `queues`) into a new database `name` at `version` 5 to 8,
  * with the object stores and indexes those versions had (the same at 5 and 6: 6 only added the
- * records' `movedFrom`; 7 dropped two indexes).
+ * records' `movedFrom`; 7 dropped two indexes, which 8 kept).
  */
 async function loadV5OrV6(name, version, records, rows = []) {
   const req = indexedDB.open(name, version);
   req.onupgradeneeded = () => {
     const store = req.result.createObjectStore("messages", { keyPath: "id", autoIncrement: true });
-    for (const [index, keyPath, unique] of version === 7 ? INDEXES : INDEXES6) store.createIndex(index, keyPath, { unique });
+    for (const [index, keyPath, unique] of version >= 7 ? INDEXES : INDEXES6) store.createIndex(index, keyPath, { unique });
     const queues = req.result.createObjectStore("queues", { keyPath: "name" });
     for (const record of records) store.put(record);
     for (const row of rows) queues.put(row);
@@ -355,7 +361,7 @@ function schema5Records() {
   ];
 }
 
-test("a schema 5 database is upgraded to schema 8 on open: movedFrom null, every place kept, moves work", async () => {
+test("a schema 5 database is upgraded to schema 9 on open: movedFrom null, every place kept, moves work", async () => {
   const name = `migration5-${process.pid}`;
   const records = schema5Records();
   await loadV5OrV6(name, 5, records);
@@ -365,7 +371,7 @@ test("a schema 5 database is upgraded to schema 8 on open: movedFrom null, every
   assert.deepEqual((await emails.list()).map((m) => [m.id, m.movedFrom]), [[1, null], [2, null], [3, null], [4, null]]);
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 8);
+  assert.equal(stored.version, 9);
   assert.deepEqual(stored.indexes, INDEXES);
   assert.equal(stored.queues, "name");
   // Rewritten with movedFrom, each in its place (the ready lane of 4, the blocked 2) as before.
@@ -375,7 +381,7 @@ test("a schema 5 database is upgraded to schema 8 on open: movedFrom null, every
   const [q, other] = [again.queue("emails"), again.queue("other")];
   const moved = await q.move(1, "other");
   assert.deepEqual([moved.queue, moved.movedFrom, moved.group], ["other", "emails", "g"]);
-  // 2 heads g in emails now; 4 keeps its place in the ready lane (claim order: created at BASE).
+  // 2 heads g in emails now; 4 keeps its place in the ready lane (claim order: by id).
   assert.deepEqual((await q.claimMany(10)).map((m) => m.id), [2, 4]);
   assert.equal((await other.claim()).id, 1);
   assert.equal(await q.moveAll("other", { dryRun: true }), 1);
@@ -384,7 +390,7 @@ test("a schema 5 database is upgraded to schema 8 on open: movedFrom null, every
   again.close();
 });
 
-test("a schema 6 database is upgraded to schema 8 on open: indexes expiry and queue dropped, records as they were", async () => {
+test("a schema 6 database is upgraded to schema 9 on open: indexes expiry and queue dropped, records rewritten in their places", async () => {
   const name = `migration6-${process.pid}`;
   const records = schema5Records().map((r) => ({ ...r, movedFrom: null }));
   const plain = { ...records[0], group: null, groupAt: null };
@@ -408,9 +414,9 @@ test("a schema 6 database is upgraded to schema 8 on open: indexes expiry and qu
   assert.deepEqual(all.map((s) => [s.queue, s.pending, s.processing, s.dead, s.expired]), [["emails", 3, 1, 1, 1], ["other", 1, 0, 0, 0]]);
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 8);
+  assert.equal(stored.version, 9);
   assert.deepEqual(stored.indexes, INDEXES);
-  assert.deepEqual(stored.records, records);
+  assert.deepEqual(stored.records, records.map(written));
 
   // The lease runs out for a claim as before.
   const again = await open(name, { clock: () => BASE + 1_000, random: () => 0 });
@@ -420,7 +426,7 @@ test("a schema 6 database is upgraded to schema 8 on open: indexes expiry and qu
   again.close();
 });
 
-test("a schema 7 database is upgraded to schema 8 on open: the rows of the queues holding messages with an expiry are marked, and their claims take them out", async () => {
+test("a schema 7 database is upgraded to schema 9 on open: the rows of the queues holding messages with an expiry are marked, and their claims take them out", async () => {
   const name = `migration7-${process.pid}`;
   const plain = { ...schema5Records()[0], group: null, groupAt: null, movedFrom: null };
   const records = [
@@ -443,9 +449,9 @@ test("a schema 7 database is upgraded to schema 8 on open: the rows of the queue
   const db = await open(name, { clock: () => BASE + 1_000, random: () => 0 });
   db.close();
   const stored = await raw(name);
-  assert.equal(stored.version, 8);
+  assert.equal(stored.version, 9);
   assert.deepEqual(stored.indexes, INDEXES);
-  assert.deepEqual(stored.records, records);
+  assert.deepEqual(stored.records, records.map(written));
   const upgraded = await request(indexedDB.open(name));
   const after = await request(upgraded.transaction("queues").objectStore("queues").getAll());
   upgraded.close();
@@ -463,5 +469,53 @@ test("a schema 7 database is upgraded to schema 8 on open: the rows of the queue
   assert.deepEqual([died, (await again.queue("emails").stats()).expiredDead], [[[1, "expired"]], 3]);
   assert.deepEqual((await again.queue("emails").settings()).maxRetries, 5);
   assert.deepEqual((await again.queue("other").claimMany(10)).map((m) => m.id), [4]);
+  again.close();
+});
+
+test("a schema 8 database is upgraded to schema 9 on open: the ready lane in id order (enqueue order, whatever the clock said), other places and rows kept", async () => {
+  const name = `migration8-${process.pid}`;
+  // As schema 8 wrote them: no null fields, the ready lane's `at` the createdAt. The clock went
+  // back between the enqueues of 1 and 2, so 8 claimed 2 first.
+  const base = {
+    queue: "emails", status: "pending", retryCount: 0, maxRetries: 3, updatedAt: BASE, errors: [], errorsDropped: 0,
+    replayCount: 0,
+  };
+  const failed = { retryCount: 1, lastError: "503", firstFailedAt: BASE, errors: [{ attempt: 1, error: "503", at: BASE }] };
+  const records = [
+    { ...base, id: 1, payload: "first", createdAt: BASE + 2_000, lane: 1, at: BASE + 2_000 },
+    { ...base, id: 2, payload: "second", createdAt: BASE, lane: 1, at: BASE },
+    { ...base, ...failed, id: 3, payload: "backoff", createdAt: BASE, retryAfter: BASE + 5_000, lane: 0, at: BASE + 5_000 },
+    { ...base, id: 4, payload: "leased", status: "processing", createdAt: BASE, leaseToken: "t", leaseExpiresAt: BASE + 60_000,
+      lane: 0, at: BASE + 60_000 },
+    { ...base, id: 5, payload: "head", createdAt: BASE + 1_000, group: "g", groupAt: BASE + 1_000, lane: 1, at: BASE + 1_000 },
+    { ...base, id: 6, payload: "behind", createdAt: BASE + 1_000, group: "g", groupAt: BASE + 1_000 },
+    { ...base, id: 7, payload: "done", status: "succeeded", createdAt: BASE },
+  ];
+  const rows = [{
+    name: "emails", backoffInitialMs: null, backoffMultiplier: null, backoffCapMs: null, backoffJitter: null, maxRetries: 5,
+    leaseMs: null, expiresInMs: null, onExpiry: "dead", paused: false, expiredDead: 1, expiredDiscarded: 0, expires: true,
+  }];
+  await loadV5OrV6(name, 8, records, rows);
+
+  const db = await open(name, { clock: () => BASE + 3_000, random: () => 0 });
+  // The first due message in claim order is 1, created at +2 s: 1 s old (8 said 3 s: 2's age).
+  assert.equal((await db.queue("emails").stats()).oldestDueAgeMs, 1_000);
+  db.close();
+  const stored = await raw(name);
+  assert.equal(stored.version, 9);
+  assert.deepEqual(stored.indexes, INDEXES);
+  // Every record rewritten: the ready lane's `at` is 0, every other place as it was.
+  assert.deepEqual(stored.records, records.map((r) => (r.lane === 1 ? { ...r, at: 0 } : r)));
+  const upgraded = await request(indexedDB.open(name));
+  const after = await request(upgraded.transaction("queues").objectStore("queues").getAll());
+  upgraded.close();
+  assert.deepEqual(after, rows);
+
+  // Claims take the ready lane in id order: 1 before 2 (8 took 2, then 5, then 1).
+  const again = await open(name, { clock: () => BASE + 3_000, random: () => 0 });
+  const q = again.queue("emails");
+  assert.deepEqual((await q.claimMany(2)).map((m) => m.id), [1, 2]);
+  assert.deepEqual((await q.claimMany(10)).map((m) => m.id), [5]);
+  assert.equal((await q.enqueue("new")).id, 8);
   again.close();
 });

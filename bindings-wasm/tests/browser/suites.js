@@ -404,7 +404,7 @@ async function sameRequestsCycle(idb, i) {
   let now = Date.now();
   const added = request(tx.objectStore("messages").add({
     queue: "bench", payload: `job ${i}`, status: "pending", retryCount: 0, maxRetries: 3, createdAt: now,
-    updatedAt: now, errors: [], errorsDropped: 0, replayCount: 0, lane: 1, at: now,
+    updatedAt: now, errors: [], errorsDropped: 0, replayCount: 0, lane: 1, at: 0,
   }));
   tx.commit();
   await added;
