@@ -12,11 +12,13 @@
 //! the upgrade of deadletter 0.1.0's rows) is the core's [`deadletter::storage`].
 //!
 //! - **Claim** reads short index ranges: the expired leases, the pending messages whose expiry
-//!   came, the messages whose backoff just ended (they move to the ready index, a storage-only
-//!   `ready` column), then the head of that index is taken (FIFO by `created_at`, then id). It
-//!   never walks the messages still in backoff nor the members of ordering groups waiting behind
-//!   their heads (a storage-only `blocked` column keeps them out of every claim index), and every
-//!   query finds its rows through an index (`tests/plans.rs` asserts the plans).
+//!   came, the messages whose backoff just ended (they move to the ready lane: a storage-only
+//!   `ready` column, the second key of the index of pending messages), then the head of the
+//!   ready lane is taken (claim order: enqueue order, the id). It never walks the messages still
+//!   in backoff nor the members of ordering groups waiting behind their heads (a storage-only
+//!   `blocked` column keeps them out of every claim range), and every query finds its rows
+//!   through an index (`tests/plans.rs` asserts the plans). An enqueue writes two B-trees: the
+//!   table and the index of pending messages (schema version 8).
 //! - **Decided under the lock**: every write reads the caller's clock once it holds the write
 //!   lock (after `BEGIN IMMEDIATE`, which waits for other processes), then the queue's row
 //!   (settings, pause, expiry counters: table `queues`), then the messages; a call that joins a
@@ -79,7 +81,7 @@ mod store;
 pub use rusqlite;
 pub use schema::{
     SCHEMA_V1, SCHEMA_VERSION, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4, UPGRADE_V5, UPGRADE_V6,
-    UPGRADE_V7,
+    UPGRADE_V7, UPGRADE_V8,
 };
 pub use sql::{
     BY_KEY_SQL, CLAIM_SQL, COUNT_BY_STATUS_SQL, COUNT_DELAYED_SQL, COUNT_EXPIRED_SQL,

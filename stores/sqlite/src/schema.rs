@@ -9,10 +9,10 @@ use crate::row;
 use crate::sql::{COLUMNS_SQL, PAGE_SQL};
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// The schema of version 1, exactly as deadletter 0.1.0 created it. A new database is created at
-/// version 1 and upgraded by [`UPGRADE_V2`] to [`UPGRADE_V7`], so new and upgraded files have the
+/// version 1 and upgraded by [`UPGRADE_V2`] to [`UPGRADE_V8`], so new and upgraded files have the
 /// same schema. Timestamps are UTC milliseconds since the Unix epoch.
 pub const SCHEMA_V1: &str = "
 CREATE TABLE messages (
@@ -249,10 +249,44 @@ DROP INDEX messages_dead;
 CREATE INDEX messages_dead ON messages (queue, id) WHERE status = 'dead';
 ";
 
+/// Version 7 -> 8: an enqueue writes 2 B-trees instead of 4 (issue 24). Claim order is the id
+/// (enqueue order, [`deadletter::storage::claim_order`]; it was `created_at`, then id), so the
+/// ready lane needs no index of its own: it is a range of the index of pending messages.
+///
+/// - `messages_pending` holds every pending message, keyed `(queue, ready, id)`: the range
+///   `ready = 1` is the ready lane in claim order (claim takes its head; stats' oldest due
+///   message is its first due entry), the range `ready = 0` the messages waiting for their
+///   `retry_after` and the members blocked behind their group's head. A pending count is one
+///   range (`queue`), a page of pending messages by id the merge of the two ranges. It carries
+///   `created_at` and `retry_after`, so that the oldest-due read and claim's skip of a message
+///   moved there before the clock went back read the index alone.
+/// - `messages_succeeded` holds the succeeded messages by id: a page of them, the count, and
+///   `queues`' names no longer read a queue's rows in id order.
+/// - `messages_by_queue_id` (every message by id), which every enqueue wrote, and
+///   `messages_ready` are dropped: a page of all statuses merges the pages of the four status
+///   indexes by id, the total count is their sum, and `queues` skip-scans the four of them.
+///
+/// So an enqueue writes the table and `messages_pending` (was 4 B-trees: 4.1 WAL frames, now
+/// 2.1); a claim the table, `messages_pending` and `messages_leased` (was 4); a succeed the
+/// table, `messages_leased` and `messages_succeeded` (was 2): a message's enqueue + claim +
+/// succeed writes about 8 pages instead of 10. Cheap on a large file: no table is rebuilt, three
+/// indexes are dropped and two built.
+pub const UPGRADE_V8: &str = "
+DROP INDEX messages_by_queue_id;
+DROP INDEX messages_pending;
+DROP INDEX messages_ready;
+-- claim: the ready lane (ready = 1) in claim order, by id; list and stats: every pending message,
+-- ready, waiting or blocked (ready = 0); stats: the oldest due message, from the index alone
+CREATE INDEX messages_pending ON messages (queue, ready, id, created_at, retry_after)
+    WHERE status = 'pending';
+-- list, stats, queues and purge of succeeded messages, by id
+CREATE INDEX messages_succeeded ON messages (queue, id) WHERE status = 'succeeded';
+";
+
 /// The statements that bring version N to N + 1, from 0 (an empty database) on: a new database
 /// is created at version 1 and upgraded, so new and upgraded files have the same schema.
-const STEPS: [&str; 7] = [
-    SCHEMA_V1, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4, UPGRADE_V5, UPGRADE_V6, UPGRADE_V7,
+const STEPS: [&str; 8] = [
+    SCHEMA_V1, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4, UPGRADE_V5, UPGRADE_V6, UPGRADE_V7, UPGRADE_V8,
 ];
 
 /// Where the store keeps its schema, as the core's refusals name it.

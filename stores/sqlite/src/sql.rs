@@ -2,12 +2,12 @@
 //! parameters; the statements of one status ([`list_status_sql`]) are one constant each.
 //!
 //! Every query finds its rows through an index, without a full scan (`tests/plans.rs` asserts
-//! the plans, with and without `ANALYZE`). The indexes are those of the queries that exist, and a
-//! message leaves the indexes of the hot path when it finishes (schema version 4): a transition
-//! writes as few pages as it can. So the queries of the finished statuses pay instead: a page of
-//! `processing` messages is sorted by id (they are as many as the leases held), and succeeded
-//! messages are found by reading the rows of their queue in id order (`list`, `purge`; they are
-//! usually most of it).
+//! the plans, with and without `ANALYZE`). The indexes are those of the queries that exist, one
+//! per status (schema version 8) and none of every message: a transition writes as few pages as it
+//! can (an enqueue: the table and `messages_pending`), and the queries across statuses pay
+//! instead: a page of every status merges the status indexes' pages by id, a page of pending
+//! messages the two ranges of `messages_pending`, and a page of `processing` messages is sorted
+//! by id (they are as many as the leases held).
 
 use deadletter::Status;
 
@@ -34,21 +34,23 @@ pub const EXPIRED_SQL: &str = select!(
 );
 
 /// Claim, first: moves the waiting messages of queue `?1` whose `retry_after` has come at `?2`
-/// into the ready index (`ready = 1`), through the index `messages_delayed`: only the messages
-/// that became due since the last claim are read.
+/// into the ready lane (`ready = 1`: the range of `messages_pending` that claim reads), through
+/// the index `messages_delayed`: only the messages that became due since the last claim are
+/// read.
 pub const PROMOTE_SQL: &str = "UPDATE messages SET ready = 1 \
     WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND blocked = 0 \
     AND ready = 0 AND retry_after <= ?2";
 
-/// Claim, step 2: the first `?3` ready messages of queue `?1` due at `?2`, FIFO by `created_at`
-/// then id, through the index `messages_ready`: no sort, no table scan, no message in backoff
-/// nor behind its group's head (the `retry_after` term only skips a message moved there before
-/// the clock went back; the `expires_at` term, one whose expiry came, which the claim took out
-/// just before).
+/// Claim, step 2: the first `?3` ready messages of queue `?1` due at `?2`, in claim order (by
+/// id, [`deadletter::storage::claim_order`]), from the head of the range `ready = 1` of the index
+/// `messages_pending` (named: the plan must not depend on statistics): no sort, no table scan, no
+/// message in backoff nor behind its group's head (the `retry_after` term, which the index
+/// carries, only skips a message moved there before the clock went back; the `expires_at` term,
+/// one whose expiry came, which the claim took out just before).
 pub const CLAIM_SQL: &str = select!(
-    "WHERE queue = ?1 AND status = 'pending' AND ready = 1 \
+    "INDEXED BY messages_pending WHERE queue = ?1 AND status = 'pending' AND ready = 1 \
      AND (retry_after IS NULL OR retry_after <= ?2) AND (expires_at IS NULL OR expires_at > ?2) \
-     ORDER BY created_at, id LIMIT ?3"
+     ORDER BY id LIMIT ?3"
 );
 
 /// Claim and reap, after the expired leases: the pending messages of queue `?1` whose expiry
@@ -110,26 +112,50 @@ pub const GET_SQL: &str = select!("WHERE id = ?1 AND queue = ?2");
 /// The message of queue `?1` that carries idempotency key `?2`.
 pub const BY_KEY_SQL: &str = select!("WHERE queue = ?1 AND idempotency_key = ?2");
 
-/// A page of queue `?1`: ids above `?2`, at most `?3` (index `messages_by_queue_id`).
-pub const LIST_SQL: &str = select!("WHERE queue = ?1 AND id > ?2 ORDER BY id LIMIT ?3");
+/// A page of queue `?1` in every status: ids above `?2`, at most `?3`. The ids are the merge by
+/// id (SQLite's `MERGE (UNION ALL)` of a compound `ORDER BY`, which pulls each part only as far as
+/// the page needs) of the ranges of every status's index, named (the plan must not depend on
+/// statistics): both ranges of `messages_pending` (ready, then waiting or blocked), the
+/// `processing` messages of `messages_leased` (sorted by id first: they are as many as the leases
+/// held), `messages_succeeded` and `messages_dead`; then the page's rows are read by id.
+pub const LIST_SQL: &str = select!(
+    "WHERE id IN ( \
+        SELECT id FROM messages INDEXED BY messages_pending \
+            WHERE queue = ?1 AND status = 'pending' AND ready = 0 AND id > ?2 \
+        UNION ALL SELECT id FROM messages INDEXED BY messages_pending \
+            WHERE queue = ?1 AND status = 'pending' AND ready = 1 AND id > ?2 \
+        UNION ALL SELECT id FROM messages INDEXED BY messages_leased \
+            WHERE queue = ?1 AND status = 'processing' AND id > ?2 \
+        UNION ALL SELECT id FROM messages INDEXED BY messages_succeeded \
+            WHERE queue = ?1 AND status = 'succeeded' AND id > ?2 \
+        UNION ALL SELECT id FROM messages INDEXED BY messages_dead \
+            WHERE queue = ?1 AND status = 'dead' AND id > ?2 \
+        ORDER BY id LIMIT ?3) \
+     ORDER BY id"
+);
 
 /// A page of queue `?1` in `status`: ids above `?2`, at most `?3`, through the status's partial
-/// index, named (SQLite's planner, without statistics, would rather walk `messages_by_queue_id`
-/// in id order and read every row): `messages_pending`, `messages_leased` (then sorted by id:
-/// processing messages are as many as the leases held), `messages_dead`; succeeded messages,
-/// which have none, are read in id order through `messages_by_queue_id`.
+/// index, named (the plan must not depend on statistics): for `pending`, the merge by id of the
+/// two ranges of `messages_pending` (as in [`LIST_SQL`]), then the page's rows; `messages_leased`
+/// (then sorted by id: processing messages are as many as the leases held),
+/// `messages_succeeded`, `messages_dead`.
 pub fn list_status_sql(status: Status) -> &'static str {
     match status {
         Status::Pending => select!(
-            "INDEXED BY messages_pending \
-             WHERE queue = ?1 AND status = 'pending' AND id > ?2 ORDER BY id LIMIT ?3"
+            "WHERE id IN ( \
+                SELECT id FROM messages INDEXED BY messages_pending \
+                    WHERE queue = ?1 AND status = 'pending' AND ready = 0 AND id > ?2 \
+                UNION ALL SELECT id FROM messages INDEXED BY messages_pending \
+                    WHERE queue = ?1 AND status = 'pending' AND ready = 1 AND id > ?2 \
+                ORDER BY id LIMIT ?3) \
+             ORDER BY id"
         ),
         Status::Processing => select!(
             "INDEXED BY messages_leased \
              WHERE queue = ?1 AND status = 'processing' AND id > ?2 ORDER BY id LIMIT ?3"
         ),
         Status::Succeeded => select!(
-            "INDEXED BY messages_by_queue_id \
+            "INDEXED BY messages_succeeded \
              WHERE queue = ?1 AND status = 'succeeded' AND id > ?2 ORDER BY id LIMIT ?3"
         ),
         Status::Dead => select!(
@@ -190,14 +216,14 @@ pub const DELETE_SQL: &str = "DELETE FROM messages WHERE id = ?1";
 /// Records that ids up to `?1` were given (after a delete), so that none is given again.
 pub const RETIRE_SQL: &str = "UPDATE retired_ids SET up_to = max(up_to, ?1)";
 
-/// The messages of queue `?1`: pending, processing, dead, and all, each from its index
-/// (`messages_pending`, `messages_leased`, `messages_dead`, `messages_by_queue_id`); the
-/// succeeded ones are the rest.
+/// The messages of queue `?1` in each status, in [`Status::ALL`]'s order (pending, processing,
+/// succeeded, dead), each a range of its status's index (`messages_pending`, `messages_leased`,
+/// `messages_succeeded`, `messages_dead`); the total is their sum.
 pub const COUNT_BY_STATUS_SQL: &str = "SELECT \
     (SELECT count(*) FROM messages WHERE queue = ?1 AND status = 'pending'), \
     (SELECT count(*) FROM messages WHERE queue = ?1 AND status = 'processing'), \
-    (SELECT count(*) FROM messages WHERE queue = ?1 AND status = 'dead'), \
-    (SELECT count(*) FROM messages WHERE queue = ?1)";
+    (SELECT count(*) FROM messages WHERE queue = ?1 AND status = 'succeeded'), \
+    (SELECT count(*) FROM messages WHERE queue = ?1 AND status = 'dead')";
 
 /// Processing messages of queue `?1` whose lease ran out at `?2` (index `messages_leased`).
 pub const COUNT_EXPIRED_SQL: &str = "SELECT count(*) FROM messages \
@@ -218,27 +244,46 @@ pub const NEXT_DUE_SQL: &str = "SELECT min(at) FROM ( \
     SELECT min(retry_after) FROM messages WHERE queue = ?1 AND status = 'pending' \
         AND retry_after IS NOT NULL AND blocked = 0 AND ready = 1 AND retry_after > ?2)";
 
-/// The enqueue time of the oldest message of queue `?1` due at `?2`: the head of the ready index
-/// `messages_ready`, or a waiting message whose `retry_after` has come and that no claim has
-/// moved yet (index `messages_delayed`).
-pub const OLDEST_DUE_SQL: &str = "SELECT min(created_at) FROM ( \
-    SELECT (SELECT created_at FROM messages WHERE queue = ?1 AND status = 'pending' \
-        AND ready = 1 AND (retry_after IS NULL OR retry_after <= ?2) \
-        ORDER BY created_at, id LIMIT 1) AS created_at \
+/// The enqueue time (`created_at`) of the first message of queue `?1` due at `?2` in claim order
+/// (the lowest id, not blocked: [`deadletter::Counts::oldest_due_created_at`]): the lower id of
+/// the first due entry of the ready lane (range `ready = 1` of `messages_pending`) and of the
+/// waiting messages whose `retry_after` has come and that no claim has moved yet (index
+/// `messages_delayed`), both read from the indexes alone, named (with statistics, SQLite would
+/// rather walk the range `ready = 0` of `messages_pending`, every waiting message's row). (`min(id)` with the bare column
+/// `created_at`: SQLite takes it from the row of the minimum.)
+pub const OLDEST_DUE_SQL: &str = "SELECT created_at FROM (SELECT min(id), created_at FROM ( \
+    SELECT id, created_at FROM (SELECT id, created_at FROM messages \
+        INDEXED BY messages_pending WHERE queue = ?1 AND status = 'pending' AND ready = 1 \
+        AND (retry_after IS NULL OR retry_after <= ?2) ORDER BY id LIMIT 1) \
     UNION ALL \
-    SELECT min(created_at) FROM messages WHERE queue = ?1 AND status = 'pending' \
-        AND retry_after IS NOT NULL AND blocked = 0 AND ready = 0 AND retry_after <= ?2)";
+    SELECT min(id), created_at FROM messages INDEXED BY messages_delayed \
+        WHERE queue = ?1 AND status = 'pending' AND retry_after IS NOT NULL AND blocked = 0 \
+        AND ready = 0 AND retry_after <= ?2))";
 
 /// When the oldest dead message of queue `?1` died (index `messages_dead_at`).
 pub const OLDEST_DEAD_SQL: &str =
     "SELECT min(dead_at) FROM messages WHERE queue = ?1 AND status = 'dead'";
 
-/// The names of the queues that hold messages, ascending: a skip-scan of the index
-/// `messages_by_queue_id` that seeks once per queue instead of reading every message.
+/// The names of the queues that hold messages, ascending, each once: a skip-scan of the four
+/// status indexes together (`messages_pending`, `messages_leased`, `messages_succeeded`,
+/// `messages_dead`), the next name being the least of the next one in each: four seeks per queue
+/// instead of reading every message.
 pub const QUEUES_SQL: &str = "WITH RECURSIVE names (queue) AS ( \
-        SELECT min(queue) FROM messages \
+        SELECT min(name) FROM ( \
+            SELECT min(queue) AS name FROM messages WHERE status = 'pending' \
+            UNION ALL SELECT min(queue) FROM messages WHERE status = 'processing' \
+            UNION ALL SELECT min(queue) FROM messages WHERE status = 'succeeded' \
+            UNION ALL SELECT min(queue) FROM messages WHERE status = 'dead') \
         UNION ALL \
-        SELECT (SELECT min(queue) FROM messages WHERE queue > names.queue) \
+        SELECT (SELECT min(name) FROM ( \
+            SELECT min(queue) AS name FROM messages \
+                WHERE status = 'pending' AND queue > names.queue \
+            UNION ALL SELECT min(queue) FROM messages \
+                WHERE status = 'processing' AND queue > names.queue \
+            UNION ALL SELECT min(queue) FROM messages \
+                WHERE status = 'succeeded' AND queue > names.queue \
+            UNION ALL SELECT min(queue) FROM messages \
+                WHERE status = 'dead' AND queue > names.queue)) \
         FROM names WHERE names.queue IS NOT NULL \
     ) SELECT queue FROM names WHERE queue IS NOT NULL";
 

@@ -1,8 +1,8 @@
 //! Files of older schema versions upgraded in place: deadletter 0.1.0's (schema version 1, the
 //! fixture `tests/fixtures/v0.1.0.sqlite`), version 2's (before the ready index), ids that stay
 //! unique across the upgrade to version 4, version 4's (before groups, expiry and the queue
-//! settings), version 5's (before `moved_from`) and version 6's (its index of dead messages
-//! carried their errors).
+//! settings), version 5's (before `moved_from`), version 6's (its index of dead messages
+//! carried their errors) and version 7's (an enqueue wrote four B-trees).
 
 mod common;
 
@@ -11,10 +11,12 @@ use std::path::Path;
 use common::{TempDb, engine, item, user_version};
 use deadletter::conformance::BASE;
 use deadletter::conformance::kit::{self, at, claim_at};
-use deadletter::{Arg, Call, Error, FailedAttempt, FilterArgs, Message, Status};
+use deadletter::{
+    Arg, Call, Engine, Error, FailedAttempt, FilterArgs, Item, Message, Stats, Status,
+};
 use deadletter_sqlite::{
     Durability, SCHEMA_V1, SCHEMA_VERSION, SqliteStore, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4,
-    UPGRADE_V5, UPGRADE_V6,
+    UPGRADE_V5, UPGRADE_V6, UPGRADE_V7,
 };
 use rusqlite::params;
 use rusqlite::types::Value;
@@ -396,8 +398,9 @@ fn a_version_4_file_is_upgraded_to_version_5_in_place() {
     );
     let settings = pollster::block_on(db.settings("q".into())).expect("settings");
     assert_eq!(settings, deadletter::QueueSettings::default());
-    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("over".into()));
+    // Claim order is the id: `due` (1), then `over` (2), created before it.
     assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("due".into()));
+    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("over".into()));
     assert_eq!(claim_at(&db, now), None);
     // Groups and expiry on the upgraded file.
     let grouped = |payload| deadletter::Item {
@@ -488,8 +491,9 @@ fn indexes(conn: &rusqlite::Connection) -> Vec<(String, String)> {
 
 /// A file of schema version 6 with messages of every status (those of [`write_version_2`], two
 /// dead ones, one with a 3 000-byte error that spilled out of the old index's page) is upgraded to
-/// 7 in place: every row stays as it was, byte for byte; only `messages_dead` changes, to
-/// `(queue, id)`; and the dead messages are listed, counted, dated and replayed as before.
+/// 7 (and 8) in place: every row stays as it was, byte for byte; `messages_dead` changes to
+/// `(queue, id)` (and version 8's indexes replace three: [`a_version_7_file_is_upgraded_to_version_8_in_place`]);
+/// and the dead messages are listed, counted, dated and replayed as before.
 #[test]
 fn a_version_6_file_is_upgraded_to_version_7_in_place() {
     let file = TempDb::new();
@@ -530,15 +534,17 @@ fn a_version_6_file_is_upgraded_to_version_7_in_place() {
     let changed: Vec<_> = new_indexes
         .iter()
         .filter(|index| !old_indexes.contains(index))
+        .map(|(name, _)| name.as_str())
         .collect();
     assert_eq!(
         changed,
-        [&(
-            "messages_dead".to_owned(),
-            "CREATE INDEX messages_dead ON messages (queue, id) WHERE status = 'dead'".to_owned()
-        )]
+        ["messages_dead", "messages_pending", "messages_succeeded"]
     );
-    assert_eq!(new_indexes.len(), old_indexes.len());
+    assert!(new_indexes.contains(&(
+        "messages_dead".to_owned(),
+        "CREATE INDEX messages_dead ON messages (queue, id) WHERE status = 'dead'".to_owned()
+    )));
+    assert_eq!(new_indexes.len(), old_indexes.len() - 1);
 
     let clock = at(now);
     let dead = FilterArgs {
@@ -580,4 +586,238 @@ fn a_version_6_file_is_upgraded_to_version_7_in_place() {
     );
     drop(db);
     assert_eq!(user_version(engine(&file.0).store()), SCHEMA_VERSION);
+}
+
+/// The instant [`fill_every_status`] writes at.
+const FILLED_AT: i64 = BASE + 1_000;
+
+/// Messages in every status and lane, written by the store at [`FILLED_AT`]: in queue `q`, 1 dead
+/// (failed for good), 2 succeeded, 3 failed once (waiting for its backoff, which ends at
+/// `FILLED_AT + 2 s`), 4 processing, 5 delayed by a minute, 6 to 8 an ordering group (6 its head,
+/// 7 and 8 blocked behind it), 9 with an idempotency key, 10 expiring in 1 000 s; in queue
+/// `other`, 11 succeeded and 12 pending.
+fn fill_every_status(db: &Engine<SqliteStore>) {
+    let clock = at(FILLED_AT);
+    let call = Call {
+        clock: &clock,
+        backoff: None,
+        sample: 0.0,
+    };
+    let enqueue = |queue: &str, items: &[Item<'_>]| {
+        pollster::block_on(db.enqueue_many(queue.into(), items, &clock)).expect("enqueue")
+    };
+    let claim = |queue: &str, n: i64| {
+        let claimed = pollster::block_on(db.claim_many(
+            queue.into(),
+            Arg::Int(n),
+            Arg::Null,
+            || "t".into(),
+            &call,
+        ));
+        let ids: Vec<i64> = claimed.expect("claim").value.iter().map(|m| m.id).collect();
+        ids
+    };
+    let fail = |id: i64, retryable: bool| {
+        pollster::block_on(db.fail(
+            "q".into(),
+            id.into(),
+            "HTTP 503".into(),
+            "t".into(),
+            Arg::Bool(retryable),
+            Arg::Null,
+            &call,
+        ))
+        .expect("fail")
+        .value
+    };
+    let succeed = |queue: &str, id: i64| {
+        pollster::block_on(db.succeed(queue.into(), id.into(), "t".into(), &clock))
+            .expect("succeed")
+    };
+    enqueue("q", &[item("poison")]);
+    assert_eq!(claim("q", 1), [1]);
+    assert_eq!(fail(1, false).status, Status::Dead);
+    enqueue("q", &[item("a"), item("b"), item("c")]);
+    assert_eq!(claim("q", 2), [2, 3]);
+    succeed("q", 2);
+    assert_eq!(fail(3, true).retry_after, Some(FILLED_AT + 2_000));
+    assert_eq!(claim("q", 1), [4]);
+    let grouped = |payload| Item {
+        payload: Arg::Str(payload),
+        group: "g".into(),
+        ..Item::default()
+    };
+    enqueue(
+        "q",
+        &[
+            Item {
+                delay_ms: Arg::Int(60_000),
+                ..item("later")
+            },
+            grouped("g1"),
+            grouped("g2"),
+            grouped("g3"),
+            Item {
+                idempotency_key: "k1".into(),
+                ..item("keyed")
+            },
+            Item {
+                expires_in_ms: Arg::Int(1_000_000),
+                ..item("expiring")
+            },
+        ],
+    );
+    enqueue("other", &[item("x"), item("y")]);
+    assert_eq!(claim("other", 1), [11]);
+    succeed("other", 11);
+}
+
+/// What `list` (every page of 3 of every status, and of each status), `stats` and `queues`
+/// answer at `now`.
+fn answers(db: &Engine<SqliteStore>, now: i64) -> (Vec<Vec<Message>>, Vec<Stats>) {
+    let clock = at(now);
+    let mut pages = Vec::new();
+    for queue in ["q", "other"] {
+        for status in [
+            None,
+            Some("pending"),
+            Some("processing"),
+            Some("succeeded"),
+            Some("dead"),
+        ] {
+            let filters = FilterArgs {
+                status: status.map_or(Arg::Null, Arg::Str),
+                ..FilterArgs::default()
+            };
+            let mut after = Arg::Null;
+            loop {
+                let page =
+                    pollster::block_on(db.list(queue.into(), &filters, Arg::Int(3), after, &clock))
+                        .expect("list");
+                pages.push(page.messages);
+                match page.next_after_id {
+                    Some(id) => after = Arg::Int(id),
+                    None => break,
+                }
+            }
+        }
+    }
+    let stats = pollster::block_on(db.queues(&clock)).expect("queues");
+    (pages, stats)
+}
+
+/// The SQL of every index a file of schema version 7 has, as its statements create them.
+fn version_7_indexes() -> Vec<String> {
+    let conn = rusqlite::Connection::open_in_memory().expect("open");
+    for step in [
+        SCHEMA_V1, UPGRADE_V2, UPGRADE_V3, UPGRADE_V4, UPGRADE_V5, UPGRADE_V6, UPGRADE_V7,
+    ] {
+        conn.execute_batch(step).expect("upgrade");
+    }
+    indexes(&conn).into_iter().map(|(_, sql)| sql).collect()
+}
+
+/// A file of schema version 7 with messages in every status and lane ([`fill_every_status`]:
+/// version 7 and 8 store the same rows, so the file is written by this store and given version
+/// 7's indexes) is upgraded to 8 in place: every row stays as it was, byte for byte; the indexes
+/// are those of a new file; and `list` (every page, of every status), `stats`, `queues` and
+/// claims answer as on the file written at version 8.
+#[test]
+fn a_version_7_file_is_upgraded_to_version_8_in_place() {
+    let (old, new) = (TempDb::new(), TempDb::new());
+    for file in [&old, &new] {
+        fill_every_status(&engine(&file.0));
+    }
+    let before = {
+        let mut conn = rusqlite::Connection::open(&old.0).expect("open");
+        let tx = conn.transaction().expect("begin");
+        for (name, _) in indexes(&tx) {
+            tx.execute_batch(&format!("DROP INDEX {name}"))
+                .expect("drop");
+        }
+        for sql in version_7_indexes() {
+            tx.execute_batch(&sql).expect("create");
+        }
+        tx.pragma_update(None, "user_version", 7).expect("version");
+        tx.commit().expect("commit");
+        table(&conn)
+    };
+    let (upgraded, reference) = (engine(&old.0), engine(&new.0));
+    assert_eq!(user_version(upgraded.store()), SCHEMA_VERSION);
+    let read = |db: &Engine<SqliteStore>| {
+        db.store()
+            .with_connection(|conn| Ok((table(conn), indexes(conn))))
+            .expect("read")
+    };
+    let ((rows, indexes_after), (reference_rows, reference_indexes)) =
+        (read(&upgraded), read(&reference));
+    assert_eq!(rows, before);
+    assert_eq!(rows, reference_rows);
+    assert_eq!(indexes_after, reference_indexes);
+
+    // 3 s later: message 3's backoff is over, and no claim has moved it to the ready lane yet.
+    let now = FILLED_AT + 3_000;
+    let answered = answers(&upgraded, now);
+    assert_eq!(answered, answers(&reference, now));
+    let (pages, stats) = answered;
+    let ids: Vec<Vec<i64>> = pages
+        .iter()
+        .map(|page| page.iter().map(|m| m.id).collect())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            // q: every status, then pending, processing, succeeded, dead
+            vec![1, 2, 3],
+            vec![4, 5, 6],
+            vec![7, 8, 9],
+            vec![10],
+            vec![3, 5, 6],
+            vec![7, 8, 9],
+            vec![10],
+            vec![4],
+            vec![2],
+            vec![1],
+            // other
+            vec![11, 12],
+            vec![12],
+            vec![],
+            vec![11],
+            vec![],
+        ]
+    );
+    let q = &stats[1];
+    assert_eq!(
+        (
+            q.queue.as_str(),
+            q.pending,
+            q.processing,
+            q.succeeded,
+            q.dead,
+            q.delayed,
+            q.oldest_due_age_ms
+        ),
+        ("q", 7, 1, 1, 1, 1, Some(3_000))
+    );
+    let names: Vec<&str> = stats.iter().map(|s| s.queue.as_str()).collect();
+    assert_eq!(names, ["other", "q"]);
+    for db in [&upgraded, &reference] {
+        let clock = at(now);
+        let call = Call {
+            clock: &clock,
+            backoff: None,
+            sample: 0.0,
+        };
+        let claimed = pollster::block_on(db.claim_many(
+            "q".into(),
+            Arg::Int(10),
+            Arg::Null,
+            || "t2".into(),
+            &call,
+        ))
+        .expect("claim");
+        let ids: Vec<i64> = claimed.value.iter().map(|m| m.id).collect();
+        // In claim order: 3 (its backoff over), the group's head, the keyed and expiring ones.
+        assert_eq!(ids, [3, 6, 9, 10]);
+    }
 }
