@@ -113,10 +113,11 @@ pub fn a_moved_message_is_not_claimed_when_the_clock_goes_back<S: Store>(
 /// `retry_after` `now - 1`, created at `BASE + 1`), `later` (pending, failed once, `retry_after`
 /// `now + 50 s`, created at `BASE`), `held` (processing under a lease that ran out at `now - 5`,
 /// created at `BASE + 2`), and any others that are neither pending nor run out. They read back
-/// as written; at `now` the counts see one delayed, one expired lease and the oldest due since
-/// `BASE + 1`; claims take the due ones in FIFO order, the one whose backoff is over (not moved
-/// to the ready lane yet) first; the expired lease is reaped into backoff, and the one still in
-/// backoff stays.
+/// as written; at `now` the counts see one delayed, one expired lease and the first due message
+/// in claim order created at `BASE + 3`; claims take the due ones in claim order (by id: `due`,
+/// then `over`, whose backoff is over but which no claim had moved to the ready lane yet); the
+/// expired lease is reaped into backoff, and the one still in backoff stays. The fixtures give
+/// `due` the lowest id: before claim order was by id, `over` (older) came first.
 ///
 /// # Panics
 /// When the store does otherwise (this is a test's assertion).
@@ -148,10 +149,10 @@ pub fn messages_written_before_the_ready_lane_keep_their_order<S: Store>(
             stats.expired,
             stats.oldest_due_age_ms,
         ),
-        (3, 1, Some(now + 50_000), 1, Some(now - (BASE + 1)))
+        (3, 1, Some(now + 50_000), 1, Some(now - (BASE + 3)))
     );
-    assert_eq!(claim_at(db, now).map(|m| m.payload), Some("over".into()));
     assert_eq!(claim_at(db, now).map(|m| m.payload), Some("due".into()));
+    assert_eq!(claim_at(db, now).map(|m| m.payload), Some("over".into()));
     assert_eq!(claim_at(db, now), None);
     let held = all.iter().find(|m| m.payload == "held").expect("held");
     let held = pollster::block_on(db.get(QUEUE.into(), held.id.into())).expect("get");

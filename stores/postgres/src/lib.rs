@@ -14,7 +14,7 @@
 //! (a storage-only `ready` column moves them from the index of waiting messages, by
 //! `retry_after`, into the ready index, once each) and selects the expired leases; the pending
 //! messages whose expiry came are taken out; the last read takes the head of the ready index
-//! (FIFO by `created_at`, then id). It never walks the messages still in backoff, however many
+//! (in claim order: by id, enqueue order). It never walks the messages still in backoff, however many
 //! wait ahead of the due ones, nor the members of ordering groups waiting behind their heads (a
 //! storage-only `blocked` column keeps them out of every claim index). Workers skip the rows
 //! others are claiming instead of waiting for them, so N workers do not serialize on each other.
@@ -89,7 +89,7 @@ pub use client::Client;
 pub use options::{MAX_CONNECTIONS, MAX_TIMEOUT, MAX_TIMEOUT_MS, Options};
 pub use schema::{
     MAX_SCHEMA_BYTES, SCHEMA_VERSION, ddl, ddl_v1, quote_identifier, upgrade_v2, upgrade_v3,
-    upgrade_v4,
+    upgrade_v4, upgrade_v5,
 };
 pub use sql::{CLAIM_BEGIN, COLUMNS, Sql};
 pub use store::PostgresStore;

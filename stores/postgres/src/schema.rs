@@ -7,7 +7,7 @@ use deadletter::{Error, FieldError, Result};
 use crate::pool::db_error;
 
 /// The schema version this build creates and reads (the row of `deadletter_schema`).
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// Longest schema name PostgreSQL keeps (`NAMEDATALEN - 1` bytes); a longer one would be cut
 /// silently, so it is refused.
@@ -44,7 +44,7 @@ pub fn quote_identifier(schema: &str) -> Result<String> {
 
 /// The DDL of version 1, for the quoted schema `{s}`, exactly as the first PostgreSQL store
 /// created it. A new schema is created at version 1 and upgraded by [`upgrade_v2`] to
-/// [`upgrade_v4`], so new and upgraded schemas are the same. Timestamps are the core's UTC milliseconds (`bigint`); the
+/// [`upgrade_v5`], so new and upgraded schemas are the same. Timestamps are the core's UTC milliseconds (`bigint`); the
 /// payload is `bytea` so that it round-trips byte for byte whatever the database encoding (and
 /// may hold U+0000, which `text` cannot); names compare by bytes (`COLLATE "C"`), so `queues()`
 /// is in byte order as in every store.
@@ -220,6 +220,28 @@ UPDATE {s}.deadletter_schema SET version = 4;
     )
 }
 
+/// Version 4 -> 5, for the quoted schema `{s}`: claim order is enqueue order, the id (the core's
+/// [`deadletter::storage::claim_order`]; it was `created_at`, then id, which put a message
+/// enqueued later first when the clock went back between two enqueues, or when producers' clocks
+/// disagree). The ready index `messages_ready` is keyed by `(queue, id)` instead of `(queue,
+/// created_at, id)`, with the instant the message became due still its last key (claim skips a
+/// message moved before the clock went back inside the index). Cheap on a large table: no
+/// column changes, no rewrite; the index is dropped and built again (it holds the ready messages
+/// only), in the upgrade's transaction, which holds the table's lock while it builds it.
+pub fn upgrade_v5(s: &str) -> String {
+    format!(
+        r"
+DROP INDEX {s}.messages_ready;
+-- claim, step 3 (and Counts::oldest_due_created_at): the ready messages in claim order (id). The
+-- last key is when the message became due (the smallest bigint when it always was).
+CREATE INDEX messages_ready ON {s}.messages
+    (queue, id, (coalesce(retry_after, '-9223372036854775808'::bigint)))
+    WHERE status = 'pending' AND ready;
+UPDATE {s}.deadletter_schema SET version = 5;
+"
+    )
+}
+
 /// The DDL of the current version ([`SCHEMA_VERSION`]) for the quoted schema `s`: what a new
 /// schema gets.
 pub fn ddl(s: &str) -> String {
@@ -229,7 +251,7 @@ pub fn ddl(s: &str) -> String {
 /// The DDL that brings version N to N + 1, for the quoted schema `s`, from 0 (an empty schema)
 /// on: a new schema is created at version 1 and upgraded, so new and upgraded schemas are the
 /// same.
-const STEPS: [fn(&str) -> String; 4] = [ddl_v1, upgrade_v2, upgrade_v3, upgrade_v4];
+const STEPS: [fn(&str) -> String; 5] = [ddl_v1, upgrade_v2, upgrade_v3, upgrade_v4, upgrade_v5];
 
 /// Creates the schema `name` (quoted: `quoted`) and its tables when it is missing or empty;
 /// accepts it at [`SCHEMA_VERSION`] and upgrades it from an older version, in the transaction

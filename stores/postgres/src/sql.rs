@@ -124,8 +124,8 @@ pub struct Sql {
     /// The move that [`Sql::expired`] starts with, alone (for `EXPLAIN`: PostgreSQL counts the
     /// pages a data-modifying `WITH` reads apart from the statement's).
     pub move_due: String,
-    /// Claim, step 3: at most `$3` ready messages of queue `$1` due at `$2`, FIFO (the head of
-    /// the index `messages_ready`), locked; rows other workers are claiming are skipped instead
+    /// Claim, step 3: at most `$3` ready messages of queue `$1` due at `$2`, in claim order (by
+    /// id: the head of the index `messages_ready`), locked; rows other workers are claiming are skipped instead
     /// of waited for; one whose expiry came (that another claim skipped while taking it out)
     /// is left alone.
     pub due: String,
@@ -144,9 +144,10 @@ pub struct Sql {
     pub keys_taken: String,
     /// Deletes the messages with ids `$1`.
     pub delete: String,
-    /// The counters of queue `$1` at `$2`: by status (4), expired, delayed, next due, oldest
-    /// due `created_at` (the head of the ready index, or a waiting message whose `retry_after`
-    /// has come and that no claim has moved yet), oldest `dead_at`; then the queue row's
+    /// The counters of queue `$1` at `$2`: by status (4), expired, delayed, next due, the
+    /// `created_at` of the first due message in claim order (the lower id of the ready index's
+    /// head and of the first waiting message whose `retry_after` has come and that no claim has
+    /// moved yet), oldest `dead_at`; then the queue row's
     /// `paused`, `expired_dead`, `expired_discarded`.
     pub counts: String,
     /// The distinct queue names in byte order, one index probe per queue (a loose index scan).
@@ -286,7 +287,7 @@ impl Sql {
             due: select(&format!(
                 "WHERE queue = $1 AND status = 'pending' AND ready AND {DUE_SINCE} <= $2 \
                  AND (expires_at IS NULL OR expires_at > $2) \
-                 ORDER BY created_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
+                 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED"
             )),
             list: select("WHERE queue = $1 AND id > $2 ORDER BY id LIMIT $3"),
             list_status: select(
@@ -303,12 +304,14 @@ impl Sql {
             delete: format!("DELETE FROM {m} WHERE id = ANY($1)"),
             counts: format!(
                 "SELECT {}, {}, {}, {}, {}, {}, {next_due_at}, \
-                 least( \
-                   (SELECT created_at FROM {m} \
+                 (SELECT created_at FROM ( \
+                   (SELECT id, created_at FROM {m} \
                     WHERE queue = $1 AND status = 'pending' AND ready AND {DUE_SINCE} <= $2 \
-                    ORDER BY created_at, id LIMIT 1), \
-                   (SELECT min(created_at) FROM {m} \
-                    WHERE queue = $1 AND {WAITING} AND retry_after <= $2)), \
+                    ORDER BY id LIMIT 1) \
+                   UNION ALL \
+                   (SELECT id, created_at FROM {m} \
+                    WHERE queue = $1 AND {WAITING} AND retry_after <= $2 \
+                    ORDER BY id LIMIT 1)) AS first_due ORDER BY id LIMIT 1), \
                  (SELECT min(dead_at) FROM {m} WHERE queue = $1 AND status = 'dead'), \
                  {}, {}, {}",
                 count("status = 'pending'"),

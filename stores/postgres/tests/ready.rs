@@ -1,8 +1,8 @@
 //! Schema version 2's ready index (issue 10) beyond the conformance cases: the upgrade of a
 //! version-1 schema (to the current version: the same schema as a new one), messages in backoff
 //! coming out in FIFO order once due, and a moved message that is not taken when the clock goes
-//! back; version 3's (issue 21) upgrade of a version-2 schema, and version 4's (issue 22:
-//! `moved_from`) of a version-3 one.
+//! back; version 3's (issue 21) upgrade of a version-2 schema, version 4's (issue 22:
+//! `moved_from`) of a version-3 one, and version 5's (claim order by id) of a version-4 one.
 
 mod common;
 
@@ -317,8 +317,8 @@ fn a_version_2_schema_is_upgraded_to_version_3_in_place() {
         ),
         (3, 1, false, 0)
     );
-    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("over".into()));
     assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("due".into()));
+    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("over".into()));
     let grouped = |payload| Item {
         payload: Arg::Str(payload),
         group: "g".into(),
@@ -374,4 +374,59 @@ fn a_version_3_schema_is_upgraded_to_version_4_in_place() {
             ..dead
         }
     );
+}
+
+/// Version 5: claim order is the id (enqueue order), not `created_at`. A version-4 schema whose
+/// three due messages were enqueued while the clock went back (ids 1, 2, 3 created at `BASE` +
+/// 10, + 5, + 7) is upgraded: its ready index is keyed by id, and they come out as 1, 2, 3, the
+/// counts' first due message being id 1. On version 4's index they came out as 2, 3, 1.
+#[test]
+fn a_version_4_schema_is_upgraded_to_version_5_in_place() {
+    let schemas = Schemas::new("upgrade5");
+    let name = schemas.name();
+    let s = quoted(&name);
+    let now = BASE + 100_000;
+    let steps: String = [
+        deadletter_postgres::upgrade_v2,
+        deadletter_postgres::upgrade_v3,
+        deadletter_postgres::upgrade_v4,
+    ]
+    .iter()
+    .map(|step| step(&s))
+    .collect();
+    let b = BASE;
+    let v1 = ddl_v1(&s);
+    let setup = format!(
+        "CREATE SCHEMA {s}; {v1} {steps} \
+         INSERT INTO {s}.messages (queue, payload, status, retry_count, max_retries, \
+           created_at, updated_at, errors, errors_dropped, replay_count) VALUES \
+         ('q', 'first', 'pending', 0, 3, {b}+10, {b}+10, '[]', 0, 0), \
+         ('q', 'second', 'pending', 0, 3, {b}+5, {b}+5, '[]', 0, 0), \
+         ('q', 'third', 'pending', 0, 3, {b}+7, {b}+7, '[]', 0, 0)"
+    );
+    admin().batch_execute(&setup).expect("version 4");
+    let db = engine(&name);
+    let version: i32 = admin()
+        .query_one(&format!("SELECT version FROM {s}.deadletter_schema"), &[])
+        .expect("version")
+        .get(0);
+    assert_eq!(version, SCHEMA_VERSION);
+    let index = definition(&name)
+        .into_iter()
+        .find(|line| line.contains("INDEX messages_ready "))
+        .expect("the ready index");
+    assert!(
+        index.contains("(queue, id, COALESCE(retry_after"),
+        "{index}"
+    );
+    let stats = pollster::block_on(db.stats("q".into(), &at(now))).expect("stats");
+    assert_eq!(
+        (stats.pending, stats.oldest_due_age_ms),
+        (3, Some(now - (BASE + 10)))
+    );
+    let order: Vec<String> = (0..3)
+        .filter_map(|_| claim_at(&db, now))
+        .map(|m| m.payload)
+        .collect();
+    assert_eq!(order, ["first", "second", "third"]);
 }
