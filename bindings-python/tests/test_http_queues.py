@@ -217,13 +217,18 @@ def test_metrics_of_pause_and_expiry(
 
 def test_the_enqueue_routes_name_pattern_is_the_queues_rule() -> None:
     """The document's pattern of the names enqueue accepts (`NEW_QUEUE`) says what the queue
-    says, for each character below U+3100 and a few above, alone and between letters."""
+    says, for each character below U+3100 and the invisible ones above, alone and between
+    letters."""
     doc = document()
     schema = doc["components"]["parameters"]["new_queue"]["schema"]
     pattern = re.compile(schema["pattern"])
     q = deadletter.open()
     checked = 0
-    for code in [*range(0x3100), 0xFEFF, 0xFFFC, 0x1F600, 0xE0001]:
+    # Below U+3100, and the invisible characters above it (Hangul fillers, variation selectors,
+    # tags, the code points kept ignorable: session 8).
+    above = [0x3164, 0xFEFF, 0xFFA0, 0xFFFC, 0x1D173, 0x1F600, *range(0xFE00, 0xFE10)]
+    above += [*range(0xFFEF, 0xFFFD), *range(0xE0000, 0xE0200, 7), 0xE01EF, 0xE01F0, 0xE0FFF]
+    for code in [*range(0x3100), *above]:
         if 0xD800 <= code <= 0xDFFF:
             continue
         for name in (chr(code), f"a{chr(code)}b", chr(code) * 2):

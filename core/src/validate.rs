@@ -349,16 +349,17 @@ impl Check {
 
     /// The name of a queue that messages are put under (`enqueue`, `enqueue_many`): a queue
     /// name ([`Check::queue`]) that can be shown safely, so not one holding a control character
-    /// (C0 U+0000..U+001F, DEL U+007F, C1 U+0080..U+009F) or a format character ([`is_hidden`]:
-    /// Unicode's general category Cf but the joiners U+200C and U+200D; the bidirectional
-    /// controls U+202A..U+202E, U+2066..U+2069 make a name read as another in a terminal or a
-    /// page, U+200B, U+2060, U+FEFF, U+00AD make names that show as empty or as another one:
-    /// new-user finding N7, session 7), nor one with nothing to show (only whitespace and
-    /// [`is_ignorable`] characters: it reads as empty), nor `.` or `..` (browsers and HTTP
-    /// clients resolve them as path segments, so the HTTP API and its console could not reach
-    /// the queue: new-user finding F3, session 6): `invalid`. Making a handle, reading,
-    /// replaying, purging and the settings take any name [`Check::queue`] takes, so that queues
-    /// already stored under such a name keep working (issue 23, item 5).
+    /// (C0 U+0000..U+001F, DEL U+007F, C1 U+0080..U+009F) or an [`is_hidden`] character (the
+    /// format characters, Unicode's general category Cf, the other default-ignorable ones and the
+    /// line and paragraph separators, but the joiners and the variation selectors: the
+    /// bidirectional controls U+202A..U+202E, U+2066..U+2069 make a name read as another in a
+    /// terminal or a page, U+200B, U+2060, U+FEFF, U+00AD, U+3164 make names that show as empty
+    /// or as another one: new-user finding N7, session 7), nor one with nothing to show (only
+    /// whitespace and [`is_joiner_or_selector`] characters: it reads as empty), nor `.` or `..`
+    /// (browsers and HTTP clients resolve them as path segments, so the HTTP API and its console
+    /// could not reach the queue: new-user finding F3, session 6): `invalid`. Making a handle,
+    /// reading, replaying, purging and the settings take any name [`Check::queue`] takes, so that
+    /// queues already stored under such a name keep working (issue 23, item 5).
     pub(crate) fn new_queue<'a>(&mut self, arg: &Arg<'a>) -> Option<&'a str> {
         self.new_queue_field("queue", arg)
     }
@@ -385,8 +386,10 @@ impl Check {
     fn new_queue_field<'a>(&mut self, field: &'static str, arg: &Arg<'a>) -> Option<&'a str> {
         let name = self.queue_field(field, arg)?;
         let why = if name.chars().any(|c| c.is_control() || is_hidden(c)) {
-            "must not contain control or invisible format characters"
-        } else if name.chars().all(|c| c.is_whitespace() || is_ignorable(c))
+            "must not contain control, invisible or line separator characters"
+        } else if name
+            .chars()
+            .all(|c| c.is_whitespace() || is_joiner_or_selector(c))
             || matches!(name.as_bytes(), b"." | b"..")
         {
             "must not be only whitespace or invisible characters, . or .."
@@ -445,32 +448,46 @@ impl Check {
     }
 }
 
-/// Unicode's format characters (general category Cf, Unicode 16) but the zero-width joiners
-/// U+200C and U+200D, which emoji sequences and scripts such as Persian need: the bidirectional
-/// controls (U+202A..U+202E, U+2066..U+2069, U+200E, U+200F, U+061C), which reorder what
-/// follows them, and characters that show nothing (U+00AD, U+180E, U+200B, U+2060..U+2064,
-/// U+FEFF, the tags U+E0001, U+E0020..U+E007F, ...): a name holding one reads as another
-/// (new-user finding N7, session 7). The console and the CLI show the same set escaped.
+/// The characters a new queue name refuses because they show nothing or change how the rest of
+/// the line reads (new-user finding N7, session 7, and its sequel of session 8), from Unicode 16:
+///
+/// - the format characters (general category Cf): the bidirectional controls (U+202A..U+202E,
+///   U+2066..U+2069, U+200E, U+200F, U+061C), which reorder what follows them, and characters
+///   that show nothing (U+00AD, U+180E, U+200B, U+2060..U+2064, U+FEFF, the tags U+E0001,
+///   U+E0020..U+E007F, ...);
+/// - the other `Default_Ignorable_Code_Point` characters (DerivedCoreProperties.txt), which show
+///   nothing either: the combining grapheme joiner U+034F, the Hangul fillers U+115F, U+1160,
+///   U+3164, U+FFA0, the Khmer inherent vowels U+17B4, U+17B5, and the code points Unicode keeps
+///   ignorable for later (U+2065, U+FFF0..U+FFF8, U+E0000, U+E0002..U+E001F, U+E0080..U+E00FF,
+///   U+E01F0..U+E0FFF): `\u{3164}` alone was a name that read as empty, `jobs\u{3164}` one that
+///   read as `jobs`;
+/// - the line and paragraph separators U+2028, U+2029 (categories Zl, Zp), which break the line
+///   a name is shown on.
+///
+/// Left out, and allowed inside a name, are the default-ignorable characters that change the
+/// character before them rather than hide: the joiners U+200C and U+200D, which emoji sequences
+/// and scripts such as Persian need, and the variation selectors ([`is_joiner_or_selector`]:
+/// U+FE00..U+FE0F, which emoji need, `\u{2764}\u{fe0f}`; Mongolian's U+180B..U+180D, U+180F;
+/// the ideographic ones U+E0100..U+E01EF). The console and the CLI show the same set escaped,
+/// and errors quote it escaped ([`crate::error::Quoted`]).
 pub(crate) fn is_hidden(c: char) -> bool {
     matches!(c,
-        '\u{AD}' | '\u{600}'..='\u{605}' | '\u{61C}' | '\u{6DD}' | '\u{70F}'
-        | '\u{890}'..='\u{891}' | '\u{8E2}' | '\u{180E}' | '\u{200B}' | '\u{200E}'..='\u{200F}'
-        | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}'
-        | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}' | '\u{110BD}' | '\u{110CD}'
-        | '\u{13430}'..='\u{1343F}' | '\u{1BCA0}'..='\u{1BCA3}' | '\u{1D173}'..='\u{1D17A}'
-        | '\u{E0001}' | '\u{E0020}'..='\u{E007F}')
+        '\u{AD}' | '\u{34F}' | '\u{600}'..='\u{605}' | '\u{61C}' | '\u{6DD}' | '\u{70F}'
+        | '\u{890}'..='\u{891}' | '\u{8E2}' | '\u{115F}'..='\u{1160}' | '\u{17B4}'..='\u{17B5}'
+        | '\u{180E}' | '\u{200B}' | '\u{200E}'..='\u{200F}' | '\u{2028}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FEFF}' | '\u{FFA0}' | '\u{FFF0}'..='\u{FFFB}'
+        | '\u{110BD}' | '\u{110CD}' | '\u{13430}'..='\u{1343F}' | '\u{1BCA0}'..='\u{1BCA3}'
+        | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E00FF}' | '\u{E01F0}'..='\u{E0FFF}')
 }
 
-/// Unicode's `Default_Ignorable_Code_Point` characters (Unicode 16), which show nothing: the
-/// joiners, variation selectors, Hangul fillers and the like, besides most of [`is_hidden`]'s.
-/// A name made only of them and whitespace reads as empty (new-user finding N7, session 7).
-fn is_ignorable(c: char) -> bool {
+/// The `Default_Ignorable_Code_Point` characters that [`is_hidden`] leaves out: the joiners
+/// U+200C, U+200D and the variation selectors (U+180B..U+180D, U+180F, U+FE00..U+FE0F,
+/// U+E0100..U+E01EF). They show nothing alone, so a name made only of them and whitespace reads
+/// as empty (new-user finding N7, session 7); inside one they are allowed.
+fn is_joiner_or_selector(c: char) -> bool {
     matches!(c,
-        '\u{AD}' | '\u{34F}' | '\u{61C}' | '\u{115F}'..='\u{1160}' | '\u{17B4}'..='\u{17B5}'
-        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
-        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}'
-        | '\u{FFF0}'..='\u{FFF8}' | '\u{1BCA0}'..='\u{1BCA3}' | '\u{1D173}'..='\u{1D17A}'
-        | '\u{E0000}'..='\u{E0FFF}')
+        '\u{180B}'..='\u{180D}' | '\u{180F}' | '\u{200C}'..='\u{200D}' | '\u{FE00}'..='\u{FE0F}'
+        | '\u{E0100}'..='\u{E01EF}')
 }
 
 /// The characters of `s` (its bytes that start one): `str::chars().count()` links a large

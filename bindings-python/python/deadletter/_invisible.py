@@ -1,33 +1,67 @@
 """The characters that show nothing or change how the rest of a line reads, as regular
 expression class bodies (for `re` and for the OpenAPI document's ECMA-262 patterns): what queue
-names refuse (the core's `validate::is_hidden` and `is_ignorable`, core/src/validate.rs), what
-the CLI's tables escape (`deadletter.cli._output.printable`) and what the console shows escaped
-(`http/static/visible.js`, the same set). U+202E turned ``Invoice \\u202efdp.exe`` into
-``Invoice exe.pdf``, and a zero-width space made ``emails\\u200b`` read as ``emails``
-(new-user findings N6, N7, session 7)."""
+names refuse (the core's `validate::is_hidden` and `is_joiner_or_selector`,
+core/src/validate.rs), what the CLI's tables and the HTTP API's problem details escape
+(`printable`) and what the console shows escaped (`http/static/visible.js`, the same set).
+U+202E turned ``Invoice \\u202efdp.exe`` into ``Invoice exe.pdf``, and a zero-width space made
+``emails\\u200b`` read as ``emails`` (new-user findings N6, N7, session 7); a Hangul filler made
+``jobs\\u3164`` read as ``jobs``, and a line separator broke the line a name was shown on
+(session 8)."""
 
 from __future__ import annotations
 
-__all__ = ["CONTROLS", "HIDDEN", "IGNORABLE"]
+import re
+
+__all__ = ["CONTROLS", "HIDDEN", "IGNORABLE", "escaped", "printable"]
 
 CONTROLS = "\x00-\x1f\x7f-\x9f"
 """The C0 controls, DEL and the C1 controls (what a terminal obeys: ESC, BEL, OSC, ...)."""
 
 HIDDEN = (
-    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b\u200e-\u200f"
-    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
-    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
-    "\U000e0020-\U000e007f"
+    "\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u115f-\u1160\u17b4-\u17b5"
+    "\u180e\u200b\u200e-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff0-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e00ff\U000e01f0-\U000e0fff"
 )
-"""Unicode's format characters (general category Cf, Unicode 16) but the joiners U+200C and
-U+200D, which emoji sequences and scripts such as Persian need: the bidirectional controls, which
-reorder what follows them, and invisible ones (ZERO WIDTH SPACE, WORD JOINER, the BOM, SOFT
-HYPHEN, tags, ...)."""
+"""The core's `validate::is_hidden`, from Unicode 16: the format characters (general category Cf:
+the bidirectional controls, which reorder what follows them, and invisible ones such as ZERO
+WIDTH SPACE, WORD JOINER, the BOM, SOFT HYPHEN, tags), the other Default_Ignorable_Code_Point
+characters (the combining grapheme joiner U+034F, the Hangul fillers U+115F, U+1160, U+3164,
+U+FFA0, the Khmer inherent vowels U+17B4, U+17B5, the code points kept ignorable) and the line
+and paragraph separators U+2028, U+2029 (Zl, Zp); but the joiners and the variation selectors
+(`IGNORABLE`)."""
 
 IGNORABLE = (
-    "\u034f\u115f-\u1160\u17b4-\u17b5\u180b-\u180d\u180f\u200c-\u200d\u2065\u3164"
-    "\ufe00-\ufe0f\uffa0\ufff0-\ufff8\U000e0000\U000e0002-\U000e001f\U000e0080-\U000e0fff"
+    "\u180b-\u180d\u180f\u200c-\u200d\ufe00-\ufe0f\U000e0100-\U000e01ef"
 )
-"""Unicode's Default_Ignorable_Code_Point characters that `HIDDEN` leaves out (the joiners,
-variation selectors, Hangul fillers, ...): they show nothing either, so a queue name made only of
-them and white space is refused, though they are allowed inside one."""
+"""The Default_Ignorable_Code_Point characters that `HIDDEN` leaves out: the joiners U+200C and
+U+200D (emoji sequences and scripts such as Persian need them) and the variation selectors
+(emoji need U+FE0F; Mongolian's U+180B..U+180F but U+180E; the ideographic U+E0100..U+E01EF).
+They show nothing alone, so a queue name made only of them and white space is refused, though
+they are allowed inside one."""
+
+
+CONTROL = re.compile(f"[{CONTROLS}{HIDDEN}]")
+"""The C0 and C1 control characters and DEL (what a terminal obeys: ESC, BEL, OSC, ...) and
+`HIDDEN`: the bidirectional controls, which reorder the rest of the line (U+202E shows ``abc`` as
+``cba``: a payload could disguise the columns after it; new-user finding F10), and those that
+show nothing, such as ZERO WIDTH SPACE (a queue name ``emails\\u200b`` read as ``emails``;
+finding N7, session 7). Queue names refuse the same set, and the console shows it escaped too."""
+NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character (`CONTROL`) escaped, ``\\n``, ``\\r``, ``\\t``,
+    ``\\x1b`` or ``\\u202e``: people's output is one line per value, in order, and never drives
+    the terminal (payloads and errors come from whoever can enqueue). ``--json`` escapes them its
+    own way."""
+    return CONTROL.sub(lambda m: NAMED.get(m.group(), escaped(m.group())), text)
+
+
+def escaped(char: str) -> str:
+    """``\\x1b`` for a character of Latin-1, ``\\u202e`` up to U+FFFF, ``\\U000e0041`` past it
+    (as Python writes them)."""
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"

@@ -6,7 +6,6 @@ and the progress line of long commands on a terminal."""
 from __future__ import annotations
 
 import json
-import re
 import time
 import unicodedata
 from collections.abc import Sequence
@@ -16,7 +15,7 @@ from typing import Any, Optional, TextIO, Union
 import deadletter
 
 from .._deadletter import STATUSES
-from .._invisible import CONTROLS, HIDDEN
+from .._invisible import printable
 from .._json import jsonable
 
 __all__ = [
@@ -136,33 +135,6 @@ def cell(value: Any, width: Optional[int]) -> str:
             break
         kept.append(char)
     return "".join(kept) + "…"
-
-
-CONTROL = re.compile(f"[{CONTROLS}{HIDDEN}]")
-"""The C0 and C1 control characters and DEL (what a terminal obeys: ESC, BEL, OSC, ...) and the
-format characters (`deadletter._invisible.HIDDEN`): the bidirectional controls, which reorder
-the rest of the line (U+202E shows ``abc`` as ``cba``: a payload could disguise the columns after
-it; new-user finding F10), and those that show nothing, such as ZERO WIDTH SPACE (a queue name
-``emails\u200b`` read as ``emails``; finding N7, session 7). Queue names refuse the same set, and
-the console shows it escaped too."""
-NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def printable(text: str) -> str:
-    """``text`` with every control character (`CONTROL`) escaped, ``\\n``, ``\\r``, ``\\t``,
-    ``\\x1b`` or ``\\u202e``: people's output is one line per value, in order, and never drives
-    the terminal (payloads and errors come from whoever can enqueue). ``--json`` escapes them its
-    own way."""
-    return CONTROL.sub(lambda m: NAMED.get(m.group(), escaped(m.group())), text)
-
-
-def escaped(char: str) -> str:
-    """``\\x1b`` for a character of Latin-1, ``\\u202e`` up to U+FFFF, ``\\U000e0041`` past it
-    (as Python writes them)."""
-    code = ord(char)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 MESSAGE_COLUMNS = (

@@ -68,18 +68,19 @@ NO_NUL = r"^[^\u0000]*$"
 (not every store can hold it)."""
 
 CONTROLS = r"\u0000-\u001f\u007f-\u009f" + HIDDEN
-"""The characters enqueue refuses in a queue name: C0, DEL, C1 and the format characters but the
-joiners (`deadletter._invisible.HIDDEN`: a test checks them against the queue, character by
-character). Those past U+FFFF are written as themselves: a JSON Schema pattern is read with
-ECMA-262's `u` flag, as Python's `re` reads it."""
+"""The characters enqueue refuses in a queue name: C0, DEL, C1 and the invisible ones
+(`deadletter._invisible.HIDDEN`: format characters, other default-ignorable ones, line and
+paragraph separators; a test checks them against the queue, character by character). Those past
+U+FFFF are written as themselves: a JSON Schema pattern is read with ECMA-262's `u` flag, as
+Python's `re` reads it."""
 SPACES = r"\u0020\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 """Unicode's White_Space characters besides the controls: a name made only of them is refused
 (spelled out, since ``\\s`` differs between regular expression dialects)."""
 NEW_QUEUE = rf"^(?!\.\.?$)[^{CONTROLS}]*[^{CONTROLS}{SPACES}{IGNORABLE}][^{CONTROLS}]*$"
-"""A queue name that enqueue accepts (where messages are put under it): no control or format
-character but the joiners, not only white space and invisible characters (finding N7, session
-7), not ``.`` or ``..`` (dot segments, which clients remove from URLs: finding
-F3, refused by the core since 0bbc070)."""
+"""A queue name that enqueue accepts (where messages are put under it): no control or invisible
+character but the joiners and variation selectors, not only white space and invisible characters
+(finding N7, session 7), not ``.`` or ``..`` (dot segments, which clients remove from URLs:
+finding F3, refused by the core since 0bbc070)."""
 
 TIMESTAMP: Json = {
     "type": "string",
@@ -810,10 +811,11 @@ PARAMETERS: Json = {
         "in": "path",
         "required": True,
         "description": "The queue name, percent-encoded (a/b is a%2Fb): "
-        f"1..={MAX_QUEUE_CHARS} characters, without control characters (C0, DEL, C1) or "
-        "format characters (Unicode's Cf: bidirectional controls, zero-width spaces, ...) but "
-        "the joiners U+200C and U+200D, not only white space and invisible characters, not . or "
-        "..: the names messages can be put under.",
+        f"1..={MAX_QUEUE_CHARS} characters, without control characters (C0, DEL, C1), format "
+        "characters (Unicode's Cf: bidirectional controls, zero-width spaces, ...), other "
+        "default-ignorable ones (Hangul fillers, ...) or line and paragraph separators, but the "
+        "joiners U+200C and U+200D and the variation selectors, not only white space and "
+        "invisible characters, not . or ..: the names messages can be put under.",
         "schema": {**MESSAGE_PROPERTIES["queue"], "pattern": NEW_QUEUE},
     },
     "id": {

@@ -114,6 +114,20 @@ fn names_that_cannot_be_shown_safely_are_refused_where_messages_are_put() {
         "\u{200d}",
         "\u{3164}",
         " \u{fe0f}\u{200c}",
+        // Session 8: line and paragraph separators, and default-ignorable characters outside
+        // Cf, inside names with something visible.
+        "a\u{2028}b",
+        "a\u{2029}b",
+        "a\u{34f}b",
+        "\u{115f}jobs",
+        "jobs\u{1160}",
+        "jobs\u{3164}",
+        "jobs\u{ffa0}",
+        "a\u{17b4}b\u{17b5}",
+        "a\u{2065}b",
+        "a\u{fff0}b",
+        "a\u{e0000}b",
+        "a\u{e01f0}b",
     ] {
         let err = EnqueueArgs::new(
             &name.into(),
@@ -138,6 +152,10 @@ fn names_that_cannot_be_shown_safely_are_refused_where_messages_are_put() {
         "עברית",
         "\u{2764}\u{fe0f}",
         "\u{645}\u{6cc}\u{200c}\u{62e}",
+        // Variation selectors stay: emoji, Mongolian and ideographic variants need them.
+        "\u{1820}\u{180b}",
+        "\u{845b}\u{e0100}",
+        "\u{263a}\u{fe0e}",
     ] {
         assert!(
             EnqueueArgs::new(

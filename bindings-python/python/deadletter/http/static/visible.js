@@ -6,16 +6,20 @@
 // console shows goes through `visible`. Line breaks and tabs stay: each view shows them its way.
 
 /**
- * The C0 controls but tab, line feed and carriage return; DEL and the C1 controls; Unicode's
- * format characters (general category Cf: the bidirectional controls, zero-width spaces, the
- * BOM, soft hyphens, tags, ...) but the joiners U+200C and U+200D, which emoji sequences and
- * scripts such as Persian need. Queue names refuse the same set (core/src/validate.rs).
+ * The C0 controls but tab, line feed and carriage return; DEL and the C1 controls; and what queue
+ * names refuse as invisible (core/src/validate.rs is_hidden, Unicode 16): the format characters
+ * (general category Cf: the bidirectional controls, zero-width spaces, the BOM, soft hyphens,
+ * tags, ...), the other default-ignorable ones (the combining grapheme joiner, the Hangul fillers
+ * U+115F, U+1160, U+3164, U+FFA0, ...) and the line and paragraph separators U+2028, U+2029; but
+ * the joiners U+200C and U+200D and the variation selectors, which emoji and scripts such as
+ * Persian need.
  */
 export const HIDDEN = new RegExp(
-  "[\\0-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f\\xad\\u0600-\\u0605\\u061c\\u06dd\\u070f" +
-    "\\u0890\\u0891\\u08e2\\u180e\\u200b\\u200e\\u200f\\u202a-\\u202e\\u2060-\\u2064" +
-    "\\u2066-\\u206f\\ufeff\\ufff9-\\ufffb\\u{110bd}\\u{110cd}\\u{13430}-\\u{1343f}" +
-    "\\u{1bca0}-\\u{1bca3}\\u{1d173}-\\u{1d17a}\\u{e0001}\\u{e0020}-\\u{e007f}]",
+  "[\\0-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f\\xad\\u034f\\u0600-\\u0605\\u061c\\u06dd" +
+    "\\u070f\\u0890\\u0891\\u08e2\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f" +
+    "\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff0-\\ufffb\\u{110bd}\\u{110cd}" +
+    "\\u{13430}-\\u{1343f}\\u{1bca0}-\\u{1bca3}\\u{1d173}-\\u{1d17a}\\u{e0000}-\\u{e00ff}" +
+    "\\u{e01f0}-\\u{e0fff}]",
   "gu",
 );
 
