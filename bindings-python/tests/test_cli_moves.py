@@ -38,6 +38,20 @@ def test_move_one_message(path: str) -> None:
     assert run("move", path, "q", "99", "parking")[0] == 1
 
 
+@pytest.mark.parametrize("target", ["..", "a\u200bb", "a\u2028b", "jobs\u3164"])
+def test_a_refused_target_is_not_said_to_be_new(path: str, target: str) -> None:
+    """Session 8: ``move`` to an invalid name said ``queue ".." is new`` before the refusal;
+    the note now comes once the core took the name (never for a refused one)."""
+    before = state(path)
+    for argv in (["2", target], ["--all", "--to", target], ["--all", "--to", target, "--dry-run"]):
+        status, out, err = run("move", path, "q", *argv)
+        assert (status, out) == (1, ""), argv
+        assert "is new" not in err, argv
+        assert err.startswith("deadletter move: validation failed: to_queue: must not"), err
+    assert state(path) == before
+    assert queue(path, target) == []
+
+
 def test_a_taken_key_is_an_error_and_the_message_stays(path: str) -> None:
     with deadletter.open(path) as db:
         db.queue("q").enqueue("keyed", idempotency_key="k")

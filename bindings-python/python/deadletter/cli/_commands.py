@@ -277,17 +277,20 @@ def cmd_move(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             raise Usage("give the target queue after the ID: move PATH QUEUE ID TO")
         raise Usage("give the target queue with --to: move PATH QUEUE --all --to TO")
     with open_existing(args) as db:
-        if target not in known(db, args, err) and target != args.queue:
-            note = f'queue "{printable(target)}" is new (it holds no message and no settings)'
-            err.write(f"deadletter move: note: {note}\n")
+        new = target not in known(db, args, err)
         queue = db.queue(args.queue)
         if args.id is None:
             action = functools.partial(queue.move_all, target)
             bulk(action, args, "updated_before", ("move", "moved"), out, err)
-            return
-        message = queue.move(args.id, target)
-    columns = ("id", "queue", "moved_from", "status")
-    emit(message.to_dict(), columns, as_json=args.json, out=out)
+        else:
+            message = queue.move(args.id, target)
+            columns = ("id", "queue", "moved_from", "status")
+            emit(message.to_dict(), columns, as_json=args.json, out=out)
+    if new:
+        # Once the core took the name (the move or its dry run did not raise): a refused name
+        # (`move q 1 'a\u2028b'`) was said to be a new queue, then refused (session 8).
+        note = f'queue "{printable(target)}" is new (it holds no message and no settings)'
+        err.write(f"deadletter move: note: {note}\n")
 
 
 def bulk(
