@@ -41,13 +41,15 @@ export async function act(page, step) {
 /**
  * A new tab of `viewport` (in its own context, in the time zone `timezoneId` if given) on `url` +
  * `hash` that has given `token` when the console asked for it; each dialog's message is pushed
- * to `dialogs` and accepted. `asked`: whether the token form showed.
+ * to `dialogs` and accepted, unless `accept(message)` says false (then dismissed: Cancel).
+ * `asked`: whether the token form showed.
  */
-export async function signedIn(browser, { url, token, viewport, hash, dialogs, timezoneId }) {
+export async function signedIn(browser, { url, token, viewport, hash, dialogs, timezoneId, accept = () => true }) {
   const page = await pageIn(await browser.newContext({ viewport, timezoneId }), "console");
   page.on("dialog", (dialog) => {
     dialogs.push(dialog.message());
-    dialog.accept();
+    if (accept(dialog.message())) dialog.accept();
+    else dialog.dismiss();
   });
   await page.goto(`${url}/${hash}`);
   await settled(page);

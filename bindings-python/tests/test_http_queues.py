@@ -107,7 +107,7 @@ def test_settings_are_read_replaced_and_used(client: TestClient, clock: Clock) -
         "expires_in": 3600,
         "on_expiry": "discard",
     }
-    r = client.put("/queues/q/settings", json=body)
+    r = client.put("/queues/q/settings?create=true", json=body)  # a new queue
     assert r.status_code == 200
     stored = {
         "backoff": {"initial": 10.0, "multiplier": 3.0, "cap": 3600.0, "jitter": None},
@@ -138,7 +138,7 @@ def test_settings_are_read_replaced_and_used(client: TestClient, clock: Clock) -
 def test_settings_refuse_every_bad_field_and_unknown_ones(client: TestClient) -> None:
     body = problem(
         client.put(
-            "/queues/q/settings",
+            "/queues/q/settings?create=true",
             json={
                 "backoff": {"multiplier": 0.5, "jitter": "some"},
                 "max_retries": 0,
@@ -158,13 +158,13 @@ def test_settings_refuse_every_bad_field_and_unknown_ones(client: TestClient) ->
         ("multiplier", "out_of_range"),
         ("on_expiry", "invalid"),
     ]
-    body = problem(
-        client.put("/queues/q/settings", json={"backoff": {"factor": 2}}), 422, "validation_failed"
-    )
+    settings = "/queues/q/settings?create=true"
+    body = problem(client.put(settings, json={"backoff": {"factor": 2}}), 422, "validation_failed")
     assert fields(body) == [("factor", "unknown")]
-    body = problem(client.put("/queues/q/settings", json={"paused": True}), 422, "validation_failed")
+    body = problem(client.put(settings, json={"paused": True}), 422, "validation_failed")
     assert fields(body) == [("paused", "unknown")]
     assert client.get("/queues/q/settings").json() == UNSET
+    assert client.get("/queues").json()["queues"] == []  # nothing stored
 
 
 def test_pause_and_resume(client: TestClient) -> None:
@@ -181,6 +181,58 @@ def test_pause_and_resume(client: TestClient) -> None:
     assert client.post("/queues/q/pause", json={"x": 1}).status_code == 422
 
 
+@pytest.mark.parametrize(
+    ("method", "route", "body"),
+    [("POST", "pause", None), ("PUT", "settings", {"max_retries": 5})],
+)
+def test_pause_and_settings_of_a_queue_that_names_none_are_404_unless_create(
+    client: TestClient, db: deadletter.Database, method: str, route: str, body: object
+) -> None:
+    """Session 8: the console's Pause on a mistyped name (and a PUT of its settings) stored a new
+    queue while the real one ran on. A name `Database.queues` does not list is a 404 naming the
+    queues there are, closest first, and nothing is stored, unless ``create=true``."""
+    client.post("/queues/orders/messages", json={"payload": "p"})
+    client.post("/queues/invoices/messages", json={"payload": "p"})
+    r = client.request(method, f"/queues/ordres/{route}", json=body)
+    assert problem(r, 404, "not_found") == {
+        "type": "urn:deadletter:problem:not-found",
+        "title": "Not found",
+        "status": 404,
+        "detail": 'no queue "ordres" (it holds no message and no settings); queues: "orders", '
+        '"invoices"; give create=true to create it',
+        "code": "not_found",
+        "queue": "ordres",
+    }
+    assert [s.queue for s in db.queues()] == ["invoices", "orders"]  # nothing stored
+    assert db.queue("ordres").settings().paused is False
+    for create in ("yes", "1", ""):
+        r = client.request(method, f"/queues/ordres/{route}?create={create}", json=body)
+        assert fields(problem(r, 422, "validation_failed")) == [("create", "type")]
+    r = client.request(method, f"/queues/ordres/{route}?create=false", json=body)
+    assert r.status_code == 404
+    assert [s.queue for s in db.queues()] == ["invoices", "orders"]
+    r = client.request(method, f"/queues/ordres/{route}?create=true", json=body)
+    assert r.status_code == 200
+    assert [s.queue for s in db.queues()] == ["invoices", "orders", "ordres"]
+    stored = db.queue("ordres").settings()
+    assert (stored.paused, stored.max_retries) == ((True, None) if route == "pause" else (False, 5))
+    # A queue that exists (a message, or now stored settings) needs no create.
+    assert client.request(method, f"/queues/ordres/{route}", json=body).status_code == 200
+    assert client.request(method, f"/queues/orders/{route}", json=body).status_code == 200
+    # Resume and GET settings never store a queue: they need no create.
+    assert client.post("/queues/nowhere/resume").status_code == 200
+    assert client.get("/queues/nowhere/settings").status_code == 200
+    assert "nowhere" not in [s.queue for s in db.queues()]
+
+
+def test_the_404_of_no_queue_escapes_invisible_characters(client: TestClient) -> None:
+    r = client.post("/queues/a%E2%80%AEb/pause")
+    assert problem(r, 404, "not_found")["detail"].startswith(
+        'no queue "a\\u202eb" (it holds no message and no settings); the database holds no queue'
+    )
+    assert problem(r, 404, "not_found")["queue"] == "a\u202eb"
+
+
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
@@ -192,7 +244,7 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 def test_metrics_of_pause_and_expiry(
     client: TestClient, db: deadletter.Database, clock: Clock
 ) -> None:
-    client.put("/queues/gone/settings", json={"on_expiry": "discard"})
+    client.put("/queues/gone/settings?create=true", json={"on_expiry": "discard"})
     for queue in ("q", "gone"):
         client.post(f"/queues/{queue}/messages", json={"payload": "p", "expires_in": 1})
     client.post("/queues/q/pause")

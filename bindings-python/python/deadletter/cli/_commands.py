@@ -12,7 +12,6 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta, timezone
-from difflib import SequenceMatcher
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, TextIO, Union
@@ -21,6 +20,7 @@ import deadletter
 
 from .._deadletter import FILTERS as CORE_FILTERS
 from .._deadletter import MAX_BATCH
+from .._queues import queue_names, unknown
 from ._output import (
     ATTEMPT_COLUMNS,
     ENQUEUED_COLUMNS,
@@ -121,30 +121,6 @@ def open_existing(args: argparse.Namespace) -> deadletter.Database:
     if not path.is_file():
         raise Failure(f"{args.path}: no such database file")
     return deadletter.open(path, schema=args.schema)
-
-
-SHOWN_QUEUES = 10
-"""Queue names a note about an unknown queue shows, closest first."""
-
-
-def queue_names(db: deadletter.Database) -> list[str]:
-    """The queues of ``db``: those `Database.queues` lists (holding messages or stored settings)."""
-    return [stats.queue for stats in db.queues()]
-
-
-def unknown(name: str, names: list[str]) -> str:
-    """Why ``name`` is no queue, with the queues there are, closest to it first (a typo's
-    intended name leads)."""
-    closest = sorted(names, key=lambda other: (-similarity(name, other), other))
-    shown = ", ".join(f'"{printable(other)}"' for other in closest[:SHOWN_QUEUES])
-    more = f" and {len(closest) - SHOWN_QUEUES} more" if len(closest) > SHOWN_QUEUES else ""
-    there = f"queues: {shown}{more}" if names else "the database holds no queue"
-    return f'no queue "{printable(name)}" (it holds no message and no settings); {there}'
-
-
-def similarity(name: str, other: str) -> float:
-    """How alike two queue names are, 0..1, case aside."""
-    return SequenceMatcher(None, name.casefold(), other.casefold()).ratio()
 
 
 def known(db: deadletter.Database, args: argparse.Namespace, err: TextIO) -> list[str]:

@@ -91,13 +91,15 @@ def count(name: str) -> Json:
     }
 
 
-def switch(operation_id: str, summary: str, description: str = "") -> Json:
+def switch(
+    operation_id: str, summary: str, description: str = "", parameters: tuple[Json, ...] = ()
+) -> Json:
     """Pausing or resuming a queue: no body, the settings back."""
     return {
         "operationId": operation_id,
         "summary": summary,
         **({"description": description} if description else {}),
-        "parameters": [QUEUE],
+        "parameters": [QUEUE, *parameters],
         "requestBody": body("Empty", required=False),
         "responses": {
             "200": ok("The queue's settings.", ref("schemas", "QueueSettings")),
@@ -156,6 +158,7 @@ TRANSITION = (*WRITE, "Conflict")
 
 QUEUE = ref("parameters", "queue")
 NEW_QUEUE = ref("parameters", "new_queue")
+CREATE = ref("parameters", "create")
 ID = ref("parameters", "id")
 
 OPERATIONS: dict[tuple[str, str], Json] = {
@@ -493,8 +496,9 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "summary": "Store a queue's settings, for every client (replaces all five)",
         "description": "A per-call value (an enqueue's `max_retries` or `expires_in`, a claim's "
         "`lease`, ...) wins over the stored one, which wins over the default. Pausing is "
-        "`/pause` and `/resume`, which this leaves alone.",
-        "parameters": [QUEUE],
+        "`/pause` and `/resume`, which this leaves alone. A queue that holds no message and "
+        "has no stored settings is a 404 unless `create=true`.",
+        "parameters": [QUEUE, CREATE],
         "requestBody": body("SettingsRequest", required=True),
         "responses": {
             "200": ok("The settings now stored.", ref("schemas", "QueueSettings")),
@@ -504,7 +508,9 @@ OPERATIONS: dict[tuple[str, str], Json] = {
     ("/queues/{queue}/pause", "post"): switch(
         "pause",
         "Pause a queue: it claims nothing until resumed (idempotent)",
-        "Enqueues and every other operation still work; leases already held keep running.",
+        "Enqueues and every other operation still work; leases already held keep running. A "
+        "queue that holds no message and has no stored settings is a 404 unless `create=true`.",
+        (CREATE,),
     ),
     ("/queues/{queue}/resume", "post"): switch("resume", "Resume a paused queue (idempotent)"),
     ("/metrics", "get"): {

@@ -18,6 +18,7 @@ import deadletter
 
 __all__ = [
     "PROBLEMS",
+    "NoQueue",
     "Problem",
     "error_problem",
     "http_problem",
@@ -153,3 +154,12 @@ def validation_error(errors: list[deadletter.FieldError]) -> deadletter.Validati
 def invalid(field_name: str, code: str, message: str) -> deadletter.ValidationError:
     """A validation error of the HTTP layer (the body's shape, a path segment's encoding)."""
     return validation_error([{"field": field_name, "code": code, "message": message}])
+
+
+class NoQueue(deadletter.NotFoundError):
+    """A 404 `not_found` that names a queue and no message (``queue`` without ``id``): a route
+    that would store a queue (pause, PUT settings) was given a name that names none."""
+
+    def __init__(self, message: str, queue: str) -> None:
+        Exception.__init__(self, message)  # not NotFoundError's: there is no id
+        self.queue = queue

@@ -20,11 +20,12 @@ from starlette.staticfiles import StaticFiles
 import deadletter
 
 from .._json import jsonable
+from .._queues import queue_names, unknown
 from . import _metrics
 from ._openapi import document
 from ._schemas import FILTER_PROPERTIES
 from ._guard import json_body
-from ._problems import invalid
+from ._problems import NoQueue, invalid
 from ._requests import (
     IDEMPOTENCY_HEADER,
     Fields,
@@ -60,10 +61,12 @@ TAKE_IDEMPOTENCY_KEY = frozenset(
 )
 """The POST routes whose ``Idempotency-Key`` header is not refused as a whole (`routes`): the
 enqueue, which takes it, and the batch, which refuses it with its own message."""
-TAKE_QUERY = frozenset({("/queues/{queue}/messages", "get"), ("/", "get")})
+CREATING = frozenset({("/queues/{queue}/pause", "post"), ("/queues/{queue}/settings", "put")})
+"""The routes that store a queue, and so take the query parameter ``create`` (`Api.existing`)."""
+TAKE_QUERY = frozenset({("/queues/{queue}/messages", "get"), ("/", "get"), *CREATING})
 """The routes whose query string is not refused as a whole (`routes`): the list, which reads its
-own parameters (`LIST_PARAMETERS`), and the console's page, whose links may carry a tracker's or a
-cache-buster's parameters and which changes nothing."""
+own parameters (`LIST_PARAMETERS`), `CREATING`'s, which read ``create``, and the console's page,
+whose links may carry a tracker's or a cache-buster's parameters and which changes nothing."""
 FRAME_HEADERS = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ancestors 'none'"}
 """The console is never shown in another site's frame, where a click would be a same-origin
 request that passes the ``Origin`` check (clickjacking; finding F10)."""
@@ -123,6 +126,24 @@ class Api:
     def queue(self, request: Request) -> deadletter.Queue:
         """The queue named by the ``{queue}`` path segment."""
         return self.db.queue(segment(request, "queue"))
+
+    async def existing(self, request: Request) -> deadletter.Queue:
+        """The queue of a route that would store it (`CREATING`: pause, PUT settings): one that
+        `Database.queues` lists (it holds messages or has stored settings), or any name with the
+        query parameter ``create=true``. Else `NoQueue`, a 404 naming the queues there are,
+        closest first, and nothing is stored: the console's Pause on a mistyped name paused a new
+        queue while the real one ran on (new-user finding, session 8; the CLI refuses it unless
+        ``--create`` since session 7). ``create`` other than ``true`` or ``false`` is a 422."""
+        queue = self.queue(request)
+        create = query(request, {"create": boolean}).get("create", False)
+        if not isinstance(create, bool):
+            raise invalid("create", "type", "must be true or false")
+        if not create:
+            names = await run_in_threadpool(queue_names, self.db)
+            if queue.name not in names:
+                why = unknown(queue.name, names) + "; give create=true to create it"
+                raise NoQueue(why, queue.name)
+        return queue
 
     def id(self, request: Request) -> Any:
         """The ``{id}`` path segment: an int, or the text for the queue to reject."""
@@ -320,14 +341,14 @@ class Api:
         return JSONResponse(jsonable(settings))
 
     async def put_settings(self, request: Request) -> Response:
-        queue = self.queue(request)
+        queue = await self.existing(request)
         fields = ("backoff", "max_retries", "lease", "expires_in", "on_expiry")
         data = await self.body(request, fields, required=True)
         settings = await run_in_threadpool(lambda: queue.set_settings(**data))
         return JSONResponse(jsonable(settings))
 
     async def pause(self, request: Request) -> Response:
-        queue = self.queue(request)
+        queue = await self.existing(request)
         await self.body(request, (), required=False)
         return JSONResponse(jsonable(await run_in_threadpool(queue.pause)))
 

@@ -757,8 +757,10 @@ RESPONSES: Json = {
         {"WWW-Authenticate": {"schema": {"type": "string"}}},
     ),
     "NotFound": problem_response(
-        "`not_found`: no message with this id in this queue (`queue` and `id` are given), or no "
-        "such route."
+        "`not_found`: no message with this id in this queue (`queue` and `id` are given), no "
+        "such queue where a route would store one without `create=true` (pause, PUT settings: "
+        "`queue` is given, and `detail` names the queues there are, closest first), or no such "
+        "route."
     ),
     "Conflict": problem_response(
         "`conflict`: the message's status does not allow the operation, the lease token is "
@@ -817,6 +819,16 @@ PARAMETERS: Json = {
         "joiners U+200C and U+200D and the variation selectors, not only white space and "
         "invisible characters, not . or ..: the names messages can be put under.",
         "schema": {**MESSAGE_PROPERTIES["queue"], "pattern": NEW_QUEUE},
+    },
+    "create": {
+        "name": "create",
+        "in": "query",
+        "required": False,
+        "description": "`true`: store the queue even when it holds no message and has no stored "
+        "settings (a new queue). Without it such a name is a 404 `not_found` and nothing is "
+        "stored, so that a mistyped name does not pause or configure a new queue while the "
+        "real one runs on.",
+        "schema": {"type": "boolean", "default": False},
     },
     "id": {
         "name": "id",

@@ -150,8 +150,28 @@ export async function onSelected(queue, kind, ids, noun) {
 /** A result (a sentence or {text, link}) with `more` added to its sentence. */
 const appended = (result, more) => (typeof result === "string" ? result + more : { ...result, text: result.text + more });
 
+/** The server's 404 for a queue that holds no message and has no stored settings (no `id`). */
+const noQueue = (error) => error instanceof ApiError && error.status === 404 && error.problem?.code === "not_found" &&
+  error.problem.queue != null && error.problem.id == null;
+
+/**
+ * Pauses or resumes `queue`. Pausing a name that names no queue (mistyped in the URL or the
+ * form) would store a new, paused queue while the real one runs on: the server refuses it
+ * (404), and the operator is asked first, with the queues there are, closest first (new-user
+ * finding, session 8); only a yes pauses it (`create=true`).
+ */
 export async function setPaused(queue, paused) {
-  await api("POST", `${queuePath(queue)}/${paused ? "pause" : "resume"}`);
+  const path = `${queuePath(queue)}/${paused ? "pause" : "resume"}`;
+  try {
+    await api("POST", path);
+  } catch (error) {
+    if (!paused || !noQueue(error)) throw error;
+    const why = error.message.replace(/; give create=true to create it$/, ""); // the API's words
+    if (!ask(`There is ${why}.\n\nPause "${queue}" anyway? That creates a new, paused queue; no other queue is paused.`)) {
+      return null;
+    }
+    await api("POST", `${path}?create=true`);
+  }
   return paused ? `Paused "${queue}": workers claim nothing from it until it is resumed.`
     : `Resumed "${queue}".`;
 }

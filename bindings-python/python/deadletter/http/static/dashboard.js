@@ -58,6 +58,12 @@ async function load() {
     api("GET", "queues"), // the move forms offer the other queues
   ]);
   offerQueues(queues.map((q) => q.queue).filter((name) => name !== view.queue));
+  // A name that names no queue (mistyped in the URL or the form) reads as an empty queue
+  // otherwise: said, as the CLI notes it (session 8).
+  const listed = queues.some((q) => q.queue === view.queue);
+  $("queue-new").hidden = listed;
+  $("queue-new").textContent = listed ? ""
+    : visible(`No queue "${view.queue}" yet: it holds no message and no settings (the queues are listed under Queues).`);
   if (view.status === DELAYED) {
     // The delayed tab by its name (its own link names the status that holds it, and `delayed`).
     Object.assign(view, tabView(schema, DELAYED));

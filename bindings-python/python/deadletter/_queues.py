@@ -1,0 +1,35 @@
+"""What the CLI and the HTTP API say of a queue name that names no queue: the queues there are,
+closest first, so that a typo reads as one (new-user finding M8, session 7)."""
+
+from __future__ import annotations
+
+from difflib import SequenceMatcher
+
+import deadletter
+
+from ._invisible import printable
+
+__all__ = ["queue_names", "unknown"]
+
+SHOWN_QUEUES = 10
+"""Queue names a note about an unknown queue shows, closest first."""
+
+
+def queue_names(db: deadletter.Database) -> list[str]:
+    """The queues of ``db``: those `Database.queues` lists (holding messages or stored settings)."""
+    return [stats.queue for stats in db.queues()]
+
+
+def unknown(name: str, names: list[str]) -> str:
+    """Why ``name`` is no queue, with the queues there are, closest to it first (a typo's
+    intended name leads)."""
+    closest = sorted(names, key=lambda other: (-similarity(name, other), other))
+    shown = ", ".join(f'"{printable(other)}"' for other in closest[:SHOWN_QUEUES])
+    more = f" and {len(closest) - SHOWN_QUEUES} more" if len(closest) > SHOWN_QUEUES else ""
+    there = f"queues: {shown}{more}" if names else "the database holds no queue"
+    return f'no queue "{printable(name)}" (it holds no message and no settings); {there}'
+
+
+def similarity(name: str, other: str) -> float:
+    """How alike two queue names are, 0..1, case aside."""
+    return SequenceMatcher(None, name.casefold(), other.casefold()).ratio()
