@@ -46,6 +46,13 @@ POST   ``/queues/{queue}/move``                     ``move_all``: ``to_queue`` a
 POST   ``/queues/{queue}/purge``                    ``purge``: ``{"purged": n}``
 POST   ``/queues/{queue}/reap``                     ``reap``: the expired leases and expiries now,
                                                     ``{"reaped": n}``
+GET    ``/queues/{queue}/settings``                 the settings stored with the queue
+PUT    ``/queues/{queue}/settings``                 ``set_settings``: the settings; a queue that
+                                                    holds no message and no settings is a 404
+                                                    unless ``?create=true`` (a typo is no queue)
+POST   ``/queues/{queue}/pause``                    ``pause``: the settings; the same 404 unless
+                                                    ``?create=true``
+POST   ``/queues/{queue}/resume``                   ``resume``: the settings
 GET    ``/metrics``                                 Prometheus metrics (`_metrics`)
 GET    ``/healthz``                                 200 while the database answers (no token)
 GET    ``/openapi.json``                            the OpenAPI 3.1 document
