@@ -77,7 +77,7 @@ def test_a_new_file_is_ours_and_in_wal_mode(tmp_path: Path) -> None:
     header = path.read_bytes()[:100]
     assert header[18:20] == b"\x02\x02"  # WAL
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (7,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (8,)
     conn.close()
     with deadletter.open(path) as db:  # and it opens again
         assert db.queue("q").list() == []
@@ -128,7 +128,9 @@ READS: dict[str, Callable[[deadletter.Queue], object]] = {
         (PROCESSING + "-9223372036854775808", "lease_expires_at", False, "get list claim"),
         ("retry_count = -1", "retry_count", False, "get list list-status claim"),
         ("max_retries = 4294967296", "max_retries", False, "get list list-status claim"),
-        ("status = 'zombie'", "status", False, "get list"),
+        # A status deadletter never writes is in none of the status indexes (the SQLite schema
+        # has no index of every message since version 8), so only a read by id sees it.
+        ("status = 'zombie'", "status", False, "get"),
         ("created_at = 'yesterday'", "created_at", True, "get list list-status claim"),
         ("created_at = 1.5", "created_at", True, "get list list-status claim"),
         ("payload = NULL", "payload", True, "get list list-status claim"),

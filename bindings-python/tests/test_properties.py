@@ -1,7 +1,7 @@
 """Random sequences of operations against a small model of the documented rules (hypothesis).
 
 The model below restates the README's rules in plain Python: enqueue; claim (reap expired leases
-as failed attempts, then lease the first due pending message by enqueue time, then id); succeed
+as failed attempts, then lease the first due pending message in enqueue order, by id); succeed
 and fail with the current, a stale, a made-up or no lease token; replay; delete and purge; and a
 clock that moves both ways. After every step the whole database must equal the model, listed
 whole and by status, with the statistics' counts, and the invariants hold: one holder per
@@ -217,7 +217,7 @@ class QueueMachine(RuleBasedStateMachine):
         if not due:
             assert got is None, f"nothing is due, got {got}"
             return
-        first = min(due, key=lambda m: (m.created_at, m.id))
+        first = min(due, key=lambda m: m.id)  # claim order: enqueue order, the id
         assert got is not None, f"message {first.id} is due"
         assert got.lease_token is not None and got.lease_token not in self.tokens
         want = replace(

@@ -1,5 +1,5 @@
 """A file written by deadletter 0.1.0 (tests/fixtures/v0.1.0.sqlite, made by
-tests/fixtures/make_v1_sqlite.py) opens at schema version 7 with every message intact."""
+tests/fixtures/make_v1_sqlite.py) opens at schema version 8 with every message intact."""
 
 from __future__ import annotations
 
@@ -74,6 +74,6 @@ def test_a_0_1_0_file_is_upgraded_and_keeps_every_message(tmp_path: Path) -> Non
         )
         assert q.enqueue("new").id == 8
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (7,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (8,)
     conn.close()
     assert FIXTURE.read_bytes() != path.read_bytes()
