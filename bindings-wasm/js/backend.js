@@ -55,6 +55,11 @@ function byCodePoint(a, b) {
   return a.length - b.length;
 }
 
+/** The `value` of an outcome `{ value, dead }`. */
+function value(outcome) {
+  return outcome.value;
+}
+
 function closed() {
   return new DeadLetterError("store error: the database is closed", { code: "store" });
 }
@@ -162,11 +167,13 @@ class QueueHandle {
   }
 
   /**
-   * `{ value, dead }` of a plan's outcome; its `overridden` (the handle's own backoff was applied
-   * instead of a different one stored with the queue, by Python's `set_settings` or another
-   * process, say) goes to `console.warn`, the first time on this handle only.
+   * `{ value, dead }` of a plan's outcome (the outcome itself: `overridden` is left on it); its
+   * `overridden` (the handle's own backoff was applied instead of a different one stored with
+   * the queue, by Python's `set_settings` or another process, say) goes to `console.warn`, the
+   * first time on this handle only.
    */
-  #killing({ value, dead, overridden }) {
+  #killing(outcome) {
+    const overridden = outcome.overridden;
     if (overridden !== undefined && !this.#warned) {
       this.#warned = true;
       console.warn(
@@ -175,27 +182,34 @@ class QueueHandle {
           "or store the same with setSettings, to agree with the other processes)",
       );
     }
-    return { value, dead };
+    return outcome;
   }
+
+  // The calls of the cycle (enqueue, claim, ack) add no promise of their own to the store's
+  // (issue 20: each layer was a promise and a microtask on every call's way back): they throw
+  // what they refuse at once (api.js's `#run` makes that a rejection), and the plan's `finish`
+  // answers what the call resolves to.
 
   /**
    * Runs the EnqueuePlan `make()` makes (once the database is known open): the store makes and
    * finishes it inside its transaction (a refused call aborts it and writes nothing).
    */
-  async #insert(make) {
+  #insert(make) {
     this.#ctx.open();
     return this.#ctx.store.insert(this.#name, make, this.#ctx.clock);
   }
 
-  /** Runs the ClaimPlan `make()` makes, as `#insert`. */
-  async #claim(make) {
+  /** Runs the ClaimPlan `make()` makes, as `#insert`; `{ value, dead }`. */
+  #claim(make) {
     this.#ctx.open();
-    return this.#killing(await this.#ctx.store.claim(this.#name, make, this.#ctx.clock));
+    return this.#ctx.store.claim(this.#name, make, this.#ctx.clock, (outcome) => this.#killing(outcome));
   }
 
-  async #update(make) {
+  /** Runs the UpdatePlan `make()` makes; `{ value, dead }`, or (`valueOnly`) the value alone. */
+  #update(make, valueOnly = true) {
     this.#ctx.open();
-    return this.#killing(await this.#ctx.store.update(this.#name, make(), this.#ctx.clock));
+    const answer = valueOnly ? value : (outcome) => this.#killing(outcome);
+    return this.#ctx.store.update(this.#name, make(), this.#ctx.clock, answer);
   }
 
   async #row(make) {
@@ -233,7 +247,8 @@ class QueueHandle {
 
   enqueue(payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs) {
     const rows = [[payload, maxRetries, idempotencyKey, delayMs, group, expiresInMs]];
-    return this.#insert(() => this.#rules.enqueue(rows, false)).then((messages) => messages[0]);
+    // Not a batch: the plan's finish answers the message itself.
+    return this.#insert(() => this.#rules.enqueue(rows, false));
   }
 
   enqueueMany(rows) {
@@ -241,12 +256,12 @@ class QueueHandle {
   }
 
   claim(leaseMs) {
-    const plan = () => this.#rules.claim(this.#ctx.random(), 1, leaseMs);
-    return this.#claim(plan).then(({ value, dead }) => ({ value: value[0] ?? null, dead }));
+    // Single: the plan's outcome holds the message, or null, not an array.
+    return this.#claim(() => this.#rules.claim(this.#ctx.random(), 1, leaseMs, true));
   }
 
   claimMany(n, leaseMs) {
-    return this.#claim(() => this.#rules.claim(this.#ctx.random(), n, leaseMs));
+    return this.#claim(() => this.#rules.claim(this.#ctx.random(), n, leaseMs, false));
   }
 
   reap() {
@@ -254,27 +269,27 @@ class QueueHandle {
   }
 
   succeed(id, leaseToken) {
-    return this.#update(() => this.#rules.update(0, id, leaseToken)).then((o) => o.value);
+    return this.#update(() => this.#rules.update(0, id, leaseToken));
   }
 
   fail(id, error, leaseToken, retryable, retryInMs) {
-    return this.#update(() => this.#rules.fail(this.#ctx.random(), id, error, leaseToken, retryable, retryInMs));
+    return this.#update(() => this.#rules.fail(this.#ctx.random(), id, error, leaseToken, retryable, retryInMs), false);
   }
 
   extend(id, leaseToken, leaseMs) {
-    return this.#update(() => this.#rules.update(1, id, leaseToken, leaseMs)).then((o) => o.value);
+    return this.#update(() => this.#rules.update(1, id, leaseToken, leaseMs));
   }
 
   replay(id, expiresInMs) {
-    return this.#update(() => this.#rules.update(2, id, expiresInMs)).then((o) => o.value);
+    return this.#update(() => this.#rules.update(2, id, expiresInMs));
   }
 
   retryNow(id) {
-    return this.#update(() => this.#rules.update(3, id)).then((o) => o.value);
+    return this.#update(() => this.#rules.update(3, id));
   }
 
   move(id, toQueue) {
-    return this.#update(() => this.#rules.update(4, id, toQueue)).then((o) => o.value);
+    return this.#update(() => this.#rules.update(4, id, toQueue));
   }
 
   moveAll(toQueue, filters, limit, dryRun) {

@@ -8,7 +8,7 @@ use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
 use crate::plans::{context, count, messages, outcome};
-use crate::record::{number, stored, to_ready_record, to_record};
+use crate::record::{number, stored, to_js, to_ready_record, to_record};
 use crate::rules::js;
 use crate::{errors, keys, queue};
 
@@ -44,12 +44,24 @@ pub struct ClaimPlan {
     places: Vec<(Id, Option<Millis>)>,
     walking: bool,
     sweeping: bool,
-    reap: bool,
+    claiming: Claiming,
+}
+
+/// What a [`ClaimPlan`] resolves to.
+#[derive(Clone, Copy)]
+pub enum Claiming {
+    /// The messages taken: one (`single`: the message or null) or an array.
+    Messages {
+        /// `Queue.claim`: the message itself, not an array of it.
+        single: bool,
+    },
+    /// `Queue.reap`: how many leases were expired and messages taken out at their expiry.
+    Reap,
 }
 
 impl ClaimPlan {
-    /// The plan of the claim (or, with `reap`, the reap) `args`.
-    pub(crate) fn new(args: ClaimArgs, reap: bool) -> Self {
+    /// The plan of the claim or the reap (`claiming`) `args`.
+    pub(crate) fn new(args: ClaimArgs, claiming: Claiming) -> Self {
         Self {
             args,
             plan: None,
@@ -59,7 +71,7 @@ impl ClaimPlan {
             places: Vec::new(),
             walking: false,
             sweeping: false,
-            reap,
+            claiming,
         }
     }
 
@@ -277,15 +289,18 @@ impl ClaimPlan {
         Ok(self.records(writes))
     }
 
-    /// Once committed: `{ value, dead, overridden }`, `value` the messages taken (for `reap`,
-    /// how many leases were expired and messages taken out at their expiry); nothing on a paused
-    /// queue.
+    /// Once committed: `{ value, dead, overridden }`, `value` the messages taken (for `claim`,
+    /// the message or null; for `reap`, how many leases were expired and messages taken out at
+    /// their expiry); nothing taken on a paused queue.
     pub fn finish(self) -> JsValue {
         let claimed = self.plan.map(LaneClaim::finish).unwrap_or_default();
-        let value = if self.reap {
-            count(claimed.reaped())
-        } else {
-            messages(&claimed.taken)
+        let value = match self.claiming {
+            Claiming::Reap => count(claimed.reaped()),
+            Claiming::Messages { single: true } => claimed
+                .taken
+                .first()
+                .map_or(JsValue::NULL, |m| to_js(m, false)),
+            Claiming::Messages { single: false } => messages(&claimed.taken),
         };
         outcome(&value, &claimed.dead(), self.overridden.as_ref())
     }

@@ -114,10 +114,12 @@ pub struct EnqueuePlan {
     added: Vec<usize>,
     /// Whether the queue's record says it may hold messages with an expiry.
     expires: bool,
+    /// `Queue.enqueueMany` (the messages in an array), not `Queue.enqueue` (the message).
+    batch: bool,
 }
 
 impl EnqueuePlan {
-    pub(crate) fn new(args: EnqueueArgs) -> Self {
+    pub(crate) fn new(args: EnqueueArgs, batch: bool) -> Self {
         let keys = distinct(args.items.iter().map(|i| i.idempotency_key.as_ref()));
         let groups = distinct(args.items.iter().map(|i| i.group.as_ref()));
         Self {
@@ -128,6 +130,7 @@ impl EnqueuePlan {
             slots: Vec::new(),
             added: Vec::new(),
             expires: false,
+            batch,
         }
     }
 
@@ -231,16 +234,21 @@ impl EnqueuePlan {
     }
 
     /// The messages, once committed, given the id the store assigned to each record added: an
-    /// item not added is the message that carries its key, with `deduplicated` true.
-    pub fn finish(mut self, ids: &Array) -> Array {
+    /// item not added is the message that carries its key, with `deduplicated` true. An array
+    /// for `enqueueMany`, the message itself for `enqueue`.
+    pub fn finish(mut self, ids: &Array) -> JsValue {
         for (at, id) in self.added.iter().zip(ids.iter()) {
             self.messages[*at].id = whole(&id).unwrap_or_default();
         }
         let out = Array::new();
         for (at, deduplicated) in &self.slots {
-            out.push(&to_js(&self.messages[*at], *deduplicated));
+            let message = to_js(&self.messages[*at], *deduplicated);
+            if !self.batch {
+                return message;
+            }
+            out.push(&message);
         }
-        out
+        out.into()
     }
 }
 

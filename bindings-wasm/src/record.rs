@@ -13,7 +13,7 @@
 //! the same `store` error as in every other store. Queue rows are [`crate::queue`]'s.
 
 use deadletter::storage::{Lane, StoredMessage, corrupt, live, upgrade_v1};
-use deadletter::{Error, FailedAttempt, Id, Message, Millis, Result, Status};
+use deadletter::{Error, FailedAttempt, Message, Millis, Result};
 use js_sys::{Array, Object};
 use wasm_bindgen::JsValue;
 use wasm_bindgen::prelude::*;
@@ -35,23 +35,6 @@ pub fn get(target: &JsValue, key: &str) -> JsValue {
     }
 }
 
-thread_local! {
-    /// The status names as JavaScript strings, made once (every record and message has one).
-    static STATUSES: Vec<JsValue> = Status::ALL.iter().map(|s| JsValue::from_str(s.as_str())).collect();
-}
-
-/// `status` as a JavaScript string.
-fn status(status: Status) -> JsValue {
-    let at = Status::ALL
-        .iter()
-        .position(|s| *s == status)
-        .unwrap_or_default();
-    // `try_with`: see `errors::set_error_class`.
-    STATUSES
-        .try_with(|all| all[at].clone())
-        .unwrap_or_else(|_| JsValue::from_str(status.as_str()))
-}
-
 /// A whole number as a JavaScript number (ids, counts and timestamps are far below 2^53).
 #[allow(clippy::cast_precision_loss)]
 pub fn number(n: i64) -> JsValue {
@@ -62,14 +45,14 @@ pub fn number(n: i64) -> JsValue {
 #[wasm_bindgen(module = "/js/store/record.js")]
 extern "C" {
     /// A record without `id` (`kind` 0), a record (1) or the API's message object (2). Instants
-    /// and other numbers that may be null are NaN for null; the texts are [`texts`]; a record
-    /// (`kind` 0 and 1) leaves out the fields that are null.
+    /// and other numbers that may be null are NaN for null; the texts (the status among them)
+    /// are [`texts`]; `errors` is `undefined` for an empty history; a record (`kind` 0 and 1)
+    /// leaves out the fields that are null.
     #[allow(clippy::too_many_arguments)]
     fn shape(
         kind: u32,
         id: f64,
         texts: &[u8],
-        status: &JsValue,
         retry_count: u32,
         max_retries: u32,
         retry_after: f64,
@@ -92,18 +75,39 @@ extern "C" {
     /// One entry of a failure history (for `kind` 2, `at` becomes a `Date`).
     fn attempt(kind: u32, attempt: u32, error: &str, at: f64) -> JsValue;
 
-    /// The fields of a record by type, its numbers written into `numbers` (a view of this
-    /// module's memory: no copy, and no `Float64Array::to_vec`, whose length assertion links
-    /// the formatting of `Debug`), or the field of the wrong type and what it holds.
-    fn view(record: &JsValue, version: u32, numbers: &mut [f64]) -> Array;
+    /// The fields of a record by type: its numbers (and its texts' lengths, its history's length,
+    /// whether it is blocked, its id: see [`Numbers`]) written into `numbers` (a view of this
+    /// module's memory: no copy, and no `Float64Array::to_vec`, whose length assertion links the
+    /// formatting of `Debug`); returns its texts as one string, or the field of the wrong type
+    /// and what it holds (`[field, why]`).
+    fn view(record: &JsValue, version: u32, numbers: &mut [f64]) -> JsValue;
 
-    /// A record's `id` when it is a number, else NaN (one call: no key to make, issue 20).
-    #[wasm_bindgen(js_name = recordId)]
-    fn record_id_of(record: &JsValue) -> f64;
+    /// The failure history of a record [`view`] read, flat: `[attempt, error, at, ...]`.
+    fn history(record: &JsValue) -> Array;
 }
 
-/// The texts of `message` as `shape` reads them (js/store/record.js's `Texts`): for each of
-/// `queue`, `payload`, `lastError`, `leaseToken`, `idempotencyKey`, `group` and `movedFrom`, its
+/// Where js/store/record.js's `view` writes what it read, after the [`WHOLE`] numbers of a record.
+struct Numbers;
+
+impl Numbers {
+    /// The length in UTF-16 code units of each text (NaN: null), [`TEXTS`] of them.
+    const LENGTHS: usize = WHOLE;
+    /// How many entries the failure history has.
+    const HISTORY: usize = Self::LENGTHS + TEXTS;
+    /// 1 when the record is pending without a lane (blocked), else 0.
+    const BLOCKED: usize = Self::HISTORY + 1;
+    /// The record's `id` when it is a number, else NaN.
+    const ID: usize = Self::BLOCKED + 1;
+    /// How many numbers `view` writes.
+    const LEN: usize = Self::ID + 1;
+}
+
+/// How many texts a record has (`TEXT` in js/store/record.js).
+const TEXTS: usize = 8;
+
+/// The texts of `message` as `shape` reads them (js/store/record.js's `text`): for each of
+/// `queue`, `payload`, `status`, `lastError`, `leaseToken`, `idempotencyKey`, `group` and
+/// `movedFrom`, its
 /// length in bytes (4 bytes, little-endian; `u32::MAX`: null) then its UTF-8 bytes. Handed over
 /// as one view of the module's memory (issue 20: the glue made a typed array and called a
 /// `TextDecoder` for each text, 21 of the 24 decodes of a cycle enqueue+claim+succeed).
@@ -111,6 +115,7 @@ fn texts(message: &Message) -> Vec<u8> {
     let all = [
         Some(message.queue.as_str()),
         Some(message.payload.as_str()),
+        Some(message.status.as_str()),
         message.last_error.as_deref(),
         message.lease_token.as_deref(),
         message.idempotency_key.as_deref(),
@@ -148,16 +153,21 @@ fn float(n: Option<i64>) -> f64 {
 /// `place` is `[groupAt, lane, at]` (NaN: null).
 fn build(message: &Message, kind: Kind, place: [f64; 3], deduplicated: bool) -> Object {
     let [group_at, lane, at] = place;
-    let errors = Array::new();
-    for entry in &message.errors {
-        let at = float(Some(entry.at));
-        errors.push(&attempt(kind as u32, entry.attempt, &entry.error, at));
-    }
+    // No array made for an empty history (most messages): `shape` makes it.
+    let errors = if message.errors.is_empty() {
+        JsValue::UNDEFINED
+    } else {
+        let errors = Array::new();
+        for entry in &message.errors {
+            let at = float(Some(entry.at));
+            errors.push(&attempt(kind as u32, entry.attempt, &entry.error, at));
+        }
+        errors.into()
+    };
     shape(
         kind as u32,
         float(Some(message.id)),
         &texts(message),
-        &status(message.status),
         message.retry_count,
         message.max_retries,
         float(message.retry_after),
@@ -255,20 +265,28 @@ fn whole_number(n: f64) -> Option<i64> {
 
 /// A record read back: the message (checked by the core) and its place. `version` is the schema
 /// version that wrote it; `js/store/record.js`'s `view` checks the type of each field (a field
-/// that version did not have reads as its default) and hands the values over by type.
+/// that version did not have reads as its default) and hands the values over by type: the
+/// numbers into this module's memory, the texts as one string cut here by their lengths.
 fn read(record: &JsValue, version: u32) -> Result<Stored> {
-    let id = record_id(record)?;
-    let mut numbers = [f64::NAN; WHOLE];
+    let mut numbers = [f64::NAN; Numbers::LEN];
     let fields = view(record, version, &mut numbers);
-    if fields.length() == 2 {
+    let id = whole_number(numbers[Numbers::ID])
+        .ok_or_else(|| Error::Store("an IndexedDB record without a whole-number id".into()))?;
+    let Some(all) = fields.as_string() else {
+        let fields: Array = fields.unchecked_into();
         let field = fields.get(0).as_string().unwrap_or_default();
         let why = fields.get(1).as_string().unwrap_or_default();
         return Err(corrupt(id, &field, why));
-    }
+    };
     #[allow(clippy::cast_possible_truncation)] // whole numbers within 2^53, checked by `view`
     let n = |i: usize| numbers.get(i).filter(|x| !x.is_nan()).map(|x| *x as i64);
-    let texts: Array = fields.get(0).unchecked_into();
-    let t = |i: u32| texts.get(i).as_string();
+    let mut texts = cut(&all, &numbers[Numbers::LENGTHS..Numbers::HISTORY])
+        .map_err(|at| {
+            let field = TEXT_FIELDS.get(at).copied().unwrap_or_default();
+            corrupt(id, field, "holds an unpaired surrogate")
+        })?
+        .into_iter();
+    let mut t = || texts.next().flatten();
     let [
         queue,
         payload,
@@ -278,16 +296,18 @@ fn read(record: &JsValue, version: u32) -> Result<Stored> {
         idempotency_key,
         group,
         moved_from,
-    ] = [t(0), t(1), t(2), t(3), t(4), t(5), t(6), t(7)];
-    let history: Array = fields.get(1).unchecked_into();
+    ] = [t(), t(), t(), t(), t(), t(), t(), t()];
     let mut errors = Vec::new();
-    for i in (0..history.length()).step_by(3) {
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // checked by `view`
-        errors.push(FailedAttempt {
-            attempt: history.get(i).as_f64().unwrap_or_default() as u32,
-            error: history.get(i + 1).as_string().unwrap_or_default(),
-            at: whole(&history.get(i + 2)).unwrap_or_default(),
-        });
+    if n(Numbers::HISTORY).unwrap_or_default() > 0 {
+        let history = history(record);
+        for i in (0..history.length()).step_by(3) {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // checked by `view`
+            errors.push(FailedAttempt {
+                attempt: history.get(i).as_f64().unwrap_or_default() as u32,
+                error: history.get(i + 1).as_string().unwrap_or_default(),
+                at: whole(&history.get(i + 2)).unwrap_or_default(),
+            });
+        }
     }
     let status = status.unwrap_or_default();
     let message = StoredMessage {
@@ -318,13 +338,53 @@ fn read(record: &JsValue, version: u32) -> Result<Stored> {
     Ok(Stored {
         message,
         group_at: n(12),
-        blocked: fields.get(2).is_truthy(),
+        blocked: n(Numbers::BLOCKED) == Some(1),
     })
 }
 
-fn record_id(record: &JsValue) -> Result<Id> {
-    whole_number(record_id_of(record))
-        .ok_or_else(|| Error::Store("an IndexedDB record without a whole-number id".into()))
+/// The core's names of the texts of a record, in the order of [`read`]'s.
+const TEXT_FIELDS: [&str; TEXTS] = [
+    "queue",
+    "payload",
+    "status",
+    "last_error",
+    "lease_token",
+    "idempotency_key",
+    "group",
+    "moved_from",
+];
+
+/// The texts of `all` (their concatenation) by their `lengths` in UTF-16 code units (NaN: null);
+/// the index of the text whose length ends inside a character: a surrogate pair made of an
+/// unpaired surrogate at its end and one at the start of the next (deadletter writes no
+/// unpaired surrogates).
+fn cut(all: &str, lengths: &[f64]) -> std::result::Result<Vec<Option<String>>, usize> {
+    let mut out = Vec::with_capacity(lengths.len());
+    let mut rest = all;
+    for (at, len) in lengths.iter().enumerate() {
+        if len.is_nan() {
+            out.push(None);
+            continue;
+        }
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // a string's length
+        let mut units = *len as usize;
+        let mut end = 0;
+        for c in rest.chars() {
+            if units == 0 {
+                break;
+            }
+            units = units.checked_sub(c.len_utf16()).ok_or(at)?;
+            end += c.len_utf8();
+        }
+        if units > 0 {
+            return Err(at);
+        }
+        // Never out of bounds nor inside a character (no slicing, whose panic formats).
+        let (text, after) = rest.split_at_checked(end).ok_or(at)?;
+        out.push(Some(text.to_owned()));
+        rest = after;
+    }
+    Ok(out)
 }
 
 /// How many numbers a record has (`WHOLE` in js/store/record.js).

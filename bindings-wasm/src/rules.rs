@@ -22,7 +22,7 @@ use wasm_bindgen::prelude::*;
 use crate::args::{self, OwnedArg, OwnedItem, function, kind, owned_args};
 use crate::bulk::BulkPlan;
 use crate::bulk::ListPlan;
-use crate::claim::ClaimPlan;
+use crate::claim::{ClaimPlan, Claiming};
 use crate::errors;
 use crate::plans::{EnqueuePlan, ReadPlan, Update, UpdatePlan};
 use crate::queue::{RowPlan, policy_to_js};
@@ -263,16 +263,18 @@ impl QueueRules {
             items.push(item.item());
         }
         let args = js(EnqueueArgs::new(&self.queue(), &items, batch, &self.limits))?;
-        Ok(EnqueuePlan::new(args))
+        Ok(EnqueuePlan::new(args, batch))
     }
 
-    /// `Queue.claimMany` (and `Queue.claim`, `n` 1); `random` is what the random source returned
-    /// (the jitter sample of the leases it finds run out).
+    /// `Queue.claimMany` (and `Queue.claim`, `n` 1 and `single`: the plan's outcome holds the
+    /// message itself or null, not an array); `random` is what the random source returned (the
+    /// jitter sample of the leases it finds run out).
     pub fn claim(
         &self,
         random: &JsValue,
         n: &JsValue,
         lease_ms: &JsValue,
+        single: bool,
     ) -> std::result::Result<ClaimPlan, JsValue> {
         let [n, lease] = owned_args![n, lease_ms];
         let sample = js(sample(random))?;
@@ -284,14 +286,14 @@ impl QueueRules {
             sample,
             &self.limits,
         ))?;
-        Ok(ClaimPlan::new(args, false))
+        Ok(ClaimPlan::new(args, Claiming::Messages { single }))
     }
 
     /// `Queue.reap`.
     pub fn reap(&self, random: &JsValue) -> std::result::Result<ClaimPlan, JsValue> {
         let sample = js(sample(random))?;
         let args = js(ClaimArgs::reap(&self.queue(), self.policy.as_ref(), sample))?;
-        Ok(ClaimPlan::new(args, true))
+        Ok(ClaimPlan::new(args, Claiming::Reap))
     }
 
     /// `Queue.succeed` (`kind` 0: `a` the lease token), `extend` (1: `a` the lease token, `b` the

@@ -5,21 +5,24 @@
 // package's snippets/, beside its glue): V8 makes such objects from a template, where properties
 // added one at a time from WebAssembly (Reflect.set with a computed key) cost a generic store
 // each, on the path of every record a transaction writes. The API's objects get Dates for instants.
-export function shape(kind, id, texts, status, retryCount, maxRetries, retryAfter, createdAt, updatedAt,
+export function shape(kind, id, texts, retryCount, maxRetries, retryAfter, createdAt, updatedAt,
   leaseExpiresAt, firstFailedAt, deadAt, errors, errorsDropped, replayCount, replayedAt, expiresAt, groupAt, lane, at,
   deduplicated) {
-  // The core passes NaN for a number that is null; the texts come as their UTF-8 bytes, one after
-  // the other, with their lengths (see `text`; undefined for a text that is null).
+  // The core passes NaN for a number that is null, and `undefined` for an empty failure history;
+  // the texts come as their UTF-8 bytes, one after the other, with their lengths (see `text`;
+  // undefined for a text that is null).
   bytes = texts;
   offset = 0;
   const queue = text(0);
   const payload = text(1);
-  const lastError = text(2);
-  const leaseToken = text(3);
-  const idempotencyKey = text(4);
-  const group = text(5);
-  const movedFrom = text(6);
+  const status = text(2);
+  const lastError = text(3);
+  const leaseToken = text(4);
+  const idempotencyKey = text(5);
+  const group = text(6);
+  const movedFrom = text(7);
   bytes = undefined;
+  errors ??= [];
   if (kind !== 2) {
     // A record leaves out the fields that are null (issue 20: a smaller structured clone and stored
     // value, 0.95-0.98x of the cycle's requests in plain IndexedDB); `view` reads one missing as
@@ -62,13 +65,13 @@ let bytes;
 let offset = 0;
 
 /**
- * The last text made for each place (queue, payload, lastError, leaseToken, idempotencyKey,
- * group, movedFrom): a cycle makes the same texts again and again (a record, then the API's
- * object of the same message; the claim's record, then the ack's), and a text whose bytes are
- * ASCII and those of the last one is that string again, with no typed array nor string made
- * (issue 20: 17 texts of 6 objects a cycle enqueue+claim+succeed, 2 of them new).
+ * The last text made for each place (queue, payload, status, lastError, leaseToken,
+ * idempotencyKey, group, movedFrom): a cycle makes the same texts again and again (a record, then
+ * the API's object of the same message; the claim's record, then the ack's), and a text whose
+ * bytes are ASCII and those of the last one is that string again, with no typed array nor string
+ * made (issue 20: 17 texts of 6 objects a cycle enqueue+claim+succeed, 2 of them new).
  */
-const made = ["", "", "", "", "", "", ""];
+const made = ["", "", "", "", "", "", "", ""];
 
 /** The next text of `bytes`, or undefined (null): `made[place]` again, else decoded. */
 function text(place) {
@@ -106,12 +109,6 @@ const decoder = new TextDecoder("utf-8", { ignoreBOM: true, fatal: true });
 /** `{ value, dead, overridden }`: what a call that can make messages dead resolves to (src/plans.rs's `outcome`). */
 export function outcome(value, dead, overridden) {
   return { value, dead, overridden };
-}
-
-/** A record's `id` when it is a number, else NaN (src/record.rs checks it is a whole one). */
-export function recordId(record) {
-  const id = record !== null && typeof record === "object" ? record.id : undefined;
-  return typeof id === "number" ? id : NaN;
 }
 
 export function attempt(kind, attempt, error, at) {
@@ -230,15 +227,28 @@ function other(f, v, version, what) {
   return `holds ${kind(v)}, not ${what}`;
 }
 
+/** Where `view` writes a text's length, the length of the failure history, blockedness and the id. */
+const LENGTHS = WHOLE.length;
+const HISTORY = LENGTHS + TEXT.length;
+const BLOCKED = HISTORY + 1;
+const ID = BLOCKED + 1;
+
 /**
- * The fields of `record`, written by schema `version`, by type: its numbers written into `numbers`
- * (a Float64Array of WHOLE's length, a view of the module's memory: in WHOLE's order, NaN for
- * null), and `[texts, history, blocked]` (texts in TEXT's order; the failure history flat,
- * `[attempt, error, at, ...]`; whether it is a pending record without a lane: blocked behind its
- * group's head), or `[field, why]`: the core's name of the first field holding a value of the
- * wrong type, and what it holds.
+ * The fields of `record`, written by schema `version`, by type, for src/record.rs's `read`. Into
+ * `numbers` (a Float64Array of ID + 1 numbers, a view of the module's memory: no copy) go, by
+ * index: WHOLE's numbers (NaN for null), the length in UTF-16 code units of each text of TEXT
+ * (NaN: null), how many entries its failure history has, 1 when it is a pending record without
+ * a lane (blocked behind its group's head) else 0, and its `id` when that is a number (else NaN;
+ * nothing else is read then). Returns the texts, one after the other in TEXT's order, as one
+ * string (issue 20: one string handed over per record, where each text was an array entry and a
+ * string of its own to hand over), or `[field, why]`: the core's name of the first field holding
+ * a value of the wrong type, and what it holds. The history itself, once checked here, is
+ * `history(record)`'s.
  */
 export function view(record, version, numbers) {
+  const id = record !== null && typeof record === "object" ? record.id : undefined;
+  numbers[ID] = typeof id === "number" ? id : NaN;
+  if (id === undefined) return "";
   // Loops by index, no closures nor destructuring: this runs for every record a step reads, and
   // the iterators and entries of `for...of` over `entries()` were a tenth of a cycle's
   // allocation (issue 20).
@@ -253,16 +263,17 @@ export function view(record, version, numbers) {
       numbers[i] = x ?? NaN;
     }
   }
-  const texts = [];
+  let texts = "";
   for (let i = 0; i < TEXT.length; i += 1) {
     const f = TEXT[i];
     const v = record[f[0]];
     if (typeof v === "string") {
-      texts.push(v);
+      texts += v;
+      numbers[LENGTHS + i] = v.length;
     } else {
       const x = other(f, v, version, "a string");
       if (typeof x === "string") return [f[1], x];
-      texts.push(x);
+      numbers[LENGTHS + i] = NaN;
     }
   }
   let errors = record.errors;
@@ -271,14 +282,22 @@ export function view(record, version, numbers) {
     errors = [];
   }
   if (!Array.isArray(errors)) return ["errors", `holds ${kind(errors)}, not a list`];
-  const history = [];
   for (let i = 0; i < errors.length; i += 1) {
     const e = errors[i];
     const ok = e !== null && typeof e === "object" && whole(e.attempt) && e.attempt >= 0 && e.attempt <= 0xffffffff
       && typeof e.error === "string" && whole(e.at);
     if (!ok) return ["errors", "holds a bad entry"];
-    history.push(e.attempt, e.error, e.at);
   }
+  numbers[HISTORY] = errors.length;
   const lane = record.lane;
-  return [texts, history, texts[2] === "pending" && (lane === null || lane === undefined)];
+  numbers[BLOCKED] = record.status === "pending" && (lane === null || lane === undefined) ? 1 : 0;
+  return texts;
+}
+
+/** The failure history of a record `view` checked, flat: `[attempt, error, at, ...]`. */
+export function history(record) {
+  const errors = record.errors ?? [];
+  const flat = [];
+  for (let i = 0; i < errors.length; i += 1) flat.push(errors[i].attempt, errors[i].error, errors[i].at);
+  return flat;
 }

@@ -189,11 +189,11 @@ export class IdbStore {
   /**
    * Runs an UpdatePlan in one transaction: the queue's row (only when the step reads it,
    * `plan.readsQueue`: an ack, say, does not, and its transaction is on `messages` alone) and the
-   * record of `plan.id`, then the step's write. Resolves to `plan.finish()`, made while the
-   * browser commits (see `transaction`).
+   * record of `plan.id`, then the step's write. Resolves to `answer(plan.finish())`, made while
+   * the browser commits (see `transaction`).
    */
-  update(queue, plan, clock) {
-    const finish = () => plan.finish();
+  update(queue, plan, clock, answer) {
+    const finish = () => answer(plan.finish());
     if (!plan.readsQueue) {
       return this.#run(MESSAGES, "readwrite", async (messages) => {
         const record = await request("get", () => messages.get(plan.id));
@@ -210,10 +210,10 @@ export class IdbStore {
 
   /**
    * Runs a ClaimPlan (src/claim.rs: the lanes of the `claim` index, `expiring`, `group`) in one
-   * transaction; resolves to `plan.finish()`, made while the browser commits (see `transaction`).
-   * `make()` makes the plan once the queue row's request is sent, as for `insert`.
+   * transaction; resolves to `answer(plan.finish())`, made while the browser commits (see
+   * `transaction`). `make()` makes the plan once the queue row's request is sent, as for `insert`.
    */
-  claim(queue, make, clock) {
+  claim(queue, make, clock, answer) {
     let plan;
     return this.#run(BOTH, "readwrite", async (messages, queues) => {
       const started = ahead(context(queues, queue, clock));
@@ -270,7 +270,7 @@ export class IdbStore {
         putAll(messages, plan.ready(page, leaseTokens(plan.wanted)));
         next = head();
       }
-    }, () => plan.finish());
+    }, () => answer(plan.finish()));
   }
 
   /**

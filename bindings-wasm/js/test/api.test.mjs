@@ -311,6 +311,33 @@ test("a record with a value deadletter never writes is a store error naming the 
   again.close();
 });
 
+test("a record's texts read back exactly, each its own; unpaired surrogates that would pair across two texts are a store error", async () => {
+  // The texts of a record cross into the core as one string cut by their lengths (issue 20).
+  const name = fresh();
+  const db = await open(name, { clock: () => new Date(BASE) });
+  const q = db.queue("q");
+  await q.enqueue("ü😀\0x", { idempotencyKey: "k😀", group: "😀" });
+  const claimed = await q.claim();
+  await q.fail(claimed.id, "bad ü 😀", { leaseToken: claimed.leaseToken });
+  const stored = await q.get(1);
+  assert.deepEqual([stored.payload, stored.idempotencyKey, stored.group, stored.lastError, stored.errors.map((e) => e.error), stored.status],
+    ["ü😀\0x", "k😀", "😀", "bad ü 😀", ["bad ü 😀"], "pending"]);
+  db.close();
+  const raw = await rawOpen(name);
+  await new Promise((resolve) => {
+    const tx = raw.transaction("messages", "readwrite");
+    const store = tx.objectStore("messages");
+    // A queue ending in a high surrogate before a payload starting with a low one.
+    store.get(1).onsuccess = (e) => store.put({ ...e.target.result, queue: "q\ud83d", payload: "\ude00" });
+    tx.oncomplete = resolve;
+  });
+  raw.close();
+  const again = await open(name);
+  const err = await rejects(again.queue("q").get(1), "store");
+  assert.match(err.message, /message 1 is corrupt: column queue: holds an unpaired surrogate/);
+  again.close();
+});
+
 test("an open queued behind a blocked upgrade fails with a store error, not a hang", async () => {
   const name = fresh();
   const holder = await new Promise((resolve) => {
