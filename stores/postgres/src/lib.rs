@@ -89,7 +89,7 @@ pub use client::Client;
 pub use options::{MAX_CONNECTIONS, MAX_TIMEOUT, MAX_TIMEOUT_MS, Options};
 pub use schema::{
     MAX_SCHEMA_BYTES, SCHEMA_VERSION, ddl, ddl_v1, quote_identifier, upgrade_v2, upgrade_v3,
-    upgrade_v4, upgrade_v5,
+    upgrade_v4, upgrade_v5, upgrade_v6,
 };
 pub use sql::{CLAIM_BEGIN, COLUMNS, Sql};
 pub use store::PostgresStore;

@@ -7,7 +7,7 @@ use deadletter::{Error, FieldError, Result};
 use crate::pool::db_error;
 
 /// The schema version this build creates and reads (the row of `deadletter_schema`).
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// Longest schema name PostgreSQL keeps (`NAMEDATALEN - 1` bytes); a longer one would be cut
 /// silently, so it is refused.
@@ -44,7 +44,7 @@ pub fn quote_identifier(schema: &str) -> Result<String> {
 
 /// The DDL of version 1, for the quoted schema `{s}`, exactly as the first PostgreSQL store
 /// created it. A new schema is created at version 1 and upgraded by [`upgrade_v2`] to
-/// [`upgrade_v5`], so new and upgraded schemas are the same. Timestamps are the core's UTC milliseconds (`bigint`); the
+/// [`upgrade_v6`], so new and upgraded schemas are the same. Timestamps are the core's UTC milliseconds (`bigint`); the
 /// payload is `bytea` so that it round-trips byte for byte whatever the database encoding (and
 /// may hold U+0000, which `text` cannot); names compare by bytes (`COLLATE "C"`), so `queues()`
 /// is in byte order as in every store.
@@ -242,6 +242,42 @@ UPDATE {s}.deadletter_schema SET version = 5;
     )
 }
 
+/// Version 5 -> 6, for the quoted schema `{s}`: an index per status, which a message leaves when
+/// its status changes, instead of indexes keyed by status (issue 24). A transition wrote every
+/// index holding the message: `messages_by_status` `(queue, status, id)` and `messages_by_queue`
+/// `(queue, id)` held every message, so an enqueue wrote the table and four B-trees and each
+/// claim and ack four or five (none of these updates is HOT: `status`, which every transition
+/// changes, is in the indexes' predicates). Now each message is in one index of its status, by
+/// id: `messages_ready` (the pending messages a claim may take, as before),
+/// `messages_waiting` (new: the pending messages waiting for their `retry_after` or behind their
+/// group's head), `messages_leases` (processing, by lease expiry as before),
+/// `messages_succeeded` (new) and `messages_dead` (now by id, `dead_at` included for
+/// `Counts::oldest_dead_at`). An enqueue writes the table, its primary key and
+/// `messages_ready`; a claim the table, the key and `messages_leases`; an ack the table, the key
+/// and `messages_succeeded`. `list` merges the indexes by id; `queues` skips through each. (The
+/// ready lane is an index of its own rather than a range of one index of pending messages keyed
+/// by `(queue, ready, id)`: PostgreSQL reads the condition `ready` as no equality, so such an
+/// index is not in id order for it, and the planner took the head by the primary key instead.)
+/// Cheap on a large table: no column changes, no rewrite; indexes dropped and built in the
+/// upgrade's transaction, which holds the table's lock meanwhile (building `messages_succeeded`
+/// reads the whole table).
+pub fn upgrade_v6(s: &str) -> String {
+    format!(
+        r"
+DROP INDEX {s}.messages_by_status;
+DROP INDEX {s}.messages_by_queue;
+DROP INDEX {s}.messages_dead;
+-- list, the counts, queues: the pending messages not in messages_ready
+CREATE INDEX messages_waiting ON {s}.messages (queue, id) WHERE status = 'pending' AND NOT ready;
+-- list, the counts, queues
+CREATE INDEX messages_succeeded ON {s}.messages (queue, id) WHERE status = 'succeeded';
+-- list, the counts and Counts::oldest_dead_at (index-only scans), queues
+CREATE INDEX messages_dead ON {s}.messages (queue, id) INCLUDE (dead_at) WHERE status = 'dead';
+UPDATE {s}.deadletter_schema SET version = 6;
+"
+    )
+}
+
 /// The DDL of the current version ([`SCHEMA_VERSION`]) for the quoted schema `s`: what a new
 /// schema gets.
 pub fn ddl(s: &str) -> String {
@@ -251,7 +287,9 @@ pub fn ddl(s: &str) -> String {
 /// The DDL that brings version N to N + 1, for the quoted schema `s`, from 0 (an empty schema)
 /// on: a new schema is created at version 1 and upgraded, so new and upgraded schemas are the
 /// same.
-const STEPS: [fn(&str) -> String; 5] = [ddl_v1, upgrade_v2, upgrade_v3, upgrade_v4, upgrade_v5];
+const STEPS: [fn(&str) -> String; 6] = [
+    ddl_v1, upgrade_v2, upgrade_v3, upgrade_v4, upgrade_v5, upgrade_v6,
+];
 
 /// Creates the schema `name` (quoted: `quoted`) and its tables when it is missing or empty;
 /// accepts it at [`SCHEMA_VERSION`] and upgrades it from an older version, in the transaction

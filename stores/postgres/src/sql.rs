@@ -129,9 +129,10 @@ pub struct Sql {
     /// of waited for; one whose expiry came (that another claim skipped while taking it out)
     /// is left alone.
     pub due: String,
-    /// Queue `$1`, ids above `$2`, at most `$3`, by id.
+    /// Queue `$1`, ids above `$2`, at most `$3`, by id: the indexes of each status merged (see
+    /// `list`).
     pub list: String,
-    /// Queue `$1`, status `$2`, ids above `$3`, at most `$4`, by id.
+    /// Queue `$1`, status `$2`, ids above `$3`, at most `$4`, by id: the index of that status.
     pub list_status: String,
     /// Messages of queue `$1` among ids `$2`, locked in id order.
     pub many_for_update: String,
@@ -150,7 +151,8 @@ pub struct Sql {
     /// moved yet), oldest `dead_at`; then the queue row's
     /// `paused`, `expired_dead`, `expired_discarded`.
     pub counts: String,
-    /// The distinct queue names in byte order, one index probe per queue (a loose index scan).
+    /// The distinct queue names holding messages, in byte order: one probe per queue in the
+    /// index of each status (loose index scans), merged.
     pub queues: String,
     /// The earliest `retry_after` after `$2` among the pending messages of queue `$1` (waiting,
     /// or moved before the clock went back): one seek in each range of `messages_delayed`.
@@ -191,6 +193,12 @@ impl Sql {
              WHERE cardinality(due.ids) > 0 AND {m}.id = ANY(due.ids)"
         );
         let move_due = format!("WITH {due_ids} {mark_ready}");
+        // The two indexes of pending messages: `messages_ready`, `messages_waiting`.
+        let pending = format!(
+            "({} + {})",
+            count("status = 'pending' AND ready"),
+            count("status = 'pending' AND NOT ready")
+        );
         let begin = format!("BEGIN; LOCK TABLE {m} IN ROW EXCLUSIVE MODE");
         let inserted_values = (1..=23)
             .map(|i| format!("${i}"))
@@ -289,10 +297,8 @@ impl Sql {
                  AND (expires_at IS NULL OR expires_at > $2) \
                  ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED"
             )),
-            list: select("WHERE queue = $1 AND id > $2 ORDER BY id LIMIT $3"),
-            list_status: select(
-                "WHERE queue = $1 AND status = $2 AND id > $3 ORDER BY id LIMIT $4",
-            ),
+            list: list(&m, "$2", "$3", None),
+            list_status: list(&m, "$3", "$4", Some("$2")),
             many_for_update: select("WHERE queue = $1 AND id = ANY($2) ORDER BY id FOR UPDATE"),
             many: select("WHERE queue = $1 AND id = ANY($2) ORDER BY id"),
             many_for_update_skip: select(
@@ -314,7 +320,7 @@ impl Sql {
                     ORDER BY id LIMIT 1)) AS first_due ORDER BY id LIMIT 1), \
                  (SELECT min(dead_at) FROM {m} WHERE queue = $1 AND status = 'dead'), \
                  {}, {}, {}",
-                count("status = 'pending'"),
+                pending,
                 count("status = 'processing'"),
                 count("status = 'succeeded'"),
                 count("status = 'dead'"),
@@ -324,17 +330,73 @@ impl Sql {
                 row("expired_dead", "0"),
                 row("expired_discarded", "0"),
             ),
-            queues: format!(
-                "WITH RECURSIVE q(queue) AS ( \
-                   (SELECT queue FROM {m} ORDER BY queue LIMIT 1) \
-                   UNION ALL \
-                   SELECT (SELECT queue FROM {m} WHERE queue > q.queue ORDER BY queue LIMIT 1) \
-                   FROM q WHERE q.queue IS NOT NULL \
-                 ) SELECT queue FROM q WHERE queue IS NOT NULL"
-            ),
+            queues: queues(&m),
             next_due_at: format!("SELECT {next_due_at}"),
         }
     }
+}
+
+/// The lanes of each status, each the predicate of one index (`messages_ready`,
+/// `messages_waiting`, `messages_leases`, `messages_succeeded`, `messages_dead`), as conditions:
+/// every message is in exactly one.
+const BY_STATUS: [(&str, &str); 5] = [
+    ("pending", "status = 'pending' AND ready"),
+    ("pending", "status = 'pending' AND NOT ready"),
+    ("processing", "status = 'processing'"),
+    ("succeeded", "status = 'succeeded'"),
+    ("dead", "status = 'dead'"),
+];
+
+/// A page of the messages of queue `$1` (of table `m`) with ids above `after`, at most `limit`,
+/// by id; of status `status` (a parameter) when given. Every status has an index of its own (no
+/// index holds every message: a transition would write it), so the page is the first `limit` of
+/// each index's range by id, merged, then read by their ids; a branch of another status than
+/// `status` is skipped before it reads anything (a one-time filter on the parameter). The ids
+/// of the processing messages (in lease order in their index) are sorted: there are as many as
+/// messages in flight, read from the index alone (not their rows). Each branch
+/// says `(queue, id) > ($1, after) AND queue <= $1` and orders by `(queue, id)` rather than
+/// `queue = $1 ... ORDER BY id`: with the equality, the primary key is in id order too, and the
+/// planner walked it (filtering every message of every queue and status after `after`) rather
+/// than the status's index, which the row comparison alone keeps in order.
+fn list(m: &str, after: &str, limit: &str, status: Option<&str>) -> String {
+    let branches: Vec<String> = BY_STATUS
+        .iter()
+        .map(|(name, lane)| {
+            let only = status.map_or(String::new(), |p| format!(" AND {p} = '{name}'"));
+            format!(
+                "(SELECT id FROM {m} \
+                 WHERE (queue, id) > ($1, {after}) AND queue <= $1 AND {lane}{only} \
+                 ORDER BY queue, id LIMIT {limit})"
+            )
+        })
+        .collect();
+    format!(
+        "SELECT {COLUMNS} FROM {m} WHERE id = ANY(ARRAY( \
+           SELECT id FROM ({}) AS page ORDER BY id LIMIT {limit})) \
+         ORDER BY id",
+        branches.join(" UNION ALL ")
+    )
+}
+
+/// The distinct queue names holding messages in table `m`, in byte order: a loose index scan of
+/// each status's index (one probe per queue), merged.
+fn queues(m: &str) -> String {
+    let scans: Vec<String> = BY_STATUS
+        .iter()
+        .enumerate()
+        .map(|(index, (_, lane))| {
+            format!(
+                "SELECT queue FROM (WITH RECURSIVE q(queue) AS ( \
+                   (SELECT queue FROM {m} WHERE {lane} ORDER BY queue LIMIT 1) \
+                   UNION ALL \
+                   SELECT (SELECT queue FROM {m} WHERE {lane} AND queue > q.queue \
+                           ORDER BY queue LIMIT 1) \
+                   FROM q WHERE q.queue IS NOT NULL \
+                 ) SELECT queue FROM q WHERE queue IS NOT NULL) AS lane_{index}"
+            )
+        })
+        .collect();
+    format!("{} ORDER BY 1", scans.join(" UNION "))
 }
 
 /// `columns` (a comma-separated list) each prefixed with the table alias `alias`.

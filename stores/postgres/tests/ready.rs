@@ -430,3 +430,100 @@ fn a_version_4_schema_is_upgraded_to_version_5_in_place() {
         .collect();
     assert_eq!(order, ["first", "second", "third"]);
 }
+
+/// Version 6 (issue 24): an index per status instead of indexes keyed by status. A version-5
+/// schema holding a message in each state (ids 1 to 7, and two in another queue) is upgraded in
+/// place: pages by id (of every status, of each, after an id) and `queues` read the new indexes
+/// and find every message as before, and the counts are the same.
+#[test]
+fn a_version_5_schema_is_upgraded_to_version_6_in_place() {
+    let schemas = Schemas::new("upgrade6");
+    let name = schemas.name();
+    let s = quoted(&name);
+    let now = BASE + 100_000;
+    write_version_1(&name, now);
+    let steps: String = [
+        deadletter_postgres::upgrade_v2,
+        deadletter_postgres::upgrade_v3,
+        deadletter_postgres::upgrade_v4,
+        deadletter_postgres::upgrade_v5,
+    ]
+    .iter()
+    .map(|step| step(&s))
+    .collect();
+    let other = format!(
+        "INSERT INTO {s}.messages (queue, payload, status, retry_count, max_retries, \
+           created_at, updated_at, errors, errors_dropped, replay_count) VALUES \
+         ('a', 'x', 'pending', 0, 3, {BASE}, {BASE}, '[]', 0, 0), \
+         ('z', 'y', 'succeeded', 0, 3, {BASE}, {BASE}, '[]', 0, 0)"
+    );
+    admin()
+        .batch_execute(&format!("{steps} {other}"))
+        .expect("version 5");
+    let db = engine(&name);
+    let version: i32 = admin()
+        .query_one(&format!("SELECT version FROM {s}.deadletter_schema"), &[])
+        .expect("version")
+        .get(0);
+    assert_eq!(version, SCHEMA_VERSION);
+    let store = db.store();
+    let page = |status: Option<Status>, after_id: Option<i64>| -> Vec<(i64, String)> {
+        let query = deadletter::ListQuery {
+            queue: "q",
+            status,
+            limit: 10,
+            after_id,
+        };
+        pollster::block_on(deadletter::Store::list(store, &query))
+            .expect("list")
+            .into_iter()
+            .map(|m| (m.id, m.payload))
+            .collect()
+    };
+    let payloads = |ids: &[(i64, &str)]| -> Vec<(i64, String)> {
+        ids.iter().map(|(id, p)| (*id, (*p).to_owned())).collect()
+    };
+    assert_eq!(
+        page(None, None),
+        payloads(&[
+            (1, "due"),
+            (2, "over"),
+            (3, "later"),
+            (4, "held"),
+            (5, "leased"),
+            (6, "done"),
+            (7, "gone")
+        ])
+    );
+    assert_eq!(
+        page(None, Some(3)),
+        payloads(&[(4, "held"), (5, "leased"), (6, "done"), (7, "gone")])
+    );
+    let pending = payloads(&[(1, "due"), (2, "over"), (3, "later")]);
+    assert_eq!(page(Some(Status::Pending), None), pending);
+    assert_eq!(
+        page(Some(Status::Processing), None),
+        payloads(&[(4, "held"), (5, "leased")])
+    );
+    assert_eq!(
+        page(Some(Status::Succeeded), None),
+        payloads(&[(6, "done")])
+    );
+    assert_eq!(page(Some(Status::Dead), None), payloads(&[(7, "gone")]));
+    assert_eq!(page(Some(Status::Dead), Some(7)), []);
+    let queues = pollster::block_on(deadletter::Store::queues(store)).expect("queues");
+    assert_eq!(queues, ["a", "q", "z"]);
+    let stats = pollster::block_on(db.stats("q".into(), &at(now))).expect("stats");
+    assert_eq!(
+        (
+            stats.pending,
+            stats.processing,
+            stats.succeeded,
+            stats.dead,
+            stats.delayed,
+            stats.oldest_dead_age_ms
+        ),
+        (3, 2, 1, 1, 1, Some(now - (BASE + 6)))
+    );
+    assert_eq!(claim_at(&db, now).map(|m| m.payload), Some("due".into()));
+}
