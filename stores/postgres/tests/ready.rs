@@ -197,6 +197,27 @@ fn a_version_1_schema_is_upgraded_in_place_by_the_first_of_racing_opens() {
     assert_eq!(ready(&name), moved, "reopening changes nothing");
 }
 
+/// Schema version 6: the one check constraint left is the lanes' (the core checks the status
+/// and the counters of every row read back); each write statement evaluated the five others.
+#[test]
+fn the_only_check_constraint_is_the_lanes() {
+    let schemas = Schemas::new("checks");
+    let name = schemas.name();
+    drop(engine(&name));
+    let checks: Vec<String> = admin()
+        .query(
+            "SELECT conname::text FROM pg_constraint c \
+             JOIN pg_namespace n ON n.oid = c.connamespace \
+             WHERE n.nspname = $1 AND c.contype = 'c' ORDER BY 1",
+            &[&name],
+        )
+        .expect("constraints")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(checks, ["messages_ready_waiting_or_blocked"]);
+}
+
 #[test]
 fn the_database_refuses_a_message_neither_ready_nor_in_backoff() {
     // Whoever writes it: such a message would be invisible to claim.

@@ -62,3 +62,45 @@ fn a_value_deadletter_never_writes_is_a_store_error_naming_message_and_column() 
     let three = pollster::block_on(engine.get("q".into(), 3_i64.into())).expect("get");
     assert_eq!(three.payload, "three");
 }
+
+/// Schema version 6 dropped the check constraints on `status` and the counters (each write
+/// statement evaluated them): a status or a count deadletter never writes, set behind the store's
+/// back, is refused when read, as the constraints refused it when written.
+#[test]
+fn a_status_or_a_count_deadletter_never_writes_is_a_store_error() {
+    let schemas = Schemas::new("corrupt6");
+    let name = schemas.name();
+    let options = Options {
+        schema: name.clone(),
+        max_connections: 1,
+        ..Options::default()
+    };
+    let store = PostgresStore::open(&url(), &options).expect("open");
+    let engine = Engine::new(store, Limits::default());
+    for payload in ["one", "two", "three", "four"] {
+        let item = Item {
+            payload: Arg::Str(payload),
+            ..Item::default()
+        };
+        pollster::block_on(engine.enqueue("q".into(), &item, &at(BASE))).expect("enqueue");
+    }
+    let mut admin = postgres::Client::connect(&url(), postgres::NoTls).expect("connect");
+    let table = format!("\"{name}\".messages");
+    admin
+        .batch_execute(&format!(
+            "UPDATE {table} SET status = 'lost' WHERE id = 1; \
+             UPDATE {table} SET retry_count = -1 WHERE id = 2; \
+             UPDATE {table} SET replay_count = -1 WHERE id = 3"
+        ))
+        .expect("corrupt three rows");
+    for id in 1..=3_i64 {
+        let err = pollster::block_on(engine.get("q".into(), id.into())).expect_err("corrupt");
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!("store error: message {id} is corrupt: column ")),
+            "{text}"
+        );
+    }
+    let four = pollster::block_on(engine.get("q".into(), 4_i64.into())).expect("get");
+    assert_eq!(four.payload, "four");
+}
