@@ -17,15 +17,17 @@ interleaved within each of ROUNDS rounds; every figure is min / median / max ove
 The raw SQL reference is a minimal hand-written queue with Python's `sqlite3`: one table, one
 partial index on the ready messages, INSERT to enqueue, one UPDATE ... RETURNING to claim, one
 UPDATE to ack, at the same durability. Beside it, "raw SQL+idx": the same statements on a table
-with a queue column and the indexes deadletter's operations read (a queue's messages by id, the
-pending ones by id, the ready ones in claim order, the leased ones by lease end), so that it writes
-the same B-trees per step as deadletter (enqueue 4, claim 4, ack 2 pages): the least any SQLite
-store with those operations writes. deadletter's ratio to it is what its own code costs; its ratio
-to "raw SQL" adds what the indexes cost.
+with a queue column and the indexes deadletter's operations read since its schema version 8 (the
+pending messages by queue and id, in claim order; the leased ones by lease end; the succeeded ones
+by id), so that it writes the same B-trees per step as deadletter (enqueue 2, claim 3, ack 3
+pages; until version 8 deadletter wrote 4, 4 and 2): the least any SQLite store with those
+operations writes. deadletter's ratio to it is what its own code costs; its ratio to "raw SQL"
+adds what the indexes cost.
 
 Then the cost of one claim as pending messages pile up (2 000 against 1 000 000 for deadletter,
 2 000 against 200 000 for the others: their claim grows with the backlog), and the WAL bytes one
-message's enqueue, and its enqueue + claim + ack, append (deadletter and the raw references).
+message's enqueue, and its enqueue + claim + ack, append (deadletter, the build before with
+BEFORE, and the raw references).
 
 Run: make bench-anchors   (its own venv, .venv-bench, with the libraries pinned in
 bindings-python/benches/requirements.txt; prints figures, asserts nothing). With BEFORE=DIR (the
@@ -235,10 +237,9 @@ class RawSqlIndexed(RawSql):
         CREATE TABLE IF NOT EXISTS jobs (
             id INTEGER PRIMARY KEY, queue TEXT NOT NULL, payload TEXT NOT NULL,
             status INTEGER NOT NULL, created_at INTEGER NOT NULL, lease_until INTEGER);
-        CREATE INDEX IF NOT EXISTS by_queue ON jobs (queue, id);
-        CREATE INDEX IF NOT EXISTS pending ON jobs (queue, id) WHERE status = 0;
-        CREATE INDEX IF NOT EXISTS ready ON jobs (queue, created_at, id) WHERE status = 0;
+        CREATE INDEX IF NOT EXISTS pending ON jobs (queue, id, created_at) WHERE status = 0;
         CREATE INDEX IF NOT EXISTS leased ON jobs (queue, lease_until) WHERE status = 1;
+        CREATE INDEX IF NOT EXISTS succeeded ON jobs (queue, id) WHERE status = 2;
         """
 
     def enqueue(self) -> None:
@@ -259,7 +260,7 @@ class RawSqlIndexed(RawSql):
     def claim(self) -> Any:
         return self.conn.execute(
             "UPDATE jobs SET status = 1, lease_until = ? WHERE id = (SELECT id FROM jobs "
-            "WHERE queue = 'q' AND status = 0 ORDER BY created_at, id LIMIT 1) "
+            "WHERE queue = 'q' AND status = 0 ORDER BY id LIMIT 1) "
             "RETURNING id, payload",
             (int(time.time() * 1000) + 300_000,),
         ).fetchone()
@@ -399,7 +400,14 @@ sys.stdin.read()
 def wal_bytes(library: type, cycle: bool, messages: int = 1000) -> float:
     """WAL bytes appended per enqueue (`cycle`: per enqueue+claim+ack). Another process holds a
     read transaction open so that no checkpoint can reset the WAL: its growth is what the messages
-    appended."""
+    appended. The build in BEFORE is measured in a process of its own."""
+    if library is Before:
+        env = dict(os.environ, PYTHONPATH=str(BEFORE))
+        out = subprocess.run(
+            [sys.executable, __file__, "--wal", "cycle" if cycle else "enqueue"],
+            env=env, capture_output=True, text=True, check=True,
+        )
+        return float(out.stdout)
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
         q = library(Path(tmp), "normal" if HAS_DURABILITY or library is not Deadletter else "full")
         for _ in range(10):  # the schema and first pages exist
@@ -426,14 +434,17 @@ def main() -> int:
     if sys.argv[1:2] == ["--rate"]:  # one measurement of this build, for another's BEFORE run
         print(rate(Deadletter, sys.argv[2], sys.argv[3]))
         return 0
+    if sys.argv[1:2] == ["--wal"]:  # the WAL bytes of this build, for another's BEFORE run
+        print(wal_bytes(Deadletter, sys.argv[2] == "cycle"))
+        return 0
     print(f"deadletter {deadletter.__version__}, SQLite {deadletter.SQLITE_VERSION}")
     throughput()
     claim_cost()
     print("WAL bytes per message (1 000 messages; pages of 4 KiB + 24 B)")
-    print(f"  {'':<14} {'enqueue':>24} {'enqueue + claim + ack':>24}")
-    for library in (Deadletter, RawSql, RawSqlIndexed):
+    print(f"  {'':<20} {'enqueue':>24} {'enqueue + claim + ack':>24}")
+    for library in [Deadletter, *([Before] if BEFORE else []), RawSql, RawSqlIndexed]:
         cells = [wal_bytes(library, cycle) for cycle in (False, True)]
-        print(f"  {library.name:<14}" + "".join(f"{f'{b:,.0f} B ({b / 4120:.1f} pages)':>25}" for b in cells))
+        print(f"  {library.name:<20}" + "".join(f"{f'{b:,.0f} B ({b / 4120:.1f} pages)':>25}" for b in cells))
     return 0
 
 

@@ -258,7 +258,10 @@ def wal_per_death(n: int = 1000) -> str:
                     q.fail(m.id, error, lease_token=m.lease_token, retryable=False)
                 doomed = claimed(n)
                 reader = sqlite3.connect(path, isolation_level=None)
-                reader.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # an empty WAL, then a reader
+                # An empty WAL, then a reader. The store's checkpoint thread may hold the WAL
+                # at that moment (the checkpoint is then refused: busy), so until it is empty.
+                while reader.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
+                    time.sleep(0.01)
                 reader.execute("BEGIN")
                 reader.execute("SELECT count(*) FROM sqlite_schema").fetchone()
                 wal = Path(f"{path}-wal")
