@@ -12,8 +12,8 @@ export * from "./deadletter_wasm.js";
 /**
  * The .wasm next to this file. Bundlers that follow `new URL(..., import.meta.url)` (Vite,
  * webpack 5, Parcel) emit it as an asset; esbuild keeps the expression, so the .wasm must sit next
- * to an ES module bundle (README: "With a bundler"); a bundle without `import.meta` (a classic
- * service worker) passes its URL to `load`.
+ * to an ES module bundle (the npm README: "Loading the WebAssembly"); a bundle without
+ * `import.meta` (a classic service worker) passes its URL to `load`.
  */
 function besideThis() {
   return new URL("./deadletter_wasm_bg.wasm", import.meta.url);
