@@ -17,7 +17,14 @@
 //! driver: a table of `id` (identity primary key), `payload`, `status`, `lease_until` with one
 //! index besides its key (the ready messages by id); `INSERT` to enqueue, claim by
 //! `UPDATE ... WHERE id = (SELECT id ... FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING`, ack by
-//! `UPDATE`, each statement its own transaction. deadletter does more per message (it keeps a
+//! `UPDATE`, each statement its own transaction. For claim+ack, a second reference decides in the
+//! client on the same table and index (`reference::claim_and_ack_in_client`): `BEGIN` with
+//! `SELECT ... FOR UPDATE SKIP LOCKED LIMIT 1`, then the `UPDATE` with `COMMIT`, and the ack the
+//! same (its row read `FOR UPDATE`, then updated): 4 round trips, the least any queue whose rules
+//! run in the client (read, decide, write) can do. deadletter / reference = (deadletter /
+//! decided in client) x (decided in client / reference): the second factor is the design (the
+//! round trips), the first deadletter's own work. The ratios are each round's, paired (the
+//! contenders of a round run one after the other), min / median / max. deadletter does more per message (it keeps a
 //! queue name, history, idempotency, delays, groups and expiry, reads the queue's settings under
 //! the lock, reaps expired leases and takes out expired messages at each claim), so the goal is a
 //! ratio, not equality: at least 0.8x the reference at every worker count. The WAL bytes each
@@ -38,8 +45,12 @@
 //! `synchronous_commit` on (`make bench-postgres` starts its cluster with
 //! `scripts/pg.sh run --durable`).
 //!
+//! Before the timed rounds, each PostgreSQL contender's statements and server time per claim+ack
+//! (one worker, `pg_stat_statements`, which `scripts/pg.sh` loads with tracking off).
+//!
 //! Run: `make bench-postgres` (or `scripts/pg.sh run --durable cargo bench -p deadletter-postgres
-//! --bench claim_throughput`).
+//! --bench claim_throughput`; `-- counted` for what is counted only, nothing timed; `-- enqueue`
+//! or `-- claim+ack` for that measurement only).
 
 use std::path::PathBuf;
 use std::sync::Barrier;
@@ -243,12 +254,13 @@ impl Drop for SqliteFile {
 /// A contender of one measurement: its name and one round (`workers`, round number) -> time.
 type Contender<'a> = (&'static str, Box<dyn Fn(usize, usize) -> Duration + 'a>);
 
-/// The contenders of `kind` ("enqueue" or "claim+ack").
+/// The contenders of `kind` ("enqueue" or "claim+ack"): deadletter on PostgreSQL, the
+/// reference, the reference decided in the client (claim+ack only) and deadletter on SQLite.
 fn contenders<'a>(url: &'a str, kind: &'static str) -> Vec<Contender<'a>> {
     let enqueueing = kind == "enqueue";
-    vec![
+    let mut contenders: Vec<Contender<'a>> = vec![
         (
-            "deadletter postgres",
+            DEADLETTER,
             Box::new(move |workers, round| {
                 let schema = Schema::new(url, "dl", workers, round);
                 if enqueueing {
@@ -261,7 +273,7 @@ fn contenders<'a>(url: &'a str, kind: &'static str) -> Vec<Contender<'a>> {
             }),
         ),
         (
-            "reference postgres",
+            REFERENCE,
             Box::new(move |workers, round| {
                 let schema = Schema::new(url, "ref", workers, round);
                 if enqueueing {
@@ -271,21 +283,45 @@ fn contenders<'a>(url: &'a str, kind: &'static str) -> Vec<Contender<'a>> {
                 }
             }),
         ),
-        (
-            "deadletter sqlite",
+    ];
+    if !enqueueing {
+        contenders.push((
+            IN_CLIENT,
             Box::new(move |workers, round| {
-                let file = SqliteFile::new(kind, workers, round);
-                drop(file.open());
-                if enqueueing {
-                    enqueue(workers, || file.open())
-                } else {
-                    let producer = Engine::new(file.open(), Limits::default());
-                    claim_and_ack(&producer, workers, || file.open())
-                }
+                let schema = Schema::new(url, "cli", workers, round);
+                reference::claim_and_ack_in_client(&schema, workers)
             }),
-        ),
-    ]
+        ));
+    }
+    contenders.push((
+        SQLITE,
+        Box::new(move |workers, round| {
+            let file = SqliteFile::new(kind, workers, round);
+            drop(file.open());
+            if enqueueing {
+                enqueue(workers, || file.open())
+            } else {
+                let producer = Engine::new(file.open(), Limits::default());
+                claim_and_ack(&producer, workers, || file.open())
+            }
+        }),
+    ));
+    contenders
 }
+
+const DEADLETTER: &str = "deadletter postgres";
+const REFERENCE: &str = "reference";
+const IN_CLIENT: &str = "decided in client";
+const SQLITE: &str = "deadletter sqlite";
+
+/// The ratios printed, numerator and denominator: each round's, paired (the contenders of a
+/// round run one after the other, so they share the machine's load of that moment).
+const RATIOS: [(&str, &str); 4] = [
+    (DEADLETTER, REFERENCE),
+    (DEADLETTER, IN_CLIENT),
+    (IN_CLIENT, REFERENCE),
+    (DEADLETTER, SQLITE),
+];
 
 /// (min, median, max) of `rates`.
 fn spread(rates: &mut [f64]) -> (f64, f64, f64) {
@@ -294,7 +330,7 @@ fn spread(rates: &mut [f64]) -> (f64, f64, f64) {
 }
 
 /// Measures `kind` for every worker count, rounds interleaved; prints each contender's
-/// min / median / max and deadletter's ratio to the reference.
+/// min / median / max, then the ratios of [`RATIOS`] (min / median / max of the rounds' ratios).
 fn measure(url: &str, kind: &'static str) {
     println!(
         "{kind}: messages/s, {ROUNDS} rounds of {MESSAGES} messages (after one warm-up), min / median / max"
@@ -317,18 +353,26 @@ fn measure(url: &str, kind: &'static str) {
                 }
             }
         }
-        let mut medians = Vec::new();
+        let of = |name: &str| contenders.iter().position(|(n, _)| *n == name);
+        for (a, b) in RATIOS {
+            if let (Some(a), Some(b)) = (of(a), of(b)) {
+                let mut each: Vec<f64> =
+                    rates[a].iter().zip(&rates[b]).map(|(a, b)| a / b).collect();
+                ratios.push((workers, contenders[a].0, contenders[b].0, spread(&mut each)));
+            }
+        }
         for ((name, _), rates) in contenders.iter().zip(&mut rates) {
             let (min, median, max) = spread(rates);
             println!("  {name:<20} {workers:>7} {min:>9.0} {median:>9.0} {max:>9.0}");
-            medians.push(median);
         }
-        ratios.push((workers, medians[0] / medians[1], medians[0] / medians[2]));
     }
-    for (workers, reference, sqlite) in ratios {
+    println!(
+        "  ratios, each round's (min / median / max); the goal is deadletter postgres / reference >= 0.8:"
+    );
+    for (workers, a, b, (min, median, max)) in ratios {
         println!(
-            "  {workers:>2} workers: deadletter postgres at {reference:.2}x the reference (goal >= 0.8x), \
-             {sqlite:.2}x deadletter sqlite (medians)"
+            "  {workers:>2} workers: {:<40} {min:>5.2} {median:>5.2} {max:>5.2}",
+            format!("{a} / {b}")
         );
     }
 }
@@ -486,8 +530,16 @@ fn main() {
         deadletter_sqlite::rusqlite::version()
     );
     round_trips(&url);
-    measure(&url, "enqueue");
-    measure(&url, "claim+ack");
+    server_time(&url);
+    // `-- counted`: what is counted only (round trips, statements, WAL, plans), nothing timed;
+    // `-- enqueue` or `-- claim+ack`: that measurement only.
+    let args: Vec<String> = std::env::args().collect();
+    for kind in ["enqueue", "claim+ack"] {
+        let only = |other: &str| args.iter().any(|arg| arg == other);
+        if !only("counted") && (only(kind) || !(only("enqueue") || only("claim+ack"))) {
+            measure(&url, kind);
+        }
+    }
     wal_per_message(&url);
 }
 
@@ -513,4 +565,110 @@ fn round_trips(url: &str) {
         "Round trips per message (one worker): deadletter postgres {enqueued:.2} per enqueue, \
          {drained:.2} per claim+ack; the reference 1 and 2"
     );
+}
+
+/// Fills a schema and drains it with one worker, resetting `pg_stat_statements` in between.
+type Drain<'a> = &'a dyn Fn(&Schema);
+
+/// Statements and the server's time per claim+ack of each PostgreSQL contender, one worker
+/// draining `MESSAGES` messages, from `pg_stat_statements` when the server loads it
+/// (`scripts/pg.sh` does, with tracking off: this turns it on for itself only, so it costs the
+/// timed rounds nothing). `COMMIT` is apart: its time is mostly the flush to disk, and the
+/// reference's commits (each statement its own transaction) are no statement of their own.
+fn server_time(url: &str) {
+    let mut admin = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+    let loaded: bool = admin
+        .query_one(
+            "SELECT current_setting('shared_preload_libraries') ~ 'pg_stat_statements'",
+            &[],
+        )
+        .expect("setting")
+        .get(0);
+    if !loaded {
+        println!("Server time per claim+ack: not measured (pg_stat_statements is not loaded)");
+        return;
+    }
+    let track = |admin: &mut postgres::Client, how: &str| {
+        for sql in [
+            &format!("ALTER SYSTEM SET pg_stat_statements.track = {how}"),
+            "SELECT pg_reload_conf()",
+        ] {
+            admin.batch_execute(sql).expect("track");
+        }
+        std::thread::sleep(Duration::from_millis(300)); // the new sessions read it
+    };
+    admin
+        .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        .expect("extension");
+    track(&mut admin, "'all'");
+    println!(
+        "Server time per claim+ack (pg_stat_statements, one worker, {MESSAGES} messages; \
+         statements / us, COMMIT apart):"
+    );
+    #[allow(clippy::cast_precision_loss)]
+    let per = |n: f64| n / MESSAGES as f64;
+    let reset = || {
+        let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+        client
+            .batch_execute("SELECT pg_stat_statements_reset()")
+            .expect("reset");
+    };
+    let drains: [(&str, Drain); 3] = [
+        (DEADLETTER, &|schema| {
+            let producer = Engine::new(schema.store(), Limits::default());
+            fill(&producer);
+            let worker = Engine::new(schema.store(), Limits::default());
+            drain(&worker); // prepares its statements
+            fill(&producer);
+            reset();
+            drain(&worker);
+        }),
+        (REFERENCE, &|schema| {
+            drop(reference::fill(schema));
+            reset();
+            reference::drain(schema, 1);
+        }),
+        (IN_CLIENT, &|schema| {
+            drop(reference::fill(schema));
+            reset();
+            reference::drain_in_client(schema, 1);
+        }),
+    ];
+    let mut breakdown = Vec::new();
+    for (index, (name, run)) in drains.iter().enumerate() {
+        let schema = Schema::new(url, "sst", 1, index);
+        run(&schema);
+        let rows = admin
+            .query(
+                "SELECT query, calls::float8, total_exec_time * 1000 FROM pg_stat_statements \
+                 WHERE query !~ 'pg_stat_statements|pg_reload_conf' ORDER BY total_exec_time DESC",
+                &[],
+            )
+            .expect("statements");
+        let (mut calls, mut us, mut commits, mut commit_us) = (0.0, 0.0, 0.0, 0.0);
+        for row in &rows {
+            let (query, n, time): (String, f64, f64) = (row.get(0), row.get(1), row.get(2));
+            if query.trim().eq_ignore_ascii_case("commit") {
+                (commits, commit_us) = (commits + n, commit_us + time);
+            } else {
+                (calls, us) = (calls + n, us + time);
+            }
+            let query = query.replace(&format!("{}.", schema.quoted()), "");
+            breakdown.push((*name, per(n), per(time), query));
+        }
+        println!(
+            "  {name:<20} {:>5.1} statements {:>6.0} us, COMMIT {:>3.1} {:>5.0} us",
+            per(calls),
+            per(us),
+            per(commits),
+            per(commit_us)
+        );
+    }
+    println!("  each statement (per claim+ack: calls, us):");
+    for (name, n, us, query) in breakdown {
+        let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
+        let cut: String = query.chars().take(80).collect();
+        println!("    {name:<20} {n:>4.1} {us:>6.1}  {cut}");
+    }
+    track(&mut admin, "'none'");
 }

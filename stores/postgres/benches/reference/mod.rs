@@ -2,10 +2,14 @@
 //! of `id` (identity primary key), `payload`, `status`, `lease_until` and one index besides its
 //! key (the ready messages by id); `INSERT` to enqueue, claim by
 //! `UPDATE ... WHERE id = (SELECT id ... FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING`, ack by
-//! `UPDATE`, each statement its own transaction. (A folder with `mod.rs`, so that Cargo does not
-//! take it for a bench target of its own.)
+//! `UPDATE`, each statement its own transaction; and the same table decided in the client
+//! ([`claim_and_ack_in_client`]). (A folder with `mod.rs`, so that Cargo does not take it for a
+//! bench target of its own.)
 
 use super::{MESSAGES, PAYLOAD, Schema, now, share, timed};
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::task::Poll;
 use std::time::Duration;
 
 pub fn create(schema: &Schema) -> postgres::Client {
@@ -93,8 +97,160 @@ pub fn fill(schema: &Schema) -> postgres::Client {
     client
 }
 
+/// Claim+ack decided in the client, on the reference's table and index: what any queue whose
+/// rules run in the client (read the row, decide, write) does at least. A claim is two round
+/// trips, `BEGIN` with `SELECT ... FOR UPDATE SKIP LOCKED LIMIT 1`, then the `UPDATE` with
+/// `COMMIT`; an ack the same, its row read `FOR UPDATE` (the client checks that it is still
+/// leased) then updated. Sent as deadletter's store sends them: prepared statements on
+/// `tokio-postgres`, two requests written before the first is answered.
+pub fn claim_and_ack_in_client(schema: &Schema, workers: usize) -> Duration {
+    drop(fill(schema));
+    drain_in_client(schema, workers)
+}
+
+/// The timed part of [`claim_and_ack_in_client`], on a filled table.
+pub fn drain_in_client(schema: &Schema, workers: usize) -> Duration {
+    let s = schema.quoted();
+    let sql = [
+        format!(
+            "SELECT id, payload FROM {s}.jobs WHERE status = 0 ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1"
+        ),
+        format!("UPDATE {s}.jobs SET status = 1, lease_until = $2 WHERE id = $1"),
+        format!("SELECT status, lease_until FROM {s}.jobs WHERE id = $1 FOR UPDATE"),
+        format!("UPDATE {s}.jobs SET status = 2 WHERE id = $1"),
+    ];
+    let sessions: Vec<_> = (0..workers)
+        .map(|_| std::sync::Mutex::new(Pipelined::connect(&schema.url)))
+        .collect();
+    let elapsed = timed(workers, |worker| {
+        let session = sessions[worker].lock().expect("one thread per session");
+        let [take, lease, read, ack] = sql.each_ref().map(|sql| session.prepare(sql));
+        loop {
+            let rows = session.begin_with(&take, &[]);
+            let Some(row) = rows.first() else {
+                session
+                    .run(session.client.batch_execute("COMMIT"))
+                    .expect("commit");
+                break;
+            };
+            let id: i64 = row.get(0);
+            let lease_until = now().expect("clock") + 30_000;
+            session.then_commit(&lease, &[&id, &lease_until]);
+            let rows = session.begin_with(&read, &[&id]);
+            let (status, until): (i16, Option<i64>) = (rows[0].get(0), rows[0].get(1));
+            assert!(
+                status == 1 && until >= Some(now().expect("clock")),
+                "still leased"
+            );
+            session.then_commit(&ack, &[&id]);
+        }
+    });
+    assert_eq!(acked(schema), MESSAGES, "every message acked once");
+    elapsed
+}
+
+/// A `tokio-postgres` session driven on the caller's thread, that sends two requests before the
+/// first is answered (as `deadletter_postgres`'s sessions do).
+struct Pipelined {
+    runtime: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+}
+
+type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
+
+impl Pipelined {
+    fn connect(url: &str) -> Self {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let (client, connection) = runtime
+            .block_on(tokio_postgres::connect(url, tokio_postgres::NoTls))
+            .expect("connect");
+        runtime.spawn(connection);
+        Self { runtime, client }
+    }
+
+    fn run<T>(&self, future: impl Future<Output = T>) -> T {
+        self.runtime.block_on(future)
+    }
+
+    fn prepare(&self, sql: &str) -> tokio_postgres::Statement {
+        self.run(self.client.prepare(sql)).expect("prepare")
+    }
+
+    /// `BEGIN` and `statement`, in one round trip: its rows.
+    fn begin_with(
+        &self,
+        statement: &tokio_postgres::Statement,
+        params: Params,
+    ) -> Vec<tokio_postgres::Row> {
+        let (begun, rows) = self.run(both(
+            self.client.batch_execute("BEGIN"),
+            self.client.query(statement, params),
+        ));
+        begun.expect("begin");
+        rows.expect("read")
+    }
+
+    /// `statement` and `COMMIT`, in one round trip.
+    fn then_commit(&self, statement: &tokio_postgres::Statement, params: Params) {
+        let (updated, committed) = self.run(both(
+            self.client.execute(statement, params),
+            self.client.batch_execute("COMMIT"),
+        ));
+        assert_eq!(updated.expect("update"), 1, "one row");
+        committed.expect("commit");
+    }
+}
+
+/// Both futures run together, `first` polled first (so its request is sent first).
+async fn both<A: Future, B: Future>(first: A, second: B) -> (A::Output, B::Output) {
+    let (mut first, mut second) = (pin!(first), pin!(second));
+    let (mut a, mut b) = (None, None);
+    poll_fn(|cx| {
+        if a.is_none()
+            && let Poll::Ready(out) = first.as_mut().poll(cx)
+        {
+            a = Some(out);
+        }
+        if b.is_none()
+            && let Poll::Ready(out) = second.as_mut().poll(cx)
+        {
+            b = Some(out);
+        }
+        if a.is_some() && b.is_some() {
+            Poll::Ready((a.take().expect("ready"), b.take().expect("ready")))
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+/// How many messages are acked.
+fn acked(schema: &Schema) -> usize {
+    let acked: i64 = schema
+        .client()
+        .query_one(
+            &format!(
+                "SELECT count(*) FROM {}.jobs WHERE status = 2",
+                schema.quoted()
+            ),
+            &[],
+        )
+        .expect("count")
+        .get(0);
+    usize::try_from(acked).expect("a count")
+}
+
 pub fn claim_and_ack(schema: &Schema, workers: usize) -> Duration {
     drop(fill(schema));
+    drain(schema, workers)
+}
+
+/// The timed part of [`claim_and_ack`], on a filled table.
+pub fn drain(schema: &Schema, workers: usize) -> Duration {
     let clients: Vec<_> = (0..workers)
         .map(|_| std::sync::Mutex::new(schema.client()))
         .collect();
@@ -114,21 +270,6 @@ pub fn claim_and_ack(schema: &Schema, workers: usize) -> Duration {
             client.execute(&ack, &[&id]).expect("ack");
         }
     });
-    let acked: i64 = schema
-        .client()
-        .query_one(
-            &format!(
-                "SELECT count(*) FROM {}.jobs WHERE status = 2",
-                schema.quoted()
-            ),
-            &[],
-        )
-        .expect("count")
-        .get(0);
-    assert_eq!(
-        usize::try_from(acked).ok(),
-        Some(MESSAGES),
-        "every message acked once"
-    );
+    assert_eq!(acked(schema), MESSAGES, "every message acked once");
     elapsed
 }
