@@ -567,14 +567,61 @@ fn round_trips(url: &str) {
     );
 }
 
-/// Fills a schema and drains it with one worker, resetting `pg_stat_statements` in between.
-type Drain<'a> = &'a dyn Fn(&Schema);
+/// Fills a schema and drains it with one worker, resetting `pg_stat_statements` in between:
+/// when the drain started.
+type Drain<'a> = &'a dyn Fn(&Schema) -> Mark;
+
+/// CPU seconds so far of the server's processes (all of them, exited ones included: the
+/// postmaster's own and its children's, from `/proc`; `None` when the server is not on this
+/// machine) and of this process, and the instant.
+struct Mark {
+    server: Option<f64>,
+    client: Option<f64>,
+    at: Instant,
+}
+
+impl Mark {
+    fn now(postmaster: Option<u32>) -> Self {
+        let server = postmaster.and_then(|pid| {
+            let (own, waited, _) = ticks(&pid.to_string())?;
+            let children: u64 = std::fs::read_dir("/proc")
+                .ok()?
+                .filter_map(|entry| ticks(entry.ok()?.file_name().to_str()?))
+                .filter(|(_, _, parent)| *parent == pid)
+                .map(|(own, _, _)| own)
+                .sum();
+            Some(own + waited + children)
+        });
+        #[allow(clippy::cast_precision_loss)] // clock ticks of a few minutes
+        let seconds = |ticks: u64| ticks as f64 / 100.0; // USER_HZ
+        Self {
+            server: server.map(seconds),
+            client: ticks("self").map(|(own, _, _)| seconds(own)),
+            at: Instant::now(),
+        }
+    }
+}
+
+/// Process `pid`'s CPU clock ticks (user + system), its waited-for children's, and its parent's
+/// pid, from `/proc/PID/stat`.
+fn ticks(pid: &str) -> Option<(u64, u64, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's name in parentheses: state, ppid, ... utime (14), stime, cutime, cstime.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+    Some((
+        field(14)? + field(15)?,
+        field(16)? + field(17)?,
+        u32::try_from(field(4)?).ok()?,
+    ))
+}
 
 /// Statements and the server's time per claim+ack of each PostgreSQL contender, one worker
 /// draining `MESSAGES` messages, from `pg_stat_statements` when the server loads it
 /// (`scripts/pg.sh` does, with tracking off: this turns it on for itself only, so it costs the
 /// timed rounds nothing). `COMMIT` is apart: its time is mostly the flush to disk, and the
 /// reference's commits (each statement its own transaction) are no statement of their own.
+#[allow(clippy::too_many_lines)] // three contenders measured, then printed
 fn server_time(url: &str) {
     let mut admin = postgres::Client::connect(url, postgres::NoTls).expect("connect");
     let loaded: bool = admin
@@ -588,30 +635,26 @@ fn server_time(url: &str) {
         println!("Server time per claim+ack: not measured (pg_stat_statements is not loaded)");
         return;
     }
-    let track = |admin: &mut postgres::Client, how: &str| {
-        for sql in [
-            &format!("ALTER SYSTEM SET pg_stat_statements.track = {how}"),
-            "SELECT pg_reload_conf()",
-        ] {
-            admin.batch_execute(sql).expect("track");
-        }
-        std::thread::sleep(Duration::from_millis(300)); // the new sessions read it
-    };
     admin
         .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         .expect("extension");
-    track(&mut admin, "'all'");
+    track(&mut admin, "all");
     println!(
         "Server time per claim+ack (pg_stat_statements, one worker, {MESSAGES} messages; \
          statements / us, COMMIT apart):"
     );
     #[allow(clippy::cast_precision_loss)]
     let per = |n: f64| n / MESSAGES as f64;
+    let backend: i32 = admin
+        .query_one("SELECT pg_backend_pid()", &[])
+        .expect("pid")
+        .get(0);
+    let postmaster = ticks(&backend.to_string()).map(|(_, _, parent)| parent);
     let reset = || {
         let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");
-        client
-            .batch_execute("SELECT pg_stat_statements_reset()")
-            .expect("reset");
+        let reset = client.batch_execute("SELECT pg_stat_statements_reset()");
+        reset.expect("reset");
+        Mark::now(postmaster)
     };
     let drains: [(&str, Drain); 3] = [
         (DEADLETTER, &|schema| {
@@ -620,24 +663,27 @@ fn server_time(url: &str) {
             let worker = Engine::new(schema.store(), Limits::default());
             drain(&worker); // prepares its statements
             fill(&producer);
-            reset();
+            let mark = reset();
             drain(&worker);
+            mark
         }),
         (REFERENCE, &|schema| {
             drop(reference::fill(schema));
-            reset();
+            let mark = reset();
             reference::drain(schema, 1);
+            mark
         }),
         (IN_CLIENT, &|schema| {
             drop(reference::fill(schema));
-            reset();
+            let mark = reset();
             reference::drain_in_client(schema, 1);
+            mark
         }),
     ];
     let mut breakdown = Vec::new();
     for (index, (name, run)) in drains.iter().enumerate() {
         let schema = Schema::new(url, "sst", 1, index);
-        run(&schema);
+        let (from, to) = (run(&schema), Mark::now(postmaster));
         let rows = admin
             .query(
                 "SELECT query, calls::float8, total_exec_time * 1000 FROM pg_stat_statements \
@@ -654,21 +700,40 @@ fn server_time(url: &str) {
                 (calls, us) = (calls + n, us + time);
             }
             let query = query.replace(&format!("{}.", schema.quoted()), "");
+            let query = query.split_whitespace().collect::<Vec<_>>().join(" ");
             breakdown.push((*name, per(n), per(time), query));
         }
+        let cpu = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => format!("{:>5.0}", per((b - a) * 1e6)),
+            _ => "    -".to_owned(),
+        };
         println!(
-            "  {name:<20} {:>5.1} statements {:>6.0} us, COMMIT {:>3.1} {:>5.0} us",
+            "  {name:<20} {:>5.1} statements {:>4.0} us, COMMIT {:>3.1} {:>3.0} us; CPU: server {} us, \
+             client {} us; wall {:>5.0} us",
             per(calls),
             per(us),
             per(commits),
-            per(commit_us)
+            per(commit_us),
+            cpu(from.server, to.server),
+            cpu(from.client, to.client),
+            per((to.at - from.at).as_secs_f64() * 1e6),
         );
     }
     println!("  each statement (per claim+ack: calls, us):");
     for (name, n, us, query) in breakdown {
-        let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
         let cut: String = query.chars().take(80).collect();
         println!("    {name:<20} {n:>4.1} {us:>6.1}  {cut}");
     }
-    track(&mut admin, "'none'");
+    track(&mut admin, "none");
+}
+
+/// Sets `pg_stat_statements.track` to `how` for the sessions that start from now on.
+fn track(admin: &mut postgres::Client, how: &str) {
+    for sql in [
+        &format!("ALTER SYSTEM SET pg_stat_statements.track = '{how}'"),
+        "SELECT pg_reload_conf()",
+    ] {
+        admin.batch_execute(sql).expect("track");
+    }
+    std::thread::sleep(Duration::from_millis(300)); // the postmaster and its children read it
 }

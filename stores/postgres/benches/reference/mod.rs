@@ -150,11 +150,15 @@ pub fn drain_in_client(schema: &Schema, workers: usize) -> Duration {
 }
 
 /// A `tokio-postgres` session driven on the caller's thread, that sends two requests before the
-/// first is answered (as `deadletter_postgres`'s sessions do).
+/// first is answered, its connection polled inline while it waits (as `deadletter_postgres`'s
+/// sessions do).
 struct Pipelined {
     runtime: tokio::runtime::Runtime,
     client: tokio_postgres::Client,
+    connection: std::cell::RefCell<Connection>,
 }
+
+type Connection = std::pin::Pin<Box<dyn Future<Output = Result<(), tokio_postgres::Error>> + Send>>;
 
 type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
 
@@ -167,12 +171,24 @@ impl Pipelined {
         let (client, connection) = runtime
             .block_on(tokio_postgres::connect(url, tokio_postgres::NoTls))
             .expect("connect");
-        runtime.spawn(connection);
-        Self { runtime, client }
+        let connection = std::cell::RefCell::new(Box::pin(connection) as Connection);
+        Self {
+            runtime,
+            client,
+            connection,
+        }
     }
 
+    /// `future`'s output, the connection polled first at each wake.
     fn run<T>(&self, future: impl Future<Output = T>) -> T {
-        self.runtime.block_on(future)
+        let mut future = pin!(future);
+        let mut connection = self.connection.borrow_mut();
+        self.runtime.block_on(poll_fn(|cx| {
+            if let Poll::Ready(Err(err)) = connection.as_mut().poll(cx) {
+                panic!("connection: {err}");
+            }
+            future.as_mut().poll(cx)
+        }))
     }
 
     fn prepare(&self, sql: &str) -> tokio_postgres::Statement {
