@@ -459,8 +459,8 @@ fn plans(schema: &Schema, engine: &Engine<PostgresStore>) {
             "'bench'".to_owned(),
         ),
         (
-            "claim: the expiring messages",
-            &sql.expiring,
+            "claim: the queue's row and the expiring messages",
+            &sql.queue_and_expiring,
             "text, bigint",
             format!("'bench', {now}"),
         ),

@@ -4,25 +4,30 @@
 //! write sent with `COMMIT`.
 //!
 //! Round trips of a claim of one message with nothing expired (`tests/round_trips.rs`): two.
-//! The clock is read first; `BEGIN` (the table's lock, `NOWAIT`) goes with the queue's row and
-//! the three reads, none of which waits for a lock; then the take's write with `COMMIT`. They
-//! were three until issue 24's note of 2026-12-02: `BEGIN` with the queue's row, then the clock,
-//! then the reads. A session that has not prepared the reads yet (preparing takes the table's
-//! locks, and may wait), or that finds the table's lock held, takes those three.
+//! The clock is read first; `BEGIN` (the table's lock, `NOWAIT`) goes with the three reads (the
+//! first one with the queue's row), none of which waits for a lock; then the take's write with
+//! `COMMIT`. A session that has not prepared the reads yet (preparing takes the table's locks,
+//! and may wait), or that finds the table's lock held, takes three: `BEGIN` waiting for the
+//! lock, then the clock and the reads, then the write.
 
-use deadletter::{Claimed, Claiming, Id, Message, Result};
+use deadletter::{Claimed, Claiming, Context, Id, Message, Millis, QueueRow, Result};
 use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use crate::pool::{Conn, db_error};
 use crate::row::{self, Place};
+use crate::sql::Sql;
 use crate::store::{PostgresStore, limit};
 use crate::write::{groups_changed, lock_names, put, unblock_next};
 
-/// What claim reads before it decides anything: the pending messages whose expiry came (one row
-/// of two arrays), the expired leases (the statement that also marks due messages ready) and the
-/// head of the ready index, at most `room` messages.
+/// What claim reads before it decides anything: the queue's row and the pending messages whose
+/// expiry came (one row), the expired leases (the statement that also marks due messages ready)
+/// and the head of the ready index, at most `room` messages.
 pub(crate) struct Reads {
-    expiring: Vec<Row>,
+    /// The queue's row (the defaults when it has none).
+    row: QueueRow,
+    /// The ids and groups of the pending messages whose expiry came, in expiry order.
+    expiring: Vec<(Id, Option<String>)>,
     expired: Vec<Row>,
     due: Vec<Row>,
     room: usize,
@@ -34,75 +39,91 @@ impl Reads {
     /// takes. A claim of more reads the head again; a reap takes none of it.
     pub(crate) const ROOM: usize = 1;
 
-    /// The reads from the results of [`Sql::expiring`], [`Sql::expired`] and [`Sql::due`] (that
-    /// read at most `room` messages), in that order.
+    /// The statements of the reads of `queue` at `now`, in [`Reads::new`]'s order, the head
+    /// read up to [`Reads::ROOM`].
+    pub(crate) fn statements<'a>(
+        sql: &'a Sql,
+        params: &'a [&'a (dyn ToSql + Sync); 3],
+    ) -> [(&'a str, &'a [&'a (dyn ToSql + Sync)]); 3] {
+        [
+            (&sql.queue_and_expiring, &params[..2]),
+            (&sql.expired, &params[..2]),
+            (&sql.due, &params[..]),
+        ]
+    }
+
+    /// The reads of `queue` from the results of [`Sql::queue_and_expiring`], [`Sql::expired`]
+    /// and [`Sql::due`] (that read at most `room` messages), in that order.
     ///
-    /// [`Sql::expiring`]: crate::Sql::expiring
-    /// [`Sql::expired`]: crate::Sql::expired
-    /// [`Sql::due`]: crate::Sql::due
-    pub(crate) fn new(mut rows: impl Iterator<Item = Vec<Row>>, room: usize) -> Self {
-        let (expiring, expired, due) = (
-            rows.next().unwrap_or_default(),
-            rows.next().unwrap_or_default(),
-            rows.next().unwrap_or_default(),
-        );
-        Self {
-            expiring,
-            expired,
-            due,
+    pub(crate) fn new(queue: &str, rows: Vec<Vec<Row>>, room: usize) -> Result<Self> {
+        let mut rows = rows.into_iter();
+        let first = rows.next().unwrap_or_default();
+        let first = first.first().ok_or_else(|| {
+            deadletter::Error::Store("PostgreSQL: no row where one was expected".into())
+        })?;
+        let ids: Option<Vec<Id>> = first.try_get(row::QUEUE_COLUMNS).map_err(db_error)?;
+        let names: Option<Vec<Option<String>>> =
+            first.try_get(row::QUEUE_COLUMNS + 1).map_err(db_error)?;
+        Ok(Self {
+            row: row::queue(first, 0, queue)?,
+            expiring: ids
+                .unwrap_or_default()
+                .into_iter()
+                .zip(names.unwrap_or_default())
+                .collect(),
+            expired: rows.next().unwrap_or_default(),
+            due: rows.next().unwrap_or_default(),
             room,
-        }
+        })
     }
 }
 
 impl PostgresStore {
-    /// Claims as `claim` says from `queue`, in the transaction open on `conn`, from `reads` when
-    /// they were sent with `BEGIN` (else it reads them first).
+    /// Claims from `queue` at `now` as `start` says given the queue's row, in the transaction
+    /// open on `conn`, from the results of [`Reads::statements`].
+    pub(crate) fn claim_from(
+        &self,
+        conn: &mut Conn,
+        queue: &str,
+        now: Millis,
+        rows: Vec<Vec<Row>>,
+        start: impl FnOnce(&Context) -> Option<Claiming>,
+        tokens: impl FnMut() -> String,
+    ) -> Result<Claimed> {
+        let reads = Reads::new(queue, rows, Reads::ROOM)?;
+        let Some(claim) = start(&Context::new(now, reads.row)?) else {
+            return Ok(Claimed::default());
+        };
+        self.claim_in(conn, queue, &claim, reads, tokens)
+    }
+
+    /// Claims as `claim` says from `queue`, in the transaction open on `conn`, from `reads`.
     ///
-    /// The three reads go in one round trip, in this order: the pending messages whose expiry
-    /// came (unlocked: their groups are locked before they are), the leases that ran out
-    /// (locked; the statement first moves the messages whose backoff is over into the ready
-    /// index), and the head of the ready index (locked). When nothing expired (the usual case),
-    /// that head is what is taken. Otherwise the expired leases are given back and the expiring
-    /// messages taken out first, which may unblock members of their groups, and the head is
-    /// read again (rows of the first read that are not taken stay locked until the commit).
-    pub(crate) fn claim_in(
+    /// The reads go in one round trip, in this order: the queue's row with the pending messages
+    /// whose expiry came (unlocked: their groups are locked before they are), the leases that
+    /// ran out (locked; the statement first moves the messages whose backoff is over into the
+    /// ready index), and the head of the ready index (locked). When nothing expired (the usual
+    /// case), that head is what is taken. Otherwise the expired leases are given back and the
+    /// expiring messages taken out first, which may unblock members of their groups, and the
+    /// head is read again (rows of the first read that are not taken stay locked until the
+    /// commit).
+    fn claim_in(
         &self,
         conn: &mut Conn,
         queue: &str,
         claim: &Claiming,
-        reads: Option<Reads>,
+        reads: Reads,
         mut tokens: impl FnMut() -> String,
     ) -> Result<Claimed> {
         let sql = self.statements();
         let now = claim.now;
-        let reads = if let Some(reads) = reads {
-            reads
-        } else {
-            let room = limit(claim.n)?;
-            let rows = conn.query_many(&[
-                (&sql.expiring, &[&queue, &now]),
-                (&sql.expired, &[&queue, &now]),
-                (&sql.due, &[&queue, &now, &room]),
-            ])?;
-            Reads::new(rows.into_iter(), claim.n)
-        };
         let Reads {
-            expiring: found,
+            expiring: candidates,
             expired: overdue,
             due,
             room,
+            ..
         } = reads;
-        let found = found.first().ok_or_else(|| {
-            deadletter::Error::Store("PostgreSQL: no row where one was expected".into())
-        })?;
-        let ids: Option<Vec<Id>> = found.try_get(0).map_err(db_error)?;
-        let names: Option<Vec<Option<String>>> = found.try_get(1).map_err(db_error)?;
-        let candidates: Vec<(Id, Option<String>)> = ids
-            .unwrap_or_default()
-            .into_iter()
-            .zip(names.unwrap_or_default())
-            .collect();
         let overdue = overdue
             .iter()
             .map(row::read_stored)

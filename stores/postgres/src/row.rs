@@ -56,6 +56,9 @@ pub fn read_stored(row: &Row) -> Result<(Message, bool)> {
 /// `get_for_update_with_queue`.
 pub const MESSAGE_COLUMNS: usize = 23;
 
+/// How many columns [`queue`] reads.
+pub const QUEUE_COLUMNS: usize = 11;
+
 /// The row of queue `name` from the columns of `row` that start at `from` (in
 /// [`StoredQueue`]'s order, all null when the queue has none), checked by the core.
 pub fn queue(row: &Row, from: usize, name: &str) -> Result<QueueRow> {

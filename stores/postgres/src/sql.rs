@@ -80,10 +80,12 @@ pub struct Sql {
     /// Unblocks message `$1` into the lane `$2` (`ready`) if it is still a blocked pending
     /// message (the update locks it and checks again).
     pub unblock: String,
-    /// Claim's first read: the ids and the groups of the pending messages of queue `$1` whose
-    /// expiry came at `$2`, in expiry order (one row of two arrays, null when there are none;
-    /// unlocked: their groups are locked before they are).
-    pub expiring: String,
+    /// Claim's first read, one row: the row of queue `$1` in [`Sql::queue`]'s order (nulls when
+    /// it has none), then the ids and the groups of its pending messages whose expiry came at
+    /// `$2`, in expiry order (two arrays, null when there are none; unlocked: their groups are
+    /// locked before they are). One statement rather than two: each statement costs the server
+    /// its own start, end and reply (issue 24).
+    pub queue_and_expiring: String,
     /// The messages `$1` that are still pending with their expiry come at `$2`, locked, skipping
     /// those another transaction holds, in expiry order.
     pub expiring_locked: String,
@@ -245,10 +247,13 @@ impl Sql {
                 "UPDATE {m} SET blocked = false, ready = $2 \
                  WHERE id = $1 AND blocked AND status = 'pending'"
             ),
-            expiring: format!(
-                "SELECT array_agg(id ORDER BY expires_at, id), \
-                   array_agg(group_name ORDER BY expires_at, id) \
-                 FROM {m} WHERE queue = $1 AND status = 'pending' AND expires_at <= $2"
+            queue_and_expiring: format!(
+                "SELECT {}, e.ids, e.groups FROM ( \
+                   SELECT array_agg(id ORDER BY expires_at, id) AS ids, \
+                     array_agg(group_name ORDER BY expires_at, id) AS groups \
+                   FROM {m} WHERE queue = $1 AND status = 'pending' AND expires_at <= $2) AS e \
+                 LEFT JOIN {q} q ON q.name = $1",
+                prefixed("q", QUEUE_COLUMNS)
             ),
             expiring_locked: select(
                 "WHERE id = ANY($1) AND status = 'pending' AND expires_at <= $2 \

@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 
-use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use deadletter::{
@@ -341,61 +340,42 @@ impl Store for PostgresStore {
         start: impl FnOnce(&Context) -> Option<Claiming>,
         tokens: impl FnMut() -> String,
     ) -> Result<Claimed> {
-        // The clock first, then `BEGIN` (the table's lock, not waited for), the queue's row and
-        // the reads that decide the claim, in one round trip (issue 24, see `claim.rs`): none of
-        // them waits for a row. When another session holds the table's lock (an upgrade of the
-        // schema), or this session has not prepared the reads yet (preparing one takes its
-        // table's locks), nothing is decided: the call takes the table's lock waiting for it,
-        // as the other writes do, and reads the clock again once it has it (issue 23, item 2).
+        // The clock first, then `BEGIN` (the table's lock, not waited for) and the reads that
+        // decide the claim (the first with the queue's row), in one round trip (issue 24, see
+        // `claim.rs`): none of them waits for a row. When another session holds the table's lock
+        // (an upgrade of the schema), or this session has not prepared the reads yet (preparing
+        // one takes its table's locks), nothing is decided: the call takes the table's lock
+        // waiting for it, as the other writes do, and reads the clock once it has it, then the
+        // reads (issue 23, item 2).
         let sql = &self.sql;
-        let row = |rows: &[Row]| {
-            rows.first()
-                .map_or(Ok(QueueRow::default()), |r| row::queue(r, 0, queue))
-        };
-        let now = clock()?;
         let room = limit(Reads::ROOM)?;
-        let reads: [(&str, &[&(dyn ToSql + Sync)]); 4] = [
-            (&sql.queue, &[&queue]),
-            (&sql.expiring, &[&queue, &now]),
-            (&sql.expired, &[&queue, &now]),
-            (&sql.due, &[&queue, &now, &room]),
-        ];
+        let now = clock()?;
+        let params: [&(dyn ToSql + Sync); 3] = [&queue, &now, &room];
         let mut sent = false;
         let mut start = Some(start);
         let mut tokens = Some(tokens);
-        let fast =
-            self.sessions
-                .write_first(&sql.claim_begin_nowait, &reads, true, |conn, rows| {
-                    sent = true;
-                    let mut rows = rows.into_iter();
-                    let ctx = Context::new(now, row(&rows.next().unwrap_or_default())?)?;
-                    let Some(claim) = start.take().and_then(|start| start(&ctx)) else {
-                        return Ok(Claimed::default());
-                    };
-                    let reads = Reads::new(rows, Reads::ROOM);
-                    self.claim_in(
-                        conn,
-                        queue,
-                        &claim,
-                        Some(reads),
-                        tokens.take().expect("once"),
-                    )
-                });
+        let fast = self.sessions.write_first(
+            &sql.claim_begin_nowait,
+            &Reads::statements(sql, &params),
+            true,
+            |conn, rows| {
+                sent = true;
+                let (start, tokens) = (start.take().expect("once"), tokens.take().expect("once"));
+                self.claim_from(conn, queue, now, rows, start, tokens)
+            },
+        );
         match fast {
             Err(Error::Store(text))
                 if !sent && (text.ends_with(LOCK_NOT_AVAILABLE) || text == NOT_PREPARED) => {}
             other => return other,
         }
         let (start, tokens) = (start.expect("not run"), tokens.expect("not run"));
-        let first: &[(&str, &[&(dyn ToSql + Sync)])] = &[(&sql.queue, &[&queue])];
-        self.sessions
-            .write_first(&sql.claim_begin, first, false, |conn, rows| {
-                let ctx = Context::new(clock()?, row(&rows[0])?)?;
-                let Some(claim) = start(&ctx) else {
-                    return Ok(Claimed::default());
-                };
-                self.claim_in(conn, queue, &claim, None, tokens)
-            })
+        self.sessions.write_with(&sql.claim_begin, |conn| {
+            let now = clock()?;
+            let params: [&(dyn ToSql + Sync); 3] = [&queue, &now, &room];
+            let rows = conn.query_many(&Reads::statements(sql, &params))?;
+            self.claim_from(conn, queue, now, rows, start, tokens)
+        })
     }
 
     async fn list(&self, query: &ListQuery<'_>) -> Result<Vec<Message>> {

@@ -257,14 +257,14 @@ fn groups_and_expiry_walk_their_indexes(store: &PostgresStore) {
     for mode in ["custom", "generic"] {
         let plan = explain(
             store,
-            &sql.expiring,
+            &sql.queue_and_expiring,
             "text, bigint",
             &format!("'q', {now}"),
             mode,
         );
         println!(
-            "-- the expiring messages (claim), {mode} plan:\n{}\n{plan}\n",
-            sql.expiring
+            "-- the queue's row and the expiring messages (claim), {mode} plan:\n{}\n{plan}\n",
+            sql.queue_and_expiring
         );
         // The generic plan, which claim runs, may read them with a bitmap of the index: it reads
         // only those whose expiry came, as the index scan does, all of which the claim takes
