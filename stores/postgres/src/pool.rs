@@ -17,10 +17,12 @@ use crate::fork::Owner;
 
 /// Settings of every session: a row lock is waited for at most `lock_timeout` (then the call
 /// fails with a store error and writes nothing); a session that sits in an open transaction for a
-/// minute (its process froze mid-call) is ended by the server, so its row locks do not outlive it.
+/// minute (its process froze mid-call) is ended by the server, so its row locks do not outlive it;
+/// its prepared statements run their generic plans (see [`crate::CLAIM_BEGIN`]).
 fn session_setup(lock_timeout: Duration) -> String {
     format!(
-        "SET lock_timeout = {}; SET idle_in_transaction_session_timeout = '60s'",
+        "SET lock_timeout = {}; SET idle_in_transaction_session_timeout = '60s'; \
+         SET plan_cache_mode = force_generic_plan",
         lock_timeout.as_millis().max(1)
     )
 }

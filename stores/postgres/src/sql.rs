@@ -35,11 +35,14 @@ const WAITING: &str =
 /// `messages_delayed`): their `retry_after` had come when they were moved.
 const MOVED: &str = "status = 'pending' AND retry_after IS NOT NULL AND NOT blocked AND ready";
 
-/// Starts claim's transaction (after [`Sql::begin`]'s lock). Its statements run their generic
-/// plans (made once per session, which `tests/plans.rs` checks), never a plan made for one call's
-/// values: while messages wait in backoff, the generic plan of [`Sql::expired`] is estimated to
-/// move a third of them (the planner's guess for `retry_after <= $2`), so PostgreSQL would choose
-/// to plan it again at every claim, for more than the statement itself costs.
+/// The plans every statement of the store runs, in a transaction (for `EXPLAIN` in tests and
+/// reports; the sessions set it once, in their setup). They are generic plans, made once per
+/// session (which `tests/plans.rs` checks, beside the plans made for given values), never a
+/// plan made for one call's values: while messages wait in backoff, the generic plan of
+/// [`Sql::expired`] is estimated to move a third of them (the planner's guess for
+/// `retry_after <= $2`), so PostgreSQL would choose to plan it again at every claim, for more
+/// than the statement itself costs. (It was a `SET LOCAL` sent with each claim's `BEGIN` until
+/// issue 24: a statement per claim.)
 pub const CLAIM_BEGIN: &str = "SET LOCAL plan_cache_mode = force_generic_plan";
 
 /// The statements of one schema.
@@ -49,11 +52,9 @@ pub struct Sql {
     /// takes at its first row, taken first): a call that waits for a table lock another session
     /// holds (an upgrade of the schema, a `LOCK TABLE`) waits here, before it reads the clock.
     pub begin: String,
-    /// [`Sql::begin`] for a claim, with [`CLAIM_BEGIN`].
-    pub claim_begin: String,
-    /// [`Sql::claim_begin`] that does not wait for the table's lock (`NOWAIT`): it fails at once
+    /// [`Sql::begin`] that does not wait for the table's lock (`NOWAIT`): it fails at once
     /// (SQLSTATE 55P03) when another session holds a lock that excludes writes, and the claim
-    /// then waits with [`Sql::claim_begin`] (`PostgresStore::claim`).
+    /// then waits with [`Sql::begin`] (`PostgresStore::claim`).
     pub claim_begin_nowait: String,
     /// The row of queue `$1`, in [`deadletter::storage::StoredQueue`]'s order.
     pub queue: String,
@@ -207,8 +208,7 @@ impl Sql {
             .collect::<Vec<_>>()
             .join(", ");
         Self {
-            claim_begin: format!("{begin}; {CLAIM_BEGIN}"),
-            claim_begin_nowait: format!("{begin} NOWAIT; {CLAIM_BEGIN}"),
+            claim_begin_nowait: format!("{begin} NOWAIT"),
             begin,
             queue: format!("SELECT {QUEUE_COLUMNS} FROM {q} WHERE name = $1"),
             put_queue: format!(

@@ -370,7 +370,7 @@ impl Store for PostgresStore {
             other => return other,
         }
         let (start, tokens) = (start.expect("not run"), tokens.expect("not run"));
-        self.sessions.write_with(&sql.claim_begin, |conn| {
+        self.sessions.write_with(&sql.begin, |conn| {
             let now = clock()?;
             let params: [&(dyn ToSql + Sync); 3] = [&queue, &now, &room];
             let rows = conn.query_many(&Reads::statements(sql, &params))?;
