@@ -1,5 +1,5 @@
-//! Benchmark, not a test: messages per second on PostgreSQL with 1, 4 and 16 workers, against a
-//! hand-written reference queue on the same server in the same run (issue 24), and beside SQLite.
+//! Benchmark, not a test: messages per second on PostgreSQL with 1, 4 and 16 workers, against
+//! hand-written reference queues on the same server in the same run (issue 24), and beside SQLite.
 //!
 //! Two measurements, each in rounds that interleave the contenders (one warm-up round first, not
 //! counted; a fresh schema or file per round):
@@ -13,40 +13,34 @@
 //! database that is what processes are, one server process per connection. The same stores
 //! through the Python package with worker processes: `bindings-python/benches/postgres_throughput.py`.
 //!
-//! The reference is the least a PostgreSQL queue with leases does, written by hand with the same
-//! driver: a table of `id` (identity primary key), `payload`, `status`, `lease_until` with one
-//! index besides its key (the ready messages by id); `INSERT` to enqueue, claim by
-//! `UPDATE ... WHERE id = (SELECT id ... FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING`, ack by
-//! `UPDATE`, each statement its own transaction. For claim+ack, a second reference decides in the
-//! client on the same table and index (`reference::claim_and_ack_in_client`): `BEGIN` with
-//! `SELECT ... FOR UPDATE SKIP LOCKED LIMIT 1`, then the `UPDATE` with `COMMIT`, and the ack the
-//! same (its row read `FOR UPDATE`, then updated): 4 round trips, the least any queue whose rules
-//! run in the client (read, decide, write) can do. deadletter / reference = (deadletter /
-//! decided in client) x (decided in client / reference): the second factor is the design (the
-//! round trips), the first deadletter's own work. The ratios are each round's, paired (the
-//! contenders of a round run one after the other), min / median / max. deadletter does more per message (it keeps a
-//! queue name, history, idempotency, delays, groups and expiry, reads the queue's settings under
-//! the lock, reaps expired leases and takes out expired messages at each claim), so the goal is a
-//! ratio, not equality: at least 0.8x the reference at every worker count. The WAL bytes each
-//! writes per message are printed beside it, and the plans of deadletter's statements and of the
-//! reference's claim after. Both plans are index scans (claim's first statement scanned the
-//! table on these small tables until issue 24's fix); what separates them is the round trips,
-//! which cost the most where the clients and the server share few cores: deadletter's (printed
-//! first, counted by the store) are 2 per claim, 2 per ack and 2 per enqueue (`BEGIN` travels
-//! with the first statements and `COMMIT` with the last write; they were 6, 4 and 4, then 3 per
-//! claim until its reads went with its `BEGIN`), the reference's 1 each; and the server's time per claim+ack, about three times the reference's
-//! (10 statements against 2; since schema version 6 each update writes its row, the primary key
-//! and the index of its new status, 3.1 WAL records, 4.6 before; each write statement also
-//! evaluates the table's check constraints and the predicates of its 10 indexes:
-//! `pg_stat_statements` says where it goes).
+//! The references (`reference/mod.rs`) share a table of `id` (identity primary key), `payload`,
+//! `status`, `lease_until` with one index besides its key (the ready messages by id):
+//! - **reference**, the least a PostgreSQL queue with leases does: `INSERT` to enqueue, claim by
+//!   `UPDATE ... WHERE id = (SELECT id ... FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING`, ack by
+//!   `UPDATE`, each statement its own transaction: 1 round trip each;
+//! - **decided in client** (claim+ack only): the least a queue whose rules run in the client
+//!   (read the row, decide, write) does, as deadletter's do in its core: `BEGIN` with `SELECT ...
+//!   FOR UPDATE SKIP LOCKED LIMIT 1`, then the `UPDATE` with `COMMIT`; the ack the same (its row
+//!   read `FOR UPDATE`, then updated): 2 round trips each, sent as deadletter's store sends them.
+//!
+//! So deadletter / reference = (deadletter / decided in client) x (decided in client /
+//! reference): the second factor is what the design costs (the round trips), the first
+//! deadletter's own work per message (its statements, its table's indexes, its client). The
+//! goal is at least 0.8x the reference at every worker count. The ratios printed are each
+//! round's (the contenders of a round run one after the other, so they share its load), min /
+//! median / max.
+//!
+//! Before the timed rounds: the round trips per call (counted by the store); then for each
+//! PostgreSQL contender, per claim+ack with one worker, the statements and the server's time
+//! executing them (`pg_stat_statements`, statement by statement), the CPU time of the server's
+//! processes and of this one, and the wall time. After them: the WAL bytes per message and the
+//! plans of deadletter's statements and of the reference's claim (index scans only).
 //!
 //! Both stores make each commit durable: SQLite with WAL and `synchronous = FULL`
 //! (`Durability::Full`), on a file in the temp dir; PostgreSQL with `fsync` and
 //! `synchronous_commit` on (`make bench-postgres` starts its cluster with
-//! `scripts/pg.sh run --durable`).
-//!
-//! Before the timed rounds, each PostgreSQL contender's statements and server time per claim+ack
-//! (one worker, `pg_stat_statements`, which `scripts/pg.sh` loads with tracking off).
+//! `scripts/pg.sh run --durable`, which loads `pg_stat_statements` with tracking off: this turns
+//! it on for its counted part only).
 //!
 //! Run: `make bench-postgres` (or `scripts/pg.sh run --durable cargo bench -p deadletter-postgres
 //! --bench claim_throughput`; `-- counted` for what is counted only, nothing timed; `-- enqueue`
