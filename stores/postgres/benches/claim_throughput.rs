@@ -629,10 +629,13 @@ fn server_time(url: &str) {
         println!("Server time per claim+ack: not measured (pg_stat_statements is not loaded)");
         return;
     }
-    admin
+    let tracking = admin
         .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-        .expect("extension");
-    track(&mut admin, "all");
+        .and_then(|()| track(&mut admin, "all"));
+    if let Err(err) = tracking {
+        println!("Server time per claim+ack: not measured (pg_stat_statements: {err})");
+        return;
+    }
     println!(
         "Server time per claim+ack (pg_stat_statements, one worker, {MESSAGES} messages; \
          statements / us, COMMIT apart):"
@@ -718,16 +721,18 @@ fn server_time(url: &str) {
         let cut: String = query.chars().take(80).collect();
         println!("    {name:<20} {n:>4.1} {us:>6.1}  {cut}");
     }
-    track(&mut admin, "none");
+    track(&mut admin, "none").expect("tracking off");
 }
 
-/// Sets `pg_stat_statements.track` to `how` for the sessions that start from now on.
-fn track(admin: &mut postgres::Client, how: &str) {
+/// Sets `pg_stat_statements.track` to `how` for the sessions that start from now on (a
+/// superuser's right, as on the clusters of `scripts/pg.sh`).
+fn track(admin: &mut postgres::Client, how: &str) -> std::result::Result<(), postgres::Error> {
     for sql in [
         &format!("ALTER SYSTEM SET pg_stat_statements.track = '{how}'"),
         "SELECT pg_reload_conf()",
     ] {
-        admin.batch_execute(sql).expect("track");
+        admin.batch_execute(sql)?;
     }
     std::thread::sleep(Duration::from_millis(300)); // the postmaster and its children read it
+    Ok(())
 }
