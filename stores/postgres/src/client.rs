@@ -36,6 +36,9 @@ struct Driver {
     failure: Option<Error>,
     /// Requests answered so far, each pipeline counting once: the round trips.
     round_trips: u64,
+    /// Statements sent so far: each statement run with parameters, and each of a simple query's
+    /// (`BEGIN; LOCK TABLE ...` counts two).
+    statements: u64,
 }
 
 impl Driver {
@@ -164,6 +167,7 @@ impl Client {
                 connection: Some(Box::pin(connection)),
                 failure: None,
                 round_trips: 0,
+                statements: 0,
             },
         };
         let settings = session.client.batch_execute(setup);
@@ -196,11 +200,23 @@ impl Client {
         self.driver.round_trips
     }
 
+    /// The statements sent on this session so far (see [`Driver`]'s count).
+    pub(crate) fn statements(&self) -> u64 {
+        self.driver.statements
+    }
+
+    /// Counts `n` statements run with parameters and those of the simple query `batch`.
+    fn sent(&mut self, n: usize, batch: &str) {
+        let simple = batch.split(';').filter(|s| !s.trim().is_empty()).count();
+        self.driver.statements += u64::try_from(n + simple).unwrap_or(u64::MAX);
+    }
+
     /// Runs `query`, one or more statements separated by semicolons, without parameters.
     ///
     /// # Errors
     /// The server's, or the connection's.
     pub fn batch_execute(&mut self, query: &str) -> Result<(), Error> {
+        self.sent(0, query);
         let out = self.driver.block_on(self.client.batch_execute(query));
         out.map_err(|err| self.failure(err))
     }
@@ -223,6 +239,7 @@ impl Client {
         statement: &T,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, Error> {
+        self.sent(1, "");
         let out = self.driver.block_on(self.client.query(statement, params));
         out.map_err(|err| self.failure(err))
     }
@@ -236,6 +253,7 @@ impl Client {
         statement: &T,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Row, Error> {
+        self.sent(1, "");
         let out = self
             .driver
             .block_on(self.client.query_one(statement, params));
@@ -251,6 +269,7 @@ impl Client {
         statement: &T,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Option<Row>, Error> {
+        self.sent(1, "");
         let out = self
             .driver
             .block_on(self.client.query_opt(statement, params));
@@ -266,6 +285,7 @@ impl Client {
         statement: &T,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<u64, Error> {
+        self.sent(1, "");
         let out = self.driver.block_on(self.client.execute(statement, params));
         out.map_err(|err| self.failure(err))
     }
@@ -279,6 +299,7 @@ impl Client {
         batch: &str,
         statements: &[(&Statement, &[&(dyn ToSql + Sync)])],
     ) -> (Result<(), Error>, Vec<Rows>) {
+        self.sent(statements.len(), batch);
         let client = &self.client;
         let queries = all(statements
             .iter()
@@ -302,6 +323,7 @@ impl Client {
         &mut self,
         statements: &[(&Statement, &[&(dyn ToSql + Sync)])],
     ) -> Vec<Result<Vec<Row>, Error>> {
+        self.sent(statements.len(), "");
         let client = &self.client;
         let pipeline = all(statements
             .iter()
@@ -321,6 +343,7 @@ impl Client {
         params: &[&(dyn ToSql + Sync)],
         batch: &str,
     ) -> (Result<Vec<Row>, Error>, Result<(), Error>) {
+        self.sent(1, batch);
         let pipeline = both(
             self.client.query(statement, params),
             self.client.batch_execute(batch),

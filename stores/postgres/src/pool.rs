@@ -278,6 +278,8 @@ pub struct Sessions {
     wait: Duration,
     /// Round trips of the sessions given back so far (see [`Sessions::round_trips`]).
     round_trips: AtomicU64,
+    /// Statements of the sessions given back so far (see [`Sessions::statements`]).
+    statements: AtomicU64,
 }
 
 struct State {
@@ -302,8 +304,9 @@ impl Drop for Sessions {
 pub struct Session<'a> {
     conn: Option<Conn>,
     sessions: &'a Sessions,
-    /// The session's round trips when it was lent.
+    /// The session's round trips and statements sent when it was lent.
     round_trips: u64,
+    sent: u64,
 }
 
 impl std::ops::Deref for Session<'_> {
@@ -326,6 +329,8 @@ impl Drop for Session<'_> {
         self.sessions
             .round_trips
             .fetch_add(trips, Ordering::Relaxed);
+        let sent = conn.client.statements().saturating_sub(self.sent);
+        self.sessions.statements.fetch_add(sent, Ordering::Relaxed);
         let mut state = self.sessions.lock();
         // A call that panicked may have left a transaction open on it (row locks, uncommitted
         // writes that the next BEGIN would join): close it rather than lend it again.
@@ -355,6 +360,7 @@ impl Sessions {
             max_size,
             wait,
             round_trips: AtomicU64::new(0),
+            statements: AtomicU64::new(0),
         }
     }
 
@@ -433,6 +439,7 @@ impl Sessions {
     fn lend(&self, conn: Conn) -> Session<'_> {
         Session {
             round_trips: conn.client.round_trips(),
+            sent: conn.client.statements(),
             conn: Some(conn),
             sessions: self,
         }
@@ -443,6 +450,13 @@ impl Sessions {
     /// what tests count the hot paths' cost in.
     pub fn round_trips(&self) -> u64 {
         self.round_trips.load(Ordering::Relaxed)
+    }
+
+    /// The statements the calls that returned so far sent (each statement with parameters, and
+    /// each of a simple query's: `BEGIN`, `LOCK TABLE`, `COMMIT`), their preparations not
+    /// counted.
+    pub fn statements(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
     }
 
     /// How many times a call tries another session when the one it got turns out closed before

@@ -132,6 +132,14 @@ impl PostgresStore {
         self.sessions.round_trips()
     }
 
+    /// The statements the calls that returned so far sent to the server: each statement with
+    /// parameters, and each of a simple query's (`BEGIN`, `LOCK TABLE`, `COMMIT`). For tests
+    /// that hold the hot paths to their count (each costs the server more than it executes).
+    #[doc(hidden)]
+    pub fn statements_sent(&self) -> u64 {
+        self.sessions.statements()
+    }
+
     /// `table` of the store's schema, quoted for SQL (`"schema".table`).
     ///
     /// # Panics

@@ -91,6 +91,38 @@ fn enqueue_claim_ack_and_fail_take_two_round_trips_each() {
     assert_eq!(n, 2, "claim of none");
 }
 
+/// The statements `f` sent on `engine`'s store (`BEGIN`, `LOCK TABLE` and `COMMIT` each count).
+fn statements<T>(engine: &Engine<PostgresStore>, f: impl FnOnce() -> T) -> (T, u64) {
+    let before = engine.store().statements_sent();
+    let out = f();
+    (out, engine.store().statements_sent() - before)
+}
+
+/// Each statement costs the server its bind, executor start and end and its reply, beyond what
+/// it executes (issue 24): a claim of one sends `BEGIN` and the table's lock (`NOWAIT`), its
+/// three reads (the queue's row with the expiring messages; the expired leases with the move of
+/// due messages; the head of the ready index), the take's write and `COMMIT`: 7 (9 until the
+/// queue's row joined the expiring messages and generic plans became the session's setting); an
+/// ack `BEGIN`, the lock, the message locked with its queue's row, its write and `COMMIT`: 5; an
+/// enqueue the same 5 (the queue's row, the insert).
+#[test]
+fn a_claim_sends_seven_statements_an_ack_and_an_enqueue_five() {
+    let schemas = Schemas::new("statements");
+    let engine = Engine::new(schemas.store(1), Limits::default());
+    let m = enqueue(&engine, "warm").expect("enqueue");
+    claim(&engine).expect("claim");
+    succeed(&engine, m.id).expect("succeed");
+
+    let (m, n) = statements(&engine, || enqueue(&engine, "a").expect("enqueue"));
+    assert_eq!(n, 5, "enqueue");
+    let (claimed, n) = statements(&engine, || claim(&engine).expect("claim"));
+    assert_eq!(claimed.map(|c| c.id), Some(m.id));
+    assert_eq!(n, 7, "claim of one");
+    let (acked, n) = statements(&engine, || succeed(&engine, m.id).expect("succeed"));
+    assert_eq!(acked.status, Status::Succeeded);
+    assert_eq!(n, 5, "succeed");
+}
+
 #[test]
 fn a_last_write_that_fails_fails_the_call_writes_nothing_and_the_session_carries_on() {
     let schemas = Schemas::new("lastwrite");
