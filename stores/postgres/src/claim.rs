@@ -198,7 +198,7 @@ impl PostgresStore {
             if index + 1 == taken.len() {
                 conn.commit_with_next();
             }
-            row::write(conn, &self.statements().write, before, after, place)?;
+            row::write(conn, &self.statements().messages, before, after, place)?;
         }
         Ok(taken.into_iter().map(|(_, after)| after).collect())
     }

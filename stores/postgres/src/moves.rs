@@ -103,7 +103,7 @@ fn write(
             group_at: None,
         },
     };
-    row::write(conn, &sql.write, &before.0, after, place)?;
+    row::write(conn, &sql.messages, &before.0, after, place)?;
     match before.0.group.as_deref() {
         Some(group) if storage::live(&before.0) => unblock_next(conn, sql, &before.0.queue, group),
         _ => Ok(()),

@@ -278,45 +278,244 @@ pub fn insert_many(
 
 /// Persists `after` (a step's result) over the row of `before` (what was read), in the lane the
 /// core gives it ([`storage::ready`], [`storage::blocked`]) at `place` (`group_at` only when it
-/// entered its group again), sending the payload and the failure history only when the step
-/// changed them.
+/// entered its group again), in table `table` (the quoted schema's `messages`): one `UPDATE`
+/// setting only the columns the step changed, and the lane. A column set to its own value still
+/// costs the server its parameter and its place in the statement's projection, built again at
+/// each execution (issue 24: a claim or an ack set all 23 columns; it changes 4 and the lane).
+/// Each set of columns is its own statement text, prepared once per session.
 pub fn write(
     conn: &mut Conn,
-    sql: &str,
+    table: &str,
     before: &Message,
     after: &Message,
     place: Place,
 ) -> Result<()> {
     storable(after)?;
-    let payload = (after.payload != before.payload).then_some(after.payload.as_bytes());
-    let errors = (after.errors != before.errors).then_some(Json(&after.errors));
-    let params: [&(dyn ToSql + Sync); 24] = [
-        &before.id,
-        &after.queue,
-        &payload,
-        &after.status.as_str(),
-        &int(after.retry_count, "retry_count")?,
-        &int(after.max_retries, "max_retries")?,
-        &after.retry_after,
-        &after.last_error,
-        &after.created_at,
-        &after.updated_at,
-        &after.lease_token,
-        &after.lease_expires_at,
-        &after.idempotency_key,
-        &after.first_failed_at,
-        &after.dead_at,
-        &errors,
-        &i64::from(after.errors_dropped),
-        &i64::from(after.replay_count),
-        &after.replayed_at,
-        &storage::ready(after, place.head),
-        &after.expires_at,
-        &storage::blocked(after, place.head),
-        &place.group_at,
-        &after.moved_from,
-    ];
+    let values = Values::new(after, place)?;
+    let set = values.set(before);
+    let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(set.len() + 1);
+    params.push(&before.id);
+    let mut assignments = Vec::with_capacity(set.len());
+    for (column, value) in set {
+        params.push(value);
+        assignments.push(format!("{column} = ${}", params.len()));
+    }
+    let sql = format!(
+        "UPDATE {table} SET {} WHERE id = $1",
+        assignments.join(", ")
+    );
     // `query`, not `execute`: it may be the transaction's last statement, sent with `COMMIT`.
-    conn.query(sql, &params)?;
+    conn.query(&sql, &params)?;
     Ok(())
+}
+
+/// The values a write of `after` at `place` stores, as the columns take them.
+struct Values<'a> {
+    after: &'a Message,
+    payload: &'a [u8],
+    status: &'a str,
+    retry_count: i32,
+    max_retries: i32,
+    errors: Json<&'a Vec<FailedAttempt>>,
+    errors_dropped: i64,
+    replay_count: i64,
+    ready: bool,
+    blocked: bool,
+    group_at: Option<Millis>,
+}
+
+impl<'a> Values<'a> {
+    fn new(after: &'a Message, place: Place) -> Result<Self> {
+        Ok(Self {
+            after,
+            payload: after.payload.as_bytes(),
+            status: after.status.as_str(),
+            retry_count: int(after.retry_count, "retry_count")?,
+            max_retries: int(after.max_retries, "max_retries")?,
+            errors: Json(&after.errors),
+            errors_dropped: i64::from(after.errors_dropped),
+            replay_count: i64::from(after.replay_count),
+            ready: storage::ready(after, place.head),
+            blocked: storage::blocked(after, place.head),
+            group_at: place.group_at,
+        })
+    }
+
+    /// The columns to set over the row of `before`, with their values: those whose value
+    /// differs; `updated_at` always (every step sets it: equal only when the clock did not move,
+    /// which would make one more statement text to prepare); `ready` and `blocked` always (the
+    /// row's lane is not read back: a claim may have moved it); `group_at` when given.
+    fn set(&self, before: &Message) -> Vec<(&'static str, &(dyn ToSql + Sync))> {
+        let a = self.after;
+        let columns: [(&'static str, bool, &(dyn ToSql + Sync)); 23] = [
+            ("queue", a.queue != before.queue, &a.queue),
+            ("payload", a.payload != before.payload, &self.payload),
+            ("status", a.status != before.status, &self.status),
+            (
+                "retry_count",
+                a.retry_count != before.retry_count,
+                &self.retry_count,
+            ),
+            (
+                "max_retries",
+                a.max_retries != before.max_retries,
+                &self.max_retries,
+            ),
+            (
+                "retry_after",
+                a.retry_after != before.retry_after,
+                &a.retry_after,
+            ),
+            (
+                "last_error",
+                a.last_error != before.last_error,
+                &a.last_error,
+            ),
+            (
+                "created_at",
+                a.created_at != before.created_at,
+                &a.created_at,
+            ),
+            ("updated_at", true, &a.updated_at),
+            (
+                "lease_token",
+                a.lease_token != before.lease_token,
+                &a.lease_token,
+            ),
+            (
+                "lease_expires_at",
+                a.lease_expires_at != before.lease_expires_at,
+                &a.lease_expires_at,
+            ),
+            (
+                "idempotency_key",
+                a.idempotency_key != before.idempotency_key,
+                &a.idempotency_key,
+            ),
+            (
+                "first_failed_at",
+                a.first_failed_at != before.first_failed_at,
+                &a.first_failed_at,
+            ),
+            ("dead_at", a.dead_at != before.dead_at, &a.dead_at),
+            ("errors", a.errors != before.errors, &self.errors),
+            (
+                "errors_dropped",
+                a.errors_dropped != before.errors_dropped,
+                &self.errors_dropped,
+            ),
+            (
+                "replay_count",
+                a.replay_count != before.replay_count,
+                &self.replay_count,
+            ),
+            (
+                "replayed_at",
+                a.replayed_at != before.replayed_at,
+                &a.replayed_at,
+            ),
+            (
+                "expires_at",
+                a.expires_at != before.expires_at,
+                &a.expires_at,
+            ),
+            (
+                "moved_from",
+                a.moved_from != before.moved_from,
+                &a.moved_from,
+            ),
+            ("ready", true, &self.ready),
+            ("blocked", true, &self.blocked),
+            ("group_at", self.group_at.is_some(), &self.group_at),
+        ];
+        columns
+            .into_iter()
+            .filter(|(_, changed, _)| *changed)
+            .map(|(column, _, value)| (column, value))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deadletter::Status;
+
+    fn pending() -> Message {
+        Message {
+            id: 7,
+            queue: "q".into(),
+            payload: "{\"big\": true}".into(),
+            status: Status::Pending,
+            retry_count: 0,
+            max_retries: 3,
+            retry_after: None,
+            last_error: None,
+            created_at: 1_000,
+            updated_at: 1_000,
+            lease_token: None,
+            lease_expires_at: None,
+            idempotency_key: Some("k".into()),
+            first_failed_at: None,
+            dead_at: None,
+            errors: Vec::new(),
+            errors_dropped: 0,
+            replay_count: 0,
+            replayed_at: None,
+            group: None,
+            expires_at: None,
+            moved_from: None,
+            deduplicated: false,
+        }
+    }
+
+    fn set(before: &Message, after: &Message, group_at: Option<Millis>) -> Vec<&'static str> {
+        let place = Place {
+            head: true,
+            group_at,
+        };
+        let values = Values::new(after, place).unwrap();
+        values.set(before).into_iter().map(|(c, _)| c).collect()
+    }
+
+    #[test]
+    fn a_write_sets_the_columns_its_step_changed_and_the_lane() {
+        let before = pending();
+        let claimed = Message {
+            status: Status::Processing,
+            updated_at: 2_000,
+            lease_token: Some("t".into()),
+            lease_expires_at: Some(32_000),
+            ..before.clone()
+        };
+        let lease = ["status", "updated_at", "lease_token", "lease_expires_at"];
+        let lane = ["ready", "blocked"];
+        assert_eq!(set(&before, &claimed, None), [&lease[..], &lane].concat());
+        let acked = Message {
+            status: Status::Succeeded,
+            updated_at: 3_000,
+            lease_token: None,
+            lease_expires_at: None,
+            ..claimed.clone()
+        };
+        assert_eq!(set(&claimed, &acked, None), [&lease[..], &lane].concat());
+        // Nothing changed: updated_at and the lane; a place in a group: group_at too.
+        assert_eq!(
+            set(&acked, &acked, None),
+            ["updated_at", "ready", "blocked"]
+        );
+        assert_eq!(
+            set(&acked, &acked, Some(5)),
+            ["updated_at", "ready", "blocked", "group_at"]
+        );
+        // The clock did not move: the same columns as when it did.
+        let same_instant = Message {
+            updated_at: claimed.updated_at,
+            ..acked.clone()
+        };
+        assert_eq!(
+            set(&claimed, &same_instant, None),
+            [&lease[..], &lane].concat()
+        );
+    }
 }

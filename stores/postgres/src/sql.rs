@@ -108,15 +108,13 @@ pub struct Sql {
     /// in [`Sql::insert`]'s order), in array order; returns their ids (ascending in that order:
     /// the identity is drawn row by row as they are inserted).
     pub insert_many: String,
-    /// Writes every column of message `$1` (`$2`..`$19`); a null `payload` (`$3`) or `errors`
-    /// (`$16`) keeps the stored one, so that a transition does not rewrite a large payload.
-    /// `$20` is `ready` and `$22` `blocked`, the core's [`deadletter::storage::ready`] and
-    /// [`deadletter::storage::blocked`]: `ready` is false exactly while the message waits for
-    /// its `retry_after` (claim moves it when that comes) or behind its group's head; inserts
-    /// set them the same way. `$21` is `expires_at` (a replay sets it anew); `$23`, when not
-    /// null, the message's new `group_at` (a replay puts it at its group's end); `$24`
-    /// `moved_from` (a move sets it, with the new `queue`, `$2`).
-    pub write: String,
+    /// The table of messages, quoted (`"schema".messages`). A write's `UPDATE` (`row::write`)
+    /// sets the columns its step changed only, so its text is built per write (and prepared once
+    /// per session and set of columns). It always sets `updated_at`, `ready` and `blocked`, the
+    /// core's [`deadletter::storage::ready`] and [`deadletter::storage::blocked`]: `ready` is
+    /// false exactly while the message waits for its `retry_after` (claim moves it when that
+    /// comes) or behind its group's head; inserts set them the same way.
+    pub messages: String,
     /// Claim, step 2: the processing messages of queue `$1` whose lease ran out at `$2`, in
     /// expiry order, locked. First, in a data-modifying `WITH` (so that it costs no round trip
     /// of its own), it marks ready the waiting messages of queue `$1` whose `retry_after` has
@@ -280,15 +278,7 @@ impl Sql {
                  $23::boolean[]) WITH ORDINALITY AS v({INSERTED}, ord) \
                  ORDER BY ord RETURNING id"
             ),
-            write: format!(
-                "UPDATE {m} SET queue = $2, payload = coalesce($3, payload), status = $4, \
-                 retry_count = $5, max_retries = $6, retry_after = $7, last_error = $8, \
-                 created_at = $9, updated_at = $10, lease_token = $11, lease_expires_at = $12, \
-                 idempotency_key = $13, first_failed_at = $14, dead_at = $15, \
-                 errors = coalesce($16, errors), errors_dropped = $17, replay_count = $18, \
-                 replayed_at = $19, ready = $20, expires_at = $21, blocked = $22, \
-                 group_at = coalesce($23, group_at), moved_from = $24 WHERE id = $1"
-            ),
+            messages: m.clone(),
             expired: format!(
                 "WITH {due_ids}, moved AS ({mark_ready}) {}",
                 select(

@@ -173,14 +173,14 @@ pub fn put(
                 head: tail.is_none(),
                 group_at: Some(storage::group_at(now, tail, Some(after.id))),
             };
-            row::write(conn, &sql.write, before, after, place)
+            row::write(conn, &sql.messages, before, after, place)
         }
         Some(group) if storage::leaves_group(before, Some(after)) => {
             let place = Place {
                 head: true,
                 group_at: None,
             };
-            row::write(conn, &sql.write, before, after, place)?;
+            row::write(conn, &sql.messages, before, after, place)?;
             unblock_next(conn, sql, &after.queue, group)
         }
         _ => {
@@ -188,7 +188,7 @@ pub fn put(
                 head: !blocked,
                 group_at: None,
             };
-            row::write(conn, &sql.write, before, after, place)
+            row::write(conn, &sql.messages, before, after, place)
         }
     }
 }
