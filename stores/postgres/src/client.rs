@@ -13,6 +13,7 @@ use std::pin::{Pin, pin};
 use std::task::Poll;
 use std::time::Duration;
 
+use futures_util::future::{join, join_all};
 use tokio::runtime::Runtime;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Config, Error, NoTls, Row, Statement, ToStatement};
@@ -88,53 +89,6 @@ pub struct Client {
     /// Declared first, so dropped before the driver closes the connection.
     client: tokio_postgres::Client,
     driver: Driver,
-}
-
-/// Both futures run together, `first` polled first (so its request is sent first); both
-/// outputs.
-async fn both<A: Future, B: Future>(first: A, second: B) -> (A::Output, B::Output) {
-    let (mut first, mut second) = (pin!(first), pin!(second));
-    let (mut a, mut b) = (None, None);
-    poll_fn(|cx| {
-        if a.is_none()
-            && let Poll::Ready(out) = first.as_mut().poll(cx)
-        {
-            a = Some(out);
-        }
-        if b.is_none()
-            && let Poll::Ready(out) = second.as_mut().poll(cx)
-        {
-            b = Some(out);
-        }
-        if a.is_some() && b.is_some() {
-            Poll::Ready((a.take().expect("ready"), b.take().expect("ready")))
-        } else {
-            Poll::Pending
-        }
-    })
-    .await
-}
-
-/// The futures run together, each polled in turn in order (so their requests are sent in that
-/// order); their outputs, in the same order.
-async fn all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    poll_fn(|cx| {
-        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
-            if output.is_none()
-                && let Poll::Ready(out) = future.as_mut().poll(cx)
-            {
-                *output = Some(out);
-            }
-        }
-        if outputs.iter().all(Option::is_some) {
-            Poll::Ready(outputs.iter_mut().filter_map(Option::take).collect())
-        } else {
-            Poll::Pending
-        }
-    })
-    .await
 }
 
 impl Client {
@@ -301,13 +255,14 @@ impl Client {
     ) -> (Result<(), Error>, Vec<Rows>) {
         self.sent(statements.len(), batch);
         let client = &self.client;
-        let queries = all(statements
-            .iter()
-            .map(|(statement, params)| client.query(*statement, params))
-            .collect());
+        let queries = join_all(
+            statements
+                .iter()
+                .map(|(statement, params)| client.query(*statement, params)),
+        );
         let (a, b) = self
             .driver
-            .block_on(both(client.batch_execute(batch), queries));
+            .block_on(join(client.batch_execute(batch), queries));
         (
             a.map_err(|e| self.failure(e)),
             b.into_iter()
@@ -325,10 +280,11 @@ impl Client {
     ) -> Vec<Result<Vec<Row>, Error>> {
         self.sent(statements.len(), "");
         let client = &self.client;
-        let pipeline = all(statements
-            .iter()
-            .map(|(statement, params)| client.query(*statement, params))
-            .collect());
+        let pipeline = join_all(
+            statements
+                .iter()
+                .map(|(statement, params)| client.query(*statement, params)),
+        );
         let out = self.driver.block_on(pipeline);
         out.into_iter()
             .map(|result| result.map_err(|e| self.failure(e)))
@@ -344,7 +300,7 @@ impl Client {
         batch: &str,
     ) -> (Result<Vec<Row>, Error>, Result<(), Error>) {
         self.sent(1, batch);
-        let pipeline = both(
+        let pipeline = join(
             self.client.query(statement, params),
             self.client.batch_execute(batch),
         );

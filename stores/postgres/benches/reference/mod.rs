@@ -7,6 +7,7 @@
 //! bench target of its own.)
 
 use super::{MESSAGES, PAYLOAD, Schema, now, share, timed};
+use futures_util::future::join;
 use std::future::{Future, poll_fn};
 use std::pin::pin;
 use std::task::Poll;
@@ -201,7 +202,7 @@ impl Pipelined {
         statement: &tokio_postgres::Statement,
         params: Params,
     ) -> Vec<tokio_postgres::Row> {
-        let (begun, rows) = self.run(both(
+        let (begun, rows) = self.run(join(
             self.client.batch_execute("BEGIN"),
             self.client.query(statement, params),
         ));
@@ -211,37 +212,13 @@ impl Pipelined {
 
     /// `statement` and `COMMIT`, in one round trip.
     fn then_commit(&self, statement: &tokio_postgres::Statement, params: Params) {
-        let (updated, committed) = self.run(both(
+        let (updated, committed) = self.run(join(
             self.client.execute(statement, params),
             self.client.batch_execute("COMMIT"),
         ));
         assert_eq!(updated.expect("update"), 1, "one row");
         committed.expect("commit");
     }
-}
-
-/// Both futures run together, `first` polled first (so its request is sent first).
-async fn both<A: Future, B: Future>(first: A, second: B) -> (A::Output, B::Output) {
-    let (mut first, mut second) = (pin!(first), pin!(second));
-    let (mut a, mut b) = (None, None);
-    poll_fn(|cx| {
-        if a.is_none()
-            && let Poll::Ready(out) = first.as_mut().poll(cx)
-        {
-            a = Some(out);
-        }
-        if b.is_none()
-            && let Poll::Ready(out) = second.as_mut().poll(cx)
-        {
-            b = Some(out);
-        }
-        if a.is_some() && b.is_some() {
-            Poll::Ready((a.take().expect("ready"), b.take().expect("ready")))
-        } else {
-            Poll::Pending
-        }
-    })
-    .await
 }
 
 /// How many messages are acked.
