@@ -15,8 +15,8 @@ use crate::convert::{to_opt_datetime, to_timedelta};
 /// `dead` (int), `expired` (int: processing messages whose lease has run out, counted as failed by
 /// the next `claim` or `reap`), `delayed` (int: pending messages in backoff or enqueued with a
 /// delay), `next_due_at` (datetime | None: when the next delayed message becomes due),
-/// `oldest_due_age` (timedelta | None: how long the oldest due pending message has been in the
-/// queue), `oldest_dead_age` (timedelta | None: how long the oldest dead message has been dead),
+/// `oldest_due_age` (timedelta | None: how long the due pending message the next claim takes, the
+/// first in enqueue order, has been in the queue), `oldest_dead_age` (timedelta | None: how long the oldest dead message has been dead),
 /// `paused` (bool: the queue claims nothing until resumed), `expired_dead` and `expired_discarded`
 /// (int: messages that expired while pending and became dead or were discarded, since the queue
 /// was first configured or had one expire; purging does not lower them). Members of an ordering
@@ -76,8 +76,9 @@ impl PyQueueStats {
         to_opt_datetime(py, self.0.next_due_at)
     }
 
-    /// How long the oldest due pending message has been in the queue (`now - created_at`, zero
-    /// if the clock went back), or `None` when nothing is due.
+    /// How long the due pending message the next claim takes (the first in enqueue order) has
+    /// been in the queue (`now - created_at`, zero if the clock went back), or `None` when
+    /// nothing is due.
     #[getter]
     fn oldest_due_age<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDelta>>> {
         self.0

@@ -734,7 +734,8 @@ class QueueStats:
         """When the next delayed message becomes due, or None."""
     @property
     def oldest_due_age(self) -> Optional[timedelta]:
-        """How long the oldest due pending message has been in the queue, or None."""
+        """How long the due pending message the next claim takes (the first in enqueue order,
+        the oldest unless a clock went back between enqueues) has been in the queue, or None."""
     @property
     def oldest_dead_age(self) -> Optional[timedelta]:
         """How long the oldest dead message has been dead, or None."""

@@ -71,8 +71,8 @@ class QueueCollector(Collector):
         )
         lag = queue_gauge(
             "deadletter_oldest_due_age_seconds",
-            "Seconds since the oldest due pending message of the queue was enqueued: the lag "
-            "(absent: no due pending message).",
+            "Seconds since the due pending message the next claim takes (the first in enqueue "
+            "order) was enqueued: the lag (absent: no due pending message).",
         )
         paused = queue_gauge(
             "deadletter_paused",

@@ -401,7 +401,10 @@ STATS_PROPERTIES: Json = {
     },
     "oldest_due_age": {
         **SECONDS_AGE,
-        "description": "Seconds the oldest due pending message has waited since it was enqueued.",
+        "description": (
+            "Seconds the due pending message the next claim takes (the first in enqueue order) "
+            "has waited since it was enqueued."
+        ),
     },
     "oldest_dead_age": {
         **SECONDS_AGE,
