@@ -621,7 +621,8 @@ impl Queue {
     /// none); `expires_in`: 0.001 s..=365 days (for enqueues and replays that give none);
     /// `on_expiry`: `"dead"` (the default) or `"discard"`; durations in seconds or `timedelta`s.
     /// Pausing is `pause`/`resume`, which this leaves alone. Raises `ValidationError` listing
-    /// every rejected argument; nothing changes then.
+    /// every rejected argument; nothing changes then. Storing settings makes the queue, so its
+    /// name follows `enqueue`'s rules (`invalid` on `queue`).
     #[pyo3(
         signature = (*, backoff = None, max_retries = None, lease = None, expires_in = None, on_expiry = None),
         text_signature = "($self, *, backoff=None, max_retries=None, lease=None, expires_in=None, on_expiry=None)"
@@ -658,13 +659,15 @@ impl Queue {
     /// Pauses this queue, for every process: it accepts enqueues and every other operation but
     /// claims nothing (`claim` returns `None`, `claim_many` nothing; worker loops idle and take
     /// up again within their poll interval once it is resumed); leases already held keep
-    /// running. Idempotent; returns the settings.
+    /// running. Idempotent; returns the settings. Pausing makes the queue, so its name follows
+    /// `enqueue`'s rules (`ValidationError`, `invalid` on `queue`).
     fn pause(&self, py: Python<'_>) -> PyResult<PyQueueSettings> {
         let engine = &self.shared.engine;
         run(py, || engine.pause(self.queue(), true)).map(PyQueueSettings)
     }
 
-    /// Resumes this queue (see `pause`). Idempotent; returns the settings.
+    /// Resumes this queue (see `pause`). Idempotent; returns the settings. Takes any name a
+    /// handle takes, also one stored by 0.1.0 that `pause` refuses.
     fn resume(&self, py: Python<'_>) -> PyResult<PyQueueSettings> {
         let engine = &self.shared.engine;
         run(py, || engine.pause(self.queue(), false)).map(PyQueueSettings)

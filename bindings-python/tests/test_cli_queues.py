@@ -122,6 +122,18 @@ def test_create_pauses_or_sets_a_new_queue(path: str) -> None:
     assert run("settings", path, "newer")[0] == 1
 
 
+def test_create_refuses_a_name_enqueue_refuses(path: str) -> None:
+    """Session 9: ``deadletter pause jobs.db 'y\u3164' --create`` made a queue that enqueue
+    refuses and that read as ``y``; pause and settings take enqueue's names now, exit 1."""
+    before = state(path)
+    for name in ("y\u3164", "..", " "):
+        status, out, err = run("pause", path, name, "--create")
+        assert (status, out) == (1, "") and "queue" in err and "invalid" not in out, (name, err)
+        status, out, err = run("settings", path, name, "--create", "--max-retries", "5")
+        assert (status, out) == (1, ""), (name, err)
+    assert state(path) == before
+
+
 def test_the_note_escapes_the_name_and_shows_at_most_ten_queues(tmp_path: Path) -> None:
     file = tmp_path / "many.db"
     with deadletter.open(file) as db:

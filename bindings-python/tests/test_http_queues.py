@@ -225,6 +225,23 @@ def test_pause_and_settings_of_a_queue_that_names_none_are_404_unless_create(
     assert "nowhere" not in [s.queue for s in db.queues()]
 
 
+def test_pause_and_settings_refuse_the_names_enqueue_refuses(
+    client: TestClient, db: deadletter.Database
+) -> None:
+    """Session 9: ``POST /queues/%2E%2E/pause?create=true`` (and a PUT of settings) made queues
+    named ``..``, U+3164 or a blank that enqueue refuses, listed by ``GET /queues`` and the
+    console, which cannot open ``.`` or ``..``. They are a 422 ``invalid`` on ``queue`` now, and
+    nothing is stored; resume and GET settings still take them (names stored before)."""
+    for name in ("%2E%2E", "%2E", "%E3%85%A4", "y%E3%85%A4", "%20", "a%E2%80%A8b"):
+        r = client.post(f"/queues/{name}/pause?create=true")
+        assert fields(problem(r, 422, "validation_failed")) == [("queue", "invalid")], name
+        r = client.put(f"/queues/{name}/settings?create=true", json={"max_retries": 5})
+        assert fields(problem(r, 422, "validation_failed")) == [("queue", "invalid")], name
+        assert client.post(f"/queues/{name}/resume").json()["paused"] is False
+        assert client.get(f"/queues/{name}/settings").json()["max_retries"] is None
+    assert db.queues() == [] and client.get("/queues").json() == {"queues": []}
+
+
 def test_the_404_of_no_queue_escapes_invisible_characters(client: TestClient) -> None:
     r = client.post("/queues/a%E2%80%AEb/pause")
     assert problem(r, 404, "not_found")["detail"].startswith(
@@ -291,6 +308,11 @@ def test_the_enqueue_routes_name_pattern_is_the_queues_rule() -> None:
             assert bool(pattern.fullmatch(name)) == q_ok, (hex(code), name)
             checked += 1
     assert checked > 30_000
-    for path, method in (("/queues/{queue}/messages", "post"), ("/queues/{queue}/messages:batch", "post")):
+    new = [("/queues/{queue}/messages", "post"), ("/queues/{queue}/messages:batch", "post")]
+    new += [("/queues/{queue}/pause", "post"), ("/queues/{queue}/settings", "put")]
+    for path, method in new:
         parameters = doc["paths"][path][method]["parameters"]
         assert {"$ref": "#/components/parameters/new_queue"} in parameters
+    for path, method in (("/queues/{queue}/resume", "post"), ("/queues/{queue}/settings", "get")):
+        parameters = doc["paths"][path][method]["parameters"]
+        assert {"$ref": "#/components/parameters/queue"} in parameters

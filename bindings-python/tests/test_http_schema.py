@@ -59,8 +59,15 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", server, headers=AUTH)
 
 
 NEW_QUEUE = re.compile(document()["components"]["parameters"]["new_queue"]["schema"]["pattern"])
-"""The queue names the enqueue routes take (no control characters, not only white space)."""
-ENQUEUE_PATHS = ("/queues/{queue}/messages", "/queues/{queue}/messages:batch")
+"""The queue names the routes that make a queue take (no control characters, not only white
+space)."""
+NEW_QUEUE_ROUTES = {
+    ("/queues/{queue}/messages", "POST"),
+    ("/queues/{queue}/messages:batch", "POST"),
+    ("/queues/{queue}/pause", "POST"),
+    ("/queues/{queue}/settings", "PUT"),
+}
+"""The enqueue routes, pause and storing settings (which make a queue without a message)."""
 
 
 @schema.hook("map_case")
@@ -72,8 +79,8 @@ def valid_as_documented(context: object, case: schemathesis.Case) -> schemathesi
 
     And a stateful scenario may carry a queue name from one operation to an enqueue (the links
     schemathesis infers), where the document's stricter pattern of new names refuses it
-    (`new_queue`: a 422 that test_http_queues.py checks); such a step, still counted as valid,
-    enqueues into the queue ``q`` instead. Schemathesis keeps path parameters percent-encoded
+    (`new_queue`, also of pause and storing settings: a 422 that test_http_queues.py checks);
+    such a step, still counted as valid, acts on the queue ``q`` instead. Schemathesis keeps path parameters percent-encoded
     (``%C2%95`` for U+0095, a C1 control): the name is decoded before it is checked."""
     negative = case.meta is not None and case.meta.generation.mode.is_negative
     if not negative and "Idempotency-Key" in (case.headers or {}) and isinstance(case.body, dict):
@@ -85,8 +92,7 @@ def valid_as_documented(context: object, case: schemathesis.Case) -> schemathesi
     queue = (case.path_parameters or {}).get("queue")
     if (
         not negative
-        and case.operation.path in ENQUEUE_PATHS
-        and case.method.upper() == "POST"
+        and (case.operation.path, case.method.upper()) in NEW_QUEUE_ROUTES
         and isinstance(queue, str)
         and not NEW_QUEUE.search(unquote(queue))
     ):

@@ -744,7 +744,8 @@ export declare class Queue {
   list(options?: ListOptions): Promise<MessagePage>;
   /**
    * The settings stored with this queue (all defaults, null where unset, when it has none:
-   * reading stores nothing). Rejects with `validation_failed` or `store`.
+   * reading stores nothing). Takes any name a handle takes, also one stored by 0.1.0. Rejects
+   * with `validation_failed` or `store`.
    */
   settings(): Promise<QueueSettings>;
   /**
@@ -752,16 +753,22 @@ export declare class Queue {
    * out is unset again); `paused` and the expiry counters are left alone. Resolves to the
    * settings. Rejects with `validation_failed` listing every rejected option (the backoff's
    * fields `initialMs`, `multiplier`, `capMs`, `jitter` included), having stored nothing, or
-   * `store`.
+   * `store`. Storing settings makes the queue, so its name follows `enqueue`'s rules (`invalid`
+   * on `queue` for a name a queue made before may hold).
    */
   setSettings(options?: SettingsOptions): Promise<QueueSettings>;
   /**
    * Pauses the queue for every tab, worker and process: it accepts enqueues and every other call,
    * but claims nothing until resumed (`claim` resolves to null, `process` loops idle); leases
    * already held keep running, and `reap` still reaps. Idempotent. Resolves to the settings.
+   * Pausing makes the queue, so its name follows `enqueue`'s rules (`validation_failed`,
+   * `invalid` on `queue`).
    */
   pause(): Promise<QueueSettings>;
-  /** Resumes the queue (idempotent); a `process` loop claims again within its `pollIntervalMs`. */
+  /**
+   * Resumes the queue (idempotent); a `process` loop claims again within its `pollIntervalMs`.
+   * Takes any name a handle takes, also one stored by 0.1.0 that `pause` refuses.
+   */
   resume(): Promise<QueueSettings>;
   /**
    * The worker loop: claims due messages (`claimMany`, as many as `concurrency` leaves free

@@ -437,9 +437,11 @@ impl QueueRules {
         Ok(RowPlan::settings(args))
     }
 
-    /// `Queue.pause` (`paused` true) and `Queue.resume` (false).
-    pub fn pause(&self, paused: bool) -> RowPlan {
-        RowPlan::pause(self.name.clone(), paused)
+    /// `Queue.pause` (`paused` true: the queue's name takes an enqueue's rules, since pausing
+    /// creates the queue) and `Queue.resume` (false: any handle's name).
+    pub fn pause(&self, paused: bool) -> std::result::Result<RowPlan, JsValue> {
+        js(deadletter::validate::pause_queue(&self.queue(), paused))?;
+        Ok(RowPlan::pause(self.name.clone(), paused))
     }
 
     /// `Queue.purge`.

@@ -225,8 +225,10 @@ pub struct SettingsArgs {
 }
 
 impl SettingsArgs {
-    /// Checks `queue` (a handle's name) and the fields (see [`QueueSettings::new`]), every
-    /// rejected one reported together.
+    /// Checks `queue` and the fields (see [`QueueSettings::new`]), every rejected one reported
+    /// together. Storing settings creates the queue without a message, so `queue` takes an
+    /// enqueue's rules (no control, invisible or line separator character, something visible,
+    /// not `.` or `..`: `invalid`, session 9); reading the settings takes any handle's name.
     pub fn new(
         queue: &Arg<'_>,
         backoff: Option<Result<Backoff>>,
@@ -236,7 +238,7 @@ impl SettingsArgs {
         on_expiry: &Arg<'_>,
     ) -> Result<Self> {
         let mut check = Check::default();
-        let queue = check.queue(queue);
+        let queue = check.new_queue(queue);
         let settings = QueueSettings::checked(
             &mut check,
             backoff,

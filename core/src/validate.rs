@@ -363,8 +363,10 @@ impl Check {
     /// whitespace and [`is_joiner_or_selector`] characters: it reads as empty), nor `.` or `..`
     /// (browsers and HTTP clients resolve them as path segments, so the HTTP API and its console
     /// could not reach the queue: new-user finding F3, session 6): `invalid`. Making a handle,
-    /// reading, replaying, purging and the settings take any name [`Check::queue`] takes, so that
-    /// queues already stored under such a name keep working (issue 23, item 5).
+    /// reading, replaying, purging, resuming and reading the settings take any name
+    /// [`Check::queue`] takes, so that queues already stored under such a name (by 0.1.0, or
+    /// before a rule) keep working (issue 23, item 5). `pause` and `set_settings` take this rule:
+    /// they create a queue without a message (session 9).
     pub(crate) fn new_queue<'a>(&mut self, arg: &Arg<'a>) -> Option<&'a str> {
         self.new_queue_field("queue", arg)
     }
@@ -640,11 +642,27 @@ pub fn integer(field: &'static str, arg: &Arg<'_>, range: (i64, i64), default: i
     check.finish(|| value.unwrap_or(default))
 }
 
-/// Checks a queue name alone (non-empty string, at most 255 characters), for bindings that make a
-/// queue handle before any operation.
+/// Checks a queue name alone (non-empty string, at most 255 characters, no NUL), for bindings
+/// that make a queue handle before any operation, and for every call on a queue that may already
+/// exist: names stored by 0.1.0, or before a rule of [`pause_queue`], keep working.
 pub fn queue_name<'a>(arg: &Arg<'a>) -> Result<&'a str> {
     let mut check = Check::default();
     let name = check.queue(arg);
+    check.finish(|| name.unwrap_or_default())
+}
+
+/// Checks the queue of `pause` (`paused` true) or `resume` (false). Pausing stores the queue's
+/// row, which creates the queue without a message, so it takes an enqueue's rules (no control,
+/// invisible or line separator character, something visible, not `.` or `..`: `invalid` on
+/// `queue`, session 9); resuming takes any name [`queue_name`] takes, so that a queue stored
+/// under an older rule's name can be resumed.
+pub fn pause_queue<'a>(arg: &Arg<'a>, paused: bool) -> Result<&'a str> {
+    let mut check = Check::default();
+    let name = if paused {
+        check.new_queue(arg)
+    } else {
+        check.queue(arg)
+    };
     check.finish(|| name.unwrap_or_default())
 }
 

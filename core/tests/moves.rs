@@ -9,3 +9,9 @@ fn a_bulk_move_keeps_every_group_in_order_across_batches() {
     let db = Engine::new(MemoryStore::new(), Limits::default());
     kit::a_bulk_move_keeps_every_group_in_order_across_batches(&db);
 }
+
+#[test]
+fn a_queue_under_a_name_now_refused_keeps_working() {
+    let db = Engine::new(MemoryStore::new(), Limits::default());
+    kit::a_queue_under_a_name_now_refused_keeps_working(&db);
+}

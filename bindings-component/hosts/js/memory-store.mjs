@@ -288,7 +288,7 @@ export class MemoryDatabase {
   }
 
   pause(queue, paused) {
-    const name = this.core.validate.queueName(queue);
+    const name = this.core.validate.pauseQueue(queue, paused);
     return this.#row(name, this.core.apply.pause(this.rows.get(name), paused)).settings;
   }
 }

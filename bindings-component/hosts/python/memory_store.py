@@ -359,6 +359,6 @@ class MemoryDatabase:
         return self._row(args.queue, row).settings
 
     def pause(self, queue: Any, paused: bool) -> Any:
-        name = self.core.validate.queue_name(queue)
+        name = self.core.validate.pause_queue(queue, paused)
         row = self.core.apply.pause(self.rows.get(name), paused)
         return self._row(name, row).settings

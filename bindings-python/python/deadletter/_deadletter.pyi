@@ -497,7 +497,8 @@ class Queue:
     def stats(self) -> QueueStats:
         """This queue's statistics now."""
     def settings(self) -> QueueSettings:
-        """The settings stored with this queue (all defaults when it has none)."""
+        """The settings stored with this queue (all defaults when it has none). Takes any name
+        a handle takes, also one stored by 0.1.0."""
     def set_settings(
         self,
         *,
@@ -508,11 +509,16 @@ class Queue:
         on_expiry: Optional[Literal["dead", "discard"]] = None,
     ) -> QueueSettings:
         """Stores the five settings for every process, replacing them (an omitted one is
-        unset); leaves ``paused`` alone. `ValidationError` listing every rejected one."""
+        unset); leaves ``paused`` alone. `ValidationError` listing every rejected one; storing
+        settings makes the queue, so its name follows `enqueue`'s rules (``invalid`` on
+        ``queue`` for a name a queue made before may hold)."""
     def pause(self) -> QueueSettings:
-        """Pauses the queue for every process: it claims nothing until resumed. Idempotent."""
+        """Pauses the queue for every process: it claims nothing until resumed. Idempotent.
+        Pausing makes the queue, so its name follows `enqueue`'s rules (`ValidationError`,
+        ``invalid`` on ``queue``)."""
     def resume(self) -> QueueSettings:
-        """Resumes the queue. Idempotent."""
+        """Resumes the queue. Idempotent. Takes any name a handle takes, also one stored by
+        0.1.0 that `pause` refuses."""
     def next_due_at(self) -> Optional[datetime]:
         """When the next delayed message (in backoff, or enqueued with a delay) becomes due, or
         None when none is delayed; one index read (the value of ``stats().next_due_at``)."""

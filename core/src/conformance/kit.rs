@@ -405,3 +405,94 @@ pub fn a_bulk_move_keeps_every_group_in_order_across_batches<S: Store>(db: &Engi
         "{moved:?}"
     );
 }
+
+/// A queue stored under a name that an enqueue, `pause` and `set_settings` now refuse (one 0.1.0
+/// accepted; written here through the store, bypassing the engine's checks: three messages and a
+/// paused row) keeps working: it is resumed, read (settings, `stats`, `list`), claimed and
+/// acked, and its messages moved out (`move`, `move_all`) to a queue whose name is valid;
+/// pausing it again or storing its settings is `invalid` on `queue` and changes nothing. `db` is
+/// a fresh, empty store.
+///
+/// # Panics
+/// When the store does otherwise (this is a test's assertion).
+pub fn a_queue_under_a_name_now_refused_keeps_working<S: Store>(db: &Engine<S>) {
+    let clock = at(BASE);
+    let run = |f: &dyn Fn() -> Result<Message>| f().expect("accepted");
+    for (name, to) in [("\u{3164}", "jobs"), ("..", "dots"), (" ", "blank")] {
+        let items = [Item::default(), Item::default(), Item::default()].map(|i| Item {
+            payload: Arg::Str("x"),
+            ..i
+        });
+        let mut args =
+            crate::EnqueueArgs::new(&QUEUE.into(), &items, true, &crate::Limits::default())
+                .expect("valid");
+        args.queue = name.into();
+        let ids: Vec<Id> = pollster::block_on(db.store().insert(&args, &clock))
+            .expect("insert")
+            .iter()
+            .map(|m| m.id)
+            .collect();
+        pollster::block_on(
+            db.store()
+                .write_queue_row(name, |row| Ok(crate::pause_step(row, true))),
+        )
+        .expect("paused row");
+        let refused = |err: crate::Error| {
+            let fields: Vec<_> = err
+                .field_errors()
+                .iter()
+                .map(|f| (f.field, f.code))
+                .collect();
+            assert_eq!(fields, [("queue", "invalid")], "{name:?}");
+        };
+        refused(pollster::block_on(db.pause(name.into(), true)).expect_err("pause"));
+        let retries = Arg::Int(5);
+        let settings = crate::SettingsArgs::new(
+            &name.into(),
+            None,
+            &retries,
+            &Arg::Null,
+            &Arg::Null,
+            &Arg::Null,
+        );
+        refused(settings.expect_err("set_settings"));
+        let stored = pollster::block_on(db.settings(name.into())).expect("settings");
+        assert!(stored.paused && stored.max_retries.is_none(), "{name:?}");
+        let resumed = pollster::block_on(db.pause(name.into(), false)).expect("resume");
+        assert!(!resumed.paused);
+        let call = Call {
+            clock: &clock,
+            backoff: None,
+            sample: 0.0,
+        };
+        let claimed = pollster::block_on(db.claim(name.into(), Arg::Null, || TOKEN.into(), &call))
+            .expect("claim")
+            .value
+            .expect("due");
+        assert_eq!((claimed.id, claimed.queue.as_str()), (ids[0], name));
+        run(&|| pollster::block_on(db.succeed(name.into(), ids[0].into(), TOKEN.into(), &clock)));
+        let moved = run(&|| {
+            pollster::block_on(db.move_message(name.into(), ids[1].into(), to.into(), &clock))
+        });
+        assert_eq!(
+            (moved.queue.as_str(), moved.moved_from.as_deref()),
+            (to, Some(name))
+        );
+        let none = FilterArgs::default();
+        let all = db.move_all(name.into(), to.into(), &none, Arg::Null, Arg::Null, &clock);
+        assert_eq!(pollster::block_on(all).expect("move_all"), 1);
+        let left: Vec<(Id, Status)> = list(db, name)
+            .expect("list")
+            .iter()
+            .map(|m| (m.id, m.status))
+            .collect();
+        assert_eq!(left, [(ids[0], Status::Succeeded)]);
+        let moved: Vec<Id> = list(db, to).expect("list").iter().map(|m| m.id).collect();
+        assert_eq!(moved, ids[1..]);
+        let stats = pollster::block_on(db.stats(name.into(), &clock)).expect("stats");
+        assert_eq!(
+            (stats.pending, stats.succeeded, stats.paused),
+            (0, 1, false)
+        );
+    }
+}

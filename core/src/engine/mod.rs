@@ -596,7 +596,8 @@ impl<S: Store> Engine<S> {
     }
 
     /// The settings stored with `queue` (nulls where unset) and whether it is paused; a queue
-    /// never configured reads as all defaults (nothing is written).
+    /// never configured reads as all defaults (nothing is written). Takes any queue name a
+    /// handle takes, also one stored by 0.1.0.
     pub async fn settings(&self, queue: Arg<'_>) -> Result<QueueSettings> {
         let queue = queue_name_only(&queue)?;
         Ok(self.store.queue_row(&queue).await?.settings)
@@ -613,9 +614,11 @@ impl<S: Store> Engine<S> {
     }
 
     /// Pauses `queue` (`paused` true: it claims nothing until resumed; every process sees it) or
-    /// resumes it (false); idempotent. Returns the settings.
+    /// resumes it (false); idempotent. Returns the settings. Pausing creates the queue, so its
+    /// name takes an enqueue's rules; resuming takes any name, also one stored by 0.1.0
+    /// ([`crate::validate::pause_queue`]).
     pub async fn pause(&self, queue: Arg<'_>, paused: bool) -> Result<QueueSettings> {
-        let queue = queue_name_only(&queue)?;
+        let queue = crate::validate::pause_queue(&queue, paused)?.to_owned();
         let row = self
             .store
             .write_queue_row(&queue, |row: QueueRow| Ok(pause_step(row, paused)))

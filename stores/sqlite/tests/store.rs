@@ -146,3 +146,9 @@ fn a_bulk_move_keeps_every_group_in_order_across_batches() {
         &file.0,
     ));
 }
+
+#[test]
+fn a_queue_under_a_name_now_refused_keeps_working() {
+    let file = TempDb::new();
+    deadletter::conformance::kit::a_queue_under_a_name_now_refused_keeps_working(&engine(&file.0));
+}

@@ -94,12 +94,13 @@ def count(name: str) -> Json:
 def switch(
     operation_id: str, summary: str, description: str = "", parameters: tuple[Json, ...] = ()
 ) -> Json:
-    """Pausing or resuming a queue: no body, the settings back."""
+    """Pausing or resuming a queue: no body, the settings back. ``parameters``: the queue's
+    (pausing takes an enqueue's names, as it makes the queue) and the query's."""
     return {
         "operationId": operation_id,
         "summary": summary,
         **({"description": description} if description else {}),
-        "parameters": [QUEUE, *parameters],
+        "parameters": list(parameters) or [QUEUE],
         "requestBody": body("Empty", required=False),
         "responses": {
             "200": ok("The queue's settings.", ref("schemas", "QueueSettings")),
@@ -497,8 +498,9 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "description": "A per-call value (an enqueue's `max_retries` or `expires_in`, a claim's "
         "`lease`, ...) wins over the stored one, which wins over the default. Pausing is "
         "`/pause` and `/resume`, which this leaves alone. A queue that holds no message and "
-        "has no stored settings is a 404 unless `create=true`.",
-        "parameters": [QUEUE, CREATE],
+        "has no stored settings is a 404 unless `create=true`. Storing settings makes the "
+        "queue, so its name takes an enqueue's rules (a 422 `invalid` on `queue` otherwise).",
+        "parameters": [NEW_QUEUE, CREATE],
         "requestBody": body("SettingsRequest", required=True),
         "responses": {
             "200": ok("The settings now stored.", ref("schemas", "QueueSettings")),
@@ -509,10 +511,16 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "pause",
         "Pause a queue: it claims nothing until resumed (idempotent)",
         "Enqueues and every other operation still work; leases already held keep running. A "
-        "queue that holds no message and has no stored settings is a 404 unless `create=true`.",
-        (CREATE,),
+        "queue that holds no message and has no stored settings is a 404 unless `create=true`. "
+        "Pausing makes the queue, so its name takes an enqueue's rules (a 422 `invalid` on "
+        "`queue` otherwise).",
+        (NEW_QUEUE, CREATE),
     ),
-    ("/queues/{queue}/resume", "post"): switch("resume", "Resume a paused queue (idempotent)"),
+    ("/queues/{queue}/resume", "post"): switch(
+        "resume",
+        "Resume a paused queue (idempotent)",
+        "Takes any queue name, also one stored by 0.1.0 that pause refuses.",
+    ),
     ("/metrics", "get"): {
         "operationId": "metrics",
         "summary": "Prometheus metrics: messages per queue and status, oldest dead age, expired "
