@@ -60,10 +60,6 @@ function value(outcome) {
   return outcome.value;
 }
 
-function closed() {
-  return new DeadLetterError("store error: the database is closed", { code: "store" });
-}
-
 /** Opens the queue database `name` (an IndexedDB database of `indexedDB`, default the global one). */
 export async function openDatabase(name, indexedDB, leaseMs, maxPayloadBytes, clock, random) {
   const rules = openRules(name, indexedDB, leaseMs, maxPayloadBytes, clock, random);
@@ -107,9 +103,9 @@ class Context {
     this.random = typeof random === "function" ? () => read(random) : Math.random;
   }
 
-  /** Throws the `store` error of a closed database. */
+  /** Throws the `store` error of a closed database (saying why it closed). */
   open() {
-    if (this.store.closed) throw closed();
+    if (this.store.closed) throw this.store.refusal();
   }
 
   /** What the clock says, once the database is known open (the calls that read at their start). */

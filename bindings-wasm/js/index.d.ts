@@ -845,7 +845,10 @@ export declare class Database {
    * db.close()` stores `x`. In Node a process that exits without `close()` loses nothing that
    * was acknowledged (a promise that resolved).
    * Every later call rejects with a `store` `DeadLetterError`. The connection also closes by
-   * itself when another tab upgrades the database (then calls reject with `store`).
+   * itself, not to block them, when another page upgrades the database (a newer deadletter in
+   * another tab) or deletes it, and when the browser closes it (the site's data cleared, a
+   * storage failure): then every later call rejects with a `store` error whose message says
+   * which, and to reload the page.
    */
   close(): void;
 }

@@ -17,7 +17,7 @@
 // settings in force then, as the core's Context asks (issue 23, item 2). The clock is a
 // synchronous function (`options.clock`, else `Date.now`), so reading it awaits nothing.
 
-import { QUEUES, STORE, open } from "./schema.js";
+import { QUEUES, STORE, VERSION, open } from "./schema.js";
 import { listsQueue, markExpiring } from "../core.js";
 import { DeadLetterError } from "../errors.js";
 import { ahead, commit, firstKey, firstRecords, keyRange, lastKeys, putAll, request, settle, storeError, transaction, walk, walkMerged } from "./requests.js";
@@ -115,17 +115,26 @@ async function page(messages, ranges, limit) {
 /** An open IndexedDB database holding messages. */
 export class IdbStore {
   #db;
-  #closed = false;
+  /** Null while open; once closed, why (the end of the `store` error of every later call: "" after `close()`). */
+  #why = null;
   /** The key ranges of each queue's claim lanes (`ClaimPlan.lanes()`, which depend on the queue alone), by queue. */
   #lanes = new Map();
 
   constructor(db) {
     this.#db = db;
-    // Another connection asks for a version change (a newer schema in another tab), or the
-    // browser closed it: closed from now on, and every later call fails with a `store` error.
-    const shut = () => this.close();
-    db.onversionchange = shut;
-    db.onclose = shut;
+    const name = JSON.stringify(db.name);
+    // Another connection asks for a version change: another page (a newer deadletter in another
+    // tab, or worker) upgrading the database, or deleting it (`newVersion` null). Closing lets it
+    // go ahead instead of blocking it (its open would wait, and time out, while this page stays
+    // open). Or the browser closed the connection (`close`: the site's data cleared, a storage
+    // failure). Either way every later call fails with a `store` error saying which.
+    db.onversionchange = (event) =>
+      this.close(
+        event.newVersion == null
+          ? `another page deleted IndexedDB database ${name}; reload the page to open it again`
+          : `another page (a newer version of deadletter, in another tab?) upgraded IndexedDB database ${name} to version ${event.newVersion} (this page's deadletter uses version ${VERSION}); reload the page to use the new version`,
+      );
+    db.onclose = () => this.close(`the browser closed IndexedDB database ${name} (the site's data was cleared, or a storage failure); reload the page to open it again`);
   }
 
   /** Opens (creating or upgrading) database `name` of `factory` (see schema.js). */
@@ -133,19 +142,24 @@ export class IdbStore {
     return new IdbStore(await open(factory, name));
   }
 
-  /** Whether the connection was closed, by `close()` or by a version change. */
+  /** Whether the connection was closed, by `close()`, a version change or the browser. */
   get closed() {
-    return this.#closed;
+    return this.#why !== null;
   }
 
-  /** Closes the connection (running transactions finish first). */
-  close() {
-    this.#closed = true;
+  /** The `store` error of a call on the closed connection: "the database is closed", and why. */
+  refusal() {
+    return new DeadLetterError(`store error: the database is closed${this.#why ? `: ${this.#why}` : ""}`, { code: "store" });
+  }
+
+  /** Closes the connection (running transactions finish first); `why`: for `refusal` (the first one given stays). */
+  close(why = "") {
+    this.#why ??= why;
     this.#db.close();
   }
 
   #run(stores, mode, body, after) {
-    if (this.#closed) return Promise.reject(storeError("transaction", "the database is closed"));
+    if (this.closed) return Promise.reject(this.refusal());
     return transaction(this.#db, stores, mode, body, after);
   }
 

@@ -228,7 +228,32 @@ test("a versionchange from elsewhere closes the connection instead of blocking i
     req.onerror = () => reject(req.error);
     req.onblocked = () => reject(new Error("delete blocked by our connection"));
   });
-  await rejects(db.queue("q").get(1), "store");
+  const err = await rejects(db.queue("q").get(1), "store");
+  assert.equal(err.message, `store error: the database is closed: another page deleted IndexedDB database "${name}"; reload the page to open it again`);
+});
+
+test("an upgrade by a newer deadletter in another tab goes ahead; this tab's calls say so, and to reload", async () => {
+  const name = fresh();
+  const db = await open(name);
+  const q = db.queue("q");
+  await q.enqueue("a");
+  // The new tab's open at a higher version (10: what a later schema would be) is not blocked.
+  const newer = await new Promise((resolve, reject) => {
+    const req = indexedDB.open(name, 10);
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+    req.onblocked = () => reject(new Error("upgrade blocked by our connection"));
+  });
+  assert.equal(newer.version, 10);
+  const said = `store error: the database is closed: another page (a newer version of deadletter, in another tab?) upgraded IndexedDB database "${name}" to version 10 (this page's deadletter uses version 9); reload the page to use the new version`;
+  // A write (refused by the store) and a read (refused before its clock is read) say the same.
+  assert.equal((await rejects(q.enqueue("b"), "store")).message, said);
+  assert.equal((await rejects(q.stats(), "store")).message, said);
+  assert.equal((await rejects(db.queues(), "store")).message, said);
+  newer.close();
+  // After the page's own close(), the plain text.
+  db.close();
+  assert.equal((await rejects(q.enqueue("c"), "store")).message, "store error: the database is closed");
 });
 
 /** Opens database `name` at `version` with plain IndexedDB, running `upgrade(db, tx)` if needed. */

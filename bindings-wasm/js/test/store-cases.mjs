@@ -443,4 +443,33 @@ export const CASES = {
     store.close();
     await rejects(store.get(1), /the database is closed/, "get after close");
   },
+
+  async "another connection's upgrade or delete goes ahead: the store closes, its calls say which"(pkg, factory) {
+    const upgraded = "another page (a newer version of deadletter, in another tab?) upgraded IndexedDB database NAME to version 10 (this page's deadletter uses version 9); reload the page to use the new version";
+    const deleted = "another page deleted IndexedDB database NAME; reload the page to open it again";
+    for (const [version, why] of [[10, upgraded], [null, deleted]]) {
+      const { name, db } = await database(pkg, factory);
+      db.close();
+      const store = await pkg.store.IdbStore.open(factory, name);
+      await new Promise((resolve, reject) => {
+        const req = version === null ? factory.deleteDatabase(name) : factory.open(name, version);
+        req.onsuccess = () => resolve(req.result?.close());
+        req.onerror = () => reject(req.error);
+        req.onblocked = () => reject(new Error(`${version ?? "the delete"}: blocked by the store's connection`));
+      });
+      check(store.closed, `closed by ${version ?? "the delete"}`);
+      const err = await rejects(store.get(1), /the database is closed/, `get after ${version ?? "the delete"}`);
+      equal(err.message, `store error: the database is closed: ${why.replace("NAME", JSON.stringify(name))}`, "the text");
+    }
+  },
+
+  async "a connection the browser closed (storage cleared, a failure) refuses every call saying so"(pkg, factory) {
+    const { name, db } = await database(pkg, factory);
+    const store = new pkg.store.IdbStore(db);
+    // What the browser calls on a forced close (an event no script can fire on a real connection).
+    db.onclose(new Event("close"));
+    check(store.closed, "closed");
+    const err = await rejects(store.get(1), /the database is closed/, "get after the browser closed it");
+    equal(err.message, `store error: the database is closed: the browser closed IndexedDB database ${JSON.stringify(name)} (the site's data was cleared, or a storage failure); reload the page to open it again`, "the text");
+  },
 };
