@@ -347,83 +347,33 @@ impl<'a> Values<'a> {
     /// row's lane is not read back: a claim may have moved it); `group_at` when given.
     fn set(&self, before: &Message) -> Vec<(&'static str, &(dyn ToSql + Sync))> {
         let a = self.after;
+        // A column and its value, set when the step changed it.
+        macro_rules! changed {
+            ($column:ident, $value:expr) => {
+                (stringify!($column), a.$column != before.$column, $value)
+            };
+        }
         let columns: [(&'static str, bool, &(dyn ToSql + Sync)); 23] = [
-            ("queue", a.queue != before.queue, &a.queue),
-            ("payload", a.payload != before.payload, &self.payload),
-            ("status", a.status != before.status, &self.status),
-            (
-                "retry_count",
-                a.retry_count != before.retry_count,
-                &self.retry_count,
-            ),
-            (
-                "max_retries",
-                a.max_retries != before.max_retries,
-                &self.max_retries,
-            ),
-            (
-                "retry_after",
-                a.retry_after != before.retry_after,
-                &a.retry_after,
-            ),
-            (
-                "last_error",
-                a.last_error != before.last_error,
-                &a.last_error,
-            ),
-            (
-                "created_at",
-                a.created_at != before.created_at,
-                &a.created_at,
-            ),
+            changed!(queue, &a.queue),
+            changed!(payload, &self.payload),
+            changed!(status, &self.status),
+            changed!(retry_count, &self.retry_count),
+            changed!(max_retries, &self.max_retries),
+            changed!(retry_after, &a.retry_after),
+            changed!(last_error, &a.last_error),
+            changed!(created_at, &a.created_at),
             ("updated_at", true, &a.updated_at),
-            (
-                "lease_token",
-                a.lease_token != before.lease_token,
-                &a.lease_token,
-            ),
-            (
-                "lease_expires_at",
-                a.lease_expires_at != before.lease_expires_at,
-                &a.lease_expires_at,
-            ),
-            (
-                "idempotency_key",
-                a.idempotency_key != before.idempotency_key,
-                &a.idempotency_key,
-            ),
-            (
-                "first_failed_at",
-                a.first_failed_at != before.first_failed_at,
-                &a.first_failed_at,
-            ),
-            ("dead_at", a.dead_at != before.dead_at, &a.dead_at),
-            ("errors", a.errors != before.errors, &self.errors),
-            (
-                "errors_dropped",
-                a.errors_dropped != before.errors_dropped,
-                &self.errors_dropped,
-            ),
-            (
-                "replay_count",
-                a.replay_count != before.replay_count,
-                &self.replay_count,
-            ),
-            (
-                "replayed_at",
-                a.replayed_at != before.replayed_at,
-                &a.replayed_at,
-            ),
-            (
-                "expires_at",
-                a.expires_at != before.expires_at,
-                &a.expires_at,
-            ),
-            (
-                "moved_from",
-                a.moved_from != before.moved_from,
-                &a.moved_from,
-            ),
+            changed!(lease_token, &a.lease_token),
+            changed!(lease_expires_at, &a.lease_expires_at),
+            changed!(idempotency_key, &a.idempotency_key),
+            changed!(first_failed_at, &a.first_failed_at),
+            changed!(dead_at, &a.dead_at),
+            changed!(errors, &self.errors),
+            changed!(errors_dropped, &self.errors_dropped),
+            changed!(replay_count, &self.replay_count),
+            changed!(replayed_at, &a.replayed_at),
+            changed!(expires_at, &a.expires_at),
+            changed!(moved_from, &a.moved_from),
             ("ready", true, &self.ready),
             ("blocked", true, &self.blocked),
             ("group_at", self.group_at.is_some(), &self.group_at),
