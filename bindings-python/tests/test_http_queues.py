@@ -308,6 +308,16 @@ def test_the_enqueue_routes_name_pattern_is_the_queues_rule() -> None:
             assert bool(pattern.fullmatch(name)) == q_ok, (hex(code), name)
             checked += 1
     assert checked > 30_000
+    england = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
+    names = [" a", "a ", "a\u3000", "\u00a0a", england, f"a {england} b", f" {england}"]
+    names += [england[:3], england[:-1] + "b", "\U0001f3f3\U000e0067\U000e007f", "\u200d "]
+    names += [f"{england}\U000e007f", "\U0001f3f4\U000e007f", "a \u200d", ". .", "\u2764\ufe0f"]
+    for name in names:
+        try:
+            q_ok = bool(q.queue(name).enqueue("p"))
+        except deadletter.ValidationError:
+            q_ok = False
+        assert bool(pattern.fullmatch(name)) == q_ok, ascii(name)
     new = [("/queues/{queue}/messages", "post"), ("/queues/{queue}/messages:batch", "post")]
     new += [("/queues/{queue}/pause", "post"), ("/queues/{queue}/settings", "put")]
     for path, method in new:

@@ -360,9 +360,12 @@ impl Check {
     /// bidirectional controls U+202A..U+202E, U+2066..U+2069 make a name read as another in a
     /// terminal or a page, U+200B, U+2060, U+FEFF, U+00AD, U+3164 make names that show as empty
     /// or as another one: new-user finding N7, session 7), nor one with nothing to show (only
-    /// whitespace and [`is_joiner_or_selector`] characters: it reads as empty), nor `.` or `..`
+    /// whitespace and [`is_joiner_or_selector`] characters: it reads as empty), nor one that
+    /// starts or ends with a `White_Space` character (`"emails "` read as `emails`: session 9), nor
+    /// `.` or `..`
     /// (browsers and HTTP clients resolve them as path segments, so the HTTP API and its console
-    /// could not reach the queue: new-user finding F3, session 6): `invalid`. Making a handle,
+    /// could not reach the queue: new-user finding F3, session 6): `invalid`. The tag
+    /// characters are allowed inside an emoji tag sequence ([`holds_hidden`]). Making a handle,
     /// reading, replaying, purging, resuming and reading the settings take any name
     /// [`Check::queue`] takes, so that queues already stored under such a name (by 0.1.0, or
     /// before a rule) keep working (issue 23, item 5). `pause` and `set_settings` take this rule:
@@ -392,7 +395,7 @@ impl Check {
     /// [`Check::new_queue`] for the argument `field`.
     fn new_queue_field<'a>(&mut self, field: &'static str, arg: &Arg<'a>) -> Option<&'a str> {
         let name = self.queue_field(field, arg)?;
-        let why = if name.chars().any(|c| c.is_control() || is_hidden(c)) {
+        let why = if holds_hidden(name) {
             "must not contain control, invisible or line separator characters"
         } else if name
             .chars()
@@ -400,6 +403,10 @@ impl Check {
             || matches!(name.as_bytes(), b"." | b"..")
         {
             "must not be only whitespace or invisible characters, . or .."
+        } else if name.chars().next().is_some_and(char::is_whitespace)
+            || name.chars().next_back().is_some_and(char::is_whitespace)
+        {
+            "must not start or end with white space: it would read as the name without it"
         } else {
             return Some(name);
         };
@@ -485,6 +492,40 @@ pub(crate) fn is_hidden(c: char) -> bool {
         | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FEFF}' | '\u{FFA0}' | '\u{FFF0}'..='\u{FFFB}'
         | '\u{110BD}' | '\u{110CD}' | '\u{13430}'..='\u{1343F}' | '\u{1BCA0}'..='\u{1BCA3}'
         | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E00FF}' | '\u{E01F0}'..='\u{E0FFF}')
+}
+
+/// Whether `name` holds a control character (C0, DEL, C1) or an [`is_hidden`] one outside an
+/// emoji tag sequence: the tag characters U+E0020..U+E007E after the base U+1F3F4 (a black flag),
+/// ended by U+E007F (UTS #51 ED-14a), are the flags of England, Scotland and Wales (session 9);
+/// a tag character elsewhere, or a sequence with no end, stays refused.
+fn holds_hidden(name: &str) -> bool {
+    let mut chars = name.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1F3F4}' {
+            chars = after_tags(chars.as_str()).chars();
+        } else if c.is_control() || is_hidden(c) {
+            return true;
+        }
+    }
+    false
+}
+
+/// `rest`, which follows a tag base, after its tag characters and their end tag; `rest` itself
+/// when it does not start with a well-formed tag specification (one or more of U+E0020..U+E007E,
+/// then U+E007F).
+/// (A loop over `chars`: `str`'s pattern searchers cost the npm package's WebAssembly, which has
+/// a size budget, 4 448 bytes gzipped: 63 680 against 59 232, `make js`, session 9.)
+fn after_tags(rest: &str) -> &str {
+    let mut chars = rest.chars();
+    let mut tags = 0;
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{E0020}'..='\u{E007E}' => tags += 1,
+            '\u{E007F}' if tags > 0 => return chars.as_str(),
+            _ => break,
+        }
+    }
+    rest
 }
 
 /// The `Default_Ignorable_Code_Point` characters that [`is_hidden`] leaves out: the joiners

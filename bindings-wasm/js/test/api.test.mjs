@@ -615,9 +615,9 @@ test("every text of a message comes back whole: ASCII or not, short or long, emp
   const long = "x".repeat(64);
   const texts = ["", "a", "job 1", long, `${long}y`, "é", "😀 ∑ 日本語", `${long}é`, "\u0001\u007f", "\u0080"];
   for (const [i, text] of texts.entries()) {
-    // Names, groups and keys hold no control characters.
+    // Names, groups and keys hold no control characters; a queue name ends with none of white space.
     const name = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
-    const q = db.queue(`q ${name}`);
+    const q = db.queue(`q [${name}]`);
     const group = i % 2 === 0 ? undefined : `g ${name}`;
     const idempotencyKey = i % 3 === 0 ? undefined : `k ${name}`;
     const m = await q.enqueue(text, { group, idempotencyKey, maxRetries: 2 });

@@ -76,11 +76,22 @@ Python's `re` reads it."""
 SPACES = r"\u0020\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 """Unicode's White_Space characters besides the controls: a name made only of them is refused
 (spelled out, since ``\\s`` differs between regular expression dialects)."""
-NEW_QUEUE = rf"^(?!\.\.?$)[^{CONTROLS}]*[^{CONTROLS}{SPACES}{IGNORABLE}][^{CONTROLS}]*$"
+TAGS = "\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f"
+"""An emoji tag sequence (UTS #51 ED-14a: the black flag, tag characters, the end tag): the flags
+of England, Scotland and Wales; the only place a queue name allows tag characters."""
+NAME = rf"(?:[^{CONTROLS}]|{TAGS})"
+"""A character of a queue name enqueue accepts, or a whole emoji tag sequence."""
+EDGE = rf"(?:[^{CONTROLS}{SPACES}]|{TAGS})"
+"""What a queue name may start and end with: not white space either (session 9)."""
+SHOWN = rf"(?:[^{CONTROLS}{SPACES}{IGNORABLE}]|{TAGS})"
+"""Something a queue name shows: not white space, a joiner or a variation selector."""
+NEW_QUEUE = rf"^(?!\.\.?$)(?:{EDGE}{NAME}*)?{SHOWN}(?:{NAME}*{EDGE})?$"
 """A queue name that enqueue accepts (where messages are put under it): no control or invisible
-character but the joiners and variation selectors, not only white space and invisible characters
-(finding N7, session 7), not ``.`` or ``..`` (dot segments, which clients remove from URLs:
-finding F3, refused by the core since 0bbc070)."""
+character but the joiners, the variation selectors and the tags of an emoji tag sequence, not
+only white space and invisible characters (finding N7, session 7), no white space at its start
+or end (session 9), not ``.`` or ``..`` (dot segments, which clients remove from URLs: finding
+F3, refused by the core since 0bbc070). Without lookbehind: something shown, with an edge
+before and after it when it is not the first or the last."""
 
 TIMESTAMP: Json = {
     "type": "string",
@@ -819,8 +830,9 @@ PARAMETERS: Json = {
         f"1..={MAX_QUEUE_CHARS} characters, without control characters (C0, DEL, C1), format "
         "characters (Unicode's Cf: bidirectional controls, zero-width spaces, ...), other "
         "default-ignorable ones (Hangul fillers, ...) or line and paragraph separators, but the "
-        "joiners U+200C and U+200D and the variation selectors, not only white space and "
-        "invisible characters, not . or ..: the names messages can be put under.",
+        "joiners U+200C and U+200D, the variation selectors and the tags of an emoji tag "
+        "sequence (flags), not only white space and invisible characters, not starting or "
+        "ending with white space, not . or ..: the names messages can be put under.",
         "schema": {**MESSAGE_PROPERTIES["queue"], "pattern": NEW_QUEUE},
     },
     "create": {

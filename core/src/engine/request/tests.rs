@@ -128,6 +128,14 @@ fn names_that_cannot_be_shown_safely_are_refused_where_messages_are_put() {
         "a\u{fff0}b",
         "a\u{e0000}b",
         "a\u{e01f0}b",
+        // White space at either end reads as the name without it (session 9).
+        " padded ",
+        "emails\u{a0}",
+        "\u{3000}emails",
+        // Tag characters outside a well-formed emoji tag sequence (session 9).
+        "\u{1f3f4}\u{e0067}\u{e0062}",
+        "\u{1f3f4}\u{e007f}",
+        "\u{1f3f3}\u{e0067}\u{e007f}",
     ] {
         let err = EnqueueArgs::new(
             &name.into(),
@@ -147,8 +155,10 @@ fn names_that_cannot_be_shown_safely_are_refused_where_messages_are_put() {
     }
     for name in [
         "billing emails",
-        " padded ",
         "a\u{200d}b",
+        // The flags of England and Scotland: emoji tag sequences (session 9).
+        "\u{1f3f4}\u{e0067}\u{e0062}\u{e0065}\u{e006e}\u{e0067}\u{e007f}",
+        "uk \u{1f3f4}\u{e0067}\u{e0062}\u{e0073}\u{e0063}\u{e0074}\u{e007f} jobs",
         "עברית",
         "\u{2764}\u{fe0f}",
         "\u{645}\u{6cc}\u{200c}\u{62e}",
@@ -164,7 +174,8 @@ fn names_that_cannot_be_shown_safely_are_refused_where_messages_are_put() {
                 false,
                 &Limits::default()
             )
-            .is_ok()
+            .is_ok(),
+            "{name:?}"
         );
     }
 }
