@@ -591,7 +591,8 @@ export declare class Queue {
    * (`deduplicated: true`) and adds nothing. A grouped message goes to the end of its group.
    * Messages are put only under a queue name without control characters (C0, DEL, C1) nor
    * format characters (Unicode's Cf: bidirectional controls, zero-width spaces, soft hyphens,
-   * ...) but the joiners U+200C and U+200D, not only whitespace and invisible characters, and
+   * ...) but the joiners U+200C and U+200D and the tags of an emoji tag sequence (flags), not
+   * only whitespace and invisible characters, not starting or ending with white space, and
    * not `.` or `..`, which a URL cannot name (else `validation_failed`, field `queue`, code `invalid`); a handle on such a name still
    * reads, replays and purges what is stored under it.
    * Rejects with `validation_failed` or `store`.

@@ -344,7 +344,8 @@ class Queue:
         (else ``ValidationError`` on ``delay``): still pending then, it is never delivered (dead
         with the error ``"expired"``, or discarded). The queue's name must hold no control or
         format character (Unicode's Cf: bidirectional controls, zero-width spaces, ...) but the
-        joiners U+200C and U+200D, not be only whitespace and invisible characters, and not be
+        joiners U+200C and U+200D and the tags of an emoji tag sequence (flags), not be only
+        whitespace and invisible characters, not start or end with white space, and not be
         ``.`` or ``..`` (which a URL cannot name)."""
     def enqueue_many(self, items: _Batch) -> list[Message]:
         """Adds up to 1000 items (payloads or dicts of `enqueue`'s arguments) in one transaction,

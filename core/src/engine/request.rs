@@ -71,7 +71,8 @@ pub struct EnqueueArgs {
 
 impl EnqueueArgs {
     /// Checks `queue` (a name messages can be put under: no control or format character but
-    /// the joiners, something visible, not `.` or `..`; see [`crate::validate::queue_name`] for
+    /// the joiners and an emoji tag sequence's tags, something visible, no white space at either
+    /// end, not `.` or `..`; see [`crate::validate::queue_name`] for
     /// the rest) and every item (at most [`MAX_BATCH`]): the payload within
     /// `limits.max_payload_bytes`, `max_retries`, the idempotency key, `delay_ms` (0..=30 days),
     /// `group`, `expires_in_ms` (1 ms..=365 days; more than `delay_ms`, which
