@@ -311,6 +311,7 @@ def test_the_enqueue_routes_name_pattern_is_the_queues_rule() -> None:
     england = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
     names = [" a", "a ", "a\u3000", "\u00a0a", england, f"a {england} b", f" {england}"]
     names += [england[:3], england[:-1] + "b", "\U0001f3f3\U000e0067\U000e007f", "\u200d "]
+    names += ["\U0001f3f4\U000e0061\U000e0062\U000e0063\U000e007f"]  # tags that are no flag
     names += [f"{england}\U000e007f", "\U0001f3f4\U000e007f", "a \u200d", ". .", "\u2764\ufe0f"]
     for name in names:
         try:

@@ -494,15 +494,17 @@ pub(crate) fn is_hidden(c: char) -> bool {
         | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E00FF}' | '\u{E01F0}'..='\u{E0FFF}')
 }
 
-/// Whether `name` holds a control character (C0, DEL, C1) or an [`is_hidden`] one outside an
-/// emoji tag sequence: the tag characters U+E0020..U+E007E after the base U+1F3F4 (a black flag),
-/// ended by U+E007F (UTS #51 ED-14a), are the flags of England, Scotland and Wales (session 9);
-/// a tag character elsewhere, or a sequence with no end, stays refused.
+/// Whether `name` holds a control character (C0, DEL, C1) or an [`is_hidden`] one outside a flag
+/// of England, Scotland or Wales: U+1F3F4 (a black flag), the tag characters spelling `gbeng`,
+/// `gbsct` or `gbwls`, then U+E007F, Unicode's three recommended emoji tag sequences
+/// (`RGI_Emoji_Tag_Sequence`, UTS #51; session 9). Any other tag characters stay refused, also
+/// in a sequence well formed by UTS #51 ED-14a: a flag followed by tags spelling anything shows
+/// as the black flag alone, so two such names would look the same.
 fn holds_hidden(name: &str) -> bool {
     let mut chars = name.chars();
     while let Some(c) = chars.next() {
         if c == '\u{1F3F4}' {
-            chars = after_tags(chars.as_str()).chars();
+            chars = after_flag_tags(chars.as_str()).chars();
         } else if c.is_control() || is_hidden(c) {
             return true;
         }
@@ -510,22 +512,28 @@ fn holds_hidden(name: &str) -> bool {
     false
 }
 
-/// `rest`, which follows a tag base, after its tag characters and their end tag; `rest` itself
-/// when it does not start with a well-formed tag specification (one or more of U+E0020..U+E007E,
-/// then U+E007F).
+/// `rest`, which follows U+1F3F4, after the tags of one of the three flags and their end tag;
+/// `rest` itself when it does not start with them.
 /// (A loop over `chars`: `str`'s pattern searchers cost the npm package's WebAssembly, which has
 /// a size budget, 4 448 bytes gzipped: 63 680 against 59 232, `make js`, session 9.)
-fn after_tags(rest: &str) -> &str {
+fn after_flag_tags(rest: &str) -> &str {
+    const FLAGS: [[u8; 5]; 3] = [*b"gbeng", *b"gbsct", *b"gbwls"];
     let mut chars = rest.chars();
-    let mut tags = 0;
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{E0020}'..='\u{E007E}' => tags += 1,
-            '\u{E007F}' if tags > 0 => return chars.as_str(),
-            _ => break,
+    let mut spelled = [0u8; 5];
+    for letter in &mut spelled {
+        match chars.next() {
+            // A tag character is its ASCII letter's code point plus U+E0000.
+            Some(c @ '\u{E0061}'..='\u{E007A}') => {
+                *letter = u8::try_from(u32::from(c) - 0xE0000).unwrap_or(0);
+            }
+            _ => return rest,
         }
     }
-    rest
+    if FLAGS.contains(&spelled) && chars.next() == Some('\u{E007F}') {
+        chars.as_str()
+    } else {
+        rest
+    }
 }
 
 /// The `Default_Ignorable_Code_Point` characters that [`is_hidden`] leaves out: the joiners

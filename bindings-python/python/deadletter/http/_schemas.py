@@ -76,9 +76,14 @@ Python's `re` reads it."""
 SPACES = r"\u0020\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 """Unicode's White_Space characters besides the controls: a name made only of them is refused
 (spelled out, since ``\\s`` differs between regular expression dialects)."""
-TAGS = "\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f"
-"""An emoji tag sequence (UTS #51 ED-14a: the black flag, tag characters, the end tag): the flags
-of England, Scotland and Wales; the only place a queue name allows tag characters."""
+TAGS = (
+    "\U0001f3f4\U000e0067\U000e0062"
+    "(?:\U000e0065\U000e006e\U000e0067|\U000e0073\U000e0063\U000e0074|\U000e0077\U000e006c\U000e0073)"
+    "\U000e007f"
+)
+"""The flags of England, Scotland and Wales (the black flag, the tags gbeng, gbsct or gbwls, the
+end tag: Unicode's recommended emoji tag sequences): the only place a queue name allows tag
+characters (any other tags show as the black flag alone)."""
 NAME = rf"(?:[^{CONTROLS}]|{TAGS})"
 """A character of a queue name enqueue accepts, or a whole emoji tag sequence."""
 EDGE = rf"(?:[^{CONTROLS}{SPACES}]|{TAGS})"

@@ -132,8 +132,11 @@ fn names_that_cannot_be_shown_safely_are_refused_where_messages_are_put() {
         " padded ",
         "emails\u{a0}",
         "\u{3000}emails",
-        // Tag characters outside a well-formed emoji tag sequence (session 9).
+        // Tag characters outside the flags of England, Scotland and Wales (session 9): any
+        // other tags show as the black flag alone.
         "\u{1f3f4}\u{e0067}\u{e0062}",
+        "\u{1f3f4}\u{e0061}\u{e0062}\u{e0063}\u{e007f}",
+        "\u{1f3f4}\u{e0067}\u{e0062}\u{e0078}\u{e0079}\u{e007a}\u{e007f}",
         "\u{1f3f4}\u{e007f}",
         "\u{1f3f3}\u{e0067}\u{e007f}",
     ] {
