@@ -392,31 +392,17 @@ mod tests {
     use deadletter::Status;
 
     fn pending() -> Message {
-        Message {
-            id: 7,
+        deadletter::NewMessage {
             queue: "q".into(),
             payload: "{\"big\": true}".into(),
-            status: Status::Pending,
-            retry_count: 0,
             max_retries: 3,
             retry_after: None,
-            last_error: None,
-            created_at: 1_000,
-            updated_at: 1_000,
-            lease_token: None,
-            lease_expires_at: None,
             idempotency_key: Some("k".into()),
-            first_failed_at: None,
-            dead_at: None,
-            errors: Vec::new(),
-            errors_dropped: 0,
-            replay_count: 0,
-            replayed_at: None,
             group: None,
             expires_at: None,
-            moved_from: None,
-            deduplicated: false,
+            now: 1_000,
         }
+        .with_id(7)
     }
 
     fn set(before: &Message, after: &Message, group_at: Option<Millis>) -> Vec<&'static str> {
