@@ -201,11 +201,16 @@ class QueueHandle {
     return this.#ctx.store.claim(this.#name, make, this.#ctx.clock, (outcome) => this.#killing(outcome));
   }
 
-  /** Runs the UpdatePlan `make()` makes; `{ value, dead }`, or (`valueOnly`) the value alone. */
-  #update(make, valueOnly = true) {
+  /**
+   * Runs the UpdatePlan `make()` makes; `{ value, dead }`, or (`valueOnly`) the value alone.
+   * `id`: the id a call whose step never reads the queue's row (the core's `reads_queue`: succeed,
+   * retryNow) was given; when it is a number, the store reads that message before the plan is
+   * made (see `IdbStore.update`).
+   */
+  #update(make, valueOnly = true, id = undefined) {
     this.#ctx.open();
     const answer = valueOnly ? value : (outcome) => this.#killing(outcome);
-    return this.#ctx.store.update(this.#name, make(), this.#ctx.clock, answer);
+    return this.#ctx.store.update(this.#name, make, this.#ctx.clock, answer, typeof id === "number" ? id : undefined);
   }
 
   async #row(make) {
@@ -265,7 +270,7 @@ class QueueHandle {
   }
 
   succeed(id, leaseToken) {
-    return this.#update(() => this.#rules.update(0, id, leaseToken));
+    return this.#update(() => this.#rules.update(0, id, leaseToken), true, id);
   }
 
   fail(id, error, leaseToken, retryable, retryInMs) {
@@ -281,7 +286,7 @@ class QueueHandle {
   }
 
   retryNow(id) {
-    return this.#update(() => this.#rules.update(3, id));
+    return this.#update(() => this.#rules.update(3, id), true, id);
   }
 
   move(id, toQueue) {

@@ -7,7 +7,7 @@
 // and the read-decide-write is no longer atomic. So inside `transaction(...)` the store awaits only
 // that transaction's own requests (a request's promise resolves in a microtask of its `success`
 // event, while the transaction is still active), and the decisions between them are the core's
-// synchronous plans (the WebAssembly module); the arguments are checked (for enqueue and claim,
+// synchronous plans (the WebAssembly module); the arguments are checked (for enqueue, claim and an ack,
 // once the transaction's first request is sent: issue 20) and the lease tokens drawn without
 // awaiting anything, and the clock, a synchronous function, is read inside it (see store.js). A request made after the transaction went inactive throws, and `transaction` reports
 // it as a `store` error with nothing written (the store tests show it, in Node and in Chromium's

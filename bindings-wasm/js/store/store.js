@@ -48,11 +48,12 @@ const BOTH = [STORE, QUEUES];
 const MESSAGES = [STORE];
 
 /**
- * The queue's row (its record in `queues`, or undefined) and the clock's time, read once that
- * request, the transaction's first, completed. Issue it before any other request.
+ * The request of the queue's row (its record in `queues`, or undefined): a write's first, before
+ * any other; the write reads the clock once it completed (`const row = await ...; clock()`, in
+ * the continuation of that await: no promise of its own, issue 20).
  */
-function context(queues, name, clock) {
-  return request("get", () => queues.get(name)).then((row) => [clock(), row]);
+function rowRequest(queues, name) {
+  return request("get", () => queues.get(name));
 }
 
 /**
@@ -176,7 +177,7 @@ export class IdbStore {
   insert(queue, make, clock) {
     let plan;
     return this.#run(BOTH, "readwrite", async (messages, queues) => {
-      const started = ahead(context(queues, queue, clock));
+      const started = rowRequest(queues, queue);
       plan = make();
       // No keys, no groups (most enqueues): nothing read, nothing awaited for them (issue 20).
       const keys = plan.keys();
@@ -184,8 +185,8 @@ export class IdbStore {
       const found = unique && ahead(Promise.all(keys.map((key) => request("get", () => unique.get(key)))));
       const groups = plan.tails();
       const tails = groups.length > 0 ? lastKeys(messages, "group", groups) : null;
-      const [now, row] = await started;
-      const records = plan.start(now, row, found ? await found : keys, tails ? await tails : groups);
+      const row = await started;
+      const records = plan.start(clock(), row, found ? await found : keys, tails ? await tails : groups);
       const ids = ahead(Promise.all(records.map((record) => request("add", () => messages.add(record)))));
       const marks = plan.marks();
       if (marks.length > 0) await mark(queues, marks);
@@ -201,13 +202,31 @@ export class IdbStore {
   }
 
   /**
-   * Runs an UpdatePlan in one transaction: the queue's row (only when the step reads it,
-   * `plan.readsQueue`: an ack, say, does not, and its transaction is on `messages` alone) and the
-   * record of `plan.id`, then the step's write. Resolves to `answer(plan.finish())`, made while
-   * the browser commits (see `transaction`).
+   * Runs the UpdatePlan `make()` makes in one transaction: the queue's row (only when the step
+   * reads it, `plan.readsQueue`: an ack, say, does not, and its transaction is on `messages`
+   * alone) and the record of `plan.id`, then the step's write. Resolves to
+   * `answer(plan.finish())`, made while the browser commits (see `transaction`).
+   *
+   * `id`, given for a call whose step never reads the row (the backend's `succeed` and
+   * `retryNow`), is the id the call was given: the transaction reads that record first and makes
+   * the plan (the core's check of the arguments) while the browser reads it, as `insert` does
+   * (issue 20: the ack's check was on the path before its transaction); what `make` throws
+   * aborts the transaction, which wrote nothing.
    */
-  update(queue, plan, clock, answer) {
+  update(queue, make, clock, answer, id) {
+    let plan;
     const finish = () => answer(plan.finish());
+    if (id !== undefined) {
+      return this.#run(MESSAGES, "readwrite", async (messages) => {
+        const first = ahead(request("get", () => messages.get(id)));
+        plan = make();
+        if (plan.readsQueue) throw new DeadLetterError("store error: an update that reads its queue's row", { code: "store" });
+        // The same number once checked; read again otherwise (never, as the core checks ids).
+        const record = await (plan.id === id ? first : request("get", () => messages.get(plan.id)));
+        return step(messages, plan, clock(), undefined, record, undefined);
+      }, finish);
+    }
+    plan = make();
     if (!plan.readsQueue) {
       return this.#run(MESSAGES, "readwrite", async (messages) => {
         const record = await request("get", () => messages.get(plan.id));
@@ -215,10 +234,10 @@ export class IdbStore {
       }, finish);
     }
     return this.#run(BOTH, "readwrite", async (messages, queues) => {
-      const started = context(queues, queue, clock);
+      const started = rowRequest(queues, queue);
       const found = request("get", () => messages.get(plan.id));
-      const [now, row] = await started;
-      return step(messages, plan, now, row, await found, queues);
+      const row = await started;
+      return step(messages, plan, clock(), row, await found, queues);
     }, finish);
   }
 
@@ -230,7 +249,7 @@ export class IdbStore {
   claim(queue, make, clock, answer) {
     let plan;
     return this.#run(BOTH, "readwrite", async (messages, queues) => {
-      const started = ahead(context(queues, queue, clock));
+      const started = rowRequest(queues, queue);
       plan = make();
       // Once per queue (a few hundred at most kept).
       let lanes = this.#lanes.get(queue);
@@ -245,15 +264,17 @@ export class IdbStore {
         const wanted = plan.wanted;
         return wanted > 0 ? request("getAll", () => index.getAll(ready, wanted)) : null;
       };
-      // At once: the row, the head of the ready lane, and the first key of the timed lane, which
-      // says whether anything there has come (usually not).
-      let next = head();
+      // At once: the row, the first key of the timed lane, which says whether anything there has
+      // come (usually not), and the head of the ready lane, last: the browser answers in that
+      // order, and the steps that wait for the first key are done by the time the head comes
+      // (issue 20: only the head's step and write follow the last answer).
       const timedFirst = ahead(firstKey(index, timedLane));
+      let next = head();
       // The lease tokens of that first page (at most `wanted` records), drawn while the browser
       // reads, not between its answers and the writes (issue 20: 5 to 14 us of a claim).
       let tokens = next === null ? null : leaseTokens(plan.wanted);
-      const [now, row] = await started;
-      if (!plan.start(now, row)) return; // paused: a claim changes nothing
+      const row = await started;
+      if (!plan.start(clock(), row)) return; // paused: a claim changes nothing
       // Only for a queue that may hold messages with an expiry (its row says so: schema 8), the
       // first key of those that expire, which says whether any expired.
       const expiring = plan.expires ? messages.index("expiring") : null;
@@ -323,9 +344,10 @@ export class IdbStore {
    */
   stepMany(queue, plan, ids, clock, dry) {
     return this.#run(BOTH, dry ? "readonly" : "readwrite", async (messages, queues) => {
-      const started = context(queues, queue, clock);
+      const started = rowRequest(queues, queue);
       const found = ahead(Promise.all(ids.map((id) => request("get", () => messages.get(id)))));
-      const [now, row] = await started;
+      const row = await started;
+      const now = clock();
       const records = await found;
       // A moveAll's: whether the target queue holds each record's idempotency key.
       const unique = messages.index("idempotency");

@@ -387,8 +387,8 @@ async function rawCycle(idb, i) {
  * records of the same fields (without the null ones: issue 20), the same indexes; enqueue and claim each a transaction on both
  * object stores (`messages`, `queues`) whose first request reads the queue's row (the clock is
  * read when it completes), succeed one on `messages` alone (its step reads no row: issue 20).
- * Enqueue: the row, then add; claim: the row, the head of the ready lane and the first key of the
- * timed lane, read at once (then, for a queue whose row says it may hold messages with an expiry,
+ * Enqueue: the row, then add; claim: the row, the first key of the timed lane and the head of the
+ * ready lane, read at once (then, for a queue whose row says it may hold messages with an expiry,
  * the first key of those: not this one's), then put; succeed: the message (then the
  * clock), then put; each transaction committed with `commit()` once its last request is made
  * (the enqueue's before the add's answer, its id, comes). What the store's design costs, without the WebAssembly core and the binding's
@@ -413,8 +413,8 @@ async function sameRequestsCycle(idb, i) {
   let store = tx.objectStore("messages");
   const claim = store.index("claim");
   const started = row(tx);
-  const ready = request(claim.getAll(IDBKeyRange.bound(["bench", 1, -Infinity], ["bench", 1, Infinity]), 1));
   const timed = firstKey(claim, IDBKeyRange.bound(["bench", 0, -Infinity], ["bench", 0, Infinity]));
+  const ready = request(claim.getAll(IDBKeyRange.bound(["bench", 1, -Infinity], ["bench", 1, Infinity]), 1));
   const queue = await started;
   now = Date.now();
   if (queue?.expires) await firstKey(store.index("expiring"), IDBKeyRange.bound(["bench", "pending", -Infinity], ["bench", "pending", Infinity]));

@@ -9,19 +9,23 @@
 // the time of each IndexedDB call on the main thread, and the waits for the browser's answers.
 // The kinds run in blocks of 10 cycles, interleaved, after a warm-up. performance.now() is
 // coarse (100 us, with jitter) in a page that is not cross-origin isolated: the means over many
-// cycles are not.
+// cycles are not. Last, per transaction, the sums of the gaps before the moments the page makes
+// (a transaction, a request, a commit: the JavaScript and WebAssembly before each) and of all.
+// With `--before DIR`, the other kind is that build of the package (served as /pkg-before/) in
+// the same page instead of plain IndexedDB: a change's effect request by request, paired.
 //
-// Usage: node bindings-wasm/tests/browser/timeline.mjs [ROUNDS] [--pkg DIR]   (10 cycles of each kind per round)
+// Usage: node bindings-wasm/tests/browser/timeline.mjs [ROUNDS] [--pkg DIR] [--before DIR]   (10 cycles of each kind per round)
 
 import { resolve } from "node:path";
 import { DEFAULT_PKG_DIR, startServer } from "../../../examples/browser/server.mjs";
 import { launchChromium, newPage } from "./chromium.mjs";
 
 const args = process.argv.slice(2);
-const at = args.indexOf("--pkg");
-const pkgDir = resolve(at >= 0 ? args[at + 1] : DEFAULT_PKG_DIR);
-const rounds = Number(args.find((a, i) => /^\d+$/.test(a) && args[i - 1] !== "--pkg") ?? 200);
-const KINDS = ["deadletter", "sameRequests"];
+const option = (name) => (args.includes(name) ? resolve(args[args.indexOf(name) + 1]) : undefined);
+const pkgDir = option("--pkg") ?? resolve(DEFAULT_PKG_DIR);
+const beforeDir = option("--before");
+const rounds = Number(args.find((a, i) => /^\d+$/.test(a) && !args[i - 1]?.startsWith("--")) ?? 200);
+const KINDS = ["deadletter", beforeDir === undefined ? "sameRequests" : "before"];
 
 /** Runs in the page before its scripts: wraps the IndexedDB calls, logging into `window.timeline.log` while it is an array. */
 function wrapIndexedDB() {
@@ -60,6 +64,20 @@ function wrapIndexedDB() {
 /** In the page: `rounds` rounds of 10 cycles of each kind; per kind, the most common sequence and its mean gaps (us). */
 async function run([kinds, rounds]) {
   await window.suites.cycleKinds();
+  if (kinds.includes("before")) {
+    // The build before, its cycle as suites.js's deadletterCycle.
+    const before = await import("/pkg-before/index.js");
+    const queue = (await before.open(`timeline-before-${Date.now()}`)).queue("bench");
+    const [runKind, serial] = [window.runKind, { n: 0 }];
+    window.runKind = async (kind, n) => {
+      if (kind !== "before") return runKind(kind, n);
+      for (let i = 0; i < n; i += 1) {
+        await queue.enqueue(`job ${(serial.n += 1)}`);
+        const message = await queue.claim();
+        await queue.succeed(message.id, { leaseToken: message.leaseToken });
+      }
+    };
+  }
   const t = window.timeline;
   const seen = Object.fromEntries(kinds.map((k) => [k, new Map()]));
   const cycle = async (kind, keep) => {
@@ -85,7 +103,7 @@ async function run([kinds, rounds]) {
   }));
 }
 
-const server = await startServer({ pkgDir });
+const server = await startServer({ pkgDir, beforeDir });
 const browser = await launchChromium();
 try {
   const page = await newPage(browser, "timeline");
@@ -110,6 +128,26 @@ try {
       const k = out[kind];
       console.log(`\n${kind} (cycle ${us(total(k))} us):`);
       for (let i = 1; i < k.moments.length; i += 1) console.log(`${k.moments[i].padEnd(24)}${us(k.gaps[i - 1])}`);
+    }
+  }
+  // Per transaction (from each `tx` on): the gaps before the moments the page makes, and all.
+  const phases = (x) => {
+    const out = [];
+    for (let i = 1; i < x.moments.length; i += 1) {
+      if (x.moments[i] === "tx") out.push({ made: 0, all: 0 });
+      const phase = out.at(-1);
+      if (phase === undefined) continue;
+      phase.all += x.gaps[i - 1];
+      if (!/returned|answered|complete/.test(x.moments[i])) phase.made += x.gaps[i - 1];
+    }
+    return out;
+  };
+  const [pa, pb] = [phases(a), phases(b)];
+  console.log(`\nper transaction${"".padEnd(9)}${KINDS.map((k) => k.padStart(14)).join("")}${"difference".padStart(12)}`);
+  for (let t = 0; t < Math.min(pa.length, pb.length); t += 1) {
+    for (const what of ["made", "all"]) {
+      const [x, y] = [pa[t][what], pb[t][what]];
+      console.log(`${`${t + 1}: ${what === "made" ? "the page's gaps" : "all"}`.padEnd(24)}${us(x).padStart(14)}${us(y).padStart(14)}${us(x - y).padStart(12)}`);
     }
   }
 } finally {
