@@ -5,7 +5,7 @@
 use deadletter::{
     Backoff, BulkArgs, Context, EnqueueArgs, ExtendArgs, FailArgs, Id, Message, MessageArgs,
     Millis, MoveAllArgs, MoveArgs, NewMessage, Outcome, PurgeArgs, QueueRow, ReplayArgs,
-    SettingsArgs, SucceedArgs, pause_step,
+    SettingsArgs, SucceedArgs, pause_step, row_write,
 };
 
 use crate::Component;
@@ -145,12 +145,28 @@ impl crate::wit::apply::Guest for Component {
         PurgeArgs::from(args).selects(&message.into())
     }
 
-    fn settings(args: w::SettingsArgs, row: Option<w::QueueRow>) -> w::QueueRow {
-        SettingsArgs::from(args).step(stored_row(row)).into()
+    fn settings(
+        args: w::SettingsArgs,
+        row: Option<w::QueueRow>,
+        holds_message: bool,
+    ) -> Result<w::QueueRow, w::Error> {
+        let (args, row) = (SettingsArgs::from(args), stored_row(row));
+        result(row_write(&args.queue, &row, args.step(row), holds_message))
     }
 
-    fn pause(row: Option<w::QueueRow>, paused: bool) -> w::QueueRow {
-        pause_step(stored_row(row), paused).into()
+    fn pause(
+        queue: String,
+        row: Option<w::QueueRow>,
+        paused: bool,
+        holds_message: bool,
+    ) -> Result<w::QueueRow, w::Error> {
+        let row = stored_row(row);
+        result(row_write(
+            &queue,
+            &row,
+            pause_step(row, paused),
+            holds_message,
+        ))
     }
 
     fn worth_storing(row: w::QueueRow) -> bool {

@@ -21,10 +21,6 @@ impl crate::wit::validate::Guest for Component {
         result(validate::queue_name(&arg(&queue)).map(str::to_owned))
     }
 
-    fn pause_queue(queue: w::Arg, paused: bool) -> Result<String, w::Error> {
-        result(validate::pause_queue(&arg(&queue), paused).map(str::to_owned))
-    }
-
     fn backoff_policy(policy: w::BackoffArgs) -> Result<w::Backoff, w::Error> {
         result(backoff(&policy))
     }

@@ -154,7 +154,8 @@ impl Queue {
     /// with the error `"expired"` (or discards it, when the queue's `on_expiry` says so). The
     /// queue's name must hold no control or format character (Unicode's Cf: bidirectional
     /// controls, zero-width spaces, ...) but the joiners U+200C and U+200D, and not be only
-    /// whitespace and invisible characters (`ValidationError`, field `queue`).
+    /// white space and invisible characters, nor start or end with white space or a joiner or
+    /// variation selector that joins or varies nothing (`ValidationError`, field `queue`).
     #[pyo3(
         signature = (payload, *, max_retries = None, idempotency_key = None, delay = None, group = None, expires_in = None),
         text_signature = "($self, payload, *, max_retries=None, idempotency_key=None, delay=None, group=None, expires_in=None)"
@@ -621,8 +622,10 @@ impl Queue {
     /// none); `expires_in`: 0.001 s..=365 days (for enqueues and replays that give none);
     /// `on_expiry`: `"dead"` (the default) or `"discard"`; durations in seconds or `timedelta`s.
     /// Pausing is `pause`/`resume`, which this leaves alone. Raises `ValidationError` listing
-    /// every rejected argument; nothing changes then. Storing settings makes the queue, so its
-    /// name follows `enqueue`'s rules (`invalid` on `queue`).
+    /// every rejected argument; nothing changes then. Storing settings on a queue that does not
+    /// exist (no message, no stored settings) makes it, so its name then follows `enqueue`'s
+    /// rules (`invalid` on `queue`); a queue stored under a name they refuse (by 0.1.0) takes
+    /// settings, and storing none always succeeds.
     #[pyo3(
         signature = (*, backoff = None, max_retries = None, lease = None, expires_in = None, on_expiry = None),
         text_signature = "($self, *, backoff=None, max_retries=None, lease=None, expires_in=None, on_expiry=None)"
@@ -659,15 +662,17 @@ impl Queue {
     /// Pauses this queue, for every process: it accepts enqueues and every other operation but
     /// claims nothing (`claim` returns `None`, `claim_many` nothing; worker loops idle and take
     /// up again within their poll interval once it is resumed); leases already held keep
-    /// running. Idempotent; returns the settings. Pausing makes the queue, so its name follows
-    /// `enqueue`'s rules (`ValidationError`, `invalid` on `queue`).
+    /// running. Idempotent; returns the settings. Pausing a queue that does not exist (no message,
+    /// no stored settings) makes it, so its name then follows `enqueue`'s rules
+    /// (`ValidationError`, `invalid` on `queue`); a queue stored under a name they refuse (by
+    /// 0.1.0) is paused.
     fn pause(&self, py: Python<'_>) -> PyResult<PyQueueSettings> {
         let engine = &self.shared.engine;
         run(py, || engine.pause(self.queue(), true)).map(PyQueueSettings)
     }
 
     /// Resumes this queue (see `pause`). Idempotent; returns the settings. Takes any name a
-    /// handle takes, also one stored by 0.1.0 that `pause` refuses.
+    /// handle takes, also one stored by 0.1.0 that `enqueue` refuses.
     fn resume(&self, py: Python<'_>) -> PyResult<PyQueueSettings> {
         let engine = &self.shared.engine;
         run(py, || engine.pause(self.queue(), false)).map(PyQueueSettings)

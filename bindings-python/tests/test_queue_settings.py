@@ -7,10 +7,12 @@ lease; ordering groups and expiry through `enqueue`, `enqueue_many`, `fail(retry
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 import warnings
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from virtual_clock import T0, Clock
@@ -19,6 +21,34 @@ import deadletter
 from deadletter._deadletter import WorkerPlan
 
 EVENT_TIMEOUT = 30.0
+
+
+def test_a_queue_stored_under_a_name_enqueue_refuses_is_paused_and_configured(
+    tmp_path: Path,
+) -> None:
+    """Session 10: a queue stored under a name an enqueue refuses (its row written raw, as 0.1.0
+    could) exists, so it is paused while its messages are moved out and its settings cleared;
+    once the row is gone, pausing it would create it, which is refused again."""
+    path = tmp_path / "old.db"
+    with deadletter.open(path):
+        pass
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("INSERT INTO queues (name, max_retries) VALUES ('emails ', 7)")
+    conn.close()
+    with deadletter.open(path) as db:
+        q = db.queue("emails ")
+        paused = q.pause()
+        assert (paused.paused, paused.max_retries) == (True, 7)
+        assert [(s.queue, s.paused) for s in db.queues()] == [("emails ", True)]
+        assert q.claim() is None
+        assert q.set_settings(max_retries=5).max_retries == 5
+        assert q.resume().paused is False
+        assert q.set_settings().to_dict() == db.queue("other").settings().to_dict()
+        assert db.queues() == []
+        with pytest.raises(deadletter.ValidationError) as refused:
+            q.pause()
+        assert [(e["field"], e["code"]) for e in refused.value.errors] == [("queue", "invalid")]
 
 
 def test_a_queue_never_configured_reads_as_all_unset() -> None:

@@ -591,10 +591,13 @@ export declare class Queue {
    * (`deduplicated: true`) and adds nothing. A grouped message goes to the end of its group.
    * Messages are put only under a queue name without control characters (C0, DEL, C1) nor
    * format characters (Unicode's Cf: bidirectional controls, zero-width spaces, soft hyphens,
-   * ...) but the joiners U+200C and U+200D and the tags of an emoji tag sequence (flags), not
-   * only whitespace and invisible characters, not starting or ending with white space, and
-   * not `.` or `..`, which a URL cannot name (else `validation_failed`, field `queue`, code `invalid`); a handle on such a name still
-   * reads, replays and purges what is stored under it.
+   * ...) but the joiners U+200C and U+200D and the tags of the flags of England, Scotland and
+   * Wales, not only white space and invisible characters, not starting or ending with white
+   * space (U+2800 counts), not starting with a joiner or variation selector, not ending with a
+   * joiner or with a variation selector after an ASCII character (`jobs\u{fe0f}` reads as
+   * `jobs`; `\u{2764}\u{fe0f}` is fine), and not `.` or `..`, which a URL cannot name (else
+   * `validation_failed`, field `queue`, code `invalid`); a handle on such a name still reads,
+   * replays, pauses and purges what is stored under it.
    * Rejects with `validation_failed` or `store`.
    */
   enqueue(payload: string, options?: EnqueueOptions): Promise<Message>;
@@ -754,21 +757,23 @@ export declare class Queue {
    * out is unset again); `paused` and the expiry counters are left alone. Resolves to the
    * settings. Rejects with `validation_failed` listing every rejected option (the backoff's
    * fields `initialMs`, `multiplier`, `capMs`, `jitter` included), having stored nothing, or
-   * `store`. Storing settings makes the queue, so its name follows `enqueue`'s rules (`invalid`
-   * on `queue` for a name a queue made before may hold).
+   * `store`. Storing settings on a queue that does not exist (no message, no stored settings)
+   * makes it, so its name then follows `enqueue`'s rules (`invalid` on `queue`); a queue stored
+   * under a name they refuse (by 0.1.0) takes settings, and storing none always succeeds.
    */
   setSettings(options?: SettingsOptions): Promise<QueueSettings>;
   /**
    * Pauses the queue for every tab, worker and process: it accepts enqueues and every other call,
    * but claims nothing until resumed (`claim` resolves to null, `process` loops idle); leases
    * already held keep running, and `reap` still reaps. Idempotent. Resolves to the settings.
-   * Pausing makes the queue, so its name follows `enqueue`'s rules (`validation_failed`,
-   * `invalid` on `queue`).
+   * Pausing a queue that does not exist (no message, no stored settings) makes it, so its name
+   * then follows `enqueue`'s rules (`validation_failed`, `invalid` on `queue`); a queue stored
+   * under a name they refuse (by 0.1.0) is paused.
    */
   pause(): Promise<QueueSettings>;
   /**
    * Resumes the queue (idempotent); a `process` loop claims again within its `pollIntervalMs`.
-   * Takes any name a handle takes, also one stored by 0.1.0 that `pause` refuses.
+   * Takes any name a handle takes, also one stored by 0.1.0 that `enqueue` refuses.
    */
   resume(): Promise<QueueSettings>;
   /**

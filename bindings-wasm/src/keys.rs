@@ -125,6 +125,15 @@ pub fn after(queue: &str, status: Option<Status>, after: i64) -> JsValue {
     out.into()
 }
 
+/// Index `list`: every message of `queue` (`[queue]` up to `[queue, []]`: an array sorts above
+/// every status).
+pub fn queue(queue: &str) -> JsValue {
+    let name = JsValue::from(queue);
+    let lower = key(std::slice::from_ref(&name));
+    let upper = key(&[name, Array::new().into()]);
+    array(&[lower, upper, false.into(), false.into()]).into()
+}
+
 /// Index `list`: every message of `queue` in `status`.
 pub fn status(queue: &str, status: Status) -> JsValue {
     between(&of(queue, status), NEG_INF, false, INF)

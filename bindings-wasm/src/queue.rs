@@ -7,6 +7,7 @@
 use deadletter::storage::{StoredQueue, queue_row};
 use deadletter::{
     Arg, Backoff, Millis, QueueRow, QueueSettings, Result, SettingsArgs, Stats, pause_step,
+    row_write,
 };
 use js_sys::Object;
 use wasm_bindgen::prelude::*;
@@ -239,7 +240,9 @@ enum RowChange {
 }
 
 /// `Queue.setSettings`, `Queue.pause` and `Queue.resume`: inside one write transaction, the store
-/// reads the queue's record in `queues`, hands it to [`RowPlan::step`] and writes what it answers.
+/// reads the queue's record in `queues` (and, for a name an enqueue refuses, whether the queue
+/// holds a message: [`RowPlan::messages`]), hands them to [`RowPlan::step`] and writes what it
+/// answers.
 #[wasm_bindgen]
 pub struct RowPlan {
     queue: String,
@@ -267,19 +270,37 @@ impl RowPlan {
 
 #[wasm_bindgen]
 impl RowPlan {
-    /// The queue's record (`undefined`: none): the record to write, `undefined` when nothing
-    /// changes (a queue never configured gets a record only when it differs from the defaults),
-    /// or `null`: delete the record, which the write brought back to the defaults (not the core's
+    /// The range of index `list` whose first key tells [`RowPlan::step`] whether the queue holds
+    /// a message, read in the same transaction; `null` when the step does not ask (a name an
+    /// enqueue accepts: the rare name it refuses pays the read, `deadletter::row_write`).
+    pub fn messages(&self) -> JsValue {
+        match deadletter::validate::new_queue_name(&Arg::Str(&self.queue)) {
+            Ok(_) => JsValue::NULL,
+            Err(_) => crate::keys::queue(&self.queue),
+        }
+    }
+
+    /// The queue's record (`undefined`: none) and the first key of [`RowPlan::messages`]
+    /// (`undefined`: none, or not read): the record to write, `undefined` when nothing changes (a
+    /// queue never configured gets a record only when it differs from the defaults), or `null`:
+    /// delete the record, which the write brought back to the defaults (not the core's
     /// `QueueRow::worth_storing`, the same comparison, linked in the module once: its size has a
     /// budget; new-user finding F5, session 6), unless it marks the queue as one whose messages
     /// may expire ([`expires`]), which is written with the defaults (and not listed:
-    /// [`lists_queue`]).
-    pub fn step(&mut self, record: &JsValue) -> std::result::Result<JsValue, JsValue> {
+    /// [`lists_queue`]). Throws the `validation_failed` error of a write that would create a
+    /// queue under a name an enqueue refuses (`deadletter::row_write`, session 10).
+    pub fn step(
+        &mut self,
+        record: &JsValue,
+        message: &JsValue,
+    ) -> std::result::Result<JsValue, JsValue> {
         let row = crate::rules::js(from_record(&self.queue, record))?;
         let next = match &self.change {
             RowChange::Settings(args) => args.step(row),
             RowChange::Pause(paused) => pause_step(row, *paused),
         };
+        let holds_message = !message.is_undefined();
+        let next = crate::rules::js(row_write(&self.queue, &row, next, holds_message))?;
         self.written = Some(next);
         let marked = expires(record);
         // A queue without a record reads as the defaults: unchanged, it gets none.

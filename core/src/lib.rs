@@ -113,6 +113,8 @@ pub use error::{CODES, Conflict, Error, FieldError, Quoted, Result};
 pub use machine::Moment;
 pub use memory::MemoryStore;
 pub use message::{FailedAttempt, Id, Message, Millis, NewMessage, Status};
-pub use settings::{Clock, Context, OnExpiry, QueueRow, QueueSettings, SettingsArgs, pause_step};
+pub use settings::{
+    Clock, Context, OnExpiry, QueueRow, QueueSettings, SettingsArgs, pause_step, row_write,
+};
 pub use store::{Claimed, Counts, ListQuery, Store, apply_step, count};
 pub use validate::Limits;

@@ -225,10 +225,10 @@ pub struct SettingsArgs {
 }
 
 impl SettingsArgs {
-    /// Checks `queue` and the fields (see [`QueueSettings::new`]), every rejected one reported
-    /// together. Storing settings creates the queue without a message, so `queue` takes an
-    /// enqueue's rules (no control, invisible or line separator character, something visible,
-    /// not `.` or `..`: `invalid`, session 9); reading the settings takes any handle's name.
+    /// Checks `queue` (any handle's name) and the fields (see [`QueueSettings::new`]), every
+    /// rejected one reported together. Storing settings creates a queue without a message, so a
+    /// name an enqueue refuses is accepted only where [`row_write`] says (session 10): the write
+    /// decides it, once it has read the queue.
     pub fn new(
         queue: &Arg<'_>,
         backoff: Option<Result<Backoff>>,
@@ -238,7 +238,7 @@ impl SettingsArgs {
         on_expiry: &Arg<'_>,
     ) -> Result<Self> {
         let mut check = Check::default();
-        let queue = check.new_queue(queue);
+        let queue = check.queue(queue);
         let settings = QueueSettings::checked(
             &mut check,
             backoff,
@@ -270,6 +270,29 @@ pub fn pause_step(row: QueueRow, paused: bool) -> QueueRow {
     let mut row = row;
     row.settings.paused = paused;
     row
+}
+
+/// Whether a write of the row of queue `name` (`pause`, `resume`, `set_settings`) that read `row`
+/// may store `next` (returned): only the creation of a queue takes an enqueue's queue-name rules
+/// ([`crate::validate::new_queue_name`]; session 10, task N2). A name they refuse (one 0.1.0
+/// or an older rule took: `emails `, `..`, U+3164) is accepted when the queue exists (it has a
+/// stored row, or `holds_message`: a message of it is stored), so that an operator can pause it
+/// while moving its messages out and clear its settings, and when the write stores nothing (`next`
+/// is not [`QueueRow::worth_storing`]: a `resume`, a `set_settings` of nothing); otherwise it is
+/// the enqueue's error, `validation_failed` with `invalid` on `queue`, and the store writes
+/// nothing. A store looks `holds_message` up only for a name an enqueue refuses: one read of an
+/// index, in the write's transaction or before it (no message is ever put under such a name, so
+/// one seen before the write was there when it started).
+pub fn row_write(
+    name: &str,
+    row: &QueueRow,
+    next: QueueRow,
+    holds_message: bool,
+) -> Result<QueueRow> {
+    if holds_message || row.worth_storing() || !next.worth_storing() {
+        return Ok(next);
+    }
+    crate::validate::new_queue_name(&Arg::Str(name)).map(|_| next)
 }
 
 #[cfg(test)]
@@ -343,6 +366,31 @@ mod tests {
         assert_eq!(after.expired_dead, 4);
         assert!(!QueueRow::default().worth_storing());
         assert!(pause_step(QueueRow::default(), true).worth_storing());
+    }
+
+    #[test]
+    fn only_the_creation_of_a_queue_takes_an_enqueues_name_rules() {
+        let (none, paused) = (QueueRow::default(), pause_step(QueueRow::default(), true));
+        assert_eq!(row_write("jobs", &none, paused, false), Ok(paused));
+        let err = row_write("emails ", &none, paused, false).unwrap_err();
+        assert_eq!(fields(&err), [("queue", "invalid")]);
+        // A queue that exists (a message, a row), or a write that stores nothing.
+        assert_eq!(row_write("emails ", &none, paused, true), Ok(paused));
+        assert_eq!(row_write("..", &paused, none, false), Ok(none));
+        assert_eq!(row_write("\u{3164}", &none, none, false), Ok(none));
+        // The fields are checked first; the name is the write's to judge.
+        let args = SettingsArgs::new(
+            &"..".into(),
+            None,
+            &Arg::Int(0),
+            &Arg::Null,
+            &Arg::Null,
+            &Arg::Null,
+        );
+        assert_eq!(
+            fields(&args.unwrap_err()),
+            [("max_retries", "out_of_range")]
+        );
     }
 
     #[test]

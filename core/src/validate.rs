@@ -352,24 +352,26 @@ impl Check {
         None
     }
 
-    /// The name of a queue that messages are put under (`enqueue`, `enqueue_many`): a queue
-    /// name ([`Check::queue`]) that can be shown safely, so not one holding a control character
+    /// The name of a queue that messages are put under (`enqueue`, `enqueue_many`) or that a
+    /// write of its row creates (`pause`, `set_settings`: [`crate::row_write`]): a queue name
+    /// ([`Check::queue`]) that can be shown safely, so not one holding a control character
     /// (C0 U+0000..U+001F, DEL U+007F, C1 U+0080..U+009F) or an [`is_hidden`] character (the
     /// format characters, Unicode's general category Cf, the other default-ignorable ones and the
     /// line and paragraph separators, but the joiners and the variation selectors: the
     /// bidirectional controls U+202A..U+202E, U+2066..U+2069 make a name read as another in a
     /// terminal or a page, U+200B, U+2060, U+FEFF, U+00AD, U+3164 make names that show as empty
-    /// or as another one: new-user finding N7, session 7), nor one with nothing to show (only
-    /// whitespace and [`is_joiner_or_selector`] characters: it reads as empty), nor one that
-    /// starts or ends with a `White_Space` character (`"emails "` read as `emails`: session 9), nor
-    /// `.` or `..`
-    /// (browsers and HTTP clients resolve them as path segments, so the HTTP API and its console
-    /// could not reach the queue: new-user finding F3, session 6): `invalid`. The tag
-    /// characters are allowed inside an emoji tag sequence ([`holds_hidden`]). Making a handle,
-    /// reading, replaying, purging, resuming and reading the settings take any name
-    /// [`Check::queue`] takes, so that queues already stored under such a name (by 0.1.0, or
-    /// before a rule) keep working (issue 23, item 5). `pause` and `set_settings` take this rule:
-    /// they create a queue without a message (session 9).
+    /// or as another one: new-user finding N7, session 7; tag characters outside the three flags
+    /// get their own message: tester T2, session 10), nor one with nothing to show (only
+    /// [`is_blank`] and [`is_joiner_or_selector`] characters: it reads as empty), nor one that
+    /// starts or ends with an [`is_blank`] character (`"emails "` read as `emails`: session 9;
+    /// U+2800 since session 10, tester T2), nor one with a joiner or variation selector at a loose
+    /// end ([`loose_end`]: `jobs\u{200d}` and `jobs\u{fe0f}` read as `jobs`: session 10, tester
+    /// T2), nor `.` or `..` (browsers and HTTP clients resolve them as path segments, so the HTTP
+    /// API and its console could not reach the queue: new-user finding F3, session 6): `invalid`.
+    /// Making a handle, reading, replaying, purging, resuming and reading the settings take any
+    /// name [`Check::queue`] takes, so that queues already stored under such a name (by 0.1.0, or
+    /// before a rule) keep working (issue 23, item 5); so do `pause` and `set_settings` on a queue
+    /// that exists (session 10).
     pub(crate) fn new_queue<'a>(&mut self, arg: &Arg<'a>) -> Option<&'a str> {
         self.new_queue_field("queue", arg)
     }
@@ -395,18 +397,21 @@ impl Check {
     /// [`Check::new_queue`] for the argument `field`.
     fn new_queue_field<'a>(&mut self, field: &'static str, arg: &Arg<'a>) -> Option<&'a str> {
         let name = self.queue_field(field, arg)?;
-        let why = if holds_hidden(name) {
-            "must not contain control, invisible or line separator characters"
+        let why = if let Some(why) = holds_hidden(name) {
+            why
         } else if name
             .chars()
-            .all(|c| c.is_whitespace() || is_joiner_or_selector(c))
+            .all(|c| is_blank(c) || is_joiner_or_selector(c))
             || matches!(name.as_bytes(), b"." | b"..")
         {
-            "must not be only whitespace or invisible characters, . or .."
-        } else if name.chars().next().is_some_and(char::is_whitespace)
-            || name.chars().next_back().is_some_and(char::is_whitespace)
+            "must not be only white space or invisible characters, . or .."
+        } else if name.chars().next().is_some_and(is_blank)
+            || name.chars().next_back().is_some_and(is_blank)
         {
             "must not start or end with white space: it would read as the name without it"
+        } else if loose_end(name) {
+            "must not start or end with a joiner or variation selector that joins or varies \
+             nothing: it would read as the name without it"
         } else {
             return Some(name);
         };
@@ -494,22 +499,28 @@ pub(crate) fn is_hidden(c: char) -> bool {
         | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E00FF}' | '\u{E01F0}'..='\u{E0FFF}')
 }
 
-/// Whether `name` holds a control character (C0, DEL, C1) or an [`is_hidden`] one outside a flag
-/// of England, Scotland or Wales: U+1F3F4 (a black flag), the tag characters spelling `gbeng`,
-/// `gbsct` or `gbwls`, then U+E007F, Unicode's three recommended emoji tag sequences
-/// (`RGI_Emoji_Tag_Sequence`, UTS #51; session 9). Any other tag characters stay refused, also
-/// in a sequence well formed by UTS #51 ED-14a: a flag followed by tags spelling anything shows
-/// as the black flag alone, so two such names would look the same.
-fn holds_hidden(name: &str) -> bool {
+/// Why `name` is refused, when it holds a control character (C0, DEL, C1) or an [`is_hidden`] one
+/// outside a flag of England, Scotland or Wales: U+1F3F4 (a black flag), the tag characters
+/// spelling `gbeng`, `gbsct` or `gbwls`, then U+E007F, Unicode's three recommended emoji tag
+/// sequences (`RGI_Emoji_Tag_Sequence`, UTS #51; session 9). Any other tag characters stay
+/// refused, also in a sequence well formed by UTS #51 ED-14a: a flag followed by tags spelling
+/// anything shows as the black flag alone, so two such names would look the same; their message
+/// says where tags are allowed (session 10, tester T2: it read as the generic one).
+fn holds_hidden(name: &str) -> Option<&'static str> {
     let mut chars = name.chars();
     while let Some(c) = chars.next() {
         if c == '\u{1F3F4}' {
             chars = after_flag_tags(chars.as_str()).chars();
+        } else if matches!(c, '\u{E0001}' | '\u{E0020}'..='\u{E007F}') {
+            return Some(
+                "must not contain tag characters: they are allowed only in the flags of \
+                 England, Scotland and Wales",
+            );
         } else if c.is_control() || is_hidden(c) {
-            return true;
+            return Some("must not contain control, invisible or line separator characters");
         }
     }
-    false
+    None
 }
 
 /// `rest`, which follows U+1F3F4, after the tags of one of the three flags and their end tag;
@@ -538,12 +549,39 @@ fn after_flag_tags(rest: &str) -> &str {
 
 /// The `Default_Ignorable_Code_Point` characters that [`is_hidden`] leaves out: the joiners
 /// U+200C, U+200D and the variation selectors (U+180B..U+180D, U+180F, U+FE00..U+FE0F,
-/// U+E0100..U+E01EF). They show nothing alone, so a name made only of them and whitespace reads
-/// as empty (new-user finding N7, session 7); inside one they are allowed.
+/// U+E0100..U+E01EF). They show nothing alone, so a name made only of them and white space reads
+/// as empty (new-user finding N7, session 7); inside one they are allowed, not at a
+/// [`loose_end`].
 fn is_joiner_or_selector(c: char) -> bool {
     matches!(c,
         '\u{180B}'..='\u{180D}' | '\u{180F}' | '\u{200C}'..='\u{200D}' | '\u{FE00}'..='\u{FE0F}'
         | '\u{E0100}'..='\u{E01EF}')
+}
+
+/// White space for a queue name's rules: Unicode's `White_Space` and U+2800 BRAILLE PATTERN
+/// BLANK, which shows as a blank without being white space or ignorable (session 10, tester T2).
+fn is_blank(c: char) -> bool {
+    c.is_whitespace() || c == '\u{2800}'
+}
+
+/// Whether `name` has a joiner or variation selector at a loose end (session 10, tester T2:
+/// `jobs\u{200d}` and `jobs\u{fe0f}` show as `jobs`): it starts with one (nothing before it to
+/// join or vary), ends with a joiner (nothing after it to join), or ends with variation
+/// selectors (and joiners) after an ASCII character or [`is_blank`] (`jobs\u{fe0f}`: no emoji
+/// or ideograph to vary). `\u{2764}\u{fe0f}`, the keycaps (`#\u{fe0f}\u{20e3}`) and CJK
+/// ideographic variation sequences (`\u{845b}\u{e0100}`) stay valid.
+fn loose_end(name: &str) -> bool {
+    if name.chars().next().is_some_and(is_joiner_or_selector) {
+        return true;
+    }
+    let mut back = name.chars().rev();
+    match back.next() {
+        Some('\u{200C}' | '\u{200D}') => true,
+        Some(c) if is_joiner_or_selector(c) => back
+            .find(|c| !is_joiner_or_selector(*c))
+            .is_none_or(|c| c.is_ascii() || is_blank(c)),
+        _ => false,
+    }
 }
 
 /// The characters of `s` (its bytes that start one): `str::chars().count()` links a large
@@ -693,25 +731,21 @@ pub fn integer(field: &'static str, arg: &Arg<'_>, range: (i64, i64), default: i
 
 /// Checks a queue name alone (non-empty string, at most 255 characters, no NUL), for bindings
 /// that make a queue handle before any operation, and for every call on a queue that may already
-/// exist: names stored by 0.1.0, or before a rule of [`pause_queue`], keep working.
+/// exist: names stored by 0.1.0, or before a rule of [`new_queue_name`], keep working.
 pub fn queue_name<'a>(arg: &Arg<'a>) -> Result<&'a str> {
     let mut check = Check::default();
     let name = check.queue(arg);
     check.finish(|| name.unwrap_or_default())
 }
 
-/// Checks the queue of `pause` (`paused` true) or `resume` (false). Pausing stores the queue's
-/// row, which creates the queue without a message, so it takes an enqueue's rules (no control,
-/// invisible or line separator character, something visible, not `.` or `..`: `invalid` on
-/// `queue`, session 9); resuming takes any name [`queue_name`] takes, so that a queue stored
-/// under an older rule's name can be resumed.
-pub fn pause_queue<'a>(arg: &Arg<'a>, paused: bool) -> Result<&'a str> {
+/// Checks the name of a queue that messages are put under, or that a write of its row creates:
+/// the rules of an enqueue's queue name (no control, invisible or line separator character,
+/// something visible, no white space nor a loose joiner or variation selector at either end, not
+/// `.` or `..`: `invalid` on `queue`). [`crate::row_write`] applies it to `pause` and
+/// `set_settings`.
+pub fn new_queue_name<'a>(arg: &Arg<'a>) -> Result<&'a str> {
     let mut check = Check::default();
-    let name = if paused {
-        check.new_queue(arg)
-    } else {
-        check.queue(arg)
-    };
+    let name = check.new_queue(arg);
     check.finish(|| name.unwrap_or_default())
 }
 
@@ -760,6 +794,31 @@ impl Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_queue_name_says_why() {
+        let why = |name: &str| {
+            let err = new_queue_name(&Arg::Str(name)).expect_err(name);
+            err.field_errors()[0].message.clone()
+        };
+        let tags = "must not contain tag characters: they are allowed only in the flags of \
+                    England, Scotland and Wales";
+        assert_eq!(why("\u{1f3f4}\u{e0061}\u{e007f}"), tags);
+        assert_eq!(why("jobs\u{e0067}"), tags);
+        let hidden = "must not contain control, invisible or line separator characters";
+        assert_eq!(why("a\u{200b}b"), hidden);
+        let blank = "must not be only white space or invisible characters, . or ..";
+        assert_eq!(why("\u{2800}"), blank);
+        assert_eq!(why(" \u{fe0f}"), blank);
+        let edge = "must not start or end with white space: it would read as the name without it";
+        assert_eq!(why("jobs\u{2800}"), edge);
+        for name in ["jobs\u{fe0f}", "jobs\u{200d}", "\u{200c}jobs"] {
+            assert!(
+                why(name).starts_with("must not start or end with a joiner"),
+                "{name:?}"
+            );
+        }
+    }
 
     #[test]
     fn a_clock_beyond_the_range_of_millis_is_named_as_returned() {

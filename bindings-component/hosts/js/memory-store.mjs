@@ -38,6 +38,12 @@ export class MemoryDatabase {
       .filter((s) => s.message.queue === queue && (statuses.length === 0 || statuses.includes(s.message.status)));
   }
 
+  /** Whether a message of `queue` is stored (what a write of its row tells `apply`). */
+  #holds(queue) {
+    for (const s of this.messages.values()) if (s.message.queue === queue) return true;
+    return false;
+  }
+
   /** The live messages of `group` of `queue`; none without a group. */
   #group(queue, group) {
     return group === undefined ? [] : this.#queue(queue, ...LIVE).filter((s) => s.message.group === group);
@@ -284,11 +290,12 @@ export class MemoryDatabase {
 
   setSettings(queue, backoff, maxRetries, leaseMs, expiresInMs, onExpiry) {
     const args = this.core.validate.settings(queue, backoff, maxRetries, leaseMs, expiresInMs, onExpiry);
-    return this.#row(args.queue, this.core.apply.settings(args, this.rows.get(args.queue))).settings;
+    const row = this.core.apply.settings(args, this.rows.get(args.queue), this.#holds(args.queue));
+    return this.#row(args.queue, row).settings;
   }
 
   pause(queue, paused) {
-    const name = this.core.validate.pauseQueue(queue, paused);
-    return this.#row(name, this.core.apply.pause(this.rows.get(name), paused)).settings;
+    const name = this.core.validate.queueName(queue);
+    return this.#row(name, this.core.apply.pause(name, this.rows.get(name), paused, this.#holds(name))).settings;
   }
 }

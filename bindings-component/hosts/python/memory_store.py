@@ -49,6 +49,10 @@ class MemoryDatabase:
             if s.message.queue == queue and (not statuses or s.message.status in statuses)
         ]
 
+    def _holds(self, queue: str) -> bool:
+        """Whether a message of ``queue`` is stored (what a write of its row tells ``apply``)."""
+        return any(s.message.queue == queue for s in self.messages.values())
+
     def _found(self, id: int) -> Any:
         """The message stored under ``id``, or ``None`` (the component checks its queue)."""
         stored = self.messages.get(id)
@@ -355,10 +359,11 @@ class MemoryDatabase:
     ) -> Any:
         validate = self.core.validate
         args = validate.settings(queue, backoff, max_retries, lease_ms, expires_in_ms, on_expiry)
-        row = self.core.apply.settings(args, self.rows.get(args.queue))
+        row = self.rows.get(args.queue)
+        row = self.core.apply.settings(args, row, self._holds(args.queue))
         return self._row(args.queue, row).settings
 
     def pause(self, queue: Any, paused: bool) -> Any:
-        name = self.core.validate.pause_queue(queue, paused)
-        row = self.core.apply.pause(self.rows.get(name), paused)
+        name = self.core.validate.queue_name(queue)
+        row = self.core.apply.pause(name, self.rows.get(name), paused, self._holds(name))
         return self._row(name, row).settings

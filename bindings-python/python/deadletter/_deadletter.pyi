@@ -344,9 +344,11 @@ class Queue:
         (else ``ValidationError`` on ``delay``): still pending then, it is never delivered (dead
         with the error ``"expired"``, or discarded). The queue's name must hold no control or
         format character (Unicode's Cf: bidirectional controls, zero-width spaces, ...) but the
-        joiners U+200C and U+200D and the tags of an emoji tag sequence (flags), not be only
-        whitespace and invisible characters, not start or end with white space, and not be
-        ``.`` or ``..`` (which a URL cannot name)."""
+        joiners U+200C and U+200D and the tags of the flags of England, Scotland and Wales, not
+        be only white space and invisible characters, not start or end with white space (U+2800
+        counts) or with a joiner or variation selector that joins or varies nothing
+        (``jobs\ufe0f`` reads as ``jobs``; ``\u2764\ufe0f`` is fine), and not be ``.`` or ``..``
+        (which a URL cannot name)."""
     def enqueue_many(self, items: _Batch) -> list[Message]:
         """Adds up to 1000 items (payloads or dicts of `enqueue`'s arguments) in one transaction,
         all or nothing; field errors carry ``index``."""
@@ -510,16 +512,18 @@ class Queue:
         on_expiry: Optional[Literal["dead", "discard"]] = None,
     ) -> QueueSettings:
         """Stores the five settings for every process, replacing them (an omitted one is
-        unset); leaves ``paused`` alone. `ValidationError` listing every rejected one; storing
-        settings makes the queue, so its name follows `enqueue`'s rules (``invalid`` on
-        ``queue`` for a name a queue made before may hold)."""
+        unset); leaves ``paused`` alone. `ValidationError` listing every rejected one. Storing
+        settings on a queue that does not exist (no message, no stored settings) makes it, so its
+        name then follows `enqueue`'s rules (``invalid`` on ``queue``); a queue stored under a
+        name they refuse (by 0.1.0) takes settings, and storing none always succeeds."""
     def pause(self) -> QueueSettings:
         """Pauses the queue for every process: it claims nothing until resumed. Idempotent.
-        Pausing makes the queue, so its name follows `enqueue`'s rules (`ValidationError`,
-        ``invalid`` on ``queue``)."""
+        Pausing a queue that does not exist (no message, no stored settings) makes it, so its
+        name then follows `enqueue`'s rules (`ValidationError`, ``invalid`` on ``queue``); a
+        queue stored under a name they refuse (by 0.1.0) is paused."""
     def resume(self) -> QueueSettings:
         """Resumes the queue. Idempotent. Takes any name a handle takes, also one stored by
-        0.1.0 that `pause` refuses."""
+        0.1.0 that `enqueue` refuses."""
     def next_due_at(self) -> Optional[datetime]:
         """When the next delayed message (in backoff, or enqueued with a delay) becomes due, or
         None when none is delayed; one index read (the value of ``stats().next_due_at``)."""

@@ -405,12 +405,18 @@ export class IdbStore {
   }
 
   /**
-   * Runs a RowPlan (setSettings, pause, resume): reads the queue's record and writes what the plan
-   * answers (null: delete the record, back to the defaults).
+   * Runs a RowPlan (setSettings, pause, resume): reads the queue's record, and the first key of
+   * the plan's `messages()` range when it names one (whether the queue holds a message: asked
+   * only for a name an enqueue refuses), and writes what the plan answers (null: delete the
+   * record, back to the defaults).
    */
   writeRow(queue, plan) {
-    return this.#run([QUEUES], "readwrite", async (queues) => {
-      const next = plan.step(await request("get", () => queues.get(queue)));
+    const range = plan.messages();
+    return this.#run(range === null ? [QUEUES] : BOTH, "readwrite", async (...stores) => {
+      const queues = stores.at(-1);
+      const record = ahead(request("get", () => queues.get(queue)));
+      const message = range === null ? undefined : await firstKey(stores[0].index("list"), keyRange(range));
+      const next = plan.step(await record, message);
       if (next === null) queues.delete(queue);
       else if (next !== undefined) queues.put(next);
     });

@@ -413,6 +413,51 @@ export const CASES = {
     dl.close();
   },
 
+  async "a queue stored under a name an enqueue refuses is paused and configured; a name with no queue is refused (session 10)"(pkg, factory) {
+    const name = fresh("old-names");
+    const dl = await pkg.index.open(name, { indexedDB: factory, clock: () => BASE });
+    const db = await pkg.requests.settle(factory.open(name), "open");
+    const invalid = async (promise, what) => {
+      try {
+        await promise;
+      } catch (err) {
+        equal([err.code, err.errors.map((f) => [f.field, f.code])], ["validation_failed", [["queue", "invalid"]]], what);
+        return;
+      }
+      throw new Error(`${what}: did not reject`);
+    };
+    for (const [id, queueName] of [[1, "emails "], [2, "jobs\u200d"], [3, "\u3164"]]) {
+      const q = dl.queue(queueName);
+      await invalid(q.pause(), `${queueName}: no queue yet, pausing would create it`);
+      await invalid(q.setSettings({ maxRetries: 5 }), `${queueName}: no queue yet`);
+      equal(await q.resume(), await dl.queue("new").settings(), `${queueName}: resuming stores nothing`);
+      // A message stored raw, as 0.1.0 could: the queue exists.
+      await pkg.requests.transaction(db, "messages", "readwrite", (store) => store.put(record(id, { queue: queueName })));
+      equal((await q.pause()).paused, true, `${queueName}: paused`);
+      check((await dl.queues()).some((s) => s.queue === queueName && s.paused), `${queueName}: listed as paused`);
+      equal(await q.claim(), null, `${queueName}: a paused queue claims nothing`);
+      equal([(await q.setSettings({ maxRetries: 5 })).maxRetries, (await q.settings()).paused], [5, true], `${queueName}: configured`);
+      equal((await q.resume()).paused, false, `${queueName}: resumed`);
+      const m = await q.claim();
+      equal(m?.id, id, `${queueName}: claimed`);
+      await q.succeed(m.id, { leaseToken: m.leaseToken });
+      await q.delete(m.id);
+      // No message left, its row stored: it still exists.
+      equal((await q.pause()).paused, true, `${queueName}: a queue with a row is paused`);
+      await q.resume();
+      await q.setSettings();
+      equal((await dl.queues()).map((s) => s.queue), [], `${queueName}: its row cleared, it is gone`);
+      await invalid(q.pause(), `${queueName}: gone, pausing would create it again`);
+    }
+    // A row stored raw, without messages.
+    const row = { name: "..", backoffInitialMs: null, backoffMultiplier: null, backoffCapMs: null, backoffJitter: null, maxRetries: 7,
+      leaseMs: null, expiresInMs: null, onExpiry: "dead", paused: false, expiredDead: 0, expiredDiscarded: 0, expires: false };
+    await pkg.requests.transaction(db, "queues", "readwrite", (store) => store.put(row));
+    equal(await dl.queue("..").pause(), { backoff: null, maxRetries: 7, leaseMs: null, expiresInMs: null, onExpiry: "dead", paused: true }, "a row's queue is paused");
+    db.close();
+    dl.close();
+  },
+
   async "a message without retryAfter is due at every instant, also before 1970"(pkg, factory) {
     for (const at of [-1000, -315619200000]) {
       const dl = await pkg.index.open(fresh("1970"), { indexedDB: factory, clock: () => at });
@@ -460,6 +505,41 @@ export const CASES = {
       check(store.closed, `closed by ${version ?? "the delete"}`);
       const err = await rejects(store.get(1), /the database is closed/, `get after ${version ?? "the delete"}`);
       equal(err.message, `store error: the database is closed: ${why.replace("NAME", JSON.stringify(name))}`, "the text");
+    }
+  },
+
+  async "in a service worker, a closed connection's error says what applies there, not to reload a page"(pkg, factory) {
+    // A service worker's global scope, as far as the store tells it (Node and pages have none).
+    const saved = Object.getOwnPropertyDescriptor(globalThis, "ServiceWorkerGlobalScope");
+    globalThis.ServiceWorkerGlobalScope = class {
+      static [Symbol.hasInstance](object) {
+        return object === globalThis;
+      }
+    };
+    try {
+      const upgraded = "another page or worker (a newer version of deadletter?) upgraded IndexedDB database NAME to version 10 (this service worker's deadletter uses version 9); the new version's service worker takes over once it replaces this one: close the pages this one controls (or the new one calls skipWaiting())";
+      const deleted = "another page or worker deleted IndexedDB database NAME; open() it again";
+      for (const [version, why] of [[10, upgraded], [null, deleted]]) {
+        const { name, db } = await database(pkg, factory);
+        db.close();
+        const store = await pkg.store.IdbStore.open(factory, name);
+        await new Promise((resolve, reject) => {
+          const req = version === null ? factory.deleteDatabase(name) : factory.open(name, version);
+          req.onsuccess = () => resolve(req.result?.close());
+          req.onerror = () => reject(req.error);
+          req.onblocked = () => reject(new Error(`${version ?? "the delete"}: blocked by the store's connection`));
+        });
+        const err = await rejects(store.get(1), /the database is closed/, `get after ${version ?? "the delete"}`);
+        equal(err.message, `store error: the database is closed: ${why.replace("NAME", JSON.stringify(name))}`, "the text");
+      }
+      const { name, db } = await database(pkg, factory);
+      const store = new pkg.store.IdbStore(db);
+      db.onclose(new Event("close"));
+      const err = await rejects(store.get(1), /the database is closed/, "get after the browser closed it");
+      equal(err.message, `store error: the database is closed: the browser closed IndexedDB database ${JSON.stringify(name)} (the site's data was cleared, or a storage failure); open() it again`, "the text");
+    } finally {
+      if (saved) Object.defineProperty(globalThis, "ServiceWorkerGlobalScope", saved);
+      else delete globalThis.ServiceWorkerGlobalScope;
     }
   },
 

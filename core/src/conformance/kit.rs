@@ -406,11 +406,15 @@ pub fn a_bulk_move_keeps_every_group_in_order_across_batches<S: Store>(db: &Engi
     );
 }
 
-/// A queue stored under a name that an enqueue, `pause` and `set_settings` now refuse (one 0.1.0
-/// accepted; written here through the store, bypassing the engine's checks: three messages and a
-/// paused row) keeps working: it is resumed, read (settings, `stats`, `list`), claimed and
-/// acked, and its messages moved out (`move`, `move_all`) to a queue whose name is valid;
-/// pausing it again or storing its settings is `invalid` on `queue` and changes nothing. `db` is
+/// A queue stored under a name that an enqueue now refuses (one 0.1.0 accepted; its three
+/// messages written here through the store, bypassing the engine's checks) keeps working: while
+/// it holds messages it is paused (listed as paused, claims take nothing), given settings and
+/// resumed (session 10: only the creation of a queue takes an enqueue's rules), read (settings,
+/// `stats`, `list`), claimed and acked, and its messages moved out (`move`, `move_all`) to a
+/// queue whose name is valid; with no message left but its row, it is paused and resumed again
+/// and its settings cleared, which deletes the row. Before the messages and after the row, when
+/// the queue does not exist, `pause` and `set_settings` with a field are `invalid` on `queue`
+/// and create nothing; `set_settings` of nothing and `resume` store nothing and succeed. `db` is
 /// a fresh, empty store.
 ///
 /// # Panics
@@ -418,7 +422,19 @@ pub fn a_bulk_move_keeps_every_group_in_order_across_batches<S: Store>(db: &Engi
 pub fn a_queue_under_a_name_now_refused_keeps_working<S: Store>(db: &Engine<S>) {
     let clock = at(BASE);
     let run = |f: &dyn Fn() -> Result<Message>| f().expect("accepted");
-    for (name, to) in [("\u{3164}", "jobs"), ("..", "dots"), (" ", "blank")] {
+    let call = Call {
+        clock: &clock,
+        backoff: None,
+        sample: 0.0,
+    };
+    for (name, to) in [
+        ("\u{3164}", "jobs"),
+        ("..", "dots"),
+        (" ", "blank"),
+        ("emails ", "emails"),
+        ("jobs\u{fe0f}", "selected jobs"),
+    ] {
+        no_queue_named(db, name);
         let items = [Item::default(), Item::default(), Item::default()].map(|i| Item {
             payload: Arg::Str("x"),
             ..i
@@ -432,43 +448,24 @@ pub fn a_queue_under_a_name_now_refused_keeps_working<S: Store>(db: &Engine<S>) 
             .iter()
             .map(|m| m.id)
             .collect();
-        pollster::block_on(
-            db.store()
-                .write_queue_row(name, |row| Ok(crate::pause_step(row, true))),
-        )
-        .expect("paused row");
-        let refused = |err: crate::Error| {
-            let fields: Vec<_> = err
-                .field_errors()
-                .iter()
-                .map(|f| (f.field, f.code))
-                .collect();
-            assert_eq!(fields, [("queue", "invalid")], "{name:?}");
-        };
-        refused(pollster::block_on(db.pause(name.into(), true)).expect_err("pause"));
-        let retries = Arg::Int(5);
-        let settings = crate::SettingsArgs::new(
-            &name.into(),
-            None,
-            &retries,
-            &Arg::Null,
-            &Arg::Null,
-            &Arg::Null,
+        assert!(
+            pause(db, name, true)
+                .expect("pause an existing queue")
+                .paused
         );
-        refused(settings.expect_err("set_settings"));
-        let stored = pollster::block_on(db.settings(name.into())).expect("settings");
-        assert!(stored.paused && stored.max_retries.is_none(), "{name:?}");
-        let resumed = pollster::block_on(db.pause(name.into(), false)).expect("resume");
-        assert!(!resumed.paused);
-        let call = Call {
-            clock: &clock,
-            backoff: None,
-            sample: 0.0,
+        assert!(listed(db).contains(&(name.to_owned(), true)), "{name:?}");
+        let claim = || {
+            pollster::block_on(db.claim(name.into(), Arg::Null, || TOKEN.into(), &call))
+                .expect("claim")
+                .value
         };
-        let claimed = pollster::block_on(db.claim(name.into(), Arg::Null, || TOKEN.into(), &call))
-            .expect("claim")
-            .value
-            .expect("due");
+        assert_eq!(claim(), None, "{name:?} is paused");
+        let configured = set_retries(db, name, &Arg::Int(5)).expect("set_settings");
+        assert_eq!((configured.max_retries, configured.paused), (Some(5), true));
+        let stored = pollster::block_on(db.settings(name.into())).expect("settings");
+        assert_eq!(stored, configured);
+        assert!(!pause(db, name, false).expect("resume").paused);
+        let claimed = claim().expect("due");
         assert_eq!((claimed.id, claimed.queue.as_str()), (ids[0], name));
         run(&|| pollster::block_on(db.succeed(name.into(), ids[0].into(), TOKEN.into(), &clock)));
         let moved = run(&|| {
@@ -494,5 +491,64 @@ pub fn a_queue_under_a_name_now_refused_keeps_working<S: Store>(db: &Engine<S>) 
             (stats.pending, stats.succeeded, stats.paused),
             (0, 1, false)
         );
+        // No message left, the row (max_retries 5) still stored: the queue exists.
+        run(&|| pollster::block_on(db.delete(name.into(), ids[0].into())));
+        assert!(
+            pause(db, name, true)
+                .expect("pause a queue with a row")
+                .paused
+        );
+        assert!(listed(db).contains(&(name.to_owned(), true)), "{name:?}");
+        assert!(!pause(db, name, false).expect("resume").paused);
+        let cleared = set_retries(db, name, &Arg::Null).expect("clear");
+        assert_eq!(cleared, crate::QueueSettings::default());
+        no_queue_named(db, name);
     }
+}
+
+/// `pause` (`paused` true) or `resume` of `name`.
+fn pause<S: Store>(db: &Engine<S>, name: &str, paused: bool) -> Result<crate::QueueSettings> {
+    pollster::block_on(db.pause(name.into(), paused))
+}
+
+/// `set_settings` of `name` with `max_retries` only.
+fn set_retries<S: Store>(
+    db: &Engine<S>,
+    name: &str,
+    max_retries: &Arg<'_>,
+) -> Result<crate::QueueSettings> {
+    let none = Arg::Null;
+    let args = crate::SettingsArgs::new(&name.into(), None, max_retries, &none, &none, &none)
+        .expect("valid fields");
+    pollster::block_on(db.set_settings(&args))
+}
+
+/// Every queue listed, with whether it is paused.
+fn listed<S: Store>(db: &Engine<S>) -> Vec<(String, bool)> {
+    let all = pollster::block_on(db.queues(&at(BASE))).expect("queues");
+    all.into_iter().map(|s| (s.queue, s.paused)).collect()
+}
+
+/// With no queue `name` (an enqueue refuses the name), `pause` and `set_settings` with a field
+/// are `invalid` on `queue`, `resume` and `set_settings` of nothing store nothing and succeed,
+/// and nothing is listed under `name`.
+fn no_queue_named<S: Store>(db: &Engine<S>, name: &str) {
+    let refused = |err: crate::Error| {
+        let fields: Vec<_> = err
+            .field_errors()
+            .iter()
+            .map(|f| (f.field, f.code))
+            .collect();
+        assert_eq!(fields, [("queue", "invalid")], "{name:?}");
+    };
+    refused(pause(db, name, true).expect_err("pause creates the queue"));
+    refused(set_retries(db, name, &Arg::Int(5)).expect_err("set_settings creates the queue"));
+    assert!(
+        !pause(db, name, false)
+            .expect("resume stores nothing")
+            .paused
+    );
+    let cleared = set_retries(db, name, &Arg::Null).expect("set_settings of nothing");
+    assert_eq!(cleared, crate::QueueSettings::default());
+    assert!(listed(db).iter().all(|(q, _)| q != name), "{name:?}");
 }

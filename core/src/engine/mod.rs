@@ -39,7 +39,7 @@ use crate::error::{Error, Result};
 use crate::machine;
 use crate::message::{Id, Message, Millis};
 use crate::settings::{Clock, Context, QueueRow, QueueSettings, SettingsArgs, pause_step};
-use crate::store::{Claimed, Store};
+use crate::store::{Claimed, ListQuery, Store};
 use crate::validate::{Check, Limits};
 
 pub use apply::{Claiming, Outcome, Sift, Stats, sift};
@@ -604,26 +604,49 @@ impl<S: Store> Engine<S> {
     }
 
     /// Replaces the configurable settings of the queue `args` names (see [`SettingsArgs`]: an
-    /// unset field is unset again; `paused` and the counters are left alone) and returns them.
+    /// unset field is unset again; `paused` and the counters are left alone) and returns them. A
+    /// name an enqueue refuses is `invalid` on `queue` unless the queue exists or nothing is
+    /// stored ([`crate::row_write`]).
     pub async fn set_settings(&self, args: &SettingsArgs) -> Result<QueueSettings> {
-        let row = self
-            .store
-            .write_queue_row(&args.queue, |row| Ok(args.step(row)))
-            .await?;
+        let row = self.write_row(&args.queue, |row| args.step(row)).await?;
         Ok(row.settings)
     }
 
     /// Pauses `queue` (`paused` true: it claims nothing until resumed; every process sees it) or
-    /// resumes it (false); idempotent. Returns the settings. Pausing creates the queue, so its
-    /// name takes an enqueue's rules; resuming takes any name, also one stored by 0.1.0
-    /// ([`crate::validate::pause_queue`]).
+    /// resumes it (false); idempotent. Returns the settings. Takes any handle's name, but pausing
+    /// creates a queue that does not exist, and a name an enqueue refuses is then `invalid` on
+    /// `queue` ([`crate::row_write`]): a queue stored under one (by 0.1.0) is paused and resumed.
     pub async fn pause(&self, queue: Arg<'_>, paused: bool) -> Result<QueueSettings> {
-        let queue = crate::validate::pause_queue(&queue, paused)?.to_owned();
+        let queue = queue_name_only(&queue)?;
         let row = self
-            .store
-            .write_queue_row(&queue, |row: QueueRow| Ok(pause_step(row, paused)))
+            .write_row(&queue, |row| pause_step(row, paused))
             .await?;
         Ok(row.settings)
+    }
+
+    /// Writes `step(row)` as the row of `queue` where [`crate::row_write`] allows it. Only a name
+    /// an enqueue refuses pays the read of whether the queue holds a message: its first message,
+    /// read before the write. No message is ever put under such a name, so one read that found
+    /// none is still right at the write, and one that found a message gives the outcome of the
+    /// write ordered before whatever moved or deleted it since.
+    async fn write_row(
+        &self,
+        queue: &str,
+        step: impl FnOnce(QueueRow) -> QueueRow,
+    ) -> Result<QueueRow> {
+        let first = ListQuery {
+            queue,
+            status: None,
+            limit: 1,
+            after_id: None,
+        };
+        let holds_message = crate::validate::new_queue_name(&Arg::Str(queue)).is_err()
+            && !self.store.list(&first).await?.is_empty();
+        self.store
+            .write_queue_row(queue, |row| {
+                crate::row_write(queue, &row, step(row), holds_message)
+            })
+            .await
     }
 }
 

@@ -71,9 +71,9 @@ pub struct EnqueueArgs {
 
 impl EnqueueArgs {
     /// Checks `queue` (a name messages can be put under: no control or format character but
-    /// the joiners and an emoji tag sequence's tags, something visible, no white space at either
-    /// end, not `.` or `..`; see [`crate::validate::queue_name`] for
-    /// the rest) and every item (at most [`MAX_BATCH`]): the payload within
+    /// the joiners and the tags of three flags, something visible, no white space nor a loose
+    /// joiner or variation selector at either end, not `.` or `..`; see
+    /// [`crate::validate::new_queue_name`] for the rest) and every item (at most [`MAX_BATCH`]): the payload within
     /// `limits.max_payload_bytes`, `max_retries`, the idempotency key, `delay_ms` (0..=30 days),
     /// `group`, `expires_in_ms` (1 ms..=365 days; more than `delay_ms`, which
     /// [`EnqueueArgs::messages`] checks). With `batch`, the field errors of an item carry its

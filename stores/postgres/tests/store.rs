@@ -219,3 +219,10 @@ fn a_role_given_only_an_empty_schema_made_for_it_can_open_it() {
         ))
         .expect("clean up");
 }
+
+#[test]
+fn a_queue_under_a_name_now_refused_keeps_working() {
+    let schemas = Schemas::new("old_names");
+    let engine = Engine::new(open(&schemas.name()).expect("create"), Limits::default());
+    deadletter::conformance::kit::a_queue_under_a_name_now_refused_keeps_working(&engine);
+}

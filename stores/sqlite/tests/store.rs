@@ -152,3 +152,64 @@ fn a_queue_under_a_name_now_refused_keeps_working() {
     let file = TempDb::new();
     deadletter::conformance::kit::a_queue_under_a_name_now_refused_keeps_working(&engine(&file.0));
 }
+
+#[test]
+fn a_queue_row_stored_under_a_name_now_refused_is_paused_and_configured() {
+    // Session 10: a row written raw (as 0.1.0 or a session-8 build could store it) under names
+    // an enqueue refuses; the queue exists, so pause and set_settings take it, and once its
+    // settings are cleared (the row deleted) it no longer exists and pause is refused again.
+    let file = TempDb::new();
+    let db = engine(&file.0);
+    let clock = at(BASE);
+    for name in ["..", "emails ", "jobs\u{200d}"] {
+        db.store()
+            .with_connection(|conn| {
+                conn.execute(
+                    "INSERT INTO queues (name, max_retries) VALUES (?1, 7)",
+                    [name],
+                )
+                .map_err(Error::store)
+            })
+            .expect("raw row");
+        let paused = pollster::block_on(db.pause(name.into(), true)).expect("pause");
+        assert_eq!(
+            (paused.paused, paused.max_retries),
+            (true, Some(7)),
+            "{name:?}"
+        );
+        let listed = pollster::block_on(db.queues(&clock)).expect("queues");
+        assert_eq!(
+            listed
+                .iter()
+                .map(|s| (s.queue.as_str(), s.paused))
+                .collect::<Vec<_>>(),
+            [(name, true)]
+        );
+        let none = deadletter::Arg::Null;
+        let args = |retries| {
+            deadletter::SettingsArgs::new(&name.into(), None, &retries, &none, &none, &none)
+                .expect("valid")
+        };
+        let set = pollster::block_on(db.set_settings(&args(deadletter::Arg::Int(5))));
+        assert_eq!(set.expect("set_settings").max_retries, Some(5));
+        assert!(
+            !pollster::block_on(db.pause(name.into(), false))
+                .expect("resume")
+                .paused
+        );
+        let cleared = pollster::block_on(db.set_settings(&args(none.clone()))).expect("clear");
+        assert_eq!(cleared, deadletter::QueueSettings::default());
+        assert!(
+            pollster::block_on(db.queues(&clock))
+                .expect("queues")
+                .is_empty()
+        );
+        let refused = pollster::block_on(db.pause(name.into(), true)).expect_err("no queue");
+        let fields: Vec<_> = refused
+            .field_errors()
+            .iter()
+            .map(|f| (f.field, f.code))
+            .collect();
+        assert_eq!(fields, [("queue", "invalid")], "{name:?}");
+    }
+}

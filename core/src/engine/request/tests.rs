@@ -139,6 +139,16 @@ fn names_that_cannot_be_shown_safely_are_refused_where_messages_are_put() {
         "\u{1f3f4}\u{e0067}\u{e0062}\u{e0078}\u{e0079}\u{e007a}\u{e007f}",
         "\u{1f3f4}\u{e007f}",
         "\u{1f3f3}\u{e0067}\u{e007f}",
+        // A joiner or variation selector at a loose end, U+2800 as white space (session 10).
+        "jobs\u{200d}",
+        "\u{200c}jobs",
+        "\u{fe0f}\u{2764}",
+        "jobs\u{fe0f}",
+        "jobs \u{fe0f}",
+        "jobs\u{200d}\u{fe0f}",
+        "\u{1f469}\u{200d}",
+        "\u{2800}",
+        "jobs\u{2800}",
     ] {
         let err = EnqueueArgs::new(
             &name.into(),
@@ -169,6 +179,9 @@ fn names_that_cannot_be_shown_safely_are_refused_where_messages_are_put() {
         "\u{1820}\u{180b}",
         "\u{845b}\u{e0100}",
         "\u{263a}\u{fe0e}",
+        "#\u{fe0f}\u{20e3}",
+        "\u{a9}\u{fe0f}",
+        "a\u{2800}b",
     ] {
         assert!(
             EnqueueArgs::new(
