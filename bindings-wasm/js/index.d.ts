@@ -854,7 +854,8 @@ export declare class Database {
    * itself, not to block them, when another page upgrades the database (a newer deadletter in
    * another tab) or deletes it, and when the browser closes it (the site's data cleared, a
    * storage failure): then every later call rejects with a `store` error whose message says
-   * which, and to reload the page.
+   * which, and to reload the page (in a service worker: that the new version's service worker
+   * takes over once the pages this one controls are closed, or to `open()` again).
    */
   close(): void;
 }

@@ -113,6 +113,33 @@ async function page(messages, ranges, limit) {
   return records;
 }
 
+/**
+ * The words of a closed connection's `store` error for where the code runs: who else closed it,
+ * and what to do. A page (or a worker it started) reloads. A service worker has no page to
+ * reload: after an upgrade by a newer version, that version's service worker takes over once it
+ * replaces this one (when every page this one controls is closed, or at once if the new one
+ * calls `skipWaiting()`); after a delete or the browser's close, `open()` opens the database
+ * again (session 10, tester T2).
+ */
+function here() {
+  if (typeof ServiceWorkerGlobalScope === "function" && globalThis instanceof ServiceWorkerGlobalScope) {
+    return {
+      other: "another page or worker",
+      newer: "another page or worker (a newer version of deadletter?)",
+      self: "this service worker",
+      upgraded: "the new version's service worker takes over once it replaces this one: close the pages this one controls (or the new one calls skipWaiting())",
+      reopen: "open() it again",
+    };
+  }
+  return {
+    other: "another page",
+    newer: "another page (a newer version of deadletter, in another tab?)",
+    self: "this page",
+    upgraded: "reload the page to use the new version",
+    reopen: "reload the page to open it again",
+  };
+}
+
 /** An open IndexedDB database holding messages. */
 export class IdbStore {
   #db;
@@ -128,14 +155,15 @@ export class IdbStore {
     // tab, or worker) upgrading the database, or deleting it (`newVersion` null). Closing lets it
     // go ahead instead of blocking it (its open would wait, and time out, while this page stays
     // open). Or the browser closed the connection (`close`: the site's data cleared, a storage
-    // failure). Either way every later call fails with a `store` error saying which.
+    // failure). Either way every later call fails with a `store` error saying which, and what to
+    // do where this runs (`here`).
     db.onversionchange = (event) =>
       this.close(
         event.newVersion == null
-          ? `another page deleted IndexedDB database ${name}; reload the page to open it again`
-          : `another page (a newer version of deadletter, in another tab?) upgraded IndexedDB database ${name} to version ${event.newVersion} (this page's deadletter uses version ${VERSION}); reload the page to use the new version`,
+          ? `${here().other} deleted IndexedDB database ${name}; ${here().reopen}`
+          : `${here().newer} upgraded IndexedDB database ${name} to version ${event.newVersion} (${here().self}'s deadletter uses version ${VERSION}); ${here().upgraded}`,
       );
-    db.onclose = () => this.close(`the browser closed IndexedDB database ${name} (the site's data was cleared, or a storage failure); reload the page to open it again`);
+    db.onclose = () => this.close(`the browser closed IndexedDB database ${name} (the site's data was cleared, or a storage failure); ${here().reopen}`);
   }
 
   /** Opens (creating or upgrading) database `name` of `factory` (see schema.js). */
