@@ -206,23 +206,28 @@ export async function transaction(db, stores, mode, body, after) {
   } catch (err) {
     throw storeError("transaction", err);
   }
-  // Watched before the first await: `body` may let the transaction finish.
-  const done = new Promise((resolve, reject) => {
-    tx.oncomplete = () => resolve();
-    tx.onabort = () => reject(tx.error ? storeError("transaction aborted", tx.error) : storeError("transaction", "aborted"));
-  });
+  // Watched before the first await (the transaction may finish then), but once `body` has made
+  // its first requests, which go out first (issue 20): its events fire in later tasks.
+  let done;
+  const watch = () =>
+    (done ??= new Promise((resolve, reject) => {
+      tx.oncomplete = () => resolve();
+      tx.onabort = () => reject(tx.error ? storeError("transaction aborted", tx.error) : storeError("transaction", "aborted"));
+    }));
   let value;
   try {
     // No array of the object stores made per call (issue 20): one or two.
     const first = tx.objectStore(names[0]);
-    value = await (names.length === 1 ? body(first) : body(first, tx.objectStore(names[1])));
+    const running = names.length === 1 ? body(first) : body(first, tx.objectStore(names[1]));
+    watch();
+    value = await running;
   } catch (err) {
     try {
       tx.abort();
     } catch {
       // already finished (committed by itself, or aborted): fine
     }
-    await done.catch(() => {});
+    await watch().catch(() => {});
     throw err instanceof DeadLetterError || err instanceof Thrown ? err : storeError("transaction", err);
   }
   // Not twice: a second commit() throws (a DOMException made for nothing).
