@@ -513,11 +513,11 @@ def test_an_empty_token_is_refused(db: deadletter.Database) -> None:
 
 
 @pytest.mark.parametrize("token", [" s3cret", "s3cret\n", " "])
-def test_a_token_with_surrounding_whitespace_is_refused(
+def test_a_token_with_surrounding_white_space_is_refused(
     db: deadletter.Database, token: str
 ) -> None:
     # A client's credential is read stripped: such a token would answer every request with 401.
-    with pytest.raises(ValueError, match="token begins or ends with whitespace"):
+    with pytest.raises(ValueError, match="token begins or ends with white space"):
         deadletter.http.app(db, token=token)
 
 

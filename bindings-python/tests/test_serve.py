@@ -302,12 +302,12 @@ def test_serve_warns_when_it_exposes_the_api_without_a_token(
         (
             ["--token", " s3cret"],
             {},
-            "--token begins or ends with whitespace: no client could send it",
+            "--token begins or ends with white space: no client could send it",
         ),
         (
             [],
             {"DEADLETTER_TOKEN": "s3cret\n"},
-            "DEADLETTER_TOKEN begins or ends with whitespace: no client could send it",
+            "DEADLETTER_TOKEN begins or ends with white space: no client could send it",
         ),
         (  # finding F12: a browser's fetch() cannot send it; the console said "not answering"
             ["--token", "pässwörd€"],

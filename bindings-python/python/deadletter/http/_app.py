@@ -118,7 +118,7 @@ def app(
     while the app serves and closes it afterwards. Raises `TypeError` naming an argument of the
     wrong type (``db`` not a `deadletter.Database`, ``token`` not a str, ``max_payload_bytes`` not
     an int, ``clock`` not callable, ``allowed_hosts`` or ``allow_origins`` not a list of str)
-    and `ValueError` for an empty token, one that begins or ends with whitespace, a
+    and `ValueError` for an empty token, one that begins or ends with white space, a
     ``max_payload_bytes`` outside 1..=67108864, a host that is not a name or an address without
     a port, or an origin that is not ``http(s)://host[:port]``.
     """
@@ -134,11 +134,11 @@ def app(
 
 def token_problem(token: str) -> Optional[str]:
     """Why no client could send ``token`` (the end of a sentence about it), or None. A client's
-    credential is read without surrounding whitespace; a header carries printable ASCII only
+    credential is read without surrounding white space; a header carries printable ASCII only
     (RFC 9110 5.5: other bytes are obsolete), and a browser's ``fetch()`` refuses any character
     past U+00FF, so the console said "The server is not answering" (finding F12)."""
     if token != token.strip():
-        return "begins or ends with whitespace: no client could send it"
+        return "begins or ends with white space: no client could send it"
     for char in token:
         if not " " <= char <= "~":
             return (

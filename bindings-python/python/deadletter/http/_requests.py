@@ -201,10 +201,10 @@ finding F10)."""
 def parse_body(raw: bytes, fields: Iterable[str], *, required: bool) -> Fields:
     """A request body: a JSON object with only ``fields`` (none required here: a missing one is
     ``None``, which the queue rejects where it needs a value). No body at all is ``{}`` unless
-    ``required``; a body of whitespace only is not JSON."""
+    ``required``; a body of white space only is not JSON."""
     if not raw.strip():
         if raw or required:
-            what = "only whitespace" if raw else "empty"
+            what = "only white space" if raw else "empty"
             raise invalid("body", "type", f"must be a JSON object; the body is {what}")
         return Fields()
     try:

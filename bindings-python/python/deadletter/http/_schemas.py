@@ -73,9 +73,12 @@ CONTROLS = r"\u0000-\u001f\u007f-\u009f" + HIDDEN
 paragraph separators; a test checks them against the queue, character by character). Those past
 U+FFFF are written as themselves: a JSON Schema pattern is read with ECMA-262's `u` flag, as
 Python's `re` reads it."""
-SPACES = r"\u0020\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-"""Unicode's White_Space characters besides the controls: a name made only of them is refused
-(spelled out, since ``\\s`` differs between regular expression dialects)."""
+SPACES = r"\u0020\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\u2800"
+"""Unicode's White_Space characters besides the controls, and U+2800 BRAILLE PATTERN BLANK, which
+shows as a blank (session 10): a name made only of them is refused (spelled out, since ``\\s``
+differs between regular expression dialects)."""
+SELECTORS = "\u180b-\u180d\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef"
+"""The variation selectors: `IGNORABLE` but the joiners."""
 TAGS = (
     "\U0001f3f4\U000e0067\U000e0062"
     "(?:\U000e0065\U000e006e\U000e0067|\U000e0073\U000e0063\U000e0074|\U000e0077\U000e006c\U000e0073)"
@@ -86,17 +89,22 @@ end tag: Unicode's recommended emoji tag sequences): the only place a queue name
 characters (any other tags show as the black flag alone)."""
 NAME = rf"(?:[^{CONTROLS}]|{TAGS})"
 """A character of a queue name enqueue accepts, or a whole emoji tag sequence."""
-EDGE = rf"(?:[^{CONTROLS}{SPACES}]|{TAGS})"
-"""What a queue name may start and end with: not white space either (session 9)."""
 SHOWN = rf"(?:[^{CONTROLS}{SPACES}{IGNORABLE}]|{TAGS})"
-"""Something a queue name shows: not white space, a joiner or a variation selector."""
-NEW_QUEUE = rf"^(?!\.\.?$)(?:{EDGE}{NAME}*)?{SHOWN}(?:{NAME}*{EDGE})?$"
+"""Something a queue name shows: not white space, a joiner or a variation selector. A name starts
+with it (session 9: no white space; session 10: no joiner or selector, with nothing before it)."""
+VARIED = rf"(?:[^{CONTROLS}{SPACES}{IGNORABLE}\u0000-\u007f]|{TAGS})"
+"""Something shown that is not ASCII: what variation selectors at the end of a name may follow
+(an emoji, an ideograph; ``jobs\\ufe0f`` reads as ``jobs``: session 10)."""
+END = rf"(?:{SHOWN}|{VARIED}[{IGNORABLE}]*[{SELECTORS}])"
+"""How a queue name ends: something shown (not white space, not a joiner), or variation selectors
+after something `VARIED`."""
+NEW_QUEUE = rf"^(?!\.\.?$)(?:{SHOWN}{NAME}*)?{END}$"
 """A queue name that enqueue accepts (where messages are put under it): no control or invisible
 character but the joiners, the variation selectors and the tags of an emoji tag sequence, not
 only white space and invisible characters (finding N7, session 7), no white space at its start
-or end (session 9), not ``.`` or ``..`` (dot segments, which clients remove from URLs: finding
-F3, refused by the core since 0bbc070). Without lookbehind: something shown, with an edge
-before and after it when it is not the first or the last."""
+or end (session 9), no joiner or variation selector at its start, no joiner at its end, no
+variation selector at its end after an ASCII character (session 10), not ``.`` or ``..`` (dot
+segments, which clients remove from URLs: finding F3, refused by the core since 0bbc070)."""
 
 TIMESTAMP: Json = {
     "type": "string",
@@ -835,9 +843,12 @@ PARAMETERS: Json = {
         f"1..={MAX_QUEUE_CHARS} characters, without control characters (C0, DEL, C1), format "
         "characters (Unicode's Cf: bidirectional controls, zero-width spaces, ...), other "
         "default-ignorable ones (Hangul fillers, ...) or line and paragraph separators, but the "
-        "joiners U+200C and U+200D, the variation selectors and the tags of an emoji tag "
-        "sequence (flags), not only white space and invisible characters, not starting or "
-        "ending with white space, not . or ..: the names messages can be put under.",
+        "joiners U+200C and U+200D, the variation selectors and the tags of the flags of "
+        "England, Scotland and Wales, not only white space and invisible characters, not "
+        "starting or ending with white space (U+2800 included), not starting with a joiner or "
+        "variation selector, not ending with a joiner or with a variation selector after an "
+        "ASCII character, not . or ..: the names messages can be put under, and those pause and "
+        "storing settings accept for a queue that does not exist yet.",
         "schema": {**MESSAGE_PROPERTIES["queue"], "pattern": NEW_QUEUE},
     },
     "create": {
