@@ -35,6 +35,7 @@ pub mod filters;
 pub mod fork;
 pub mod item;
 pub mod message;
+pub mod names;
 pub mod policy;
 pub mod queue;
 pub mod settings;
@@ -364,6 +365,7 @@ fn deadletter_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<crate::settings::PyQueueSettings>()?;
     m.add_class::<PyBackoff>()?;
     worker::register(m)?;
+    names::register(m)?;
     constants::register(m)?;
     m.add("CODES", PyTuple::new(m.py(), deadletter::CODES)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -228,7 +228,7 @@ impl PyMessage {
         let text = |s: &str| -> PyResult<String> {
             let short: String = s.chars().take(60).collect();
             let ellipsis = if short.len() < s.len() { "..." } else { "" };
-            Ok(format!("{}{ellipsis}", short.into_pyobject(py)?.repr()?))
+            Ok(format!("{}{ellipsis}", crate::names::literal(&short)))
         };
         let mut parts = vec![
             format!("id={}", m.id),

@@ -184,15 +184,16 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// `\t`, `\n`, `\r`, `\0`, and any other control character as `\u{..}`; every other character
 /// as it is. Written by hand because `str`'s `Debug` also escapes Unicode's non-printable
 /// characters, whose tables weigh about 4 kB gzipped in the WebAssembly module (its budget:
-/// bindings-wasm/size.mjs); the texts quoted are names and statuses. Format characters
-/// (`crate::validate::is_hidden`, which new queue names refuse) are escaped too, as `Debug`
-/// does, so that a name stored before that rule reads as it is in an error (finding N7, session 7).
+/// bindings-wasm/size.mjs); the texts quoted are names and statuses. The characters that new
+/// queue names refuse as invisible are escaped too ([`crate::shown::shown`]: format characters,
+/// as `Debug` does, but the tags of a flag of England, Scotland or Wales, which names allow), so
+/// that a name stored before that rule reads as it is in an error (finding N7, session 7).
 pub struct Quoted<'a>(pub &'a str);
 
 impl fmt::Display for Quoted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_char('"')?;
-        for c in self.0.chars() {
+        for (c, hidden) in crate::shown::shown(self.0) {
             match c {
                 '"' => f.write_str("\\\"")?,
                 '\\' => f.write_str("\\\\")?,
@@ -200,7 +201,7 @@ impl fmt::Display for Quoted<'_> {
                 '\n' => f.write_str("\\n")?,
                 '\r' => f.write_str("\\r")?,
                 '\0' => f.write_str("\\0")?,
-                c if c.is_control() || crate::validate::is_hidden(c) => {
+                c if hidden => {
                     write!(f, "\\u{{{:x}}}", u32::from(c))?;
                 }
                 c => f.write_char(c)?,
@@ -232,8 +233,16 @@ mod tests {
         ] {
             assert_eq!(Quoted(text).to_string(), format!("{text:?}"));
         }
-        // The joiners stay, as names keep them (Debug escapes them).
+        // The joiners stay, as names keep them (Debug escapes them); so do the tags of the
+        // flags names allow (session 10), not others.
         let joined = "\u{1f469}\u{200d}\u{1f4bb} jobs";
         assert_eq!(Quoted(joined).to_string(), format!("\"{joined}\""));
+        let wales = "\u{1f3f4}\u{e0067}\u{e0062}\u{e0077}\u{e006c}\u{e0073}\u{e007f}";
+        assert_eq!(Quoted(wales).to_string(), format!("\"{wales}\""));
+        let other = "\u{1f3f4}\u{e0061}\u{e007f}";
+        assert_eq!(
+            Quoted(other).to_string(),
+            "\"\u{1f3f4}\\u{e0061}\\u{e007f}\""
+        );
     }
 }

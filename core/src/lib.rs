@@ -93,6 +93,7 @@ pub mod machine;
 mod memory;
 mod message;
 mod settings;
+pub mod shown;
 pub mod storage;
 mod store;
 pub mod validate;

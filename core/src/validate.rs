@@ -527,7 +527,7 @@ fn holds_hidden(name: &str) -> Option<&'static str> {
 /// `rest` itself when it does not start with them.
 /// (A loop over `chars`: `str`'s pattern searchers cost the npm package's WebAssembly, which has
 /// a size budget, 4 448 bytes gzipped: 63 680 against 59 232, `make js`, session 9.)
-fn after_flag_tags(rest: &str) -> &str {
+pub(crate) fn after_flag_tags(rest: &str) -> &str {
     const FLAGS: [[u8; 5]; 3] = [*b"gbeng", *b"gbsct", *b"gbwls"];
     let mut chars = rest.chars();
     let mut spelled = [0u8; 5];

@@ -57,8 +57,10 @@ __all__ = [
     "WorkerPlan",
     "__version__",
     "backoff",
+    "check_new_queue",
     "failure_text",
     "open",
+    "printable",
 ]
 
 __version__: str
@@ -245,6 +247,16 @@ def open(
 def backoff(retry_count: int) -> timedelta:
     """The delay after the ``retry_count``-th failure under the default `Backoff`:
     ``min(2**retry_count, 3600)`` seconds. `ValidationError` for a negative count or a non-int."""
+
+def printable(text: str) -> str:
+    """``text`` with every character that a new queue name refuses as a control or invisible one
+    escaped as Python writes it (``\\n``, ``\\x1b``, ``\\u202e``, ``\\U000e0041``), every other one
+    as it is (the joiners, the variation selectors, the tags of the flags of England, Scotland and
+    Wales): the core's rule. `deadletter._invisible.printable` calls it."""
+
+def check_new_queue(name: object) -> None:
+    """`ValidationError` (field ``queue``) when ``name`` cannot name a new queue (the rule of
+    `Queue.enqueue`'s queue); stores nothing. For the HTTP API's routes that create a queue."""
 
 @final
 class Backoff:

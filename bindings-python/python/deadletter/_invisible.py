@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CONTROLS", "HIDDEN", "IGNORABLE", "escaped", "printable"]
+from ._deadletter import printable as _printable
+
+__all__ = ["CONTROLS", "HIDDEN", "IGNORABLE", "escaped", "name", "printable"]
 
 CONTROLS = "\x00-\x1f\x7f-\x9f"
 """The C0 controls, DEL and the C1 controls (what a terminal obeys: ESC, BEL, OSC, ...)."""
@@ -41,21 +43,35 @@ They show nothing alone, so a queue name made only of them and white space is re
 they are allowed inside one."""
 
 
-CONTROL = re.compile(f"[{CONTROLS}{HIDDEN}]")
-"""The C0 and C1 control characters and DEL (what a terminal obeys: ESC, BEL, OSC, ...) and
-`HIDDEN`: the bidirectional controls, which reorder the rest of the line (U+202E shows ``abc`` as
-``cba``: a payload could disguise the columns after it; new-user finding F10), and those that
-show nothing, such as ZERO WIDTH SPACE (a queue name ``emails\\u200b`` read as ``emails``;
-finding N7, session 7). Queue names refuse the same set, and the console shows it escaped too."""
-NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate (a file name or argument that was not UTF-8, decoded with
+``surrogateescape``), which no queue holds and the core cannot read: escaped here."""
 
 
 def printable(text: str) -> str:
-    """``text`` with every control character (`CONTROL`) escaped, ``\\n``, ``\\r``, ``\\t``,
-    ``\\x1b`` or ``\\u202e``: people's output is one line per value, in order, and never drives
-    the terminal (payloads and errors come from whoever can enqueue). ``--json`` escapes them its
-    own way."""
-    return CONTROL.sub(lambda m: NAMED.get(m.group(), escaped(m.group())), text)
+    """``text`` with every character that a new queue name refuses as a control or invisible one
+    escaped, ``\\n``, ``\\r``, ``\\t``, ``\\x1b`` or ``\\u202e``, and every other one as it is: the
+    core's rule (`_deadletter.printable`), so the joiners, the variation selectors and the tags of
+    the flags of England, Scotland and Wales, which names allow, show as typed (session 10, tester
+    T2: the flags showed as a black flag and escaped tags). People's output is one line per value,
+    in order, and never drives the terminal (payloads and errors come from whoever can enqueue).
+    ``--json`` escapes its own way."""
+    try:
+        return _printable(text)
+    except UnicodeEncodeError:
+        return _printable(SURROGATE.sub(lambda m: escaped(m.group()), text))
+
+
+EDGES = re.compile("^[\\s\u2800]+|[\\s\u2800]+$")
+"""White space at either end of a text (and U+2800 BRAILLE PATTERN BLANK, which the core counts
+as white space in names)."""
+
+
+def name(queue: str) -> str:
+    """A queue name as the CLI's tables show it: `printable`, and its white space at either end
+    (all of it, in a name of only white space) escaped, ``emails\\x20``: ``emails `` and
+    ``emails``, both stored by 0.1.0, read alike (session 10, tester T2)."""
+    return EDGES.sub(lambda m: "".join(map(escaped, m.group())), printable(queue))
 
 
 def escaped(char: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Optional, TextIO, Union
 import deadletter
 
 from .._deadletter import STATUSES
-from .._invisible import printable
+from .._invisible import name, printable
 from .._json import jsonable
 
 __all__ = [
@@ -56,16 +56,25 @@ def emit(
         out.write(json.dumps(jsonable(rows), ensure_ascii=False, indent=2) + "\n")
         return
     if isinstance(rows, dict):
-        records = [{"field": c, "value": readable(rows.get(c))} for c in columns]
+        records = [{"field": c, "value": readable(rows.get(c), c)} for c in columns]
         write_table(records, ("field", "value"), header=False, out=out, width=width)
     else:
-        records = [{c: readable(r.get(c)) for c in columns} for r in rows]
+        records = [{c: readable(r.get(c), c) for c in columns} for r in rows]
         write_table(records, columns, header=True, out=out, width=width)
 
 
-def readable(value: Any) -> Any:
-    """A value as a table shows it: durations as ``1h 30m``, the rest as in JSON."""
-    return duration(value) if isinstance(value, timedelta) else jsonable(value)
+NAME_COLUMNS = frozenset({"queue", "moved_from"})
+"""The columns that hold queue names (`readable` shows their white space at either end)."""
+
+
+def readable(value: Any, column: str) -> Any:
+    """A value of ``column`` as a table shows it: durations as ``1h 30m``, a queue name with its
+    white space at either end escaped (`name`: ``emails\\x20``), the rest as in JSON."""
+    if isinstance(value, timedelta):
+        return duration(value)
+    if column in NAME_COLUMNS and isinstance(value, str):
+        return name(value)
+    return jsonable(value)
 
 
 def duration(value: timedelta) -> str:
@@ -111,14 +120,15 @@ def is_number(value: Any) -> bool:
 
 def shown_width(text: str) -> int:
     """The columns ``text`` takes on a terminal: 2 for a wide or full-width character (CJK:
-    ``unicodedata.east_asian_width`` W or F), 0 for a combining one, 1 for the others (a queue
-    ``ユニコード/キュー`` shifted its row's columns: finding M10)."""
+    ``unicodedata.east_asian_width`` W or F), 0 for a combining one, a variation selector or a
+    format character that a cell shows (a joiner, a flag's tags: the rest are escaped), 1 for the
+    others (a queue ``ユニコード/キュー`` shifted its row's columns: finding M10)."""
     return sum(char_width(char) for char in text)
 
 
 def char_width(char: str) -> int:
     """The columns one character takes on a terminal (see `shown_width`)."""
-    if unicodedata.combining(char):
+    if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
         return 0
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 

@@ -32,5 +32,15 @@ export function escaped(char) {
   return code < 0x10000 ? `\\u${hex.padStart(4, "0")}` : `\\U${hex.padStart(8, "0")}`;
 }
 
-/** `text` with every `HIDDEN` character escaped; null and undefined as they are. */
-export const visible = (text) => (typeof text === "string" ? text.replace(HIDDEN, escaped) : text);
+/**
+ * A flag of England, Scotland or Wales: U+1F3F4, the tags spelling gbeng, gbsct or gbwls, U+E007F
+ * (Unicode's recommended emoji tag sequences), which queue names allow (core/src/validate.rs
+ * after_flag_tags) and so show as typed; any other tag is `HIDDEN` (session 10, tester T2).
+ */
+const FLAG = "\\u{1f3f4}\\u{e0067}\\u{e0062}(?:\\u{e0065}\\u{e006e}\\u{e0067}|\\u{e0073}\\u{e0063}\\u{e0074}|\\u{e0077}\\u{e006c}\\u{e0073})\\u{e007f}";
+const SHOWN = new RegExp(`(${FLAG})|${HIDDEN.source}`, "gu");
+
+/** `text` with every `HIDDEN` character escaped but a flag's tags; null and undefined as they
+ * are. What the CLI's `printable` escapes (the core's `shown`), less tab and the line breaks. */
+export const visible = (text) =>
+  typeof text === "string" ? text.replace(SHOWN, (char, flag) => flag ?? escaped(char)) : text;

@@ -1,0 +1,170 @@
+"""How queue names reach people (session 10, tester T2): the CLI's tables, the HTTP API's problem
+details, ``repr`` of a message and the console (``visible.js``, run here in Node) show exactly the
+characters a new queue name refuses escaped, and what it allows as typed: the flags of England,
+Scotland and Wales, emoji joined by U+200D, U+FE0F, a Persian word with U+200C. One list of names
+for all of them; the core's rule (`_deadletter.printable`) against the console's for every code
+point. The CLI's tables also escape the white space at either end of a name (``emails\\x20``)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import sqlite3
+import re
+import subprocess
+from contextlib import closing
+from pathlib import Path
+from urllib.parse import quote
+
+import deadletter
+import pytest
+from deadletter import cli
+from deadletter.cli import _output
+from deadletter._deadletter import check_new_queue
+from deadletter._invisible import printable
+from http_client import client_of, problem
+from virtual_clock import Clock
+
+VISIBLE = Path(deadletter.__file__).parent / "http" / "static" / "visible.js"
+
+
+def tags(letters: str) -> str:
+    """The tag characters spelling ``letters`` (each ASCII letter's code point plus U+E0000)."""
+    return "".join(chr(0xE0000 + ord(c)) for c in letters)
+
+
+BLACK, END = "\U0001f3f4", "\U000e007f"
+ENGLAND, SCOTLAND, WALES = (BLACK + tags(f) + END for f in ("gbeng", "gbsct", "gbwls"))
+TYPED = [
+    ENGLAND,
+    SCOTLAND,
+    WALES,
+    f"reports {WALES} daily",
+    "\U0001f469\u200d\U0001f4bb",
+    "\u2764\ufe0f",
+    "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",  # Persian, with ZERO WIDTH NON-JOINER
+    "emails",
+]
+"""Names a new queue takes, shown as typed."""
+ESCAPED = {
+    "a\u200bb": r"a\u200bb",
+    "x\u202ey": r"x\u202ey",
+    "emails\u3164": r"emails\u3164",
+    BLACK + tags("abc") + END: BLACK + r"\U000e0061\U000e0062\U000e0063\U000e007f",
+    BLACK + tags("gbeng"): BLACK + r"\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067",
+}
+"""Names a new queue refuses (0.1.0 stored them), as they are shown."""
+SHOWN = {**{name: name for name in TYPED}, **ESCAPED}
+
+
+def console(texts: list[str]) -> list[str]:
+    """``visible(text)`` of the console's visible.js for each of ``texts``, in Node."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    script = (
+        f"import {{ visible }} from {json.dumps(VISIBLE.as_uri())};\n"
+        "import { readFileSync } from 'node:fs';\n"
+        "const texts = JSON.parse(readFileSync(0, 'utf8'));\n"
+        "process.stdout.write(JSON.stringify(texts.map(visible)));\n"
+    )
+    done = subprocess.run(
+        [node, "--input-type=module", "-e", script],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    shown: list[str] = json.loads(done.stdout)
+    return shown
+
+
+def test_the_cli_and_the_api_show_what_names_allow_as_typed_and_escape_the_rest() -> None:
+    assert {name: printable(name) for name in SHOWN} == SHOWN
+    for name in TYPED:
+        check_new_queue(name)
+    for name in ESCAPED:
+        with pytest.raises(deadletter.ValidationError) as refused:
+            check_new_queue(name)
+        assert [(e["field"], e["code"]) for e in refused.value.errors] == [("queue", "invalid")]
+
+
+def test_the_console_shows_the_same_list_the_same_way() -> None:
+    assert console(list(SHOWN)) == list(SHOWN.values())
+
+
+def test_the_console_escapes_what_the_core_escapes_for_every_code_point() -> None:
+    """Each code point between two letters: escaped by visible.js exactly when the core's rule
+    escapes it (but tab and the line breaks, which the console shows its own way)."""
+    codes = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and chr(c) not in "\t\n\r"]
+    texts = [f"a{chr(c)}b" for c in codes]
+    core = [c for c, text in zip(codes, texts) if printable(text) != text]
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    script = (
+        f"import {{ visible }} from {json.dumps(VISIBLE.as_uri())};\n"
+        "const escaped = [];\n"
+        "for (let c = 0; c < 0x110000; c += 1) {\n"
+        "  if ((c >= 0xd800 && c <= 0xdfff) || c === 9 || c === 10 || c === 13) continue;\n"
+        "  const text = `a${String.fromCodePoint(c)}b`;\n"
+        "  if (visible(text) !== text) escaped.push(c);\n"
+        "}\n"
+        "process.stdout.write(JSON.stringify(escaped));\n"
+    )
+    done = subprocess.run(
+        [node, "--input-type=module", "-e", script], capture_output=True, text=True, check=True
+    )
+    assert json.loads(done.stdout) == core
+    assert len(core) > 4000  # the controls, format and other ignorable characters
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = cli.main(list(argv), out=out, err=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_the_cli_tables_show_names_as_typed_escaped_and_with_their_edge_spaces(
+    tmp_path: Path,
+) -> None:
+    """0.1.0 took any name: ``emails `` and ``emails`` read alike in ``stats`` (and ``\\x20``
+    alone as an empty cell); their white space at either end is escaped now."""
+    file = tmp_path / "names.db"
+    old = [*ESCAPED, "emails ", " emails", " ", "a b"]
+    with deadletter.open(file) as db:
+        for name in [*TYPED, *(f"old {n}" for n in range(len(old)))]:
+            db.queue(name).enqueue("x")
+    with closing(sqlite3.connect(file)) as raw, raw:  # names stored before the rules
+        for n, name in enumerate(old):
+            raw.execute("UPDATE messages SET queue = ? WHERE queue = ?", (name, f"old {n}"))
+    status, out, _ = run("stats", str(file))
+    assert status == 0
+    shown = sorted(line.split("  ")[0] for line in out.splitlines()[1:])
+    expected = [*SHOWN.values(), r"emails\x20", r"\x20emails", r"\x20", "a b"]
+    assert shown == sorted(_output.cell(text, _output.CELL_WIDTH) for text in expected)  # cut
+    status, out, _ = run("show", str(file), "emails ", str(len(TYPED) + len(ESCAPED) + 1))
+    assert status == 0 and re.split(r"\s{2,}", out.splitlines()[1]) == ["queue", r"emails\x20"]
+    # A flag takes the two columns of its black flag: its tags take none (they counted one each).
+    assert [_output.shown_width(flag) for flag in (ENGLAND, SCOTLAND, WALES)] == [2, 2, 2]
+
+
+def test_repr_of_a_message_shows_its_texts_by_the_same_rule() -> None:
+    q = deadletter.open().queue(WALES)
+    m = q.enqueue("pay \u202egnp.exe \u2764\ufe0f it's")
+    assert repr(m).startswith(
+        f"<deadletter.Message id=1 queue='{WALES}' status='pending' retry_count=0/3 "
+        "payload=\"pay \\u202egnp.exe \u2764\ufe0f it's\""
+    )
+
+
+def test_the_api_404_of_no_queue_shows_names_as_typed() -> None:
+    db = deadletter.open()
+    db.queue(ENGLAND).enqueue("x")
+    client = client_of(db, Clock())
+    r = client.post(f"/queues/{quote(SCOTLAND, safe='')}/pause")
+    assert problem(r, 404, "not_found")["detail"] == (
+        f'no queue "{SCOTLAND}" (it holds no message and no settings); queues: "{ENGLAND}"; '
+        "give create=true to create it"
+    )
