@@ -219,9 +219,17 @@ def test_pause_and_settings_of_a_queue_that_names_none_are_404_unless_create(
     # A queue that exists (a message, or now stored settings) needs no create.
     assert client.request(method, f"/queues/ordres/{route}", json=body).status_code == 200
     assert client.request(method, f"/queues/orders/{route}", json=body).status_code == 200
-    # Resume and GET settings never store a queue: they need no create.
-    assert client.post("/queues/nowhere/resume").status_code == 200
-    assert client.get("/queues/nowhere/settings").status_code == 200
+    # GET settings reads an unknown queue as all unset, as its stats read as zeros; resume of
+    # one is a 404 (session 10: it answered 200, as if the mistyped queue was resumed), with no
+    # create to give: resuming stores nothing.
+    assert client.get("/queues/nowhere/settings").json() == UNSET
+    assert client.get("/queues/nowhere/stats").json()["pending"] == 0
+    r = client.post("/queues/ordrs/resume")
+    assert problem(r, 404, "not_found")["detail"] == (
+        'no queue "ordrs" (it holds no message and no settings); queues: "orders", "ordres", '
+        '"invoices"'
+    )
+    assert client.post("/queues/ordres/resume").json()["paused"] is False
     assert "nowhere" not in [s.queue for s in db.queues()]
 
 
@@ -231,19 +239,33 @@ def test_pause_and_settings_refuse_the_names_enqueue_refuses(
     """Session 9: ``POST /queues/%2E%2E/pause?create=true`` (and a PUT of settings) made queues
     named ``..``, U+3164 or a blank that enqueue refuses, listed by ``GET /queues`` and the
     console, which cannot open ``.`` or ``..``. They are a 422 ``invalid`` on ``queue`` now, and
-    nothing is stored; resume and GET settings still take them (names stored before)."""
+    nothing is stored; GET settings still takes them (names stored before). Without
+    ``create=true`` too, at once (session 10, tester T2: a 404 suggested ``create=true``, whose
+    answer was this 422), with every other rejected field: ``create``'s, the body's."""
     for name in ("%2E%2E", "%2E", "%E3%85%A4", "y%E3%85%A4", "%20", "a%E2%80%A8b"):
-        r = client.post(f"/queues/{name}/pause?create=true")
-        assert fields(problem(r, 422, "validation_failed")) == [("queue", "invalid")], name
-        r = client.put(f"/queues/{name}/settings?create=true", json={"max_retries": 5})
-        assert fields(problem(r, 422, "validation_failed")) == [("queue", "invalid")], name
-        assert client.post(f"/queues/{name}/resume").json()["paused"] is False
+        for create in ("?create=true", ""):
+            r = client.post(f"/queues/{name}/pause{create}")
+            assert fields(problem(r, 422, "validation_failed")) == [("queue", "invalid")], name
+            r = client.put(f"/queues/{name}/settings{create}", json={"max_retries": 5})
+            assert fields(problem(r, 422, "validation_failed")) == [("queue", "invalid")], name
+        r = client.post(f"/queues/{name}/pause?create=maybe")
+        assert fields(problem(r, 422, "validation_failed")) == [
+            ("create", "type"),
+            ("queue", "invalid"),
+        ]
+        r = client.put(f"/queues/{name}/settings?create=1", json={"max_retries": 0})
+        assert fields(problem(r, 422, "validation_failed")) == [
+            ("create", "type"),
+            ("queue", "invalid"),
+            ("max_retries", "out_of_range"),
+        ]
+        assert client.post(f"/queues/{name}/resume").status_code == 404
         assert client.get(f"/queues/{name}/settings").json()["max_retries"] is None
     assert db.queues() == [] and client.get("/queues").json() == {"queues": []}
 
 
 def test_the_404_of_no_queue_escapes_invisible_characters(client: TestClient) -> None:
-    r = client.post("/queues/a%E2%80%AEb/pause")
+    r = client.post("/queues/a%E2%80%AEb/resume")
     assert problem(r, 404, "not_found")["detail"].startswith(
         'no queue "a\\u202eb" (it holds no message and no settings); the database holds no queue'
     )

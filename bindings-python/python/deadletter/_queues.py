@@ -4,12 +4,13 @@ closest first, so that a typo reads as one (new-user finding M8, session 7)."""
 from __future__ import annotations
 
 from difflib import SequenceMatcher
+from typing import Optional
 
 import deadletter
 
 from ._invisible import printable
 
-__all__ = ["queue_names", "unknown"]
+__all__ = ["missing", "queue_names", "unknown"]
 
 SHOWN_QUEUES = 10
 """Queue names a note about an unknown queue shows, closest first."""
@@ -18,6 +19,17 @@ SHOWN_QUEUES = 10
 def queue_names(db: deadletter.Database) -> list[str]:
     """The queues of ``db``: those `Database.queues` lists (holding messages or stored settings)."""
     return [stats.queue for stats in db.queues()]
+
+
+def missing(db: deadletter.Database, name: str) -> Optional[list[str]]:
+    """``None`` when ``name`` is a queue of ``db`` (one that `Database.queues` lists); else the
+    queues there are, for `unknown`. A queue that holds a message is known by one index read
+    (`Queue.list` of one message); only one that holds none (its settings stored, or no queue)
+    reads every queue's statistics (`Database.queues`)."""
+    if db.queue(name).list(limit=1):
+        return None
+    names = queue_names(db)
+    return None if name in names else names
 
 
 def unknown(name: str, names: list[str]) -> str:

@@ -20,7 +20,7 @@ import deadletter
 
 from .._deadletter import FILTERS as CORE_FILTERS
 from .._deadletter import MAX_BATCH
-from .._queues import queue_names, unknown
+from .._queues import missing, queue_names, unknown
 from ._output import (
     ATTEMPT_COLUMNS,
     ENQUEUED_COLUMNS,
@@ -140,8 +140,8 @@ def existing(db: deadletter.Database, args: argparse.Namespace) -> None:
     (new-user finding M8, session 7); ``resume`` of one would change nothing."""
     if getattr(args, "create", False):
         return
-    names = queue_names(db)
-    if args.queue not in names:
+    names = missing(db, args.queue)
+    if names is not None:
         create = "" if args.command == "resume" else " (give --create for a new queue)"
         raise Failure(unknown(args.queue, names) + create)
 

@@ -485,7 +485,10 @@ OPERATIONS: dict[tuple[str, str], Json] = {
     ("/queues/{queue}/settings", "get"): {
         "operationId": "getSettings",
         "summary": "The settings stored with a queue, and whether it is paused",
-        "description": "A queue never configured reads as all unset (nothing is written).",
+        "description": "A queue never configured reads as all unset (nothing is written); so "
+        "does a name that names no queue, as every read of one answers as for an empty queue "
+        "(its statistics zeros, its list empty): only the writes that change a queue's row "
+        "(`PUT` settings, pause, resume) are a 404 for it.",
         "parameters": [QUEUE],
         "responses": {
             "200": ok("The queue's settings.", ref("schemas", "QueueSettings")),
@@ -499,7 +502,8 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "`lease`, ...) wins over the stored one, which wins over the default. Pausing is "
         "`/pause` and `/resume`, which this leaves alone. A queue that holds no message and "
         "has no stored settings is a 404 unless `create=true`. Storing settings makes the "
-        "queue, so its name takes an enqueue's rules (a 422 `invalid` on `queue` otherwise).",
+        "queue, so its name takes an enqueue's rules: a name no new queue takes is a 422 "
+        "`invalid` on `queue` at once, with every other rejected field.",
         "parameters": [NEW_QUEUE, CREATE],
         "requestBody": body("SettingsRequest", required=True),
         "responses": {
@@ -512,14 +516,16 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "Pause a queue: it claims nothing until resumed (idempotent)",
         "Enqueues and every other operation still work; leases already held keep running. A "
         "queue that holds no message and has no stored settings is a 404 unless `create=true`. "
-        "Pausing makes the queue, so its name takes an enqueue's rules (a 422 `invalid` on "
-        "`queue` otherwise).",
+        "Pausing makes the queue, so its name takes an enqueue's rules: a name no new queue "
+        "takes is a 422 `invalid` on `queue` at once, with every other rejected field.",
         (NEW_QUEUE, CREATE),
     ),
     ("/queues/{queue}/resume", "post"): switch(
         "resume",
         "Resume a paused queue (idempotent)",
-        "Takes any queue name, also one stored by 0.1.0 that pause refuses.",
+        "Takes any queue name, also one stored by 0.1.0 that pause refuses. A queue that holds "
+        "no message and has no stored settings is a 404 (resuming it would change nothing: "
+        "a mistyped name read as resumed while the real queue stayed paused).",
     ),
     ("/metrics", "get"): {
         "operationId": "metrics",

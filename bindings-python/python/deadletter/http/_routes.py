@@ -20,12 +20,13 @@ from starlette.staticfiles import StaticFiles
 import deadletter
 
 from .._json import jsonable
-from .._queues import queue_names, unknown
+from .._deadletter import check_new_queue
+from .._queues import missing, unknown
 from . import _metrics
 from ._openapi import document
 from ._schemas import FILTER_PROPERTIES
 from ._guard import json_body
-from ._problems import NoQueue, invalid
+from ._problems import NoQueue, invalid, validation_error
 from ._requests import (
     IDEMPOTENCY_HEADER,
     Fields,
@@ -127,22 +128,43 @@ class Api:
         """The queue named by the ``{queue}`` path segment."""
         return self.db.queue(segment(request, "queue"))
 
-    async def existing(self, request: Request) -> deadletter.Queue:
-        """The queue of a route that would store it (`CREATING`: pause, PUT settings): one that
-        `Database.queues` lists (it holds messages or has stored settings), or any name with the
-        query parameter ``create=true``. Else `NoQueue`, a 404 naming the queues there are,
-        closest first, and nothing is stored: the console's Pause on a mistyped name paused a new
-        queue while the real one ran on (new-user finding, session 8; the CLI refuses it unless
-        ``--create`` since session 7). ``create`` other than ``true`` or ``false`` is a 422."""
+    async def existing(
+        self, request: Request, call: Optional[Callable[[deadletter.Queue], object]] = None
+    ) -> deadletter.Queue:
+        """The queue of a route that changes a queue's row: one that `Database.queues` lists (it
+        holds messages or has stored settings). For a route that would store it (`CREATING`:
+        pause, PUT settings; ``call`` is its call of the queue), also any name a new queue takes
+        with the query parameter ``create=true``; for resume (no ``call``), only a queue there is:
+        resuming another changes nothing, and read as if the mistyped queue was resumed (as the
+        CLI refuses it). Else `NoQueue`, a 404 naming the queues there are, closest first, and
+        nothing is stored: the console's Pause on a mistyped name paused a new queue while the
+        real one ran on (new-user finding, session 8; the CLI refuses it unless ``--create``
+        since session 7). ``create`` other than ``true`` or ``false`` is a 422, and so is a name
+        that no new queue takes, at once (its 404 suggested ``create=true``, whose answer was
+        that 422: session 10, tester T2), with every other rejected field (``create``, and the
+        body's from ``call``, which stores nothing under a refused name)."""
         queue = self.queue(request)
-        create = query(request, {"create": boolean}).get("create", False)
+        create = False
+        if call is not None:
+            create = query(request, {"create": boolean}).get("create", False)
+        errors: list[deadletter.FieldError] = []
         if not isinstance(create, bool):
-            raise invalid("create", "type", "must be true or false")
-        if not create:
-            names = await run_in_threadpool(queue_names, self.db)
-            if queue.name not in names:
-                why = unknown(queue.name, names) + "; give create=true to create it"
-                raise NoQueue(why, queue.name)
+            errors.append({"field": "create", "code": "type", "message": "must be true or false"})
+        names = None if create is True else await run_in_threadpool(missing, self.db, queue.name)
+        if call is not None and names is not None:
+            try:
+                check_new_queue(queue.name)
+            except deadletter.ValidationError as refused:
+                errors += refused.errors
+                try:
+                    await run_in_threadpool(call, queue)
+                except deadletter.ValidationError as error:
+                    errors += [e for e in error.errors if e["field"] != "queue"]
+        if errors:
+            raise validation_error(errors)
+        if names is not None:
+            create_it = "" if call is None else "; give create=true to create it"
+            raise NoQueue(unknown(queue.name, names) + create_it, queue.name)
         return queue
 
     def id(self, request: Request) -> Any:
@@ -341,20 +363,20 @@ class Api:
         return JSONResponse(jsonable(settings))
 
     async def put_settings(self, request: Request) -> Response:
-        queue = await self.existing(request)
         fields = ("backoff", "max_retries", "lease", "expires_in", "on_expiry")
         data = await self.body(request, fields, required=True)
+        queue = await self.existing(request, lambda queue: queue.set_settings(**data))
         settings = await run_in_threadpool(lambda: queue.set_settings(**data))
         return JSONResponse(jsonable(settings))
 
     async def pause(self, request: Request) -> Response:
-        queue = await self.existing(request)
         await self.body(request, (), required=False)
+        queue = await self.existing(request, deadletter.Queue.pause)
         return JSONResponse(jsonable(await run_in_threadpool(queue.pause)))
 
     async def resume(self, request: Request) -> Response:
-        queue = self.queue(request)
         await self.body(request, (), required=False)
+        queue = await self.existing(request)
         return JSONResponse(jsonable(await run_in_threadpool(queue.resume)))
 
     async def metrics(self, request: Request) -> Response:
