@@ -6,6 +6,8 @@ Exact values: a virtual clock."""
 from __future__ import annotations
 
 import re
+import sqlite3
+from pathlib import Path
 
 import deadletter
 import pytest
@@ -342,10 +344,44 @@ def test_the_enqueue_routes_name_pattern_is_the_queues_rule() -> None:
             q_ok = False
         assert bool(pattern.fullmatch(name)) == q_ok, ascii(name)
     new = [("/queues/{queue}/messages", "post"), ("/queues/{queue}/messages:batch", "post")]
-    new += [("/queues/{queue}/pause", "post"), ("/queues/{queue}/settings", "put")]
     for path, method in new:
         parameters = doc["paths"][path][method]["parameters"]
         assert {"$ref": "#/components/parameters/new_queue"} in parameters
-    for path, method in (("/queues/{queue}/resume", "post"), ("/queues/{queue}/settings", "get")):
+    # Pausing and storing settings take an existing queue's name, also one no new queue takes
+    # (session 10): the enqueue's pattern applies only when they make the queue (create=true).
+    existing = [("/queues/{queue}/resume", "post"), ("/queues/{queue}/settings", "get")]
+    existing += [("/queues/{queue}/pause", "post"), ("/queues/{queue}/settings", "put")]
+    for path, method in existing:
         parameters = doc["paths"][path][method]["parameters"]
         assert {"$ref": "#/components/parameters/queue"} in parameters
+
+
+def test_a_queue_stored_under_a_name_no_new_queue_takes_is_paused_and_moved_out(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """Session 10 (tester T2): ``emails `` (white space at its end), stored by 0.1.0 with a
+    message, is paused over HTTP while its message is moved out, and its settings are stored; a
+    new queue under such a name is still a 422 (the message's queue rewritten raw, as 0.1.0
+    could store it)."""
+    path = tmp_path / "old.db"
+    with deadletter.open(path, clock=clock) as db:
+        db.queue("emails").enqueue("hello")
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE messages SET queue = 'emails '")
+    conn.close()
+    with deadletter.open(path, clock=clock) as db:
+        client = client_of(db, clock)
+        paused = client.post("/queues/emails%20/pause")
+        assert (paused.status_code, paused.json()["paused"]) == (200, True)
+        stored = client.put("/queues/emails%20/settings", json={"max_retries": 4})
+        assert (stored.status_code, stored.json()["max_retries"]) == (200, 4)
+        assert client.post("/queues/emails%20/claim").status_code == 204
+        moved = client.post("/queues/emails%20/move", json={"to_queue": "emails"})
+        assert (moved.status_code, moved.json()["count"]) == (200, 1)
+        assert client.post("/queues/emails%20/resume").json()["paused"] is False
+        assert client.put("/queues/emails%20/settings", json={}).status_code == 200
+        assert [q["queue"] for q in client.get("/queues").json()["queues"]] == ["emails"]
+        refused = client.post("/queues/emails%20/pause?create=true")
+        assert refused.status_code == 422
+        assert ("queue", "invalid") in fields(refused.json())

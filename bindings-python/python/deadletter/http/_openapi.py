@@ -95,7 +95,7 @@ def switch(
     operation_id: str, summary: str, description: str = "", parameters: tuple[Json, ...] = ()
 ) -> Json:
     """Pausing or resuming a queue: no body, the settings back. ``parameters``: the queue's
-    (pausing takes an enqueue's names, as it makes the queue) and the query's."""
+    and the query's."""
     return {
         "operationId": operation_id,
         "summary": summary,
@@ -501,10 +501,11 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "description": "A per-call value (an enqueue's `max_retries` or `expires_in`, a claim's "
         "`lease`, ...) wins over the stored one, which wins over the default. Pausing is "
         "`/pause` and `/resume`, which this leaves alone. A queue that holds no message and "
-        "has no stored settings is a 404 unless `create=true`. Storing settings makes the "
-        "queue, so its name takes an enqueue's rules: a name no new queue takes is a 422 "
-        "`invalid` on `queue` at once, with every other rejected field.",
-        "parameters": [NEW_QUEUE, CREATE],
+        "has no stored settings is a 404 unless `create=true`, which makes the queue: its name "
+        "then takes an enqueue's rules (the pattern of `new_queue`), and a name no new queue "
+        "takes is a 422 `invalid` on `queue` at once, with every other rejected field. A "
+        "queue that exists keeps its name, also one stored by 0.1.0 that no new queue takes.",
+        "parameters": [QUEUE, CREATE],
         "requestBody": body("SettingsRequest", required=True),
         "responses": {
             "200": ok("The settings now stored.", ref("schemas", "QueueSettings")),
@@ -515,15 +516,17 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "pause",
         "Pause a queue: it claims nothing until resumed (idempotent)",
         "Enqueues and every other operation still work; leases already held keep running. A "
-        "queue that holds no message and has no stored settings is a 404 unless `create=true`. "
-        "Pausing makes the queue, so its name takes an enqueue's rules: a name no new queue "
-        "takes is a 422 `invalid` on `queue` at once, with every other rejected field.",
-        (NEW_QUEUE, CREATE),
+        "queue that holds no message and has no stored settings is a 404 unless `create=true`, "
+        "which makes the queue: its name then takes an enqueue's rules (the pattern of "
+        "`new_queue`), and a name no new queue takes is a 422 `invalid` on `queue` at once, "
+        "with every other rejected field. A queue that exists keeps its name, also one stored "
+        "by 0.1.0 that no new queue takes.",
+        (QUEUE, CREATE),
     ),
     ("/queues/{queue}/resume", "post"): switch(
         "resume",
         "Resume a paused queue (idempotent)",
-        "Takes any queue name, also one stored by 0.1.0 that pause refuses. A queue that holds "
+        "Takes any queue name, also one stored by 0.1.0 that no new queue takes. A queue that holds "
         "no message and has no stored settings is a 404 (resuming it would change nothing: "
         "a mistyped name read as resumed while the real queue stayed paused).",
     ),
