@@ -62,6 +62,24 @@ async function indexed(pkg, db, index, queue = "q") {
 }
 
 /** A database of the store's schema, opened with the store's own `open`. */
+/**
+ * A store on a new database that another connection then upgrades to `version` (null: deletes),
+ * and the error of the store's next call.
+ */
+async function closedByAnother(pkg, factory, version) {
+  const { name, db } = await database(pkg, factory);
+  db.close();
+  const store = await pkg.store.IdbStore.open(factory, name);
+  await new Promise((resolve, reject) => {
+    const req = version === null ? factory.deleteDatabase(name) : factory.open(name, version);
+    req.onsuccess = () => resolve(req.result?.close());
+    req.onerror = () => reject(req.error);
+    req.onblocked = () => reject(new Error(`${version ?? "the delete"}: blocked by the store's connection`));
+  });
+  const err = await rejects(store.get(1), /the database is closed/, `get after ${version ?? "the delete"}`);
+  return { name, store, err };
+}
+
 async function database(pkg, factory) {
   const name = fresh("db");
   return { name, db: await pkg.schema.open(factory, name) };
@@ -493,17 +511,8 @@ export const CASES = {
     const upgraded = "another page (a newer version of deadletter, in another tab?) upgraded IndexedDB database NAME to version 10 (this page's deadletter uses version 9); reload the page to use the new version";
     const deleted = "another page deleted IndexedDB database NAME; reload the page to open it again";
     for (const [version, why] of [[10, upgraded], [null, deleted]]) {
-      const { name, db } = await database(pkg, factory);
-      db.close();
-      const store = await pkg.store.IdbStore.open(factory, name);
-      await new Promise((resolve, reject) => {
-        const req = version === null ? factory.deleteDatabase(name) : factory.open(name, version);
-        req.onsuccess = () => resolve(req.result?.close());
-        req.onerror = () => reject(req.error);
-        req.onblocked = () => reject(new Error(`${version ?? "the delete"}: blocked by the store's connection`));
-      });
+      const { name, store, err } = await closedByAnother(pkg, factory, version);
       check(store.closed, `closed by ${version ?? "the delete"}`);
-      const err = await rejects(store.get(1), /the database is closed/, `get after ${version ?? "the delete"}`);
       equal(err.message, `store error: the database is closed: ${why.replace("NAME", JSON.stringify(name))}`, "the text");
     }
   },
@@ -520,16 +529,7 @@ export const CASES = {
       const upgraded = "another page or worker (a newer version of deadletter?) upgraded IndexedDB database NAME to version 10 (this service worker's deadletter uses version 9); the new version's service worker takes over once it replaces this one: close the pages this one controls (or the new one calls skipWaiting())";
       const deleted = "another page or worker deleted IndexedDB database NAME; open() it again";
       for (const [version, why] of [[10, upgraded], [null, deleted]]) {
-        const { name, db } = await database(pkg, factory);
-        db.close();
-        const store = await pkg.store.IdbStore.open(factory, name);
-        await new Promise((resolve, reject) => {
-          const req = version === null ? factory.deleteDatabase(name) : factory.open(name, version);
-          req.onsuccess = () => resolve(req.result?.close());
-          req.onerror = () => reject(req.error);
-          req.onblocked = () => reject(new Error(`${version ?? "the delete"}: blocked by the store's connection`));
-        });
-        const err = await rejects(store.get(1), /the database is closed/, `get after ${version ?? "the delete"}`);
+        const { name, err } = await closedByAnother(pkg, factory, version);
         equal(err.message, `store error: the database is closed: ${why.replace("NAME", JSON.stringify(name))}`, "the text");
       }
       const { name, db } = await database(pkg, factory);
