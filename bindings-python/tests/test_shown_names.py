@@ -22,6 +22,7 @@ import pytest
 from deadletter import cli
 from deadletter.cli import _output
 from deadletter._deadletter import check_new_queue
+from deadletter import _invisible
 from deadletter._invisible import printable
 from http_client import client_of, problem
 from virtual_clock import Clock
@@ -58,16 +59,17 @@ ESCAPED = {
 SHOWN = {**{name: name for name in TYPED}, **ESCAPED}
 
 
-def console(texts: list[str]) -> list[str]:
-    """``visible(text)`` of the console's visible.js for each of ``texts``, in Node."""
+def console(texts: list[str], function: str = "visible") -> list[str]:
+    """``function(text)`` of the console's visible.js (``visible``, ``queueName``) for each of
+    ``texts``, in Node."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
     script = (
-        f"import {{ visible }} from {json.dumps(VISIBLE.as_uri())};\n"
+        f"import {{ {function} }} from {json.dumps(VISIBLE.as_uri())};\n"
         "import { readFileSync } from 'node:fs';\n"
         "const texts = JSON.parse(readFileSync(0, 'utf8'));\n"
-        "process.stdout.write(JSON.stringify(texts.map(visible)));\n"
+        f"process.stdout.write(JSON.stringify(texts.map({function})));\n"
     )
     done = subprocess.run(
         [node, "--input-type=module", "-e", script],
@@ -168,3 +170,39 @@ def test_the_api_404_of_no_queue_shows_names_as_typed() -> None:
         f'no queue "{SCOTLAND}" (it holds no message and no settings); queues: "{ENGLAND}"; '
         "give create=true to create it"
     )
+
+
+EDGES = {
+    "emails ": r"emails\x20",
+    " ": r"\x20",
+    "emails\u2800": r"emails\u2800",
+    "jobs\u200d": r"jobs\u200d",
+    "\u200djobs": r"\u200djobs",
+    "jobs\ufe0f": r"jobs\ufe0f",
+    "\ufe0fjobs": r"\ufe0fjobs",
+    "x\u200c": r"x\u200c",
+    "jobs \ufe0f": r"jobs \ufe0f",
+    "\u2764\ufe0f": "\u2764\ufe0f",
+    "#\ufe0f\u20e3": "#\ufe0f\u20e3",
+    "\u845b\U000e0100": "\u845b\U000e0100",
+    "\U0001f469\u200d\U0001f4bb": "\U0001f469\u200d\U0001f4bb",
+    "a b": "a b",
+}
+"""Queue names with what reads as nothing at an end (white space, a loose joiner or variation
+selector: the core's ``loose_end``), as the CLI's tables and the console show them, and names
+whose ends join or vary something, shown as typed."""
+
+
+def test_the_cli_and_the_console_escape_what_reads_as_nothing_at_a_names_ends() -> None:
+    """Session 10: ``jobs\\u200d`` and ``jobs\\ufe0f`` (0.1.0 stored them) showed as ``jobs`` in
+    the CLI's tables, and ``emails `` as ``emails`` in the console (HTML drops the space)."""
+    assert {text: _invisible.name(text) for text in EDGES} == EDGES
+    for text in EDGES:  # what shows as typed is what a new name takes
+        refused = EDGES[text] != text
+        try:
+            check_new_queue(text)
+        except deadletter.ValidationError:
+            assert refused, ascii(text)
+        else:
+            assert not refused, ascii(text)
+    assert console(list(EDGES), "queueName") == list(EDGES.values())

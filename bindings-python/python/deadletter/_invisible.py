@@ -62,16 +62,39 @@ def printable(text: str) -> str:
         return _printable(SURROGATE.sub(lambda m: escaped(m.group()), text))
 
 
-EDGES = re.compile("^[\\s\u2800]+|[\\s\u2800]+$")
-"""White space at either end of a text (and U+2800 BRAILLE PATTERN BLANK, which the core counts
-as white space in names)."""
+JOINER = re.compile("[\u180b-\u180d\u180f\u200c\u200d\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+"""A joiner or variation selector (core/src/validate.rs ``is_joiner_or_selector``)."""
+
+
+def blank(char: str) -> bool:
+    """White space, or U+2800 BRAILLE PATTERN BLANK, which the core counts as white space in
+    names (``is_blank``)."""
+    return char.isspace() or char == "\u2800"
 
 
 def name(queue: str) -> str:
-    """A queue name as the CLI's tables show it: `printable`, and its white space at either end
-    (all of it, in a name of only white space) escaped, ``emails\\x20``: ``emails `` and
-    ``emails``, both stored by 0.1.0, read alike (session 10, tester T2)."""
-    return EDGES.sub(lambda m: "".join(map(escaped, m.group())), printable(queue))
+    """A queue name as the CLI's tables show it: `printable`, and what reads as nothing at either
+    end escaped: white space (all of it, in a name of only white space), a joiner or variation
+    selector first, a joiner last, variation selectors last after an ASCII character or white
+    space (the core's ``loose_end``): ``emails\\x20``, ``jobs\\u200d``. ``emails ``,
+    ``jobs\u200d`` and ``emails``, all stored by 0.1.0, read alike otherwise (session 10, tester
+    T2). The console shows names the same way (``queueName`` of ``http/static/visible.js``)."""
+    shown = printable(queue)
+    head = 0
+    while head < len(shown) and (blank(shown[head]) or JOINER.match(shown[head])):
+        head += 1
+    tail = len(shown)
+    while tail > head and blank(shown[tail - 1]):
+        tail -= 1
+    if tail == len(shown):  # no white space last: joiners or selectors joining or varying nothing?
+        run = tail
+        while run > head and JOINER.match(shown[run - 1]):
+            run -= 1
+        before = shown[run - 1] if run > head else " "
+        if run < tail and (shown[tail - 1] in "\u200c\u200d" or before.isascii() or blank(before)):
+            tail = run
+    edge = lambda text: "".join(map(escaped, text))  # noqa: E731
+    return edge(shown[:head]) + shown[head:tail] + edge(shown[tail:])
 
 
 def escaped(char: str) -> str:

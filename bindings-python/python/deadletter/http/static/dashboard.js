@@ -7,7 +7,7 @@ import { ApiError, ServerDown, api, loadSchema, messagePath, queuePath, serverNa
 import * as actions from "./actions.js";
 import { describe, fillForm, filtered, listQuery, noFilters, readForm } from "./filters.js";
 import * as picked from "./selection.js";
-import { visible } from "./visible.js";
+import { queueName, visible } from "./visible.js";
 import { clock, tick, utc } from "./time.js";
 import { currentView, go, href, listKey, onViewChange } from "./url.js";
 import {
@@ -63,7 +63,7 @@ async function load() {
   const listed = queues.some((q) => q.queue === view.queue);
   $("queue-new").hidden = listed;
   $("queue-new").textContent = listed ? ""
-    : visible(`No queue "${view.queue}" yet: it holds no message and no settings (the queues are listed under Queues).`);
+    : visible(`No queue "${queueName(view.queue)}" yet: it holds no message and no settings (the queues are listed under Queues).`);
   if (view.status === DELAYED) {
     // The delayed tab by its name (its own link names the status that holds it, and `delayed`).
     Object.assign(view, tabView(schema, DELAYED));
@@ -113,7 +113,7 @@ async function load() {
   picked.syncChecks(pageIds());
   picked.renderBar(`${tab} message`, kinds);
   drawMessage(view, message);
-  document.title = visible(`${view.queue} · ${tab} · deadletter console`);
+  document.title = visible(`${queueName(view.queue)} · ${tab} · deadletter console`);
   if (opened) {
     // The message opens where the operator looks: the panel beside the list (or in its place
     // on a narrow screen), its title focused.
@@ -164,8 +164,8 @@ function drawMessage(view, message) {
   $("move-one").dataset.id = String(message.id);
   $("message-moved").hidden = !message.moved_from;
   if (message.moved_from) {
-    $("moved-from-link").textContent = visible(message.moved_from);
-    $("moved-from-link").title = visible(`Open "${message.moved_from}"`);
+    $("moved-from-link").textContent = queueName(message.moved_from);
+    $("moved-from-link").title = visible(`Open "${queueName(message.moved_from)}"`);
     $("moved-from-link").href = href({ queue: message.moved_from });
   }
   $("message-why").textContent = replayable && deletable ? ""

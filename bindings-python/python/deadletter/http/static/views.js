@@ -7,7 +7,7 @@
 // alone: badges carry words.
 
 import { href } from "./url.js";
-import { visible } from "./visible.js";
+import { queueName, visible } from "./visible.js";
 import { duration, setting, timeElement } from "./time.js";
 
 export const DEAD = "dead";
@@ -103,9 +103,9 @@ export function renderQueues(schema, queues) {
   const rows = queues.map((stats) => {
     const row = document.createElement("tr");
     row.dataset.queue = stats.queue;
-    const link = element("a", stats.queue, "name");
+    const link = element("a", queueName(stats.queue), "name");
     link.href = href({ queue: stats.queue });
-    link.title = visible(stats.queue);
+    link.title = queueName(stats.queue);
     link.dataset.key = `queue:${stats.queue}`;
     cell(row, "queue", link, "queue-name");
     for (const status of schema.statuses) {
@@ -128,8 +128,8 @@ export function renderQueues(schema, queues) {
 
 /** `expiredShown`: whether the list shows a waiting message past its expiry (Reap takes it out). */
 export function renderQueueHead(schema, stats, settings, expiredShown) {
-  $("queue-title").textContent = visible(stats.queue);
-  $("queue-title").title = visible(stats.queue);
+  $("queue-title").textContent = queueName(stats.queue);
+  $("queue-title").title = queueName(stats.queue);
   $("queue-state").replaceChildren(stats.paused ? badge("paused", "warn") : badge("running", "ok"));
   $("pause").textContent = stats.paused ? "Resume" : "Pause";
   $("pause").title = stats.paused ? "Workers claim again" : "Workers claim nothing until resumed";

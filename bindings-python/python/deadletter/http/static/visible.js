@@ -44,3 +44,34 @@ const SHOWN = new RegExp(`(${FLAG})|${HIDDEN.source}`, "gu");
  * are. What the CLI's `printable` escapes (the core's `shown`), less tab and the line breaks. */
 export const visible = (text) =>
   typeof text === "string" ? text.replace(SHOWN, (char, flag) => flag ?? escaped(char)) : text;
+
+/** A joiner or variation selector (core/src/validate.rs is_joiner_or_selector). */
+const JOINER = /^[\u180b-\u180d\u180f\u200c\u200d\ufe00-\ufe0f\u{e0100}-\u{e01ef}]$/u;
+/** White space, or U+2800 BRAILLE PATTERN BLANK, which names count as white space (is_blank). */
+const blank = (char) => /^\s$/u.test(char) || char === "\u2800";
+
+/**
+ * A queue name as the console shows it: `visible`, and what reads as nothing at either end
+ * escaped: white space (all of it, in a name of only white space), a joiner or variation selector
+ * first, a joiner last, variation selectors last after an ASCII character or white space (the
+ * core's loose_end): `emails\x20`, `jobs\u200d`. `emails `, `jobs\u200d` and `emails`, all stored
+ * by 0.1.0, read alike otherwise, in a page more than anywhere (HTML drops trailing spaces). The
+ * CLI's tables show names the same way (deadletter/_invisible.py `name`; session 10).
+ */
+export function queueName(queue) {
+  if (typeof queue !== "string") return queue;
+  const chars = [...visible(queue)];
+  let head = 0;
+  while (head < chars.length && (blank(chars[head]) || JOINER.test(chars[head]))) head += 1;
+  let tail = chars.length;
+  while (tail > head && blank(chars[tail - 1])) tail -= 1;
+  if (tail === chars.length) {
+    let run = tail;
+    while (run > head && JOINER.test(chars[run - 1])) run -= 1;
+    const before = run > head ? chars[run - 1] : " ";
+    const joins = chars[tail - 1] === "\u200c" || chars[tail - 1] === "\u200d";
+    if (run < tail && (joins || before.codePointAt(0) < 0x80 || blank(before))) tail = run;
+  }
+  const edge = (part) => part.map(escaped).join("");
+  return edge(chars.slice(0, head)) + chars.slice(head, tail).join("") + edge(chars.slice(tail));
+}
