@@ -385,3 +385,26 @@ def test_a_queue_stored_under_a_name_no_new_queue_takes_is_paused_and_moved_out(
         refused = client.post("/queues/emails%20/pause?create=true")
         assert refused.status_code == 422
         assert ("queue", "invalid") in fields(refused.json())
+
+
+def test_a_refused_new_name_with_create_is_one_422_listing_every_field(client: TestClient) -> None:
+    """Session 10, tester T3: with ``create=true`` the body's errors came first and the name's
+    in a second 422, once the body was fixed."""
+    r = client.put("/queues/x%E2%80%8D/settings?create=true", json={"max_retries": 0, "lease": "a"})
+    assert r.status_code == 422
+    rejected = [("lease", "type"), ("max_retries", "out_of_range"), ("queue", "invalid")]
+    assert sorted(fields(r.json())) == rejected
+    r = client.post("/queues/x%E2%80%8D/pause?create=true")
+    assert (r.status_code, fields(r.json())) == (422, [("queue", "invalid")])
+    assert client.get("/queues").json()["queues"] == []
+
+
+def test_a_404_shows_names_that_read_alike_apart(
+    client: TestClient, db: deadletter.Database
+) -> None:
+    """Session 10, tester T3: the 404's detail showed ``"emails\u2800"`` and ``"emails "`` (0.1.0's
+    names) as typed, which read alike; their ends are escaped as in the CLI's tables."""
+    db.queue("emails").enqueue("x")
+    detail = problem(client.post("/queues/emails%E2%A0%80/resume"), 404, "not_found")["detail"]
+    why = 'no queue "emails\\u2800" (it holds no message and no settings); queues: "emails"'
+    assert detail.startswith(why)

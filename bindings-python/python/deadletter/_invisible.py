@@ -93,8 +93,12 @@ def name(queue: str) -> str:
         before = shown[run - 1] if run > head else " "
         if run < tail and (shown[tail - 1] in "\u200c\u200d" or before.isascii() or blank(before)):
             tail = run
-    edge = lambda text: "".join(map(escaped, text))  # noqa: E731
-    return edge(shown[:head]) + shown[head:tail] + edge(shown[tail:])
+    return escape_all(shown[:head]) + shown[head:tail] + escape_all(shown[tail:])
+
+
+def escape_all(text: str) -> str:
+    """Each character of ``text`` `escaped`."""
+    return "".join(map(escaped, text))
 
 
 def escaped(char: str) -> str:

@@ -8,7 +8,7 @@ from typing import Optional
 
 import deadletter
 
-from ._invisible import printable
+from ._invisible import name as shown_name
 
 __all__ = ["missing", "queue_names", "unknown"]
 
@@ -34,12 +34,14 @@ def missing(db: deadletter.Database, name: str) -> Optional[list[str]]:
 
 def unknown(name: str, names: list[str]) -> str:
     """Why ``name`` is no queue, with the queues there are, closest to it first (a typo's
-    intended name leads)."""
+    intended name leads); each name as the CLI's tables show it (`_invisible.name`: ``emails\\x20``
+    and ``emails\\u2800`` for 0.1.0's names, which read as ``emails`` otherwise: session 10,
+    tester T3)."""
     closest = sorted(names, key=lambda other: (-similarity(name, other), other))
-    shown = ", ".join(f'"{printable(other)}"' for other in closest[:SHOWN_QUEUES])
+    shown = ", ".join(f'"{shown_name(other)}"' for other in closest[:SHOWN_QUEUES])
     more = f" and {len(closest) - SHOWN_QUEUES} more" if len(closest) > SHOWN_QUEUES else ""
     there = f"queues: {shown}{more}" if names else "the database holds no queue"
-    return f'no queue "{printable(name)}" (it holds no message and no settings); {there}'
+    return f'no queue "{shown_name(name)}" (it holds no message and no settings); {there}'
 
 
 def similarity(name: str, other: str) -> float:

@@ -140,9 +140,10 @@ class Api:
         nothing is stored: the console's Pause on a mistyped name paused a new queue while the
         real one ran on (new-user finding, session 8; the CLI refuses it unless ``--create``
         since session 7). ``create`` other than ``true`` or ``false`` is a 422, and so is a name
-        that no new queue takes, at once (its 404 suggested ``create=true``, whose answer was
-        that 422: session 10, tester T2), with every other rejected field (``create``, and the
-        body's from ``call``, which stores nothing under a refused name)."""
+        that no new queue takes, at once, also with ``create=true`` (its 404 suggested
+        ``create=true``, whose answer was that 422: session 10, testers T2 and T3), with every
+        other rejected field (``create``, and the body's from ``call``, which stores nothing under
+        a refused name)."""
         queue = self.queue(request)
         create = False
         if call is not None:
@@ -150,16 +151,21 @@ class Api:
         errors: list[deadletter.FieldError] = []
         if not isinstance(create, bool):
             errors.append({"field": "create", "code": "type", "message": "must be true or false"})
-        names = None if create is True else await run_in_threadpool(missing, self.db, queue.name)
-        if call is not None and names is not None:
+        refused: Optional[deadletter.ValidationError] = None
+        if call is not None:
             try:
                 check_new_queue(queue.name)
-            except deadletter.ValidationError as refused:
-                errors += refused.errors
-                try:
-                    await run_in_threadpool(call, queue)
-                except deadletter.ValidationError as error:
-                    errors += [e for e in error.errors if e["field"] != "queue"]
+            except deadletter.ValidationError as error:
+                refused = error
+        names = None
+        if create is not True or refused is not None:  # with create=true, only a refused name
+            names = await run_in_threadpool(missing, self.db, queue.name)
+        if call is not None and refused is not None and names is not None:
+            errors += refused.errors
+            try:
+                await run_in_threadpool(call, queue)
+            except deadletter.ValidationError as error:
+                errors += [e for e in error.errors if e["field"] != "queue"]
         if errors:
             raise validation_error(errors)
         if names is not None:
