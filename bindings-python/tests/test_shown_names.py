@@ -15,6 +15,7 @@ import re
 import subprocess
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import deadletter
@@ -59,27 +60,33 @@ ESCAPED = {
 SHOWN = {**{name: name for name in TYPED}, **ESCAPED}
 
 
-def console(texts: list[str], function: str = "visible") -> list[str]:
-    """``function(text)`` of the console's visible.js (``visible``, ``queueName``) for each of
-    ``texts``, in Node."""
+def node_json(body: str, stdin: str = "") -> Any:
+    """What ``body``, an ES module that sees the console's visible.js as ``shown``,
+    writes to standard output as JSON, run in Node (the test is skipped without Node)."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
-    script = (
-        f"import {{ {function} }} from {json.dumps(VISIBLE.as_uri())};\n"
-        "import { readFileSync } from 'node:fs';\n"
-        "const texts = JSON.parse(readFileSync(0, 'utf8'));\n"
-        f"process.stdout.write(JSON.stringify(texts.map({function})));\n"
-    )
+    script = f"import * as shown from {json.dumps(VISIBLE.as_uri())};\n{body}"
     done = subprocess.run(
         [node, "--input-type=module", "-e", script],
-        input=json.dumps(texts),
+        input=stdin,
         capture_output=True,
         text=True,
         check=True,
     )
-    shown: list[str] = json.loads(done.stdout)
-    return shown
+    return json.loads(done.stdout)
+
+
+def console(texts: list[str], function: str = "visible") -> list[str]:
+    """``function(text)`` of the console's visible.js (``visible``, ``queueName``) for each of
+    ``texts``, in Node."""
+    body = (
+        "import { readFileSync } from 'node:fs';\n"
+        "const texts = JSON.parse(readFileSync(0, 'utf8'));\n"
+        f"process.stdout.write(JSON.stringify(texts.map(shown.{function})));\n"
+    )
+    result: list[str] = node_json(body, json.dumps(texts))
+    return result
 
 
 def test_the_cli_and_the_api_show_what_names_allow_as_typed_and_escape_the_rest() -> None:
@@ -102,23 +109,16 @@ def test_the_console_escapes_what_the_core_escapes_for_every_code_point() -> Non
     codes = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and chr(c) not in "\t\n\r"]
     texts = [f"a{chr(c)}b" for c in codes]
     core = [c for c, text in zip(codes, texts) if printable(text) != text]
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
-    script = (
-        f"import {{ visible }} from {json.dumps(VISIBLE.as_uri())};\n"
+    body = (
         "const escaped = [];\n"
         "for (let c = 0; c < 0x110000; c += 1) {\n"
         "  if ((c >= 0xd800 && c <= 0xdfff) || c === 9 || c === 10 || c === 13) continue;\n"
         "  const text = `a${String.fromCodePoint(c)}b`;\n"
-        "  if (visible(text) !== text) escaped.push(c);\n"
+        "  if (shown.visible(text) !== text) escaped.push(c);\n"
         "}\n"
         "process.stdout.write(JSON.stringify(escaped));\n"
     )
-    done = subprocess.run(
-        [node, "--input-type=module", "-e", script], capture_output=True, text=True, check=True
-    )
-    assert json.loads(done.stdout) == core
+    assert node_json(body) == core
     assert len(core) > 4000  # the controls, format and other ignorable characters
 
 
