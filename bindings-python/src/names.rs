@@ -1,41 +1,26 @@
 //! Queue names and texts as people see them, by the core's rule (`deadletter::shown`): what the
 //! CLI's tables and the HTTP API's problem details show (`_deadletter.printable`), `repr` of a
-//! message (`literal`), and the check of a name that would make a new queue
+//! message, a queue and its statistics (`literal`), and the check of a name that would make a new queue
 //! (`_deadletter.check_new_queue`, for the HTTP API's routes that create one).
 
-use std::fmt::Write;
-
-use deadletter::shown::shown;
+use deadletter::shown::{escape, shown};
 use deadletter::{EnqueueArgs, Limits};
 use pyo3::prelude::*;
 
 use crate::convert::Value;
 use crate::errors::to_py_err;
 
-/// Writes `c` escaped as Python writes it: `\n`, `\r`, `\t`, `\x1b` in Latin-1, `\u202e` up to
-/// U+FFFF, `\U000e0041` past it.
-fn escape(out: &mut String, c: char) {
-    let code = u32::from(c);
-    let _ = match c {
-        '\n' => write!(out, "\\n"),
-        '\r' => write!(out, "\\r"),
-        '\t' => write!(out, "\\t"),
-        _ if code < 0x100 => write!(out, "\\x{code:02x}"),
-        _ if code < 0x10000 => write!(out, "\\u{code:04x}"),
-        _ => write!(out, "\\U{code:08x}"),
-    };
-}
-
 /// `text` with every character that a new queue name refuses as a control or invisible one
-/// escaped as Python writes it (`\n`, `\x1b`, `\u202e`, `\U000e0041`), every other one as it is:
-/// the joiners, the variation selectors and the tags of the flags of England, Scotland and Wales
-/// too. What the CLI's tables and the HTTP API's problem details show (`deadletter._invisible`).
+/// escaped as Python writes it (`\n`, `\x1b`, `\u202e`, `\U000e0041`: the core's `escape`, as its
+/// error messages write them), every other one as it is: the joiners, the variation selectors and
+/// the tags of the flags of England, Scotland and Wales too. What the CLI's tables and the HTTP
+/// API's problem details show (`deadletter._invisible`).
 #[pyfunction]
 pub fn printable(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for (c, hidden) in shown(text) {
         if hidden {
-            escape(&mut out, c);
+            let _ = escape(&mut out, c);
         } else {
             out.push(c);
         }
@@ -59,7 +44,7 @@ pub fn literal(text: &str) -> String {
             out.push('\\');
             out.push(c);
         } else if hidden {
-            escape(&mut out, c);
+            let _ = escape(&mut out, c);
         } else {
             out.push(c);
         }

@@ -827,9 +827,8 @@ impl Queue {
         delegate(slf, "process_async", handler, options)
     }
 
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let name = self.name.as_str().into_pyobject(py)?.repr()?;
-        Ok(format!("<deadletter.Queue {name}>"))
+    fn __repr__(&self) -> String {
+        format!("<deadletter.Queue {}>", crate::names::literal(&self.name))
     }
 }
 

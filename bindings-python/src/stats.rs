@@ -138,7 +138,7 @@ impl PyQueueStats {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let s = &self.0;
         let mut parts = vec![
-            format!("queue={}", s.queue.as_str().into_pyobject(py)?.repr()?),
+            format!("queue={}", crate::names::literal(&s.queue)),
             format!("pending={}", s.pending),
             format!("processing={}", s.processing),
             format!("succeeded={}", s.succeeded),

@@ -161,6 +161,41 @@ def test_repr_of_a_message_shows_its_texts_by_the_same_rule() -> None:
     )
 
 
+def test_repr_of_a_queue_its_stats_and_its_messages_show_its_name_alike(tmp_path: Path) -> None:
+    """Session 11 (tester T3): ``repr`` of ``QueueStats`` and of ``Queue`` were Python's, which
+    escapes the joiners and a flag's tags that ``repr`` of a message shows as typed."""
+    file, clock = tmp_path / "names.db", Clock()
+    with deadletter.open(file, clock=clock) as db:
+        for n in range(len(SHOWN)):
+            db.queue(f"q{n}").enqueue("x")
+    with closing(sqlite3.connect(file)) as raw, raw:  # names stored before the rules
+        for n, name in enumerate(SHOWN):
+            raw.execute("UPDATE messages SET queue = ? WHERE queue = ?", (name, f"q{n}"))
+    with deadletter.open(file, clock=clock) as db:
+        for n, (name, shown) in enumerate(SHOWN.items()):
+            q = db.queue(name)
+            reprs = [repr(q), repr(q.stats()), repr(q.get(n + 1))]
+            assert [r.count(f"'{shown}'") for r in reprs] == [1, 1, 1], reprs
+            assert reprs[:2] == [
+                f"<deadletter.Queue '{shown}'>",
+                f"<deadletter.QueueStats queue='{shown}' pending=1 processing=0 succeeded=0 "
+                "dead=0 expired=0 delayed=0 oldest_due_age=0:00:00>",
+            ]
+
+
+def test_the_cores_errors_quote_names_as_the_cli_tables_show_them() -> None:
+    """Session 11 (tester T3): the core wrote Rust's ``\\u{200b}`` where the CLI's tables, the
+    HTTP API's details and the console write ``\\u200b``, so a name seen in a table was not found
+    in a log. Astral characters as ``\\U000e0061``, controls as ``\\x7f``, ``\\t``."""
+    db = deadletter.open()
+    shown = {**SHOWN, "tab\t del\x7f c1\x85": r"tab\t del\x7f c1\x85"}
+    for name, escaped in shown.items():
+        with pytest.raises(deadletter.NotFoundError) as raised:
+            db.queue(name).get(99)
+        assert str(raised.value) == f'message 99 not found in queue "{escaped}"'
+        assert escaped == printable(name)
+
+
 def test_the_api_404_of_no_queue_shows_names_as_typed() -> None:
     db = deadletter.open()
     db.queue(ENGLAND).enqueue("x")

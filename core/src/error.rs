@@ -180,31 +180,25 @@ fn describe(errors: &[FieldError]) -> String {
 /// The core's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// A text quoted in a message as Rust's `{:?}` writes it (`queue "jobs"`): `"` and `\` escaped,
-/// `\t`, `\n`, `\r`, `\0`, and any other control character as `\u{..}`; every other character
-/// as it is. Written by hand because `str`'s `Debug` also escapes Unicode's non-printable
-/// characters, whose tables weigh about 4 kB gzipped in the WebAssembly module (its budget:
-/// bindings-wasm/size.mjs); the texts quoted are names and statuses. The characters that new
-/// queue names refuse as invisible are escaped too ([`crate::shown::shown`]: format characters,
-/// as `Debug` does, but the tags of a flag of England, Scotland or Wales, which names allow), so
-/// that a name stored before that rule reads as it is in an error (finding N7, session 7).
+/// A text quoted in a message (`queue "jobs"`): `"` and `\` escaped with `\`, the characters
+/// that a new queue name refuses as control or invisible ones ([`crate::shown::shown`]) escaped
+/// as the CLI's tables, the HTTP API's details and the console write them
+/// ([`crate::shown::escape`]: `\n`, `\x00`, `\u200b`, `\U000e0041`), so that an operator finds
+/// in a log the name a table showed (session 11, tester T3: the core wrote Rust's `\u{200b}`);
+/// every other character as it is, the tags of a flag of England, Scotland or Wales too. Not
+/// `str`'s `Debug`, which also escapes Unicode's non-printable characters, whose tables weigh
+/// about 4 kB gzipped in the WebAssembly module (its budget: bindings-wasm/size.mjs). A name
+/// stored before the rules of names reads as it is in an error (finding N7, session 7).
 pub struct Quoted<'a>(pub &'a str);
 
 impl fmt::Display for Quoted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_char('"')?;
         for (c, hidden) in crate::shown::shown(self.0) {
-            match c {
-                '"' => f.write_str("\\\"")?,
-                '\\' => f.write_str("\\\\")?,
-                '\t' => f.write_str("\\t")?,
-                '\n' => f.write_str("\\n")?,
-                '\r' => f.write_str("\\r")?,
-                '\0' => f.write_str("\\0")?,
-                c if hidden => {
-                    write!(f, "\\u{{{:x}}}", u32::from(c))?;
-                }
-                c => f.write_char(c)?,
+            if hidden || c == '"' || c == '\\' {
+                crate::shown::escape(f, c)?;
+            } else {
+                f.write_char(c)?;
             }
         }
         f.write_char('"')
@@ -216,33 +210,38 @@ mod tests {
     use super::Quoted;
 
     #[test]
-    fn quoted_is_debug_for_names_statuses_and_controls() {
-        for text in [
-            "jobs",
-            "",
-            "billing emails",
-            "say \"hi\"",
-            "back\\slash",
-            "tab\tnew\nline\rnul\0",
-            "bell\u{7}del\u{7f}c1\u{85}",
-            "עברית",
-            "it's",
-            "invoices\u{202e}exe.",
-            "emails\u{200b}\u{feff}\u{ad}",
-            "tag\u{e0041}",
+    fn quoted_escapes_as_the_cli_tables_and_the_console_do() {
+        for (text, quoted) in [
+            ("jobs", r#""jobs""#),
+            ("", r#""""#),
+            ("billing emails", r#""billing emails""#),
+            ("say \"hi\"", r#""say \"hi\"""#),
+            ("back\\slash", r#""back\\slash""#),
+            ("tab\tnew\nline\rnul\0", r#""tab\tnew\nline\rnul\x00""#),
+            ("bell\u{7}del\u{7f}c1\u{85}", r#""bell\x07del\x7fc1\x85""#),
+            ("עברית", "\"עברית\""),
+            ("it's", r#""it's""#),
+            ("invoices\u{202e}exe.", r#""invoices\u202eexe.""#),
+            (
+                "emails\u{200b}\u{feff}\u{ad}",
+                r#""emails\u200b\ufeff\xad""#,
+            ),
+            ("jobs\u{2028}\u{3164}", r#""jobs\u2028\u3164""#),
+            ("tag\u{e0041}", r#""tag\U000e0041""#),
+            // The joiners stay, as names keep them; so do the tags of the flags names allow
+            // (session 10), not others.
+            (
+                "\u{1f469}\u{200d}\u{1f4bb} jobs",
+                "\"\u{1f469}\u{200d}\u{1f4bb} jobs\"",
+            ),
+            (
+                "\u{1f3f4}\u{e0061}\u{e007f}",
+                "\"\u{1f3f4}\\U000e0061\\U000e007f\"",
+            ),
         ] {
-            assert_eq!(Quoted(text).to_string(), format!("{text:?}"));
+            assert_eq!(Quoted(text).to_string(), quoted, "{text:?}");
         }
-        // The joiners stay, as names keep them (Debug escapes them); so do the tags of the
-        // flags names allow (session 10), not others.
-        let joined = "\u{1f469}\u{200d}\u{1f4bb} jobs";
-        assert_eq!(Quoted(joined).to_string(), format!("\"{joined}\""));
         let wales = "\u{1f3f4}\u{e0067}\u{e0062}\u{e0077}\u{e006c}\u{e0073}\u{e007f}";
         assert_eq!(Quoted(wales).to_string(), format!("\"{wales}\""));
-        let other = "\u{1f3f4}\u{e0061}\u{e007f}";
-        assert_eq!(
-            Quoted(other).to_string(),
-            "\"\u{1f3f4}\\u{e0061}\\u{e007f}\""
-        );
     }
 }
