@@ -399,6 +399,53 @@ def test_a_refused_new_name_with_create_is_one_422_listing_every_field(client: T
     assert client.get("/queues").json()["queues"] == []
 
 
+def test_a_bad_body_for_a_queue_not_there_is_a_422_before_the_404(
+    client: TestClient, db: deadletter.Database
+) -> None:
+    """Session 11, tester T3: a PUT of bad settings under an unknown, valid name was a 404, and
+    the body's 422 came only once the queue was made; a client fixing its request sees the
+    request's faults first, in one 422 (as apps validate a body before they look anything up),
+    and the 404 once the request is right. Nothing is stored."""
+    db.queue("orders").enqueue("x")
+    settings = "/queues/ordres/settings"
+    r = client.put(settings, json={"max_retries": 0, "lease": "a"})
+    rejected = [("max_retries", "out_of_range"), ("lease", "type")]
+    assert fields(problem(r, 422, "validation_failed")) == rejected
+    r = client.put(settings + "?create=maybe", json={"max_retries": 0, "lease": "a"})
+    assert fields(problem(r, 422, "validation_failed")) == [("create", "type"), *rejected]
+    r = client.put(settings + "?create=false", json={"backoff": {"initial": -1}})
+    assert fields(problem(r, 422, "validation_failed")) == [("initial", "out_of_range")]
+    r = client.put(settings, json={"max_retries": 5})
+    assert problem(r, 404, "not_found")["queue"] == "ordres"
+    described = document()["paths"]["/queues/{queue}/settings"]["put"]["description"]
+    assert "The body is checked first: a bad one is a 422 listing every rejected field" in described
+    r = client.post("/queues/ordres/pause", json={"paused": True})
+    assert fields(problem(r, 422, "validation_failed")) == [("paused", "unknown")]
+    assert [s.queue for s in db.queues()] == ["orders"]
+    r = client.put(settings + "?create=true", json={"max_retries": 0})
+    assert fields(problem(r, 422, "validation_failed")) == [("max_retries", "out_of_range")]
+    assert [s.queue for s in db.queues()] == ["orders"]
+
+
+def test_a_second_resume_of_a_queue_the_first_one_emptied_is_a_404(
+    client: TestClient, db: deadletter.Database
+) -> None:
+    """Session 11, tester T3: resuming a queue that holds no message and no other setting deletes
+    its row (every setting back to its default), and then nothing tells it from a typo: a second
+    resume is the 404 of a name that names no queue, as the CLI's ``resume`` refuses it (the
+    document says so). A queue that holds a message is resumed again and again."""
+    assert client.post("/queues/idle/pause?create=true").json()["paused"] is True
+    assert client.post("/queues/idle/resume").json() == UNSET
+    assert db.queues() == []
+    assert problem(client.post("/queues/idle/resume"), 404, "not_found")["queue"] == "idle"
+    db.queue("busy").enqueue("x")
+    for _ in range(2):
+        assert client.post("/queues/busy/resume").json() == UNSET
+    assert db.queue("idle").resume().paused is False  # the Python API takes any name
+    described = document()["paths"]["/queues/{queue}/resume"]["post"]["description"]
+    assert "So is a second resume of a queue that held no message and no other setting" in described
+
+
 def test_a_404_shows_names_that_read_alike_apart(
     client: TestClient, db: deadletter.Database
 ) -> None:

@@ -503,8 +503,10 @@ OPERATIONS: dict[tuple[str, str], Json] = {
         "`/pause` and `/resume`, which this leaves alone. A queue that holds no message and "
         "has no stored settings is a 404 unless `create=true`, which makes the queue: its name "
         "then takes an enqueue's rules (the pattern of `new_queue`), and a name no new queue "
-        "takes is a 422 `invalid` on `queue` at once, with every other rejected field. A "
-        "queue that exists keeps its name, also one stored by 0.1.0 that no new queue takes.",
+        "takes is a 422 `invalid` on `queue` at once, with every other rejected field. The "
+        "body is checked first: a bad one is a 422 listing every rejected field, also for a "
+        "queue that is not there (the 404 comes once the body is right). A queue that exists "
+        "keeps its name, also one stored by 0.1.0 that no new queue takes.",
         "parameters": [QUEUE, CREATE],
         "requestBody": body("SettingsRequest", required=True),
         "responses": {
@@ -526,9 +528,14 @@ OPERATIONS: dict[tuple[str, str], Json] = {
     ("/queues/{queue}/resume", "post"): switch(
         "resume",
         "Resume a paused queue (idempotent)",
-        "Takes any queue name, also one stored by 0.1.0 that no new queue takes. A queue that holds "
-        "no message and has no stored settings is a 404 (resuming it would change nothing: "
-        "a mistyped name read as resumed while the real queue stayed paused).",
+        "Takes any queue name, also one stored by 0.1.0 that no new queue takes. A queue that "
+        "holds no message and has no stored settings is a 404 (resuming it would change nothing: "
+        "a mistyped name read as resumed while the real queue stayed paused). So is a second "
+        "resume of a queue that held no message and no other setting: the first one deleted "
+        "its settings (all back to their defaults), and nothing tells it from a typo then. A "
+        "client that retries a resume may read that 404 as done: no queue of that name is "
+        "paused. The CLI's `resume` refuses it the same way; the Python API's `Queue.resume` "
+        "takes any name.",
     ),
     ("/metrics", "get"): {
         "operationId": "metrics",

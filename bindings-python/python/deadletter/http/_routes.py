@@ -102,6 +102,18 @@ def path_segment(name: str) -> str:
     return "%2E" * len(name) if name in (".", "..") else quote(name, safe="")
 
 
+def rejected(call: Callable[[deadletter.Queue], object], name: str) -> list[deadletter.FieldError]:
+    """The fields but ``queue`` that ``call`` rejects, called on a queue named ``name`` in a
+    private in-memory database (its settings' checks are the core's, whatever the store): the
+    faults of a body for a queue that is not there, found without storing anything."""
+    with deadletter.open() as scratch:
+        try:
+            call(scratch.queue(name))
+        except deadletter.ValidationError as error:
+            return [e for e in error.errors if e["field"] != "queue"]
+    return []
+
+
 class Api:
     """The endpoints, over one database. Each calls one method of the public API in a thread
     (SQLite may wait for a lock held by another process; meanwhile the database's reads, such as
@@ -139,11 +151,12 @@ class Api:
         CLI refuses it). Else `NoQueue`, a 404 naming the queues there are, closest first, and
         nothing is stored: the console's Pause on a mistyped name paused a new queue while the
         real one ran on (new-user finding, session 8; the CLI refuses it unless ``--create``
-        since session 7). ``create`` other than ``true`` or ``false`` is a 422, and so is a name
-        that no new queue takes, at once, also with ``create=true`` (its 404 suggested
-        ``create=true``, whose answer was that 422: session 10, testers T2 and T3), with every
-        other rejected field (``create``, and the body's from ``call``, which stores nothing under
-        a refused name)."""
+        since session 7). The request's faults come first, in one 422 with every rejected field,
+        as apps validate a body before they look anything up: ``create`` other than ``true`` or
+        ``false``, a name that no new queue takes, also with ``create=true`` (its 404 suggested
+        ``create=true``, whose answer was that 422: session 10, testers T2 and T3), and the
+        body's (`rejected`: a bad body under an unknown name was a 404, then a 422 once the
+        queue was made: session 11, tester T3)."""
         queue = self.queue(request)
         create = False
         if call is not None:
@@ -160,12 +173,9 @@ class Api:
         names = None
         if create is not True or refused is not None:  # with create=true, only a refused name
             names = await run_in_threadpool(missing, self.db, queue.name)
-        if call is not None and refused is not None and names is not None:
-            errors += refused.errors
-            try:
-                await run_in_threadpool(call, queue)
-            except deadletter.ValidationError as error:
-                errors += [e for e in error.errors if e["field"] != "queue"]
+        if call is not None and names is not None:
+            errors += refused.errors if refused is not None else []
+            errors += await run_in_threadpool(rejected, call, queue.name)
         if errors:
             raise validation_error(errors)
         if names is not None:
