@@ -121,6 +121,30 @@ def test_tables_align_wide_characters_and_booleans() -> None:
     assert (cut, _output.shown_width(cut)) == ("キュー" * 7 + "キュ…", 47)
 
 
+def test_tables_align_emoji_sequences_accents_and_ideographs() -> None:
+    """Tester T3: ``👩\\u200d💻`` counted four columns where terminals draw one glyph of two, so
+    the rest of its row stood two columns left of the others'."""
+    drawn = {  # the columns a terminal draws each name in (what the wcwidth package counts)
+        "\U0001f469\u200d\U0001f4bb": 2,
+        "caf\u00e9": 4,
+        "cafe\u0301": 4,
+        "\u4f5c\u696d": 4,
+        "\u2764\ufe0f": 2,
+        "#\ufe0f\u20e3": 2,
+        "\U0001f3f3\ufe0f\u200d\U0001f308": 2,
+        "\u0645\u06cc\u200c\u062e": 3,
+        "jobs": 4,
+    }
+    out = _Out()
+    rows = [{"queue": q, "pending": 1} for q in drawn]
+    _output.emit(rows, ("queue", "pending"), as_json=False, out=out)
+    header, *lines = out.text.splitlines()
+    assert header == "queue  pending"
+    # Every row ends in the header's last column: its name's drawn columns, then the padding.
+    assert [drawn[q] + len(line) - len(q) for q, line in zip(drawn, lines)] == [14] * len(drawn)
+    assert [line[len(q) :].lstrip() for q, line in zip(drawn, lines)] == ["1"] * len(drawn)
+
+
 class _Out:
     def __init__(self) -> None:
         self.text = ""

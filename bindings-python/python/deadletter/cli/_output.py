@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import Any, Optional, TextIO, Union
 
@@ -119,15 +119,35 @@ def is_number(value: Any) -> bool:
 
 
 def shown_width(text: str) -> int:
-    """The columns ``text`` takes on a terminal: 2 for a wide or full-width character (CJK:
-    ``unicodedata.east_asian_width`` W or F), 0 for a combining one, a variation selector or a
-    format character that a cell shows (a joiner, a flag's tags: the rest are escaped), 1 for the
-    others (a queue ``ユニコード/キュー`` shifted its row's columns: finding M10)."""
-    return sum(char_width(char) for char in text)
+    """The columns ``text`` takes on a terminal: the sum of `widths` (a queue ``ユニコード/キュー``
+    shifted its row's columns: finding M10; so did ``👩\\u200d💻``, counted 4: tester T3)."""
+    return sum(widths(text))
+
+
+def widths(text: str) -> Iterator[int]:
+    """The columns each character of ``text`` takes on a terminal, in order: `char_width`, but
+    as terminals draw emoji sequences (what the ``wcwidth`` package counts; the CLI depends on
+    no package): U+FE0F after a one-column character makes it two (``\\u2764\\ufe0f``, keycaps),
+    and a two-column character joined by U+200D to a two-column one takes none (``👩\\u200d💻``
+    is one glyph)."""
+    glyph, joined = 0, False  # the columns of the glyph so far; whether U+200D came last
+    for char in text:
+        width = char_width(char)
+        if char == "\ufe0f" and glyph == 1:
+            width, glyph = 1, 2  # emoji presentation: the glyph takes two columns, one more
+        elif joined and glyph == 2 and width == 2:
+            width = 0
+        elif width:
+            glyph = width
+        joined = char == "\u200d"
+        yield width
 
 
 def char_width(char: str) -> int:
-    """The columns one character takes on a terminal (see `shown_width`)."""
+    """The columns one character takes on a terminal alone: 2 for a wide or full-width one (CJK,
+    most emoji: ``unicodedata.east_asian_width`` W or F), 0 for a combining one, a variation
+    selector or a format character that a cell shows (a joiner, a flag's tags: the rest are
+    escaped), 1 for the others."""
     if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
         return 0
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
@@ -139,8 +159,8 @@ def cell(value: Any, width: Optional[int]) -> str:
     if width is None or shown_width(text) <= width:
         return text
     kept, used = [], 1  # the "…"
-    for char in text:
-        used += char_width(char)
+    for char, columns in zip(text, widths(text)):
+        used += columns
         if used > width:
             break
         kept.append(char)
