@@ -77,7 +77,7 @@ impl Store for AnyStore {
         queue: &str,
         id: Id,
         clock: Clock<'_>,
-        step: impl FnOnce(Message, &Context) -> Result<Message>,
+        step: impl FnMut(Message, &Context) -> Result<Message>,
     ) -> Result<Message> {
         delegate!(self, s => s.update(queue, id, clock, step))
     }

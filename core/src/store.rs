@@ -138,12 +138,17 @@ pub trait Store {
     /// takes a grouped message out of its group, the group's next member is unblocked
     /// ([`crate::storage::next_head`]); when it puts one back (a replay), it goes to the group's
     /// end.
+    ///
+    /// `step` may be called more than once, and only its last result is written: a store may
+    /// run it first on a message and queue row it remembers, and again on the ones it reads when
+    /// its database says they changed since (the PostgreSQL store's one-round-trip ack, issue 24).
+    /// So it must decide from its arguments alone, as the machine's steps do.
     fn update(
         &self,
         queue: &str,
         id: Id,
         clock: Clock<'_>,
-        step: impl FnOnce(Message, &Context) -> Result<Message>,
+        step: impl FnMut(Message, &Context) -> Result<Message>,
     ) -> impl Future<Output = Result<Message>>;
 
     /// Atomically, in one transaction, once the write lock is held, `clock` read once and the

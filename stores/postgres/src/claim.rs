@@ -14,6 +14,7 @@ use deadletter::{Claimed, Claiming, Context, Id, Message, Millis, QueueRow, Resu
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
+use crate::cache::Cached;
 use crate::pool::{Conn, db_error};
 use crate::row::{self, Place};
 use crate::sql::Sql;
@@ -80,7 +81,9 @@ impl Reads {
 
 impl PostgresStore {
     /// Claims from `queue` at `now` as `start` says given the queue's row, in the transaction
-    /// open on `conn`, from the results of [`Reads::statements`].
+    /// open on `conn`, from the results of [`Reads::statements`]; with the messages it took as
+    /// written, for the cache once the transaction committed (the queue's row goes to the cache
+    /// now).
     pub(crate) fn claim_from(
         &self,
         conn: &mut Conn,
@@ -89,12 +92,15 @@ impl PostgresStore {
         rows: Vec<Vec<Row>>,
         start: impl FnOnce(&Context) -> Option<Claiming>,
         tokens: impl FnMut() -> String,
-    ) -> Result<Claimed> {
+    ) -> Result<(Claimed, Vec<Cached>)> {
         let reads = Reads::new(queue, rows, Reads::ROOM)?;
+        self.cache.put_queue(queue, reads.row);
         let Some(claim) = start(&Context::new(now, reads.row)?) else {
-            return Ok(Claimed::default());
+            return Ok((Claimed::default(), Vec::new()));
         };
-        self.claim_in(conn, queue, &claim, reads, tokens)
+        let mut taken = Vec::new();
+        let claimed = self.claim_in(conn, queue, &claim, reads, tokens, &mut taken)?;
+        Ok((claimed, taken))
     }
 
     /// Claims as `claim` says from `queue`, in the transaction open on `conn`, from `reads`.
@@ -114,6 +120,7 @@ impl PostgresStore {
         claim: &Claiming,
         reads: Reads,
         mut tokens: impl FnMut() -> String,
+        written: &mut Vec<Cached>,
     ) -> Result<Claimed> {
         let sql = self.statements();
         let now = claim.now;
@@ -134,7 +141,7 @@ impl PostgresStore {
             } else {
                 conn.query(&sql.due, &[&queue, &now, &limit(claim.n)?])?
             };
-            let taken = self.take(conn, claim, &due, &[], &mut tokens)?;
+            let taken = self.take(conn, claim, &due, &[], &mut tokens, written)?;
             return Ok(Claimed {
                 taken,
                 ..Claimed::default()
@@ -161,7 +168,7 @@ impl PostgresStore {
             // again at once under a backoff of 0), as in the reference store.
             let room = limit(claim.n + expired.len())?;
             let rows = conn.query(&sql.due, &[&queue, &now, &room])?;
-            taken = self.take(conn, claim, &rows, &expired, &mut tokens)?;
+            taken = self.take(conn, claim, &rows, &expired, &mut tokens, written)?;
         }
         Ok(Claimed {
             expired,
@@ -172,7 +179,7 @@ impl PostgresStore {
 
     /// Takes the first `claim.n` messages of `rows` (the head of the ready index, locked) that
     /// are not among `expired`; the last write is the transaction's last statement, sent with
-    /// `COMMIT`.
+    /// `COMMIT`. Each is pushed to `written` as written.
     fn take(
         &self,
         conn: &mut Conn,
@@ -180,6 +187,7 @@ impl PostgresStore {
         rows: &[Row],
         expired: &[Message],
         tokens: &mut impl FnMut() -> String,
+        written: &mut Vec<Cached>,
     ) -> Result<Vec<Message>> {
         let mut taken = Vec::new();
         for before in rows.iter().map(row::read) {
@@ -198,7 +206,8 @@ impl PostgresStore {
             if index + 1 == taken.len() {
                 conn.commit_with_next();
             }
-            row::write(conn, &self.statements().messages, before, after, place)?;
+            let done = row::write(conn, &self.statements().messages, before, after, place)?;
+            written.extend(done.map(|done| done.cached(after)));
         }
         Ok(taken.into_iter().map(|(_, after)| after).collect())
     }

@@ -291,6 +291,31 @@ impl Client {
             .collect()
     }
 
+    /// Runs the simple query `begin`, then `statement` with `params`, then the simple query
+    /// `end`, all sent together in one round trip (a whole transaction: see
+    /// [`Client::batch_then_query_all`] for how a failure goes on): the three outcomes.
+    pub(crate) fn batch_query_batch(
+        &mut self,
+        begin: &str,
+        statement: &Statement,
+        params: &[&(dyn ToSql + Sync)],
+        end: &str,
+    ) -> (Result<(), Error>, Rows, Result<(), Error>) {
+        self.sent(1, begin);
+        self.sent(0, end);
+        let client = &self.client;
+        let pipeline = join(
+            client.batch_execute(begin),
+            join(client.query(statement, params), client.batch_execute(end)),
+        );
+        let (a, (b, c)) = self.driver.block_on(pipeline);
+        (
+            a.map_err(|e| self.failure(e)),
+            b.map_err(|e| self.failure(e)),
+            c.map_err(|e| self.failure(e)),
+        )
+    }
+
     /// Runs `statement` with `params` and then the simple query `batch`, in one round trip: both
     /// outcomes (see [`Client::batch_then_query_all`]).
     pub(crate) fn query_then_batch(

@@ -183,6 +183,51 @@ impl Conn {
             .collect()
     }
 
+    /// A whole transaction in one round trip (issue 24): `begin` (which must not wait for a
+    /// lock: `NOWAIT`), `sql` with `params` (which must not wait for a row lock either) and
+    /// `COMMIT`, sent together, outside any transaction open on this session. `Some(rows)`:
+    /// committed, `sql` returned `rows`. `None`: nothing was committed and the call takes its
+    /// usual path, because
+    /// - `sql` was not prepared on this session yet: it is prepared now (outside any
+    ///   transaction: preparing takes its tables' locks and may wait for them), nothing run;
+    /// - a lock was not available at once (SQLSTATE 55P03): `COMMIT` ended the aborted
+    ///   transaction;
+    /// - the session was closed and `begin` got no answer: the server answers `begin` (and
+    ///   flushes its answer) before it reads `sql`, so it never ran `sql` (after a restart, every
+    ///   idle session of the pool is closed this way).
+    ///
+    /// Any other failure is the call's store error, as in any transaction: a session that closed
+    /// after `begin` was answered may have committed, and the call does not know (an enqueue is
+    /// not sent twice).
+    pub fn whole(
+        &mut self,
+        begin: &str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Vec<Row>>> {
+        debug_assert!(!self.commit_next, "whole is a transaction of its own");
+        let Some(statement) = self.statements.get(sql).cloned() else {
+            // Whether it failed or not, nothing ran: the usual path says what is wrong, if
+            // anything (a session found closed is replaced there).
+            let _ = self.prepare(sql);
+            return Ok(None);
+        };
+        let (opened, rows, ended) = self
+            .client
+            .batch_query_batch(begin, &statement, params, "COMMIT");
+        let busy = |err: &tokio_postgres::Error| {
+            err.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE)
+        };
+        match (opened, rows, ended) {
+            (Ok(()), Ok(rows), Ok(())) => Ok(Some(rows)),
+            (Err(err), _, _) if busy(&err) || self.client.is_closed() => Ok(None),
+            (Ok(()), Err(err), Ok(())) if busy(&err) => Ok(None),
+            (Err(err), _, _) | (Ok(()), Err(err), _) | (Ok(()), Ok(_), Err(err)) => {
+                Err(db_error(err))
+            }
+        }
+    }
+
     /// Runs `sql` with `params`: how many rows it changed (not with
     /// [`Conn::commit_with_next`]: use [`Conn::query`]).
     pub fn execute(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
@@ -393,7 +438,7 @@ impl Sessions {
 
     /// An idle session, else a new one while fewer than `max_size` are open, else the first
     /// one given back within `wait`.
-    fn get(&self) -> Result<Session<'_>> {
+    pub(crate) fn get(&self) -> Result<Session<'_>> {
         self.owner.check()?;
         let deadline = Instant::now() + self.wait;
         let mut state = self.lock();

@@ -5,7 +5,9 @@ use deadletter::{Error, FailedAttempt, Message, Millis, QueueRow, Result};
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Json, ToSql};
 
+use crate::cache::Cached;
 use crate::pool::{Conn, db_error};
+use crate::sql::{Sql, VERSION};
 
 fn col<'a, T: FromSql<'a>>(row: &'a Row, index: usize) -> Result<T> {
     row.try_get(index).map_err(db_error)
@@ -112,6 +114,47 @@ pub fn put_queue(conn: &mut Conn, sql: &str, name: &str, row: &QueueRow) -> Resu
     Ok(())
 }
 
+/// The settings of a queue's row as parameters of the condition that they are still stored
+/// (`Sql::insert_one_if_settings`, `Sql::unchanged`): the queue's name, then its settings in
+/// [`StoredQueue`]'s order from `backoff_initial_ms` to `paused`.
+pub struct Settings<'a> {
+    stored: StoredQueue<'a>,
+    max_retries: Option<i32>,
+}
+
+impl<'a> Settings<'a> {
+    /// The settings of `row`, the row of queue `name`.
+    pub fn new(name: &'a str, row: &QueueRow) -> Result<Self> {
+        let stored = StoredQueue::new(name, row);
+        let max_retries = stored
+            .max_retries
+            .map(i32::try_from)
+            .transpose()
+            .map_err(Error::store)?;
+        Ok(Self {
+            stored,
+            max_retries,
+        })
+    }
+
+    /// The parameters, in order.
+    pub fn params(&self) -> [&(dyn ToSql + Sync); 10] {
+        let s = &self.stored;
+        [
+            &s.name,
+            &s.backoff_initial_ms,
+            &s.backoff_multiplier,
+            &s.backoff_cap_ms,
+            &s.backoff_jitter,
+            &self.max_retries,
+            &s.lease_ms,
+            &s.expires_in_ms,
+            &s.on_expiry,
+            &s.paused,
+        ]
+    }
+}
+
 /// Reads every row.
 pub fn read_all(rows: &[Row]) -> Result<Vec<Message>> {
     rows.iter().map(read).collect()
@@ -160,6 +203,17 @@ pub struct Place {
 /// Inserts `message` (its id is ignored) at `place`; the new id, or `None` when a message of its
 /// queue already carries its idempotency key.
 pub fn insert(conn: &mut Conn, sql: &str, message: &Message, place: Place) -> Result<Option<i64>> {
+    let row = inserted(message, place, |params| conn.query_opt(sql, params))?;
+    row.map(|row| col(&row, 0)).transpose()
+}
+
+/// Calls `f` with the parameters of an insert of `message` (its id is ignored) at `place`, in
+/// [`crate::sql::Sql::insert`]'s order.
+pub fn inserted<T>(
+    message: &Message,
+    place: Place,
+    f: impl FnOnce(&[&(dyn ToSql + Sync)]) -> Result<T>,
+) -> Result<T> {
     storable(message)?;
     let errors = Json(&message.errors);
     let params: [&(dyn ToSql + Sync); 23] = [
@@ -187,8 +241,7 @@ pub fn insert(conn: &mut Conn, sql: &str, message: &Message, place: Place) -> Re
         &message.expires_at,
         &storage::blocked(message, place.head),
     ];
-    let row = conn.query_opt(sql, &params)?;
-    row.map(|row| col(&row, 0)).transpose()
+    f(&params)
 }
 
 /// Inserts `messages` (none with an idempotency key; their ids are ignored), each at its place,
@@ -199,6 +252,34 @@ pub fn insert_many(
     messages: &[Message],
     places: &[Place],
 ) -> Result<Vec<i64>> {
+    let rows = inserted_many(messages, places, |params| conn.query(sql, params))?;
+    ids(&rows, messages.len())
+}
+
+/// The ids that an insert of `n` messages returned in `rows`, ascending (in insert order).
+pub fn ids(rows: &[Row], n: usize) -> Result<Vec<i64>> {
+    let mut ids = rows
+        .iter()
+        .map(|row| col(row, 0))
+        .collect::<Result<Vec<i64>>>()?;
+    if ids.len() != n {
+        return Err(Error::Store(format!(
+            "inserted {} of {n} messages",
+            ids.len()
+        )));
+    }
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// Calls `f` with the parameters of an insert of `messages` (none with an idempotency key; their
+/// ids are ignored), each at its place, column by column as arrays
+/// ([`crate::sql::Sql::insert_many`]).
+pub fn inserted_many<T>(
+    messages: &[Message],
+    places: &[Place],
+    f: impl FnOnce(&[&(dyn ToSql + Sync)]) -> Result<T>,
+) -> Result<T> {
     for message in messages {
         storable(message)?;
     }
@@ -260,20 +341,7 @@ pub fn insert_many(
         &opt(|m| m.expires_at),
         &blocked,
     ];
-    let rows = conn.query(sql, &params)?;
-    let mut ids = rows
-        .iter()
-        .map(|row| col(row, 0))
-        .collect::<Result<Vec<i64>>>()?;
-    if ids.len() != messages.len() {
-        return Err(Error::Store(format!(
-            "inserted {} of {} messages",
-            ids.len(),
-            messages.len()
-        )));
-    }
-    ids.sort_unstable();
-    Ok(ids)
+    f(&params)
 }
 
 /// Persists `after` (a step's result) over the row of `before` (what was read), in the lane the
@@ -283,30 +351,85 @@ pub fn insert_many(
 /// costs the server its parameter and its place in the statement's projection, built again at
 /// each execution (issue 24: a claim or an ack set all 23 columns; it changes 4 and the lane).
 /// Each set of columns is its own statement text, prepared once per session.
+///
+/// Returns what it left in the row ([`Written`]; `None` when the row is gone).
 pub fn write(
     conn: &mut Conn,
     table: &str,
     before: &Message,
     after: &Message,
     place: Place,
-) -> Result<()> {
+) -> Result<Option<Written>> {
     storable(after)?;
     let values = Values::new(after, place)?;
-    let set = values.set(before);
-    let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(set.len() + 1);
-    params.push(&before.id);
-    let mut assignments = Vec::with_capacity(set.len());
-    for (column, value) in set {
-        params.push(value);
-        assignments.push(format!("{column} = ${}", params.len()));
-    }
-    let sql = format!(
-        "UPDATE {table} SET {} WHERE id = $1",
-        assignments.join(", ")
-    );
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&before.id];
+    let set = values.assignments(before, &mut params);
+    let sql = format!("UPDATE {table} SET {set} WHERE id = $1 RETURNING {VERSION}, blocked");
     // `query`, not `execute`: it may be the transaction's last statement, sent with `COMMIT`.
-    conn.query(&sql, &params)?;
-    Ok(())
+    let rows = conn.query(&sql, &params)?;
+    rows.first().map(Written::read).transpose()
+}
+
+/// [`write`] of `after` over `cached` (a message as this store last wrote it) as a whole
+/// transaction in one round trip ([`Conn::whole`], begun with `begin`), only while its row is
+/// still that version and the settings of its queue are still `settings`
+/// ([`Sql::unchanged`]), without waiting for its row's lock (`FOR UPDATE NOWAIT`: a call that
+/// waited would decide with an instant read before it got it). `None`: nothing was written
+/// (the row or the settings changed, a lock was held, the statement was prepared just now), and
+/// the call takes its usual path.
+pub fn write_if_unchanged(
+    conn: &mut Conn,
+    sql: &Sql,
+    cached: &Cached,
+    after: &Message,
+    place: Place,
+    settings: &Settings<'_>,
+) -> Result<Option<Written>> {
+    storable(after)?;
+    let values = Values::new(after, place)?;
+    let before = &cached.message;
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&before.id, &cached.version];
+    params.extend(settings.params());
+    let set = values.assignments(before, &mut params);
+    let table = &sql.messages;
+    let text = format!(
+        "WITH m AS (SELECT id FROM {table} WHERE {} FOR UPDATE NOWAIT) \
+         UPDATE {table} AS t SET {set} FROM m WHERE t.id = m.id \
+         RETURNING t.xmin::text || t.ctid::text, t.blocked",
+        sql.unchanged
+    );
+    let rows = conn.whole(&sql.claim_begin_nowait, &text, &params)?;
+    rows.as_deref()
+        .and_then(<[Row]>::first)
+        .map(Written::read)
+        .transpose()
+}
+
+/// What a write left in a message's row.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The row's version ([`VERSION`]).
+    pub version: String,
+    /// Its `blocked` flag.
+    pub blocked: bool,
+}
+
+impl Written {
+    fn read(row: &Row) -> Result<Self> {
+        Ok(Self {
+            version: col(row, 0)?,
+            blocked: col(row, 1)?,
+        })
+    }
+
+    /// `message` as written, to remember ([`crate::cache::Cache`]).
+    pub fn cached(self, message: &Message) -> Cached {
+        Cached {
+            message: message.clone(),
+            blocked: self.blocked,
+            version: self.version,
+        }
+    }
 }
 
 /// The values a write of `after` at `place` stores, as the columns take them.
@@ -339,6 +462,22 @@ impl<'a> Values<'a> {
             blocked: storage::blocked(after, place.head),
             group_at: place.group_at,
         })
+    }
+
+    /// The assignments of the columns to set over the row of `before` (see [`Values::set`]),
+    /// their values pushed to `params` (numbered after those already there).
+    fn assignments<'p>(
+        &'p self,
+        before: &Message,
+        params: &mut Vec<&'p (dyn ToSql + Sync)>,
+    ) -> String {
+        let set = self.set(before);
+        let mut assignments = Vec::with_capacity(set.len());
+        for (column, value) in set {
+            params.push(value);
+            assignments.push(format!("{column} = ${}", params.len()));
+        }
+        assignments.join(", ")
     }
 
     /// The columns to set over the row of `before`, with their values: those whose value

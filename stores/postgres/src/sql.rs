@@ -18,6 +18,42 @@ const QUEUE_COLUMNS: &str = "backoff_initial_ms, backoff_multiplier, backoff_cap
     backoff_jitter, max_retries, lease_ms, expires_in_ms, on_expiry, paused, expired_dead, \
     expired_discarded";
 
+/// A row's version, as a write returns it and a guarded write compares it (issue 24): the
+/// transaction that wrote it (`xmin`) and where it put it (`ctid`). Every `UPDATE` makes a new
+/// version at a new place; two versions one transaction writes share their `xmin` but not their
+/// place, and a place is reused only once the version there is gone (so with another `xmin`).
+/// A row that `VACUUM FULL` moved only takes the usual path once more.
+pub const VERSION: &str = "xmin::text || ctid::text";
+
+/// The types of the columns of [`INSERTED`], in order (for parameters that nothing else types).
+const INSERTED_TYPES: [&str; 23] = [
+    "text", "bytea", "text", "int", "int", "bigint", "text", "bigint", "bigint", "text", "bigint",
+    "text", "bigint", "bigint", "jsonb", "bigint", "bigint", "bigint", "boolean", "text", "bigint",
+    "bigint", "boolean",
+];
+
+/// The condition that the stored settings of queue `$n` (in table `q`) are `$n+1`..`$n+9`, in
+/// [`deadletter::storage::StoredQueue`]'s order from `backoff_initial_ms` to `paused` (what
+/// `row::Settings` binds): a queue without a row has the defaults (`on_expiry` `dead`, not
+/// paused, the rest null), as `row::queue` reads it. Its counters are not compared: no step
+/// reads them.
+fn settings_are(q: &str, n: usize) -> String {
+    let types = [
+        "bigint", "float8", "bigint", "text", "int", "bigint", "bigint", "text", "boolean",
+    ];
+    let params: Vec<String> = (1..)
+        .zip(types)
+        .map(|(i, t)| format!("${}::{t}", n + i))
+        .collect();
+    format!(
+        "EXISTS (SELECT FROM (VALUES (1)) AS one (x) LEFT JOIN {q} q ON q.name = ${n} \
+         WHERE (q.backoff_initial_ms, q.backoff_multiplier, q.backoff_cap_ms, q.backoff_jitter, \
+         q.max_retries, q.lease_ms, q.expires_in_ms, coalesce(q.on_expiry, 'dead'), \
+         coalesce(q.paused, false)) IS NOT DISTINCT FROM ({}))",
+        params.join(", ")
+    )
+}
+
 /// The live members of a group (`$1` queue, `$2` group): pending or processing.
 const MEMBERS: &str = "queue = $1 AND group_name = $2 AND status IN ('pending', 'processing')";
 
@@ -54,7 +90,8 @@ pub struct Sql {
     pub begin: String,
     /// [`Sql::begin`] that does not wait for the table's lock (`NOWAIT`): it fails at once
     /// (SQLSTATE 55P03) when another session holds a lock that excludes writes, and the claim
-    /// then waits with [`Sql::begin`] (`PostgresStore::claim`).
+    /// then waits with [`Sql::begin`] (`PostgresStore::claim`). The one-round-trip enqueue and
+    /// ack (issue 24) begin with it too, and take their usual path then.
     pub claim_begin_nowait: String,
     /// The row of queue `$1`, in [`deadletter::storage::StoredQueue`]'s order.
     pub queue: String,
@@ -108,6 +145,17 @@ pub struct Sql {
     /// in [`Sql::insert`]'s order), in array order; returns their ids (ascending in that order:
     /// the identity is drawn row by row as they are inserted).
     pub insert_many: String,
+    /// [`Sql::insert_one`] as one statement of its own transaction, sent with the transaction's
+    /// `BEGIN` and `COMMIT` (issue 24): inserts only while the settings of queue `$24` are still
+    /// `$25`..`$33` (those the core built the message with, remembered from an earlier call:
+    /// `cache.rs`); no row when they are not, and then no identity value is drawn.
+    pub insert_one_if_settings: String,
+    /// [`Sql::insert_many`] with [`Sql::insert_one_if_settings`]'s condition.
+    pub insert_many_if_settings: String,
+    /// The condition of a guarded write (`row::write_if_unchanged`) of message `$1`: its row is
+    /// still of version `$2` (`xmin::text || ctid::text`) and the settings of queue `$3` are still
+    /// `$4`..`$12`.
+    pub unchanged: String,
     /// The table of messages, quoted (`"schema".messages`). A write's `UPDATE` (`row::write`)
     /// sets the columns its step changed only, so its text is built per write (and prepared once
     /// per session and set of columns). It always sets `updated_at`, `ready` and `blocked`, the
@@ -205,6 +253,20 @@ impl Sql {
             .map(|i| format!("${i}"))
             .collect::<Vec<_>>()
             .join(", ");
+        let typed = |array: &str| -> String {
+            (1..)
+                .zip(INSERTED_TYPES)
+                .map(|(i, t)| format!("${i}::{t}{array}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let insert_many = |condition: &str| {
+            format!(
+                "INSERT INTO {m} ({INSERTED}) SELECT {INSERTED} FROM unnest({}) \
+                 WITH ORDINALITY AS v({INSERTED}, ord) {condition}ORDER BY ord RETURNING id",
+                typed("[]")
+            )
+        };
         Self {
             claim_begin_nowait: format!("{begin} NOWAIT"),
             begin,
@@ -268,16 +330,14 @@ impl Sql {
             insert_one: format!(
                 "INSERT INTO {m} ({INSERTED}) VALUES ({inserted_values}) RETURNING id"
             ),
-            insert_many: format!(
-                "INSERT INTO {m} ({INSERTED}) SELECT {INSERTED} \
-                 FROM unnest($1::text[], \
-                 $2::bytea[], $3::text[], $4::int[], $5::int[], $6::bigint[], $7::text[], \
-                 $8::bigint[], $9::bigint[], $10::text[], $11::bigint[], $12::text[], \
-                 $13::bigint[], $14::bigint[], $15::jsonb[], $16::bigint[], $17::bigint[], \
-                 $18::bigint[], $19::boolean[], $20::text[], $21::bigint[], $22::bigint[], \
-                 $23::boolean[]) WITH ORDINALITY AS v({INSERTED}, ord) \
-                 ORDER BY ord RETURNING id"
+            insert_many: insert_many(""),
+            insert_one_if_settings: format!(
+                "INSERT INTO {m} ({INSERTED}) SELECT {} WHERE {} RETURNING id",
+                typed(""),
+                settings_are(&q, 24)
             ),
+            insert_many_if_settings: insert_many(&format!("WHERE {} ", settings_are(&q, 24))),
+            unchanged: format!("id = $1 AND {VERSION} = $2 AND {}", settings_are(&q, 3)),
             messages: m.clone(),
             expired: format!(
                 "WITH {due_ids}, moved AS ({mark_ready}) {}",

@@ -12,13 +12,14 @@ use deadletter::{
     Message, Millis, QueueRow, Result, Store, apply_step,
 };
 
+use crate::cache::Cache;
 use crate::claim::Reads;
 use crate::moves;
 use crate::options::Options;
 use crate::pool::{
     self, Conn, Connector, LOCK_NOT_AVAILABLE, NOT_PREPARED, RELOCK, Sessions, db_error,
 };
-use crate::row;
+use crate::row::{self, Place, Settings};
 use crate::schema;
 use crate::sql::Sql;
 use crate::write::{self, context, groups_changed, lock_names, put};
@@ -31,6 +32,9 @@ pub struct PostgresStore {
     sessions: Sessions,
     sql: Sql,
     schema: String,
+    /// The queue rows and messages its calls read and wrote last: guesses that let an enqueue
+    /// and an ack go in one round trip, which the database checks (`cache.rs`).
+    pub(crate) cache: Cache,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -97,6 +101,7 @@ impl PostgresStore {
             sessions,
             sql: Sql::new(&quoted),
             schema: options.schema.clone(),
+            cache: Cache::default(),
         })
     }
 
@@ -104,7 +109,9 @@ impl PostgresStore {
     /// fails with a store error. Closing twice is fine. In a child made by `fork()` (see
     /// `fork.rs`), a store error that leaves the parent's sessions alone.
     pub fn close(&self) -> Result<()> {
-        self.sessions.close()
+        self.sessions.close()?;
+        self.cache.clear();
+        Ok(())
     }
 
     /// Whether [`PostgresStore::close`] was called; always true in a child made by `fork()`.
@@ -152,6 +159,120 @@ impl PostgresStore {
     /// The statements this store runs (for `EXPLAIN` in tests and reports).
     pub fn statements(&self) -> &Sql {
         &self.sql
+    }
+
+    /// An enqueue of messages without idempotency keys or groups in one round trip (issue 24),
+    /// when this store remembers the queue's row (`cache.rs`): the clock read first, the core's
+    /// messages built with that row, then `BEGIN` (the table's lock, `NOWAIT`), the insert and
+    /// `COMMIT` sent together; the insert inserts only while the queue's stored settings are the
+    /// remembered ones. Nothing waits once the clock is read (issue 23: a lock held elsewhere
+    /// sends the call its usual way, which waits and then reads the clock). `None`: nothing was
+    /// written (no row remembered, the settings changed, a lock was held, the statement was
+    /// prepared on this session just now, the core refused the items with the remembered row):
+    /// the caller takes the usual path, which reads the row and decides again.
+    fn insert_as_remembered(
+        &self,
+        args: &EnqueueArgs,
+        clock: Clock<'_>,
+    ) -> Result<Option<Vec<Message>>> {
+        // The session first: in a forked child it fails before the cache's mutex is touched,
+        // which a thread of the parent may have held at the fork.
+        let mut conn = self.sessions.get()?;
+        let Some(remembered) = self.cache.queue(&args.queue) else {
+            return Ok(None);
+        };
+        let sql = &self.sql;
+        let Ok(ctx) = Context::new(clock()?, remembered) else {
+            return Ok(None);
+        };
+        let Ok(messages) = args.messages(&ctx) else {
+            return Ok(None);
+        };
+        // The store only assigns ids; every other field is the core's `with_id`.
+        let templates: Vec<Message> = messages.into_iter().map(|m| m.with_id(0)).collect();
+        let settings = Settings::new(&args.queue, &ctx.queue)?;
+        let place = Place {
+            head: true,
+            group_at: None,
+        };
+        let rows = match templates.as_slice() {
+            [one] => row::inserted(one, place, |values| {
+                let params = [values, &settings.params()[..]].concat();
+                conn.whole(
+                    &sql.claim_begin_nowait,
+                    &sql.insert_one_if_settings,
+                    &params,
+                )
+            })?,
+            many => row::inserted_many(many, &vec![place; many.len()], |values| {
+                let params = [values, &settings.params()[..]].concat();
+                conn.whole(
+                    &sql.claim_begin_nowait,
+                    &sql.insert_many_if_settings,
+                    &params,
+                )
+            })?,
+        };
+        let Some(rows) = rows.filter(|rows| !rows.is_empty()) else {
+            return Ok(None);
+        };
+        let ids = row::ids(&rows, templates.len())?;
+        Ok(Some(
+            templates
+                .into_iter()
+                .zip(ids)
+                .map(|(m, id)| Message { id, ..m })
+                .collect(),
+        ))
+    }
+
+    /// An update in one round trip (issue 24) of a message as this store last wrote it (its
+    /// claim, or an earlier update), when it remembers that and its queue's row (`cache.rs`):
+    /// the clock read first, `step` run on the remembered message and row, then `BEGIN` (the
+    /// table's lock, `NOWAIT`), the write and `COMMIT` sent together
+    /// ([`row::write_if_unchanged`]: only while the row is that version and the settings the
+    /// remembered ones; its row's lock not waited for). Only a write of one statement, with no
+    /// group's bookkeeping ([`write::put_alone`]). `None`: nothing was written (nothing
+    /// remembered, the step refused the remembered message, its write needs more, a lock was
+    /// held, the row or settings changed): the caller takes the usual path, which reads the
+    /// message and runs `step` again on it.
+    fn update_as_remembered(
+        &self,
+        queue: &str,
+        id: Id,
+        clock: Clock<'_>,
+        step: &mut impl FnMut(Message, &Context) -> Result<Message>,
+    ) -> Result<Option<Message>> {
+        // The session first (see `insert_as_remembered`).
+        let mut conn = self.sessions.get()?;
+        let (Some(remembered), Some(cached)) =
+            (self.cache.queue(queue), self.cache.take(queue, id))
+        else {
+            return Ok(None);
+        };
+        let Ok(ctx) = Context::new(clock()?, remembered) else {
+            return Ok(None);
+        };
+        let before = &cached.message;
+        let Ok(after) = step(before.clone(), &ctx) else {
+            return Ok(None);
+        };
+        if !groups_changed([(before, Some(&after))]).is_empty() || !write::put_alone(before, &after)
+        {
+            return Ok(None);
+        }
+        let place = Place {
+            head: !cached.blocked,
+            group_at: None,
+        };
+        let settings = Settings::new(queue, &ctx.queue)?;
+        let written =
+            row::write_if_unchanged(&mut conn, &self.sql, &cached, &after, place, &settings)?;
+        let Some(written) = written else {
+            return Ok(None);
+        };
+        self.cache.put([written.cached(&after)]);
+        Ok(Some(after))
     }
 
     fn one(conn: &mut Conn, sql: &str, queue: &str, id: Id) -> Result<Option<Message>> {
@@ -278,6 +399,12 @@ impl Store for PostgresStore {
         // dates its messages (delays, expiries) from when it got them. One key alone cannot
         // close a cycle of waits: it is not locked (its unique index decides).
         let (keys, groups) = args.names();
+        if keys.is_empty()
+            && groups.is_empty()
+            && let Some(inserted) = self.insert_as_remembered(args, clock)?
+        {
+            return Ok(inserted);
+        }
         let keys = if keys.len() > 1 { keys } else { Vec::new() };
         if keys.is_empty() && groups.is_empty() {
             // No lock but the table's: `BEGIN` and the queue's row in one round trip.
@@ -289,6 +416,7 @@ impl Store for PostgresStore {
                     let row = rows[0]
                         .pop()
                         .map_or(Ok(QueueRow::default()), |r| row::queue(&r, 0, queue))?;
+                    self.cache.put_queue(queue, row);
                     self.insert_in(conn, args, &Context::new(clock()?, row)?)
                 });
         }
@@ -309,36 +437,44 @@ impl Store for PostgresStore {
         queue: &str,
         id: Id,
         clock: Clock<'_>,
-        step: impl FnOnce(Message, &Context) -> Result<Message>,
+        mut step: impl FnMut(Message, &Context) -> Result<Message>,
     ) -> Result<Message> {
+        if let Some(after) = self.update_as_remembered(queue, id, clock, &mut step)? {
+            return Ok(after);
+        }
         // `BEGIN` with the message's row lock and its queue's row, in one round trip; then the
         // clock: a call that waited for another's lock decides with the instant it got it.
         let sql = &self.sql;
         let first: &[(&str, &[&(dyn ToSql + Sync)])] =
             &[(&sql.get_for_update_with_queue, &[&id, &queue])];
-        self.sessions
-            .write_first(&sql.begin, first, false, |conn, found| {
-                let (before, row) = match found[0].first() {
-                    Some(r) => (
-                        Some(row::read_stored(r)?),
-                        row::queue(r, row::MESSAGE_COLUMNS, queue)?,
-                    ),
-                    None => (None, QueueRow::default()),
-                };
-                let ctx = Context::new(clock()?, row)?;
-                let message = before.as_ref().map(|(m, _)| m.clone());
-                let after = apply_step(message, queue, id, |m| step(m, &ctx))?;
-                if let Some(before) = &before {
-                    let groups = groups_changed([(&before.0, Some(&after))]);
-                    if groups.is_empty() && write::put_alone(&before.0, &after) {
-                        // One statement, the transaction's last: `COMMIT` goes with it.
-                        conn.commit_with_next();
+        let (after, written) =
+            self.sessions
+                .write_first(&sql.begin, first, false, |conn, found| {
+                    let (before, row) = match found[0].first() {
+                        Some(r) => (
+                            Some(row::read_stored(r)?),
+                            row::queue(r, row::MESSAGE_COLUMNS, queue)?,
+                        ),
+                        None => (None, QueueRow::default()),
+                    };
+                    self.cache.put_queue(queue, row);
+                    let ctx = Context::new(clock()?, row)?;
+                    let message = before.as_ref().map(|(m, _)| m.clone());
+                    let after = apply_step(message, queue, id, |m| step(m, &ctx))?;
+                    let mut written = None;
+                    if let Some(before) = &before {
+                        let groups = groups_changed([(&before.0, Some(&after))]);
+                        if groups.is_empty() && write::put_alone(&before.0, &after) {
+                            // One statement, the transaction's last: `COMMIT` goes with it.
+                            conn.commit_with_next();
+                        }
+                        lock_names(conn, queue, &[], &groups)?;
+                        written = put(conn, sql, before, &after, ctx.now)?;
                     }
-                    lock_names(conn, queue, &[], &groups)?;
-                    put(conn, sql, before, &after, ctx.now)?;
-                }
-                Ok(after)
-            })
+                    Ok((after, written))
+                })?;
+        self.cache.put(written.map(|w| w.cached(&after)));
+        Ok(after)
     }
 
     async fn claim(
@@ -372,18 +508,24 @@ impl Store for PostgresStore {
                 self.claim_from(conn, queue, now, rows, start, tokens)
             },
         );
-        match fast {
+        let claimed = match fast {
             Err(Error::Store(text))
-                if !sent && (text.ends_with(LOCK_NOT_AVAILABLE) || text == NOT_PREPARED) => {}
-            other => return other,
-        }
-        let (start, tokens) = (start.expect("not run"), tokens.expect("not run"));
-        self.sessions.write_with(&sql.begin, |conn| {
-            let now = clock()?;
-            let params: [&(dyn ToSql + Sync); 3] = [&queue, &now, &room];
-            let rows = conn.query_many(&Reads::statements(sql, &params))?;
-            self.claim_from(conn, queue, now, rows, start, tokens)
-        })
+                if !sent && (text.ends_with(LOCK_NOT_AVAILABLE) || text == NOT_PREPARED) =>
+            {
+                let (start, tokens) = (start.expect("not run"), tokens.expect("not run"));
+                self.sessions.write_with(&sql.begin, |conn| {
+                    let now = clock()?;
+                    let params: [&(dyn ToSql + Sync); 3] = [&queue, &now, &room];
+                    let rows = conn.query_many(&Reads::statements(sql, &params))?;
+                    self.claim_from(conn, queue, now, rows, start, tokens)
+                })
+            }
+            other => other,
+        };
+        // The messages taken, as written, remembered once the transaction committed.
+        let (claimed, taken) = claimed?;
+        self.cache.put(taken);
+        Ok(claimed)
     }
 
     async fn list(&self, query: &ListQuery<'_>) -> Result<Vec<Message>> {
@@ -524,8 +666,11 @@ impl Store for PostgresStore {
     }
 
     async fn queue_row(&self, queue: &str) -> Result<QueueRow> {
-        self.sessions
-            .read(|conn| write::queue_row(conn, &self.sql, queue))
+        let row = self
+            .sessions
+            .read(|conn| write::queue_row(conn, &self.sql, queue))?;
+        self.cache.put_queue(queue, row);
+        Ok(row)
     }
 
     async fn write_queue_row(
@@ -533,7 +678,7 @@ impl Store for PostgresStore {
         queue: &str,
         step: impl FnOnce(QueueRow) -> Result<QueueRow>,
     ) -> Result<QueueRow> {
-        self.sessions.write(|conn| {
+        let next = self.sessions.write(|conn| {
             write::lock_queue(conn, queue)?;
             let stored = write::queue_row(conn, &self.sql, queue)?;
             let next = step(stored)?;
@@ -545,7 +690,9 @@ impl Store for PostgresStore {
                 }
             }
             Ok(next)
-        })
+        })?;
+        self.cache.put_queue(queue, next);
+        Ok(next)
     }
 
     async fn next_due_at(&self, queue: &str, now: Millis) -> Result<Option<Millis>> {

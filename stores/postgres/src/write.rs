@@ -20,7 +20,7 @@ use deadletter::storage::{self, Position};
 use deadletter::{Clock, Context, Error, Message, Millis, QueueRow, Result};
 
 use crate::pool::{Conn, db_error};
-use crate::row::{self, Place};
+use crate::row::{self, Place, Written};
 use crate::sql::Sql;
 
 /// Locks, until the transaction ends, the idempotency `keys` and the ordering `groups` of `queue`,
@@ -157,14 +157,15 @@ pub fn put_alone(before: &Message, after: &Message) -> bool {
 /// Writes `after` (a step's result) over `before` (as read, with its `blocked` flag) at `now`,
 /// with its group's bookkeeping (the group's lock held, see [`groups_changed`]): a message
 /// entering its group again (a replay) goes to its end, blocked unless the group has no live
-/// member; one leaving it unblocks the group's next member.
+/// member; one leaving it unblocks the group's next member. Returns what it left in the
+/// message's row.
 pub fn put(
     conn: &mut Conn,
     sql: &Sql,
     before: &(Message, bool),
     after: &Message,
     now: Millis,
-) -> Result<()> {
+) -> Result<Option<Written>> {
     let (before, blocked) = before;
     match after.group.as_deref() {
         Some(group) if storage::enters_group(before, after) => {
@@ -180,8 +181,9 @@ pub fn put(
                 head: true,
                 group_at: None,
             };
-            row::write(conn, &sql.messages, before, after, place)?;
-            unblock_next(conn, sql, &after.queue, group)
+            let written = row::write(conn, &sql.messages, before, after, place)?;
+            unblock_next(conn, sql, &after.queue, group)?;
+            Ok(written)
         }
         _ => {
             let place = Place {

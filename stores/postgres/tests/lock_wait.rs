@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::store::item;
 use common::{Schemas, url};
 use deadletter::conformance::BASE;
 use deadletter::conformance::kit::{self, Locked};
@@ -40,7 +41,72 @@ fn so_do_they_on_a_session_that_prepared_the_claim_before() {
     assert_eq!(again.expect("claim").value, None);
     let (first, second) = (trips, db.store().round_trips() - trips);
     assert!(first > second, "the first claim prepared its statements");
+    // The one-round-trip failure (issue 24) of a message it claimed, prepared too: its write
+    // does not wait for the row's lock (`NOWAIT`), a call that finds it held waits the usual way.
+    // On another queue: the same statements, and nothing left in the scenario's.
+    let now = Call {
+        clock: &kit::system_now,
+        ..call
+    };
+    for _ in 0..2 {
+        let m = pollster::block_on(db.enqueue("warm".into(), &item("warm"), &kit::system_now))
+            .expect("enqueue");
+        let claimed = pollster::block_on(db.claim(
+            "warm".into(),
+            Arg::Int(2_000),
+            || kit::TOKEN.into(),
+            &now,
+        ))
+        .expect("claim");
+        assert_eq!(claimed.value.map(|c| c.id), Some(m.id));
+        let failed = pollster::block_on(db.fail(
+            "warm".into(),
+            m.id.into(),
+            "boom".into(),
+            kit::TOKEN.into(),
+            Arg::Null,
+            Arg::Null,
+            &now,
+        ));
+        failed.expect("fail");
+    }
     scenario(&db);
+}
+
+/// An enqueue on a session that went in one round trip before (issue 24: the queue's row
+/// remembered, the guarded insert prepared) finds the table's lock held (`LOCK TABLE ... IN SHARE
+/// MODE`, which excludes writes): it waits for it and dates its message from when it got it.
+#[test]
+fn an_enqueue_that_waited_for_the_tables_lock_dates_its_message_from_when_it_got_it() {
+    let schemas = Schemas::new("lockwaitenqueue");
+    let db = Engine::new(schemas.store(1), Limits::default());
+    let enqueue = || pollster::block_on(db.enqueue("q".into(), &item("a"), &kit::system_now));
+    for _ in 0..2 {
+        enqueue().expect("enqueue");
+    }
+    let trips = db.store().round_trips();
+    enqueue().expect("enqueue");
+    assert_eq!(db.store().round_trips() - trips, 1, "warm: one round trip");
+
+    let table = db.store().qualified("messages");
+    let mut holder = postgres::Client::connect(&url(), postgres::NoTls).expect("connect");
+    holder
+        .batch_execute(&format!("BEGIN; LOCK TABLE {table} IN SHARE MODE"))
+        .expect("lock");
+    let hold = std::time::Duration::from_millis(500);
+    let (m, started) = std::thread::scope(|scope| {
+        scope.spawn(move || {
+            std::thread::sleep(hold);
+            holder.batch_execute("COMMIT").expect("unlock");
+        });
+        let started = kit::system_now().expect("clock");
+        (enqueue().expect("enqueue"), started)
+    });
+    let waited = m.created_at - started;
+    assert!(
+        waited >= 500 - SLACK_MS,
+        "the message is dated {waited} ms after the call started, the lock was held 500 ms"
+    );
 }
 
 fn scenario(db: &Engine<PostgresStore>) {

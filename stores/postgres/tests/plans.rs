@@ -278,6 +278,33 @@ fn groups_and_expiry_walk_their_indexes(store: &PostgresStore) {
     }
 }
 
+/// Issue 24: the one-round-trip ack's write (`row::write_if_unchanged`, here setting
+/// `updated_at` only) finds its row by the primary key and the queue's row by its key, as
+/// planned for the values and as the generic plan; message 92 of `q`, at a version it is not
+/// (nothing written).
+fn a_guarded_write_finds_its_row_by_its_key(store: &PostgresStore) {
+    let sql = store.statements();
+    let m = &sql.messages;
+    let write = format!(
+        "WITH m AS (SELECT id FROM {m} WHERE {} FOR UPDATE NOWAIT) \
+         UPDATE {m} AS t SET updated_at = $13 FROM m WHERE t.id = m.id \
+         RETURNING t.xmin::text || t.ctid::text, t.blocked",
+        sql.unchanged
+    );
+    let types = "bigint, text, text, bigint, float8, bigint, text, int, bigint, bigint, text, \
+        boolean, bigint";
+    let args = "92, '1(0,1)', 'q', NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'dead', false, 5";
+    for mode in ["custom", "generic"] {
+        let plan = explain(store, &write, types, args, mode);
+        println!("-- the ack's guarded write, {mode} plan:\n{write}\n{plan}\n");
+        assert!(
+            plan.contains("using messages_pkey on messages"),
+            "{mode}: {plan}"
+        );
+        assert!(!plan.contains("Seq Scan on messages"), "{mode}: {plan}");
+    }
+}
+
 /// Issue 24: no index holds every message (each transition would write it), so `list`, the
 /// counts and `queues` read the index of each status. On the million messages, as planned for
 /// the values and as the generic plan: a page of 50 of queue `q` (all statuses, after id 500 000;
@@ -409,6 +436,7 @@ fn claim_walks_its_partial_indexes_on_a_million_messages() {
     lists_and_counts_walk_the_indexes_of_each_status(store);
     claim_reads_no_more_with_delayed_messages_ahead(store);
     groups_and_expiry_walk_their_indexes(store);
+    a_guarded_write_finds_its_row_by_its_key(store);
 
     // And on this data claim does what it says: it reaps the 100 expired leases (messages
     // 90, 10 090, ...: all in q), then takes the oldest due message of q, id 92 (created 91 ms

@@ -69,6 +69,44 @@ fn a_session_killed_mid_transaction_fails_the_call_writes_nothing_and_the_next_c
     let second =
         pollster::block_on(engine.enqueue("q".into(), &item("b"), &at(BASE))).expect("enqueue");
     assert_eq!(second.id, 2);
+
+    // So does one whose enqueue and ack go in one round trip (issue 24: the queue's row and the
+    // claimed message remembered, their statements prepared): they go the usual way.
+    let call = deadletter::Call {
+        clock: &|| Ok(BASE),
+        backoff: None,
+        sample: 0.0,
+    };
+    let claim = || {
+        let claimed = engine.claim("q".into(), Arg::Null, || "t".into(), &call);
+        pollster::block_on(claimed)
+            .expect("claim")
+            .value
+            .expect("one")
+    };
+    let ack =
+        |id: i64| pollster::block_on(engine.succeed("q".into(), id.into(), Arg::Null, &at(BASE)));
+    for _ in 0..2 {
+        pollster::block_on(engine.enqueue("q".into(), &item("c"), &at(BASE))).expect("enqueue");
+        let claimed = claim();
+        ack(claimed.id).expect("ack");
+    }
+    let claimed = claim();
+    let pid = backend_pid(store);
+    admin
+        .execute("SELECT pg_terminate_backend($1)", &[&pid])
+        .expect("terminate");
+    std::thread::sleep(Duration::from_millis(100));
+    let acked = ack(claimed.id).expect("ack");
+    assert_eq!(acked.status, Status::Succeeded);
+    let pid = backend_pid(store);
+    admin
+        .execute("SELECT pg_terminate_backend($1)", &[&pid])
+        .expect("terminate");
+    std::thread::sleep(Duration::from_millis(100));
+    let last =
+        pollster::block_on(engine.enqueue("q".into(), &item("d"), &at(BASE))).expect("enqueue");
+    assert_eq!(last.id, 5, "one insert each");
 }
 
 #[test]
