@@ -33,7 +33,9 @@
 //! Before the timed rounds: the round trips per call (counted by the store); then for each
 //! PostgreSQL contender, per claim+ack with one worker, the statements and the server's time
 //! executing them (`pg_stat_statements`, statement by statement), the CPU time of the server's
-//! processes and of this one, and the wall time. After them: the WAL bytes per message and the
+//! processes and of this one, the times the draining thread blocked waiting for an answer
+//! (its wake-ups: what most of the client's CPU follows, and unlike CPU times a count that does
+//! not depend on the machine's load), and the wall time. After them: the WAL bytes per message and the
 //! plans of deadletter's statements and of the reference's claim (index scans only).
 //!
 //! Both stores make each commit durable: SQLite with WAL and `synchronous = FULL`
@@ -48,7 +50,7 @@
 
 use std::path::PathBuf;
 use std::sync::Barrier;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use deadletter::{Arg, Call, Engine, Item, Limits, Millis, Result, Store};
@@ -77,7 +79,9 @@ fn timed(workers: usize, work: impl Fn(usize) + Sync) -> Duration {
             let (barrier, work) = (&barrier, &work);
             scope.spawn(move || {
                 barrier.wait();
+                let from = waits();
                 work(worker);
+                WORKERS_WAITED.fetch_add(waits().saturating_sub(from), Ordering::Relaxed);
             });
         }
         barrier.wait();
@@ -85,6 +89,22 @@ fn timed(workers: usize, work: impl Fn(usize) + Sync) -> Duration {
         Instant::now()
     })
     .elapsed()
+}
+
+/// The times the workers of [`timed`] that ended so far blocked ([`waits`]).
+static WORKERS_WAITED: AtomicU64 = AtomicU64::new(0);
+
+/// The times the calling thread blocked so far (its voluntary context switches, from
+/// `/proc/thread-self/status`; 0 where there is none): a worker blocks when it waits for an
+/// answer that has not arrived, so each wake-up the server's answers cause counts once.
+/// Unlike CPU times, it does not depend on the machine's load.
+fn waits() -> u64 {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// How many of `MESSAGES` worker `worker` of `workers` enqueues.
@@ -571,6 +591,8 @@ type Drain<'a> = &'a dyn Fn(&Schema) -> Mark;
 struct Mark {
     server: Option<f64>,
     client: Option<f64>,
+    /// The times this thread and the ended workers blocked ([`waits`]).
+    waits: u64,
     at: Instant,
 }
 
@@ -591,6 +613,7 @@ impl Mark {
         Self {
             server: server.map(seconds),
             client: ticks("self").map(|(own, _, _)| seconds(own)),
+            waits: waits() + WORKERS_WAITED.load(Ordering::Relaxed),
             at: Instant::now(),
         }
     }
@@ -704,15 +727,18 @@ fn server_time(url: &str) {
             (Some(a), Some(b)) => format!("{:>5.0}", per((b - a) * 1e6)),
             _ => "    -".to_owned(),
         };
+        #[allow(clippy::cast_precision_loss)] // some thousands
+        let waited = to.waits.saturating_sub(from.waits) as f64;
         println!(
             "  {name:<20} {:>5.1} statements {:>4.0} us, COMMIT {:>3.1} {:>3.0} us; CPU: server {} us, \
-             client {} us; wall {:>5.0} us",
+             client {} us, waits {:>3.1}; wall {:>5.0} us",
             per(calls),
             per(us),
             per(commits),
             per(commit_us),
             cpu(from.server, to.server),
             cpu(from.client, to.client),
+            per(waited),
             per((to.at - from.at).as_secs_f64() * 1e6),
         );
     }
