@@ -154,8 +154,9 @@ impl Queue {
     /// with the error `"expired"` (or discards it, when the queue's `on_expiry` says so). The
     /// queue's name must hold no control or format character (Unicode's Cf: bidirectional
     /// controls, zero-width spaces, ...) but the joiners U+200C and U+200D, and not be only
-    /// white space and invisible characters, nor start or end with white space or a joiner or
-    /// variation selector that joins or varies nothing (`ValidationError`, field `queue`).
+    /// white space and invisible characters, nor start or end with white space, nor read as
+    /// another name: white space but U+0020, a joiner or variation selector that joins or varies
+    /// nothing, an accent after an ASCII letter (`ValidationError`, field `queue`).
     #[pyo3(
         signature = (payload, *, max_retries = None, idempotency_key = None, delay = None, group = None, expires_in = None),
         text_signature = "($self, payload, *, max_retries=None, idempotency_key=None, delay=None, group=None, expires_in=None)"

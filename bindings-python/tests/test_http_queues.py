@@ -310,8 +310,9 @@ def test_metrics_of_pause_and_expiry(
 
 def test_the_enqueue_routes_name_pattern_is_the_queues_rule() -> None:
     """The document's pattern of the names enqueue accepts (`NEW_QUEUE`) says what the queue
-    says, for each character below U+3100 and the invisible ones above, alone and between
-    letters."""
+    says, for each character below U+3100 and the invisible ones above, alone, twice and between
+    two characters of each kind a joiner, a variation selector or an accent depends on (session
+    11: ASCII letters, ideographs, emoji, a keycap's base and U+20E3)."""
     doc = document()
     schema = doc["components"]["parameters"]["new_queue"]["schema"]
     pattern = re.compile(schema["pattern"])
@@ -324,19 +325,28 @@ def test_the_enqueue_routes_name_pattern_is_the_queues_rule() -> None:
     for code in [*range(0x3100), *above]:
         if 0xD800 <= code <= 0xDFFF:
             continue
-        for name in (chr(code), f"a{chr(code)}b", chr(code) * 2):
+        c = chr(code)
+        contexts = (f"a{c}b", f"\u845b{c}\u845b", f"\U0001f469{c}\U0001f4bb", f"#{c}\u20e3")
+        for name in (c, c * 2, *contexts):
             try:
                 q_ok = bool(q.queue(name).enqueue("p"))
             except deadletter.ValidationError:
                 q_ok = False
             assert bool(pattern.fullmatch(name)) == q_ok, (hex(code), name)
             checked += 1
-    assert checked > 30_000
+    assert checked > 60_000
     england = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
     names = [" a", "a ", "a\u3000", "\u00a0a", england, f"a {england} b", f" {england}"]
     names += [england[:3], england[:-1] + "b", "\U0001f3f3\U000e0067\U000e007f", "\u200d "]
     names += ["\U0001f3f4\U000e0061\U000e0062\U000e0063\U000e007f"]  # tags that are no flag
     names += [f"{england}\U000e007f", "\U0001f3f4\U000e007f", "a \u200d", ". .", "\u2764\ufe0f"]
+    # Session 11 (tester T3): what joins, varies or spaces nothing, an accent; and what does.
+    names += ["ema\u200dils", "ema\ufe0fils", "caf\u00e9\ufe0f", "cafe\u0301", "a\u2800b"]
+    names += ["\U0001f469\u200d\ufe0f", "\u2764\ufe0f\ufe0f", "a\u00a0b", "1\ufe0f", "E\u0300"]
+    names += ["\U0001f469\u200d\U0001f4bb", "\u2764\ufe0f\u200d\U0001f525", "*\ufe0f\u20e3 x"]
+    names += ["\u00a9\ufe0f\u200d\U0001f525", "\u0915\u094d\u200c\u0937", f"{england}\u200d\u2764"]
+    names += ["\U0001f441\ufe0f\u200d\U0001f5e8\ufe0f", "\u00e9\u200d\u00e9", "\u0301x"]
+    names += ["\u00a9" * 200 + "\u200d", "\u845b\ufe0f" * 100 + "\u200d"]  # no backtracking blow-up
     for name in names:
         try:
             q_ok = bool(q.queue(name).enqueue("p"))

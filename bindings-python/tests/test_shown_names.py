@@ -222,10 +222,25 @@ EDGES = {
     "\u845b\U000e0100": "\u845b\U000e0100",
     "\U0001f469\u200d\U0001f4bb": "\U0001f469\u200d\U0001f4bb",
     "a b": "a b",
+    # Session 11 (tester T3): what joins, varies or spaces nothing inside a name, an accent.
+    "ema\u200dils": r"ema\u200dils",
+    "ema\ufe0fils": r"ema\ufe0fils",
+    "caf\u00e9\ufe0f": "caf\u00e9" + r"\ufe0f",
+    "cafe\u0301": r"cafe\u0301",
+    "\U0001f469\u200d\ufe0f": "\U0001f469" + r"\u200d\ufe0f",
+    "a\u2800b": r"a\u2800b",
+    "a\u00a0b": r"a\xa0b",
+    "\u2764\ufe0f\ufe0f": "\u2764\ufe0f" + r"\ufe0f",
+    "\u2764\ufe0f\u200d\U0001f525": "\u2764\ufe0f\u200d\U0001f525",
+    "\u0915\u094d\u200d\u0937": "\u0915\u094d\u200d\u0937",
+    "caf\u00e9": "caf\u00e9",
+    "\u00ae\ufe0f": "\u00ae\ufe0f",
 }
-"""Queue names with what reads as nothing at an end (white space, a loose joiner or variation
-selector: the core's ``loose_end``), as the CLI's tables and the console show them, and names
-whose ends join or vary something, shown as typed."""
+"""Queue names with what reads as nothing at an end (white space, a joiner or variation selector)
+or that read as another name (a joiner or variation selector that joins or varies nothing, white
+space but U+0020, an accent after an ASCII letter: the core's ``look_alike``), as the CLI's tables
+and the console show them, and names whose joiners and selectors join or vary something, shown as
+typed."""
 
 
 def test_the_cli_and_the_console_escape_what_reads_as_nothing_at_a_names_ends() -> None:
@@ -241,3 +256,34 @@ def test_the_cli_and_the_console_escape_what_reads_as_nothing_at_a_names_ends() 
         else:
             assert not refused, ascii(text)
     assert console(list(EDGES), "queueName") == list(EDGES.values())
+
+
+def test_a_name_shows_as_typed_exactly_when_a_new_queue_takes_it_for_each_code_point() -> None:
+    """Session 11 (tester T3): ``ema\\u200dils``, ``a\\u2800b`` and ``cafe\\u0301`` (stored
+    before the rule) showed as ``emails``, ``a b`` and ``caf\\u00e9`` in the CLI's tables and the
+    console. Each code point below U+3100 and the joiners, selectors and blanks above it, between
+    ASCII letters, Latin-1 letters, ideographs, emoji, a keycap's base and U+20E3, at either end:
+    the CLI's tables (``_invisible.name``) and the console (``queueName``) show the name escaped
+    exactly when the core refuses it as a new queue's."""
+    codes = [*range(0x3100), *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0), 0x3164, 0xFEFF]
+    codes += [0x20E3, 0x1F3FB, 0x1F525, 0xE0067, 0xE007F]
+    contexts = ["a{}b", "\u00e9{}\u00e9", "\u845b{}\u845b", "\U0001f469{}\U0001f4bb", "#{}\u20e3"]
+    contexts += ["x{}", "{}x"]
+    texts = [
+        context.format(chr(code))
+        for code in codes
+        if not 0xD800 <= code <= 0xDFFF and chr(code) not in "\t\n\r"  # the console's own way
+        for context in contexts
+    ]
+    refused = []
+    for text in texts:
+        try:
+            check_new_queue(text)
+        except deadletter.ValidationError:
+            refused.append(text)
+    escaped = [text for text in texts if _invisible.name(text) != text]
+    assert escaped == refused
+    assert len(refused) > 2_000  # controls, invisible ones, joiners, selectors, blanks, accents
+    shown = console(texts, "queueName")
+    assert [text for text, seen in zip(texts, shown) if seen != text] == refused
+    assert shown == [_invisible.name(text) for text in texts]

@@ -593,9 +593,12 @@ export declare class Queue {
    * format characters (Unicode's Cf: bidirectional controls, zero-width spaces, soft hyphens,
    * ...) but the joiners U+200C and U+200D and the tags of the flags of England, Scotland and
    * Wales, not only white space and invisible characters, not starting or ending with white
-   * space (U+2800 counts), not starting with a joiner or variation selector, not ending with a
-   * joiner or with a variation selector after an ASCII character (`jobs\u{fe0f}` reads as
-   * `jobs`; `\u{2764}\u{fe0f}` is fine), and not `.` or `..`, which a URL cannot name (else
+   * space, with no white space but U+0020 (`a\u{a0}b` reads as `a b`), no joiner or variation
+   * selector that joins or varies nothing (at an end, next to ASCII, Latin, Greek or Cyrillic,
+   * next to another one: `ema\u{200d}ils` and `jobs\u{fe0f}` read as `emails` and `jobs`;
+   * `\u{2764}\u{fe0f}`, keycaps and emoji ZWJ sequences are fine), no accent of
+   * U+0300..U+036F after an ASCII letter (write `caf\u{e9}`, not `cafe\u{301}`), and not `.` or
+   * `..`, which a URL cannot name (else
    * `validation_failed`, field `queue`, code `invalid`); a handle on such a name still reads,
    * replays, pauses and purges what is stored under it.
    * Rejects with `validation_failed` or `store`.

@@ -364,10 +364,12 @@ impl Check {
     /// get their own message: tester T2, session 10), nor one with nothing to show (only
     /// [`is_blank`] and [`is_joiner_or_selector`] characters: it reads as empty), nor one that
     /// starts or ends with an [`is_blank`] character (`"emails "` read as `emails`: session 9;
-    /// U+2800 since session 10, tester T2), nor one with a joiner or variation selector at a loose
-    /// end ([`loose_end`]: `jobs\u{200d}` and `jobs\u{fe0f}` read as `jobs`: session 10, tester
-    /// T2), nor `.` or `..` (browsers and HTTP clients resolve them as path segments, so the HTTP
-    /// API and its console could not reach the queue: new-user finding F3, session 6): `invalid`.
+    /// U+2800 since session 10, tester T2), nor one that reads as another name ([`look_alike`]:
+    /// a joiner or variation selector that joins or varies nothing, `jobs\u{200d}`,
+    /// `ema\u{fe0f}ils`; white space but U+0020, `a\u{a0}b`; an accent after an ASCII letter,
+    /// `cafe\u{301}`: sessions 10 and 11, testers T2 and T3), nor `.` or `..` (browsers and HTTP
+    /// clients resolve them as path segments, so the HTTP API and its console could not reach
+    /// the queue: new-user finding F3, session 6): `invalid`.
     /// Making a handle, reading, replaying, purging, resuming and reading the settings take any
     /// name [`Check::queue`] takes, so that queues already stored under such a name (by 0.1.0, or
     /// before a rule) keep working (issue 23, item 5); so do `pause` and `set_settings` on a queue
@@ -405,13 +407,8 @@ impl Check {
             || matches!(name.as_bytes(), b"." | b"..")
         {
             "must not be only white space or invisible characters, . or .."
-        } else if name.chars().next().is_some_and(is_blank)
-            || name.chars().next_back().is_some_and(is_blank)
-        {
-            "must not start or end with white space: it would read as the name without it"
-        } else if loose_end(name) {
-            "must not start or end with a joiner or variation selector that joins or varies \
-             nothing: it would read as the name without it"
+        } else if let Some(why) = look_alike(name) {
+            why
         } else {
             return Some(name);
         };
@@ -550,8 +547,8 @@ pub(crate) fn after_flag_tags(rest: &str) -> &str {
 /// The `Default_Ignorable_Code_Point` characters that [`is_hidden`] leaves out: the joiners
 /// U+200C, U+200D and the variation selectors (U+180B..U+180D, U+180F, U+FE00..U+FE0F,
 /// U+E0100..U+E01EF). They show nothing alone, so a name made only of them and white space reads
-/// as empty (new-user finding N7, session 7); inside one they are allowed, not at a
-/// [`loose_end`].
+/// as empty (new-user finding N7, session 7); inside one they are allowed where they join or vary
+/// something ([`look_alike`]).
 fn is_joiner_or_selector(c: char) -> bool {
     matches!(c,
         '\u{180B}'..='\u{180D}' | '\u{180F}' | '\u{200C}'..='\u{200D}' | '\u{FE00}'..='\u{FE0F}'
@@ -564,24 +561,78 @@ fn is_blank(c: char) -> bool {
     c.is_whitespace() || c == '\u{2800}'
 }
 
-/// Whether `name` has a joiner or variation selector at a loose end (session 10, tester T2:
-/// `jobs\u{200d}` and `jobs\u{fe0f}` show as `jobs`): it starts with one (nothing before it to
-/// join or vary), ends with a joiner (nothing after it to join), or ends with variation
-/// selectors (and joiners) after an ASCII character or [`is_blank`] (`jobs\u{fe0f}`: no emoji
-/// or ideograph to vary). `\u{2764}\u{fe0f}`, the keycaps (`#\u{fe0f}\u{20e3}`) and CJK
-/// ideographic variation sequences (`\u{845b}\u{e0100}`) stay valid.
-fn loose_end(name: &str) -> bool {
-    if name.chars().next().is_some_and(is_joiner_or_selector) {
-        return true;
+/// Why `name` reads as another name, when one of its characters joins, varies or spaces nothing
+/// where it stands (tester T2, session 10: `jobs\u{200d}` and `jobs\u{fe0f}` read as `jobs`;
+/// tester T3, session 11: `ema\u{200d}ils`, `ema\u{fe0f}ils`, `a\u{2800}b`, `cafe\u{301}`).
+/// One pass over its characters, each seen between the one before and the one after it (a name's
+/// start and end count as a character below U+0530), after Unicode's rules for where the joiners
+/// and selectors act (IDNA's CONTEXTJ, RFC 5892 Appendix A; UTS #51's emoji sequences):
+///
+/// - [`is_blank`] white space at either end (`"emails "` reads as `emails`: session 9);
+/// - a joiner (U+200C, U+200D) after a character below U+0530 (ASCII, Latin, Greek, Cyrillic:
+///   scripts no joiner acts on; white space) or another joiner, or before one of those or a
+///   variation selector (`ema\u{200d}ils`, `\u{1f469}\u{200d}\u{fe0f}`). Emoji ZWJ sequences
+///   (`\u{1f469}\u{200d}\u{1f4bb}`, `\u{2764}\u{fe0f}\u{200d}\u{1f525}`), Persian and Arabic
+///   ZWNJ between letters and Indic joiners after a virama stay valid;
+/// - a variation selector ([`is_joiner_or_selector`] but the joiners) after a character below
+///   U+0530 (`ema\u{fe0f}ils`, `caf\u{e9}\u{fe0f}`), another selector (`\u{2764}\u{fe0f}\u{fe0f}`)
+///   or a joiner: none of them has variants in a name. `\u{a9}\u{fe0f}`, `\u{ae}\u{fe0f}` and the
+///   keycaps (`#\u{fe0f}\u{20e3}`: `0`..`9`, `#`, `*`, U+FE0F, U+20E3) are emoji and stay valid,
+///   as do `\u{2764}\u{fe0f}`, CJK ideographic variation sequences (`\u{845b}\u{e0100}`) and
+///   Mongolian's (`\u{1820}\u{180b}`);
+/// - white space but U+0020 ([`is_blank`]: U+00A0, U+2800, U+3000, ...): `a\u{a0}b` reads as
+///   `a b`;
+/// - a combining mark of U+0300..U+036F after an ASCII letter: `cafe\u{301}` reads as `caf\u{e9}`,
+///   which Unicode's NFC writes as one character. Not full NFC, whose tables would not fit the npm
+///   package's WebAssembly (a size budget): other decomposed letters (`\u{fc}\u{304}`, Hangul
+///   jamo, kana with U+3099) are not refused yet, and an ASCII letter with a mark that has no
+///   composed form (`x\u{301}`) is refused as well.
+fn look_alike(name: &str) -> Option<&'static str> {
+    let low = |c: char| c < '\u{530}';
+    let joiner = |c: char| matches!(c, '\u{200C}' | '\u{200D}');
+    let mut chars = name.chars();
+    // NUL, which no queue name holds, stands for its start and end.
+    let (mut before, mut next) = ('\0', chars.next());
+    while let Some(c) = next {
+        next = chars.next();
+        let after = next.unwrap_or('\0');
+        if is_blank(c) && (before == '\0' || after == '\0') {
+            return Some(
+                "must not start or end with white space: it would read as the name without it",
+            );
+        }
+        let emoji = matches!(before, '\u{A9}' | '\u{AE}')
+            || matches!(before, '0'..='9' | '#' | '*') && after == '\u{20E3}';
+        if joiner(c)
+            && (low(before) || joiner(before) || low(after) || is_joiner_or_selector(after))
+        {
+            return Some(
+                "must not have a joiner that joins nothing: it would read as the name without it",
+            );
+        }
+        if !joiner(c)
+            && is_joiner_or_selector(c)
+            && (low(before) && !emoji || is_joiner_or_selector(before))
+        {
+            return Some(
+                "must not have a variation selector that varies nothing: it would read as the name \
+                 without it",
+            );
+        }
+        if c != ' ' && is_blank(c) {
+            return Some(
+                "must not have white space but the space U+0020: it would read as a space",
+            );
+        }
+        if matches!(c, '\u{300}'..='\u{36F}') && before.is_ascii_alphabetic() {
+            return Some(
+                "must not have an accent after an ASCII letter: write the accented letter as one \
+                 character (Unicode NFC)",
+            );
+        }
+        before = c;
     }
-    let mut back = name.chars().rev();
-    match back.next() {
-        Some('\u{200C}' | '\u{200D}') => true,
-        Some(c) if is_joiner_or_selector(c) => back
-            .find(|c| !is_joiner_or_selector(*c))
-            .is_none_or(|c| c.is_ascii() || is_blank(c)),
-        _ => false,
-    }
+    None
 }
 
 /// The characters of `s` (its bytes that start one): `str::chars().count()` links a large
@@ -740,9 +791,9 @@ pub fn queue_name<'a>(arg: &Arg<'a>) -> Result<&'a str> {
 
 /// Checks the name of a queue that messages are put under, or that a write of its row creates:
 /// the rules of an enqueue's queue name (no control, invisible or line separator character,
-/// something visible, no white space nor a loose joiner or variation selector at either end, not
-/// `.` or `..`: `invalid` on `queue`). [`crate::row_write`] applies it to `pause` and
-/// `set_settings`.
+/// something visible, no white space at either end, no joiner, variation selector, white space
+/// or accent that makes it read as another name, not `.` or `..`: `invalid` on `queue`).
+/// [`crate::row_write`] applies it to `pause` and `set_settings`.
 pub fn new_queue_name<'a>(arg: &Arg<'a>) -> Result<&'a str> {
     let mut check = Check::default();
     let name = check.new_queue(arg);
@@ -812,11 +863,52 @@ mod tests {
         assert_eq!(why(" \u{fe0f}"), blank);
         let edge = "must not start or end with white space: it would read as the name without it";
         assert_eq!(why("jobs\u{2800}"), edge);
-        for name in ["jobs\u{fe0f}", "jobs\u{200d}", "\u{200c}jobs"] {
-            assert!(
-                why(name).starts_with("must not start or end with a joiner"),
-                "{name:?}"
-            );
+        assert_eq!(why("\u{a0}jobs"), edge);
+        let joiner =
+            "must not have a joiner that joins nothing: it would read as the name without it";
+        let selector = "must not have a variation selector that varies nothing: it would read as \
+                        the name without it";
+        let space = "must not have white space but the space U+0020: it would read as a space";
+        let accent = "must not have an accent after an ASCII letter: write the accented letter as \
+                      one character (Unicode NFC)";
+        for (name, said) in [
+            ("jobs\u{200d}", joiner),
+            ("\u{200c}jobs", joiner),
+            ("ema\u{200d}ils", joiner),
+            ("\u{1f469}\u{200d}\u{fe0f}", joiner),
+            ("\u{1f469}\u{200d}\u{200d}\u{1f4bb}", joiner),
+            ("\u{e9}\u{200c}\u{e9}", joiner),
+            ("jobs\u{fe0f}", selector),
+            ("ema\u{fe0f}ils", selector),
+            ("caf\u{e9}\u{fe0f}", selector),
+            ("\u{2764}\u{fe0f}\u{fe0f}", selector),
+            ("1\u{fe0f}", selector),
+            ("a\u{e0100}b", selector),
+            ("a\u{2800}b", space),
+            ("a\u{a0}b", space),
+            ("a\u{3000}b", space),
+            ("cafe\u{301}", accent),
+            ("E\u{300}", accent),
+        ] {
+            assert_eq!(why(name), said, "{name:?}");
+        }
+        for name in [
+            "\u{1f469}\u{200d}\u{1f4bb}",
+            "\u{2764}\u{fe0f}\u{200d}\u{1f525}",
+            "\u{645}\u{6cc}\u{200c}\u{62e}",
+            "\u{915}\u{94d}\u{200d}\u{937}",
+            "\u{915}\u{94d}\u{200c}\u{937}",
+            "#\u{fe0f}\u{20e3}",
+            "*\u{fe0f}\u{20e3} 0\u{fe0f}\u{20e3}",
+            "\u{a9}\u{fe0f}",
+            "\u{ae}\u{fe0f} jobs",
+            "\u{845b}\u{e0100}",
+            "\u{1820}\u{180b}",
+            "caf\u{e9}",
+            "1\u{301}",
+            "billing emails",
+        ] {
+            assert_eq!(new_queue_name(&Arg::Str(name)), Ok(name));
         }
     }
 

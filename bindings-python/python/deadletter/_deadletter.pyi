@@ -357,10 +357,13 @@ class Queue:
         with the error ``"expired"``, or discarded). The queue's name must hold no control or
         format character (Unicode's Cf: bidirectional controls, zero-width spaces, ...) but the
         joiners U+200C and U+200D and the tags of the flags of England, Scotland and Wales, not
-        be only white space and invisible characters, not start or end with white space (U+2800
-        counts) or with a joiner or variation selector that joins or varies nothing
-        (``jobs\ufe0f`` reads as ``jobs``; ``\u2764\ufe0f`` is fine), and not be ``.`` or ``..``
-        (which a URL cannot name)."""
+        be only white space and invisible characters, not start or end with white space, have no
+        white space but U+0020 (``a\u00a0b`` reads as ``a b``), no joiner or variation selector
+        that joins or varies nothing (at an end, next to ASCII, Latin, Greek or Cyrillic, next to
+        another one: ``ema\u200dils`` and ``jobs\ufe0f`` read as ``emails`` and ``jobs``;
+        ``\u2764\ufe0f``, keycaps and emoji ZWJ sequences are fine), no accent of U+0300..U+036F
+        after an ASCII letter (write ``caf\u00e9``, not ``cafe\u0301``), and not be ``.`` or
+        ``..`` (which a URL cannot name)."""
     def enqueue_many(self, items: _Batch) -> list[Message]:
         """Adds up to 1000 items (payloads or dicts of `enqueue`'s arguments) in one transaction,
         all or nothing; field errors carry ``index``."""

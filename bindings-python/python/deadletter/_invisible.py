@@ -72,33 +72,53 @@ def blank(char: str) -> bool:
     return char.isspace() or char == "\u2800"
 
 
+def low(char: str) -> bool:
+    """Below U+0530: ASCII, Latin, Greek, Cyrillic, which no joiner joins and no variation selector
+    varies in a name."""
+    return ord(char) < 0x530
+
+
+def look_alike(before: str, char: str, after: str) -> bool:
+    """Whether ``char``, between ``before`` and ``after`` (a space at a name's ends), makes a queue
+    name read as another: the core's ``look_alike`` (core/src/validate.rs; session 11, tester T3).
+    A joiner after a `low` character or a joiner, or before one of those or a variation selector
+    (``ema\\u200dils``); a variation selector after a `low` character (but U+00A9, U+00AE and a
+    keycap's base before U+20E3), a joiner or another selector (``ema\\ufe0fils``); white space but
+    U+0020 (``a\\u00a0b``); an accent of U+0300..U+036F after an ASCII letter (``cafe\\u0301``)."""
+    if char in "\u200c\u200d":
+        return bool(low(before) or before in "\u200c\u200d" or low(after) or JOINER.match(after))
+    if JOINER.match(char):
+        emoji = before in ("\u00a9", "\u00ae") or (before in "0123456789#*" and after == "\u20e3")
+        return (low(before) and not emoji) or bool(JOINER.match(before))
+    if char != " " and blank(char):
+        return True
+    return "\u0300" <= char <= "\u036f" and before.isascii() and before.isalpha()
+
+
 def name(queue: str) -> str:
-    """A queue name as the CLI's tables show it: `printable`, and what reads as nothing at either
-    end escaped: white space (all of it, in a name of only white space), a joiner or variation
-    selector first, a joiner last, variation selectors last after an ASCII character or white
-    space (the core's ``loose_end``): ``emails\\x20``, ``jobs\\u200d``. ``emails ``,
-    ``jobs\u200d`` and ``emails``, all stored by 0.1.0, read alike otherwise (session 10, tester
-    T2). The console shows names the same way (``queueName`` of ``http/static/visible.js``)."""
-    shown = printable(queue)
+    """A queue name as the CLI's tables show it: `printable`, white space at either end escaped
+    (all of it, in a name of only white space: ``emails\\x20``, ``\\x20``), and each character that
+    makes it read as another name escaped (`look_alike`: ``jobs\\u200d``, ``ema\\u200dils``,
+    ``a\\u2800b``, ``cafe\\u0301``). ``emails ``, ``ema\\u200dils`` and ``emails``, all stored
+    before the rules, read alike otherwise (sessions 10 and 11, testers T2 and T3). A name shows as
+    typed exactly when a new queue may take it, but for the control and invisible characters
+    (`printable` escapes them) and the names ``.`` and ``..``. The console shows names the same way
+    (``queueName`` of ``http/static/visible.js``)."""
     head = 0
-    while head < len(shown) and (blank(shown[head]) or JOINER.match(shown[head])):
+    while head < len(queue) and blank(queue[head]):
         head += 1
-    tail = len(shown)
-    while tail > head and blank(shown[tail - 1]):
+    tail = len(queue)
+    while tail > head and blank(queue[tail - 1]):
         tail -= 1
-    if tail == len(shown):  # no white space last: joiners or selectors joining or varying nothing?
-        run = tail
-        while run > head and JOINER.match(shown[run - 1]):
-            run -= 1
-        before = shown[run - 1] if run > head else " "
-        if run < tail and (shown[tail - 1] in "\u200c\u200d" or before.isascii() or blank(before)):
-            tail = run
-    return escape_all(shown[:head]) + shown[head:tail] + escape_all(shown[tail:])
-
-
-def escape_all(text: str) -> str:
-    """Each character of ``text`` `escaped`."""
-    return "".join(map(escaped, text))
+    shown, run = [], 0
+    for i, char in enumerate(queue):
+        before = queue[i - 1] if i else " "
+        after = queue[i + 1] if i + 1 < len(queue) else " "
+        edge = i < head or i >= tail
+        if (edge or look_alike(before, char, after)) and printable(char) == char:
+            shown.append(printable(queue[run:i]) + escaped(char))
+            run = i + 1
+    return "".join(shown) + printable(queue[run:])
 
 
 def escaped(char: str) -> str:

@@ -433,6 +433,10 @@ pub fn a_queue_under_a_name_now_refused_keeps_working<S: Store>(db: &Engine<S>) 
         (" ", "blank"),
         ("emails ", "emails"),
         ("jobs\u{fe0f}", "selected jobs"),
+        // Names that read as another (session 11, tester T3).
+        ("ema\u{200d}ils", "joined emails"),
+        ("a\u{a0}b", "a b"),
+        ("cafe\u{301}", "caf\u{e9}"),
     ] {
         no_queue_named(db, name);
         let items = [Item::default(), Item::default(), Item::default()].map(|i| Item {

@@ -149,6 +149,11 @@ fn names_that_cannot_be_shown_safely_are_refused_where_messages_are_put() {
         "\u{1f469}\u{200d}",
         "\u{2800}",
         "jobs\u{2800}",
+        // What joins, varies or spaces nothing, an accent after an ASCII letter (session 11).
+        "a\u{200d}b",
+        "ema\u{fe0f}ils",
+        "a\u{2800}b",
+        "cafe\u{301}",
     ] {
         let err = EnqueueArgs::new(
             &name.into(),
@@ -168,7 +173,6 @@ fn names_that_cannot_be_shown_safely_are_refused_where_messages_are_put() {
     }
     for name in [
         "billing emails",
-        "a\u{200d}b",
         // The flags of England and Scotland: emoji tag sequences (session 9).
         "\u{1f3f4}\u{e0067}\u{e0062}\u{e0065}\u{e006e}\u{e0067}\u{e007f}",
         "uk \u{1f3f4}\u{e0067}\u{e0062}\u{e0073}\u{e0063}\u{e0074}\u{e007f} jobs",
@@ -181,7 +185,9 @@ fn names_that_cannot_be_shown_safely_are_refused_where_messages_are_put() {
         "\u{263a}\u{fe0e}",
         "#\u{fe0f}\u{20e3}",
         "\u{a9}\u{fe0f}",
-        "a\u{2800}b",
+        // Joiners where they join (session 11).
+        "\u{1f469}\u{200d}\u{1f4bb}",
+        "\u{2764}\u{fe0f}\u{200d}\u{1f525}",
     ] {
         assert!(
             EnqueueArgs::new(

@@ -50,28 +50,54 @@ const JOINER = /^[\u180b-\u180d\u180f\u200c\u200d\ufe00-\ufe0f\u{e0100}-\u{e01ef
 /** White space, or U+2800 BRAILLE PATTERN BLANK, which names count as white space (is_blank). */
 const blank = (char) => /^\s$/u.test(char) || char === "\u2800";
 
+/** Below U+0530: ASCII, Latin, Greek, Cyrillic, which no joiner joins and no variation selector
+ * varies in a name. */
+const low = (char) => char.codePointAt(0) < 0x530;
+const joiner = (char) => char === "\u200c" || char === "\u200d";
+
 /**
- * A queue name as the console shows it: `visible`, and what reads as nothing at either end
- * escaped: white space (all of it, in a name of only white space), a joiner or variation selector
- * first, a joiner last, variation selectors last after an ASCII character or white space (the
- * core's loose_end): `emails\x20`, `jobs\u200d`. `emails `, `jobs\u200d` and `emails`, all stored
- * by 0.1.0, read alike otherwise, in a page more than anywhere (HTML drops trailing spaces). The
- * CLI's tables show names the same way (deadletter/_invisible.py `name`; session 10).
+ * Whether `char`, between `before` and `after` (a space at a name's ends), makes a queue name read
+ * as another: the core's look_alike (core/src/validate.rs; session 11, tester T3). A joiner after a
+ * `low` character or a joiner, or before one of those or a variation selector (`ema\u200dils`); a
+ * variation selector after a `low` character (but U+00A9, U+00AE and a keycap's base before
+ * U+20E3), a joiner or another selector (`ema\ufe0fils`); white space but U+0020 (`a\u00a0b`); an
+ * accent of U+0300..U+036F after an ASCII letter (`cafe\u0301`).
+ */
+function lookAlike(before, char, after) {
+  if (joiner(char)) return low(before) || joiner(before) || low(after) || JOINER.test(after);
+  if (JOINER.test(char)) {
+    const keycap = /^[0-9#*]$/.test(before) && after === "\u20e3";
+    const emoji = before === "\u00a9" || before === "\u00ae" || keycap;
+    return (low(before) && !emoji) || JOINER.test(before);
+  }
+  if (char !== " " && blank(char)) return true;
+  return /^[\u0300-\u036f]$/.test(char) && /^[A-Za-z]$/.test(before);
+}
+
+/**
+ * A queue name as the console shows it: `visible`, white space at either end escaped (all of it,
+ * in a name of only white space: `emails\x20`, `\x20`), and each character that makes it read as
+ * another name escaped (`lookAlike`: `jobs\u200d`, `ema\u200dils`, `a\u2800b`, `cafe\u0301`).
+ * `emails `, `ema\u200dils` and `emails`, all stored before the rules, read alike otherwise, in a
+ * page more than anywhere (HTML drops trailing spaces). The CLI's tables show names the same way
+ * (deadletter/_invisible.py `name`; sessions 10 and 11).
  */
 export function queueName(queue) {
   if (typeof queue !== "string") return queue;
-  const chars = [...visible(queue)];
+  const chars = [...queue];
   let head = 0;
-  while (head < chars.length && (blank(chars[head]) || JOINER.test(chars[head]))) head += 1;
+  while (head < chars.length && blank(chars[head])) head += 1;
   let tail = chars.length;
   while (tail > head && blank(chars[tail - 1])) tail -= 1;
-  if (tail === chars.length) {
-    let run = tail;
-    while (run > head && JOINER.test(chars[run - 1])) run -= 1;
-    const before = run > head ? chars[run - 1] : " ";
-    const joins = chars[tail - 1] === "\u200c" || chars[tail - 1] === "\u200d";
-    if (run < tail && (joins || before.codePointAt(0) < 0x80 || blank(before))) tail = run;
-  }
-  const edge = (part) => part.map(escaped).join("");
-  return edge(chars.slice(0, head)) + chars.slice(head, tail).join("") + edge(chars.slice(tail));
+  let shown = "";
+  let run = 0;
+  chars.forEach((char, i) => {
+    const [before, after] = [chars[i - 1] ?? " ", chars[i + 1] ?? " "];
+    const edge = i < head || i >= tail;
+    if ((edge || lookAlike(before, char, after)) && visible(char) === char) {
+      shown += visible(chars.slice(run, i).join("")) + escaped(char);
+      run = i + 1;
+    }
+  });
+  return shown + visible(chars.slice(run).join(""));
 }
