@@ -110,16 +110,16 @@ to set up the negated class of the same characters each time it met it."""
 ACCENTS = "[\u0300-\u034e\u0350-\u036f]"
 """The combining accents that no new name has after an ASCII letter (``cafe\\u0301`` is
 ``caf\\u00e9`` in NFC: session 11)."""
-JOINED = rf"[{SELECTORS}]?(?:[\u200c\u200d]{HIGH}[{SELECTORS}]?)*"
-"""What may follow something `HIGH`: at most one variation selector, then joiners each before
-something `HIGH` with at most one selector (``ema\\u200dils`` reads as ``emails``)."""
+JOINS = rf"(?:[\u200c\u200d]{HIGH}[{SELECTORS}]?)*"
+"""Joiners, each before something `HIGH` with at most one variation selector (``ema\\u200dils``
+reads as ``emails``)."""
 SHOWN = (
-    rf"(?:(?:{HIGH}{JOINED}|[\u00a9\u00ae](?:[{SELECTORS}]{JOINED})?"
-    rf"|[0-9#*](?:[{SELECTORS}]\u20e3{JOINED})?|{LOW}){ACCENTS}*|[A-Za-z])"
+    rf"(?:(?:{HIGH}[{SELECTORS}]?{JOINS}|[\u00a9\u00ae](?:[{SELECTORS}]{JOINS})?"
+    rf"|[0-9#*](?:[{SELECTORS}]\u20e3[{SELECTORS}]?{JOINS})?|{LOW}){ACCENTS}*|[A-Za-z])"
 )
 """One step of a name that enqueue accepts, but its spaces (the core's ``look_alike``, session
-11), with the accents after it but after an ASCII letter: something `HIGH` and what is `JOINED`
-to it; U+00A9 or U+00AE, with a selector (emoji) that joiners may follow; a keycap's base, with a
+11), with the accents after it but after an ASCII letter: something `HIGH`, with at most one
+variation selector and `JOINS`; U+00A9 or U+00AE, with a selector (emoji) that joiners may follow; a keycap's base, with a
 selector only before U+20E3; another character below U+0530; an ASCII letter. No step starts
 with a space, an accent, a selector or a joiner, so a name splits into steps one way only (no
 backtracking blow-up), and no lookahead (Hypothesis, with which schemathesis generates names,
