@@ -88,29 +88,11 @@ pub fn queue(row: &Row, from: usize, name: &str) -> Result<QueueRow> {
 /// Writes `row` as the settings and pause of queue `name` (its counters only when it is new:
 /// claims of other sessions add to them).
 pub fn put_queue(conn: &mut Conn, sql: &str, name: &str, row: &QueueRow) -> Result<()> {
-    let s = StoredQueue::new(name, row);
-    let max_retries = s
-        .max_retries
-        .map(i32::try_from)
-        .transpose()
-        .map_err(Error::store)?;
-    conn.execute(
-        sql,
-        &[
-            &s.name,
-            &s.backoff_initial_ms,
-            &s.backoff_multiplier,
-            &s.backoff_cap_ms,
-            &s.backoff_jitter,
-            &max_retries,
-            &s.lease_ms,
-            &s.expires_in_ms,
-            &s.on_expiry,
-            &s.paused,
-            &s.expired_dead,
-            &s.expired_discarded,
-        ],
-    )?;
+    let settings = Settings::new(name, row)?;
+    let s = &settings.stored;
+    let mut params = settings.params().to_vec();
+    params.extend([&s.expired_dead as &(dyn ToSql + Sync), &s.expired_discarded]);
+    conn.execute(sql, &params)?;
     Ok(())
 }
 
