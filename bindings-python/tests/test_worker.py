@@ -262,6 +262,53 @@ def test_a_message_that_becomes_due_between_two_reads_of_a_poll_is_not_missed() 
     assert [m.status for m in q.list()] == ["succeeded"]
 
 
+def test_a_failure_that_ends_between_the_reading_and_the_claim_is_waited_for() -> None:
+    # A poll reads next_due_at, then claims. A handler failing in between delays its message to
+    # an instant the reading did not see; with nothing in flight any more, stop_when_idle
+    # returned with the message pending (the webhook demo failed CI that way, session 12). The
+    # queue is wrapped to fail the handler at exactly that point, so this goes through the
+    # private loop class.
+    from deadletter._worker.common import plan_of
+    from deadletter._worker.threads import _Threads
+
+    db, q = seeded(["flaky"])
+    q.set_settings(backoff=deadletter.Backoff(initial=0.05, cap=1))
+    go = threading.Event()
+    attempts: list[int] = []
+
+    def handler(m: deadletter.Message) -> None:
+        attempts.append(m.retry_count)
+        if len(attempts) == 1:
+            go.wait(EVENT_TIMEOUT)
+            raise RuntimeError("first attempt")
+
+    class FailsAfterReading:
+        raced = False
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def next_due_at(self) -> Any:
+            due = q.next_due_at()
+            if attempts and not self.raced:  # a reading taken while the handler runs
+                self.raced = True
+                go.set()
+                with loop.cond:
+                    assert loop.cond.wait_for(lambda: not loop.inflight, EVENT_TIMEOUT)
+            return due
+
+    options: dict[str, Any] = {"shutdown_timeout": None, "lease": None, "stop": None}
+    plan = plan_of(
+        q, handler, want_async=False, concurrency=2, poll_interval=0.05, stop_when_idle=True,
+        **options,
+    )
+    loop = _Threads(FailsAfterReading(), handler, plan, True)  # type: ignore[arg-type]
+    assert loop.run(None) == 2
+    assert attempts == [0, 1]
+    assert [m.status for m in q.list()] == ["succeeded"]
+    db.close()
+
+
 def test_an_idle_loop_does_not_spin() -> None:
     claims = [0]
 

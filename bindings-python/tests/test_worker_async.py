@@ -166,6 +166,52 @@ def test_an_idle_loop_wakes_when_due_and_does_not_spin() -> None:
     db.close()
 
 
+def test_a_failure_that_ends_between_the_reading_and_the_claim_is_waited_for() -> None:
+    # As in test_worker.py: a handler failing between a poll's next_due_at and its claim
+    # delayed its message where the reading did not see it, and stop_when_idle returned.
+    from deadletter._worker.common import plan_of
+    from deadletter._worker.tasks import _Tasks
+
+    db, q = seeded(["flaky"])
+    q.set_settings(backoff=deadletter.Backoff(initial=0.05, cap=1))
+    go = threading.Event()
+    attempts: list[int] = []
+
+    async def handler(m: deadletter.Message) -> None:
+        attempts.append(m.retry_count)
+        if len(attempts) == 1:
+            await asyncio.get_running_loop().run_in_executor(None, go.wait, EVENT_TIMEOUT)
+            raise RuntimeError("first attempt")
+
+    class FailsAfterReading:
+        raced = False
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def next_due_at(self) -> Any:  # in a thread of the loop's executor
+            due = q.next_due_at()
+            if attempts and not self.raced:  # a reading taken while the handler runs
+                self.raced = True
+                go.set()
+                deadline = time.monotonic() + EVENT_TIMEOUT
+                while loop.tasks and time.monotonic() < deadline:  # until the failure ended
+                    time.sleep(0.001)
+                assert not loop.tasks
+            return due
+
+    options: dict[str, Any] = {"shutdown_timeout": None, "lease": None, "stop": None}
+    plan = plan_of(
+        q, handler, want_async=True, concurrency=2, poll_interval=0.05, stop_when_idle=True,
+        **options,
+    )
+    loop = _Tasks(FailsAfterReading(), handler, plan, True)  # type: ignore[arg-type]
+    assert run(lambda: loop.run(None)) == 2
+    assert attempts == [0, 1]
+    assert [m.status for m in q.list()] == ["succeeded"]
+    db.close()
+
+
 async def _noop(m: deadletter.Message) -> None:
     pass
 

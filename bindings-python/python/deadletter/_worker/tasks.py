@@ -39,6 +39,7 @@ class _Tasks:
         self.reason: Optional[str] = None  # why it stops: "SIGTERM", "stop event"
         self.abandoned = False
         self.handled = 0
+        self.ended = 0  # handler runs finished so far (each may have delayed its message)
 
     async def run(self, stop: Optional[asyncio.Event]) -> int:
         loop = asyncio.get_running_loop()
@@ -118,7 +119,9 @@ class _Tasks:
 
     async def _poll(self, loop: asyncio.AbstractEventLoop, free: int) -> bool:
         asked = min(free, MAX_CLAIM_MANY)
-        # Read before the claim (`threads._Threads._poll` says why).
+        # Read before the claim, and again when a handler ended after the reading
+        # (`threads._Threads._poll` says why).
+        ended = self.ended
         due = await self._db(self.queue.next_due_at)
         claim = asyncio.ensure_future(
             self._db(self.queue.claim_many, asked, lease=self.plan.lease)
@@ -138,6 +141,9 @@ class _Tasks:
             self._start(message)
         if len(claimed) == asked:
             self.last_full, self.next_poll = True, loop.time()
+            return False
+        if self.ended != ended:
+            self.last_full, self.next_poll = False, loop.time()
             return False
         if self.stop_when_idle and due is None and not self.tasks:
             return True
@@ -204,6 +210,7 @@ class _Tasks:
         if task is not None:
             self.tasks.discard(task)
         self.handled += recorded
+        self.ended += 1
         now = asyncio.get_running_loop().time()
         if self.last_full or (self.stop_when_idle and not self.tasks):
             self.next_poll = now
