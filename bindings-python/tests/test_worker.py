@@ -309,6 +309,57 @@ def test_a_failure_that_ends_between_the_reading_and_the_claim_is_waited_for() -
     db.close()
 
 
+def test_a_failure_that_ends_as_a_poll_sets_its_wait_keeps_its_wake_up() -> None:
+    # A poll that claimed fewer than it asked sets the next poll from its reading. A handler
+    # failing after the poll checked that none had ended, but before it set that wait, moved the
+    # next poll up to its retry; the poll then put it back a poll interval (an hour here) later.
+    # The plan is wrapped to fail the handler at exactly that point (idle_wait of the reading).
+    from deadletter._worker.common import plan_of
+    from deadletter._worker.threads import _Threads
+
+    db, q = seeded(["flaky"])
+    q.set_settings(backoff=deadletter.Backoff(initial=0.05, cap=1))
+    started, go = threading.Event(), threading.Event()
+    attempts: list[int] = []
+
+    def handler(m: deadletter.Message) -> None:
+        attempts.append(m.retry_count)
+        if len(attempts) == 1:
+            started.set()
+            go.wait(EVENT_TIMEOUT)
+            raise RuntimeError("first attempt")
+
+    options: dict[str, Any] = {"shutdown_timeout": None, "lease": None, "stop": None}
+    plan = plan_of(
+        q, handler, want_async=False, concurrency=2, poll_interval=3600, stop_when_idle=True,
+        **options,
+    )
+
+    class FailsAsTheWaitIsSet:
+        raced = False
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(plan, name)
+
+        def idle_wait(self, due: Any) -> float:
+            wait = plan.idle_wait(due)
+            if due is None and not self.raced:  # the first poll's, which started the handler
+                self.raced = True
+                assert started.wait(EVENT_TIMEOUT)
+                go.set()
+                with loop.cond:
+                    assert loop.cond.wait_for(lambda: loop.ended == 1, EVENT_TIMEOUT)
+            return wait
+
+    loop = _Threads(q, handler, FailsAsTheWaitIsSet(), True)  # type: ignore[arg-type]
+    stop = watchdog()  # the lost wake-up: the retry waited the hour, stopped by the watchdog
+    assert loop.run(stop) == 2
+    assert not stop.is_set()
+    assert attempts == [0, 1]
+    assert [m.status for m in q.list()] == ["succeeded"]
+    db.close()
+
+
 def test_an_idle_loop_does_not_spin() -> None:
     claims = [0]
 

@@ -226,6 +226,9 @@ class _Threads:
             with self.cond:
                 self.last_full, self.next_poll = True, time.monotonic()
             return False
+        wait = self.plan.idle_wait(due)  # outside the lock: it reads the database's clock
+        # One hold of the lock from the check to the wait set: a handler ending in between
+        # would move the next poll up to its retry, and the wait set after would undo it.
         with self.cond:
             if self.ended != ended:
                 # A handler ended after the reading: a failure delays its message to an
@@ -235,8 +238,6 @@ class _Threads:
                 return False
             if self.stop_when_idle and due is None and not self.inflight:
                 return True
-        wait = self.plan.idle_wait(due)
-        with self.cond:
             self.last_full, self.next_poll = False, time.monotonic() + wait
         return False
 
