@@ -399,15 +399,25 @@ def test_concurrency_runs_that_many_handlers_at_once_and_no_more() -> None:
     db.close()
 
 
-def test_a_stop_event_ends_the_loop_after_the_running_handler() -> None:
+def test_a_stop_event_ends_the_loop_after_the_running_handler(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from deadletter._worker import threads
+
+    # The calling thread looks at the event every STOP_CHECK; made slower than the handler here,
+    # as a loaded machine may make it. The handler once slept 0.3 s and hoped the loop noticed
+    # the event meanwhile; when it had not, the loop claimed "b" as "a" ended.
+    monkeypatch.setattr(threads, "STOP_CHECK", 0.5)
     db, q = seeded(["a", "b", "c"])
     stop = threading.Event()
 
-    def handler(m: deadletter.Message) -> None:
-        stop.set()
-        time.sleep(0.3)  # still running when the loop notices the event
+    with on_log("stopping (stop event)") as stopping:
 
-    assert q.process(handler, stop=stop) == 1
+        def handler(m: deadletter.Message) -> None:
+            stop.set()
+            assert stopping.wait(EVENT_TIMEOUT)  # still running when the loop notices it
+
+        assert q.process(handler, stop=stop) == 1
     statuses = [(m.status, m.lease_token is None, m.retry_count) for m in q.list()]
     assert statuses == [("succeeded", True, 0), ("pending", True, 0), ("pending", True, 0)]
     assert q.process(handler, stop=stop) == 0  # already set: nothing is claimed
