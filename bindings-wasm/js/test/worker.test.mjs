@@ -364,6 +364,12 @@ test("an idle loop sleeps until nextDueAt, never spins, and wakes when a handler
   const { db } = await database({ real: true });
   const q = db.queue("later");
   const claims = spy(q, "claimMany");
+  const claimedAt = [];
+  const counted = q.claimMany;
+  q.claimMany = (...args) => {
+    claimedAt.push(Date.now());
+    return counted(...args);
+  };
   const delayed = await q.enqueue("later", { delayMs: 150 });
   const controller = new AbortController();
   let claimsBefore;
@@ -373,13 +379,18 @@ test("an idle loop sleeps until nextDueAt, never spins, and wakes when a handler
     handledAt = Date.now();
   }, { pollIntervalMs: 3_600_000, signal: controller.signal });
   await until(() => handledAt !== undefined, "the delayed message");
-  assert.ok(handledAt >= delayed.retryAfter.getTime() - 1, "not before it was due");
+  const due = delayed.retryAfter.getTime();
+  assert.ok(handledAt >= due - 1, "not before it was due");
   // One claim finds nothing due and the loop sleeps until nextDueAt; a Node timer may fire a
-  // millisecond early by Date.now(), and then one more claim sleeps that millisecond.
-  assert.ok(claimsBefore === 2 || claimsBefore === 3, `${claimsBefore} claims before the message was due`);
+  // millisecond early by Date.now(), and then one more claim sleeps that millisecond. (On a
+  // loaded machine the loop may begin only once the message is due: its first claim takes it.)
+  const early = claimedAt[0] < due - 1;
+  const expected = early ? [2, 3] : [1];
+  assert.ok(expected.includes(claimsBefore), `${claimsBefore} claims before the message was due`);
   await until(async () => (await q.get(delayed.id)).status === "succeeded", "the ack");
   // After the handler: a claim finds nothing; one more after reading nextDueAt (null: nothing is
-  // delayed), then the loop sleeps the poll interval.
+  // delayed), then the loop sleeps the poll interval: no third claim comes.
+  await until(() => claims.length >= claimsBefore + 2, "the two claims after the handler");
   await sleep(200);
   assert.equal(claims.length, claimsBefore + 2);
   controller.abort();
@@ -414,9 +425,11 @@ test("a handler's failure wakes an idle loop, which then sleeps until the retry 
   db.close();
 });
 
-test("on a paused queue the loop claims nothing, idles without spinning, and takes the messages within its poll interval of the resume", LIMIT, async () => {
+test("on a paused queue the loop claims nothing, idles without spinning, and takes the messages at its first claim after the resume", LIMIT, async () => {
   // Real time, a poll interval of 100 ms. The queue is paused by another handle (another tab or
-  // process would be the same: the state is stored with the queue).
+  // process would be the same: the state is stored with the queue). Asserted in claims, and in
+  // time only where a loaded machine cannot break it (a lower bound): the test once asserted at
+  // least 2 claims in 350 ms and the messages taken within 150 ms of the resume (40 ms of margin).
   const { db, name } = await database({ real: true });
   const q = db.queue("paused");
   await q.enqueueMany(["a", "b"]);
@@ -425,19 +438,25 @@ test("on a paused queue the loop claims nothing, idles without spinning, and tak
   const claims = spy(q, "claimMany");
   const handled = [];
   const controller = new AbortController();
+  const started = Date.now();
   const loop = q.process((m) => {
-    handled.push([m.payload, Date.now()]);
+    handled.push([m.payload, claims.length]);
   }, { pollIntervalMs: 100, signal: controller.signal });
-  await sleep(350);
+  await until(() => claims.length >= 3, "three claims while paused");
+  // An empty claim, then nextDueAt and a sleep of the poll interval: three claims take two
+  // intervals (a timer may fire a millisecond early); a spinning loop makes them at once, one
+  // that oversleeps takes ten times as long.
+  const took = Date.now() - started;
+  assert.ok(took >= 2 * 100 - 2 && took < 2000, `3 claims in ${took} ms`);
   assert.deepEqual(handled, [], "nothing claimed while paused");
-  // About one claim per poll interval (an empty claim, then nextDueAt and a sleep): no spinning.
-  assert.ok(claims.length >= 2 && claims.length <= 8, `${claims.length} claims in 350 ms`);
   assert.equal((await q.stats()).pending, 2);
-  const resumedAt = Date.now();
   assert.equal((await other.queue("paused").resume()).paused, false);
+  const claimsAtResume = claims.length; // every later claim began after the resume
   await until(() => handled.length === 2, "the messages after the resume");
   assert.deepEqual(handled.map(([payload]) => payload), ["a", "b"]);
-  assert.ok(handled[0][1] - resumedAt <= 100 + 50, `taken ${handled[0][1] - resumedAt} ms after the resume`);
+  // Taken by the claim under way at the resume or by the next one, a poll interval later at most.
+  const after = handled[0][1] - claimsAtResume;
+  assert.ok(after <= 1, `taken by the claim ${after} after the resume`);
   controller.abort();
   assert.equal(await loop, 2);
   other.close();
