@@ -360,6 +360,41 @@ def test_a_failure_that_ends_as_a_poll_sets_its_wait_keeps_its_wake_up() -> None
     db.close()
 
 
+def test_a_stop_while_a_poll_reads_next_due_at_claims_nothing_more() -> None:
+    # A poll reads next_due_at, then claims. A stop that came in between (here: the stop event,
+    # set during the reading, and the loop's "no more claims" logged) still let the claim go on,
+    # and its message ran after the loop said it claimed no more.
+    from deadletter._worker.common import plan_of
+    from deadletter._worker.threads import _Threads
+
+    db, q = seeded(["a"])
+    stop = watchdog()
+    ran: list[deadletter.Message] = []
+
+    with on_log("stopping (stop event)") as stopping:
+
+        class StopsDuringTheReading:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(q, name)
+
+            def next_due_at(self) -> Any:
+                stop.set()
+                assert stopping.wait(EVENT_TIMEOUT)
+                return q.next_due_at()
+
+        options: dict[str, Any] = {"shutdown_timeout": None, "lease": None, "stop": None}
+        plan = plan_of(
+            q, ran.append, want_async=False, concurrency=1, poll_interval=0.05,
+            stop_when_idle=False, **options,
+        )
+        loop = _Threads(StopsDuringTheReading(), ran.append, plan, False)  # type: ignore[arg-type]
+        assert loop.run(stop) == 0
+    assert ran == []
+    [m] = q.list()
+    assert (m.status, m.lease_token, m.retry_count) == ("pending", None, 0)
+    db.close()
+
+
 def test_an_idle_loop_does_not_spin() -> None:
     claims = [0]
 

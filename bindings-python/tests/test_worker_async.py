@@ -212,6 +212,49 @@ def test_a_failure_that_ends_between_the_reading_and_the_claim_is_waited_for() -
     db.close()
 
 
+def test_a_stop_while_a_poll_reads_next_due_at_claims_nothing_more() -> None:
+    # As in test_worker.py: a stop that came while a poll read next_due_at still let its claim
+    # go on, and the claimed message ran after the loop stopped claiming.
+    from deadletter._worker.common import plan_of
+    from deadletter._worker.tasks import _Tasks
+
+    db, q = seeded(["a"])
+    ran: list[str] = []
+
+    async def handler(m: deadletter.Message) -> None:
+        ran.append(m.payload)
+
+    class StopsDuringTheReading:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def next_due_at(self) -> Any:  # in a thread of the loop's executor
+            events[0].call_soon_threadsafe(loop.on_sigterm)  # as deadletter's SIGTERM handler does
+            deadline = time.monotonic() + EVENT_TIMEOUT
+            while not loop.stopping and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert loop.stopping
+            return q.next_due_at()
+
+    options: dict[str, Any] = {"shutdown_timeout": None, "lease": None, "stop": None}
+    plan = plan_of(
+        q, handler, want_async=True, concurrency=1, poll_interval=0.05, stop_when_idle=False,
+        **options,
+    )
+    loop = _Tasks(StopsDuringTheReading(), handler, plan, False)  # type: ignore[arg-type]
+    events: list[asyncio.AbstractEventLoop] = []
+
+    async def main() -> int:
+        events.append(asyncio.get_running_loop())
+        return await asyncio.wait_for(loop.run(None), EVENT_TIMEOUT)
+
+    assert run(main) == 0
+    assert ran == []
+    [m] = q.list()
+    assert (m.status, m.lease_token, m.retry_count) == ("pending", None, 0)
+    db.close()
+
+
 async def _noop(m: deadletter.Message) -> None:
     pass
 

@@ -82,6 +82,7 @@ class Loop {
         // An idle loop reads when the next delayed message is due *before* it claims: read after
         // an empty claim, it would miss a message that became due in between, and sleep past it.
         const next = idle ? await this.#queue.nextDueAt() : undefined;
+        if (signal?.aborted) break; // aborted during the reading: no more claims
         const claimed = await this.#queue.claimMany(Math.min(free, MAX_CLAIM), { leaseMs: this.#leaseMs });
         // Claimed before the abort was seen or not, they are this loop's now: run them.
         for (const message of claimed) this.#start(message);

@@ -332,6 +332,26 @@ test("an abort stops the loop: at once when idle, after the running handlers oth
   db.close();
 });
 
+test("an abort while the loop reads nextDueAt claims nothing more", LIMIT, async () => {
+  // An idle round reads nextDueAt, then claims. An abort that came during the reading still let
+  // the claim go on, and its message ran after the loop was told to stop.
+  const { db } = await database();
+  const q = db.queue("jobs");
+  const claims = spy(q, "claimMany");
+  await q.enqueue("job");
+  const controller = new AbortController();
+  q.nextDueAt = () => {
+    controller.abort();
+    return Queue.prototype.nextDueAt.call(q);
+  };
+  const ran = [];
+  assert.equal(await q.process((m) => ran.push(m.id), { signal: controller.signal }), 0);
+  assert.deepEqual([ran, claims.length], [[], 0]);
+  const m = await q.get(1);
+  assert.deepEqual([m.status, m.leaseToken, m.retryCount], ["pending", null, 0]);
+  db.close();
+});
+
 test("after the shutdown timeout a running handler is abandoned: no more heartbeats, its message left to its lease", LIMIT, async () => {
   const { db } = await database();
   const q = db.queue("jobs");

@@ -123,6 +123,8 @@ class _Tasks:
         # (`threads._Threads._poll` says why).
         ended = self.ended
         due = await self._db(self.queue.next_due_at)
+        if self.stopping:  # stopped during the reading (`threads._Threads._poll`)
+            return False
         claim = asyncio.ensure_future(
             self._db(self.queue.claim_many, asked, lease=self.plan.lease)
         )

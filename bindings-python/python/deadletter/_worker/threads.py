@@ -219,6 +219,9 @@ class _Threads:
         with self.cond:
             ended = self.ended
         due = self.queue.next_due_at()
+        with self.cond:
+            if self.stopping:  # stopped during the reading, "no more claims" maybe logged
+                return False
         claimed = self.queue.claim_many(asked, lease=self.plan.lease)
         for message in claimed:
             self._start(message)
