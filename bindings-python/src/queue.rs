@@ -780,7 +780,8 @@ impl Queue {
     /// stops every `process` loop of the process (other threads' too) and is removed, restoring the
     /// default, when the last of them ends; on `KeyboardInterrupt`. Stopping ends the claims;
     /// running handlers get `shutdown_timeout` to finish (their heartbeats go on), then the loop
-    /// returns and their messages are left to their leases. A second `KeyboardInterrupt` while
+    /// returns and their messages are left to their leases (an outcome being written then is
+    /// waited for). A second `KeyboardInterrupt` while
     /// handlers finish propagates at once.
     ///
     /// `concurrency`: an int, 1..=1000 (default 1); `poll_interval`: 0.001..=3600 s (default
@@ -815,7 +816,8 @@ impl Queue {
     /// them ends. Cancelled
     /// (what Ctrl-C does under `asyncio.run`), it stops claiming, waits up to `shutdown_timeout`
     /// for the running handlers, cancels those still running (their messages are left to their
-    /// leases), then raises `asyncio.CancelledError`.
+    /// leases; an outcome being written then is waited for), then raises
+    /// `asyncio.CancelledError`.
     #[pyo3(
         signature = (handler, **options),
         text_signature = "($self, handler, *, concurrency=1, poll_interval=1.0, stop_when_idle=False, shutdown_timeout=30.0, lease=None, stop=None)"

@@ -577,6 +577,48 @@ def test_past_the_shutdown_timeout_a_running_message_is_left_to_its_lease() -> N
     db.close()
 
 
+def test_an_outcome_being_recorded_at_the_shutdown_timeout_is_written_before_process_returns() -> (
+    None
+):
+    # The handler ends by the shutdown timeout, and its ack is under way as the timeout passes:
+    # process returned without waiting for it (counting 0), and a process that then exits (the
+    # usual end after SIGTERM) lost the ack, the message run again after its lease. The queue is
+    # wrapped so that the ack begins just before the timeout and ends just after.
+    from deadletter._worker.common import plan_of
+    from deadletter._worker.threads import _Threads
+
+    db, q = seeded(["a"])
+    stop, returned = watchdog(), threading.Event()
+
+    class SlowAck:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def succeed(self, id: int, *, lease_token: str) -> Any:
+            stop.set()
+            with loop.cond:  # until process gave up on the running handlers...
+                assert loop.cond.wait_for(lambda: loop.abandoned, EVENT_TIMEOUT)
+            returned.wait(0.5)  # ... and returned, or did not within 0.5 s
+            return q.succeed(id, lease_token=lease_token)
+
+    def handler(m: deadletter.Message) -> None:
+        pass
+
+    options: dict[str, Any] = {"lease": None, "stop": None}
+    plan = plan_of(
+        q, handler, want_async=False, concurrency=1, poll_interval=0.05, stop_when_idle=False,
+        shutdown_timeout=0, **options,
+    )
+    loop = _Threads(SlowAck(), handler, plan, False)  # type: ignore[arg-type]
+    try:
+        handled = loop.run(stop)
+        status = q.get(1).status
+    finally:
+        returned.set()
+    assert (handled, status) == (1, "succeeded")
+    db.close()
+
+
 def test_with_sigterm_at_its_default_the_loop_handles_it_and_restores_the_default() -> None:
     db, q = seeded(["a"])
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL

@@ -255,6 +255,50 @@ def test_a_stop_while_a_poll_reads_next_due_at_claims_nothing_more() -> None:
     db.close()
 
 
+def test_an_outcome_being_recorded_at_the_shutdown_timeout_is_written_before_the_loop_returns() -> (
+    None
+):
+    # As in test_worker.py: the ack under way as the shutdown timeout passed was cancelled with
+    # the handlers still running, and process_async returned 0 while it went on in its thread.
+    from deadletter._worker.common import plan_of
+    from deadletter._worker.tasks import _Tasks
+
+    db, q = seeded(["a"])
+    returned = threading.Event()
+    events: list[asyncio.AbstractEventLoop] = []
+
+    class SlowAck:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def succeed(self, id: int, *, lease_token: str) -> Any:  # in a thread of the executor
+            events[0].call_soon_threadsafe(loop.on_sigterm)
+            deadline = time.monotonic() + EVENT_TIMEOUT
+            while not loop.abandoned and time.monotonic() < deadline:  # past the timeout...
+                time.sleep(0.001)
+            returned.wait(0.5)  # ... and returned, or did not within 0.5 s
+            return q.succeed(id, lease_token=lease_token)
+
+    options: dict[str, Any] = {"lease": None, "stop": None}
+    plan = plan_of(
+        q, _noop, want_async=True, concurrency=1, poll_interval=0.05, stop_when_idle=False,
+        shutdown_timeout=0, **options,
+    )
+    loop = _Tasks(SlowAck(), _noop, plan, False)  # type: ignore[arg-type]
+
+    async def main() -> int:
+        events.append(asyncio.get_running_loop())
+        return await asyncio.wait_for(loop.run(None), EVENT_TIMEOUT)
+
+    try:
+        handled = run(main)
+        status = q.get(1).status
+    finally:
+        returned.set()
+    assert (handled, status) == (1, "succeeded")
+    db.close()
+
+
 async def _noop(m: deadletter.Message) -> None:
     pass
 

@@ -33,6 +33,7 @@ class _Tasks:
         self.queue, self.handler, self.plan = queue, handler, plan
         self.stop_when_idle = stop_when_idle
         self.tasks: set[asyncio.Task[None]] = set()
+        self.recording: set[asyncio.Task[Any]] = set()  # tasks whose outcome is being recorded
         self.next_poll = 0.0  # loop.time() of the next claim
         self.last_full = False
         self.stopping = False
@@ -176,6 +177,7 @@ class _Tasks:
                 exc = _exception_of(work)
             error, retryable = outcome(message, exc)
             if not self.abandoned:
+                self.recording.add(asyncio.current_task())  # type: ignore[arg-type]
                 recorded, retry_after = await self._db(
                     record, self.queue, message, error, retryable
                 )
@@ -211,6 +213,7 @@ class _Tasks:
     ) -> None:
         if task is not None:
             self.tasks.discard(task)
+            self.recording.discard(task)
         self.handled += recorded
         self.ended += 1
         now = asyncio.get_running_loop().time()
@@ -224,7 +227,9 @@ class _Tasks:
         self.wake.set()
 
     async def _drain(self) -> None:
-        """Waits for the running handlers up to the shutdown timeout, then cancels the rest."""
+        """Waits for the running handlers up to the shutdown timeout, then cancels the rest but
+        those whose outcome is being recorded (a handler that ended by the timeout has its
+        ``succeed`` or ``fail`` written before the loop returns), and waits for those."""
         if not self.tasks:
             return
         try:
@@ -235,8 +240,10 @@ class _Tasks:
         finally:
             if late:
                 self.abandoned = True
-                for task in late:
+                for task in late - self.recording:
                     task.cancel()
+        if self.recording:
+            await asyncio.wait(set(self.recording))
 
 
 def _exception_of(work: asyncio.Future[object]) -> Optional[BaseException]:

@@ -27,7 +27,7 @@ class _Slot:
     finds its message reaped and claims it again while the first handler still runs; each slot
     keeps to its own token, so the first run's outcome is refused and the second's recorded."""
 
-    __slots__ = ("done", "lock", "lost", "message", "next_beat")
+    __slots__ = ("done", "lock", "lost", "message", "next_beat", "recording")
 
     def __init__(self, message: Message, next_beat: float) -> None:
         self.message = message
@@ -35,6 +35,7 @@ class _Slot:
         self.lock = threading.Lock()  # serializes the heartbeats with the ack
         self.lost = False  # extend raised ConflictError
         self.done = False  # the handler finished: no more heartbeats
+        self.recording = False  # its outcome is being recorded (guarded by the loop's cond)
 
 
 class _Threads:
@@ -99,6 +100,7 @@ class _Threads:
                 signal.signal(signum, handler)
             unwatch_threads(self, main)
             self._abandon()
+            self._await_recordings()
             if self.pending_signal is not None:  # arrived as the loop returned: passed on
                 signal.raise_signal(self.pending_signal)
         if self.error is not None:
@@ -155,6 +157,16 @@ class _Threads:
         with self.cond:
             self.stopping = True
             self.cond.notify_all()
+
+    def _await_recordings(self) -> None:
+        """Waits for the outcomes being recorded: a handler that ended by the shutdown timeout
+        has its ``succeed`` or ``fail`` written before `process` returns (and the process,
+        maybe, exits). Polled, as `run` does: a signal may interrupt this thread."""
+        while True:
+            with self.cond:
+                if not any(slot.recording for slot in self.inflight):
+                    return
+            time.sleep(0.01)
 
     def _abandon(self) -> None:
         """Handlers still running record nothing; idle handler threads end."""
@@ -300,6 +312,7 @@ class _Threads:
             slot.done = True
             with self.cond:
                 abandoned = self.abandoned
+                slot.recording = not abandoned
             if not abandoned:
                 recorded, retry_after = record(self.queue, message, error, retryable)
         self._finished(slot, recorded, retry_after)
