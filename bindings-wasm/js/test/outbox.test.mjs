@@ -160,7 +160,7 @@ test("a retry that falls due while a claim finds nothing is waited for: the drai
 });
 
 test("a send is held under its lease: a second drain while it is in flight does not send it again (finding M1)", LIMIT, async () => {
-  const db = await open(fresh(), { leaseMs: 200 });
+  const db = await open(fresh(), { leaseMs: 400 }); // 200 ms from a heartbeat due to the end
   let release;
   const slow = new Promise((resolve) => {
     release = resolve;
@@ -170,7 +170,7 @@ test("a send is held under its lease: a second drain while it is in flight does 
     return new Response("ok");
   });
   const outbox = new Outbox(db, { queue: "p", online: () => true, fetch });
-  await outbox.add(post("ONCE")); // its drain claims and sends it (lease 200 ms)
+  await outbox.add(post("ONCE")); // its drain claims and sends it (lease 400 ms)
   await until(() => sends.length === 1, "the first send");
   const queue = await outbox.queue();
   const extends_ = [];
@@ -178,13 +178,13 @@ test("a send is held under its lease: a second drain while it is in flight does 
     extends_.push(o.leaseMs);
     return Queue.prototype.extend.call(queue, id, o);
   };
-  await sleep(600); // three leases
+  await sleep(1200); // three leases
   assert.deepEqual(await outbox.drain({ waitMs: 0 }), { sent: 0, pending: 0 });
   release();
   await until(async () => (await only(outbox)).status === "succeeded", "the ack");
   const done = await only(outbox);
   assert.deepEqual([sends.length, done.retryCount, done.errors], [1, 0, []]);
-  assert.ok(extends_.length >= 2 && extends_.every((ms) => ms === 200), `extends ${extends_}`);
+  assert.ok(extends_.length >= 2 && extends_.every((ms) => ms === 400), `extends ${extends_}`);
   db.close();
 });
 
