@@ -103,10 +103,12 @@ test("the event loop keeps turning while 1 000 acks commit at durability full", 
   await q.enqueueMany(Array.from({ length: 1000 }, (_, i) => `m${i}`));
   let last = performance.now();
   let worst = 0;
+  let ticks = 0;
   const timer = setInterval(() => {
     const now = performance.now();
     worst = Math.max(worst, now - last);
     last = now;
+    ticks += 1;
   }, 10);
   const started = performance.now();
   // As a worker acks: a batch claimed, its 100 acks made at once (they share commits).
@@ -115,10 +117,15 @@ test("the event loop keeps turning while 1 000 acks commit at durability full", 
     await Promise.all(claimed.map((m) => q.succeed(m.id, { leaseToken: m.leaseToken })));
   }
   const took = performance.now() - started;
+  const during = ticks;
   await new Promise((resolve) => setTimeout(resolve, 30)); // one more tick after the last ack
   clearInterval(timer);
-  t.diagnostic(`1000 acks (and 10 claims) in ${took.toFixed(0)} ms; the longest gap between 10 ms ticks: ${worst.toFixed(1)} ms`);
+  t.diagnostic(`1000 acks (and 10 claims) in ${took.toFixed(0)} ms: ${during} ticks of 10 ms; the longest gap between two: ${worst.toFixed(1)} ms`);
   assert.equal((await q.stats()).succeeded, 1000);
-  assert.ok(worst < 50, `the interval stalled for ${worst.toFixed(1)} ms`);
+  // Asserted in ticks, at least a quarter of those the time allows: an event loop that waited
+  // on the disk ticks once a batch at most (the interval fires once after a stall), however
+  // long the commits. The longest gap (under 50 ms) was asserted before: a loaded machine
+  // stalls the process that long with no bug (81 ms in 1 of 4 runs at load 4).
+  assert.ok(during >= Math.floor(took / 10 / 4), `${during} ticks of 10 ms in ${took.toFixed(0)} ms`);
   db.close();
 });
