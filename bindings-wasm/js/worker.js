@@ -227,7 +227,7 @@ export function holdLease(queue, message, { heldSince = null, lost = null } = {}
     lost();
   };
   const renewed = (since) => {
-    if (lost === null || since === null) return;
+    if (lost === null || since === null || stopped) return; // stopped: an extend that was under way
     clearTimeout(deadline);
     deadline = setTimeout(loseOnce, Math.max(0, since + leaseMs - Date.now()));
   };

@@ -188,6 +188,44 @@ test("a send is held under its lease: a second drain while it is in flight does 
   db.close();
 });
 
+test("a drain leaves no timer behind: a heartbeat under way as the send ends sets no new deadline", LIMIT, async () => {
+  // The send ends while an extend is under way: the drain stops the heartbeats and waits for it;
+  // its success then armed the lease's deadline again, a timer that kept Node running for up to
+  // a lease after the drain resolved.
+  const db = await open(fresh(), { leaseMs: 1000 });
+  let answer;
+  const answered = new Promise((resolve) => {
+    answer = resolve;
+  });
+  const { fetch } = server(async () => {
+    await answered;
+    return new Response("ok");
+  });
+  let online = false;
+  const outbox = new Outbox(db, { queue: "p", online: () => online, fetch });
+  await outbox.add(post()); // kept; its drain sends nothing (offline)
+  const queue = await outbox.queue();
+  let extended;
+  let extending = false;
+  queue.extend = (id, o) => {
+    extending = true;
+    return new Promise((resolve) => {
+      extended = resolve;
+    }).then(() => Queue.prototype.extend.call(queue, id, o));
+  };
+  const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === "Timeout").length;
+  const before = timers();
+  online = true;
+  const drained = outbox.drain({ waitMs: 0 });
+  await until(() => extending, "a heartbeat under way"); // half a lease
+  answer();
+  await sleep(0); // the answer's microtasks ran: the drain waits for the heartbeat under way
+  extended();
+  assert.deepEqual(await drained, { sent: 1, pending: 0 });
+  assert.equal(timers(), before, "a timer outlived the drain");
+  db.close();
+});
+
 test("a send whose lease could not be extended is aborted at the lease's end and fails retryably", LIMIT, async () => {
   const db = await open(fresh(), { leaseMs: 200 });
   const { fetch, sends } = server((request) => new Promise((resolve, reject) => {
