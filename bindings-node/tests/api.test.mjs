@@ -30,6 +30,15 @@ async function rejection(promise) {
   assert.fail("expected a rejection");
 }
 
+/** Resolves once `condition()` holds; polls every 5 ms, fails after 10 s. */
+async function until(condition, what) {
+  const started = Date.now();
+  while (!condition()) {
+    if (Date.now() - started > 10_000) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 /** The `field:code` pairs of a validation error, sorted. */
 const fields = (err) => err.errors.map((e) => `${e.field}:${e.code}`).sort();
 
@@ -297,6 +306,9 @@ test("onDead hears deaths of every Database of this process on the file, whateve
   const m = await q.claim();
   await q.fail(m.id, "fatal", { leaseToken: m.leaseToken });
   assert.equal(heard.a.length, 1, "the Database that killed it hears at once");
+  // Waited for (a BroadcastChannel's message): a process stalled past a fixed 100 ms sleep on a
+  // loaded machine ran the sleep's timer before the message; then 100 ms for anything more.
+  await until(() => heard.b.length > 0, "the other Database to hear it");
   await new Promise((resolve) => setTimeout(resolve, 100));
   assert.equal(heard.b.length, 1);
   assert.equal(heard.b[0].lastError, "fatal");
@@ -326,7 +338,8 @@ test("a worker thread opens the file itself; its deaths reach this thread's onDe
     worker.on("error", reject);
     worker.on("exit", resolve);
   });
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await until(() => heard.length > 0, "this thread to hear the worker's death");
+  await new Promise((resolve) => setTimeout(resolve, 100)); // and nothing more
   assert.deepEqual(heard, ["from a worker"]);
   assert.equal((await db.queue("q").stats()).dead, 1);
   db.close();
