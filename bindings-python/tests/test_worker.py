@@ -397,20 +397,28 @@ def test_a_stop_while_a_poll_reads_next_due_at_claims_nothing_more() -> None:
 
 def test_an_idle_loop_does_not_spin() -> None:
     claims = [0]
+    third = threading.Event()
 
     def random() -> float:  # asked once per claim_many (and fail: none here)
         claims[0] += 1
+        if claims[0] == 3:
+            third.set()
         return 0.5
 
     db, q = seeded([], random=random)
     q.enqueue("far away", delay=3600)
     stop = threading.Event()
+    started = time.monotonic()
     thread, out = in_thread(lambda: q.process(lambda m: None, poll_interval=0.2, stop=stop))
-    time.sleep(1.0)
+    assert third.wait(EVENT_TIMEOUT)
+    took = time.monotonic() - started
     stop.set()
     thread.join(EVENT_TIMEOUT)
     assert out == [0]
-    assert 2 <= claims[0] <= 12  # about one claim per 0.2 s: 6; a spinning loop makes thousands
+    # Three claims take two poll intervals at least (a spinning loop makes thousands a second),
+    # and not ten times that (one that oversleeps). The test counted the claims of a 1 s sleep
+    # before, at least 2: a stall of the loop of 0.8 s on a loaded machine failed it.
+    assert 0.39 <= took < 4.0, took
     db.close()
 
 

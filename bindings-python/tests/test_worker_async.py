@@ -156,13 +156,25 @@ def test_an_idle_loop_wakes_when_due_and_does_not_spin() -> None:
     q.enqueue("far away", delay=3600)
     claims[0] = 0
 
-    async def idle_for_a_second() -> int:
+    def three_claims() -> None:  # in a thread, as the loop's claims
+        deadline = time.monotonic() + EVENT_TIMEOUT
+        while claims[0] < 3 and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    async def idle_for_three_claims() -> int:
         stop = asyncio.Event()
-        asyncio.get_running_loop().call_later(1.0, stop.set)
+        waiter = asyncio.get_running_loop().run_in_executor(None, three_claims)
+        waiter.add_done_callback(lambda _: stop.set())
         return await q.process_async(_noop, poll_interval=0.2, stop=stop)
 
-    assert run(idle_for_a_second) == 0
-    assert 2 <= claims[0] <= 12  # about one claim per 0.2 s
+    started = time.monotonic()
+    assert run(idle_for_three_claims) == 0
+    took = time.monotonic() - started
+    assert claims[0] >= 3
+    # Three claims take two poll intervals at least (a spinning loop makes thousands a second),
+    # and not ten times that; the test counted the claims of a 1 s wait before, at least 2, which
+    # a stall of the loop of 0.8 s on a loaded machine failed.
+    assert 0.39 <= took < 4.0, took
     db.close()
 
 
