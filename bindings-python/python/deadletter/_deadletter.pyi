@@ -570,8 +570,9 @@ class Queue:
         process, unless the application handles SIGTERM: then it is left alone) or
         ``KeyboardInterrupt``: claims stop, running handlers get
         ``shutdown_timeout`` (0..=3600 s) to finish, then their messages are left to their
-        leases (an outcome being written then is waited for). `ValidationError` for a rejected argument (every one) or an ``async def``
-        handler, before anything is claimed; a `StoreError` of a claim stops it, then is raised.
+        leases (an outcome being written then is waited for). `ValidationError` for a rejected
+        argument (every one) or an ``async def`` handler, before anything is claimed; a
+        `StoreError` of a claim stops it, then is raised.
         """
     async def process_async(
         self,
@@ -592,9 +593,9 @@ class Queue:
         application handles SIGTERM: its handler is left alone (stop the loop with ``stop`` or by
         cancelling it). Cancelled (Ctrl-C under ``asyncio.run``), it stops claiming, waits
         up to ``shutdown_timeout`` for the running handlers (then cancels them: their messages
-        are left to their leases; an outcome being written then is waited for) and raises `asyncio.CancelledError`. The call itself validates
-        (`ValidationError` for a rejected argument or a handler that is not ``async def``) and
-        returns the coroutine."""
+        are left to their leases; an outcome being written then is waited for) and raises
+        `asyncio.CancelledError`. The call itself validates (`ValidationError` for a rejected
+        argument or a handler that is not ``async def``) and returns the coroutine."""
     def get(self, id: int) -> Message:
         """The message ``id`` of this queue; `NotFoundError` when there is none."""
     def list(
