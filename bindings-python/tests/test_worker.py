@@ -262,6 +262,74 @@ def test_a_message_that_becomes_due_between_two_reads_of_a_poll_is_not_missed() 
     assert [m.status for m in q.list()] == ["succeeded"]
 
 
+def test_a_drain_after_a_crash_waits_for_the_lease_its_own_claim_took_back() -> None:
+    # A worker claimed and crashed; its lease ran out. The drain's first poll reads next_due_at
+    # (nothing delayed: the message is processing), then its claim takes the lease back, which
+    # delays the message by its backoff. stop_when_idle returned then, the message pending
+    # (tester T5, session 12).
+    db, q = seeded([])
+    q.set_settings(backoff=deadletter.Backoff(initial=0.05, cap=1))
+    m = q.enqueue("x")
+    q.claim(lease=0.1)
+    time.sleep(0.2)  # the crashed worker's lease ran out
+    assert q.process(lambda m: None, stop_when_idle=True) == 1
+    assert (q.get(m.id).status, q.get(m.id).retry_count) == ("succeeded", 1)
+    db.close()
+
+
+def test_an_ack_waiting_for_a_heartbeat_at_the_shutdown_timeout_is_written() -> None:
+    # The handler returns while a heartbeat's extend is being written (slow: another process
+    # holds the database, say) and the shutdown timeout passes before it is: the ack waited
+    # for the heartbeat's lock, the loop gave up on it, and the message was left to its lease
+    # though its handler succeeded (tester T5, session 12).
+    from deadletter._worker.common import plan_of
+    from deadletter._worker.threads import _Threads
+
+    db, q = seeded(["slow beat"])
+    stop = threading.Event()
+    extending = threading.Event()
+
+    class SlowExtend:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def extend(self, *args: Any, **kwargs: Any) -> Any:
+            extending.set()
+            stop.wait(EVENT_TIMEOUT)
+            time.sleep(0.5)  # past the shutdown timeout (0 s), which the loop sees within 0.1 s
+            return q.extend(*args, **kwargs)
+
+    def handler(m: deadletter.Message) -> None:
+        assert extending.wait(EVENT_TIMEOUT)
+        stop.set()
+
+    options: dict[str, Any] = {"poll_interval": None, "stop_when_idle": False, "stop": stop}
+    plan = plan_of(
+        q, handler, want_async=False, concurrency=1, shutdown_timeout=0, lease=0.3, **options
+    )
+    loop = _Threads(SlowExtend(), handler, plan, False)  # type: ignore[arg-type]
+    assert loop.run(stop) == 1
+    assert [m.status for m in q.list()] == ["succeeded"]
+    db.close()
+
+
+def test_a_stop_event_ends_the_claims_at_the_next_poll() -> None:
+    # The calling thread looks at `stop` every 0.1 s; the dispatcher claimed on meanwhile, and
+    # with fast handlers hundreds more messages ran after the stop (tester T5, session 12).
+    db, q = seeded([str(n) for n in range(1000)])
+    stop = threading.Event()
+    ran: list[str] = []
+
+    def handler(m: deadletter.Message) -> None:
+        ran.append(m.payload)
+        if len(ran) == 3:
+            stop.set()
+
+    q.process(handler, concurrency=1, stop=stop)
+    assert 3 <= len(ran) <= 4  # the one claimed with the stop's own poll, at most
+    db.close()
+
+
 def test_a_failure_that_ends_between_the_reading_and_the_claim_is_waited_for() -> None:
     # A poll reads next_due_at, then claims. A handler failing in between delays its message to
     # an instant the reading did not see; with nothing in flight any more, stop_when_idle

@@ -178,6 +178,58 @@ def test_an_idle_loop_wakes_when_due_and_does_not_spin() -> None:
     db.close()
 
 
+def test_a_drain_after_a_crash_waits_for_the_lease_its_own_claim_took_back() -> None:
+    # As in test_worker.py: the drain's own claim took back an expired lease, delaying the
+    # message where the poll's reading did not see it, and stop_when_idle returned.
+    db, q = seeded([])
+    q.set_settings(backoff=deadletter.Backoff(initial=0.05, cap=1))
+    m = q.enqueue("x")
+    q.claim(lease=0.1)
+    time.sleep(0.2)  # the crashed worker's lease ran out
+    assert run(lambda: q.process_async(_noop, stop_when_idle=True)) == 1
+    assert (q.get(m.id).status, q.get(m.id).retry_count) == ("succeeded", 1)
+    db.close()
+
+
+def test_an_ack_waiting_for_a_heartbeat_at_the_shutdown_timeout_is_written() -> None:
+    # As in test_worker.py: the handler returned while a heartbeat's extend was being written,
+    # the shutdown timeout passed, and the task was cancelled before its ack.
+    from deadletter._worker.common import plan_of
+    from deadletter._worker.tasks import _Tasks
+
+    db, q = seeded(["slow beat"])
+    extending = threading.Event()
+    stopped = threading.Event()
+
+    class SlowExtend:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def extend(self, *args: Any, **kwargs: Any) -> Any:  # in a thread of the executor
+            extending.set()
+            stopped.wait(EVENT_TIMEOUT)
+            time.sleep(0.5)  # past the shutdown timeout (0 s)
+            return q.extend(*args, **kwargs)
+
+    async def main() -> int:
+        stop = asyncio.Event()
+
+        async def handler(m: deadletter.Message) -> None:
+            await asyncio.get_running_loop().run_in_executor(None, extending.wait, EVENT_TIMEOUT)
+            stop.set()
+            stopped.set()
+
+        options: dict[str, Any] = {"poll_interval": None, "stop_when_idle": False, "stop": stop}
+        plan = plan_of(
+            q, handler, want_async=True, concurrency=1, shutdown_timeout=0, lease=0.3, **options
+        )
+        return await _Tasks(SlowExtend(), handler, plan, False).run(stop)  # type: ignore[arg-type]
+
+    assert run(main) == 1
+    assert [m.status for m in q.list()] == ["succeeded"]
+    db.close()
+
+
 def test_a_failure_that_ends_between_the_reading_and_the_claim_is_waited_for() -> None:
     # As in test_worker.py: a handler failing between a poll's next_due_at and its claim
     # delayed its message where the reading did not see it, and stop_when_idle returned.

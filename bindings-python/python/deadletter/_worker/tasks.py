@@ -41,6 +41,7 @@ class _Tasks:
         self.abandoned = False
         self.handled = 0
         self.ended = 0  # handler runs finished so far (each may have delayed its message)
+        self.idle_once = False  # the last poll found the loop idle (stop_when_idle: once more)
 
     async def run(self, stop: Optional[asyncio.Event]) -> int:
         loop = asyncio.get_running_loop()
@@ -142,14 +143,18 @@ class _Tasks:
             raise
         for message in claimed:
             self._start(message)
-        if len(claimed) == asked:
-            self.last_full, self.next_poll = True, loop.time()
-            return False
-        if self.ended != ended:
-            self.last_full, self.next_poll = False, loop.time()
+        if len(claimed) == asked or self.ended != ended:
+            self.last_full, self.next_poll = len(claimed) == asked, loop.time()
+            self.idle_once = False
             return False
         if self.stop_when_idle and due is None and not self.tasks:
-            return True
+            if self.idle_once:
+                return True
+            # The claim may have taken back an expired lease (`threads._Threads._poll`).
+            self.idle_once = True
+            self.last_full, self.next_poll = False, loop.time()
+            return False
+        self.idle_once = False
         self.last_full, self.next_poll = False, loop.time() + self.plan.idle_wait(due)
         return False
 
@@ -172,12 +177,16 @@ class _Tasks:
                 work = asyncio.ensure_future(self.handler(message))
             except Exception as raised:  # noqa: BLE001 - calling it raised at once
                 exc = raised
+            task = asyncio.current_task()
             if work is not None:
+                # Recording from the handler's end, even while a heartbeat's extend is still
+                # being written: the shutdown timeout does not cancel it then (tester T5).
+                work.add_done_callback(lambda _: self._recording(task))
                 await self._heartbeats(message, work)
                 exc = _exception_of(work)
+            self._recording(task)  # (the callback runs later when the work was done at once)
             error, retryable = outcome(message, exc)
-            if not self.abandoned:
-                self.recording.add(asyncio.current_task())  # type: ignore[arg-type]
+            if task in self.recording:
                 recorded, retry_after = await self._db(
                     record, self.queue, message, error, retryable
                 )
@@ -207,6 +216,11 @@ class _Tasks:
                 logger.warning("message %d: lease lost, heartbeats stop: %s", message.id, err)
             except Exception:  # noqa: BLE001 - the next heartbeat tries again
                 logger.warning("message %d: heartbeat failed", message.id, exc_info=True)
+
+    def _recording(self, task: Optional[asyncio.Task[Any]]) -> None:
+        """``task``'s handler ended: its outcome is written, unless the loop gave up first."""
+        if task is not None and not task.done() and not self.abandoned:
+            self.recording.add(task)
 
     def _finished(
         self, task: Optional[asyncio.Task[Any]], recorded: bool, retry_after: Optional[datetime]

@@ -57,6 +57,8 @@ class _Threads:
         self.abandoned = False  # process returned: record nothing more
         self.handled = 0
         self.ended = 0  # handler runs finished so far (each may have delayed its message)
+        self.idle_once = False  # the last poll found the loop idle (stop_when_idle: once more)
+        self.stop_event: Optional[threading.Event] = None  # `stop`, read by the dispatcher too
         self.error: Optional[BaseException] = None
         self.work: queues.SimpleQueue[Optional[_Slot]] = queues.SimpleQueue()
         self.finished = threading.Event()  # the dispatcher returned
@@ -68,6 +70,7 @@ class _Threads:
     # -- the calling thread ---------------------------------------------------------------------
 
     def run(self, stop: Optional[threading.Event]) -> int:
+        self.stop_event = stop
         restore: list[tuple[int, Any]] = []
         main = threading.current_thread() is threading.main_thread()
         try:
@@ -234,12 +237,18 @@ class _Threads:
         with self.cond:
             if self.stopping:  # stopped during the reading, "no more claims" maybe logged
                 return False
+        if self.stop_event is not None and self.stop_event.is_set():
+            # Set since the last claim: no more claims, without waiting for the calling thread
+            # to see it (it looks every STOP_CHECK; with fast handlers hundreds more ran).
+            self._request_stop()
+            return False
         claimed = self.queue.claim_many(asked, lease=self.plan.lease)
         for message in claimed:
             self._start(message)
         if len(claimed) == asked:
             with self.cond:
                 self.last_full, self.next_poll = True, time.monotonic()
+                self.idle_once = False
             return False
         wait = self.plan.idle_wait(due)  # outside the lock: it reads the database's clock
         # One hold of the lock from the check to the wait set: a handler ending in between
@@ -250,9 +259,19 @@ class _Threads:
                 # instant the reading did not see (stop_when_idle stopped with it pending,
                 # the webhook demo's CI failure, session 12). Read again at once.
                 self.last_full, self.next_poll = False, time.monotonic()
+                self.idle_once = False
                 return False
             if self.stop_when_idle and due is None and not self.inflight:
-                return True
+                if self.idle_once:
+                    return True
+                # Idle by this reading; but the claim itself may have taken back an expired
+                # lease, delaying its message where the reading did not see it (a drain after
+                # a crash stopped with it pending: tester T5, session 12). Poll once more: its
+                # reading sees what this claim did.
+                self.idle_once = True
+                self.last_full, self.next_poll = False, time.monotonic()
+                return False
+            self.idle_once = False
             self.last_full, self.next_poll = False, time.monotonic() + wait
         return False
 
@@ -308,12 +327,14 @@ class _Threads:
                 exc = raised
         error, retryable = outcome(message, exc)
         recorded, retry_after = False, None
+        # Recording from here, before the slot's lock: a heartbeat's extend may hold it (waiting
+        # for the database) past the shutdown timeout, and the outcome of a handler that ended
+        # by then is written all the same (tester T5, session 12: the ack was lost).
+        with self.cond:
+            slot.recording = not self.abandoned
         with slot.lock:
             slot.done = True
-            with self.cond:
-                abandoned = self.abandoned
-                slot.recording = not abandoned
-            if not abandoned:
+            if slot.recording:
                 recorded, retry_after = record(self.queue, message, error, retryable)
         self._finished(slot, recorded, retry_after)
 
@@ -351,9 +372,10 @@ def process(
     daemon threads, until stopped; returns how many messages it handled (whose outcome it
     recorded with ``succeed`` or ``fail``).
 
-    It stops when ``stop_when_idle`` is true and a poll finds nothing due, nothing in flight and
-    nothing delayed (``queue.next_due_at()`` is None); when ``stop`` (a `threading.Event`) is
-    set; on SIGTERM unless the application handles it (see `sigterm`: one
+    It stops when ``stop_when_idle`` is true and two polls in a row find nothing due, nothing in
+    flight and nothing delayed (``queue.next_due_at()`` is None: a claim may take back an expired
+    lease, which delays its message); when ``stop`` (a `threading.Event`) is set (no claim after
+    the dispatcher's next look at it); on SIGTERM unless the application handles it (see `sigterm`: one
     handler, installed from the main thread, stops every loop of the process); on SIGINT (Ctrl-C)
     when called from the main thread while Python's default handler is in place (installed for
     the call, then restored; a ``KeyboardInterrupt`` from another handler stops it too); all
