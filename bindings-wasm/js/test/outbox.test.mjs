@@ -301,6 +301,21 @@ test("an opaque answer (a no-cors request's, status 0) counts as delivered, not 
   db.close();
 });
 
+test("a drain after one that died mid-send waits for the request its own claim took back (tester T5)", LIMIT, async () => {
+  // The claim takes back the expired lease, which delays the request by its backoff after the
+  // round's reading found nothing delayed: the drain stopped with it pending.
+  const db = await open(fresh(), { leaseMs: 100 });
+  const { fetch, sends } = server(() => new Response("ok"));
+  const outbox = new Outbox(db, { queue: "crashed", online: () => true, fetch, backoff: { initialMs: 50, capMs: 50, jitter: null } });
+  await outbox.add(post("sending"));
+  const [claimed] = await (await outbox.queue()).claimMany(1); // a drain that died mid-send
+  await sleep(150); // its lease ran out
+  assert.deepEqual(await outbox.drain({ waitMs: 5_000 }), { sent: 1, pending: 0 });
+  const done = await only(outbox);
+  assert.deepEqual([claimed.id, done.status, done.retryCount, sends.length], [done.id, "succeeded", 1, 1]);
+  db.close();
+});
+
 test("listen() in a page drains at once: what a closed or reloaded page left is sent without an online event (finding M13)", LIMIT, async () => {
   const db = await open(fresh(), { leaseMs: 100 });
   const { fetch, sends } = server(() => new Response("ok"));
