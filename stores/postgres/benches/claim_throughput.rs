@@ -598,15 +598,27 @@ struct Mark {
 
 impl Mark {
     fn now(postmaster: Option<u32>) -> Self {
+        // A child reaped between the postmaster's reading and the scan of its children is in
+        // neither (its time moves to the postmaster's `waited` at its reaping): the drain's
+        // backend, closed just before the mark, was lost that way, and the server's CPU
+        // printed negative. So the postmaster is read again after the scan, and all of it
+        // again when a child was reaped meanwhile.
         let server = postmaster.and_then(|pid| {
-            let (own, waited, _) = ticks(&pid.to_string())?;
-            let children: u64 = std::fs::read_dir("/proc")
-                .ok()?
-                .filter_map(|entry| ticks(entry.ok()?.file_name().to_str()?))
-                .filter(|(_, _, parent)| *parent == pid)
-                .map(|(own, _, _)| own)
-                .sum();
-            Some(own + waited + children)
+            let pid_text = pid.to_string();
+            for _ in 0..100 {
+                let (_, before, _) = ticks(&pid_text)?;
+                let children: u64 = std::fs::read_dir("/proc")
+                    .ok()?
+                    .filter_map(|entry| ticks(entry.ok()?.file_name().to_str()?))
+                    .filter(|(_, _, parent)| *parent == pid)
+                    .map(|(own, _, _)| own)
+                    .sum();
+                let (own, waited, _) = ticks(&pid_text)?;
+                if waited == before {
+                    return Some(own + waited + children);
+                }
+            }
+            None
         });
         #[allow(clippy::cast_precision_loss)] // clock ticks of a few minutes
         let seconds = |ticks: u64| ticks as f64 / 100.0; // USER_HZ
