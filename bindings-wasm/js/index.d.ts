@@ -855,10 +855,11 @@ export declare class Database {
    * was acknowledged (a promise that resolved).
    * Every later call rejects with a `store` `DeadLetterError`. The connection also closes by
    * itself, not to block them, when another page upgrades the database (a newer deadletter in
-   * another tab) or deletes it, and when the browser closes it (the site's data cleared, a
-   * storage failure): then every later call rejects with a `store` error whose message says
-   * which, and to reload the page (in a service worker: that the new version's service worker
-   * takes over once the pages this one controls are closed, or to `open()` again).
+   * another tab) or deletes it: then every later call rejects with a `store` error whose
+   * message says which, and to reload the page (in a service worker: that the new version's
+   * service worker takes over once the pages this one controls are closed, or to `open()`
+   * again). When the browser closes it (the site's data cleared, a storage failure), the calls
+   * running then reject with a `store` error and the next call opens the database again.
    */
   close(): void;
 }

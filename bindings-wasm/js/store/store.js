@@ -142,36 +142,54 @@ function here() {
 
 /** An open IndexedDB database holding messages. */
 export class IdbStore {
+  /** The connection; null once the browser closed it, until the next call opens it again. */
   #db;
+  #factory;
+  #name;
+  /** The open that replaces a connection the browser closed, while it runs. */
+  #opening = null;
   /** Null while open; once closed, why (the end of the `store` error of every later call: "" after `close()`). */
   #why = null;
   /** The key ranges of each queue's claim lanes (`ClaimPlan.lanes()`, which depend on the queue alone), by queue. */
   #lanes = new Map();
 
-  constructor(db) {
+  /** Over `db`, the open connection to database `db.name` of `factory` (which opens it again). */
+  constructor(db, factory) {
+    this.#factory = factory;
+    this.#name = db.name;
+    this.#attach(db);
+  }
+
+  #attach(db) {
     this.#db = db;
     const name = JSON.stringify(db.name);
     // Another connection asks for a version change: another page (a newer deadletter in another
     // tab, or worker) upgrading the database, or deleting it (`newVersion` null). Closing lets it
     // go ahead instead of blocking it (its open would wait, and time out, while this page stays
-    // open). Or the browser closed the connection (`close`: the site's data cleared, a storage
-    // failure). Either way every later call fails with a `store` error saying which, and what to
-    // do where this runs (`here`).
+    // open); every later call fails with a `store` error saying which, and what to do where this
+    // runs (`here`).
     db.onversionchange = (event) =>
       this.close(
         event.newVersion == null
           ? `${here().other} deleted IndexedDB database ${name}; ${here().reopen}`
           : `${here().newer} upgraded IndexedDB database ${name} to version ${event.newVersion} (${here().self}'s deadletter uses version ${VERSION}); ${here().upgraded}`,
       );
-    db.onclose = () => this.close(`the browser closed IndexedDB database ${name} (the site's data was cleared, or a storage failure); ${here().reopen}`);
+    // Or the browser closed the connection (`close`: the site's data cleared, a storage failure):
+    // the next call opens the database again, as the IndexedDB editors advise for a store a page
+    // (or a service worker's Outbox, which holds its database) keeps (session 13, tester T7: a
+    // service worker kept no request after the site's data was cleared, until it was replaced).
+    // The calls running then fail with a `store` error; what the browser cleared is gone.
+    db.onclose = () => {
+      if (this.#db === db) this.#db = null;
+    };
   }
 
   /** Opens (creating or upgrading) database `name` of `factory` (see schema.js). */
   static async open(factory, name) {
-    return new IdbStore(await open(factory, name));
+    return new IdbStore(await open(factory, name), factory);
   }
 
-  /** Whether the connection was closed, by `close()`, a version change or the browser. */
+  /** Whether the connection was closed, by `close()` or a version change (not by the browser: see `#attach`). */
   get closed() {
     return this.#why !== null;
   }
@@ -184,11 +202,31 @@ export class IdbStore {
   /** Closes the connection (running transactions finish first); `why`: for `refusal` (the first one given stays). */
   close(why = "") {
     this.#why ??= why;
-    this.#db.close();
+    this.#db?.close();
+  }
+
+  /**
+   * The connection the browser closed, opened again (one open for the calls that wait for it); a
+   * failed open rejects the calls that waited, and the next call tries again.
+   */
+  #reopen() {
+    this.#opening ??= open(this.#factory, this.#name).then(
+      (db) => {
+        this.#opening = null;
+        if (this.closed) db.close();
+        else this.#attach(db);
+      },
+      (err) => {
+        this.#opening = null;
+        throw err;
+      },
+    );
+    return this.#opening;
   }
 
   #run(stores, mode, body, after) {
     if (this.closed) return Promise.reject(this.refusal());
+    if (this.#db === null) return this.#reopen().then(() => this.#run(stores, mode, body, after));
     return transaction(this.#db, stores, mode, body, after);
   }
 

@@ -415,3 +415,38 @@ test("a body too large to keep: the server's own answer when there is one, else 
   assert.equal((await outbox.fetch(post("small"))).status, 202);
   db.close();
 });
+
+test("after the browser closed the database (the site's data cleared), the Outbox keeps requests again (tester T7, session 13)", LIMIT, async () => {
+  const name = fresh();
+  // fake-indexeddb's factory, its connections recorded to close them as the browser does.
+  const connections = [];
+  const factory = {
+    open(...args) {
+      const req = indexedDB.open(...args);
+      req.addEventListener("success", () => connections.push(req.result));
+      return req;
+    },
+    deleteDatabase: (n) => indexedDB.deleteDatabase(n),
+    cmp: (a, b) => indexedDB.cmp(a, b),
+  };
+  const db = await open(name, { indexedDB: factory });
+  const { fetch } = server(() => Promise.reject(new TypeError("Failed to fetch")));
+  const outbox = new Outbox(db, { queue: "p", online: () => false, fetch });
+  assert.equal((await outbox.fetch(post("before"))).status, 202);
+  // "Clear site data": the browser closes every connection (firing `close`), then deletes.
+  for (const connection of connections) {
+    connection.close();
+    connection.onclose(new Event("close"));
+  }
+  await new Promise((resolve, reject) => {
+    const req = indexedDB.deleteDatabase(name);
+    req.onsuccess = resolve;
+    req.onerror = () => reject(req.error);
+  });
+  const response = await outbox.fetch(post("after"));
+  assert.equal(response.status, 202, "kept after the clear");
+  const kept = await only(outbox);
+  assert.equal(kept.id, Number(response.headers.get("x-deadletter-queued")));
+  assert.equal(await Outbox.requestOf(kept).text(), "after", "the request kept after the clear; the one before is gone with the site's data");
+  db.close();
+});
