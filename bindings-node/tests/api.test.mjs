@@ -163,6 +163,14 @@ test("a directory, another application's file and a newer deadletter's are refus
     assert.equal((await rejection(open(given))).message, `store error: unable to open database file: ${given}`);
   }
 
+  // Tester T7 (session 13): a path ending in "/" names a folder, existing or not; SQLite dropped
+  // the "/" and made the file "trail".
+  const trail = join(mkdtempSync(join(folder, "trail-")), "trail");
+  const slashed = await rejection(open(`${trail}/`));
+  assert.equal(slashed.code, "store");
+  assert.equal(slashed.message, `store error: unable to open database file: ${trail}/`);
+  assert.deepEqual(readdirSync(join(trail, "..")), []);
+
   // Made by Python's sqlite3 module: another application's database, then a newer deadletter's.
   const foreign = fresh();
   execFileSync("python3", ["-c", `import sqlite3; c = sqlite3.connect(${JSON.stringify(foreign)}); c.execute("create table t (a)"); c.commit()`]);

@@ -398,6 +398,17 @@ def test_a_folder_is_named_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         assert str(caught.value) == f"store error: unable to open database file: {given}"
 
 
+def test_a_path_ending_in_a_separator_is_a_folder_and_nothing_is_created(tmp_path: Path) -> None:
+    # Tester T7 (session 13): SQLite dropped the "/" and made the file `trail`. (A str: pathlib
+    # drops a trailing "/" itself.)
+    given = f"{tmp_path / 'trail'}/"
+    with pytest.raises(deadletter.StoreError) as caught:
+        deadletter.open(given)
+    assert caught.value.code == "store"
+    assert str(caught.value) == f"store error: unable to open database file: {given}"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_messages_name_a_float_that_is_not_finite_and_none() -> None:
     # Issue 19: a NaN delay read "got a float", as if any float were wrong; None read "null".
     q = deadletter.open().queue("q")

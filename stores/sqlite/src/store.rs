@@ -17,7 +17,7 @@
 
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::path::{Path, PathBuf};
+use std::path::{Path, PathBuf, is_separator};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -167,12 +167,20 @@ impl SqliteStore {
     /// database. File databases use WAL journaling, with `durability`. A file of an older schema
     /// version (1: deadletter 0.1.0; 2 to 7) is upgraded in place, in one transaction; a file
     /// whose schema version is newer than [`crate::SCHEMA_VERSION`], or another application's,
-    /// is refused with a store error and left as it was.
+    /// is refused with a store error and left as it was, as is a folder (a path ending in a
+    /// separator is one, whether it exists or not: nothing is created).
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {
         let _gate = fork::enter();
         if path == Path::new(":memory:") {
             let conn = Connection::open_in_memory().map_err(Error::store)?;
             return Self::from_connection(conn, durability);
+        }
+        // SQLite drops a trailing separator (`trail/` made a file `trail`): such a path names a
+        // folder, refused as one is.
+        let last = path.as_os_str().as_encoded_bytes().last();
+        if last.is_some_and(|&b| is_separator(b.into())) {
+            let said = format!("unable to open database file: {}", path.display());
+            return Err(Error::Store(said));
         }
         let open = || Connection::open_with_flags(file_name(path), FILE_FLAGS);
         let mut store = Self::from_connection(open().map_err(Error::store)?, durability)?;
