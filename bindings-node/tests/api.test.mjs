@@ -78,6 +78,39 @@ test("list filters and bulk actions: Dates or ms, JavaScript field names, pages,
   db.close();
 });
 
+test("an id, afterId or bulk limit above Number.MAX_SAFE_INTEGER is out_of_range, as in the browsers' build (tester T7)", async () => {
+  // 2 ** 53 + 1 is the number 2 ** 53: get(2 ** 53 + 1) read another message than asked. Not a
+  // conformance rule: the cases run with JSON numbers in every binding, and Python's ints are
+  // exact. The twin of bindings-wasm/js/test/operations.test.mjs's.
+  const db = await open(fresh());
+  const q = db.queue("q");
+  await q.enqueue("kept");
+  const message = "must be at most 9007199254740991 (Number.MAX_SAFE_INTEGER)";
+  const calls = (big) => [
+    ["id", () => q.get(big)], ["id", () => q.delete(big)], ["id", () => q.retryNow(big)], ["id", () => q.replay(big)],
+    ["id", () => q.move(big, "r")], ["id", () => q.succeed(big, { leaseToken: "t" })],
+    ["id", () => q.fail(big, "e", { leaseToken: "t" })], ["id", () => q.extend(big, { leaseToken: "t" })],
+    ["afterId", () => q.list({ afterId: big })], ["limit", () => q.deleteAll({ limit: big })],
+    ["limit", () => q.replayAll({ limit: big })], ["limit", () => q.retryNowAll({ limit: big })],
+    ["limit", () => q.moveAll("r", { limit: big })],
+  ];
+  for (const big of [2 ** 53, 2 ** 53 + 2, 2 ** 64]) {
+    for (const [field, call] of calls(big)) {
+      const err = await rejection(call());
+      assert.equal(err.code, "validation_failed", `${call}`);
+      assert.deepEqual(err.errors, [{ field, code: "out_of_range", message }], `${call} with ${big}`);
+    }
+  }
+  // The core's refusals below the range: the same fields and code.
+  for (const [field, call] of calls(-1)) assert.deepEqual(fields(await rejection(call())), [`${field}:out_of_range`], `${call}`);
+  // The largest safe integer still reaches the core.
+  assert.equal((await rejection(q.get(Number.MAX_SAFE_INTEGER))).code, "not_found");
+  assert.deepEqual(await q.list({ afterId: Number.MAX_SAFE_INTEGER }), []);
+  assert.equal(await q.moveAll("r", { limit: Number.MAX_SAFE_INTEGER, dryRun: true }), 1);
+  assert.deepEqual((await q.list()).map((m) => [m.id, m.payload, m.status]), [[1, "kept", "pending"]]);
+  db.close();
+});
+
 test("list reads the clock only for delayed", async () => {
   let reads = 0;
   const db = await open(fresh(), { clock: () => (reads += 1, Date.UTC(2026, 0, 1)) });

@@ -36,7 +36,9 @@ export interface FieldError {
    * `type`, `empty`, `too_long`, `too_large`, `out_of_range` or `invalid` (the core's codes, the
    * same as Python's), or `unknown`: an options object has a key that the method does not take
    * (such as `leaseMS` for `leaseMs`). `unknown` is JavaScript-only: Python raises `TypeError`
-   * for an unknown keyword argument. Unknown keys are reported before any other check, and alone.
+   * for an unknown keyword argument. Unknown keys are reported before any other check, and alone;
+   * then, alone too, an id, `afterId` or bulk `limit` above `Number.MAX_SAFE_INTEGER` (code
+   * `out_of_range`: from 2 ** 53 on a number may stand for another integer, 2 ** 53 + 1 is 2 ** 53).
    *
    * `type` also covers a string with an unpaired UTF-16 surrogate (`"\ud800"`): it cannot be
    * stored verbatim, so it is rejected (as Python rejects a `str` with a lone surrogate), never
@@ -506,8 +508,8 @@ export interface ListOptions extends Filters {
   /** Page size: integer 1..1000; default 100. */
   limit?: number | null;
   /**
-   * Only ids greater than this, integer >= 0 (keyset pagination: pass the previous page's
-   * `nextAfterId`).
+   * Only ids greater than this, integer 0..`Number.MAX_SAFE_INTEGER` (keyset pagination: pass
+   * the previous page's `nextAfterId`).
    */
   afterId?: number | null;
 }
@@ -530,7 +532,7 @@ export interface MessagePage extends Array<Message> {
 
 /** The options of the bulk actions: the filters, how many at most, and whether to only count. */
 export interface BulkOptions extends Filters {
-  /** At most this many (integer >= 1); default all. */
+  /** At most this many (integer 1..`Number.MAX_SAFE_INTEGER`); default all. */
   limit?: number | null;
   /**
    * true: select and run the same steps without writing anything, and resolve to the exact count
