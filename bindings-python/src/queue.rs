@@ -130,6 +130,13 @@ impl Queue {
         &self.name
     }
 
+    /// Whether its database is closed (`Database.closed`): every call then raises `StoreError`.
+    /// The worker loops stop on a store error then, rather than wait for the store to come back.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.shared.engine.store().is_closed()
+    }
+
     /// The handle's own backoff policy (`Database.queue(name, backoff=...)`), which wins over the
     /// one stored with the queue; `None` when it was given none (the stored policy applies, else
     /// `Backoff()`).

@@ -1000,3 +1000,59 @@ def test_options_are_validated_together_before_anything_is_claimed() -> None:
         q.process(lambda m: None, poll_interval=0)
     assert q.get(1).status == "pending" and q.get(1).lease_token is None
     db.close()
+
+
+def test_a_service_loop_claims_again_after_store_errors(caplog: pytest.LogCaptureFixture) -> None:
+    # Tester T6 (session 13): a PostgreSQL restart made a claim raise StoreError, and process
+    # returned with messages pending: a service had no worker until something restarted it. A
+    # loop without stop_when_idle logs the error and claims again after 0.5 s, then 1 s.
+    from deadletter._worker.common import plan_of
+    from deadletter._worker.threads import _Threads
+
+    db, q = seeded(["after the outage"])
+    stop = threading.Event()
+    claims: list[float] = []
+    down = [deadletter.StoreError("store error: PostgreSQL: connection refused")] * 2
+
+    class Restarting:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def claim_many(self, *args: Any, **kwargs: Any) -> Any:
+            claims.append(time.monotonic())
+            if down:
+                raise down.pop()
+            return q.claim_many(*args, **kwargs)
+
+    def handler(m: deadletter.Message) -> None:
+        stop.set()
+
+    options: dict[str, Any] = {"poll_interval": 60, "stop_when_idle": False, "stop": stop}
+    plan = plan_of(
+        q, handler, want_async=False, concurrency=1, shutdown_timeout=5, lease=None, **options
+    )
+    with caplog.at_level(logging.WARNING, logger="deadletter"):
+        assert _Threads(Restarting(), handler, plan, False).run(stop) == 1  # type: ignore[arg-type]
+    assert [m.status for m in q.list()] == ["succeeded"]
+    assert len(claims) == 3
+    assert claims[1] - claims[0] >= 0.49 and claims[2] - claims[1] >= 0.99, claims
+    assert [r.getMessage() for r in caplog.records] == [
+        "claiming failed (1 in a row), trying again in 0.5 s: store error: PostgreSQL: "
+        "connection refused",
+        "claiming failed (2 in a row), trying again in 1 s: store error: PostgreSQL: "
+        "connection refused",
+        "claiming works again after 2 failures",
+    ]
+    db.close()
+
+
+def test_a_service_loop_stops_on_a_store_error_once_its_database_is_closed() -> None:
+    # No store comes back after close(): the loop raises rather than try again for ever.
+    db, q = seeded(["a", "b"])
+
+    def handler(m: deadletter.Message) -> None:
+        db.close()
+
+    with pytest.raises(deadletter.StoreError, match="closed"):
+        q.process(handler, poll_interval=0.01)
+    assert q.closed

@@ -554,3 +554,60 @@ def test_arguments_are_validated_at_the_call_before_anything_is_claimed() -> Non
 
     assert run(lambda: q.process_async(Callable_(), stop_when_idle=True)) == 1  # accepted
     db.close()
+
+
+def test_a_service_loop_claims_again_after_store_errors(caplog: pytest.LogCaptureFixture) -> None:
+    # As in test_worker.py (tester T6, session 13: a PostgreSQL restart ended the loop).
+    from deadletter._worker.common import plan_of
+    from deadletter._worker.tasks import _Tasks
+
+    db, q = seeded(["after the outage"])
+    claims: list[float] = []
+    down = [deadletter.StoreError("store error: PostgreSQL: connection refused")] * 2
+
+    class Restarting:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def claim_many(self, *args: Any, **kwargs: Any) -> Any:  # in a thread of the executor
+            claims.append(time.monotonic())
+            if down:
+                raise down.pop()
+            return q.claim_many(*args, **kwargs)
+
+    async def main() -> int:
+        stop = asyncio.Event()
+
+        async def handler(m: deadletter.Message) -> None:
+            stop.set()
+
+        options: dict[str, Any] = {"poll_interval": 60, "stop_when_idle": False, "stop": stop}
+        plan = plan_of(
+            q, handler, want_async=True, concurrency=1, shutdown_timeout=5, lease=None, **options
+    )
+        return await _Tasks(Restarting(), handler, plan, False).run(stop)  # type: ignore[arg-type]
+
+    with caplog.at_level(logging.WARNING, logger="deadletter"):
+        assert run(main) == 1
+    assert [m.status for m in q.list()] == ["succeeded"]
+    assert len(claims) == 3
+    assert claims[1] - claims[0] >= 0.49 and claims[2] - claims[1] >= 0.99, claims
+    assert [r.getMessage() for r in caplog.records] == [
+        "claiming failed (1 in a row), trying again in 0.5 s: store error: PostgreSQL: "
+        "connection refused",
+        "claiming failed (2 in a row), trying again in 1 s: store error: PostgreSQL: "
+        "connection refused",
+        "claiming works again after 2 failures",
+    ]
+    db.close()
+
+
+def test_a_service_loop_stops_on_a_store_error_once_its_database_is_closed() -> None:
+    db, q = seeded(["a", "b"])
+
+    async def handler(m: deadletter.Message) -> None:
+        db.close()
+
+    with pytest.raises(deadletter.StoreError, match="closed"):
+        run(lambda: q.process_async(handler, poll_interval=0.01))
+    assert q.closed

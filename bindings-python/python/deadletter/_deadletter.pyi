@@ -335,6 +335,10 @@ class Queue:
     def name(self) -> str:
         """The queue's name."""
     @property
+    def closed(self) -> bool:
+        """Whether its database is closed (`Database.closed`): every call then raises
+        `StoreError`."""
+    @property
     def backoff(self) -> Optional[Backoff]:
         """This handle's own backoff policy (it wins over the stored one), or None."""
     def enqueue(
@@ -571,8 +575,11 @@ class Queue:
         ``KeyboardInterrupt``: claims stop, running handlers get
         ``shutdown_timeout`` (0..=3600 s) to finish, then their messages are left to their
         leases (an outcome being written then is waited for). `ValidationError` for a rejected
-        argument (every one) or an ``async def`` handler, before anything is claimed; a
-        `StoreError` of a claim stops it, then is raised.
+        argument (every one) or an ``async def`` handler, before anything is claimed. A
+        `StoreError` of a claim (the database unreachable: a PostgreSQL restart, a network
+        failure) is logged as a warning, and the loop claims again after 0.5 s, then 1 s, 2 s
+        ... up to 30 s, until a claim works; with ``stop_when_idle`` (a drain, which ends), or
+        once the database is closed, it stops the loop instead, then is raised.
         """
     async def process_async(
         self,
@@ -594,7 +601,8 @@ class Queue:
         cancelling it). Cancelled (Ctrl-C under ``asyncio.run``), it stops claiming, waits
         up to ``shutdown_timeout`` for the running handlers (then cancels them: their messages
         are left to their leases; an outcome being written then is waited for) and raises
-        `asyncio.CancelledError`. The call itself validates (`ValidationError` for a rejected
+        `asyncio.CancelledError`. A `StoreError` of a claim is retried as in `process`. The call
+        itself validates (`ValidationError` for a rejected
         argument or a handler that is not ``async def``) and returns the coroutine."""
     def get(self, id: int) -> Message:
         """The message ``id`` of this queue; `NotFoundError` when there is none."""

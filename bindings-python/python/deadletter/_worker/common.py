@@ -14,12 +14,13 @@ from datetime import datetime, timedelta
 from typing import Any, Callable, Optional, TypeVar, Union, cast
 
 from .._deadletter import Message, Queue, WorkerPlan, failure_text
-from .._errors import ConflictError, FieldError, ValidationError
+from .._errors import ConflictError, FieldError, StoreError, ValidationError
 
 __all__ = [
     "STOP_CHECK",
     "AsyncHandler",
     "Handler",
+    "Outage",
     "PermanentError",
     "Seconds",
     "T",
@@ -181,3 +182,38 @@ def token(message: Message) -> str:
     """The lease token of a message the loop claimed (never None)."""
     return cast(str, message.lease_token)
 
+
+
+class Outage:
+    """The claims that failed in a row with a `StoreError` while a loop runs as a service (tester
+    T6, session 13: a PostgreSQL restart ended ``process`` with messages pending, and a service
+    had no worker until something restarted it; README promises that the next call after a
+    broken connection works on a new one). Each failure is logged as a warning and the next
+    claim waits ``FIRST`` seconds, doubling up to ``CAP``; the first claim that works logs that
+    claims work again. A drain (``stop_when_idle``), which ends, stops on the error instead and
+    raises it; so does any loop once the database is closed (no store comes back then), and on
+    any other exception (a bug: retrying would hide it)."""
+
+    FIRST = 0.5
+    CAP = 30.0
+
+    def __init__(self, stop_when_idle: bool) -> None:
+        self.stop_when_idle = stop_when_idle
+        self.failures = 0
+
+    def failed(self, queue: Queue, exc: Exception) -> Optional[float]:
+        """Seconds to wait before the next claim after ``exc``, or None: stop and raise it."""
+        if self.stop_when_idle or not isinstance(exc, StoreError) or queue.closed:
+            return None
+        self.failures += 1
+        wait = min(self.FIRST * 2.0 ** min(self.failures - 1, 16), self.CAP)
+        logger.warning(
+            "claiming failed (%d in a row), trying again in %g s: %s", self.failures, wait, exc
+        )
+        return wait
+
+    def over(self) -> None:
+        """A claim worked: logs that claims work again after failures."""
+        if self.failures:
+            logger.warning("claiming works again after %d failures", self.failures)
+            self.failures = 0

@@ -15,7 +15,18 @@ from typing import Any, Callable, Optional
 
 from .._deadletter import MAX_CLAIM_MANY, Message, Queue, WorkerPlan
 from .._errors import ConflictError
-from .common import STOP_CHECK, AsyncHandler, Seconds, T, logger, outcome, plan_of, record, token
+from .common import (
+    STOP_CHECK,
+    AsyncHandler,
+    Outage,
+    Seconds,
+    T,
+    logger,
+    outcome,
+    plan_of,
+    record,
+    token,
+)
 from .sigterm import unwatch_async, watch_async
 
 __all__ = ["process_async"]
@@ -42,6 +53,7 @@ class _Tasks:
         self.handled = 0
         self.ended = 0  # handler runs finished so far (each may have delayed its message)
         self.idle_once = False  # the last poll found the loop idle (stop_when_idle: once more)
+        self.outage = Outage(stop_when_idle)
 
     async def run(self, stop: Optional[asyncio.Event]) -> int:
         loop = asyncio.get_running_loop()
@@ -110,8 +122,16 @@ class _Tasks:
             self.wake.clear()
             free = self.plan.concurrency - len(self.tasks)
             if free > 0 and loop.time() >= self.next_poll:
-                if await self._poll(loop, free):
-                    return
+                try:
+                    if await self._poll(loop, free):
+                        return
+                except Exception as exc:  # noqa: BLE001 - retried, or raised after the drain
+                    wait = self.outage.failed(self.queue, exc)
+                    if wait is None:
+                        raise
+                    self.next_poll = loop.time() + wait
+                    continue
+                self.outage.over()
                 continue
             timeout = max(0.0, self.next_poll - loop.time()) if free > 0 else None
             try:

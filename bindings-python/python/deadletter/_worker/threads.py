@@ -15,7 +15,17 @@ from typing import Any, Optional
 
 from .._deadletter import MAX_CLAIM_MANY, Message, Queue, WorkerPlan
 from .._errors import ConflictError
-from .common import STOP_CHECK, Handler, Seconds, logger, outcome, plan_of, record, token
+from .common import (
+    STOP_CHECK,
+    Handler,
+    Outage,
+    Seconds,
+    logger,
+    outcome,
+    plan_of,
+    record,
+    token,
+)
 from .sigterm import unwatch_threads, watch_threads
 
 __all__ = ["process"]
@@ -58,6 +68,7 @@ class _Threads:
         self.handled = 0
         self.ended = 0  # handler runs finished so far (each may have delayed its message)
         self.idle_once = False  # the last poll found the loop idle (stop_when_idle: once more)
+        self.outage = Outage(stop_when_idle)  # the dispatcher's
         self.stop_event: Optional[threading.Event] = None  # `stop`, read by the dispatcher too
         self.error: Optional[BaseException] = None
         self.work: queues.SimpleQueue[Optional[_Slot]] = queues.SimpleQueue()
@@ -211,9 +222,16 @@ class _Threads:
                 try:
                     if self._poll(free):
                         return
-                except Exception as exc:  # noqa: BLE001 - stop claiming, drain, then raise it
-                    self.error = exc
-                    self._request_stop()
+                except Exception as exc:  # noqa: BLE001 - retried, or raised after the drain
+                    wait = self.outage.failed(self.queue, exc)
+                    if wait is None:
+                        self.error = exc
+                        self._request_stop()
+                    else:
+                        with self.cond:
+                            self.next_poll = time.monotonic() + wait
+                    continue
+                self.outage.over()
                 continue
             with self.cond:
                 wake = min((s.next_beat for s in self.inflight), default=float("inf"))
@@ -380,8 +398,9 @@ def process(
     when called from the main thread while Python's default handler is in place (installed for
     the call, then restored; a ``KeyboardInterrupt`` from another handler stops it too); all
     noticed within 0.1 s. A second Ctrl-C while handlers finish raises ``KeyboardInterrupt`` at
-    once. An error of ``claim_many`` or ``next_due_at`` (a `StoreError`) stops it the same way,
-    then is raised.
+    once. A `StoreError` of ``claim_many`` or ``next_due_at`` is logged and the claim tried
+    again later (`common.Outage`); with ``stop_when_idle``, once the database is closed, and for
+    any other error of theirs, the loop stops the same way, then the error is raised.
     """
     plan = plan_of(
         queue,
