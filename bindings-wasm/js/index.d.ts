@@ -881,10 +881,11 @@ export declare class Database {
  * database's own threads, and calls made at once share commits. A path that is empty or holds a
  * NUL is rejected (`validation_failed`, field `name`), and so is a PostgreSQL URL
  * (`postgresql://...`, `postgres://...`: PostgreSQL is opened by the Python package only; the
- * message does not repeat the URL, nor its password); a directory (a path ending in "/" names
- * one, existing or not: nothing is created), another application's file or a newer deadletter's
- * is refused with `store` and left as it was (as Python refuses them); on a platform without the
- * prebuilt module (the package ships linux-x64-gnu), `open` rejects with `store`, saying so.
+ * message does not repeat the URL, nor its password); a directory (a path ending in "/" or
+ * "/." names one, existing or not: nothing is created), another application's file or a newer
+ * deadletter's is refused with `store` and left as it was (as Python refuses them); on a platform
+ * without the prebuilt module (the package ships linux-x64-gnu), `open` rejects with `store`,
+ * saying so.
  */
 export declare function open(name: string, options?: OpenOptions): Promise<Database>;
 

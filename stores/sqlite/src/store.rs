@@ -168,17 +168,18 @@ impl SqliteStore {
     /// version (1: deadletter 0.1.0; 2 to 7) is upgraded in place, in one transaction; a file
     /// whose schema version is newer than [`crate::SCHEMA_VERSION`], or another application's,
     /// is refused with a store error and left as it was, as is a folder (a path ending in a
-    /// separator is one, whether it exists or not: nothing is created).
+    /// separator or in `/.` is one, whether it exists or not: nothing is created).
     pub fn open(path: &Path, durability: Durability) -> Result<Self> {
         let _gate = fork::enter();
         if path == Path::new(":memory:") {
             let conn = Connection::open_in_memory().map_err(Error::store)?;
             return Self::from_connection(conn, durability);
         }
-        // SQLite drops a trailing separator (`trail/` made a file `trail`): such a path names a
-        // folder, refused as one is.
-        let last = path.as_os_str().as_encoded_bytes().last();
-        if last.is_some_and(|&b| is_separator(b.into())) {
+        // SQLite drops a trailing separator or `.` (`trail/` and `trail/.` made a file `trail`):
+        // such a path names a folder, refused as one is.
+        let name = path.as_os_str().as_encoded_bytes();
+        let name = name.strip_suffix(b".").unwrap_or(name);
+        if name.last().is_some_and(|&b| is_separator(b.into())) {
             let said = format!("unable to open database file: {}", path.display());
             return Err(Error::Store(said));
         }

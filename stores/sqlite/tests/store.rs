@@ -58,18 +58,20 @@ fn a_path_that_cannot_be_opened_is_named_as_given() {
 
 #[test]
 fn a_path_ending_in_a_separator_is_a_folder_and_nothing_is_created() {
-    // Tester T7 (session 13): SQLite dropped the separator and made the file `trail`.
-    let file = TempDb::new();
-    let mut given = file.0.clone().into_os_string();
-    given.push("/");
-    let refused = SqliteStore::open(given.as_ref(), Durability::Full).expect_err("a folder");
-    assert_eq!(refused.code(), "store");
-    let said = format!(
-        "store error: unable to open database file: {}",
-        given.display()
-    );
-    assert_eq!(refused.to_string(), said);
-    assert!(!file.0.exists(), "{} was created", file.0.display());
+    // Tester T7 (session 13): SQLite dropped the end and made the file `trail`.
+    for end in ["/", "/."] {
+        let file = TempDb::new();
+        let mut given = file.0.clone().into_os_string();
+        given.push(end);
+        let refused = SqliteStore::open(given.as_ref(), Durability::Full).expect_err("a folder");
+        assert_eq!(refused.code(), "store");
+        let said = format!(
+            "store error: unable to open database file: {}",
+            given.display()
+        );
+        assert_eq!(refused.to_string(), said);
+        assert!(!file.0.exists(), "{} was created", file.0.display());
+    }
 }
 
 #[test]
