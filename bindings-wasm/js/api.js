@@ -199,13 +199,15 @@ export class Queue {
   #name;
   #announce;
   #run;
+  #closed;
 
   /** @internal */
-  constructor(handle, name, announce, run) {
+  constructor(handle, name, announce, run, closed) {
     this.#handle = handle;
     this.#name = name;
     this.#announce = announce;
     this.#run = run;
+    this.#closed = closed;
   }
 
   /** The queue name. */
@@ -410,7 +412,8 @@ export class Queue {
       // Not inside `call`: the loop rejects with what its calls rejected with, unchanged.
       try {
         const idleWaitMs = (nextDueAt) => direct(() => plan.idleWaitMs(nextDueAt));
-        return await work({ queue: this, handler, plan, leaseMs, idleWaitMs, failureText: helpers().failureText, signal });
+        const closed = this.#closed;
+        return await work({ queue: this, handler, plan, leaseMs, idleWaitMs, failureText: helpers().failureText, signal, closed });
       } finally {
         plan.free();
       }
@@ -518,7 +521,8 @@ export class Database {
       const b = options(o.backoff, BACKOFF, "backoff");
       // The last argument: whether the handle has its own policy (else the queue's stored one).
       const handle = this.#handle.queue(name, b.initialMs, b.multiplier, b.capMs, b.jitter, o.backoff != null);
-      return new Queue(handle, name, (dead) => this.#announce(dead), (fn, given) => this.#run(fn, given));
+      const closed = () => this.#closing || this.#handle.closed === true;
+      return new Queue(handle, name, (dead) => this.#announce(dead), (fn, given) => this.#run(fn, given), closed);
     } catch (err) {
       throw undefinedNamed(asDeadLetterError(err), { queue: name });
     }

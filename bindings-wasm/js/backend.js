@@ -127,6 +127,11 @@ class Handle {
     return this.#ctx.rules.name;
   }
 
+  /** Whether the store closed for good (`close()`, or another page's upgrade or delete). */
+  get closed() {
+    return this.#ctx.store.closed;
+  }
+
   queue(name, initialMs, multiplier, capMs, jitter, custom) {
     return new QueueHandle(this.#ctx, this.#ctx.rules.queue(name, initialMs, multiplier, capMs, jitter, custom));
   }

@@ -810,8 +810,11 @@ export declare class Queue {
    * Rejects with `validation_failed` before doing anything (an option, `handler` not a function,
    * `signal` not an `AbortSignal`, an unknown option key), or, after the running handlers
    * settled, with the `DeadLetterError` of a `claimMany` or `nextDueAt` that failed (`store`:
-   * the database was closed, IndexedDB failed; `validation_failed`: the clock), or with what the
-   * `clock` option threw.
+   * the database was closed; `validation_failed`: the clock), or with what the `clock` option
+   * threw. A `store` error of theirs while the database is open (a SQLite file locked past its
+   * busy timeout, an IndexedDB transaction aborted as the browser closed the connection) does
+   * not end the loop: it is reported with `console.warn` and the claim tried again after 500 ms,
+   * doubling up to 30 s, until one works (as in the Python loops).
    */
   process(handler: (message: ClaimedMessage) => unknown, options?: ProcessOptions): Promise<number>;
 }

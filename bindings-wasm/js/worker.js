@@ -11,11 +11,16 @@ import { PermanentError } from "./errors.js";
 /** The largest batch of `claimMany`. */
 const MAX_CLAIM = 100;
 
+/** The wait after a claim's first `store` error in a row (`Loop.#failed`), doubling up to `MAX_RETRY_MS`. */
+const FIRST_RETRY_MS = 500;
+const MAX_RETRY_MS = 30_000;
+
 /**
  * Runs a worker loop until `signal` aborts; resolves to the number of messages whose handler
- * completed (returned or threw). Rejects with the `DeadLetterError` of a failed `claimMany` or
- * `nextDueAt` (a closed database, a clock out of range), or with what the clock threw, after the
- * running handlers settled.
+ * completed (returned or threw). A `store` error of `claimMany` or `nextDueAt` while the database
+ * is open is logged and the claim tried again later (`Loop.#failed`). Rejects with the
+ * `DeadLetterError` of a failed `claimMany` or `nextDueAt` otherwise (a closed database, a clock
+ * out of range), or with what the clock threw, after the running handlers settled.
  *
  * @param {object} loop
  * @param {import("./index.js").Queue} loop.queue
@@ -27,6 +32,7 @@ const MAX_CLAIM = 100;
  * @param {(nextDueAt: Date | null) => number} loop.idleWaitMs the idle sleep at the queue clock's now
  * @param {(kind: string, message: string) => string} loop.failureText
  * @param {AbortSignal | undefined} loop.signal
+ * @param {() => boolean} loop.closed whether the database is closed (no store error is waited out then)
  */
 export function work(loop) {
   return new Loop(loop).run();
@@ -40,6 +46,9 @@ class Loop {
   #idleWaitMs;
   #failureText;
   #signal;
+  #closed;
+  /** The claims that failed in a row with a `store` error (`#failed`). */
+  #failures = 0;
   /** The jobs whose message this loop holds: handler running, or its outcome being recorded. */
   #jobs = new Set();
   #handled = 0;
@@ -48,7 +57,8 @@ class Loop {
   /** Ends the current wait early; null when the loop is not waiting. */
   #wake = null;
 
-  constructor({ queue, handler, plan, leaseMs, idleWaitMs, failureText, signal }) {
+  constructor({ queue, handler, plan, leaseMs, idleWaitMs, failureText, signal, closed }) {
+    this.#closed = closed;
     this.#queue = queue;
     this.#handler = handler;
     this.#plan = plan;
@@ -79,11 +89,22 @@ class Loop {
           await this.#wait(Infinity); // until a job ends
           continue;
         }
-        // An idle loop reads when the next delayed message is due *before* it claims: read after
-        // an empty claim, it would miss a message that became due in between, and sleep past it.
-        const next = idle ? await this.#queue.nextDueAt() : undefined;
-        if (signal?.aborted) break; // aborted during the reading: no more claims
-        const claimed = await this.#queue.claimMany(Math.min(free, MAX_CLAIM), { leaseMs: this.#leaseMs });
+        let next, claimed;
+        try {
+          // An idle loop reads when the next delayed message is due *before* it claims: read
+          // after an empty claim, it would miss a message that became due in between, and sleep
+          // past it.
+          next = idle ? await this.#queue.nextDueAt() : undefined;
+          if (signal?.aborted) break; // aborted during the reading: no more claims
+          claimed = await this.#queue.claimMany(Math.min(free, MAX_CLAIM), { leaseMs: this.#leaseMs });
+        } catch (err) {
+          await this.#wait(this.#failed(err));
+          continue;
+        }
+        if (this.#failures > 0) {
+          console.warn(`deadletter: claiming works again after ${this.#failures} failures`);
+          this.#failures = 0;
+        }
         // Claimed before the abort was seen or not, they are this loop's now: run them.
         for (const message of claimed) this.#start(message);
         idle = claimed.length === 0;
@@ -100,6 +121,22 @@ class Loop {
     await this.#drain();
     if (failure !== null) throw failure;
     return this.#handled;
+  }
+
+  /**
+   * The milliseconds to wait before claiming again after `err`, a rejection of `nextDueAt` or
+   * `claimMany`: a `store` error while the database is open (a SQLite file locked past its busy
+   * timeout, an IndexedDB transaction aborted as the browser closed the connection) is logged with
+   * `console.warn` and waited out, 500 ms doubling up to 30 s, as in the Python loops (tester T6,
+   * session 13: a loop that ended on the first one left a service without a worker). Throws
+   * `err` otherwise: the database closed, or another error (a clock out of range).
+   */
+  #failed(err) {
+    if (err?.code !== "store" || this.#closed()) throw err;
+    this.#failures += 1;
+    const waitMs = Math.min(FIRST_RETRY_MS * 2 ** Math.min(this.#failures - 1, 16), MAX_RETRY_MS);
+    console.warn(`deadletter: claiming failed (${this.#failures} in a row), trying again in ${waitMs} ms: ${err.message}`);
+    return waitMs;
   }
 
   /** Ends the current wait, or the next one when the loop is busy (arrow: an event listener). */

@@ -55,3 +55,67 @@ export const CASES = {
     }
   },
 };
+
+/** `queue.claimMany` rejecting with a `store` error the first `n` times, then the real one; `claims` gets each call's time. */
+function failingClaims(Queue, DeadLetterError, queue, n, claims) {
+  queue.claimMany = (...args) => {
+    claims.push(Date.now());
+    if (claims.length <= n) return Promise.reject(new DeadLetterError("store error: database is locked", { code: "store" }));
+    return Queue.prototype.claimMany.apply(queue, args);
+  };
+}
+
+Object.assign(CASES, {
+  async "process() claims again after store errors while the database is open: 500 ms, then 1 s (tester T6, session 13)"({ open, Queue, DeadLetterError }, fresh) {
+    // The Python loops' rule: a loop that ended on its claim's first store error (a file locked
+    // past the busy timeout, an IndexedDB transaction aborted as the browser closed the
+    // connection) left a service without a worker.
+    const db = await open(fresh());
+    const warned = [];
+    const warn = console.warn;
+    console.warn = (text) => warned.push(String(text));
+    try {
+      const queue = db.queue("outage");
+      await queue.enqueue("after");
+      const claims = [];
+      failingClaims(Queue, DeadLetterError, queue, 2, claims);
+      const controller = new AbortController();
+      const handled = await queue.process(async () => controller.abort(), { pollIntervalMs: 10, signal: controller.signal });
+      same(handled, 1, "handled");
+      same(claims.length, 3, "claims");
+      if (claims[1] - claims[0] < 490 || claims[2] - claims[1] < 990) throw new Error(`check failed: the waits, claims at ${claims}`);
+      same(warned, [
+        "deadletter: claiming failed (1 in a row), trying again in 500 ms: store error: database is locked",
+        "deadletter: claiming failed (2 in a row), trying again in 1000 ms: store error: database is locked",
+        "deadletter: claiming works again after 2 failures",
+      ], "the warnings");
+      same((await queue.get(1)).status, "succeeded", "the message");
+    } finally {
+      console.warn = warn;
+      db.close();
+    }
+  },
+
+  async "process() rejects with the store error of a closed database, and with any other error, without waiting"({ open, Queue, DeadLetterError }, fresh) {
+    const db = await open(fresh());
+    const queue = db.queue("closing");
+    await queue.enqueue("a");
+    await queue.enqueue("b");
+    let err = null;
+    const started = Date.now();
+    await queue.process(async () => db.close(), { pollIntervalMs: 10 }).catch((e) => (err = e));
+    same([err?.code, /the database is closed/.test(err?.message)], ["store", true], "the error");
+    if (Date.now() - started > 5000) throw new Error("check failed: waited for a closed database");
+    const db2 = await open(fresh());
+    try {
+      const other = db2.queue("other");
+      await other.enqueue("x");
+      other.claimMany = () => Promise.reject(new DeadLetterError("validation failed: clock", { code: "validation_failed" }));
+      let err2 = null;
+      await other.process(async () => {}, { pollIntervalMs: 10 }).catch((e) => (err2 = e));
+      same(err2?.code, "validation_failed", "another error");
+    } finally {
+      db2.close();
+    }
+  },
+});
