@@ -447,6 +447,68 @@ def test_bad_list_queries_are_422(
     assert fields(problem(r, 422, "validation_failed")) == expected
 
 
+@pytest.mark.parametrize(
+    "method, url, body, expected",
+    [
+        (  # tester T6's F1: the unknown field was the 422's only error
+            "POST",
+            "/queues/q/messages",
+            {"payload": "x", "max_retries": "3", "delay": -1, "bogus": 1},
+            [("bogus", "unknown"), ("max_retries", "type"), ("delay", "out_of_range")],
+        ),
+        (
+            "GET",
+            "/queues/q/messages?foo=1&limit=-1&status=daed",
+            None,
+            [("foo", "unknown"), ("status", "invalid"), ("limit", "out_of_range")],
+        ),
+        (  # a query string on a route that takes none, with the body's faults
+            "POST",
+            "/queues/q/messages/x/fail?retry=1",
+            {"error": 5, "why": "?"},
+            [("retry", "unknown"), ("why", "unknown"), ("id", "type"), ("error", "type")],
+        ),
+        (
+            "POST",
+            "/queues/q/delete?dry_run=true",
+            {"status": "pending", "dry_run": None, "created_after": "today"},
+            [
+                ("dry_run", "unknown"),
+                ("dry_run", "type"),
+                ("created_after", "invalid"),
+                ("status", "invalid"),
+            ],
+        ),
+        (
+            "PUT",
+            "/queues/q/settings?create=yes&x=1",
+            {"lease": 0, "paused": True},
+            [
+                ("x", "unknown"),
+                ("create", "type"),
+                ("paused", "unknown"),
+                ("lease", "out_of_range"),
+            ],
+        ),
+    ],
+)
+def test_a_422_lists_the_unknown_fields_with_every_other_rejected_field(
+    client: TestClient,
+    method: str,
+    url: str,
+    body: Any,
+    expected: list[tuple[str, str]],
+) -> None:
+    """The HTTP layer's faults (the query string's, then the body's) first, then the queue's, in
+    its order of the arguments; nothing changes."""
+    client.post("/queues/q/messages", json={"payload": "x"})
+    before = client.get("/queues/q/messages").json()
+    r = client.request(method, url, json=body)
+    assert fields(problem(r, 422, "validation_failed")) == expected
+    assert client.get("/queues/q/messages").json() == before
+    assert client.get("/queues/q/settings").json()["lease"] is None
+
+
 # ---------------------------------------------------------------------------------------------
 # Token, health, document, dashboard, mounting
 

@@ -332,7 +332,7 @@ def test_a_batch_refuses_the_idempotency_key_header_and_enqueues_nothing(
         ({"items": "a"}, [("items", "type")]),
         ({"items": ["x"] * 1001}, [("items", "too_large")]),
         ({}, [("items", "type")]),
-        ({"messages": []}, [("messages", "unknown")]),
+        ({"messages": []}, [("messages", "unknown"), ("items", "type")]),  # items is missing
     ],
 )
 def test_a_bad_batch_body_is_422(

@@ -130,6 +130,23 @@ def test_an_idempotency_key_header_is_422_and_changes_nothing_but_on_an_enqueue(
     assert (state(db), db.queue("q").settings()) == (before, settings)
 
 
+def test_a_refused_header_comes_with_the_other_faults_of_the_request(
+    db: deadletter.Database, client: TestClient
+) -> None:
+    before = state(db)
+    r = client.post(
+        "/queues/q/claim?x=1", json={"lease": 0, "y": 1}, headers={"Idempotency-Key": "k-1"}
+    )
+    problem(r, 422, "validation_failed")
+    assert fields_of(r) == [
+        ("Idempotency-Key", "invalid"),
+        ("x", "unknown"),
+        ("y", "unknown"),
+        ("lease", "out_of_range"),
+    ]
+    assert state(db) == before
+
+
 def test_without_a_query_string_the_bulk_delete_still_deletes(
     db: deadletter.Database, client: TestClient
 ) -> None:

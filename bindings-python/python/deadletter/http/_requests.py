@@ -1,6 +1,8 @@
 """Reading requests: the body (its size limit, JSON objects with known fields only), query
 parameters, percent-encoded path segments, RFC 3339 instants and the ``Idempotency-Key`` header.
-Only JSON and URL decoding: every rule on the values is the queue's, which gets them as sent."""
+Only JSON and URL decoding: every rule on the values is the queue's, which gets them as sent.
+The HTTP layer's own field errors (an unknown field or parameter, ...) are `note`-d on the
+request, so that its 422 lists them with the queue's errors on the other fields (`noted`)."""
 
 from __future__ import annotations
 
@@ -24,10 +26,11 @@ __all__ = [
     "Fields",
     "body_limit",
     "boolean",
-    "checked",
     "idempotency_header",
     "instants",
     "integer",
+    "note",
+    "noted",
     "parse_body",
     "query",
     "read",
@@ -99,11 +102,24 @@ def query_items(request: Request) -> list[tuple[str, str]]:
     return items
 
 
+def note(request: Request, errors: Iterable[deadletter.FieldError]) -> None:
+    """Keeps field ``errors`` of the HTTP layer for the request's 422 (`noted`)."""
+    request.state.rejected = [*noted(request), *errors]
+
+
+def noted(request: Request) -> list[deadletter.FieldError]:
+    """The field errors `note`-d on the request so far, in order: the request's 422 lists them
+    first, then the queue's (tester T6's F1, session 13: an unknown field was a 422 alone, which
+    hid the other rejected fields of the request)."""
+    return list(getattr(request.state, "rejected", []))
+
+
 def query(request: Request, fields: Mapping[str, Callable[[str], Any]]) -> Fields:
     """The query parameters named in ``fields``, each converted by its function; an unknown or
-    repeated parameter is a validation error. Every route checks its query string so (`routes`:
-    with no ``fields`` for the routes that take none), so that a parameter is never dropped
-    without a word (finding F1: ``POST .../delete?dry_run=true`` deleted)."""
+    repeated parameter is a field error, `note`-d (the request is then a 422). Every route checks
+    its query string so (`routes`: with no ``fields`` for the routes that take none), so that a
+    parameter is never dropped without a word (finding F1: ``POST .../delete?dry_run=true``
+    deleted)."""
     errors: list[deadletter.FieldError] = []
     values = Fields()
     for name, value in query_items(request):
@@ -120,8 +136,7 @@ def query(request: Request, fields: Mapping[str, Callable[[str], Any]]) -> Field
             errors.append({"field": name, "code": "invalid", "message": "is given more than once"})
         else:
             values[name] = fields[name](value)
-    if errors:
-        raise validation_error(errors)
+    note(request, errors)
     return values
 
 
@@ -198,15 +213,19 @@ so a null there is a client's mistake that must not run the action (``{"dry_run"
 finding F10)."""
 
 
-def parse_body(raw: bytes, fields: Iterable[str], *, required: bool) -> Fields:
-    """A request body: a JSON object with only ``fields`` (none required here: a missing one is
-    ``None``, which the queue rejects where it needs a value). No body at all is ``{}`` unless
-    ``required``; a body of white space only is not JSON."""
+def parse_body(
+    raw: bytes, fields: Iterable[str], *, required: bool
+) -> tuple[Fields, list[deadletter.FieldError]]:
+    """A request body: a JSON object's ``fields`` (none required here: a missing one is ``None``,
+    which the queue rejects where it needs a value), and the field errors of the others (unknown)
+    and of a ``null`` in `BOOLEANS`, which are left out. No body at all is ``{}`` unless
+    ``required``; a body of white space only, or one that is not a JSON object, is a validation
+    error at once."""
     if not raw.strip():
         if raw or required:
             what = "only white space" if raw else "empty"
             raise invalid("body", "type", f"must be a JSON object; the body is {what}")
-        return Fields()
+        return Fields(), []
     try:
         data = json.loads(
             raw,
@@ -221,32 +240,29 @@ def parse_body(raw: bytes, fields: Iterable[str], *, required: bool) -> Fields:
         kind = JSON_KINDS.get(type(data), "null")
         raise invalid("body", "type", f"must be a JSON object, got {kind}")
     allowed = tuple(fields)
-    unknown = [key for key in data if key not in allowed]
-    if unknown:
-        expected = ", ".join(allowed) or "no fields"
-        raise validation_error(
-            [
-                {
-                    "field": key,
-                    "code": "unknown",
-                    "message": f"is not a field of this body (expected: {expected})",
-                }
-                for key in unknown
-            ]
-        )
-    nulls = [key for key in BOOLEANS if key in data and data[key] is None]
-    if nulls:
-        raise validation_error(
-            [
-                {
-                    "field": key,
-                    "code": "type",
-                    "message": "must be true or false, got null (omit it for its default)",
-                }
-                for key in nulls
-            ]
-        )
-    return data
+    expected = ", ".join(allowed) or "no fields"
+    errors: list[deadletter.FieldError] = [
+        {
+            "field": key,
+            "code": "unknown",
+            "message": f"is not a field of this body (expected: {expected})",
+        }
+        for key in data
+        if key not in allowed
+    ]
+    errors += [
+        {
+            "field": key,
+            "code": "type",
+            "message": "must be true or false, got null (omit it for its default)",
+        }
+        for key in BOOLEANS
+        if key in allowed and key in data and data[key] is None
+    ]
+    known = Fields({key: value for key, value in data.items() if key in allowed})
+    for error in errors:
+        known.pop(error["field"], None)
+    return known, errors
 
 
 def instants(data: Fields, names: Iterable[str]) -> list[deadletter.FieldError]:
@@ -267,19 +283,6 @@ def instants(data: Fields, names: Iterable[str]) -> list[deadletter.FieldError]:
                 errors.append({"field": name, "code": "invalid", "message": message})
                 data[name] = None
     return errors
-
-
-def checked(errors: list[deadletter.FieldError], harmless: Callable[[], object]) -> None:
-    """Raises the field ``errors`` of the HTTP layer together with the queue's: calls
-    ``harmless`` (the request's call made so that it changes nothing: a read, a dry run) for the
-    queue's errors. Nothing to raise without ``errors``."""
-    if not errors:
-        return
-    try:
-        harmless()
-    except deadletter.ValidationError as error:
-        errors = [*errors, *error.errors]
-    raise validation_error(errors)
 
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"

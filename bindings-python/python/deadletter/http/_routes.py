@@ -7,7 +7,7 @@ import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 from urllib.parse import quote
 
 from prometheus_client.exposition import choose_encoder
@@ -31,10 +31,11 @@ from ._requests import (
     IDEMPOTENCY_HEADER,
     Fields,
     boolean,
-    checked,
     idempotency_header,
     instants,
     integer,
+    note,
+    noted,
     parse_body,
     query,
     read,
@@ -43,6 +44,8 @@ from ._requests import (
 )
 
 __all__ = ["Api", "Endpoint", "path_segment", "routes"]
+
+T = TypeVar("T")
 
 STATIC = Path(__file__).with_name("static")
 
@@ -102,15 +105,23 @@ def path_segment(name: str) -> str:
     return "%2E" * len(name) if name in (".", "..") else quote(name, safe="")
 
 
-def rejected(call: Callable[[deadletter.Queue], object], name: str) -> list[deadletter.FieldError]:
-    """The fields but ``queue`` that ``call`` rejects, called on a queue named ``name`` in a
-    private in-memory database (its settings' checks are the core's, whatever the store): the
-    faults of a body for a queue that is not there, found without storing anything."""
+def rejected(
+    call: Callable[[deadletter.Queue], object], name: str, *, queue: bool = False
+) -> list[deadletter.FieldError]:
+    """The fields that ``call`` rejects (``queue`` only if asked), called on a queue named
+    ``name`` in a private in-memory database (the checks are the core's, whatever the store): the
+    faults of a request found without storing or changing anything, for a queue that is not there
+    or besides the HTTP layer's own faults. A queue that exists keeps a name that no new queue
+    takes (`Api.existing`), which a pause or a settings write there would reject: hence
+    ``queue``. The arguments are checked before anything is read, so the scratch database's
+    other errors (no message with this id there, ...) mean none was rejected."""
     with deadletter.open() as scratch:
         try:
             call(scratch.queue(name))
         except deadletter.ValidationError as error:
-            return [e for e in error.errors if e["field"] != "queue"]
+            return [e for e in error.errors if queue or e["field"] != "queue"]
+        except deadletter.Error:  # past the checks: no such message there, ...
+            pass
     return []
 
 
@@ -131,39 +142,67 @@ class Api:
         self.metrics_registry = _metrics.registry(db)
 
     async def body(self, request: Request, fields: Iterable[str], *, required: bool) -> Fields:
-        """The JSON object of the request body (`parse_body`); 415 unless it is declared
-        ``application/json`` (`json_body`), 413 past the size limit."""
+        """The JSON object of the request body (`parse_body`: its faults are `note`-d); 415
+        unless it is declared ``application/json`` (`json_body`), 413 past the size limit."""
         json_body(request)
-        return parse_body(await read(request, self.body_limit), fields, required=required)
+        data, errors = parse_body(await read(request, self.body_limit), fields, required=required)
+        note(request, errors)
+        return data
+
+    async def act(
+        self,
+        request: Request,
+        queue: deadletter.Queue,
+        call: Callable[[deadletter.Queue], T],
+        *,
+        check_queue: bool = True,
+    ) -> T:
+        """``call(queue)`` in a thread, unless the HTTP layer `note`-d faults of the request:
+        then a 422 with those and the queue's errors on the other fields (`rejected`: the call
+        made on a scratch queue, so nothing changes). Every endpoint that changes something acts
+        through here. ``check_queue``: whether the scratch queue's name errors count (not for a
+        queue that exists, see `rejected`)."""
+        errors = noted(request)
+        if errors:
+            errors += await run_in_threadpool(rejected, call, queue.name, queue=check_queue)
+            raise validation_error(errors)
+        return await run_in_threadpool(call, queue)
 
     def queue(self, request: Request) -> deadletter.Queue:
         """The queue named by the ``{queue}`` path segment."""
         return self.db.queue(segment(request, "queue"))
 
+    def create(self, request: Request) -> bool:
+        """The query parameter ``create`` of `CREATING`'s routes (`existing`), read before their
+        body so that its faults come first in the 422, as any query string's."""
+        create = query(request, {"create": boolean}).get("create", False)
+        if isinstance(create, bool):
+            return create
+        note(request, [{"field": "create", "code": "type", "message": "must be true or false"}])
+        return False
+
     async def existing(
-        self, request: Request, call: Optional[Callable[[deadletter.Queue], object]] = None
+        self,
+        request: Request,
+        create: bool = False,
+        call: Optional[Callable[[deadletter.Queue], object]] = None,
     ) -> deadletter.Queue:
         """The queue of a route that changes a queue's row: one that `Database.queues` lists (it
-        holds messages or has stored settings). For a route that would store it (`CREATING`:
-        pause, PUT settings; ``call`` is its call of the queue), also any name a new queue takes
-        with the query parameter ``create=true``; for resume (no ``call``), only a queue there is:
-        resuming another changes nothing, and read as if the mistyped queue was resumed (as the
-        CLI refuses it). Else `NoQueue`, a 404 naming the queues there are, closest first, and
-        nothing is stored: the console's Pause on a mistyped name paused a new queue while the
-        real one ran on (new-user finding, session 8; the CLI refuses it unless ``--create``
-        since session 7). The request's faults come first, in one 422 with every rejected field,
-        as apps validate a body before they look anything up: ``create`` other than ``true`` or
-        ``false``, a name that no new queue takes, also with ``create=true`` (its 404 suggested
-        ``create=true``, whose answer was that 422: session 10, testers T2 and T3), and the
-        body's (`rejected`: a bad body under an unknown name was a 404, then a 422 once the
+        holds messages or has stored settings). For a route that would store it (`CREATING`: pause,
+        PUT settings; ``call`` is its call of the queue), also any name a new queue takes with
+        ``create`` (the query parameter ``create=true``: `create`); for resume (no ``call``), only a
+        queue there is: resuming another changes nothing, and read as if the mistyped queue was
+        resumed (as the CLI refuses it). Else `NoQueue`, a 404 naming the queues there are, closest
+        first, and nothing is stored: the console's Pause on a mistyped name paused a new queue
+        while the real one ran on (new-user finding, session 8; the CLI refuses it unless
+        ``--create`` since session 7). The request's faults come first, in one 422 with every
+        rejected field, as apps validate a body before they look anything up: ``create`` other than
+        ``true`` or ``false``, a name that no new queue takes, also with ``create=true`` (its 404
+        suggested ``create=true``, whose answer was that 422: session 10, testers T2 and T3), and
+        the body's (`rejected`: a bad body under an unknown name was a 404, then a 422 once the
         queue was made: session 11, tester T3)."""
         queue = self.queue(request)
-        create = False
-        if call is not None:
-            create = query(request, {"create": boolean}).get("create", False)
-        errors: list[deadletter.FieldError] = []
-        if not isinstance(create, bool):
-            errors.append({"field": "create", "code": "type", "message": "must be true or false"})
+        errors = noted(request)
         refused: Optional[deadletter.ValidationError] = None
         if call is not None:
             try:
@@ -176,7 +215,7 @@ class Api:
         if call is not None and names is not None:
             errors += refused.errors if refused is not None else []
             errors += await run_in_threadpool(rejected, call, queue.name)
-        if errors:
+        if errors and names is not None:  # else `act` raises them with the body's
             raise validation_error(errors)
         if names is not None:
             create_it = "" if call is None else "; give create=true to create it"
@@ -201,20 +240,20 @@ class Api:
         data = await self.body(request, fields, required=True)
         header = idempotency_header(request)
         if header is not None and data["idempotency_key"] is not None:
-            raise invalid(
-                IDEMPOTENCY_HEADER,
-                "invalid",
-                "is given as this header and as the body's idempotency_key: give one",
-            )
+            why = "is given as this header and as the body's idempotency_key: give one"
+            note(request, [{"field": IDEMPOTENCY_HEADER, "code": "invalid", "message": why}])
         try:
-            message = await run_in_threadpool(
-                queue.enqueue,
-                data["payload"],
-                max_retries=data["max_retries"],
-                idempotency_key=data["idempotency_key"] if header is None else header,
-                delay=data["delay"],
-                group=data["group"],
-                expires_in=data["expires_in"],
+            message = await self.act(
+                request,
+                queue,
+                lambda queue: queue.enqueue(
+                    data["payload"],
+                    max_retries=data["max_retries"],
+                    idempotency_key=data["idempotency_key"] if header is None else header,
+                    delay=data["delay"],
+                    group=data["group"],
+                    expires_in=data["expires_in"],
+                ),
             )
         except deadletter.ValidationError as error:
             raise error if header is None else renamed(error, "idempotency_key", IDEMPOTENCY_HEADER)
@@ -227,13 +266,10 @@ class Api:
         queue = self.queue(request)
         if request.headers.getlist(IDEMPOTENCY_HEADER):
             # One key cannot name several messages, and ignoring it would duplicate a retried batch.
-            raise invalid(
-                IDEMPOTENCY_HEADER,
-                "invalid",
-                "is not taken by a batch: give each item its own idempotency_key",
-            )
+            why = "is not taken by a batch: give each item its own idempotency_key"
+            note(request, [{"field": IDEMPOTENCY_HEADER, "code": "invalid", "message": why}])
         data = await self.body(request, ("items",), required=True)
-        messages = await run_in_threadpool(queue.enqueue_many, data["items"])
+        messages = await self.act(request, queue, lambda queue: queue.enqueue_many(data["items"]))
         created = any(not m.deduplicated for m in messages)
         return JSONResponse(
             {"messages": [jsonable(m.to_dict()) for m in messages]}, 201 if created else 200
@@ -242,10 +278,8 @@ class Api:
     async def list_messages(self, request: Request) -> Response:
         queue = self.queue(request)
         params = query(request, LIST_PARAMETERS)
-        bad = instants(params, INSTANT_FILTERS)
-        if bad:
-            await run_in_threadpool(checked, bad, lambda: queue.list(**params))
-        page = await run_in_threadpool(lambda: queue.list(**params))
+        note(request, instants(params, INSTANT_FILTERS))
+        page = await self.act(request, queue, lambda queue: queue.list(**params))
         return JSONResponse(
             {
                 "messages": [jsonable(m.to_dict()) for m in page],
@@ -264,7 +298,7 @@ class Api:
     async def claim(self, request: Request) -> Response:
         queue = self.queue(request)
         data = await self.body(request, ("lease",), required=False)
-        message = await run_in_threadpool(queue.claim, lease=data["lease"])
+        message = await self.act(request, queue, lambda queue: queue.claim(lease=data["lease"]))
         if message is not None:
             return message_response(message)
         # The core says when a claim can next succeed: never before a resume on a paused queue
@@ -277,8 +311,10 @@ class Api:
         queue = self.queue(request)
         id = self.id(request)
         data = await self.body(request, ("lease_token", "lease"), required=True)
-        message = await run_in_threadpool(
-            queue.extend, id, lease_token=data["lease_token"], lease=data["lease"]
+        message = await self.act(
+            request,
+            queue,
+            lambda queue: queue.extend(id, lease_token=data["lease_token"], lease=data["lease"]),
         )
         return message_response(message)
 
@@ -286,7 +322,9 @@ class Api:
         queue = self.queue(request)
         id = self.id(request)
         data = await self.body(request, ("lease_token",), required=False)
-        message = await run_in_threadpool(queue.succeed, id, lease_token=data["lease_token"])
+        message = await self.act(
+            request, queue, lambda queue: queue.succeed(id, lease_token=data["lease_token"])
+        )
         return message_response(message)
 
     async def fail(self, request: Request) -> Response:
@@ -294,13 +332,16 @@ class Api:
         id = self.id(request)
         fields = ("error", "lease_token", "retryable", "retry_in")
         data = await self.body(request, fields, required=True)
-        message = await run_in_threadpool(
-            queue.fail,
-            id,
-            data["error"],
-            lease_token=data["lease_token"],
-            retryable=data["retryable"],
-            retry_in=data["retry_in"],
+        message = await self.act(
+            request,
+            queue,
+            lambda queue: queue.fail(
+                id,
+                data["error"],
+                lease_token=data["lease_token"],
+                retryable=data["retryable"],
+                retry_in=data["retry_in"],
+            ),
         )
         return message_response(message)
 
@@ -308,7 +349,9 @@ class Api:
         queue = self.queue(request)
         id = self.id(request)
         data = await self.body(request, ("expires_in",), required=False)
-        message = await run_in_threadpool(queue.replay, id, expires_in=data["expires_in"])
+        message = await self.act(
+            request, queue, lambda queue: queue.replay(id, expires_in=data["expires_in"])
+        )
         return message_response(message)
 
     async def bulk(
@@ -320,15 +363,8 @@ class Api:
         queue = self.queue(request)
         data = await self.body(request, (*extra, *BULK_FIELDS), required=bool(extra))
         data.update({name: data[name] for name in extra})  # absent: None, for the queue to reject
-        bad = instants(data, INSTANT_FILTERS)
-        act = getattr(queue, action)
-        # With a bad instant, a dry run (unless dry_run itself is bad) only gathers the queue's
-        # errors on the other fields; a dry_run of the wrong type is rejected by the queue.
-        if bad:
-            given = data["dry_run"]
-            dry_run = True if given is None or given is False else given
-            await run_in_threadpool(checked, bad, lambda: act(**{**data, "dry_run": dry_run}))
-        count = await run_in_threadpool(lambda: act(**data))
+        note(request, instants(data, INSTANT_FILTERS))
+        count = await self.act(request, queue, lambda queue: getattr(queue, action)(**data))
         return count, data["dry_run"] is True
 
     async def replay_all(self, request: Request) -> Response:
@@ -353,47 +389,57 @@ class Api:
         queue = self.queue(request)
         id = self.id(request)
         data = await self.body(request, ("to_queue",), required=True)
-        return message_response(await run_in_threadpool(queue.move, id, data["to_queue"]))
+        return message_response(
+            await self.act(request, queue, lambda queue: queue.move(id, data["to_queue"]))
+        )
 
     async def retry_now(self, request: Request) -> Response:
         queue = self.queue(request)
         id = self.id(request)
         await self.body(request, (), required=False)
-        return message_response(await run_in_threadpool(queue.retry_now, id))
+        return message_response(await self.act(request, queue, lambda queue: queue.retry_now(id)))
 
     async def purge(self, request: Request) -> Response:
         queue = self.queue(request)
         data = await self.body(request, ("status", "older_than"), required=True)
-        purged = await run_in_threadpool(
-            queue.purge, status=data["status"], older_than=data["older_than"]
+        purged = await self.act(
+            request,
+            queue,
+            lambda queue: queue.purge(status=data["status"], older_than=data["older_than"]),
         )
         return JSONResponse({"purged": purged})
 
     async def reap(self, request: Request) -> Response:
         queue = self.queue(request)
         await self.body(request, (), required=False)
-        return JSONResponse({"reaped": await run_in_threadpool(queue.reap)})
+        return JSONResponse({"reaped": await self.act(request, queue, deadletter.Queue.reap)})
 
     async def get_settings(self, request: Request) -> Response:
         settings = await run_in_threadpool(self.queue(request).settings)
         return JSONResponse(jsonable(settings))
 
     async def put_settings(self, request: Request) -> Response:
+        create = self.create(request)
         fields = ("backoff", "max_retries", "lease", "expires_in", "on_expiry")
         data = await self.body(request, fields, required=True)
-        queue = await self.existing(request, lambda queue: queue.set_settings(**data))
-        settings = await run_in_threadpool(lambda: queue.set_settings(**data))
+        queue = await self.existing(request, create, lambda queue: queue.set_settings(**data))
+        settings = await self.act(
+            request, queue, lambda queue: queue.set_settings(**data), check_queue=False
+        )
         return JSONResponse(jsonable(settings))
 
     async def pause(self, request: Request) -> Response:
+        create = self.create(request)
         await self.body(request, (), required=False)
-        queue = await self.existing(request, deadletter.Queue.pause)
-        return JSONResponse(jsonable(await run_in_threadpool(queue.pause)))
+        queue = await self.existing(request, create, deadletter.Queue.pause)
+        paused = await self.act(request, queue, deadletter.Queue.pause, check_queue=False)
+        return JSONResponse(jsonable(paused))
 
     async def resume(self, request: Request) -> Response:
         await self.body(request, (), required=False)
         queue = await self.existing(request)
-        return JSONResponse(jsonable(await run_in_threadpool(queue.resume)))
+        resumed = await self.act(request, queue, deadletter.Queue.resume, check_queue=False)
+        return JSONResponse(jsonable(resumed))
 
     async def metrics(self, request: Request) -> Response:
         """The queue metrics in the format the ``Accept`` header asks for (prometheus-client's
@@ -453,31 +499,35 @@ class Api:
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
-def without_query(endpoint: Endpoint) -> Endpoint:
-    """``endpoint``, refusing any query parameter (`query` with none taken): 422 before it runs,
-    so nothing is changed by a request whose parameters would be dropped (finding F1)."""
+def without_query(endpoint: Endpoint, *, acts: bool) -> Endpoint:
+    """``endpoint``, refusing any query parameter (`query` with none taken), so nothing is
+    changed by a request whose parameters would be dropped (finding F1): 422 before it runs,
+    or, for an endpoint that ``acts`` through `Api.act` (every POST and PUT), in the 422 that
+    lists its body's faults too."""
 
     async def checked(request: Request) -> Response:
         query(request, {})
+        if not acts and noted(request):
+            raise validation_error(noted(request))
         return await endpoint(request)
 
     return checked
 
 
 def without_idempotency_key(endpoint: Endpoint) -> Endpoint:
-    """``endpoint``, refusing an ``Idempotency-Key`` header: 422 before it runs. Only an enqueue
+    """``endpoint`` (a POST, which `Api.act`s), refusing an ``Idempotency-Key`` header: a 422
+    with the request's other faults, nothing done. Only an enqueue
     takes one; a client that sends it with a claim, an ack or a bulk action believes a retry of
     the request safe, and a retried claim would lease a second message (new-user finding N10,
     session 7: the header was ignored there)."""
 
     async def checked(request: Request) -> Response:
         if request.headers.getlist(IDEMPOTENCY_HEADER):
-            raise invalid(
-                IDEMPOTENCY_HEADER,
-                "invalid",
+            why = (
                 "is taken only by an enqueue (POST /queues/{queue}/messages): "
-                "this request is not deduplicated",
+                "this request is not deduplicated"
             )
+            note(request, [{"field": IDEMPOTENCY_HEADER, "code": "invalid", "message": why}])
         return await endpoint(request)
 
     return checked
@@ -489,7 +539,8 @@ def routes(endpoints: Mapping[tuple[str, str], Endpoint]) -> list[BaseRoute]:
     and every POST but `TAKE_IDEMPOTENCY_KEY`'s an ``Idempotency-Key`` header."""
     by_path: dict[str, dict[str, Endpoint]] = {}
     for (path, method), endpoint in endpoints.items():
-        checked = endpoint if (path, method) in TAKE_QUERY else without_query(endpoint)
+        acts = method in ("post", "put")
+        checked = endpoint if (path, method) in TAKE_QUERY else without_query(endpoint, acts=acts)
         if method == "post" and (path, method) not in TAKE_IDEMPOTENCY_KEY:
             checked = without_idempotency_key(checked)
         by_path.setdefault(path, {})[method.upper()] = checked

@@ -847,7 +847,8 @@ RESPONSES: Json = {
     ),
     "ValidationFailed": problem_response(
         "`validation_failed`: rejected input; `errors` lists every rejected field, path segment "
-        "or query parameter."
+        "or query parameter: the HTTP layer's (a header, unknown parameters and fields, ...) "
+        "first, then the queue's."
     ),
     "StoreUnavailable": problem_response(
         "`store`: the store failed or stayed locked; retry after Retry-After seconds.",
