@@ -313,8 +313,8 @@ impl Queue {
 
     /// Acks a processing message: it becomes `succeeded` (final), and its ordering group moves on
     /// to its next message. `lease_token`: when given, it must be the message's current token,
-    /// else `ConflictError` (the lease expired and the message may be with another worker);
-    /// `None` skips the check.
+    /// else `ConflictError` (reason `lease_lost`: that lease expired and the message was claimed
+    /// again, or the token was never this message's); `None` skips the check.
     #[pyo3(signature = (id, *, lease_token = None))]
     fn succeed(
         &self,

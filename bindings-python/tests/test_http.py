@@ -273,7 +273,24 @@ def test_conflict_wrong_status_and_lost_lease(client: TestClient, clock: Clock) 
         "/queues/q/messages/1/fail", json={"error": "late", "lease_token": first["lease_token"]}
     )
     body = problem(r, 409, "conflict")
-    assert (body["id"], body["reason"], body["message_status"]) == (1, "lease_lost", None)
+    assert (body["id"], body["reason"], body["message_status"]) == (1, "lease_lost", "processing")
+
+
+def test_a_mistyped_lease_token_is_not_said_to_be_an_expired_lease(client: TestClient) -> None:
+    """Tester T6's F3: the 409 said "the lease expired and the message may be with another
+    worker" and ``message_status: null`` of a message processing under its live lease. A store
+    keeps only the current token: a typo and an expired lease's token read the same."""
+    client.post("/queues/q/messages", json={"payload": "x"})
+    m = client.post("/queues/q/claim", json={"lease": 600}).json()
+    r = client.post("/queues/q/messages/1/succeed", json={"lease_token": "typo"})
+    body = problem(r, 409, "conflict")
+    assert (body["id"], body["reason"], body["message_status"]) == (1, "lease_lost", "processing")
+    assert body["detail"] == (
+        "lease lost on message 1: the token is not its current lease's (that lease expired and "
+        "it was claimed again, or the token was never this message's)"
+    )
+    after = client.get("/queues/q/messages/1").json()
+    assert (after["status"], after["lease_expires_at"]) == ("processing", m["lease_expires_at"])
 
 
 def test_store_errors_are_503_with_retry_after(db: deadletter.Database) -> None:

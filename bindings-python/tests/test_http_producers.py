@@ -371,7 +371,7 @@ def test_extend_after_the_lease_was_lost_is_409(client: TestClient, clock: Clock
     assert client.post("/queues/q/claim").json()["lease_token"] != m["lease_token"]
     r = client.post("/queues/q/messages/1/extend", json={"lease_token": m["lease_token"]})
     body = problem(r, 409, "conflict")
-    assert (body["id"], body["reason"], body["message_status"]) == (1, "lease_lost", None)
+    assert (body["id"], body["reason"], body["message_status"]) == (1, "lease_lost", "processing")
 
 
 @pytest.mark.parametrize(

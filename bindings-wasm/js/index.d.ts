@@ -122,11 +122,12 @@ export declare class PermanentError extends Error {
 /**
  * Why a `conflict` happened: `wrong_status`, the operation is not allowed from the message's
  * current status (`status` says which); `lease_lost`, the message is `processing` but the lease
- * token shown is not the current one (its lease expired, was reaped, and another worker claimed
- * it). A worker that outlived its lease gets `lease_lost` while another worker holds the
- * message, and `wrong_status` once the expired lease was reaped and the message is no longer
- * processing (`pending` in backoff, `dead`, or `succeeded` by another worker); `key_taken`, a
- * `move` whose target queue already holds a message with the same idempotency key.
+ * token shown is not the one of its current lease (that lease expired, was reaped, and another
+ * worker claimed the message, or the token was never this message's). A worker that outlived its
+ * lease gets `lease_lost` while another worker holds the message, and `wrong_status` once the
+ * expired lease was reaped and the message is no longer processing (`pending` in backoff, `dead`,
+ * or `succeeded` by another worker); `key_taken`, a `move` whose target queue already holds a
+ * message with the same idempotency key.
  */
 export type ConflictReason = "wrong_status" | "lease_lost" | "key_taken";
 

@@ -45,8 +45,9 @@ pub enum Conflict {
         /// `retry_now`, `move`).
         operation: &'static str,
     },
-    /// The lease token shown is not the message's current one: the lease expired and the message
-    /// may now be with another worker.
+    /// The lease token shown is not the one of the message's current lease (the message is
+    /// `processing`): the token's lease expired and the message was claimed again, or the token
+    /// was never this message's (a store keeps only the current token: it cannot tell which).
     LeaseLost {
         /// The message.
         id: Id,
@@ -97,8 +98,8 @@ impl std::fmt::Display for Conflict {
             }
             Self::LeaseLost { id } => write!(
                 f,
-                "lease lost on message {id}: the token is not the current one (the lease expired \
-                 and the message may be with another worker)"
+                "lease lost on message {id}: the token is not its current lease's (that lease \
+                 expired and it was claimed again, or the token was never this message's)"
             ),
             Self::KeyTaken {
                 id,

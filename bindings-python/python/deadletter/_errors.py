@@ -96,8 +96,10 @@ class ConflictError(Error):
 
     ``reason`` is ``"wrong_status"`` (the message's ``status`` does not allow the operation, e.g.
     ``succeed`` on a pending message) or ``"lease_lost"`` (the message is ``processing`` but the
-    lease token shown is not the current one: its lease expired, was reaped, and another worker
-    claimed it and holds it now; ``status`` is then ``None``) or ``"key_taken"`` (``Queue.move``:
+    lease token shown is not the one of its current lease: the token's lease expired, was reaped,
+    and another worker claimed the message and holds it now, or the token was never this
+    message's, a store keeping only the current one; ``status`` is then ``None``; the HTTP API's
+    ``message_status`` is ``"processing"``) or ``"key_taken"`` (``Queue.move``:
     a message of the target queue already carries its idempotency key, so it stays where it is;
     ``status`` is ``None``). ``id`` is the message's id.
 

@@ -106,12 +106,22 @@ def in_json_terms(text: str) -> str:
     return text
 
 
+LOST_LEASE_STATUS = "processing"
+"""A ``lease_lost`` conflict's ``message_status``. The core refuses a lease token only of a message
+it read as processing (``machine::check_lease`` runs after the status check), so its conflict
+carries no status (`deadletter.ConflictError.status` is ``None``): the problem said
+``message_status: null`` of a message processing under its live lease (tester T6's F3, session
+13)."""
+
+
 def error_problem(_: Request, exc: Exception) -> Response:
-    """A `deadletter.Error` as its problem (members copied from the exception's attributes;
-    validation messages in JSON's terms)."""
+    """A `deadletter.Error` as its problem (members copied from the exception's attributes, a lost
+    lease's `LOST_LEASE_STATUS`; validation messages in JSON's terms)."""
     assert isinstance(exc, deadletter.Error)
     spec = PROBLEMS[exc.code]
     members = {member: getattr(exc, attr) for member, attr in spec.members if hasattr(exc, attr)}
+    if isinstance(exc, deadletter.ConflictError) and exc.reason == "lease_lost":
+        members["message_status"] = LOST_LEASE_STATUS
     if isinstance(exc, deadletter.ValidationError):
         members["errors"] = [{**e, "message": in_json_terms(e["message"])} for e in exc.errors]
     return problem(exc.code, in_json_terms(str(exc)), **members)

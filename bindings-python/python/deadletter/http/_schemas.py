@@ -775,7 +775,8 @@ SCHEMAS: Json = {
             },
             "message_status": {
                 "enum": [*STATUSES, None],
-                "description": "conflict: the message's status.",
+                "description": "conflict: the message's status (`processing` for `lease_lost`; "
+                "null for `key_taken`).",
             },
         },
     },
@@ -821,7 +822,8 @@ RESPONSES: Json = {
     ),
     "Conflict": problem_response(
         "`conflict`: the message's status does not allow the operation, the lease token is "
-        "not the current one (the lease expired), or (move) a message of the target queue "
+        "not the one of its current lease (that lease expired and the message was claimed "
+        "again, or the token was never this message's), or (move) a message of the target queue "
         "carries its idempotency key (`key_taken`); `id`, `reason` and `message_status` are "
         "given."
     ),
