@@ -1056,3 +1056,31 @@ def test_a_service_loop_stops_on_a_store_error_once_its_database_is_closed() -> 
     with pytest.raises(deadletter.StoreError, match="closed"):
         q.process(handler, poll_interval=0.01)
     assert q.closed
+
+
+def _sleep_long() -> None:
+    time.sleep(30)
+
+
+def test_a_child_forked_by_a_handler_ends_on_sigterm() -> None:
+    # Tester T8 (session 13): the child inherited deadletter's SIGTERM handler, which stopped
+    # loops the child does not run: Process.terminate() left it alive, and multiprocessing.Pool's
+    # exit (terminate) hung.
+    import multiprocessing
+
+    db, q = seeded(["fork"])
+    exits: list[object] = []
+
+    def handler(m: deadletter.Message) -> None:
+        child = multiprocessing.get_context("fork").Process(target=_sleep_long)
+        child.start()
+        child.terminate()
+        child.join(10)  # it ends at once, or never
+        exits.append(child.exitcode)
+        if child.is_alive():
+            child.kill()
+            child.join()
+
+    assert q.process(handler, stop_when_idle=True) == 1
+    assert exits == [-signal.SIGTERM]
+    db.close()

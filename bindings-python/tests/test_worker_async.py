@@ -611,3 +611,37 @@ def test_a_service_loop_stops_on_a_store_error_once_its_database_is_closed() -> 
     with pytest.raises(deadletter.StoreError, match="closed"):
         run(lambda: q.process_async(handler, poll_interval=0.01))
     assert q.closed
+
+
+def _sleep_long() -> None:
+    time.sleep(30)
+
+
+def test_a_child_forked_by_a_handler_ends_on_sigterm_and_leaves_the_loop_running() -> None:
+    # Tester T8 (session 13): the child kept asyncio's SIGTERM handler and its wake-up socket,
+    # shared with the parent: terminate() left it alive, and its SIGTERM stopped the parent's loop.
+    import multiprocessing
+    import signal
+
+    db, q = seeded(["fork", "after"])
+    exits: list[object] = []
+
+    async def handler(m: deadletter.Message) -> None:
+        if m.payload != "fork":
+            return
+        child = multiprocessing.get_context("fork").Process(target=_sleep_long)
+        child.start()
+        child.terminate()
+        await asyncio.get_running_loop().run_in_executor(None, child.join, 10)
+        exits.append(child.exitcode)
+        if child.is_alive():
+            child.kill()
+            child.join()
+
+    async def main() -> int:
+        return await q.process_async(handler, stop_when_idle=True)
+
+    assert run(main) == 2  # the parent's loop went on to the second message
+    assert exits == [-signal.SIGTERM]
+    assert [m.status for m in q.list()] == ["succeeded", "succeeded"]
+    db.close()

@@ -13,11 +13,15 @@ loop ends.
 
 A loop is anything with an ``on_sigterm()`` method (`Stoppable`), so that this module imports
 neither loop.
+
+A child forked while loops run (a handler starting a ``multiprocessing`` process: fork is its
+default on Linux) runs none of them: it gets SIGTERM's default back (`_after_fork_in_child`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import threading
 from typing import Protocol
@@ -113,3 +117,53 @@ def unwatch_async(loop: asyncio.AbstractEventLoop, tasks: Stoppable) -> None:
     if not running:
         del _async_loops[loop]
         loop.remove_signal_handler(signal.SIGTERM)
+
+
+_fork_blocked = False
+"""Whether `_before_fork` blocked SIGTERM (in the forking thread), for the fork's two sides."""
+
+
+def _before_fork() -> None:
+    """Blocks SIGTERM in the forking thread while loops run, until each side of the fork is
+    ready for it: a SIGTERM sent to the child at once (``Process.start()`` then ``terminate()``)
+    waits until `_after_fork_in_child` gave it its default, rather than reach the handler the
+    child inherited."""
+    global _fork_blocked
+    _fork_blocked = False
+    if _thread_loops or _async_loops:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        _fork_blocked = signal.SIGTERM not in old
+
+
+def _after_fork_in_parent() -> None:
+    """The parent's side of `_before_fork`: SIGTERM unblocked."""
+    if _fork_blocked:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
+def _after_fork_in_child() -> None:
+    """In a child forked while loops ran: the loops are the parent's (their threads are not in
+    the child), so SIGTERM gets its default back when it was deadletter's, and the child forgets
+    them; then SIGTERM is unblocked (`_before_fork`), a pending one ending the child. The
+    inherited handler stopped loops that do not run there, so `Process.terminate()` did not end
+    the child and `multiprocessing.Pool`'s exit hung (tester T8, session 13); under
+    ``process_async`` the child's SIGTERM went through asyncio's wake-up socket, which the child
+    shares, to the parent's event loop, and stopped the parent's loop."""
+    global _thread_loops_lock
+    _thread_loops_lock = threading.Lock()  # another thread may have held it at the fork
+    threads, tasks = bool(_thread_loops), bool(_async_loops)
+    _thread_loops.clear()
+    _async_loops.clear()
+    if (threads and signal.getsignal(signal.SIGTERM) is _on_sigterm) or tasks:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if tasks:
+        signal.set_wakeup_fd(-1)  # asyncio's: the parent's event loop's socket
+    if _fork_blocked:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
+os.register_at_fork(
+    before=_before_fork,
+    after_in_parent=_after_fork_in_parent,
+    after_in_child=_after_fork_in_child,
+)
