@@ -931,7 +931,8 @@ def test_a_store_error_stops_the_loop_and_is_raised(caplog: pytest.LogCaptureFix
         with pytest.raises(deadletter.StoreError):
             q.process(handler, stop_when_idle=True)
     assert [r.getMessage() for r in caplog.records] == [
-        "message 1: recording the handler's outcome failed"
+        "message 1: recording the handler's outcome failed; the message is left to its lease "
+        "(claimed again once it expires, as a failed attempt)"
     ]
 
 
@@ -1083,4 +1084,70 @@ def test_a_child_forked_by_a_handler_ends_on_sigterm() -> None:
 
     assert q.process(handler, stop_when_idle=True) == 1
     assert exits == [-signal.SIGTERM]
+    db.close()
+
+
+def test_an_outcome_is_written_again_after_store_errors_while_half_the_lease_lasts(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Tester T8 (session 13): an ack during a 0.26 s PostgreSQL restart was given up under a
+    # 1.5 s lease; the message counted a failed attempt (dead, with max_retries=1).
+    from deadletter._worker.common import record
+
+    db, q = seeded(["restart", "landed", "short"])
+    broken = deadletter.StoreError("store error: PostgreSQL: connection reset by peer")
+    down = [broken, broken]
+
+    class Restarting:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def succeed(self, *args: Any, **kwargs: Any) -> Any:
+            if down:
+                raise down.pop()
+            return q.succeed(*args, **kwargs)
+
+    m = q.claim(lease=10)
+    assert m is not None
+    with caplog.at_level(logging.WARNING, logger="deadletter"):
+        assert record(Restarting(), m, None, True) == (True, None)  # type: ignore[arg-type]
+    assert q.get(m.id).status == "succeeded"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"message {m.id}: recording the handler's success failed, trying again in {wait} s: "
+        "store error: PostgreSQL: connection reset by peer"
+        for wait in (0.1, 0.2)
+    ]
+
+    class Landed:  # the ack committed, then its connection broke
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def succeed(self, *args: Any, **kwargs: Any) -> Any:
+            q.succeed(*args, **kwargs)
+            self.succeed = q.succeed  # type: ignore[method-assign]
+            raise broken
+
+    m = q.claim(lease=10)
+    assert m is not None
+    assert record(Landed(), m, None, True) == (True, None)  # type: ignore[arg-type]
+
+    class Down:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def fail(self, *args: Any, **kwargs: Any) -> Any:
+            raise broken
+
+    m = q.claim(lease=0.3)  # half of it, 0.15 s: one more try (0.1 s), not two (0.3 s)
+    assert m is not None
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="deadletter"):
+        assert record(Down(), m, "boom", True) == (False, None)  # type: ignore[arg-type]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"message {m.id}: recording the handler's failure failed, trying again in 0.1 s: "
+        "store error: PostgreSQL: connection reset by peer",
+        f"message {m.id}: recording the handler's outcome failed; the message is left to its "
+        "lease (claimed again once it expires, as a failed attempt)",
+    ]
+    assert q.get(m.id).status == "processing"
     db.close()

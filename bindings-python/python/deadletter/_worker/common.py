@@ -8,6 +8,7 @@ import asyncio
 import inspect
 import logging
 import threading
+import time
 import traceback
 from collections.abc import Awaitable
 from datetime import datetime, timedelta
@@ -155,27 +156,73 @@ def outcome(message: Message, exc: Optional[BaseException]) -> tuple[Optional[st
     return error, not isinstance(exc, PermanentError)
 
 
+RECORD_RETRY_FIRST = 0.1
+"""Seconds before `record` writes an outcome again after a `StoreError`, doubling up to
+``RECORD_RETRY_MAX``."""
+RECORD_RETRY_MAX = 2.0
+
+
 def record(
     queue: Queue, message: Message, error: Optional[str], retryable: bool
 ) -> tuple[bool, Optional[datetime]]:
-    """Acks or fails ``message`` with its lease token; returns (recorded, retry_after). A lost
-    lease (`ConflictError`) or a failing store is logged, and the message is left to its lease."""
-    try:
-        if error is None:
-            queue.succeed(message.id, lease_token=message.lease_token)
-            return True, None
-        failed = queue.fail(message.id, error, lease_token=message.lease_token, retryable=retryable)
-        return True, failed.retry_after
-    except ConflictError as err:
-        logger.warning(
-            "message %d: the handler's %s was not recorded: %s",
-            message.id,
-            "success" if error is None else "failure",
-            err,
-        )
-    except Exception:
-        logger.exception("message %d: recording the handler's outcome failed", message.id)
-    return False, None
+    """Acks or fails ``message`` with its lease token; returns (recorded, retry_after).
+
+    A `StoreError` (the database unreachable for a moment: a PostgreSQL restart) is logged and
+    the write tried again, 0.1 s later, doubling up to 2 s, for at most half the lease the claim
+    granted (30 s at most): the lease, extended every half lease while the handler ran, lasts
+    that long still, so no other worker has the message meanwhile (tester T8, session 13: an ack
+    during a 0.26 s restart was given up under a 1.5 s lease, and the message counted a failed
+    attempt; with ``max_retries=1`` it died though its handler succeeded). An ack whose
+    connection broke as it committed may have landed: its retry's `ConflictError` with status
+    ``succeeded`` counts as recorded. A lost lease (`ConflictError`), a closed database, or a
+    store still failing past that time is logged, and the message left to its lease (claimed
+    again once it expires, as a failed attempt)."""
+    granted = (
+        (message.lease_expires_at - message.updated_at).total_seconds()
+        if message.lease_expires_at is not None
+        else 0.0
+    )
+    deadline = time.monotonic() + min(max(granted, 0.0) / 2, 30.0)
+    wait, retried = RECORD_RETRY_FIRST, False
+    what = "success" if error is None else "failure"
+    while True:
+        try:
+            if error is None:
+                queue.succeed(message.id, lease_token=message.lease_token)
+                return True, None
+            failed = queue.fail(
+                message.id, error, lease_token=message.lease_token, retryable=retryable
+            )
+            return True, failed.retry_after
+        except ConflictError as err:
+            if retried and error is None and err.status == "succeeded":
+                return True, None  # the first ack landed as its connection broke
+            logger.warning(
+                "message %d: the handler's %s was not recorded: %s", message.id, what, err
+            )
+        except StoreError as err:
+            if not queue.closed and time.monotonic() + wait <= deadline:
+                logger.warning(
+                    "message %d: recording the handler's %s failed, trying again in %g s: %s",
+                    message.id,
+                    what,
+                    wait,
+                    err,
+                )
+                time.sleep(wait)
+                wait, retried = min(wait * 2, RECORD_RETRY_MAX), True
+                continue
+            logger.exception(LEFT, message.id)
+        except Exception:
+            logger.exception(LEFT, message.id)
+        return False, None
+
+
+LEFT = (
+    "message %d: recording the handler's outcome failed; the message is left to its lease "
+    "(claimed again once it expires, as a failed attempt)"
+)
+"""The log line of an outcome `record` could not write."""
 
 
 def token(message: Message) -> str:
