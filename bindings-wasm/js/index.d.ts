@@ -805,8 +805,8 @@ export declare class Queue {
    *   and their heartbeats go on.
    *
    * Resolves, once `signal` aborted and the running handlers settled (at most
-   * `shutdownTimeoutMs`; see `ProcessOptions`), to the number of messages whose handler completed
-   * (returned or threw); every timer is cleared by then. An aborted signal resolves to 0 at once,
+   * `shutdownTimeoutMs`; see `ProcessOptions`), to the number of handler runs that completed
+   * (returned or threw; a message that failed twice, then succeeded, counts 3); every timer is cleared by then. An aborted signal resolves to 0 at once,
    * without claiming. Messages claimed while the abort happened are still handled.
    * Rejects with `validation_failed` before doing anything (an option, `handler` not a function,
    * `signal` not an `AbortSignal`, an unknown option key), or, after the running handlers

@@ -562,8 +562,8 @@ class Queue:
         stop: Optional[threading.Event] = None,
     ) -> int:
         """The worker loop: calls ``handler(message)`` for each claimed message on up to
-        ``concurrency`` (1..=1000) daemon threads; returns how many messages it handled (whose
-        outcome it recorded). Returning acks the message; raising fails it with
+        ``concurrency`` (1..=1000) daemon threads; returns how many handler runs it recorded the
+        outcome of (a message that failed twice, then succeeded, counts 3). Returning acks the message; raising fails it with
         ``"ExceptionType: message"``; raising `deadletter.PermanentError` fails it with
         ``retryable=False`` (dead at once). Claims with ``claim_many`` up to the free slots,
         under ``lease`` (default: the database's), extended every half lease while the handler

@@ -387,8 +387,8 @@ def process(
     stop: Optional[threading.Event] = None,
 ) -> int:
     """`Queue.process`: runs ``handler`` on each claimed message, on up to ``concurrency``
-    daemon threads, until stopped; returns how many messages it handled (whose outcome it
-    recorded with ``succeed`` or ``fail``).
+    daemon threads, until stopped; returns how many handler runs it recorded the outcome of with
+    ``succeed`` or ``fail`` (a message run three times counts 3).
 
     It stops when ``stop_when_idle`` is true and two polls in a row find nothing due, nothing in
     flight and nothing delayed (``queue.next_due_at()`` is None: a claim may take back an expired
