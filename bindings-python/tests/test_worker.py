@@ -1047,6 +1047,114 @@ def test_a_service_loop_claims_again_after_store_errors(caplog: pytest.LogCaptur
     db.close()
 
 
+def test_handlers_ending_during_an_outage_do_not_bring_the_next_claim_forward(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Tester T9 (session 13): a handler slot freed by a handler ending set the next poll to
+    # now, so the failing claims followed each other at once (a 16 s wait within 50 ms, nothing
+    # claimed for 12 s after PostgreSQL came back). The claims keep the logged spacing.
+    from deadletter._worker.common import plan_of
+    from deadletter._worker.threads import _Threads
+
+    db, q = seeded(["0.1", "0.2", "0.3", "after"])
+    stop = threading.Event()
+    claims: list[float] = []
+    down = [deadletter.StoreError("store error: PostgreSQL: connection refused")] * 2
+
+    class Restarting:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def claim_many(self, *args: Any, **kwargs: Any) -> Any:
+            claims.append(time.monotonic())
+            if len(claims) > 1 and down:  # the first claim fills the 3 slots; then it fails
+                raise down.pop()
+            return q.claim_many(*args, **kwargs)
+
+    def handler(m: deadletter.Message) -> None:
+        if m.payload == "after":
+            stop.set()
+        else:
+            time.sleep(float(m.payload))  # each ending frees a slot during the outage
+
+    options: dict[str, Any] = {"poll_interval": 60, "stop_when_idle": False, "stop": stop}
+    plan = plan_of(
+        q, handler, want_async=False, concurrency=3, shutdown_timeout=5, lease=None, **options
+    )
+    with caplog.at_level(logging.WARNING, logger="deadletter"):
+        assert _Threads(Restarting(), handler, plan, False).run(stop) == 4  # type: ignore[arg-type]
+    assert [m.status for m in q.list()] == ["succeeded"] * 4
+    assert len(claims) == 4, claims
+    assert claims[2] - claims[1] >= 0.49 and claims[3] - claims[2] >= 0.99, claims
+    assert [r.getMessage() for r in caplog.records] == [
+        "claiming failed (1 in a row), trying again in 0.5 s: store error: PostgreSQL: "
+        "connection refused",
+        "claiming failed (2 in a row), trying again in 1 s: store error: PostgreSQL: "
+        "connection refused",
+        "claiming works again after 2 failures",
+    ]
+    db.close()
+
+
+def test_a_stopped_loop_returns_though_the_database_does_not_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Tester T9 (session 13): PostgreSQL's processes stopped (a network black hole), SIGTERM
+    # took 40 s with shutdown_timeout=5: process waited for the ack in flight. It returns by the
+    # shutdown timeout and the 2 s it gives outcomes being written; the ack and the claim in
+    # flight go on in their daemon threads (the ack lands once the database answers, the
+    # claim's message is left to its lease).
+    from deadletter._worker.common import RECORD_GRACE, plan_of
+    from deadletter._worker.threads import _Threads
+
+    db, q = seeded(["a"])
+    stop, claiming, release = threading.Event(), threading.Event(), threading.Event()
+    stopped: list[float] = []
+
+    class Hanging:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def claim_many(self, *args: Any, **kwargs: Any) -> Any:
+            if q.get(1).status == "processing":  # the second claim: the database hangs
+                claiming.set()
+                release.wait(EVENT_TIMEOUT)
+            return q.claim_many(*args, **kwargs)
+
+        def succeed(self, *args: Any, **kwargs: Any) -> Any:
+            release.wait(EVENT_TIMEOUT)
+            return q.succeed(*args, **kwargs)
+
+    def handler(m: deadletter.Message) -> None:
+        assert claiming.wait(EVENT_TIMEOUT)
+        q.enqueue("b")  # taken by the hanging claim once it goes on
+        stopped.append(time.monotonic())
+        stop.set()
+
+    options: dict[str, Any] = {"poll_interval": 0.05, "stop_when_idle": False, "stop": stop}
+    plan = plan_of(
+        q, handler, want_async=False, concurrency=2, shutdown_timeout=0.5, lease=None, **options
+    )
+    with caplog.at_level(logging.WARNING, logger="deadletter"):
+        assert _Threads(Hanging(), handler, plan, False).run(stop) == 0  # type: ignore[arg-type]
+        took = time.monotonic() - stopped[0]
+        assert 0.5 + RECORD_GRACE - 0.1 <= took < 0.5 + RECORD_GRACE + 1.0, took
+        release.set()  # the database answers again
+        deadline = time.monotonic() + EVENT_TIMEOUT
+        while len(caplog.records) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert [r.getMessage() for r in caplog.records] == [
+        "returning with 1 outcomes still being recorded 2 s past the shutdown timeout (the "
+        "database does not answer): their messages are left to their leases",
+        "a claim that returned after the loop stopped took messages [2]: they are left to "
+        "their leases (claimed again once they expire, as a failed attempt)",
+    ]
+    while q.get(1).status != "succeeded" and time.monotonic() < deadline:
+        time.sleep(0.01)  # the ack in flight landed
+    assert [(m.payload, m.status) for m in q.list()] == [("a", "succeeded"), ("b", "processing")]
+    db.close()
+
+
 def test_a_service_loop_stops_on_a_store_error_once_its_database_is_closed() -> None:
     # No store comes back after close(): the loop raises rather than try again for ever.
     db, q = seeded(["a", "b"])

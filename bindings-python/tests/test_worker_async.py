@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Awaitable
@@ -600,6 +602,158 @@ def test_a_service_loop_claims_again_after_store_errors(caplog: pytest.LogCaptur
         "claiming works again after 2 failures",
     ]
     db.close()
+
+
+def test_handlers_ending_during_an_outage_do_not_bring_the_next_claim_forward(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # As in test_worker.py (tester T9, session 13: 8 s of wait within 27 ms).
+    from deadletter._worker.common import plan_of
+    from deadletter._worker.tasks import _Tasks
+
+    db, q = seeded(["0.1", "0.2", "0.3", "after"])
+    claims: list[float] = []
+    down = [deadletter.StoreError("store error: PostgreSQL: connection refused")] * 2
+
+    class Restarting:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def claim_many(self, *args: Any, **kwargs: Any) -> Any:  # in a thread of the executor
+            claims.append(time.monotonic())
+            if len(claims) > 1 and down:  # the first claim fills the 3 slots; then it fails
+                raise down.pop()
+            return q.claim_many(*args, **kwargs)
+
+    async def main() -> int:
+        stop = asyncio.Event()
+
+        async def handler(m: deadletter.Message) -> None:
+            if m.payload == "after":
+                stop.set()
+            else:
+                await asyncio.sleep(float(m.payload))  # each ending frees a slot
+
+        options: dict[str, Any] = {"poll_interval": 60, "stop_when_idle": False, "stop": stop}
+        plan = plan_of(
+            q, handler, want_async=True, concurrency=3, shutdown_timeout=5, lease=None, **options
+        )
+        return await _Tasks(Restarting(), handler, plan, False).run(stop)  # type: ignore[arg-type]
+
+    with caplog.at_level(logging.WARNING, logger="deadletter"):
+        assert run(main) == 4
+    assert [m.status for m in q.list()] == ["succeeded"] * 4
+    assert len(claims) == 4, claims
+    assert claims[2] - claims[1] >= 0.49 and claims[3] - claims[2] >= 0.99, claims
+    assert [r.getMessage() for r in caplog.records] == [
+        "claiming failed (1 in a row), trying again in 0.5 s: store error: PostgreSQL: "
+        "connection refused",
+        "claiming failed (2 in a row), trying again in 1 s: store error: PostgreSQL: "
+        "connection refused",
+        "claiming works again after 2 failures",
+    ]
+    db.close()
+
+
+def test_a_stopped_loop_returns_though_the_database_does_not_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # As in test_worker.py (tester T9, session 13: SIGTERM took 8.2 s with shutdown_timeout=5,
+    # the claim in flight waiting for the connection timeout). The claim awaited in the
+    # executor is left behind at the shutdown timeout; the ack gets 2 s more.
+    from deadletter._worker.common import RECORD_GRACE, plan_of
+    from deadletter._worker.tasks import _Tasks
+
+    db, q = seeded(["a"])
+    claiming, release = threading.Event(), threading.Event()
+
+    class Hanging:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(q, name)
+
+        def claim_many(self, *args: Any, **kwargs: Any) -> Any:
+            if q.get(1).status == "processing":  # the second claim: the database hangs
+                claiming.set()
+                release.wait(10)
+            return q.claim_many(*args, **kwargs)
+
+        def succeed(self, *args: Any, **kwargs: Any) -> Any:
+            release.wait(10)
+            return q.succeed(*args, **kwargs)
+
+    async def main() -> float:
+        stop = asyncio.Event()
+        stopped: list[float] = []
+
+        async def handler(m: deadletter.Message) -> None:
+            assert await asyncio.to_thread(claiming.wait, EVENT_TIMEOUT)
+            q.enqueue("b")  # taken by the hanging claim once it goes on
+            stopped.append(time.monotonic())
+            stop.set()
+
+        options: dict[str, Any] = {"poll_interval": 0.05, "stop_when_idle": False, "stop": stop}
+        plan = plan_of(
+            q, handler, want_async=True, concurrency=2, shutdown_timeout=0.5, lease=None, **options
+        )
+        loop = _Tasks(Hanging(), handler, plan, False)  # type: ignore[arg-type]
+        assert await loop.run(stop) == 0
+        took = time.monotonic() - stopped[0]
+        release.set()  # the database answers again
+        while q.get(1).status != "succeeded" or len(caplog.records) < 2:
+            await asyncio.sleep(0.01)  # the ack in flight lands; the late claim is logged
+        return took
+
+    with caplog.at_level(logging.WARNING, logger="deadletter"):
+        took = run(main)
+    assert 0.5 + RECORD_GRACE - 0.1 <= took < 0.5 + RECORD_GRACE + 1.0, took
+    assert [r.getMessage() for r in caplog.records] == [
+        "returning with 1 outcomes still being recorded 2 s past the shutdown timeout (the "
+        "database does not answer): their messages are left to their leases",
+        "a claim that returned after the loop stopped took messages [2]: they are left to "
+        "their leases (claimed again once they expire, as a failed attempt)",
+    ]
+    assert [(m.payload, m.status) for m in q.list()] == [("a", "succeeded"), ("b", "processing")]
+    db.close()
+
+
+HANGING_CLAIM = """
+import asyncio, threading, time
+import deadletter
+from deadletter._worker.common import plan_of
+from deadletter._worker.tasks import _Tasks
+
+db = deadletter.open()
+q = db.queue("q")
+
+class Hanging:  # the database stopped answering: the claim never returns
+    def __getattr__(self, name):
+        return getattr(q, name)
+
+    def claim_many(self, *args, **kwargs):
+        threading.Event().wait()
+
+async def main() -> None:
+    stop = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.2, stop.set)
+    plan = plan_of(q, main, want_async=True, concurrency=1, poll_interval=None,
+                   stop_when_idle=False, shutdown_timeout=0.3, lease=None, stop=stop)
+    print(await _Tasks(Hanging(), None, plan, False).run(stop), flush=True)
+
+asyncio.run(main())
+"""
+
+
+def test_the_process_exits_though_a_claim_never_returns() -> None:
+    # Tester T9 (session 13): the loop's executor was a ThreadPoolExecutor, whose threads the
+    # interpreter's exit joins: with PostgreSQL hanging, the process stayed 40 s after
+    # process_async returned. Its threads are daemons now.
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", HANGING_CLAIM], capture_output=True, text=True, timeout=EVENT_TIMEOUT
+    )
+    took = time.monotonic() - started
+    assert (done.returncode, done.stdout) == (0, "0\n"), done.stderr
+    assert took < 0.5 + 3.0, took  # the stop, the shutdown timeout, the interpreter's start
 
 
 def test_a_service_loop_stops_on_a_store_error_once_its_database_is_closed() -> None:

@@ -573,12 +573,15 @@ class Queue:
         SIGTERM (deadletter's handler, installed from the main thread, stops every loop of the
         process, unless the application handles SIGTERM: then it is left alone) or
         ``KeyboardInterrupt``: claims stop, running handlers get
-        ``shutdown_timeout`` (0..=3600 s) to finish, then their messages are left to their
-        leases (an outcome being written then is waited for). `ValidationError` for a rejected
+        ``shutdown_timeout`` (0..=3600 s) from the stop to finish, then their messages are left
+        to their leases (an outcome being written then is waited for, up to 2 s more; a claim
+        or an outcome the database does not answer by then is left in its daemon thread, its
+        messages to their leases, logged). `ValidationError` for a rejected
         argument (every one) or an ``async def`` handler, before anything is claimed. A
         `StoreError` of a claim (the database unreachable: a PostgreSQL restart, a network
         failure) is logged as a warning, and the loop claims again after 0.5 s, then 1 s, 2 s
-        ... up to 30 s, until a claim works; with ``stop_when_idle`` (a drain, which ends), or
+        ... up to 30 s (the wait logged: handlers ending meanwhile do not bring the claim
+        forward), until a claim works; with ``stop_when_idle`` (a drain, which ends), or
         once the database is closed, it stops the loop instead, then is raised.
         """
     async def process_async(
@@ -600,9 +603,10 @@ class Queue:
         application handles SIGTERM: its handler is left alone (stop the loop with ``stop`` or by
         cancelling it). Cancelled (Ctrl-C under ``asyncio.run``), it stops claiming, waits
         up to ``shutdown_timeout`` for the running handlers (then cancels them: their messages
-        are left to their leases; an outcome being written then is waited for) and raises
-        `asyncio.CancelledError`. A `StoreError` of a claim is retried as in `process`. The call
-        itself validates (`ValidationError` for a rejected
+        are left to their leases; an outcome being written then is waited for, up to 2 s more)
+        and raises `asyncio.CancelledError`. A `StoreError` of a claim is retried as in
+        `process`; a claim the database does not answer by the shutdown timeout is left behind,
+        as in `process`. The call itself validates (`ValidationError` for a rejected
         argument or a handler that is not ``async def``) and returns the coroutine."""
     def get(self, id: int) -> Message:
         """The message ``id`` of this queue; `NotFoundError` when there is none."""

@@ -22,9 +22,12 @@ heartbeats, so the pause costs one attempt (``lease expired``), never the messag
 that ran out but that no claim took yet is still extended: the dispatcher heartbeats before it
 claims.) Stopping (SIGTERM, ``KeyboardInterrupt``, cancellation, ``stop``)
 ends the claims; handlers still running get ``shutdown_timeout`` seconds to finish, heartbeats
-going on; after that the loop returns, once the outcomes being written then are written, and
-the messages of the handlers still running are left to their leases (another worker takes them
-once the lease ran out, counting it as a failed attempt).
+going on; after that the loop returns, once the outcomes being written then are written (for
+up to `common.RECORD_GRACE`, 2 s, more), and the messages of the handlers still running are
+left to their leases (another worker takes them once the lease ran out, counting it as a failed
+attempt). A database call that does not answer (PostgreSQL hanging) never holds the return up
+past that: a claim in flight then is left in its thread, the messages it takes later left to
+their leases, logged.
 
 SIGTERM: a SIGTERM handler of the application (any disposition but the default when a loop
 starts) is left alone; stop the loops with ``stop`` then (or by cancelling ``process_async``).

@@ -18,6 +18,9 @@ from .._deadletter import Message, Queue, WorkerPlan, failure_text
 from .._errors import ConflictError, FieldError, StoreError, ValidationError
 
 __all__ = [
+    "LATE_CLAIM",
+    "LATE_RECORDINGS",
+    "RECORD_GRACE",
     "STOP_CHECK",
     "AsyncHandler",
     "Handler",
@@ -218,6 +221,23 @@ def record(
         return False, None
 
 
+RECORD_GRACE = 2.0
+"""Seconds past the shutdown timeout a loop waits for the outcomes being recorded (handlers
+that ended by then) before it returns; the messages of those still unwritten are left to their
+leases."""
+
+LATE_RECORDINGS = (
+    "returning with %d outcomes still being recorded %g s past the shutdown timeout (the "
+    "database does not answer): their messages are left to their leases"
+)
+"""The log line of a loop that returns without the outcomes being recorded."""
+
+LATE_CLAIM = (
+    "a claim that returned after the loop stopped took messages %s: they are left to their "
+    "leases (claimed again once they expire, as a failed attempt)"
+)
+"""The log line of a claim abandoned at the shutdown timeout that returned messages later."""
+
 LEFT = (
     "message %d: recording the handler's outcome failed; the message is left to its lease "
     "(claimed again once it expires, as a failed attempt)"
@@ -239,7 +259,12 @@ class Outage:
     claim waits ``FIRST`` seconds, doubling up to ``CAP``; the first claim that works logs that
     claims work again. A drain (``stop_when_idle``), which ends, stops on the error instead and
     raises it; so does any loop once the database is closed (no store comes back then), and on
-    any other exception (a bug: retrying would hide it)."""
+    any other exception (a bug: retrying would hide it).
+
+    The wait logged is the wait there is: no claim before `resume` (in the loop's own clock),
+    whatever else moves the loop's next poll up (a handler ending frees a slot; tester T9,
+    session 13: that brought the next claim at once, so the wait doubled to 16 s within 50 ms,
+    and nothing was claimed for 12 s after PostgreSQL came back)."""
 
     FIRST = 0.5
     CAP = 30.0
@@ -247,17 +272,20 @@ class Outage:
     def __init__(self, stop_when_idle: bool) -> None:
         self.stop_when_idle = stop_when_idle
         self.failures = 0
+        self.resume = float("-inf")  # no claim before this instant of the loop's clock
 
-    def failed(self, queue: Queue, exc: Exception) -> Optional[float]:
-        """Seconds to wait before the next claim after ``exc``, or None: stop and raise it."""
+    def failed(self, queue: Queue, exc: Exception, now: float) -> bool:
+        """After a claim raised ``exc`` at ``now``: True, the next claim waits till `resume`;
+        False: stop and raise it."""
         if self.stop_when_idle or not isinstance(exc, StoreError) or queue.closed:
-            return None
+            return False
         self.failures += 1
         wait = min(self.FIRST * 2.0 ** min(self.failures - 1, 16), self.CAP)
+        self.resume = now + wait
         logger.warning(
             "claiming failed (%d in a row), trying again in %g s: %s", self.failures, wait, exc
         )
-        return wait
+        return True
 
     def over(self) -> None:
         """A claim worked: logs that claims work again after failures."""

@@ -9,13 +9,18 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Coroutine
-from concurrent.futures import ThreadPoolExecutor
+import queue as queues
+import threading
+from concurrent.futures import Executor, Future
 from datetime import datetime
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 from .._deadletter import MAX_CLAIM_MANY, Message, Queue, WorkerPlan
 from .._errors import ConflictError
 from .common import (
+    LATE_CLAIM,
+    LATE_RECORDINGS,
+    RECORD_GRACE,
     STOP_CHECK,
     AsyncHandler,
     Outage,
@@ -54,25 +59,26 @@ class _Tasks:
         self.ended = 0  # handler runs finished so far (each may have delayed its message)
         self.idle_once = False  # the last poll found the loop idle (stop_when_idle: once more)
         self.outage = Outage(stop_when_idle)
+        self.deadline: Optional[float] = None  # loop.time() the shutdown timeout ends
+        self.claim_abandoned = False  # the claim in flight at the deadline is left behind
 
     async def run(self, stop: Optional[asyncio.Event]) -> int:
         loop = asyncio.get_running_loop()
         self.wake = asyncio.Event()  # a handler finished, or stop
+        self.stopped = asyncio.Event()  # stop requested
         if stop is not None and stop.is_set():
             return 0
         self.next_poll = loop.time()
         # Threads are made as needed: one per running handler (its heartbeats and ack) and one
         # for the claims, at most.
-        self.executor = ThreadPoolExecutor(
-            self.plan.concurrency + 1, thread_name_prefix="deadletter-db"
-        )
+        self.executor = _Daemons(self.plan.concurrency + 1)
         watch_async(loop, self)
         watcher = asyncio.ensure_future(self._watch(stop)) if stop is not None else None
         cancelled = False
         error: Optional[BaseException] = None
         try:
             try:
-                await self._claim_loop(loop)
+                await self._claims(loop)
             except asyncio.CancelledError:
                 cancelled = True
             except Exception as exc:  # noqa: BLE001 - raised once the handlers finished
@@ -114,26 +120,60 @@ class _Tasks:
 
     def _request_stop(self, reason: str) -> None:
         self.reason = self.reason or reason
+        self._set_deadline()
         self.stopping = True
         self.wake.set()
+        self.stopped.set()
+
+    def _set_deadline(self) -> None:
+        """The shutdown timeout starts (at the first stop, cancellation or end of the claims)."""
+        if self.deadline is None:
+            self.deadline = asyncio.get_running_loop().time() + self.plan.shutdown_timeout
+
+    def _left(self) -> float:
+        """Seconds left of the shutdown timeout."""
+        self._set_deadline()
+        return max(0.0, cast(float, self.deadline) - asyncio.get_running_loop().time())
+
+    async def _claims(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Runs `_claim_loop` until it ends; once the loop is stopped or cancelled, a database
+        call of the claims still in flight at the shutdown timeout is left behind (tester T9,
+        session 13: PostgreSQL's processes stopped, and SIGTERM waited 8 s for the claim's
+        connection timeout), any message it claims later left to its lease."""
+        claiming = asyncio.ensure_future(self._claim_loop(loop))
+        stopped = asyncio.ensure_future(self.stopped.wait())
+        try:
+            await asyncio.wait({claiming, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            claiming.cancel()  # `_poll` waits for a claim in flight (its messages are started)
+            raise
+        finally:
+            stopped.cancel()
+            if not claiming.done():
+                await asyncio.wait({claiming}, timeout=self._left())
+            if not claiming.done():
+                self.claim_abandoned = True
+                claiming.cancel()
+                await asyncio.wait({claiming})  # (the executor's thread goes on)
+        if not self.claim_abandoned:
+            await claiming  # raises its error
 
     async def _claim_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         while not self.stopping:
             self.wake.clear()
             free = self.plan.concurrency - len(self.tasks)
-            if free > 0 and loop.time() >= self.next_poll:
+            ready = max(self.next_poll, self.outage.resume)
+            if free > 0 and loop.time() >= ready:
                 try:
                     if await self._poll(loop, free):
                         return
                 except Exception as exc:  # noqa: BLE001 - retried, or raised after the drain
-                    wait = self.outage.failed(self.queue, exc)
-                    if wait is None:
+                    if not self.outage.failed(self.queue, exc, loop.time()):
                         raise
-                    self.next_poll = loop.time() + wait
                     continue
                 self.outage.over()
                 continue
-            timeout = max(0.0, self.next_poll - loop.time()) if free > 0 else None
+            timeout = max(0.0, ready - loop.time()) if free > 0 else None
             try:
                 await asyncio.wait_for(self.wake.wait(), timeout)
             except asyncio.TimeoutError:
@@ -153,13 +193,19 @@ class _Tasks:
         try:
             claimed = await asyncio.shield(claim)
         except asyncio.CancelledError:
-            # The claim goes on in its thread: its messages are in flight like the others.
+            # The claim goes on in its thread: its messages are in flight like the others, unless
+            # the loop gives up on it at the shutdown timeout (`_claims`).
             try:
-                claimed = await claim
-            except Exception:  # noqa: BLE001 - cancelled anyway; nothing was claimed
-                claimed = []
-            for message in claimed:
-                self._start(message)
+                if not self.claim_abandoned:
+                    try:
+                        claimed = await claim
+                    except Exception:  # noqa: BLE001 - cancelled anyway; nothing was claimed
+                        claimed = []
+                    for message in claimed:
+                        self._start(message)
+            finally:
+                if not claim.done():
+                    claim.add_done_callback(_claimed_late)
             raise
         for message in claimed:
             self._start(message)
@@ -267,7 +313,7 @@ class _Tasks:
         if not self.tasks:
             return
         try:
-            _, late = await asyncio.wait(set(self.tasks), timeout=self.plan.shutdown_timeout)
+            _, late = await asyncio.wait(set(self.tasks), timeout=self._left())
         except asyncio.CancelledError:
             late = set(self.tasks)
             raise
@@ -277,7 +323,65 @@ class _Tasks:
                 for task in late - self.recording:
                     task.cancel()
         if self.recording:
-            await asyncio.wait(set(self.recording))
+            _, unwritten = await asyncio.wait(
+                set(self.recording), timeout=self._left() + RECORD_GRACE
+            )
+            if unwritten:  # the database does not answer: left to their leases
+                logger.warning(LATE_RECORDINGS, len(unwritten), RECORD_GRACE)
+                for task in unwritten:
+                    task.cancel()
+
+
+class _Daemons(Executor):
+    """`concurrent.futures.ThreadPoolExecutor`'s work on daemon threads: the interpreter's exit
+    joins a ThreadPoolExecutor's threads, so a database call that never returns (PostgreSQL
+    hanging: tester T9, session 13) kept the process alive after the loop returned. Threads
+    are made as needed, up to ``size``; `shutdown` never waits."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.started = size, 0
+        self.lock = threading.Lock()
+        self.idle = threading.Semaphore(0)  # threads waiting for a job
+        self.jobs: queues.SimpleQueue[Optional[Callable[[], None]]] = queues.SimpleQueue()
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        future: Future[T] = Future()
+
+        def job() -> None:
+            if future.set_running_or_notify_cancel():
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException as exc:  # noqa: BLE001 - the awaiting coroutine's
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
+
+        self.jobs.put(job)
+        if not self.idle.acquire(blocking=False):
+            with self.lock:
+                if self.started < self.size:
+                    self.started += 1
+                    name = f"deadletter-db_{self.started - 1}"  # as ThreadPoolExecutor names them
+                    threading.Thread(target=self._work, name=name, daemon=True).start()
+        return future
+
+    def _work(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            job()
+            del job  # its future and result, before waiting for the next one
+            self.idle.release()
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Ends the threads once their call returned (at once for the idle ones)."""
+        with self.lock:
+            for _ in range(self.started):
+                self.jobs.put(None)
+
+
+def _claimed_late(claim: asyncio.Future[list[Message]]) -> None:
+    """Logs the messages a claim the loop gave up on took: they are left to their leases."""
+    if not claim.cancelled() and claim.exception() is None and claim.result():
+        logger.warning(LATE_CLAIM, [m.id for m in claim.result()])
 
 
 def _exception_of(work: asyncio.Future[object]) -> Optional[BaseException]:
@@ -308,7 +412,9 @@ def process_async(
     loop stops every ``process_async`` loop on it; see `sigterm`) and returns
     the count; cancelled (Ctrl-C under ``asyncio.run``),
     it stops claiming, lets running handlers finish for up to ``shutdown_timeout`` (cancelling
-    the rest), then raises `asyncio.CancelledError`.
+    the rest), then raises `asyncio.CancelledError`. The shutdown timeout counts from the stop,
+    a claim in flight included: one the database does not answer by then is left in its
+    executor thread (`_Tasks._claims`); outcomes being written get `common.RECORD_GRACE` more.
     """
     plan = plan_of(
         queue,

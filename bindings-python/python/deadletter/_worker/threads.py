@@ -16,6 +16,9 @@ from typing import Any, Optional
 from .._deadletter import MAX_CLAIM_MANY, Message, Queue, WorkerPlan
 from .._errors import ConflictError
 from .common import (
+    LATE_CLAIM,
+    LATE_RECORDINGS,
+    RECORD_GRACE,
     STOP_CHECK,
     Handler,
     Outage,
@@ -77,6 +80,7 @@ class _Threads:
         self.signalled: Optional[str] = None  # why the loop stops
         self.returning = False  # run() is returning: a signal is passed on
         self.pending_signal: Optional[int] = None
+        self.deadline: Optional[float] = None  # time.monotonic() the shutdown timeout ends
 
     # -- the calling thread ---------------------------------------------------------------------
 
@@ -163,7 +167,7 @@ class _Threads:
             self.plan.shutdown_timeout,
             running,
         )
-        deadline = time.monotonic() + self.plan.shutdown_timeout
+        self.deadline = deadline = time.monotonic() + self.plan.shutdown_timeout
         while not self.finished.is_set() and time.monotonic() < deadline:
             time.sleep(min(STOP_CHECK, max(0.0, deadline - time.monotonic())))
 
@@ -175,11 +179,19 @@ class _Threads:
     def _await_recordings(self) -> None:
         """Waits for the outcomes being recorded: a handler that ended by the shutdown timeout
         has its ``succeed`` or ``fail`` written before `process` returns (and the process,
-        maybe, exits). Polled, as `run` does: a signal may interrupt this thread."""
+        maybe, exits), for up to `RECORD_GRACE` seconds past the shutdown timeout: a database
+        that does not answer (tester T9, session 13: PostgreSQL's processes stopped, SIGTERM
+        took 40 s) leaves them to their leases. Polled, as `run` does: a signal may interrupt
+        this thread."""
+        until = (self.deadline or time.monotonic()) + RECORD_GRACE
         while True:
             with self.cond:
-                if not any(slot.recording for slot in self.inflight):
-                    return
+                left = sum(slot.recording for slot in self.inflight)
+            if not left:
+                return
+            if time.monotonic() >= until:
+                logger.warning(LATE_RECORDINGS, left, RECORD_GRACE)
+                return
             time.sleep(0.01)
 
     def _abandon(self) -> None:
@@ -217,19 +229,16 @@ class _Threads:
             self._heartbeat(now)
             with self.cond:
                 free = self.plan.concurrency - len(self.inflight)
-                poll = deadline is None and free > 0 and now >= self.next_poll
+                ready = max(self.next_poll, self.outage.resume)
+                poll = deadline is None and free > 0 and now >= ready
             if poll:
                 try:
                     if self._poll(free):
                         return
                 except Exception as exc:  # noqa: BLE001 - retried, or raised after the drain
-                    wait = self.outage.failed(self.queue, exc)
-                    if wait is None:
+                    if not self.outage.failed(self.queue, exc, time.monotonic()):
                         self.error = exc
                         self._request_stop()
-                    else:
-                        with self.cond:
-                            self.next_poll = time.monotonic() + wait
                     continue
                 self.outage.over()
                 continue
@@ -238,7 +247,7 @@ class _Threads:
                 if deadline is not None:
                     wake = min(wake, deadline)
                 elif len(self.inflight) < self.plan.concurrency:
-                    wake = min(wake, self.next_poll)
+                    wake = min(wake, max(self.next_poll, self.outage.resume))
                 if not self.stopping or deadline is not None:
                     self.cond.wait(max(0.0, wake - time.monotonic()))
 
@@ -261,6 +270,11 @@ class _Threads:
             self._request_stop()
             return False
         claimed = self.queue.claim_many(asked, lease=self.plan.lease)
+        with self.cond:
+            if self.abandoned:  # process returned while the claim waited for the database
+                if claimed:
+                    logger.warning(LATE_CLAIM, [m.id for m in claimed])
+                return True
         for message in claimed:
             self._start(message)
         if len(claimed) == asked:
@@ -398,9 +412,12 @@ def process(
     when called from the main thread while Python's default handler is in place (installed for
     the call, then restored; a ``KeyboardInterrupt`` from another handler stops it too); all
     noticed within 0.1 s. A second Ctrl-C while handlers finish raises ``KeyboardInterrupt`` at
-    once. A `StoreError` of ``claim_many`` or ``next_due_at`` is logged and the claim tried
-    again later (`common.Outage`); with ``stop_when_idle``, once the database is closed, and for
-    any other error of theirs, the loop stops the same way, then the error is raised.
+    once. It returns by ``shutdown_timeout`` after the stop (plus `common.RECORD_GRACE` for the
+    outcomes being written), whatever a database call in flight does: its threads are daemons.
+    A `StoreError` of ``claim_many`` or ``next_due_at`` is logged and the claim tried again
+    later, no sooner than the wait logged (`common.Outage`); with ``stop_when_idle``, once the
+    database is closed, and for any other error of theirs, the loop stops the same way, then
+    the error is raised.
     """
     plan = plan_of(
         queue,
