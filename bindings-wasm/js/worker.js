@@ -49,6 +49,8 @@ class Loop {
   #closed;
   /** The claims that failed in a row with a `store` error (`#failed`). */
   #failures = 0;
+  /** `performance.now()` before which the loop does not claim (the wait after a failed claim). */
+  #retryAt = 0;
   /** The jobs whose message this loop holds: handler running, or its outcome being recorded. */
   #jobs = new Set();
   #handled = 0;
@@ -89,6 +91,13 @@ class Loop {
           await this.#wait(Infinity); // until a job ends
           continue;
         }
+        // After a store error, no event (a job that ends) claims before the wait it announced
+        // (tester T9: each job ending as the store failed doubled the wait within milliseconds).
+        const outage = this.#retryAt - performance.now();
+        if (outage > 0) {
+          await this.#wait(outage);
+          continue;
+        }
         let next, claimed;
         try {
           // An idle loop reads when the next delayed message is due *before* it claims: read
@@ -98,7 +107,7 @@ class Loop {
           if (signal?.aborted) break; // aborted during the reading: no more claims
           claimed = await this.#queue.claimMany(Math.min(free, MAX_CLAIM), { leaseMs: this.#leaseMs });
         } catch (err) {
-          await this.#wait(this.#failed(err));
+          this.#retryAt = performance.now() + this.#failed(err);
           continue;
         }
         if (this.#failures > 0) {

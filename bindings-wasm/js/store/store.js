@@ -148,6 +148,8 @@ export class IdbStore {
   #name;
   /** The open that replaces a connection the browser closed, while it runs. */
   #opening = null;
+  /** Rejects, with the `store` error of the calls then running, when the browser closes `#db`. */
+  #lost;
   /** Null while open; once closed, why (the end of the `store` error of every later call: "" after `close()`). */
   #why = null;
   /** The key ranges of each queue's claim lanes (`ClaimPlan.lanes()`, which depend on the queue alone), by queue. */
@@ -178,9 +180,21 @@ export class IdbStore {
     // the next call opens the database again, as the IndexedDB editors advise for a store a page
     // (or a service worker's Outbox, which holds its database) keeps (session 13, tester T7: a
     // service worker kept no request after the site's data was cleared, until it was replaced).
-    // The calls running then fail with a `store` error; what the browser cleared is gone.
+    // The calls running then fail with a `store` error, rather than wait for events Chromium
+    // never fires on their transactions (session 13, tester T9: an enqueue, a claim and a stats
+    // running at a clear were still pending 12 s later, and a `process` loop with them); what
+    // the browser cleared is gone.
+    let lose;
+    this.#lost = new Promise((_, reject) => (lose = reject));
+    this.#lost.catch(() => {}); // rejected whether a call runs or not
     db.onclose = () => {
       if (this.#db === db) this.#db = null;
+      lose(
+        new DeadLetterError(
+          `store error: the browser closed IndexedDB database ${name} while this call ran (the site's data was cleared, or a storage failure): it may not have been written; the next call opens the database again`,
+          { code: "store" },
+        ),
+      );
     };
   }
 
@@ -227,7 +241,7 @@ export class IdbStore {
   #run(stores, mode, body, after) {
     if (this.closed) return Promise.reject(this.refusal());
     if (this.#db === null) return this.#reopen().then(() => this.#run(stores, mode, body, after));
-    return transaction(this.#db, stores, mode, body, after);
+    return Promise.race([transaction(this.#db, stores, mode, body, after), this.#lost]);
   }
 
   /**

@@ -538,6 +538,20 @@ export const CASES = {
     }
   },
 
+  async "the calls running when the browser closes the connection reject with a store error"(pkg, factory) {
+    // Session 13, tester T9: in Chromium their transactions never completed nor aborted, and
+    // the calls (a process loop's claim with them) stayed pending for good.
+    const { name, db } = await database(pkg, factory);
+    const store = new pkg.store.IdbStore(db, factory);
+    const running = store.get(1); // its transaction has not completed yet
+    db.onclose(new Event("close")); // what the browser fires
+    const err = await rejects(running, /while this call ran/, "the running get");
+    equal(err.code, "store", "its code");
+    equal(err.message, `store error: the browser closed IndexedDB database ${JSON.stringify(name)} while this call ran (the site's data was cleared, or a storage failure): it may not have been written; the next call opens the database again`, "the text");
+    equal(await store.get(1), undefined, "the next call, on the database opened again");
+    store.close();
+  },
+
   async "a connection the browser closed (the site's data cleared): the next calls open the database again, once"(pkg, factory) {
     // Session 13, tester T7: a service worker's Outbox, which holds its database, kept no request
     // after the site's data was cleared (every call failed: "the database is closed").

@@ -96,6 +96,41 @@ Object.assign(CASES, {
     }
   },
 
+  async "process() keeps the announced wait after a store error while jobs end meanwhile (tester T9, session 13)"({ open, Queue, DeadLetterError }, fresh) {
+    // Each job that ended as the store failed ended the wait: the next claim came at once and
+    // doubled the wait within milliseconds.
+    const db = await open(fresh());
+    const warn = console.warn;
+    console.warn = () => {};
+    try {
+      const queue = db.queue("outage");
+      for (let i = 0; i < 4; i += 1) await queue.enqueue(`m${i}`);
+      const claims = [];
+      // The first claim takes all four; the next two fail while the four jobs end one by one.
+      queue.claimMany = (...args) => {
+        claims.push(Date.now());
+        if (claims.length === 2 || claims.length === 3) return Promise.reject(new DeadLetterError("store error: database is locked", { code: "store" }));
+        return Queue.prototype.claimMany.apply(queue, args);
+      };
+      const controller = new AbortController();
+      let started = 0;
+      const processing = queue.process(
+        async () => {
+          started += 1;
+          await sleep(100 * started); // ending at 100, 200, 300 and 400 ms: after the failures
+        },
+        { concurrency: 4, pollIntervalMs: 10, signal: controller.signal },
+      );
+      while (claims.length < 4) await sleep(10);
+      controller.abort();
+      same(await processing, 4, "handled");
+      if (claims[2] - claims[1] < 490 || claims[3] - claims[2] < 990) throw new Error(`check failed: the waits, claims at ${claims.map((t) => t - claims[0])}`);
+    } finally {
+      console.warn = warn;
+      db.close();
+    }
+  },
+
   async "process() rejects with the store error of a closed database, and with any other error, without waiting"({ open, Queue, DeadLetterError }, fresh) {
     const db = await open(fresh());
     const queue = db.queue("closing");
