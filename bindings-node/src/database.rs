@@ -202,7 +202,7 @@ impl NativeDatabase {
     fn new(path: &Path, pool: Pool) -> Self {
         // The file's own name, whatever path led to it: the Databases of this process on one file
         // share its deaths through a BroadcastChannel of that name. None for `:memory:`, private.
-        let channel = (path != Path::new(":memory:"))
+        let channel = (path.as_os_str() != ":memory:")
             .then(|| std::fs::canonicalize(path).ok())
             .flatten()
             .map(|file| format!("deadletter:file:{}", file.display()));

@@ -188,7 +188,7 @@ fn open(
             }
             // Only the str ":memory:" is the in-memory database; an os.PathLike is a file name.
             (Ok(path), None)
-                if path == Path::new(":memory:") && !given.is_instance_of::<PyString>() =>
+                if path.as_os_str() == ":memory:" && !given.is_instance_of::<PyString>() =>
             {
                 sqlite(Path::new(".").join(path), &mut rejected)
             }

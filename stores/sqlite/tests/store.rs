@@ -75,6 +75,18 @@ fn a_path_ending_in_a_separator_is_a_folder_and_nothing_is_created() {
 }
 
 #[test]
+fn only_memory_itself_is_the_in_memory_database() {
+    // Tester T9 (session 13): `Path` equality ignores a trailing `/` or `/.`, so `:memory:/`
+    // opened the in-memory database. It is a folder's path now, refused as the others.
+    for given in [":memory:/", ":memory:/."] {
+        let refused = SqliteStore::open(given.as_ref(), Durability::Full).expect_err("a folder");
+        let said = format!("store error: unable to open database file: {given}");
+        assert_eq!(refused.to_string(), said);
+    }
+    assert!(SqliteStore::open(":memory:".as_ref(), Durability::Full).is_ok());
+}
+
+#[test]
 fn another_applications_file_is_refused() {
     let file = TempDb::new();
     let conn = rusqlite::Connection::open(&file.0).expect("open");
