@@ -147,6 +147,31 @@ def test_a_refused_header_comes_with_the_other_faults_of_the_request(
     assert state(db) == before
 
 
+def test_a_malformed_idempotency_key_comes_with_the_other_faults_of_the_enqueue(
+    db: deadletter.Database, client: TestClient
+) -> None:
+    # Tester T9 (session 13): the enqueue's own header check raised at once, and the 422 named
+    # only the header.
+    before = state(db)
+    for headers in (
+        [("Idempotency-Key", '"unterminated')],
+        [("Idempotency-Key", "a"), ("Idempotency-Key", "b")],
+    ):
+        r = client.post(
+            "/queues/q/messages?x=1",
+            content=b'{"payload": "p", "delay": -1, "y": 1}',
+            headers=[("content-type", "application/json"), *headers],
+        )
+        problem(r, 422, "validation_failed")
+        assert fields_of(r) == [
+            ("x", "unknown"),
+            ("Idempotency-Key", "invalid"),
+            ("y", "unknown"),
+            ("delay", "out_of_range"),
+        ]
+    assert state(db) == before
+
+
 def test_without_a_query_string_the_bulk_delete_still_deletes(
     db: deadletter.Database, client: TestClient
 ) -> None:

@@ -237,8 +237,12 @@ class Api:
     async def enqueue(self, request: Request) -> Response:
         queue = self.queue(request)
         fields = ("payload", "max_retries", "idempotency_key", "delay", "group", "expires_in")
+        try:
+            header = idempotency_header(request)
+        except deadletter.ValidationError as error:  # with the request's other faults (T9)
+            note(request, error.errors)
+            header = None
         data = await self.body(request, fields, required=True)
-        header = idempotency_header(request)
         if header is not None and data["idempotency_key"] is not None:
             why = "is given as this header and as the body's idempotency_key: give one"
             note(request, [{"field": IDEMPOTENCY_HEADER, "code": "invalid", "message": why}])
